@@ -1,0 +1,404 @@
+/* zp_comm.c — communicators (MPI, or a 1-rank self communicator in a build without MPI) and
+ * the cpu backend's collectives over MPI. fp16/bf16 reductions use user-defined MPI
+ * operations that accumulate each pair in fp32 and round back (round to nearest even). */
+#include "zp_kernels_impl.h"
+#include "zp_kernels_mpi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static zp_status comm_alloc(const zp_kernels_backend *be, zp_comm **out)
+{
+    if (!be || !out)
+        return ZP_FAIL(ZP_EINVAL, "communicator: NULL backend or output");
+    zp_comm *c = calloc(1, sizeof *c);
+    if (!c)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    c->be = be;
+#if ZP_HAVE_MPI
+    c->mpi = MPI_COMM_NULL;
+#endif
+    *out = c;
+    return ZP_OK;
+}
+
+/* Runs the backend's per-communicator set-up; frees c on failure. */
+static zp_status comm_attach(zp_comm *c, zp_comm **out)
+{
+    if (c->be->comm_attach) {
+        zp_status st = c->be->comm_attach(c);
+        if (st != ZP_OK) {
+            c->be = &zp_kernels_cpu; /* nothing of the backend's to detach */
+            zp_comm_free(c);
+            return st;
+        }
+    }
+    *out = c;
+    return ZP_OK;
+}
+
+void zp_comm_free(zp_comm *c)
+{
+    if (!c)
+        return;
+    if (c->be && c->be->comm_detach)
+        c->be->comm_detach(c);
+#if ZP_HAVE_MPI
+    int fin = 1;
+    MPI_Finalized(&fin);
+    if (c->mpi != MPI_COMM_NULL && !fin)
+        MPI_Comm_free(&c->mpi);
+#endif
+    free(c);
+}
+
+int zp_comm_rank(const zp_comm *c) { return c ? c->rank : 0; }
+int zp_comm_size(const zp_comm *c) { return c ? c->size : 0; }
+
+#if ZP_HAVE_MPI
+
+static int g_we_initialised;
+
+zp_status zp_mpi_fail(int rc, const char *call, const char *file, int line)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        strcpy(msg, "unknown MPI error");
+    return zp_error_set(ZP_ERUNTIME, file, line, "%s failed: %s", call, msg);
+}
+
+zp_status zp_kernels_mpi_init(int *argc, char ***argv)
+{
+    int inited = 0;
+    ZP_MPI_CHECK(MPI_Initialized(&inited));
+    if (inited)
+        return ZP_OK;
+    int provided = 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+        return ZP_FAIL(ZP_ERUNTIME, "MPI_Init_thread failed (code %d)", rc);
+    g_we_initialised = 1;
+    return ZP_OK;
+}
+
+zp_status zp_kernels_mpi_finalize(void)
+{
+    if (!g_we_initialised)
+        return ZP_OK;
+    int fin = 0;
+    ZP_MPI_CHECK(MPI_Finalized(&fin));
+    g_we_initialised = 0;
+    if (!fin)
+        ZP_MPI_CHECK(MPI_Finalize());
+    return ZP_OK;
+}
+
+static zp_status comm_wrap(const zp_kernels_backend *be, MPI_Comm src, int dup, zp_comm **out)
+{
+    zp_comm *c = NULL;
+    ZP_TRY(comm_alloc(be, &c));
+    int rc = dup ? MPI_Comm_dup(src, &c->mpi) : MPI_SUCCESS;
+    if (!dup)
+        c->mpi = src;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_rank(c->mpi, &c->rank);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_size(c->mpi, &c->size);
+    if (rc != MPI_SUCCESS) {
+        zp_status st = zp_mpi_fail(rc, "creating a communicator", __FILE__, __LINE__);
+        zp_comm_free(c);
+        return st;
+    }
+    return comm_attach(c, out);
+}
+
+zp_status zp_comm_from_mpi(const zp_kernels_backend *be, MPI_Comm mpi, zp_comm **out)
+{
+    return comm_wrap(be, mpi, 1, out);
+}
+
+MPI_Comm zp_comm_mpi(const zp_comm *c) { return c->mpi; }
+
+zp_status zp_comm_world(const zp_kernels_backend *be, zp_comm **out)
+{
+    ZP_TRY(zp_kernels_mpi_init(NULL, NULL));
+    return comm_wrap(be, MPI_COMM_WORLD, 1, out);
+}
+
+zp_status zp_comm_split_node(const zp_comm *parent, zp_comm **out)
+{
+    if (!parent || !out)
+        return ZP_FAIL(ZP_EINVAL, "split: NULL communicator");
+    MPI_Comm sub;
+    ZP_MPI_CHECK(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &sub));
+    return comm_wrap(parent->be, sub, 0, out);
+}
+
+zp_status zp_comm_split_cross(const zp_comm *parent, zp_comm **out)
+{
+    if (!parent || !out)
+        return ZP_FAIL(ZP_EINVAL, "split: NULL communicator");
+    MPI_Comm node;
+    ZP_MPI_CHECK(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node));
+    int local = 0;
+    int rc = MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS)
+        return zp_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    MPI_Comm sub;
+    ZP_MPI_CHECK(MPI_Comm_split(parent->mpi, local, parent->rank, &sub));
+    return comm_wrap(parent->be, sub, 0, out);
+}
+
+zp_status zp_comm_node_count(const zp_comm *c, int *nodes)
+{
+    if (!c || !nodes)
+        return ZP_FAIL(ZP_EINVAL, "node_count: NULL argument");
+    MPI_Comm node;
+    ZP_MPI_CHECK(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    int local = 0;
+    int rc = MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS)
+        return zp_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    int leader = local == 0, count = 0;
+    ZP_MPI_CHECK(MPI_Allreduce(&leader, &count, 1, MPI_INT, MPI_SUM, c->mpi));
+    *nodes = count;
+    return ZP_OK;
+}
+
+zp_status zp_comm_barrier(zp_comm *c)
+{
+    if (!c)
+        return ZP_FAIL(ZP_EINVAL, "barrier: NULL communicator");
+    ZP_MPI_CHECK(MPI_Barrier(c->mpi));
+    return ZP_OK;
+}
+
+static MPI_Op mpi_op(zp_redop op)
+{
+    switch (op) {
+    case ZP_OP_MAX: return MPI_MAX;
+    case ZP_OP_MIN: return MPI_MIN;
+    default: return MPI_SUM;
+    }
+}
+
+zp_status zp_comm_allreduce_double(zp_comm *c, double *value, zp_redop op)
+{
+    if (!c || !value)
+        return ZP_FAIL(ZP_EINVAL, "allreduce_double: NULL argument");
+    ZP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_DOUBLE, mpi_op(op), c->mpi));
+    return ZP_OK;
+}
+
+/* ---- 16-bit reductions: user-defined ops, fp32 accumulation of each pair ---- */
+
+#define ZP_DEF_HALF_OP(name, to32, from32, expr)                                      \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *dt)               \
+    {                                                                                 \
+        (void)dt;                                                                     \
+        const uint16_t *x = in;                                                       \
+        uint16_t *y = inout;                                                          \
+        for (int i = 0; i < *len; i++) {                                              \
+            float a = to32(x[i]), b = to32(y[i]);                                     \
+            y[i] = from32(expr);                                                      \
+        }                                                                             \
+    }
+ZP_DEF_HALF_OP(op_f16_sum, zp_f16_to_f32, zp_f32_to_f16, a + b)
+ZP_DEF_HALF_OP(op_f16_max, zp_f16_to_f32, zp_f32_to_f16, a > b ? a : b)
+ZP_DEF_HALF_OP(op_f16_min, zp_f16_to_f32, zp_f32_to_f16, a < b ? a : b)
+ZP_DEF_HALF_OP(op_bf16_sum, zp_bf16_to_f32, zp_f32_to_bf16, a + b)
+ZP_DEF_HALF_OP(op_bf16_max, zp_bf16_to_f32, zp_f32_to_bf16, a > b ? a : b)
+ZP_DEF_HALF_OP(op_bf16_min, zp_bf16_to_f32, zp_f32_to_bf16, a < b ? a : b)
+
+static MPI_Op g_half_ops[2][3];
+static int g_half_ops_made;
+
+static zp_status reduction_type(zp_dtype dt, zp_redop op, MPI_Datatype *type, MPI_Op *mop)
+{
+    if ((unsigned)op > ZP_OP_MIN)
+        return ZP_FAIL(ZP_EINVAL, "unknown reduction %d", (int)op);
+    switch (dt) {
+    case ZP_DT_F32:
+        *type = MPI_FLOAT;
+        *mop = mpi_op(op);
+        return ZP_OK;
+    case ZP_DT_F16:
+    case ZP_DT_BF16:
+        if (!g_half_ops_made) {
+            MPI_User_function *fns[2][3] = {{op_f16_sum, op_f16_max, op_f16_min},
+                                            {op_bf16_sum, op_bf16_max, op_bf16_min}};
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 3; j++)
+                    ZP_MPI_CHECK(MPI_Op_create(fns[i][j], 1, &g_half_ops[i][j]));
+            g_half_ops_made = 1;
+        }
+        *type = MPI_UINT16_T;
+        *mop = g_half_ops[dt == ZP_DT_BF16][op];
+        return ZP_OK;
+    default:
+        return ZP_FAIL(ZP_EINVAL, "cannot reduce elements of type %s", zp_dtype_name(dt));
+    }
+}
+
+static MPI_Datatype raw_type(zp_dtype dt)
+{
+    switch (dt) {
+    case ZP_DT_F32: return MPI_FLOAT;
+    case ZP_DT_F16:
+    case ZP_DT_BF16: return MPI_UINT16_T;
+    default: return MPI_BYTE;
+    }
+}
+
+zp_status zp_cpu_allreduce(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt, zp_redop op)
+{
+    if (!c)
+        return ZP_FAIL(ZP_EINVAL, "allreduce: NULL communicator");
+    ZP_TRY(zp_count_check(count, dt, "allreduce"));
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_Op mop = MPI_OP_NULL;
+    ZP_TRY(reduction_type(dt, op, &type, &mop));
+    ZP_MPI_CHECK(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, type, mop, c->mpi));
+    return ZP_OK;
+}
+
+zp_status zp_cpu_reduce_scatter(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt,
+                                zp_redop op)
+{
+    if (!c)
+        return ZP_FAIL(ZP_EINVAL, "reduce_scatter: NULL communicator");
+    ZP_TRY(zp_count_check(count, dt, "reduce_scatter"));
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_Op mop = MPI_OP_NULL;
+    ZP_TRY(reduction_type(dt, op, &type, &mop));
+    ZP_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, (int)count, type, mop, c->mpi));
+    return ZP_OK;
+}
+
+zp_status zp_cpu_allgather(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt)
+{
+    if (!c)
+        return ZP_FAIL(ZP_EINVAL, "allgather: NULL communicator");
+    ZP_TRY(zp_count_check(count, dt, "allgather"));
+    ZP_TRY(zp_count_check(count * (size_t)c->size, dt, "allgather"));
+    MPI_Datatype type = raw_type(dt);
+    const char *mine = (const char *)recv + (size_t)c->rank * count * zp_dtype_size(dt);
+    ZP_MPI_CHECK(MPI_Allgather(send == mine ? MPI_IN_PLACE : send, (int)count, type, recv, (int)count, type,
+                               c->mpi));
+    return ZP_OK;
+}
+
+zp_status zp_cpu_broadcast(zp_comm *c, void *buf, size_t count, zp_dtype dt, int root)
+{
+    if (!c)
+        return ZP_FAIL(ZP_EINVAL, "broadcast: NULL communicator");
+    ZP_TRY(zp_count_check(count, dt, "broadcast"));
+    if (root < 0 || root >= c->size)
+        return ZP_FAIL(ZP_EINVAL, "broadcast: root %d outside 0..%d", root, c->size - 1);
+    ZP_MPI_CHECK(MPI_Bcast(buf, (int)count, raw_type(dt), root, c->mpi));
+    return ZP_OK;
+}
+
+#else /* no MPI: one rank */
+
+zp_status zp_kernels_mpi_init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return ZP_OK;
+}
+
+zp_status zp_kernels_mpi_finalize(void) { return ZP_OK; }
+
+static zp_status self_comm(const zp_kernels_backend *be, zp_comm **out)
+{
+    zp_comm *c = NULL;
+    ZP_TRY(comm_alloc(be, &c));
+    c->rank = 0;
+    c->size = 1;
+    return comm_attach(c, out);
+}
+
+zp_status zp_comm_world(const zp_kernels_backend *be, zp_comm **out) { return self_comm(be, out); }
+
+zp_status zp_comm_split_node(const zp_comm *parent, zp_comm **out)
+{
+    if (!parent)
+        return ZP_FAIL(ZP_EINVAL, "split: NULL communicator");
+    return self_comm(parent->be, out);
+}
+
+zp_status zp_comm_split_cross(const zp_comm *parent, zp_comm **out)
+{
+    return zp_comm_split_node(parent, out);
+}
+
+zp_status zp_comm_node_count(const zp_comm *c, int *nodes)
+{
+    (void)c;
+    *nodes = 1;
+    return ZP_OK;
+}
+
+zp_status zp_comm_barrier(zp_comm *c)
+{
+    (void)c;
+    return ZP_OK;
+}
+
+zp_status zp_comm_allreduce_double(zp_comm *c, double *value, zp_redop op)
+{
+    (void)c;
+    (void)value;
+    (void)op;
+    return ZP_OK;
+}
+
+static zp_status self_copy(const void *send, void *recv, size_t count, zp_dtype dt, const char *what)
+{
+    ZP_TRY(zp_count_check(count, dt, what));
+    if (send != recv && count > 0)
+        memmove(recv, send, count * zp_dtype_size(dt));
+    return ZP_OK;
+}
+
+zp_status zp_cpu_allreduce(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt, zp_redop op)
+{
+    (void)c;
+    (void)op;
+    if (dt == ZP_DT_U8)
+        return ZP_FAIL(ZP_EINVAL, "cannot reduce elements of type u8");
+    return self_copy(send, recv, count, dt, "allreduce");
+}
+
+zp_status zp_cpu_reduce_scatter(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt,
+                                zp_redop op)
+{
+    (void)c;
+    (void)op;
+    if (dt == ZP_DT_U8)
+        return ZP_FAIL(ZP_EINVAL, "cannot reduce elements of type u8");
+    return self_copy(send, recv, count, dt, "reduce_scatter");
+}
+
+zp_status zp_cpu_allgather(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt)
+{
+    (void)c;
+    return self_copy(send, recv, count, dt, "allgather");
+}
+
+zp_status zp_cpu_broadcast(zp_comm *c, void *buf, size_t count, zp_dtype dt, int root)
+{
+    (void)c;
+    (void)buf;
+    if (root != 0)
+        return ZP_FAIL(ZP_EINVAL, "broadcast: root %d outside 0..0", root);
+    return zp_count_check(count, dt, "broadcast");
+}
+
+#endif
