@@ -1,0 +1,52 @@
+#include "zp_status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char g_msg[1024];
+static _Thread_local char g_origin[256];
+
+zp_status zp_error_set(zp_status st, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+    va_end(ap);
+    const char *base = strrchr(file, '/');
+    snprintf(g_origin, sizeof g_origin, "%s:%d", base ? base + 1 : file, line);
+    return st;
+}
+
+const char *zp_error_message(void) { return g_msg; }
+const char *zp_error_origin(void) { return g_origin; }
+
+void zp_error_clear(void)
+{
+    g_msg[0] = '\0';
+    g_origin[0] = '\0';
+}
+
+const char *zp_status_name(zp_status st)
+{
+    static const char *const names[] = {
+        [ZP_OK] = "ok",           [ZP_EINVAL] = "invalid input", [ZP_ENOENT] = "no such file",
+        [ZP_ENODEV] = "no device", [ZP_ERANGE] = "out of range",  [ZP_ENOMEM] = "out of memory",
+        [ZP_EIO] = "I/O error",   [ZP_ERUNTIME] = "run-time error", [ZP_EUNSUPPORTED] = "unsupported",
+    };
+    if ((unsigned)st < sizeof names / sizeof names[0] && names[st])
+        return names[st];
+    return "unknown status";
+}
+
+int zp_status_exit_code(zp_status st)
+{
+    switch (st) {
+    case ZP_OK: return 0;
+    case ZP_EINVAL:
+    case ZP_ENOENT:
+    case ZP_ENODEV:
+    case ZP_ERANGE:
+    case ZP_EUNSUPPORTED: return 2;
+    default: return 1;
+    }
+}

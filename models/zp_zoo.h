@@ -1,0 +1,33 @@
+/* zp_zoo.h — the named models zplan knows, GPT-2-like models of a requested size, and
+ * HuggingFace config.json files: everything `--model` accepts. */
+#ifndef ZP_ZOO_H
+#define ZP_ZOO_H
+
+#include "zp_model.h"
+
+typedef struct {
+    zp_model model;
+    double published_params; /* the size its source states, for the zoo test */
+    const char *source;      /* where the configuration comes from */
+} zp_zoo_entry;
+
+int zp_zoo_count(void);
+const zp_zoo_entry *zp_zoo_get(int i);
+/* Case-insensitive lookup by name; NULL when absent. */
+const zp_zoo_entry *zp_zoo_find(const char *name);
+
+/* A GPT-2-like model of about `params` parameters: hidden from the ZeRO paper's size classes,
+ * heads from the same class, layers = round(params / 12h^2) (at least 1), V = 50257, s = 1024. */
+zp_status zp_model_from_size(double params, zp_model *out);
+
+/* Reads a HuggingFace config.json (GPT-2, GPT-NeoX and LLaMA-style keys). */
+zp_status zp_model_from_hf_config(const char *path, zp_model *out);
+
+/* How `--model` text was understood. */
+typedef enum { ZP_MODEL_FROM_ZOO, ZP_MODEL_FROM_SIZE, ZP_MODEL_FROM_FILE } zp_model_origin;
+
+/* Resolves a zoo name, a size ("37B", "1.2T", "350M") or a path to a config.json. `seq`, when
+ * positive, overrides the sequence length. */
+zp_status zp_model_resolve(const char *spec, int64_t seq, zp_model *out, zp_model_origin *origin);
+
+#endif

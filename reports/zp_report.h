@@ -1,0 +1,40 @@
+/* zp_report.h — the reports zplan prints: the paper's Table 1 and Table 2, the model zoo, the
+ * cluster presets, and the what-if answer. Reports format what sim/ and models/ compute. */
+#ifndef ZP_REPORT_H
+#define ZP_REPORT_H
+
+#include <stdio.h>
+
+#include "zp_cluster.h"
+#include "zp_search.h"
+#include "zp_table.h"
+#include "zp_zoo.h"
+
+/* The FLOP convention every TFLOPs figure follows, printed beside it. */
+#define ZP_FLOP_CONVENTION                                                                             \
+    "TFLOPs count the FLOPs executed per iteration, recompute included (Megatron-LM 2021 convention: " \
+    "96*B*s*l*h^2*(1 + s/6h + V/16lh) with checkpointing)"
+
+/* Table 1: model-state GB per GPU for each Ψ in `psi` (labels in `names`) and DP degree in `dp`. */
+zp_status zp_report_table1(const double *psi, const char *const *names, int npsi, const double *dp, int ndp,
+                           double k, zp_table **out);
+/* Table 2: the largest model (billions of parameters) whose model states fit in gpu_mem, per MP degree. */
+zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp, double k, zp_table **out);
+zp_status zp_report_models(zp_table **out);
+zp_status zp_report_clusters(zp_table **out);
+
+typedef struct {
+    const zp_model *model;
+    const char *model_note;    /* e.g. "generated from size 37B" or NULL */
+    const zp_cluster *cluster;
+    int64_t gpus;
+    double gpu_mem;
+    const zp_search_result *result;
+    int top;                   /* fitting plans to show */
+} zp_whatif;
+
+zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w);
+/* The what-if as the JSON contract: {"model", "cluster", "plans", "best"} (new reference). */
+json_t *zp_report_whatif_json(const zp_whatif *w);
+
+#endif

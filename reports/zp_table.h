@@ -1,0 +1,41 @@
+/* zp_table.h — one table, four renderings: aligned text, Markdown, CSV and JSON.
+ * Every report builds a zp_table and lets this module format it, so the formats never drift. */
+#ifndef ZP_TABLE_H
+#define ZP_TABLE_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "zp_status.h"
+
+typedef enum { ZP_FMT_TEXT, ZP_FMT_MD, ZP_FMT_CSV, ZP_FMT_JSON } zp_format;
+
+zp_status zp_format_parse(const char *text, zp_format *out);
+const char *zp_format_name(zp_format f);
+
+typedef struct zp_table zp_table;
+
+/* `keys` name the columns in CSV and JSON (snake_case, with units: "pos_gb"); `headers` in text and
+ * Markdown ("Pos (GB)"). Both arrays have ncols entries and must outlive the table. */
+zp_table *zp_table_new(const char *title, int ncols, const char *const *keys, const char *const *headers);
+void zp_table_free(zp_table *t); /* accepts NULL */
+
+zp_status zp_table_add_row(zp_table *t);
+/* Sets a cell of the last row: a number shown with `display_fmt` (printf, e.g. "%.3g") in text and
+ * Markdown and with full precision in CSV and JSON. */
+zp_status zp_table_set_num(zp_table *t, int col, double value, const char *display_fmt);
+/* A number displayed as `text` in text and Markdown ("7.5B") and exact in CSV and JSON. */
+zp_status zp_table_set_num_text(zp_table *t, int col, double value, const char *text);
+zp_status zp_table_set_str(zp_table *t, int col, const char *text);
+zp_status zp_table_set_bool(zp_table *t, int col, int value);
+/* A line printed under the table (text, Markdown) or in "notes" (JSON); CSV omits notes. */
+zp_status zp_table_add_note(zp_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+zp_status zp_table_write(const zp_table *t, FILE *f, zp_format fmt);
+
+int zp_table_rows(const zp_table *t);
+/* The JSON rendering as an object {"title", "rows": [{key: value}], "notes"} (new reference). */
+json_t *zp_table_to_json(const zp_table *t);
+
+#endif

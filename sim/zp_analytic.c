@@ -1,0 +1,92 @@
+#include "zp_analytic.h"
+
+#include <math.h>
+
+double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
+{
+    int64_t gpn = c->gpus_per_node;
+    if (n * stride <= gpn) {
+        /* the whole group inside one node: NVSwitch */
+        *latency = c->nvlink_latency;
+        return c->nvlink_bw;
+    }
+    /* The group spans nodes. Per node, the groups that share its InfiniBand rails are the `stride`
+     * interleaved groups (at most one node's worth of GPUs): each gets node_bw / concurrent groups.
+     * A ring (or NCCL's tree) crossing nodes is bounded by that share, and by NVSwitch. */
+    double concurrent = (double)(stride < gpn ? stride : gpn);
+    double bw = zp_cluster_node_ib_bw(c) / concurrent;
+    *latency = c->ib_latency;
+    return bw < c->nvlink_bw ? bw : c->nvlink_bw;
+}
+
+/* Ring all-reduce of `bytes` among n: 2(n-1)/n · S/B + 2(n-1)·α; reduce-scatter and all-gather
+ * half of it (the nccl-tests bus-bandwidth convention). */
+static double ring_time(double bytes, int64_t n, double bw, double lat, double factor)
+{
+    if (n <= 1)
+        return 0.0;
+    double steps = factor * (double)(n - 1);
+    return steps / (double)n * bytes / bw + steps * lat;
+}
+
+zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *c, zp_step_time *out)
+{
+    ZP_TRY(zp_plan_validate(plan));
+    const zp_stage_info *si = zp_stage_get(plan->stage);
+    const double b = (double)plan->micro_batch, nm = (double)plan->mp, accum = (double)plan->grad_accum;
+    const double psi = zp_model_params(model) / nm;
+    zp_step_time t = {0};
+
+    /* Compute: the executed FLOPs of one micro-batch split over the MP group. */
+    double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm;
+    t.compute = accum * flops / (c->peak_flops * c->gemm_efficiency);
+
+    /* Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
+     * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */
+    double lat_mp;
+    double bw_mp = zp_analytic_group_bw(c, plan->mp, 1, &lat_mp);
+    double act_bytes = 2.0 * b * (double)model->seq * (double)model->hidden;
+    double n_ar = plan->checkpoint ? 6.0 : 4.0;
+    t.mp_comm = accum * (double)model->layers * n_ar * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
+    if (plan->pa || plan->pa_cpu)
+        t.mp_comm += accum * (double)model->layers * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
+
+    /* ZeRO-DP: fp16 elements of the local parameters. Stage 0-1 all-reduce once per step; stage 2
+     * reduce-scatters each micro-batch's gradients and all-gathers the updated parameters once;
+     * stage 3 also all-gathers every parameter before forward and before backward of each micro-batch. */
+    double lat_dp;
+    double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
+    double bytes = 2.0 * psi;
+    double rs = ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
+    double ag = rs;
+    switch (plan->stage) {
+    case 0:
+    case 1: t.dp_comm = rs + ag; break;
+    case 2: t.dp_comm = accum * rs + ag; break;
+    default: t.dp_comm = accum * (rs + 2.0 * ag); break;
+    }
+
+    /* Optimizer on the local partition. GPU fused Adam streams 28 bytes per parameter (reads fp32
+     * param, fp16 grad, m, v = 14; writes param, m, v, fp16 copy = 14) at HBM bandwidth. With offload
+     * the CPU Adam of the node is shared by its GPUs, and gradients go down and fp16 parameters come
+     * back over PCIe (2 bytes each way per parameter). */
+    double part = psi / (si->partitions_optimizer ? (double)plan->dp : 1.0);
+    if (plan->offload == ZP_OFFLOAD_NONE) {
+        t.optimizer = 28.0 * part / c->hbm_bw;
+    } else {
+        t.optimizer = part / (c->cpu_adam_rate / (double)c->gpus_per_node);
+        t.offload += 2.0 * 2.0 * part / c->pcie_bw;
+        if (plan->offload == ZP_OFFLOAD_PARAMS) /* fetch the fp16 partition for forward and backward */
+            t.offload += accum * 2.0 * 2.0 * part / c->pcie_bw;
+    }
+    if (plan->pa_cpu) {
+        /* each checkpoint partition goes to the host after forward and comes back before recompute */
+        double ckpt = (double)model->layers * act_bytes / nm;
+        t.offload += accum * 2.0 * ckpt / c->pcie_bw;
+    }
+    t.total = t.compute + t.mp_comm + t.dp_comm + t.optimizer + t.offload;
+    if (!isfinite(t.total))
+        return ZP_FAIL(ZP_ERANGE, "step time of this plan is beyond representable range");
+    *out = t;
+    return ZP_OK;
+}

@@ -1,0 +1,38 @@
+/* zp_cluster.h — cluster presets: the hardware every prediction is made for.
+ * One table (zp_cluster.c) holds every number with its source. Bandwidths are bytes per second
+ * per direction (1 GB/s = 1e9 B/s), memories are bytes (decimal, as the ZeRO paper), FLOP/s are
+ * dense fp16/bf16 tensor-core peaks. */
+#ifndef ZP_CLUSTER_H
+#define ZP_CLUSTER_H
+
+#include "zp_status.h"
+
+typedef struct {
+    const char *name;        /* "dgx2" */
+    const char *gpu_name;    /* "V100-SXM3-32GB" */
+    const char *description; /* one line for `zplan clusters` */
+    int gpus_per_node;
+    double gpu_mem;          /* bytes of HBM per GPU */
+    double peak_flops;       /* fp16/bf16 dense tensor-core peak, FLOP/s per GPU */
+    double gemm_efficiency;  /* achievable fraction of peak for large transformer GEMMs (analytic model) */
+    double hbm_bw;           /* HBM bandwidth per GPU, B/s */
+    double nvlink_bw;        /* NVSwitch bandwidth per GPU per direction, B/s */
+    double nvlink_latency;   /* s, per collective step within a node */
+    int ib_rails;            /* InfiniBand NICs per node */
+    double ib_rail_bw;       /* per NIC per direction, B/s */
+    double ib_latency;       /* s, per collective step across nodes */
+    double pcie_bw;          /* host<->GPU per GPU per direction, B/s */
+    double host_mem;         /* host DRAM per node, bytes */
+    double cpu_adam_rate;    /* CPU Adam parameters/s per node (all cores) for optimizer offload */
+    const char *sources;     /* where the numbers come from */
+} zp_cluster;
+
+int zp_cluster_count(void);
+const zp_cluster *zp_cluster_get(int i);
+/* Case-insensitive lookup of a preset; ZP_EINVAL naming the presets when absent. */
+zp_status zp_cluster_find(const char *name, const zp_cluster **out);
+
+/* InfiniBand bandwidth of one node, B/s per direction. */
+double zp_cluster_node_ib_bw(const zp_cluster *c);
+
+#endif

@@ -1,0 +1,188 @@
+#include "zp_memory.h"
+
+#include <math.h>
+#include <stdio.h>
+
+double zp_memory_model_states(double psi, int stage, double nd, double nm, double k)
+{
+    double p = psi / nm;
+    switch (stage) {
+    case 0: return (2.0 + 2.0 + k) * p;                    /* baseline: 16Ψ */
+    case 1: return 4.0 * p + k * p / nd;                   /* Pos:  4Ψ + KΨ/Nd */
+    case 2: return 2.0 * p + (2.0 + k) * p / nd;           /* Pos+g: 2Ψ + (K+2)Ψ/Nd */
+    default: return (2.0 + 2.0 + k) * p / nd;              /* Pos+g+p: (K+4)Ψ/Nd */
+    }
+}
+
+double zp_memory_max_params(int stage, double nd, double nm, double k, double gpu_mem)
+{
+    /* model states are linear in Ψ: Ψ_max = gpu_mem / (bytes per parameter) */
+    return gpu_mem / zp_memory_model_states(1.0, stage, nd, nm, k);
+}
+
+zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
+{
+    ZP_TRY(zp_plan_validate(plan));
+    const zp_stage_info *si = zp_stage_get(plan->stage);
+    const double nd = (double)plan->dp, nm = (double)plan->mp, b = (double)plan->micro_batch;
+    const double psi = zp_model_params(model) / nm; /* parameters of one MP rank (Megatron splits blocks) */
+    const double k = plan->k_optimizer;
+    zp_memory m = {0};
+
+    /* fp16 parameters: 2Ψ/Nm, ÷Nd at stage 3 (Pos+g+p); on the host with parameter offload. */
+    double params = 2.0 * psi / (si->partitions_params ? nd : 1.0);
+    /* fp16 gradients: 2Ψ/Nm, ÷Nd from stage 2 (Pos+g). */
+    double grads = 2.0 * psi / (si->partitions_grads ? nd : 1.0);
+    /* optimizer states: KΨ/Nm, ÷Nd from stage 1 (Pos). */
+    double optimizer = k * psi / (si->partitions_optimizer ? nd : 1.0);
+
+    if (plan->offload == ZP_OFFLOAD_OPTIMIZER || plan->offload == ZP_OFFLOAD_PARAMS) {
+        /* ZeRO-Offload (Ren et al. 2021, §4): the optimizer states and an fp32 copy of the gradient
+         * partition (4 bytes per parameter) live in host memory; the CPU runs Adam. */
+        m.host += optimizer + 4.0 * optimizer / k;
+        optimizer = 0.0;
+    }
+    if (plan->offload == ZP_OFFLOAD_PARAMS) {
+        /* ZeRO-3 Offload: the fp16 parameter partition lives in host memory too. */
+        m.host += params;
+        params = 0.0;
+    }
+
+    /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa):
+     *  - with checkpointing: one checkpoint of 2·s·b·h bytes per block (÷Nm with Pa, on the host with
+     *    Pa+cpu), plus the full activations of the one block being recomputed and back-propagated,
+     *    s·b·h·(10 + 24/Nm + 5·a·s/(h·Nm));
+     *  - without: every block's full activations;
+     *  - plus the logits and their gradient in fp16: 2·2·b·s·V/Nm (vocabulary split across MP). */
+    double layer_act = zp_model_activation_bytes_layer(model, b, plan->mp);
+    double logits = 4.0 * b * (double)model->seq * (double)model->vocab / nm;
+    double act;
+    if (plan->checkpoint) {
+        double ckpt = (double)model->layers * zp_model_checkpoint_bytes_layer(model, b);
+        if (plan->pa || plan->pa_cpu)
+            ckpt /= nm;
+        if (plan->pa_cpu) {
+            m.host += ckpt;
+            ckpt = 0.0;
+        }
+        m.checkpoints = ckpt;
+        act = ckpt + layer_act + logits;
+    } else {
+        act = (double)model->layers * layer_act + logits;
+    }
+
+    /* Buffers (ZeRO §6.2): without CB a fused fp32 buffer as large as the local parameters, 4Ψ/Nm
+     * (a 3B model's is 12 GB); with CB two constant-size fp16 buckets (reduce and all-gather) of
+     * `bucket` elements, never larger than the local parameters. Stage 3 also holds the gathered fp16
+     * parameters of the block in use and of the prefetched one, less the 1/Nd share it owns anyway:
+     * 2 bytes x min(2 x largest block, Ψ)/Nm x (1 - 1/Nd) (no more than the whole model is ever live). */
+    double buffers = plan->cb ? 2.0 * 2.0 * fmin(plan->bucket, psi) : 4.0 * psi;
+    if (si->partitions_params)
+        buffers += 2.0 * fmin(2.0 * zp_model_params_largest_layer(model) / nm, psi) * (1.0 - 1.0 / nd);
+
+    /* Fragmentation (ZeRO §6.3): without MD, interleaved short- and long-lived tensors leave a share of
+     * the memory they occupy unusable; MD pre-allocates contiguous regions and removes it. */
+    double frag = plan->md ? 0.0 : ZP_FRAGMENTATION_FRACTION * (act + grads + buffers);
+
+    m.params = params;
+    m.grads = grads;
+    m.optimizer = optimizer;
+    m.activations = act;
+    m.buffers = buffers;
+    m.fragmentation = frag;
+    m.total = params + grads + optimizer + act + buffers + frag;
+    if (!isfinite(m.total) || !isfinite(m.host))
+        return ZP_FAIL(ZP_ERANGE, "memory of this plan is beyond representable range");
+    *out = m;
+    return ZP_OK;
+}
+
+int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, char *reason, int reason_len)
+{
+    if (m->total > gpu_mem) {
+        if (reason) {
+            double states = m->params + m->grads + m->optimizer;
+            if (states > gpu_mem)
+                snprintf(reason, (size_t)reason_len, "model states alone need %.1f GB > %.1f GB per GPU",
+                         states / 1e9, gpu_mem / 1e9);
+            else
+                snprintf(reason, (size_t)reason_len,
+                         "%.1f GB > %.1f GB per GPU (states %.1f GB, activations %.1f GB, buffers %.1f GB%s)",
+                         m->total / 1e9, gpu_mem / 1e9, states / 1e9, m->activations / 1e9, m->buffers / 1e9,
+                         m->fragmentation > 0 ? ", fragmentation" : "");
+        }
+        return 0;
+    }
+    if (m->host > host_mem_per_gpu) {
+        if (reason)
+            snprintf(reason, (size_t)reason_len, "host memory %.1f GB > %.1f GB per GPU's share", m->host / 1e9,
+                     host_mem_per_gpu / 1e9);
+        return 0;
+    }
+    if (reason && reason_len > 0)
+        reason[0] = '\0';
+    return 1;
+}
+
+int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, double gpu_mem,
+                                  double host_mem_per_gpu, int64_t cap)
+{
+    zp_plan p = *plan;
+    zp_memory m1, m2;
+    p.micro_batch = 1;
+    if (zp_memory_estimate(model, &p, &m1) != ZP_OK || !zp_memory_fits(&m1, gpu_mem, host_mem_per_gpu, NULL, 0))
+        return 0;
+    p.micro_batch = 2;
+    if (zp_memory_estimate(model, &p, &m2) != ZP_OK)
+        return 0;
+    /* GPU and host memory are affine in b: M(b) = M(1) + (b - 1)·slope. */
+    double best = (double)cap;
+    double slope = m2.total - m1.total;
+    if (slope > 0)
+        best = fmin(best, 1.0 + floor((gpu_mem - m1.total) / slope));
+    double hslope = m2.host - m1.host;
+    if (hslope > 0)
+        best = fmin(best, 1.0 + floor((host_mem_per_gpu - m1.host) / hslope));
+    int64_t b = best < 1 ? 1 : (int64_t)best;
+    /* Guard the rounding of the affine solve with the exact model. */
+    for (;;) {
+        p.micro_batch = b;
+        zp_memory m;
+        if (zp_memory_estimate(model, &p, &m) == ZP_OK && zp_memory_fits(&m, gpu_mem, host_mem_per_gpu, NULL, 0))
+            break;
+        b--;
+    }
+    return b;
+}
+
+static int fits_layers(const zp_model *shape, const zp_plan *plan, double gpu_mem, double host, int64_t layers)
+{
+    zp_model m = *shape;
+    m.layers = layers;
+    zp_memory mem;
+    if (zp_model_validate(&m) != ZP_OK || zp_memory_estimate(&m, plan, &mem) != ZP_OK)
+        return 0;
+    return zp_memory_fits(&mem, gpu_mem, host, NULL, 0);
+}
+
+zp_status zp_memory_largest_model(const zp_model *shape, const zp_plan *plan, double gpu_mem,
+                                  double host_mem_per_gpu, zp_model *out)
+{
+    ZP_TRY(zp_plan_validate(plan));
+    *out = *shape;
+    /* Memory grows monotonically with layers (every term is non-decreasing in l): bisect. */
+    int64_t lo = 0, hi = 1;
+    while (hi < (INT64_C(1) << 40) && fits_layers(shape, plan, gpu_mem, host_mem_per_gpu, hi)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (fits_layers(shape, plan, gpu_mem, host_mem_per_gpu, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    out->layers = lo;
+    return ZP_OK;
+}

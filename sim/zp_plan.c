@@ -1,0 +1,80 @@
+#include "zp_plan.h"
+
+#include <string.h>
+#include <strings.h>
+
+static const zp_stage_info g_stages[] = {
+    {0, "baseline", "plain data parallelism", 0, 0, 0, 2.0},
+    {1, "Pos", "optimizer states partitioned", 1, 0, 0, 2.0},
+    {2, "Pos+g", "optimizer states and gradients partitioned", 1, 1, 0, 2.0},
+    {3, "Pos+g+p", "optimizer states, gradients and parameters partitioned", 1, 1, 1, 3.0},
+};
+
+const zp_stage_info *zp_stage_get(int stage) { return (stage >= 0 && stage <= 3) ? &g_stages[stage] : NULL; }
+
+const char *zp_offload_name(zp_offload o)
+{
+    switch (o) {
+    case ZP_OFFLOAD_OPTIMIZER: return "optimizer";
+    case ZP_OFFLOAD_PARAMS: return "params";
+    default: return "none";
+    }
+}
+
+zp_status zp_offload_parse(const char *text, zp_offload *out)
+{
+    if (strcasecmp(text, "none") == 0)
+        *out = ZP_OFFLOAD_NONE;
+    else if (strcasecmp(text, "optimizer") == 0 || strcasecmp(text, "cpu") == 0)
+        *out = ZP_OFFLOAD_OPTIMIZER;
+    else if (strcasecmp(text, "params") == 0 || strcasecmp(text, "param") == 0)
+        *out = ZP_OFFLOAD_PARAMS;
+    else
+        return ZP_FAIL(ZP_EINVAL, "--offload: unknown value '%s' (use none, optimizer or params)", text);
+    return ZP_OK;
+}
+
+void zp_plan_default(zp_plan *p, int64_t gpus)
+{
+    memset(p, 0, sizeof *p);
+    p->stage = 0;
+    p->dp = gpus;
+    p->mp = 1;
+    p->micro_batch = 1;
+    p->grad_accum = 1;
+    p->checkpoint = 1;
+    p->cb = 1;
+    p->bucket = ZP_DEFAULT_BUCKET;
+    p->md = 1;
+    p->offload = ZP_OFFLOAD_NONE;
+    p->k_optimizer = ZP_ADAM_K;
+}
+
+double zp_plan_global_batch(const zp_plan *p)
+{
+    return (double)p->micro_batch * (double)p->grad_accum * (double)p->dp;
+}
+
+zp_status zp_plan_validate(const zp_plan *p)
+{
+    if (!zp_stage_get(p->stage))
+        return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", p->stage);
+    if (p->dp < 1 || p->mp < 1)
+        return ZP_FAIL(ZP_EINVAL, "data- and model-parallel degrees must be at least 1");
+    if (p->micro_batch < 1)
+        return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
+    if (p->grad_accum < 1)
+        return ZP_FAIL(ZP_EINVAL, "gradient accumulation steps must be at least 1");
+    if ((p->pa || p->pa_cpu) && !p->checkpoint)
+        return ZP_FAIL(ZP_EINVAL, "--pa/--pa-cpu partition activation checkpoints: they need checkpointing "
+                                  "(drop --no-checkpoint)");
+    if (p->offload == ZP_OFFLOAD_OPTIMIZER && p->stage < 1)
+        return ZP_FAIL(ZP_EINVAL, "--offload optimizer needs ZeRO stage 1, 2 or 3 (as in DeepSpeed)");
+    if (p->offload == ZP_OFFLOAD_PARAMS && p->stage != 3)
+        return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
+    if (p->cb && !(p->bucket >= 1))
+        return ZP_FAIL(ZP_EINVAL, "--bucket: must be at least 1 element");
+    if (!(p->k_optimizer > 0))
+        return ZP_FAIL(ZP_EINVAL, "optimizer multiplier K must be positive");
+    return ZP_OK;
+}

@@ -1,0 +1,58 @@
+/* zp_plan.h — one parallel training configuration ("plan") of a model on a cluster:
+ * ZeRO-DP stage, degrees, batch, ZeRO-R options and offload. Shared by the memory model, the
+ * step-time models, the search and the executor. */
+#ifndef ZP_PLAN_H
+#define ZP_PLAN_H
+
+#include <stdint.h>
+
+#include "zp_status.h"
+
+typedef enum {
+    ZP_OFFLOAD_NONE = 0,
+    ZP_OFFLOAD_OPTIMIZER, /* ZeRO-Offload: optimizer states and the Adam update on the CPU (stage >= 1) */
+    ZP_OFFLOAD_PARAMS,    /* ZeRO-3 Offload: optimizer and fp16 parameters on the CPU (stage 3) */
+} zp_offload;
+
+/* The ZeRO-DP stages as a const table (GSL-style strategies). */
+typedef struct {
+    int stage;
+    const char *name;  /* paper's notation: "baseline", "Pos", "Pos+g", "Pos+g+p" */
+    const char *title; /* "plain DP", "optimizer states partitioned", ... */
+    int partitions_optimizer, partitions_grads, partitions_params;
+    double dp_volume;  /* elements moved per DP rank per step in units of the local parameters: 2 or 3 */
+} zp_stage_info;
+
+const zp_stage_info *zp_stage_get(int stage); /* NULL outside 0..3 */
+
+const char *zp_offload_name(zp_offload o); /* "none", "optimizer", "params" */
+zp_status zp_offload_parse(const char *text, zp_offload *out);
+
+/* Defaults: DeepSpeed's reduce/allgather bucket of 5e8 elements; Adam's K = 12. */
+#define ZP_DEFAULT_BUCKET 5e8
+#define ZP_ADAM_K 12.0
+
+typedef struct {
+    int stage;           /* ZeRO-DP stage 0..3 */
+    int64_t dp;          /* Nd: data-parallel degree */
+    int64_t mp;          /* Nm: model (tensor) parallel degree; gpus = dp * mp */
+    int64_t micro_batch; /* sequences per GPU (per MP group) per forward/backward */
+    int64_t grad_accum;  /* micro-batches per step */
+    int checkpoint;      /* full activation checkpointing (one checkpoint per block) */
+    int pa;              /* ZeRO-R Pa: checkpoints partitioned across the MP group */
+    int pa_cpu;          /* ZeRO-R Pa+cpu: the partitions live in host memory */
+    int cb;              /* ZeRO-R CB: constant-size fused buffers of `bucket` elements */
+    double bucket;       /* elements per fused communication bucket when cb */
+    int md;              /* ZeRO-R MD: contiguous pre-allocated regions, no fragmentation */
+    zp_offload offload;
+    double k_optimizer;  /* optimizer bytes per parameter (mixed-precision Adam: 12) */
+} zp_plan;
+
+/* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on. */
+void zp_plan_default(zp_plan *p, int64_t gpus);
+/* Global batch in sequences: micro_batch * grad_accum * dp. */
+double zp_plan_global_batch(const zp_plan *p);
+/* Consistency of the plan itself (stage range, Pa needs checkpointing, offload needs a stage). */
+zp_status zp_plan_validate(const zp_plan *p);
+
+#endif

@@ -1,0 +1,65 @@
+/* zp_search.h — the plan search: every (stage, MP degree, ZeRO-R options, offload) the user left
+ * open, each at the largest micro-batch that fits, screened by the memory model and ranked by
+ * throughput. */
+#ifndef ZP_SEARCH_H
+#define ZP_SEARCH_H
+
+#include "zp_analytic.h"
+#include "zp_cluster.h"
+#include "zp_memory.h"
+#include "zp_model.h"
+#include "zp_plan.h"
+
+#define ZP_SEARCH_ANY (-1)
+#define ZP_MAX_GPUS INT64_C(100000000)       /* 1e8: beyond any machine */
+#define ZP_MAX_MICRO_BATCH INT64_C(1048576)  /* cap of the micro-batch search */
+
+/* One evaluated plan. */
+typedef struct {
+    zp_plan plan;
+    zp_memory mem;
+    int fits;
+    char reason[192];     /* why it does not fit */
+    zp_step_time time;    /* seconds per step */
+    double global_batch;  /* sequences per step */
+    double samples_per_s;
+    double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */
+    double pflops;         /* aggregate, 1e15 */
+    const char *method;    /* "analytic" or "simgrid" */
+} zp_eval;
+
+typedef struct {
+    const zp_model *model;
+    const zp_cluster *cluster;
+    double gpu_mem;        /* bytes per GPU (the preset's unless overridden) */
+    int64_t gpus;
+    /* ZP_SEARCH_ANY (-1) leaves an option to the search. */
+    int stage;
+    int64_t mp;
+    int64_t micro_batch;
+    int64_t global_batch;
+    int pa, pa_cpu;        /* -1 search, 0 off, 1 on */
+    int offload;           /* -1 search, or a zp_offload */
+    int checkpoint;        /* 0 / 1 */
+    int cb, md;            /* 0 / 1 */
+    double bucket;         /* elements */
+    double k_optimizer;
+} zp_search_req;
+
+typedef struct {
+    zp_eval *plans;   /* the plans that fit, best first, then those that do not */
+    int n;
+    int n_fit;
+} zp_search_result;
+
+/* A request with every option open, for `gpus` GPUs of `cluster`. */
+void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus);
+/* Checks the fixed options against each other and the model (MP divides GPUs and heads, ...). */
+zp_status zp_search_validate(const zp_search_req *r);
+/* Evaluates one fully specified plan (memory, fit, step time, throughput). */
+zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, const zp_plan *plan,
+                         zp_eval *out);
+zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
+void zp_search_result_free(zp_search_result *r);
+
+#endif

@@ -1,0 +1,181 @@
+/* `zplan report table1|table2`, `zplan models`, `zplan clusters`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zp_cli.h"
+#include "zp_plan.h"
+#include "zp_report.h"
+#include "zp_size.h"
+#include "zp_zoo.h"
+
+static const char REPORT_USAGE[] =
+    "Usage: zplan report KIND [options]\n"
+    "  table1   model-state memory per GPU by ZeRO stage and DP degree (the ZeRO paper's Table 1)\n"
+    "           --models LIST   sizes or zoo names (default 7.5B,128B,1T; a size is taken as exactly that\n"
+    "                           many parameters)\n"
+    "           --dp LIST       DP degrees (default 1,4,16,64,256,1024)\n"
+    "  table2   largest model whose model states fit, by MP degree (the ZeRO paper's Table 2)\n"
+    "           --gpu-mem SIZE  memory per GPU (default 32G = 32e9 bytes)\n"
+    "           --mp LIST       MP degrees (default 1,2,4,8,16)\n"
+    "           --dp N          DP degree (default 64)\n"
+    "  common:  --k K           optimizer bytes per parameter (default 12: mixed-precision Adam)\n"
+    "           --format F      text (default), md, csv, json\n"
+    "           -o FILE         write to FILE atomically\n";
+
+static const char LIST_USAGE[] =
+    "Usage: zplan models|clusters [--format text|md|csv|json] [-o FILE]\n"
+    "  models     the model zoo: layers, hidden, heads, sequence, vocabulary, parameters, source\n"
+    "  clusters   the cluster presets with their hardware figures\n";
+
+enum { R_MODELS = 256, R_DP, R_MP, R_GPU_MEM, R_K, R_FORMAT, R_HELP };
+
+static const struct option g_ropts[] = {
+    {"models", required_argument, 0, R_MODELS}, {"dp", required_argument, 0, R_DP},
+    {"mp", required_argument, 0, R_MP},         {"gpu-mem", required_argument, 0, R_GPU_MEM},
+    {"k", required_argument, 0, R_K},           {"format", required_argument, 0, R_FORMAT},
+    {"output", required_argument, 0, 'o'},      {"help", no_argument, 0, R_HELP},
+    {0, 0, 0, 0},
+};
+
+int zp_cli_list(int argc, char **argv)
+{
+    zp_format fmt = ZP_FMT_TEXT;
+    const char *out = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:", g_ropts, NULL)) != -1) {
+        zp_status st = ZP_OK;
+        switch (c) {
+        case R_FORMAT: st = zp_format_parse(optarg, &fmt); break;
+        case 'o': out = optarg; break;
+        case R_HELP: fputs(LIST_USAGE, stdout); return 0;
+        case ':': st = ZP_FAIL(ZP_EINVAL, "option %s needs a value", argv[optind - 1]); break;
+        default: st = ZP_FAIL(ZP_EINVAL, "unknown option '%s' for %s (see zplan help %s)", argv[optind - 1], argv[0], argv[0]); break;
+        }
+        if (st != ZP_OK)
+            return zp_cli_fail(st);
+    }
+    if (optind < argc)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "unexpected argument '%s'", argv[optind]));
+    zp_table *t;
+    zp_status st = strcmp(argv[0], "models") == 0 ? zp_report_models(&t) : zp_report_clusters(&t);
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    return zp_cli_write_table(t, fmt, out);
+}
+
+/* Resolves a Table-1 model: a size is exactly that many parameters; otherwise a zoo name. */
+static zp_status table1_model(const char *name, double *psi)
+{
+    const zp_zoo_entry *e = zp_zoo_find(name);
+    if (zp_size_parse(name, "--models", psi) == ZP_OK) {
+        if (*psi <= 0 || *psi > ZP_MODEL_MAX_PARAMS)
+            return ZP_FAIL(ZP_ERANGE, "--models: '%s' must be between 1 and %.0e parameters", name, ZP_MODEL_MAX_PARAMS);
+        return ZP_OK;
+    }
+    if (e) {
+        *psi = zp_model_params(&e->model);
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "--models: '%s' is neither a size (e.g. 7.5B) nor a zoo model", name);
+}
+
+int zp_cli_report(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+            fputs(REPORT_USAGE, stdout);
+            return 0;
+        }
+        fputs(REPORT_USAGE, stderr);
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: which report? (table1 or table2)"));
+    }
+    const char *kind = argv[1];
+    int is1 = strcmp(kind, "table1") == 0, is2 = strcmp(kind, "table2") == 0;
+    if (!is1 && !is2)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: unknown report '%s' (table1 or table2)", kind));
+
+    char models_buf[1024] = "7.5B,128B,1T";
+    double dp[64] = {1, 4, 16, 64, 256, 1024}, mp[64] = {1, 2, 4, 8, 16};
+    int ndp = 6, nmp = 5;
+    double gpu_mem = 32e9, k = ZP_ADAM_K;
+    zp_format fmt = ZP_FMT_TEXT;
+    const char *out = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    argc--;
+    argv++;
+    while ((c = getopt_long(argc, argv, ":o:", g_ropts, NULL)) != -1) {
+        zp_status st = ZP_OK;
+        switch (c) {
+        case R_MODELS:
+            if (!is1 || strlen(optarg) >= sizeof models_buf)
+                st = ZP_FAIL(ZP_EINVAL, "--models applies to table1 (a comma-separated list)");
+            else
+                strcpy(models_buf, optarg);
+            break;
+        case R_DP:
+            st = zp_size_parse_list(optarg, "--dp", dp, 64, &ndp);
+            if (st == ZP_OK && is2 && ndp != 1)
+                st = ZP_FAIL(ZP_EINVAL, "--dp: table2 takes one DP degree");
+            break;
+        case R_MP:
+            st = is2 ? zp_size_parse_list(optarg, "--mp", mp, 64, &nmp)
+                     : ZP_FAIL(ZP_EINVAL, "--mp applies to table2");
+            break;
+        case R_GPU_MEM: st = zp_size_parse(optarg, "--gpu-mem", &gpu_mem); break;
+        case R_K: st = zp_size_parse(optarg, "--k", &k); break;
+        case R_FORMAT: st = zp_format_parse(optarg, &fmt); break;
+        case 'o': out = optarg; break;
+        case R_HELP: fputs(REPORT_USAGE, stdout); return 0;
+        case ':': st = ZP_FAIL(ZP_EINVAL, "option %s needs a value", argv[optind - 1]); break;
+        default: st = ZP_FAIL(ZP_EINVAL, "unknown option '%s' for report %s", argv[optind - 1], kind); break;
+        }
+        if (st != ZP_OK)
+            return zp_cli_fail(st);
+    }
+    if (optind < argc)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "unexpected argument '%s'", argv[optind]));
+    double *lists[] = {dp, mp};
+    int counts[] = {ndp, nmp};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < counts[l]; i++)
+            if (lists[l][i] < 1 || lists[l][i] > 1e8 || lists[l][i] != (double)(long long)lists[l][i])
+                return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--%s: degrees must be whole numbers from 1 to 1e8",
+                                           l == 0 ? "dp" : "mp"));
+    if (!(k > 0 && k < 1e6))
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--k: must be a positive number of bytes per parameter"));
+    if (!(gpu_mem > 0))
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpu-mem: must be positive"));
+
+    zp_table *t = NULL;
+    zp_status st;
+    if (is1) {
+        double psi[32];
+        const char *names[32];
+        char *save = NULL;
+        int n = 0;
+        st = ZP_OK;
+        for (char *tok = strtok_r(models_buf, ",", &save); tok && st == ZP_OK; tok = strtok_r(NULL, ",", &save)) {
+            if (n == 32) {
+                st = ZP_FAIL(ZP_EINVAL, "--models: at most 32 models");
+                break;
+            }
+            names[n] = tok;
+            st = table1_model(tok, &psi[n]);
+            n++;
+        }
+        if (st == ZP_OK && n == 0)
+            st = ZP_FAIL(ZP_EINVAL, "--models: empty list");
+        if (st == ZP_OK)
+            st = zp_report_table1(psi, names, n, dp, ndp, k, &t);
+    } else {
+        st = zp_report_table2(gpu_mem, mp, nmp, dp[0] == 1 && ndp == 6 ? 64 : dp[0], k, &t);
+    }
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    return zp_cli_write_table(t, fmt, out);
+}

@@ -1,0 +1,87 @@
+/* zplan — the command line: parses options, calls the libraries, turns statuses into messages and
+ * exit codes (0 ok, 1 run-time failure, 2 bad usage or input). The only place that exits. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_cli.h"
+#include "zp_config.h"
+
+static const char USAGE[] =
+    "zplan " ZP_VERSION " - capacity planner and simulator for ZeRO training of large models\n"
+    "\n"
+    "Usage:\n"
+    "  zplan --model M --gpus N [options]     what-if: plans that fit, memory per GPU, step time\n"
+    "  zplan models [--format F]              the model zoo\n"
+    "  zplan clusters [--format F]            the cluster presets\n"
+    "  zplan report table1|table2 [options]   the ZeRO paper's Table 1 / Table 2\n"
+    "  zplan help [COMMAND]                   help of a command\n"
+    "  zplan --version\n"
+    "\n"
+    "What-if options:\n"
+    "  --model M            zoo name (zplan models), a size (37B, 1.2T, 350M: a GPT-2-like model of about\n"
+    "                       that size), or a HuggingFace config.json path\n"
+    "  --gpus N             number of GPUs (K/M suffixes: 1K = 1000)\n"
+    "  --cluster NAME       cluster preset: dgx2 (default), dgx-a100, dgx-h100\n"
+    "  --gpu-mem SIZE       memory per GPU, decimal bytes (32G = 32e9; Gi for 2^30); default: the preset's\n"
+    "  --stage S            ZeRO-DP stage 0 (plain DP), 1 (Pos), 2 (Pos+g), 3 (Pos+g+p); default: searched\n"
+    "  --mp M               model-parallel degree (divides GPUs and heads); default: searched over 1, 2, 4, ...\n"
+    "                       up to the GPUs of a node\n"
+    "  --micro-batch b      sequences per GPU per micro-step; default: the largest that fits\n"
+    "  --global-batch B     sequences per step (micro-batch x accumulation x DP)\n"
+    "  --seq s              sequence length (default: the model's, 1024 for the zoo)\n"
+    "  --pa | --no-pa       ZeRO-R Pa: partition activation checkpoints across the MP group\n"
+    "  --pa-cpu             ZeRO-R Pa+cpu: Pa with the partitions in host memory\n"
+    "  --offload none|optimizer|params\n"
+    "                       optimizer: ZeRO-Offload (stage >= 1); params: ZeRO-3 Offload (stage 3)\n"
+    "  --no-checkpoint      no activation checkpointing (default: one checkpoint per block)\n"
+    "  --no-cb              ZeRO-R CB off: fused buffers grow with the model (4 bytes per parameter)\n"
+    "  --bucket N           CB bucket in elements (default 500M, DeepSpeed's reduce_bucket_size)\n"
+    "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30%% of activations, gradients, buffers)\n"
+    "  --format F           text (default), md, csv or json\n"
+    "  --top K              fitting plans to show (default 5)\n"
+    "  -o, --output FILE    write to FILE (atomically) instead of standard output\n"
+    "Options left out are searched. When --stage, --mp and the batch are all given, the plan is exactly that\n"
+    "plan: ZeRO-R options and offload not named are off.\n"
+    "\n"
+    "Sizes take decimal suffixes K, M, G (or B for billions), T; binary Ki, Mi, Gi. Memory is reported in\n"
+    "GB = 1e9 bytes, as in the ZeRO paper. TFLOPs count executed FLOPs including recompute (Megatron-LM 2021).\n"
+    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input.\n";
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2) {
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+            printf("zplan %s\n", ZP_VERSION);
+            return 0;
+        }
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+            fputs(USAGE, stdout);
+            return 0;
+        }
+        if (strcmp(cmd, "help") == 0) {
+            if (argc >= 3 && strcmp(argv[2], "report") == 0)
+                return zp_cli_report(2, (char *[]){"report", "--help", NULL});
+            if (argc >= 3 && (strcmp(argv[2], "models") == 0 || strcmp(argv[2], "clusters") == 0))
+                return zp_cli_list(2, (char *[]){argv[2], "--help", NULL});
+            fputs(USAGE, stdout);
+            return 0;
+        }
+        if (strcmp(cmd, "models") == 0 || strcmp(cmd, "clusters") == 0)
+            return zp_cli_list(argc - 1, argv + 1);
+        if (strcmp(cmd, "report") == 0)
+            return zp_cli_report(argc - 1, argv + 1);
+        if (cmd[0] != '-') {
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report; or --model M --gpus N; "
+                            "see zplan --help)\n", cmd);
+            return 2;
+        }
+    }
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return 2;
+    }
+    return zp_cli_whatif(argc, argv, USAGE);
+}

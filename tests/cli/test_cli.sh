@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# CLI behaviour: bad input exits 2 with a one-line message; golden reports; atomic -o; help.
+# Usage: test_cli.sh ZPLAN GOLDEN_DIR
+set -u
+Z="$1"
+G="$2"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+bad_tried=0
+
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_bad "description" args... : exit 2, a one-line message on stderr starting "zplan:", nothing on stdout
+expect_bad() {
+  local what="$1"; shift
+  bad_tried=$((bad_tried + 1))
+  "$Z" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$T/err")
+  if [ "$rc" -eq 2 ] && [ "$lines" -ge 1 ] && grep -q '^zplan: ' "$T/err" && [ ! -s "$T/out" ]; then
+    ok
+    printf '  bad input %-42s -> exit 2: %s\n' "$what" "$(head -1 "$T/err" | cut -c1-110)"
+  else
+    ko "$what: rc=$rc stderr=$(cat "$T/err") stdout=$(head -c 200 "$T/out")"
+  fi
+}
+
+echo "== bad inputs"
+expect_bad "unknown model"            --model nosuchmodel --gpus 64
+expect_bad "negative size -5B"        --model -5B --gpus 64
+expect_bad "overflowing size 1e400B"  --model 1e400B --gpus 64
+expect_bad "not a size abc"           --model abc --gpus 64
+expect_bad "empty model"              --model "" --gpus 64
+expect_bad "unknown suffix 5Q"        --model 5Q --gpus 64
+expect_bad "absurd model 1e30"        --model 1e30 --gpus 64
+expect_bad "zero parameters 0B"       --model 0B --gpus 64
+expect_bad "gpus 0"                   --model 1.5B --gpus 0
+expect_bad "gpus negative"            --model 1.5B --gpus -4
+expect_bad "gpus fractional"          --model 1.5B --gpus 2.5
+expect_bad "gpus absurd 1e30"         --model 1.5B --gpus 1e30
+expect_bad "gpus not a number"        --model 1.5B --gpus many
+expect_bad "mp does not divide gpus"  --model 1.5B --gpus 64 --mp 3
+expect_bad "mp exceeds gpus"          --model 1.5B --gpus 64 --mp 128
+expect_bad "mp does not divide heads" --model 1.5B --gpus 64 --mp 32
+expect_bad "stage 4"                  --model 1.5B --gpus 64 --stage 4
+expect_bad "stage -1"                 --model 1.5B --gpus 64 --stage -1
+expect_bad "stage x"                  --model 1.5B --gpus 64 --stage x
+expect_bad "micro-batch 0"            --model 1.5B --gpus 64 --micro-batch 0
+expect_bad "global batch not x dp"    --model 1.5B --gpus 64 --mp 1 --global-batch 100
+expect_bad "unknown option"           --model 1.5B --gpus 64 --frobnicate
+expect_bad "option without value"     --model 1.5B --gpus
+expect_bad "missing --gpus"           --model 1.5B
+expect_bad "missing --model"          --gpus 64
+expect_bad "unknown format"           --model 1.5B --gpus 64 --format xml
+expect_bad "unknown cluster"          --model 1.5B --gpus 64 --cluster dgx9
+expect_bad "gpu-mem 1 byte"           --model 1.5B --gpus 64 --gpu-mem 1
+expect_bad "offload bogus"            --model 1.5B --gpus 64 --offload disk
+expect_bad "offload optimizer stg 0"  --model 1.5B --gpus 64 --stage 0 --offload optimizer
+expect_bad "offload params stage 2"   --model 1.5B --gpus 64 --stage 2 --offload params
+expect_bad "pa without checkpoints"   --model 1.5B --gpus 64 --pa --no-checkpoint
+expect_bad "stray argument"           --model 1.5B --gpus 64 extra
+expect_bad "unknown command"          frobnicate
+expect_bad "missing config.json"      --model /nonexistent/config.json --gpus 8
+printf '{"n_layer": 4, "n_embd": ' >"$T/trunc.json"
+expect_bad "truncated config.json"    --model "$T/trunc.json" --gpus 8
+printf '{"n_layer": 4, "n_embd": 64}' >"$T/nohead.json"
+expect_bad "config.json without heads" --model "$T/nohead.json" --gpus 8
+expect_bad "config.json a directory"  --model "$T/" --gpus 8
+printf '{"n_layer": 4, "n_embd": 64, "n_head": 4}' >"$T/unreadable.json"; chmod 000 "$T/unreadable.json"
+if [ "$(id -u)" -ne 0 ]; then expect_bad "unreadable config.json" --model "$T/unreadable.json" --gpus 8; fi
+expect_bad "report kind unknown"      report table9
+expect_bad "report no kind"           report
+expect_bad "table1 bad model"         report table1 --models 7.5B,xyz
+expect_bad "table1 bad dp"            report table1 --dp 0,4
+expect_bad "table2 bad mp"            report table2 --mp 1,-2
+expect_bad "table2 gpu-mem garbage"   report table2 --gpu-mem lots
+expect_bad "output into a directory"  report table1 -o "$T"
+expect_bad "output in missing dir"    report table1 -o "$T/no/such/dir/file.txt"
+
+echo "== huge but valid"
+if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
+
+echo "== golden reports"
+golden() {
+  local name="$1"; shift
+  if "$Z" "$@" >"$T/$name" 2>"$T/err" && diff -u "$G/$name" "$T/$name" >"$T/diff"; then ok; else ko "golden $name: $(head -40 "$T/diff") $(cat "$T/err")"; fi
+}
+golden table1.txt report table1
+golden table1.csv report table1 --format csv
+golden table1.md report table1 --format md
+golden table2.txt report table2
+golden table2.csv report table2 --format csv
+golden models.txt models
+golden clusters.csv clusters --format csv
+golden whatif-100B.txt --model 100B --gpus 400 --stage 2 --mp 16 --global-batch 800 --pa
+
+echo "== CSV headers of the contract"
+"$Z" report table1 --format csv | head -1 | grep -qx 'model,params,dp,pos_gb,pos_g_gb,pos_g_p_gb' && ok || ko "table1 csv header"
+"$Z" report table2 --format csv | head -1 | grep -q '^mp,gpus,baseline_b,pos_b,pos_g_b,pos_g_p_b' && ok || ko "table2 csv header"
+
+echo "== atomic output"
+echo "precious" >"$T/keep.txt"
+"$Z" --model nosuch --gpus 8 -o "$T/keep.txt" 2>/dev/null
+[ "$(cat "$T/keep.txt")" = "precious" ] && ok || ko "failed run damaged the output file"
+"$Z" report table1 -o "$T/keep.txt" && grep -q 'Table 1' "$T/keep.txt" && ok || ko "-o did not write"
+ls "$T" | grep -q 'tmp' && ko "temporary files left behind: $(ls "$T")" || ok
+
+echo "== help and version"
+"$Z" --help | grep -q -- '--global-batch' && ok || ko "--help"
+"$Z" report --help | grep -q 'table2' && ok || ko "report --help"
+"$Z" --version | grep -Eq '^zplan [0-9]' && ok || ko "--version"
+"$Z" models --help | grep -q 'zoo' && ok || ko "models --help"
+
+echo "bad inputs tried: $bad_tried"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,153 @@
+/* sim/ search and reports/ what-if JSON contract. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "zp_report.h"
+#include "zp_search.h"
+#include "zp_zoo.h"
+
+static const zp_cluster *dgx2(void)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    return c;
+}
+
+Test(search, every_option_given_is_plans0)
+{
+    const zp_model *m = &zp_zoo_find("100B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 400);
+    r.stage = 2;
+    r.mp = 16;
+    r.micro_batch = 32;
+    r.pa = 1;
+    r.pa_cpu = 0;
+    r.offload = ZP_OFFLOAD_NONE;
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(res.n, 1);
+    const zp_plan *p = &res.plans[0].plan;
+    cr_expect_eq(p->stage, 2);
+    cr_expect_eq(p->mp, 16);
+    cr_expect_eq(p->dp, 25);
+    cr_expect_eq(p->micro_batch, 32);
+    cr_expect_eq(p->pa, 1);
+    cr_expect_eq(res.plans[0].global_batch, 800);
+    cr_expect(res.plans[0].fits);
+    zp_search_result_free(&res);
+}
+
+Test(search, global_batch_kept_with_accumulation)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 64);
+    r.global_batch = 4096;
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_assert_gt(res.n_fit, 0);
+    for (int i = 0; i < res.n; i++) {
+        const zp_eval *e = &res.plans[i];
+        cr_expect_eq(e->global_batch, 4096, "plan %d batch %g", i, e->global_batch);
+        cr_expect_eq(e->plan.micro_batch * e->plan.grad_accum * e->plan.dp, 4096);
+    }
+    zp_search_result_free(&res);
+}
+
+Test(search, ranked_fitting_first_by_throughput)
+{
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 128);
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    cr_assert_gt(res.n_fit, 0);
+    for (int i = 1; i < res.n; i++) {
+        cr_expect(res.plans[i - 1].fits >= res.plans[i].fits);
+        if (res.plans[i].fits)
+            cr_expect_geq(res.plans[i - 1].samples_per_s, res.plans[i].samples_per_s);
+    }
+    /* plain DP of 20B cannot fit in 32 GB */
+    for (int i = 0; i < res.n; i++)
+        if (res.plans[i].plan.stage == 0 && res.plans[i].plan.mp == 1)
+            cr_expect(!res.plans[i].fits);
+    zp_search_result_free(&res);
+}
+
+Test(search, huge_but_valid_has_no_overflow)
+{
+    const zp_model *m = &zp_zoo_find("1T")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 1000000);
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    for (int i = 0; i < res.n; i++) {
+        const zp_eval *e = &res.plans[i];
+        cr_expect(isfinite(e->mem.total) && isfinite(e->time.total) && isfinite(e->tflops_per_gpu));
+        cr_expect_gt(e->time.total, 0);
+    }
+    cr_expect_gt(res.n_fit, 0);
+    zp_search_result_free(&res);
+}
+
+Test(search, bad_requests)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_search_req r;
+    zp_search_result res;
+    zp_search_req_default(&r, m, dgx2(), 64);
+    r.mp = 3;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    r.mp = 128;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    r.mp = 32; /* divides 64 GPUs but not GPT-2's 16 heads */
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    zp_search_req_default(&r, m, dgx2(), 0);
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    zp_search_req_default(&r, m, dgx2(), 64);
+    r.stage = 4;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    zp_search_req_default(&r, m, dgx2(), 64);
+    r.mp = 1;
+    r.global_batch = 100; /* not a multiple of DP 64 */
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    zp_search_req_default(&r, m, dgx2(), 64);
+    r.gpu_mem = 1;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+}
+
+Test(search, json_contract)
+{
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 64);
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    zp_whatif w = {.model = m, .cluster = dgx2(), .gpus = 64, .gpu_mem = 32e9, .result = &res, .top = 5};
+    json_t *j = zp_report_whatif_json(&w);
+    cr_assert_not_null(j);
+    const char *mk[] = {"name", "layers", "hidden", "heads", "seq", "vocab", "params"};
+    for (int i = 0; i < 7; i++)
+        cr_expect_not_null(json_object_get(json_object_get(j, "model"), mk[i]), "model.%s", mk[i]);
+    const char *ck[] = {"name", "gpus", "gpus_per_node", "gpu_mem_gb"};
+    for (int i = 0; i < 4; i++)
+        cr_expect_not_null(json_object_get(json_object_get(j, "cluster"), ck[i]), "cluster.%s", ck[i]);
+    json_t *plans = json_object_get(j, "plans");
+    cr_assert(json_is_array(plans));
+    cr_assert_gt(json_array_size(plans), 0);
+    const char *pk[] = {"stage", "mp", "dp", "micro_batch", "global_batch", "pa", "pa_cpu", "offload", "memory_gb",
+                        "host_memory_gb", "fits", "step_time_s", "tflops_per_gpu", "pflops", "method"};
+    const char *memk[] = {"params", "grads", "optimizer", "activations", "buffers", "fragmentation", "total"};
+    json_t *p0 = json_array_get(plans, 0);
+    for (size_t i = 0; i < sizeof pk / sizeof pk[0]; i++)
+        cr_expect_not_null(json_object_get(p0, pk[i]), "plans[0].%s", pk[i]);
+    for (size_t i = 0; i < 7; i++)
+        cr_expect(json_is_number(json_object_get(json_object_get(p0, "memory_gb"), memk[i])), "memory_gb.%s", memk[i]);
+    json_t *best = json_object_get(j, "best");
+    cr_assert(json_is_integer(best));
+    cr_expect(json_is_true(json_object_get(json_array_get(plans, (size_t)json_integer_value(best)), "fits")));
+    cr_expect_str_eq(json_string_value(json_object_get(p0, "method")), "analytic");
+    json_decref(j);
+    zp_search_result_free(&res);
+}
