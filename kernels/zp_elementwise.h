@@ -38,27 +38,34 @@
 #define ZP_HD
 #endif
 
-/* ---- bit casts (memcpy on the host, compiled to a move; intrinsics on the device) ---- */
+/* ---- bit casts: intrinsics on the device, memcpy in C++ host code, a union in C (defined
+ * behaviour in C11, and the form GCC vectorises) ---- */
 
 ZP_HD static inline uint32_t zp_f32_bits(float f)
 {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__)
     return __float_as_uint(f);
-#else
+#elif defined(__cplusplus)
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
+#else
+    union { float f; uint32_t u; } x = {.f = f};
+    return x.u;
 #endif
 }
 
 ZP_HD static inline float zp_f32_from_bits(uint32_t u)
 {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__)
     return __uint_as_float(u);
-#else
+#elif defined(__cplusplus)
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+#else
+    union { uint32_t u; float f; } x = {.u = u};
+    return x.f;
 #endif
 }
 
@@ -81,10 +88,13 @@ ZP_HD static inline uint16_t zp_f32_to_f16(float f)
     /* normal result */
     const uint32_t odd = (a >> 13) & 1u;
     const uint32_t nrm = (a + ((uint32_t)(15 - 127) << 23) + 0xfffu + odd) >> 13;
-    /* overflow (|f| >= 65520 rounds to inf, handled by nrm reaching 0x7c00) and inf/NaN */
-    const uint32_t big = a > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    uint32_t h = a < 0x38800000u ? sub : nrm;            /* 0x38800000 = 2^-14 */
-    h = a >= 0x477ff000u ? big : h;                      /* 0x477ff000 = 65520, first to round to inf */
+    /* overflow (|f| >= 65520 rounds to inf) and inf/NaN; selects by masks, not branches */
+    const uint32_t is_nan = 0u - (uint32_t)(a > 0x7f800000u);
+    const uint32_t big = 0x7c00u | (is_nan & 0x0200u);
+    const uint32_t is_sub = 0u - (uint32_t)(a < 0x38800000u);   /* 0x38800000 = 2^-14 */
+    const uint32_t is_big = 0u - (uint32_t)(a >= 0x477ff000u);  /* 0x477ff000 = 65520 */
+    uint32_t h = (sub & is_sub) | (nrm & ~is_sub);
+    h = (big & is_big) | (h & ~is_big);
     return (uint16_t)(h | sign);
 }
 
@@ -113,7 +123,8 @@ ZP_HD static inline uint16_t zp_f32_to_bf16(float f)
     const uint32_t u = zp_f32_bits(f);
     const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     const uint32_t nan = (u >> 16) | 0x0040u;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    const uint32_t is_nan = 0u - (uint32_t)((u & 0x7fffffffu) > 0x7f800000u);
+    return (uint16_t)((nan & is_nan) | (rounded & ~is_nan));
 }
 
 /* bfloat16 -> fp32, exact. */

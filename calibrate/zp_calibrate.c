@@ -1,0 +1,572 @@
+/* zp_calibrate.c — the measurements of `zplan calibrate` and the fits that turn them into a
+ * device profile. Every rank runs every measurement in the same order (collectives need it);
+ * each timed repetition starts after a barrier; statistics are medians per rank, then
+ * min/avg/max across ranks (collectives keep the slowest rank's median). */
+#include "zp_calibrate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zp_elementwise.h"
+#include "zp_fit.h"
+#include "zp_kernels.h"
+
+typedef zp_status (*op_fn)(void *arg);
+
+typedef struct {
+    const zp_calibrate_opts *o;
+    const zp_kernels_backend *be;
+    zp_comm *world;
+    zp_timer *timer;
+    double done, total; /* progress units */
+} cal;
+
+/* Statistics of one measurement over repetitions and ranks. */
+typedef struct {
+    double med_avg;  /* mean over ranks of each rank's median time */
+    double med_max;  /* slowest rank's median time */
+    double min, max; /* fastest and slowest single repetition on any rank */
+} stat;
+
+static void progress(cal *c, const char *what)
+{
+    if (c->o->progress)
+        c->o->progress(c->o->progress_arg, c->total > 0 ? c->done / c->total : 1.0, what);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Warm-up, then repetitions each after a barrier of `sync_comm` (every rank takes part);
+ * repetitions are cut (to >= 3) when one run is long so a measurement stays within ~3 s
+ * (~1 s quick); all ranks agree on the count. */
+static zp_status time_op(cal *c, zp_comm *sync_comm, op_fn fn, void *arg, stat *out)
+{
+    const zp_kernels_backend *be = c->be;
+    int warm = c->o->warmup, reps = c->o->reps;
+    double first = 0;
+    ZP_TRY(zp_comm_barrier(c->world));
+    ZP_TRY(be->timer_start(c->timer));
+    ZP_TRY(fn(arg));
+    ZP_TRY(be->timer_stop(c->timer, &first));
+    for (int i = 1; i < warm; i++)
+        ZP_TRY(fn(arg));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &first, ZP_OP_MAX));
+    double budget = c->o->quick ? 1.0 : 3.0;
+    if (first * reps > budget) {
+        int r = (int)(budget / (first > 0 ? first : 1e-9));
+        reps = r < 3 ? 3 : r < reps ? r : reps;
+    }
+    double samples[64];
+    if (reps > 64)
+        reps = 64;
+    for (int i = 0; i < reps; i++) {
+        ZP_TRY(zp_comm_barrier(sync_comm));
+        ZP_TRY(be->timer_start(c->timer));
+        ZP_TRY(fn(arg));
+        ZP_TRY(be->timer_stop(c->timer, &samples[i]));
+    }
+    qsort(samples, (size_t)reps, sizeof samples[0], cmp_double);
+    double med = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+    stat s = {med, med, samples[0], samples[reps - 1]};
+    ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_avg, ZP_OP_SUM));
+    s.med_avg /= zp_comm_size(c->world);
+    ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_max, ZP_OP_MAX));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &s.min, ZP_OP_MIN));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &s.max, ZP_OP_MAX));
+    *out = s;
+    return ZP_OK;
+}
+
+static double spread_of(const stat *s, double med) { return med > 0 ? (s->max - s->min) / med : 0; }
+
+/* ---- buffers ---- */
+
+static zp_status dev_alloc_fill(const zp_kernels_backend *be, size_t bytes, float value, void **out)
+{
+    ZP_TRY(be->alloc(bytes, out));
+    size_t chunk = (size_t)4 << 20;
+    float *host = malloc(chunk);
+    if (!host) {
+        be->free(*out);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < chunk / sizeof(float); i++)
+        host[i] = value;
+    zp_status st = ZP_OK;
+    for (size_t off = 0; off < bytes && st == ZP_OK; off += chunk)
+        st = be->copy_to_device((char *)*out + off, host, bytes - off < chunk ? bytes - off : chunk);
+    free(host);
+    if (st != ZP_OK)
+        be->free(*out);
+    return st;
+}
+
+/* ---- memory bandwidth ---- */
+
+typedef struct {
+    const zp_kernels_backend *be;
+    float *a, *b, *cc;
+    size_t n;
+} stream_arg;
+
+static zp_status op_copy(void *p)
+{
+    stream_arg *s = p;
+    return s->be->stream_copy(s->a, s->b, s->n);
+}
+
+static zp_status op_triad(void *p)
+{
+    stream_arg *s = p;
+    return s->be->stream_triad(s->a, s->b, s->cc, 3.0f, s->n);
+}
+
+static zp_status measure_bandwidth(cal *c, zp_profile *p)
+{
+    size_t n = c->o->quick ? ((size_t)8 << 20) : ((size_t)32 << 20);
+    stream_arg s = {.be = c->be, .n = n};
+    zp_status st = dev_alloc_fill(c->be, n * 4, 0.0f, (void **)&s.a);
+    if (st == ZP_OK && (st = dev_alloc_fill(c->be, n * 4, 1.0f, (void **)&s.b)) != ZP_OK)
+        c->be->free(s.a);
+    if (st == ZP_OK && (st = dev_alloc_fill(c->be, n * 4, 2.0f, (void **)&s.cc)) != ZP_OK) {
+        c->be->free(s.a);
+        c->be->free(s.b);
+    }
+    ZP_TRY(st);
+    stat sc, stt;
+    progress(c, "memory bandwidth: copy");
+    st = time_op(c, c->world, op_copy, &s, &sc);
+    c->done += 1;
+    if (st == ZP_OK) {
+        progress(c, "memory bandwidth: triad");
+        st = time_op(c, c->world, op_triad, &s, &stt);
+        c->done += 1;
+    }
+    c->be->free(s.a);
+    c->be->free(s.b);
+    c->be->free(s.cc);
+    ZP_TRY(st);
+    p->copy_gbs = 2.0 * 4.0 * (double)n / sc.med_avg / 1e9;
+    p->triad_gbs = 3.0 * 4.0 * (double)n / stt.med_avg / 1e9;
+    return ZP_OK;
+}
+
+/* ---- Adam ---- */
+
+typedef struct {
+    const zp_kernels_backend *be;
+    zp_adam_hparams hp;
+    zp_adam_buffers b;
+} adam_arg;
+
+static zp_status op_adam(void *p)
+{
+    adam_arg *a = p;
+    zp_adam_result r;
+    ZP_TRY(a->be->adam_step(&a->hp, &a->b, &r));
+    if (r.overflow)
+        return ZP_FAIL(ZP_ERUNTIME, "calibration Adam step overflowed");
+    return ZP_OK;
+}
+
+/* Times the fused step over sizes[] on backend be; fills points and the fitted rate. */
+static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const double *sizes, int nsizes,
+                                 zp_profile_adam_point *pts, double *rate)
+{
+    size_t nmax = (size_t)sizes[nsizes - 1];
+    adam_arg a = {.be = be, .hp = zp_adam_hparams_default()};
+    a.hp.grads_checked = 1; /* the trainer's overflow check is timed with the collectives' flag */
+    a.hp.weight_decay = 0.01;
+    void *bufs[5] = {0};
+    const float vals[5] = {0.5f, 1e-3f, 0.0f, 0.0f, 0.0f};
+    zp_status st = ZP_OK;
+    for (int i = 0; i < 5 && st == ZP_OK; i++)
+        st = dev_alloc_fill(be, nmax * (i == 4 ? 2 : 4), vals[i], &bufs[i]);
+    double ns[ZP_PROFILE_MAX_ADAM], ts[ZP_PROFILE_MAX_ADAM];
+    const zp_kernels_backend *saved = c->be;
+    c->be = be;
+    for (int i = 0; i < nsizes && st == ZP_OK; i++) {
+        a.b = (zp_adam_buffers){.n = (size_t)sizes[i], .param = bufs[0], .grad = bufs[1], .m = bufs[2], .v = bufs[3],
+                                .half = bufs[4], .half_dtype = ZP_DT_F16};
+        stat s;
+        progress(c, "fused Adam");
+        st = time_op(c, c->world, op_adam, &a, &s);
+        c->done += 1;
+        if (st == ZP_OK) {
+            ns[i] = sizes[i];
+            ts[i] = s.med_avg;
+            if (pts)
+                pts[i] = (zp_profile_adam_point){sizes[i], sizes[i] / s.med_avg, spread_of(&s, s.med_avg)};
+        }
+    }
+    c->be = saved;
+    for (int i = 0; i < 5; i++)
+        be->free(bufs[i]);
+    ZP_TRY(st);
+    double t0, resid;
+    if (nsizes >= 2)
+        return zp_fit_rate(ns, ts, nsizes, rate, &t0, &resid);
+    *rate = ns[0] / ts[0];
+    return ZP_OK;
+}
+
+static zp_status measure_adam(cal *c, zp_profile *p)
+{
+    static const double full[] = {1 << 20, 4 << 20, 16 << 20, 32 << 20};
+    static const double quick[] = {1 << 20, 4 << 20, 8 << 20};
+    const double *sizes = c->o->quick ? quick : full;
+    int n = c->o->quick ? 3 : 4;
+    ZP_TRY(measure_adam_on(c, c->be, sizes, n, p->adam, &p->adam_params_per_s));
+    p->nadam = n;
+    p->adam_bytes_per_param = ZP_ADAM_BYTES_PER_PARAM;
+    if (c->be == &zp_kernels_cpu)
+        p->cpu_adam_params_per_s = p->adam_params_per_s;
+    else
+        ZP_TRY(measure_adam_on(c, &zp_kernels_cpu, sizes + n - 2, 2, NULL, &p->cpu_adam_params_per_s));
+    return ZP_OK;
+}
+
+/* ---- GEMM ---- */
+
+typedef struct {
+    const zp_kernels_backend *be;
+    zp_gemm_args g;
+} gemm_arg;
+
+static zp_status op_gemm(void *p)
+{
+    gemm_arg *a = p;
+    return a->be->gemm(&a->g);
+}
+
+static zp_status measure_gemm(cal *c, zp_profile *p)
+{
+    const int cuda = c->be != &zp_kernels_cpu;
+    const zp_dtype dt = cuda ? ZP_DT_F16 : ZP_DT_F32;
+    snprintf(p->gemm_dtype, sizeof p->gemm_dtype, "%s", zp_dtype_name(dt));
+    double amax = 0, bmax = 0, cmax = 0;
+    for (int i = 0; i < c->o->nshapes; i++) {
+        double m = c->o->shapes[i][0], n = c->o->shapes[i][1], k = c->o->shapes[i][2];
+        if (!(m >= 1 && n >= 1 && k >= 1) || m > 1e6 || n > 1e6 || k > 1e6)
+            return ZP_FAIL(ZP_EINVAL, "GEMM shape %d (%g, %g, %g) is not a valid (m, n, k)", i, m, n, k);
+        amax = fmax(amax, m * k), bmax = fmax(bmax, k * n), cmax = fmax(cmax, m * n);
+    }
+    size_t es = zp_dtype_size(dt);
+    void *A = NULL, *B = NULL, *C = NULL;
+    /* 16-bit inputs: fill each 32-bit word with two fp16 0.01 */
+    uint16_t one16 = zp_f32_to_f16(0.01f);
+    float fill16;
+    uint32_t pair = ((uint32_t)one16 << 16) | one16;
+    memcpy(&fill16, &pair, sizeof fill16);
+    zp_status st = dev_alloc_fill(c->be, (size_t)amax * es + 4, es == 4 ? 0.01f : fill16, &A);
+    if (st == ZP_OK)
+        st = dev_alloc_fill(c->be, (size_t)bmax * es + 4, es == 4 ? 0.01f : fill16, &B);
+    if (st == ZP_OK)
+        st = dev_alloc_fill(c->be, (size_t)cmax * 4, 0.0f, &C);
+    p->ngemm = 0;
+    for (int i = 0; i < c->o->nshapes && st == ZP_OK; i++) {
+        int m = (int)c->o->shapes[i][0], n = (int)c->o->shapes[i][1], k = (int)c->o->shapes[i][2];
+        gemm_arg g = {.be = c->be,
+                      .g = {.m = m, .n = n, .k = k, .alpha = 1, .beta = 0, .a = A, .lda = k, .b = B, .ldb = n,
+                            .c = C, .ldc = n, .in_dtype = dt}};
+        stat s;
+        progress(c, "GEMM");
+        st = time_op(c, c->world, op_gemm, &g, &s);
+        c->done += 1;
+        if (st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM) {
+            double flops = 2.0 * m * n * k;
+            p->gemm[p->ngemm++] = (zp_profile_gemm_point){m, n, k, flops / s.med_avg, spread_of(&s, s.med_avg)};
+        }
+    }
+    c->be->free(A);
+    c->be->free(B);
+    c->be->free(C);
+    ZP_TRY(st);
+    ZP_TRY(zp_fit_gemm(p));
+    double best = 0;
+    for (int i = 0; i < p->ngemm; i++)
+        best = fmax(best, p->gemm[i].flops_per_s);
+    double asym = p->gemm_s_per_flop > 0 ? 1.0 / p->gemm_s_per_flop : 0;
+    double peak = fmax(best, asym);
+    if (cuda) {
+        p->peak_flops_fp16 = peak;
+        p->peak_flops_bf16 = peak; /* tensor cores run bf16 at the fp16 rate */
+        p->peak_flops_fp32 = 0;
+    } else {
+        /* the cpu backend computes in fp32 (16-bit inputs are widened) */
+        p->peak_flops_fp32 = p->peak_flops_fp16 = p->peak_flops_bf16 = peak;
+    }
+    return ZP_OK;
+}
+
+/* ---- collectives ---- */
+
+typedef struct {
+    const zp_kernels_backend *be;
+    zp_comm *comm;
+    zp_coll_kind kind;
+    void *send, *recv;
+    size_t bytes; /* whole buffer */
+} coll_arg;
+
+static zp_status op_coll(void *p)
+{
+    coll_arg *a = p;
+    size_t n = (size_t)zp_comm_size(a->comm);
+    size_t count = a->bytes / 4;
+    switch (a->kind) {
+    case ZP_COLL_ALLREDUCE: return a->be->allreduce(a->comm, a->send, a->recv, count, ZP_DT_F32, ZP_OP_SUM);
+    case ZP_COLL_REDUCE_SCATTER:
+        return a->be->reduce_scatter(a->comm, a->send, a->recv, count / n, ZP_DT_F32, ZP_OP_SUM);
+    case ZP_COLL_ALLGATHER: return a->be->allgather(a->comm, a->send, a->recv, count / n, ZP_DT_F32);
+    default: return a->be->broadcast(a->comm, a->send, count, ZP_DT_F32, 0);
+    }
+}
+
+static int coll_sizes(const cal *c, double maxb, double *sizes, int cap)
+{
+    int n = 0;
+    for (double s = c->o->min_coll_bytes; s <= maxb * 1.0001 && n < cap; s *= 4)
+        sizes[n++] = s;
+    return n;
+}
+
+static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_scope scope, double maxb, void *send,
+                               void *recv)
+{
+    double sizes[ZP_PROFILE_MAX_POINTS];
+    int ns = coll_sizes(c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
+    int nr = zp_comm_size(comm);
+    for (int k = 0; k < ZP_COLL_COUNT; k++) {
+        zp_profile_coll_fit *f = &p->coll[k][scope];
+        memset(f, 0, sizeof *f);
+        double xs[ZP_PROFILE_MAX_POINTS], ts[ZP_PROFILE_MAX_POINTS];
+        for (int i = 0; i < ns; i++) {
+            /* whole buffer, a multiple of 4 * nranks bytes */
+            size_t unit = 4 * (size_t)nr;
+            size_t bytes = ((size_t)sizes[i] + unit - 1) / unit * unit;
+            coll_arg a = {.be = c->be, .comm = comm, .kind = (zp_coll_kind)k, .send = send, .recv = recv, .bytes = bytes};
+            char what[96];
+            snprintf(what, sizeof what, "%s %s", zp_coll_name((zp_coll_kind)k), zp_profile_scope_name(scope));
+            progress(c, what);
+            stat s;
+            ZP_TRY(time_op(c, comm, op_coll, &a, &s));
+            c->done += 1;
+            f->points[i] = (zp_profile_coll_point){(double)bytes, s.med_max, spread_of(&s, s.med_max)};
+            xs[i] = (double)bytes;
+            ts[i] = s.med_max;
+        }
+        f->npoints = ns;
+        f->nranks = nr;
+        zp_status st = zp_fit_collective(xs, ts, ns, zp_coll_busbw_factor((zp_coll_kind)k, nr), &f->latency_s,
+                                         &f->busbw_gbs, &f->residual);
+        f->measured = st == ZP_OK;
+        if (st != ZP_OK)
+            zp_error_clear(); /* a collective whose time does not grow: left unmeasured */
+    }
+    return ZP_OK;
+}
+
+static zp_status measure_collectives(cal *c, zp_profile *p, zp_comm *node, zp_comm *cross, double maxb)
+{
+    void *send = NULL, *recv = NULL;
+    ZP_TRY(dev_alloc_fill(c->be, (size_t)maxb, 1.0f, &send));
+    zp_status st = dev_alloc_fill(c->be, (size_t)maxb, 0.0f, &recv);
+    /* every rank runs both scopes' loops (same order everywhere); a scope is recorded only when
+     * its communicators have >= 2 ranks on every rank */
+    int node_ok = zp_comm_size(node) >= 2, cross_ok = zp_comm_size(cross) >= 2;
+    double min_node = node_ok, min_cross = cross_ok;
+    if (st == ZP_OK)
+        st = zp_comm_allreduce_double(c->world, &min_node, ZP_OP_MIN);
+    if (st == ZP_OK)
+        st = zp_comm_allreduce_double(c->world, &min_cross, ZP_OP_MIN);
+    if (st == ZP_OK && min_node > 0)
+        st = measure_scope(c, p, node, ZP_PROFILE_INTRA_NODE, maxb, send, recv);
+    if (st == ZP_OK && min_cross > 0)
+        st = measure_scope(c, p, cross, ZP_PROFILE_INTER_NODE, maxb, send, recv);
+    c->be->free(send);
+    c->be->free(recv);
+    return st;
+}
+
+/* ---- host <-> device ---- */
+
+typedef struct {
+    const zp_kernels_backend *be;
+    void *host, *dev;
+    size_t bytes;
+    int to_device;
+} hd_arg;
+
+static zp_status op_hd(void *p)
+{
+    hd_arg *a = p;
+    return a->to_device ? a->be->copy_to_device(a->dev, a->host, a->bytes)
+                        : a->be->copy_to_host(a->host, a->dev, a->bytes);
+}
+
+static zp_status measure_host_device(cal *c, zp_profile *p)
+{
+    size_t bytes = c->o->quick ? ((size_t)64 << 20) : ((size_t)256 << 20);
+    hd_arg a = {.be = c->be, .bytes = bytes};
+    a.host = calloc(1, bytes);
+    if (!a.host)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_status st = c->be->alloc(bytes, &a.dev);
+    stat s;
+    if (st == ZP_OK) {
+        a.to_device = 1;
+        progress(c, "host to device");
+        st = time_op(c, c->world, op_hd, &a, &s);
+        p->h2d_gbs = st == ZP_OK ? bytes / s.med_avg / 1e9 : 0;
+    }
+    if (st == ZP_OK) {
+        a.to_device = 0;
+        progress(c, "device to host");
+        st = time_op(c, c->world, op_hd, &a, &s);
+        p->d2h_gbs = st == ZP_OK ? bytes / s.med_avg / 1e9 : 0;
+    }
+    c->done += 2;
+    c->be->free(a.dev);
+    free(a.host);
+    return st;
+}
+
+/* ---- options ---- */
+
+zp_status zp_calibrate_set_layer_shapes(zp_calibrate_opts *o, const double *hidden, int nhidden, double tokens)
+{
+    if (nhidden * 4 > ZP_CALIBRATE_MAX_SHAPES)
+        return ZP_FAIL(ZP_ERANGE, "at most %d hidden sizes", ZP_CALIBRATE_MAX_SHAPES / 4);
+    if (!(tokens >= 1 && tokens <= 1e6))
+        return ZP_FAIL(ZP_EINVAL, "tokens must be in 1..1e6 (got %g)", tokens);
+    int n = 0;
+    for (int i = 0; i < nhidden; i++) {
+        double h = hidden[i];
+        if (!(h >= 1 && h <= 65536 && h == floor(h)))
+            return ZP_FAIL(ZP_EINVAL, "hidden size must be a whole number in 1..65536 (got %g)", h);
+        const double shapes[4][3] = {{tokens, 3 * h, h}, {tokens, h, h}, {tokens, 4 * h, h}, {tokens, h, 4 * h}};
+        memcpy(o->shapes[n], shapes, sizeof shapes);
+        n += 4;
+    }
+    o->nshapes = n;
+    return ZP_OK;
+}
+
+void zp_calibrate_opts_default(zp_calibrate_opts *o, int quick)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = "cpu";
+    o->quick = quick;
+    o->warmup = quick ? 1 : 2;
+    o->reps = quick ? 3 : 7;
+    o->min_coll_bytes = 1024;
+    o->max_coll_bytes = quick ? 64.0 * (1 << 20) : 1024.0 * (1 << 20);
+    const double full_h[] = {512, 1024, 2048}, quick_h[] = {256, 512, 1024};
+    zp_calibrate_set_layer_shapes(o, quick ? quick_h : full_h, 3, quick ? 512 : 2048);
+}
+
+/* ---- machine ---- */
+
+static void fill_machine(cal *c, zp_profile *p, int nodes)
+{
+    zp_profile_machine *m = &p->machine;
+    zp_kernels_cpu.device_name(m->cpu_model, sizeof m->cpu_model);
+    m->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c->be != &zp_kernels_cpu) {
+        c->be->device_name(m->gpu, sizeof m->gpu);
+        m->gpu_count = 1;
+    }
+    m->nodes = nodes;
+    m->ranks = zp_comm_size(c->world);
+    gethostname(m->hostname, sizeof m->hostname - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(m->measured_at, sizeof m->measured_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(m->zplan_version, sizeof m->zplan_version, "%s", ZP_VERSION);
+    zp_kernels_versions(m->blas, sizeof m->blas, m->mpi, sizeof m->mpi, m->cuda, sizeof m->cuda, m->nccl,
+                        sizeof m->nccl);
+}
+
+/* Free memory per rank on this node for the collectives' two buffers. */
+static double coll_bytes_cap(zp_comm *node)
+{
+    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psz <= 0)
+        return 1e18;
+    int local = zp_comm_size(node) > 0 ? zp_comm_size(node) : 1;
+    return (double)pages * (double)psz / local / 4.0; /* two buffers, half the memory left free */
+}
+
+zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
+{
+    if (!o || !out)
+        return ZP_FAIL(ZP_EINVAL, "calibrate: NULL argument");
+    if (o->reps < 1 || o->warmup < 0)
+        return ZP_FAIL(ZP_EINVAL, "calibrate: repetitions must be >= 1 and warm-up >= 0");
+    if (!(o->min_coll_bytes >= 4) || !(o->max_coll_bytes >= o->min_coll_bytes))
+        return ZP_FAIL(ZP_EINVAL, "calibrate: collective sizes must satisfy 4 <= min <= max");
+    if (o->nshapes < 1)
+        return ZP_FAIL(ZP_EINVAL, "calibrate: no GEMM shapes");
+    cal c = {.o = o};
+    ZP_TRY(zp_kernels_backend_get(o->backend ? o->backend : "cpu", &c.be));
+    ZP_TRY(c.be->init());
+    ZP_TRY(zp_comm_world(c.be, &c.world));
+    zp_comm *node = NULL, *cross = NULL;
+    zp_status st = zp_comm_split_node(c.world, &node);
+    if (st == ZP_OK)
+        st = zp_comm_split_cross(c.world, &cross);
+    int nodes = 1;
+    if (st == ZP_OK)
+        st = zp_comm_node_count(c.world, &nodes);
+    if (st == ZP_OK)
+        st = c.be->timer_create(&c.timer);
+
+    zp_profile p;
+    zp_profile_init(&p);
+    snprintf(p.backend, sizeof p.backend, "%s", c.be->name);
+    double maxb = 0;
+    if (st == ZP_OK) {
+        maxb = fmin(o->max_coll_bytes, coll_bytes_cap(node));
+        st = zp_comm_allreduce_double(c.world, &maxb, ZP_OP_MIN);
+    }
+    if (st == ZP_OK) {
+        double sizes[ZP_PROFILE_MAX_POINTS];
+        int ncoll = coll_sizes(&c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
+        int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
+        c.total = 2 + (o->quick ? 3 : 4) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes +
+                  (double)scopes * ZP_COLL_COUNT * ncoll;
+        fill_machine(&c, &p, nodes);
+        st = measure_bandwidth(&c, &p);
+    }
+    if (st == ZP_OK)
+        st = measure_adam(&c, &p);
+    if (st == ZP_OK)
+        st = measure_gemm(&c, &p);
+    if (st == ZP_OK && c.be != &zp_kernels_cpu)
+        st = measure_host_device(&c, &p);
+    if (st == ZP_OK)
+        st = measure_collectives(&c, &p, node, cross, maxb);
+    if (st == ZP_OK) {
+        c.done = c.total;
+        progress(&c, "done");
+        st = zp_profile_validate(&p);
+    }
+    if (c.timer)
+        c.be->timer_free(c.timer);
+    zp_comm_free(cross);
+    zp_comm_free(node);
+    zp_comm_free(c.world);
+    if (st == ZP_OK)
+        *out = p;
+    return st;
+}

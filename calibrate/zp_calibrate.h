@@ -1,0 +1,57 @@
+/* zp_calibrate.h — `zplan calibrate`: times the project's kernels on this machine (alone or
+ * under mpirun) and fits the cost models of a device profile (sim/zp_profile.h).
+ *
+ * The CLI calls zp_calibrate_main(argc, argv) with calibrate's own arguments; programs that
+ * want the profile in memory call zp_calibrate_run. Every rank of MPI_COMM_WORLD must call
+ * either; every rank returns the same profile. */
+#ifndef ZP_CALIBRATE_H
+#define ZP_CALIBRATE_H
+
+#include "zp_profile.h"
+#include "zp_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Progress: fraction done in [0, 1] and what is being measured. Called on every rank. */
+typedef void (*zp_calibrate_progress_fn)(void *arg, double fraction, const char *what);
+
+#define ZP_CALIBRATE_MAX_SHAPES 48
+
+typedef struct {
+    const char *backend;        /* "cpu" or "cuda" */
+    int quick;                  /* fewer sizes and repetitions, collectives up to 64 MiB */
+    int warmup;                 /* untimed runs before each measurement, >= 0 */
+    int reps;                   /* timed repetitions per measurement, >= 1 (median, spread) */
+    double max_coll_bytes;      /* largest collective buffer (bytes); capped by free memory */
+    double min_coll_bytes;      /* smallest collective buffer (bytes) */
+    int nshapes;                /* GEMM shapes to time */
+    double shapes[ZP_CALIBRATE_MAX_SHAPES][3]; /* (m, n, k) of C(m,n) = A(m,k) B(k,n) */
+    zp_calibrate_progress_fn progress; /* NULL: none */
+    void *progress_arg;
+} zp_calibrate_opts;
+
+/* Defaults: backend cpu, warm-up 2, 7 repetitions, collectives 1 KiB..1 GiB, the GEMM shapes of
+ * transformer layers for hidden sizes 512, 1024, 2048 at 2048 tokens. quick = 1: warm-up 1,
+ * 3 repetitions, collectives to 64 MiB, hidden sizes 256, 512, 1024 at 512 tokens. */
+void zp_calibrate_opts_default(zp_calibrate_opts *o, int quick);
+
+/* The GEMM shapes of one transformer layer for each hidden size h at `tokens` = b*s rows:
+ * QKV (tokens, 3h, h), attention projection (tokens, h, h), MLP up (tokens, 4h, h) and
+ * down (tokens, h, 4h). Replaces o->shapes. ZP_ERANGE beyond ZP_CALIBRATE_MAX_SHAPES. */
+zp_status zp_calibrate_set_layer_shapes(zp_calibrate_opts *o, const double *hidden, int nhidden, double tokens);
+
+/* Measures and fits; fills *out (the same on every rank). */
+zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out);
+
+/* `zplan calibrate [--backend cpu|cuda] [--quick] [-o FILE] ...`: argv[0] is the command's name.
+ * Initialises MPI when needed; rank 0 writes the profile atomically and prints a summary on
+ * stdout, errors go to stderr. Returns 0 ok, 1 run-time failure, 2 bad usage or no device. */
+int zp_calibrate_main(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

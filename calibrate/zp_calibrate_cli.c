@@ -1,0 +1,235 @@
+/* zp_calibrate_cli.c — `zplan calibrate`: options, progress bar, summary, exit codes. The only
+ * part of calibrate/ that prints: the profile or a summary on stdout (rank 0), errors on stderr. */
+#include "zp_calibrate.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zp_kernels.h"
+#include "zp_size.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
+          "                       [--reps N] [--warmup N] [--max-bytes SIZE] [--hidden H,H,...] [--tokens N]\n"
+          "\n"
+          "Times this machine's kernels (memory bandwidth, fused Adam, GEMM over transformer-layer shapes,\n"
+          "collectives within and across nodes) and fits the cost models of a device profile for\n"
+          "`zplan --profile`. Run alone or under `mpirun -np N` (every rank measures; rank 0 writes).\n"
+          "\n"
+          "  --backend NAME   cpu (default) or cuda\n"
+          "  --quick          fewer sizes and repetitions; collectives up to 64 MiB\n"
+          "  -o, --output F   write the profile to F atomically (default: print it on stdout)\n"
+          "  --reps N         timed repetitions per measurement (median and spread; default 7, quick 3)\n"
+          "  --warmup N       untimed runs first (default 2, quick 1)\n"
+          "  --max-bytes SIZE largest collective buffer, e.g. 256Mi (default 1Gi, quick 64Mi;\n"
+          "                   always capped by free memory)\n"
+          "  --hidden LIST    hidden sizes whose layer GEMMs to time (default 512,1024,2048; quick 256,512,1024)\n"
+          "  --tokens N       rows (micro-batch x sequence) of those GEMMs (default 2048, quick 512)\n"
+          "  -h, --help       this help\n",
+          f);
+}
+
+typedef struct {
+    int rank0;
+    int tty;
+    int last;
+} bar;
+
+static void show_progress(void *arg, double frac, const char *what)
+{
+    bar *b = arg;
+    if (!b->rank0 || !b->tty)
+        return;
+    int pct = (int)floor(frac * 100 + 0.5);
+    const int width = 30;
+    int fill = (int)(frac * width + 0.5);
+    char line[width + 1];
+    for (int i = 0; i < width; i++)
+        line[i] = i < fill ? '#' : ' ';
+    line[width] = '\0';
+    fprintf(stderr, "\r[%s] %3d%% %-40.40s", line, pct, what);
+    if (frac >= 1.0)
+        fputc('\n', stderr);
+    fflush(stderr);
+    b->last = pct;
+}
+
+static void summary(const zp_profile *p, const char *path)
+{
+    printf("profile written to %s (backend %s, %d rank%s on %d node%s)\n", path, p->backend, p->machine.ranks,
+           p->machine.ranks == 1 ? "" : "s", p->machine.nodes, p->machine.nodes == 1 ? "" : "s");
+    printf("  memory bandwidth   copy %.1f GB/s, triad %.1f GB/s per rank\n", p->copy_gbs, p->triad_gbs);
+    printf("  fused Adam         %.3g params/s (%.0f B/param: %.1f GB/s)\n", p->adam_params_per_s,
+           p->adam_bytes_per_param, p->adam_params_per_s * p->adam_bytes_per_param / 1e9);
+    printf("  GEMM (%s)        peak %.1f GFLOP/s; model t = %.3g s + flops x %.3g s + bytes x %.3g s "
+           "(residual %.1f%%)\n",
+           p->gemm_dtype, zp_profile_peak_flops(p, p->gemm_dtype) / 1e9, p->gemm_t0_s, p->gemm_s_per_flop,
+           p->gemm_s_per_byte, 100 * p->gemm_residual);
+    if (p->h2d_gbs > 0)
+        printf("  host<->device      h2d %.1f GB/s, d2h %.1f GB/s\n", p->h2d_gbs, p->d2h_gbs);
+    int any = 0;
+    for (int s = 0; s < ZP_PROFILE_NSCOPE; s++)
+        for (int k = 0; k < ZP_PROFILE_NCOLL; k++) {
+            const zp_profile_coll_fit *f = &p->coll[k][s];
+            if (!f->measured)
+                continue;
+            any = 1;
+            printf("  %-14s %-10s latency %8.2f us, busbw %6.2f GB/s on %d ranks (residual %.0f%%)\n",
+                   zp_profile_coll_name((zp_profile_coll)k), zp_profile_scope_name((zp_profile_scope)s),
+                   f->latency_s * 1e6, f->busbw_gbs, f->nranks, 100 * f->residual);
+        }
+    if (!any)
+        printf("  collectives        not measured (one rank per node and one node: run under mpirun -np N)\n");
+}
+
+static int fail(zp_status st)
+{
+    fprintf(stderr, "zplan calibrate: %s\n", zp_error_message());
+    return zp_status_exit_code(st);
+}
+
+int zp_calibrate_main(int argc, char **argv)
+{
+    enum { OPT_BACKEND = 256, OPT_QUICK, OPT_REPS, OPT_WARMUP, OPT_MAXB, OPT_HIDDEN, OPT_TOKENS };
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, OPT_BACKEND}, {"quick", no_argument, NULL, OPT_QUICK},
+        {"output", required_argument, NULL, 'o'},          {"reps", required_argument, NULL, OPT_REPS},
+        {"warmup", required_argument, NULL, OPT_WARMUP},   {"max-bytes", required_argument, NULL, OPT_MAXB},
+        {"hidden", required_argument, NULL, OPT_HIDDEN},   {"tokens", required_argument, NULL, OPT_TOKENS},
+        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
+    };
+    const char *backend = "cpu", *output = NULL, *reps = NULL, *warmup = NULL, *maxb = NULL, *hidden = NULL,
+               *tokens = NULL;
+    int quick = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_BACKEND: backend = optarg; break;
+        case OPT_QUICK: quick = 1; break;
+        case 'o': output = optarg; break;
+        case OPT_REPS: reps = optarg; break;
+        case OPT_WARMUP: warmup = optarg; break;
+        case OPT_MAXB: maxb = optarg; break;
+        case OPT_HIDDEN: hidden = optarg; break;
+        case OPT_TOKENS: tokens = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "zplan calibrate: option '%s' needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "zplan calibrate: unknown option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "zplan calibrate: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+
+    zp_calibrate_opts o;
+    zp_calibrate_opts_default(&o, quick);
+    o.backend = backend;
+    int64_t v;
+    double d;
+    if (reps) {
+        if (zp_size_parse_int(reps, "--reps", 1, 64, &v) != ZP_OK)
+            return fail(ZP_EINVAL);
+        o.reps = (int)v;
+    }
+    if (warmup) {
+        if (zp_size_parse_int(warmup, "--warmup", 0, 100, &v) != ZP_OK)
+            return fail(ZP_EINVAL);
+        o.warmup = (int)v;
+    }
+    if (maxb) {
+        if (zp_size_parse(maxb, "--max-bytes", &d) != ZP_OK)
+            return fail(ZP_EINVAL);
+        if (d < o.min_coll_bytes) {
+            fprintf(stderr, "zplan calibrate: --max-bytes must be at least %.0f\n", o.min_coll_bytes);
+            return 2;
+        }
+        o.max_coll_bytes = d;
+    }
+    if (hidden || tokens) {
+        double hs[ZP_CALIBRATE_MAX_SHAPES / 4];
+        int nh = 0;
+        double t = quick ? 512 : 2048;
+        if (hidden && zp_size_parse_list(hidden, "--hidden", hs, ZP_CALIBRATE_MAX_SHAPES / 4, &nh) != ZP_OK)
+            return fail(ZP_EINVAL);
+        if (!hidden) {
+            const double qh[] = {256, 512, 1024}, fh[] = {512, 1024, 2048};
+            memcpy(hs, quick ? qh : fh, sizeof qh);
+            nh = 3;
+        }
+        if (tokens) {
+            if (zp_size_parse_int(tokens, "--tokens", 1, 1000000, &v) != ZP_OK)
+                return fail(ZP_EINVAL);
+            t = (double)v;
+        }
+        zp_status st = zp_calibrate_set_layer_shapes(&o, hs, nh, t);
+        if (st != ZP_OK)
+            return fail(st);
+    }
+
+    /* the backend first: "no CUDA device" before MPI is even started */
+    const zp_kernels_backend *be;
+    zp_status st = zp_kernels_backend_get(backend, &be);
+    if (st == ZP_OK)
+        st = be->init();
+    if (st != ZP_OK)
+        return fail(st);
+
+    st = zp_kernels_mpi_init(&argc, &argv);
+    if (st != ZP_OK)
+        return fail(st);
+    zp_comm *world = NULL;
+    st = zp_comm_world(&zp_kernels_cpu, &world);
+    int rank = zp_comm_rank(world);
+    zp_comm_free(world);
+    if (st != ZP_OK) {
+        zp_kernels_mpi_finalize();
+        return fail(st);
+    }
+    bar b = {.rank0 = rank == 0, .tty = isatty(STDERR_FILENO), .last = -1};
+    o.progress = show_progress;
+    o.progress_arg = &b;
+
+    zp_profile p;
+    st = zp_calibrate_run(&o, &p);
+    if (st == ZP_OK && rank == 0) {
+        if (output) {
+            st = zp_profile_write(&p, output);
+            if (st == ZP_OK)
+                summary(&p, output);
+        } else {
+            char *text = NULL;
+            st = zp_profile_to_json(&p, &text);
+            if (st == ZP_OK) {
+                if (fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+                    st = ZP_FAIL(ZP_EIO, "cannot write the profile to stdout");
+                free(text);
+            }
+        }
+    }
+    int code = 0;
+    if (st != ZP_OK) {
+        if (b.tty && rank == 0)
+            fputc('\n', stderr);
+        if (rank > 0)
+            fprintf(stderr, "zplan calibrate: rank %d: %s\n", rank, zp_error_message());
+        else
+            fprintf(stderr, "zplan calibrate: %s\n", zp_error_message());
+        code = zp_status_exit_code(st);
+    }
+    zp_kernels_mpi_finalize();
+    return code;
+}

@@ -1,0 +1,596 @@
+/* zp_profile.c — the device profile's JSON reader and writer (jansson) and its cost models. */
+#include "zp_profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "zp_io.h"
+
+#define MAX_PROFILE_BYTES ((size_t)16 << 20)
+
+static const char *const coll_names[ZP_PROFILE_NCOLL] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+static const char *const scope_names[ZP_PROFILE_NSCOPE] = {"intra_node", "inter_node"};
+
+const char *zp_profile_coll_name(zp_profile_coll kind)
+{
+    return (unsigned)kind < ZP_PROFILE_NCOLL ? coll_names[kind] : "?";
+}
+
+const char *zp_profile_scope_name(zp_profile_scope scope)
+{
+    return (unsigned)scope < ZP_PROFILE_NSCOPE ? scope_names[scope] : "?";
+}
+
+double zp_profile_busbw_factor(zp_profile_coll kind, int nranks)
+{
+    if (nranks < 1)
+        return 0;
+    double n = nranks;
+    switch (kind) {
+    case ZP_PROFILE_ALLREDUCE: return 2 * (n - 1) / n;
+    case ZP_PROFILE_REDUCE_SCATTER:
+    case ZP_PROFILE_ALLGATHER: return (n - 1) / n;
+    case ZP_PROFILE_BROADCAST: return 1;
+    default: return 0;
+    }
+}
+
+void zp_profile_init(zp_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->backend, sizeof p->backend, "cpu");
+    snprintf(p->gemm_dtype, sizeof p->gemm_dtype, "fp32");
+}
+
+/* ---- models ---- */
+
+static double dtype_bytes(const char *dt) { return strcmp(dt, "fp32") == 0 ? 4.0 : 2.0; }
+
+double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k)
+{
+    return dtype_bytes(p->gemm_dtype) * (m * k + k * n) + 4.0 * m * n;
+}
+
+double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
+{
+    return p->gemm_t0_s + p->gemm_s_per_flop * 2.0 * m * n * k + p->gemm_s_per_byte * zp_profile_gemm_bytes(p, m, n, k);
+}
+
+double zp_profile_peak_flops(const zp_profile *p, const char *dtype)
+{
+    if (!dtype)
+        return 0;
+    if (strcmp(dtype, "fp32") == 0)
+        return p->peak_flops_fp32;
+    if (strcmp(dtype, "fp16") == 0)
+        return p->peak_flops_fp16;
+    if (strcmp(dtype, "bf16") == 0)
+        return p->peak_flops_bf16;
+    return 0;
+}
+
+double zp_profile_gemm_efficiency(const zp_profile *p, double m, double n, double k)
+{
+    double peak = zp_profile_peak_flops(p, p->gemm_dtype);
+    double t = zp_profile_gemm_time(p, m, n, k);
+    double flops = 2.0 * m * n * k;
+    if (!(peak > 0) || !(t > 0) || !(flops > 0))
+        return 1.0;
+    double e = flops / (t * peak);
+    if (e > 1.0)
+        e = 1.0;
+    if (!(e > 1e-9))
+        e = 1e-9;
+    return e;
+}
+
+double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope, double bytes,
+                                  int nranks)
+{
+    if ((unsigned)kind >= ZP_PROFILE_NCOLL || (unsigned)scope >= ZP_PROFILE_NSCOPE)
+        return -1;
+    const zp_profile_coll_fit *f = &p->coll[kind][scope];
+    if (!f->measured || !(f->busbw_gbs > 0) || f->nranks < 2)
+        return -1;
+    if (nranks <= 1)
+        return 0;
+    double lat = f->latency_s * (double)(nranks - 1) / (double)(f->nranks - 1);
+    return lat + bytes * zp_profile_busbw_factor(kind, nranks) / (f->busbw_gbs * 1e9);
+}
+
+double zp_profile_adam_time(const zp_profile *p, double n, int cpu)
+{
+    double rate = cpu ? p->cpu_adam_params_per_s : p->adam_params_per_s;
+    return rate > 0 ? n / rate : -1;
+}
+
+/* ---- validation ---- */
+
+static zp_status bad_num(const char *key, double v)
+{
+    return ZP_FAIL(ZP_EINVAL, "profile: %s must be a finite number >= 0 (got %g)", key, v);
+}
+
+#define CHECK_NUM(v, key)                    \
+    do {                                     \
+        if (!isfinite(v) || (v) < 0)         \
+            return bad_num(key, v);          \
+    } while (0)
+
+zp_status zp_profile_validate(const zp_profile *p)
+{
+    if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0)
+        return ZP_FAIL(ZP_EINVAL, "profile: backend must be \"cpu\" or \"cuda\" (got \"%s\")", p->backend);
+    if (p->machine.cores < 0 || p->machine.gpu_count < 0 || p->machine.nodes < 0 || p->machine.ranks < 0)
+        return ZP_FAIL(ZP_EINVAL, "profile: machine counts must be >= 0");
+    CHECK_NUM(p->copy_gbs, "memory_bw_gbs.copy");
+    CHECK_NUM(p->triad_gbs, "memory_bw_gbs.triad");
+    CHECK_NUM(p->h2d_gbs, "host_device_gbs.h2d");
+    CHECK_NUM(p->d2h_gbs, "host_device_gbs.d2h");
+    CHECK_NUM(p->peak_flops_fp32, "compute.peak_flops_fp32");
+    CHECK_NUM(p->peak_flops_fp16, "compute.peak_flops_fp16");
+    CHECK_NUM(p->peak_flops_bf16, "compute.peak_flops_bf16");
+    CHECK_NUM(p->adam_params_per_s, "adam.params_per_s");
+    CHECK_NUM(p->adam_bytes_per_param, "adam.bytes_per_param");
+    CHECK_NUM(p->cpu_adam_params_per_s, "adam.cpu_params_per_s");
+    if (p->nadam < 0 || p->nadam > ZP_PROFILE_MAX_ADAM)
+        return ZP_FAIL(ZP_EINVAL, "profile: adam.points: %d entries (at most %d)", p->nadam, ZP_PROFILE_MAX_ADAM);
+    for (int i = 0; i < p->nadam; i++) {
+        CHECK_NUM(p->adam[i].n, "adam.points[].n");
+        CHECK_NUM(p->adam[i].params_per_s, "adam.points[].params_per_s");
+        CHECK_NUM(p->adam[i].spread, "adam.points[].spread");
+    }
+    if (p->ngemm < 1 || p->ngemm > ZP_PROFILE_MAX_GEMM)
+        return ZP_FAIL(ZP_EINVAL, "profile: gemm: %d points (need 1 to %d)", p->ngemm, ZP_PROFILE_MAX_GEMM);
+    for (int i = 0; i < p->ngemm; i++) {
+        const zp_profile_gemm_point *g = &p->gemm[i];
+        CHECK_NUM(g->m, "gemm[].m");
+        CHECK_NUM(g->n, "gemm[].n");
+        CHECK_NUM(g->k, "gemm[].k");
+        CHECK_NUM(g->flops_per_s, "gemm[].flops_per_s");
+        CHECK_NUM(g->spread, "gemm[].spread");
+    }
+    if (strcmp(p->gemm_dtype, "fp32") != 0 && strcmp(p->gemm_dtype, "fp16") != 0 && strcmp(p->gemm_dtype, "bf16") != 0)
+        return ZP_FAIL(ZP_EINVAL, "profile: gemm_model.dtype must be fp32, fp16 or bf16 (got \"%s\")", p->gemm_dtype);
+    CHECK_NUM(p->gemm_t0_s, "gemm_model.t0_s");
+    CHECK_NUM(p->gemm_s_per_flop, "gemm_model.s_per_flop");
+    CHECK_NUM(p->gemm_s_per_byte, "gemm_model.s_per_byte");
+    CHECK_NUM(p->gemm_residual, "gemm_model.residual");
+    for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
+        for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
+            const zp_profile_coll_fit *f = &p->coll[c][s];
+            if (!f->measured)
+                continue;
+            char key[96];
+            snprintf(key, sizeof key, "collectives.%s.%s", coll_names[c], scope_names[s]);
+            if (f->nranks < 2)
+                return ZP_FAIL(ZP_EINVAL, "profile: %s.nranks must be >= 2 (got %d)", key, f->nranks);
+            if (!isfinite(f->latency_s) || f->latency_s < 0)
+                return ZP_FAIL(ZP_EINVAL, "profile: %s.latency_s must be a finite number >= 0", key);
+            if (!isfinite(f->busbw_gbs) || f->busbw_gbs <= 0)
+                return ZP_FAIL(ZP_EINVAL, "profile: %s.busbw_gbs must be a finite number > 0", key);
+            if (!isfinite(f->residual) || f->residual < 0)
+                return ZP_FAIL(ZP_EINVAL, "profile: %s.residual must be a finite number >= 0", key);
+            if (f->npoints < 0 || f->npoints > ZP_PROFILE_MAX_POINTS)
+                return ZP_FAIL(ZP_EINVAL, "profile: %s.points: %d entries (at most %d)", key, f->npoints,
+                               ZP_PROFILE_MAX_POINTS);
+            for (int i = 0; i < f->npoints; i++) {
+                const zp_profile_coll_point *q = &f->points[i];
+                if (!isfinite(q->bytes) || q->bytes < 0 || !isfinite(q->time_s) || q->time_s < 0 ||
+                    !isfinite(q->spread) || q->spread < 0)
+                    return ZP_FAIL(ZP_EINVAL, "profile: %s.points[%d] must hold finite numbers >= 0", key, i);
+            }
+        }
+    return ZP_OK;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    const char *name; /* file name for messages */
+} rd;
+
+static zp_status need(const rd *r, json_t *obj, const char *parent, const char *key, json_t **out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': missing key '%s%s%s'", r->name, parent, *parent ? "." : "", key);
+    *out = v;
+    return ZP_OK;
+}
+
+static zp_status need_object(const rd *r, json_t *obj, const char *parent, const char *key, json_t **out)
+{
+    ZP_TRY(need(r, obj, parent, key, out));
+    if (!json_is_object(*out))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be an object", r->name, parent, *parent ? "." : "",
+                       key);
+    return ZP_OK;
+}
+
+static zp_status get_num(const rd *r, json_t *obj, const char *parent, const char *key, double *out)
+{
+    json_t *v = NULL;
+    ZP_TRY(need(r, obj, parent, key, &v));
+    if (!json_is_number(v))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be a number", r->name, parent, *parent ? "." : "", key);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < 0)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be a finite number >= 0 (got %g)", r->name, parent,
+                       *parent ? "." : "", key, x);
+    *out = x;
+    return ZP_OK;
+}
+
+static zp_status get_int(const rd *r, json_t *obj, const char *parent, const char *key, int *out)
+{
+    double x;
+    ZP_TRY(get_num(r, obj, parent, key, &x));
+    if (x != floor(x) || x > 1e9)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be a whole number (got %g)", r->name, parent,
+                       *parent ? "." : "", key, x);
+    *out = (int)x;
+    return ZP_OK;
+}
+
+static zp_status get_str(const rd *r, json_t *obj, const char *parent, const char *key, char *buf, size_t len)
+{
+    json_t *v = NULL;
+    ZP_TRY(need(r, obj, parent, key, &v));
+    if (!json_is_string(v))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be a string", r->name, parent, *parent ? "." : "", key);
+    snprintf(buf, len, "%s", json_string_value(v));
+    return ZP_OK;
+}
+
+static zp_status get_array(const rd *r, json_t *obj, const char *parent, const char *key, size_t max, json_t **out)
+{
+    ZP_TRY(need(r, obj, parent, key, out));
+    if (!json_is_array(*out))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be an array", r->name, parent, *parent ? "." : "", key);
+    if (json_array_size(*out) > max)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' has %zu entries (at most %zu)", r->name, parent,
+                       *parent ? "." : "", key, json_array_size(*out), max);
+    return ZP_OK;
+}
+
+static zp_status element_object(const rd *r, json_t *arr, size_t i, const char *path, json_t **out)
+{
+    *out = json_array_get(arr, i);
+    if (!json_is_object(*out))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s[%zu]' must be an object", r->name, path, i);
+    return ZP_OK;
+}
+
+static zp_status read_machine(const rd *r, json_t *root, zp_profile_machine *m)
+{
+    json_t *o = NULL, *lib = NULL;
+    ZP_TRY(need_object(r, root, "", "machine", &o));
+    ZP_TRY(get_str(r, o, "machine", "cpu_model", m->cpu_model, sizeof m->cpu_model));
+    ZP_TRY(get_int(r, o, "machine", "cores", &m->cores));
+    ZP_TRY(get_str(r, o, "machine", "gpu", m->gpu, sizeof m->gpu));
+    ZP_TRY(get_int(r, o, "machine", "gpu_count", &m->gpu_count));
+    ZP_TRY(get_int(r, o, "machine", "nodes", &m->nodes));
+    ZP_TRY(get_int(r, o, "machine", "ranks", &m->ranks));
+    ZP_TRY(get_str(r, o, "machine", "hostname", m->hostname, sizeof m->hostname));
+    ZP_TRY(get_str(r, o, "machine", "measured_at", m->measured_at, sizeof m->measured_at));
+    ZP_TRY(get_str(r, o, "machine", "zplan_version", m->zplan_version, sizeof m->zplan_version));
+    ZP_TRY(need_object(r, o, "machine", "libraries", &lib));
+    ZP_TRY(get_str(r, lib, "machine.libraries", "blas", m->blas, sizeof m->blas));
+    ZP_TRY(get_str(r, lib, "machine.libraries", "mpi", m->mpi, sizeof m->mpi));
+    ZP_TRY(get_str(r, lib, "machine.libraries", "cuda", m->cuda, sizeof m->cuda));
+    ZP_TRY(get_str(r, lib, "machine.libraries", "nccl", m->nccl, sizeof m->nccl));
+    return ZP_OK;
+}
+
+static zp_status read_collectives(const rd *r, json_t *root, zp_profile *p)
+{
+    json_t *colls = NULL;
+    ZP_TRY(need_object(r, root, "", "collectives", &colls));
+    for (int c = 0; c < ZP_PROFILE_NCOLL; c++) {
+        json_t *kind = NULL;
+        ZP_TRY(need_object(r, colls, "collectives", coll_names[c], &kind));
+        for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
+            json_t *sc = json_object_get(kind, scope_names[s]);
+            zp_profile_coll_fit *f = &p->coll[c][s];
+            if (!sc)
+                continue;
+            char path[96];
+            snprintf(path, sizeof path, "collectives.%s.%s", coll_names[c], scope_names[s]);
+            if (!json_is_object(sc))
+                return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s' must be an object", r->name, path);
+            f->measured = 1;
+            ZP_TRY(get_int(r, sc, path, "nranks", &f->nranks));
+            if (f->nranks < 2)
+                return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s.nranks' must be >= 2 (got %d)", r->name, path,
+                               f->nranks);
+            ZP_TRY(get_num(r, sc, path, "latency_s", &f->latency_s));
+            ZP_TRY(get_num(r, sc, path, "busbw_gbs", &f->busbw_gbs));
+            if (!(f->busbw_gbs > 0))
+                return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s.busbw_gbs' must be > 0", r->name, path);
+            ZP_TRY(get_num(r, sc, path, "residual", &f->residual));
+            json_t *pts = NULL;
+            ZP_TRY(get_array(r, sc, path, "points", ZP_PROFILE_MAX_POINTS, &pts));
+            f->npoints = (int)json_array_size(pts);
+            char ppath[128];
+            snprintf(ppath, sizeof ppath, "%s.points", path);
+            for (int i = 0; i < f->npoints; i++) {
+                json_t *e = NULL;
+                ZP_TRY(element_object(r, pts, (size_t)i, ppath, &e));
+                char epath[160];
+                snprintf(epath, sizeof epath, "%s[%d]", ppath, i);
+                ZP_TRY(get_num(r, e, epath, "bytes", &f->points[i].bytes));
+                ZP_TRY(get_num(r, e, epath, "time_s", &f->points[i].time_s));
+                ZP_TRY(get_num(r, e, epath, "spread", &f->points[i].spread));
+            }
+        }
+    }
+    return ZP_OK;
+}
+
+static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
+{
+    if (!json_is_object(root))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': the top level must be an object", r->name);
+    char fmt[32];
+    int version = 0;
+    ZP_TRY(get_str(r, root, "", "format", fmt, sizeof fmt));
+    if (strcmp(fmt, ZP_PROFILE_FORMAT) != 0)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': 'format' must be \"%s\" (got \"%s\")", r->name, ZP_PROFILE_FORMAT,
+                       fmt);
+    ZP_TRY(get_int(r, root, "", "version", &version));
+    if (version != ZP_PROFILE_VERSION)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': 'version' %d is not supported (this zplan reads %d)", r->name,
+                       version, ZP_PROFILE_VERSION);
+    ZP_TRY(read_machine(r, root, &p->machine));
+    ZP_TRY(get_str(r, root, "", "backend", p->backend, sizeof p->backend));
+    if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': 'backend' must be \"cpu\" or \"cuda\" (got \"%s\")", r->name,
+                       p->backend);
+
+    json_t *o = NULL;
+    ZP_TRY(need_object(r, root, "", "memory_bw_gbs", &o));
+    ZP_TRY(get_num(r, o, "memory_bw_gbs", "copy", &p->copy_gbs));
+    ZP_TRY(get_num(r, o, "memory_bw_gbs", "triad", &p->triad_gbs));
+    ZP_TRY(need_object(r, root, "", "host_device_gbs", &o));
+    ZP_TRY(get_num(r, o, "host_device_gbs", "h2d", &p->h2d_gbs));
+    ZP_TRY(get_num(r, o, "host_device_gbs", "d2h", &p->d2h_gbs));
+    ZP_TRY(need_object(r, root, "", "compute", &o));
+    ZP_TRY(get_num(r, o, "compute", "peak_flops_fp32", &p->peak_flops_fp32));
+    ZP_TRY(get_num(r, o, "compute", "peak_flops_fp16", &p->peak_flops_fp16));
+    ZP_TRY(get_num(r, o, "compute", "peak_flops_bf16", &p->peak_flops_bf16));
+
+    ZP_TRY(need_object(r, root, "", "adam", &o));
+    ZP_TRY(get_num(r, o, "adam", "params_per_s", &p->adam_params_per_s));
+    ZP_TRY(get_num(r, o, "adam", "bytes_per_param", &p->adam_bytes_per_param));
+    ZP_TRY(get_num(r, o, "adam", "cpu_params_per_s", &p->cpu_adam_params_per_s));
+    json_t *arr = NULL;
+    ZP_TRY(get_array(r, o, "adam", "points", ZP_PROFILE_MAX_ADAM, &arr));
+    p->nadam = (int)json_array_size(arr);
+    for (int i = 0; i < p->nadam; i++) {
+        json_t *e = NULL;
+        char path[48];
+        snprintf(path, sizeof path, "adam.points[%d]", i);
+        ZP_TRY(element_object(r, arr, (size_t)i, "adam.points", &e));
+        ZP_TRY(get_num(r, e, path, "n", &p->adam[i].n));
+        ZP_TRY(get_num(r, e, path, "params_per_s", &p->adam[i].params_per_s));
+        ZP_TRY(get_num(r, e, path, "spread", &p->adam[i].spread));
+    }
+
+    ZP_TRY(get_array(r, root, "", "gemm", ZP_PROFILE_MAX_GEMM, &arr));
+    p->ngemm = (int)json_array_size(arr);
+    if (p->ngemm < 1)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': 'gemm' must hold at least one measured shape", r->name);
+    for (int i = 0; i < p->ngemm; i++) {
+        json_t *e = NULL;
+        char path[32];
+        snprintf(path, sizeof path, "gemm[%d]", i);
+        ZP_TRY(element_object(r, arr, (size_t)i, "gemm", &e));
+        ZP_TRY(get_num(r, e, path, "m", &p->gemm[i].m));
+        ZP_TRY(get_num(r, e, path, "n", &p->gemm[i].n));
+        ZP_TRY(get_num(r, e, path, "k", &p->gemm[i].k));
+        ZP_TRY(get_num(r, e, path, "flops_per_s", &p->gemm[i].flops_per_s));
+        ZP_TRY(get_num(r, e, path, "spread", &p->gemm[i].spread));
+    }
+    ZP_TRY(need_object(r, root, "", "gemm_model", &o));
+    ZP_TRY(get_str(r, o, "gemm_model", "dtype", p->gemm_dtype, sizeof p->gemm_dtype));
+    ZP_TRY(get_num(r, o, "gemm_model", "t0_s", &p->gemm_t0_s));
+    ZP_TRY(get_num(r, o, "gemm_model", "s_per_flop", &p->gemm_s_per_flop));
+    ZP_TRY(get_num(r, o, "gemm_model", "s_per_byte", &p->gemm_s_per_byte));
+    ZP_TRY(get_num(r, o, "gemm_model", "residual", &p->gemm_residual));
+
+    ZP_TRY(read_collectives(r, root, p));
+    zp_status st = zp_profile_validate(p);
+    if (st != ZP_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", zp_error_message());
+        return ZP_FAIL(st, "profile '%s': %s", r->name, msg);
+    }
+    return ZP_OK;
+}
+
+zp_status zp_profile_parse(const char *text, size_t len, const char *name, zp_profile *out)
+{
+    if (!text || !out)
+        return ZP_FAIL(ZP_EINVAL, "profile: NULL argument");
+    rd r = {.name = name ? name : "<string>"};
+    json_error_t err;
+    /* JSON_DISABLE_EOF_CHECK off: trailing garbage is an error; NaN/Infinity are not JSON. */
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': invalid JSON at line %d column %d: %s", r.name, err.line, err.column,
+                       err.text);
+    zp_profile p;
+    zp_profile_init(&p);
+    zp_status st = read_root(&r, root, &p);
+    json_decref(root);
+    if (st == ZP_OK)
+        *out = p;
+    return st;
+}
+
+zp_status zp_profile_read(const char *path, zp_profile *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ZP_TRY(zp_io_read_file(path, MAX_PROFILE_BYTES, &text, &len));
+    zp_status st = zp_profile_parse(text, len, path, out);
+    free(text);
+    return st;
+}
+
+/* ---- writing ---- */
+
+static int put(json_t *o, const char *key, json_t *v) { return v ? json_object_set_new(o, key, v) : -1; }
+
+static json_t *to_json(const zp_profile *p)
+{
+    int bad = 0;
+    json_t *root = json_object();
+    if (!root)
+        return NULL;
+    bad |= put(root, "format", json_string(ZP_PROFILE_FORMAT));
+    bad |= put(root, "version", json_integer(ZP_PROFILE_VERSION));
+
+    const zp_profile_machine *m = &p->machine;
+    json_t *mach = json_object(), *lib = json_object();
+    bad |= put(mach, "cpu_model", json_string(m->cpu_model));
+    bad |= put(mach, "cores", json_integer(m->cores));
+    bad |= put(mach, "gpu", json_string(m->gpu));
+    bad |= put(mach, "gpu_count", json_integer(m->gpu_count));
+    bad |= put(mach, "nodes", json_integer(m->nodes));
+    bad |= put(mach, "ranks", json_integer(m->ranks));
+    bad |= put(mach, "hostname", json_string(m->hostname));
+    bad |= put(mach, "measured_at", json_string(m->measured_at));
+    bad |= put(mach, "zplan_version", json_string(m->zplan_version));
+    bad |= put(lib, "blas", json_string(m->blas));
+    bad |= put(lib, "mpi", json_string(m->mpi));
+    bad |= put(lib, "cuda", json_string(m->cuda));
+    bad |= put(lib, "nccl", json_string(m->nccl));
+    bad |= put(mach, "libraries", lib);
+    bad |= put(root, "machine", mach);
+    bad |= put(root, "backend", json_string(p->backend));
+
+    json_t *o = json_object();
+    bad |= put(o, "copy", json_real(p->copy_gbs));
+    bad |= put(o, "triad", json_real(p->triad_gbs));
+    bad |= put(root, "memory_bw_gbs", o);
+    o = json_object();
+    bad |= put(o, "h2d", json_real(p->h2d_gbs));
+    bad |= put(o, "d2h", json_real(p->d2h_gbs));
+    bad |= put(root, "host_device_gbs", o);
+    o = json_object();
+    bad |= put(o, "peak_flops_fp32", json_real(p->peak_flops_fp32));
+    bad |= put(o, "peak_flops_fp16", json_real(p->peak_flops_fp16));
+    bad |= put(o, "peak_flops_bf16", json_real(p->peak_flops_bf16));
+    bad |= put(root, "compute", o);
+
+    o = json_object();
+    bad |= put(o, "params_per_s", json_real(p->adam_params_per_s));
+    bad |= put(o, "bytes_per_param", json_real(p->adam_bytes_per_param));
+    bad |= put(o, "cpu_params_per_s", json_real(p->cpu_adam_params_per_s));
+    json_t *arr = json_array();
+    for (int i = 0; i < p->nadam; i++) {
+        json_t *e = json_object();
+        bad |= put(e, "n", json_real(p->adam[i].n));
+        bad |= put(e, "params_per_s", json_real(p->adam[i].params_per_s));
+        bad |= put(e, "spread", json_real(p->adam[i].spread));
+        bad |= json_array_append_new(arr, e);
+    }
+    bad |= put(o, "points", arr);
+    bad |= put(root, "adam", o);
+
+    arr = json_array();
+    for (int i = 0; i < p->ngemm; i++) {
+        json_t *e = json_object();
+        bad |= put(e, "m", json_real(p->gemm[i].m));
+        bad |= put(e, "n", json_real(p->gemm[i].n));
+        bad |= put(e, "k", json_real(p->gemm[i].k));
+        bad |= put(e, "flops_per_s", json_real(p->gemm[i].flops_per_s));
+        bad |= put(e, "spread", json_real(p->gemm[i].spread));
+        bad |= json_array_append_new(arr, e);
+    }
+    bad |= put(root, "gemm", arr);
+    o = json_object();
+    bad |= put(o, "dtype", json_string(p->gemm_dtype));
+    bad |= put(o, "t0_s", json_real(p->gemm_t0_s));
+    bad |= put(o, "s_per_flop", json_real(p->gemm_s_per_flop));
+    bad |= put(o, "s_per_byte", json_real(p->gemm_s_per_byte));
+    bad |= put(o, "residual", json_real(p->gemm_residual));
+    bad |= put(root, "gemm_model", o);
+
+    json_t *colls = json_object();
+    for (int c = 0; c < ZP_PROFILE_NCOLL; c++) {
+        json_t *kind = json_object();
+        for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
+            const zp_profile_coll_fit *f = &p->coll[c][s];
+            if (!f->measured)
+                continue;
+            json_t *sc = json_object();
+            bad |= put(sc, "nranks", json_integer(f->nranks));
+            bad |= put(sc, "latency_s", json_real(f->latency_s));
+            bad |= put(sc, "busbw_gbs", json_real(f->busbw_gbs));
+            bad |= put(sc, "residual", json_real(f->residual));
+            json_t *pts = json_array();
+            for (int i = 0; i < f->npoints; i++) {
+                json_t *e = json_object();
+                bad |= put(e, "bytes", json_real(f->points[i].bytes));
+                bad |= put(e, "time_s", json_real(f->points[i].time_s));
+                bad |= put(e, "spread", json_real(f->points[i].spread));
+                bad |= json_array_append_new(pts, e);
+            }
+            bad |= put(sc, "points", pts);
+            bad |= put(kind, scope_names[s], sc);
+        }
+        bad |= put(colls, coll_names[c], kind);
+    }
+    bad |= put(root, "collectives", colls);
+    if (bad) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+zp_status zp_profile_to_json(const zp_profile *p, char **out)
+{
+    if (!p || !out)
+        return ZP_FAIL(ZP_EINVAL, "profile: NULL argument");
+    ZP_TRY(zp_profile_validate(p));
+    json_t *root = to_json(p);
+    if (!root)
+        return ZP_FAIL(ZP_ENOMEM, "profile: out of memory building the JSON");
+    /* 17 significant digits: doubles round-trip exactly */
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (!text)
+        return ZP_FAIL(ZP_ENOMEM, "profile: out of memory serialising the JSON");
+    *out = text;
+    return ZP_OK;
+}
+
+zp_status zp_profile_write(const zp_profile *p, const char *path)
+{
+    if (!p || !path)
+        return ZP_FAIL(ZP_EINVAL, "profile: NULL argument");
+    char *text = NULL;
+    ZP_TRY(zp_profile_to_json(p, &text));
+    zp_io_atomic *a = NULL;
+    zp_status st = zp_io_atomic_open(path, &a);
+    if (st != ZP_OK) {
+        free(text);
+        return st;
+    }
+    FILE *f = zp_io_atomic_file(a);
+    if (fputs(text, f) == EOF || fputc('\n', f) == EOF) {
+        free(text);
+        zp_io_atomic_abort(a);
+        return ZP_FAIL(ZP_EIO, "cannot write profile '%s'", path);
+    }
+    free(text);
+    return zp_io_atomic_commit(a);
+}

@@ -1,0 +1,176 @@
+/* zp_profile.h — a device profile: what `zplan calibrate` measured on a machine, and the cost
+ * models fitted to it, which the simulator reads with --profile. This module is the ONE reader
+ * and writer of the profile JSON.
+ *
+ * JSON layout (bandwidths in GB/s = 1e9 B/s, times in seconds, rates per second):
+ * {
+ *   "format": "zplan-profile", "version": 1,
+ *   "machine": {"cpu_model", "cores", "gpu", "gpu_count", "nodes", "ranks", "hostname",
+ *               "measured_at" (ISO 8601 UTC), "zplan_version",
+ *               "libraries": {"blas", "mpi", "cuda", "nccl"}},
+ *   "backend": "cpu" | "cuda",
+ *   "memory_bw_gbs": {"copy", "triad"},                        STREAM convention, per rank
+ *   "host_device_gbs": {"h2d", "d2h"},                         PCIe copies; 0 = not applicable (cpu)
+ *   "compute": {"peak_flops_fp32", "peak_flops_fp16", "peak_flops_bf16"},
+ *   "adam": {"params_per_s", "bytes_per_param", "cpu_params_per_s",
+ *            "points": [{"n", "params_per_s", "spread"}...]},
+ *   "gemm": [{"m", "n", "k", "flops_per_s", "spread"}...],     measured points, >= 1
+ *   "gemm_model": {"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual"},
+ *   "collectives": {"allreduce" | "reduce_scatter" | "allgather" | "broadcast":
+ *                     {"intra_node" | "inter_node":              each scope optional
+ *                        {"nranks", "latency_s", "busbw_gbs", "residual",
+ *                         "points": [{"bytes", "time_s", "spread"}...]}}}
+ * }
+ * Every listed key is required (scopes of a collective are optional: absent = not measured);
+ * unknown keys are ignored, so tools may add their own. Numbers must be finite and >= 0.
+ */
+#ifndef ZP_PROFILE_H
+#define ZP_PROFILE_H
+
+#include <stddef.h>
+
+#include "zp_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZP_PROFILE_FORMAT "zplan-profile"
+#define ZP_PROFILE_VERSION 1
+#define ZP_PROFILE_MAX_GEMM 64   /* measured GEMM shapes kept */
+#define ZP_PROFILE_MAX_POINTS 40 /* measured sizes kept per collective and scope */
+#define ZP_PROFILE_MAX_ADAM 16   /* measured Adam sizes kept */
+
+/* Collective kinds, in the order of zp_coll_kind (kernels/) and of the JSON keys. */
+typedef enum {
+    ZP_PROFILE_ALLREDUCE = 0,
+    ZP_PROFILE_REDUCE_SCATTER,
+    ZP_PROFILE_ALLGATHER,
+    ZP_PROFILE_BROADCAST,
+    ZP_PROFILE_NCOLL
+} zp_profile_coll;
+
+typedef enum { ZP_PROFILE_INTRA_NODE = 0, ZP_PROFILE_INTER_NODE, ZP_PROFILE_NSCOPE } zp_profile_scope;
+
+typedef struct {
+    char cpu_model[128];     /* /proc/cpuinfo model name */
+    int cores;               /* online CPUs of one node */
+    char gpu[128];           /* device name, "" for the cpu backend */
+    int gpu_count;           /* devices visible to one rank, 0 for cpu */
+    int nodes;               /* nodes the calibration ran on */
+    int ranks;               /* MPI ranks of the calibration */
+    char hostname[128];      /* host of rank 0 */
+    char measured_at[32];    /* ISO 8601 UTC, "2024-05-01T12:00:00Z" */
+    char zplan_version[32];
+    char blas[256];          /* library versions, "" when absent */
+    char mpi[128];
+    char cuda[64];
+    char nccl[64];
+} zp_profile_machine;
+
+typedef struct {
+    double n;                /* elements in the partition */
+    double params_per_s;     /* median rate */
+    double spread;           /* (max - min) / median of the repetitions (and ranks) */
+} zp_profile_adam_point;
+
+typedef struct {
+    double m, n, k;          /* C (m, n) = A (m, k) . B (k, n) */
+    double flops_per_s;      /* median achieved rate, 2mnk / time */
+    double spread;           /* (max - min) / median */
+} zp_profile_gemm_point;
+
+typedef struct {
+    double bytes;            /* size of the whole buffer (nccl-tests "size": the all-reduced buffer,
+                                the gathered output, the reduce-scattered input) */
+    double time_s;           /* median time, slowest rank */
+    double spread;           /* (max - min) / median */
+} zp_profile_coll_point;
+
+/* Cost model of one collective in one scope: time = latency + bytes * busbw_factor / busbw,
+ * busbw_factor = 2(n-1)/n all-reduce, (n-1)/n reduce-scatter / all-gather, 1 broadcast. */
+typedef struct {
+    int measured;            /* 0: not measured (zp_profile_collective_time returns -1) */
+    int nranks;              /* ranks of the communicator it was measured on, >= 2 */
+    double latency_s;        /* fitted latency (alpha) at nranks */
+    double busbw_gbs;        /* fitted bus bandwidth, GB/s */
+    double residual;         /* rms relative residual of the fit */
+    int npoints;
+    zp_profile_coll_point points[ZP_PROFILE_MAX_POINTS];
+} zp_profile_coll_fit;
+
+typedef struct {
+    zp_profile_machine machine;
+    char backend[8];                 /* "cpu" or "cuda" */
+
+    double copy_gbs;                 /* memory_bw_gbs.copy: STREAM copy, GB/s */
+    double triad_gbs;                /* memory_bw_gbs.triad: STREAM triad, GB/s */
+    double h2d_gbs, d2h_gbs;         /* host <-> device copies, GB/s; 0 for cpu */
+
+    double peak_flops_fp32;          /* FLOP/s: asymptote of the GEMM fit or best measured */
+    double peak_flops_fp16;          /* for the cpu backend: the fp32 figure (16-bit GEMMs widen) */
+    double peak_flops_bf16;
+
+    double adam_params_per_s;        /* fused Adam on the backend's device, large partitions */
+    double adam_bytes_per_param;     /* bytes the step moves per parameter (30) */
+    double cpu_adam_params_per_s;    /* fused Adam on the host CPU (offload) */
+    int nadam;
+    zp_profile_adam_point adam[ZP_PROFILE_MAX_ADAM];
+
+    int ngemm;
+    zp_profile_gemm_point gemm[ZP_PROFILE_MAX_GEMM];
+    /* GEMM time model: t = t0 + s_per_flop * 2mnk + s_per_byte * bytes(A, B, C) */
+    char gemm_dtype[8];              /* "fp32", "fp16", "bf16": element type of the measured GEMMs */
+    double gemm_t0_s;
+    double gemm_s_per_flop;
+    double gemm_s_per_byte;
+    double gemm_residual;            /* rms relative residual of the fit */
+
+    zp_profile_coll_fit coll[ZP_PROFILE_NCOLL][ZP_PROFILE_NSCOPE];
+} zp_profile;
+
+/* An empty profile (zeros, nothing measured). */
+void zp_profile_init(zp_profile *p);
+
+/* Reads and validates a profile; on any problem returns ZP_EINVAL (ZP_ENOENT when the file
+ * cannot be read) with a message naming the file and the key ("memory_bw_gbs.copy: ..."). */
+zp_status zp_profile_read(const char *path, zp_profile *out);
+/* The same from a JSON text (`name` is used in messages). */
+zp_status zp_profile_parse(const char *json, size_t len, const char *name, zp_profile *out);
+/* Writes atomically (temporary file + rename): an existing file is replaced only when the new
+ * one is complete. Validates first: an invalid profile is never written. */
+zp_status zp_profile_write(const zp_profile *p, const char *path);
+/* The profile as JSON text (the file's content), malloc'ed, NUL-terminated; free() it. */
+zp_status zp_profile_to_json(const zp_profile *p, char **out);
+/* Checks the in-memory profile against the same rules as the reader. */
+zp_status zp_profile_validate(const zp_profile *p);
+
+const char *zp_profile_coll_name(zp_profile_coll kind);   /* "allreduce", ... */
+const char *zp_profile_scope_name(zp_profile_scope scope); /* "intra_node", "inter_node" */
+double zp_profile_busbw_factor(zp_profile_coll kind, int nranks);
+
+/* Bytes the GEMM model counts for a shape: A, B and C once each, in the model's element type
+ * (C in fp32). */
+double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
+/* Time of a GEMM by the fitted model, seconds. */
+double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k);
+/* Fraction of the peak (of the model's dtype) a GEMM of this shape reaches, in (0, 1]:
+ * 2mnk / (gemm_time * peak). A profile without a GEMM model gives 1. */
+double zp_profile_gemm_efficiency(const zp_profile *p, double m, double n, double k);
+/* Peak FLOP/s for "fp32", "fp16" or "bf16" (0 for anything else). */
+double zp_profile_peak_flops(const zp_profile *p, const char *dtype);
+
+/* Time of one collective of `bytes` (whole buffer, see zp_profile_coll_point) on `nranks` ranks:
+ * latency * (nranks - 1) / (measured nranks - 1) + bytes * busbw_factor(nranks) / busbw.
+ * 0 for one rank; -1 when that kind and scope were not measured. */
+double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope, double bytes,
+                                  int nranks);
+
+/* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0). */
+double zp_profile_adam_time(const zp_profile *p, double n, int cpu);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
