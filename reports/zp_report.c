@@ -308,9 +308,19 @@ zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w)
     int64_t nodes = (w->gpus + w->cluster->gpus_per_node - 1) / w->cluster->gpus_per_node;
     fprintf(f, "Cluster: %s, %lld GPUs (%lld nodes x %d %s), %.4g GB per GPU\n", w->cluster->name,
             (long long)w->gpus, (long long)nodes, w->cluster->gpus_per_node, w->cluster->gpu_name, w->gpu_mem / 1e9);
-    fprintf(f, "Method:  analytic first-order step time: compute at %.0f%% of the %.0f TFLOP/s fp16 peak, every "
-               "communication over its bandwidth, nothing overlapped.\n",
-            100 * w->cluster->gemm_efficiency, w->cluster->peak_flops / 1e12);
+    if (r->n_simulated > 0)
+        fprintf(f, "Method:  SimGrid simulation of one step (streams overlapped, collectives as flows: %s; %s) "
+                   "for %d of the %d plans that fit; the others cannot beat the best (their kernels alone take "
+                   "longer).\n",
+                w->cluster->flat_rings ? "flat NCCL rings across nodes" : "rings in a node, hierarchical across nodes",
+                w->profile_note ? w->profile_note : "built-in device profile", r->n_simulated, r->n_fit);
+    else
+        fprintf(f, "Method:  analytic first-order step time%s: compute at %.0f%% of the %.0f TFLOP/s fp16 peak, every "
+                   "communication over its bandwidth, nothing overlapped.\n",
+                (w->gpus + w->cluster->gpus_per_node - 1) / w->cluster->gpus_per_node > ZP_SIM_MAX_NODES
+                    ? " (more nodes than the simulator takes)"
+                    : "",
+                100 * w->cluster->gemm_efficiency, w->cluster->peak_flops / 1e12);
     fprintf(f, "FLOPs:   %s.\n\n", ZP_FLOP_CONVENTION);
 
     int best = best_index(r);

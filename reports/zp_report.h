@@ -31,6 +31,7 @@ typedef struct {
     double gpu_mem;
     const zp_search_result *result;
     int top;                   /* fitting plans to show */
+    const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
 } zp_whatif;
 
 zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w);

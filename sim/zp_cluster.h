@@ -21,6 +21,9 @@ typedef struct {
     int ib_rails;            /* InfiniBand NICs per node */
     double ib_rail_bw;       /* per NIC per direction, B/s */
     double ib_latency;       /* s, per collective step across nodes */
+    int inter_channels;      /* NCCL channels (rings) a collective drives across nodes, each on one rail */
+    int flat_rings;          /* 1: one flat ring through every GPU of a group (NCCL 2.4); 0: hierarchical */
+    double ib_efficiency;    /* achievable fraction of a rail's line rate for NCCL (nccl-tests busbw / line rate) */
     double pcie_bw;          /* host<->GPU per GPU per direction, B/s */
     double host_mem;         /* host DRAM per node, bytes */
     double cpu_adam_rate;    /* CPU Adam parameters/s per node (all cores) for optimizer offload */

@@ -1,7 +1,13 @@
 #include "zp_search.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zp_device.h"
+#include "zp_simrun.h"
 
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus)
 {
@@ -22,6 +28,7 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->md = 1;
     r->bucket = ZP_DEFAULT_BUCKET;
     r->k_optimizer = ZP_ADAM_K;
+    r->max_simulated = 64;
 }
 
 zp_status zp_search_validate(const zp_search_req *r)
@@ -92,8 +99,140 @@ zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, doubl
                           (out->time.total * gpus) / 1e12;
     out->pflops = out->tflops_per_gpu * gpus / 1e3;
     out->method = "analytic";
+    out->analytic_step_s = out->time.total;
     return ZP_OK;
 }
+
+/* Replaces the analytic time of an evaluated plan by a simulated one. */
+static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
+{
+    double gpus = (double)(e->plan.dp * e->plan.mp);
+    e->time.compute = s->compute;
+    e->time.mp_comm = s->mp_comm;
+    e->time.dp_comm = s->dp_exposed;
+    e->time.optimizer = s->optimizer;
+    e->time.offload = s->offload_exposed;
+    e->time.total = s->step_time;
+    e->samples_per_s = e->global_batch / s->step_time;
+    e->tflops_per_gpu = zp_model_flops_iteration(model, e->global_batch, e->plan.checkpoint) / (s->step_time * gpus) / 1e12;
+    e->pflops = e->tflops_per_gpu * gpus / 1e3;
+    e->method = "simgrid";
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Upper bound of a plan's simulated throughput: the compute stream runs every kernel of the schedule
+ * one after the other, so the step lasts at least their summed time; everything else only adds. */
+static double throughput_bound(const zp_model *model, const zp_profile *prof, const zp_eval *e)
+{
+    zp_schedule sc;
+    if (zp_schedule_build(model, &e->plan, &sc) != ZP_OK)
+        return HUGE_VAL; /* cannot bound it: simulate it */
+    double t = 0.0;
+    for (int i = 0; i < sc.n; i++)
+        if (sc.ops[i].stream == ZP_STREAM_COMPUTE && sc.ops[i].kind == ZP_OP_COMPUTE)
+            t += zp_device_op_time(prof, &sc.ops[i], 1);
+    zp_schedule_free(&sc);
+    return t > 0 ? e->global_batch / t : HUGE_VAL;
+}
+
+typedef struct {
+    int idx;
+    double bound;
+} cand;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    return x->bound < y->bound ? 1 : (x->bound > y->bound ? -1 : x->idx - y->idx);
+}
+
+/* Simulates the fitting plans, most promising first, in rounds of `jobs` processes; a plan whose
+ * throughput bound is below the best simulated throughput cannot win and is not simulated (branch and
+ * bound). Then simulates the recommended plan once more to write its trace. */
+static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
+{
+    zp_profile builtin;
+    const zp_profile *prof = r->profile;
+    if (!prof) {
+        zp_device_profile_builtin(r->cluster, &builtin);
+        prof = &builtin;
+    }
+    int nfit = 0;
+    for (int i = 0; i < out->n; i++)
+        nfit += out->plans[i].fits;
+    int64_t gpn = r->cluster->gpus_per_node;
+    if (nfit == 0 || (r->gpus + gpn - 1) / gpn > ZP_SIM_MAX_NODES)
+        return ZP_OK; /* nothing to simulate, or too large: the analytic estimates stand */
+    cand *c = calloc((size_t)nfit, sizeof *c);
+    int jobs_at_once = r->jobs > 0 ? r->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs_at_once < 1)
+        jobs_at_once = 1;
+    zp_sim_job *jobs = calloc((size_t)jobs_at_once, sizeof *jobs);
+    int *which = calloc((size_t)jobs_at_once, sizeof *which);
+    if (!c || !jobs || !which) {
+        free(c);
+        free(jobs);
+        free(which);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    for (int i = 0, j = 0; i < out->n; i++)
+        if (out->plans[i].fits)
+            c[j++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+    qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
+    double t0 = wall_now(), best = 0.0;
+    int best_idx = -1, next = 0, done = 0;
+    zp_status st = ZP_OK;
+    zp_sim_input best_in = {0};
+    while (st == ZP_OK && next < nfit && done < r->max_simulated) {
+        int n = 0;
+        while (n < jobs_at_once && next < nfit && done + n < r->max_simulated) {
+            const cand *k = &c[next++];
+            if (k->bound <= best)
+                break; /* sorted by bound: no later candidate can win either */
+            which[n] = k->idx;
+            jobs[n] = (zp_sim_job){.in = {.model = r->model, .plan = &out->plans[k->idx].plan, .cluster = r->cluster,
+                                          .profile = prof, .platform_file = r->platform_file}};
+            n++;
+        }
+        if (n == 0)
+            break;
+        st = zp_simrun_many(jobs, n, n);
+        for (int j = 0; j < n && st == ZP_OK; j++) {
+            zp_eval *e = &out->plans[which[j]];
+            if (jobs[j].st != ZP_OK) {
+                st = ZP_FAIL(jobs[j].st, "simulating stage %d, MP %lld, micro-batch %lld: %s", e->plan.stage,
+                             (long long)e->plan.mp, (long long)e->plan.micro_batch, jobs[j].err);
+                break;
+            }
+            apply_sim(r->model, e, &jobs[j].res);
+            if (e->samples_per_s > best) {
+                best = e->samples_per_s;
+                best_idx = which[j];
+                best_in = jobs[j].in;
+            }
+        }
+        done += n;
+    }
+    out->n_simulated = done;
+    if (st == ZP_OK && r->trace_path && best_idx >= 0) {
+        zp_sim_job tj = {.in = best_in};
+        tj.in.trace_path = r->trace_path;
+        st = zp_simrun_one(&tj);
+    }
+    out->sim_wall_s = wall_now() - t0;
+    free(c);
+    free(jobs);
+    free(which);
+    return st;
+}
+
+
 
 typedef struct {
     zp_eval *v;
@@ -123,8 +262,18 @@ static int64_t largest_divisor_le(int64_t n, int64_t limit)
     return 1;
 }
 
-/* Evaluates one candidate: picks the micro-batch (given, or the largest that fits and, with a
- * global batch, divides it) and records the result. */
+static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_t per_rank, evec *out)
+{
+    p->micro_batch = b;
+    p->grad_accum = per_rank ? per_rank / b : 1;
+    zp_eval e;
+    ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, p, &e));
+    return evec_push(out, &e);
+}
+
+/* Evaluates one candidate: the micro-batch given, or the largest that fits (with a global batch: that
+ * divides it) and the next smaller one (half of it, or the next divisor): a smaller micro-batch can
+ * win when it lets gradient accumulation or communication overlap differ. */
 static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
 {
     const double host = host_per_gpu(r->cluster);
@@ -134,24 +283,22 @@ static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
             return ZP_OK; /* this MP degree cannot keep the batch */
         per_rank = r->global_batch / p->dp;
     }
-    int64_t b;
     if (r->micro_batch != ZP_SEARCH_ANY) {
-        b = r->micro_batch;
-        if (per_rank && per_rank % b != 0)
+        if (per_rank && per_rank % r->micro_batch != 0)
             return ZP_OK;
-    } else {
-        int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
-        b = zp_memory_max_micro_batch(r->model, p, r->gpu_mem, host, cap);
-        if (b >= 1 && per_rank)
-            b = largest_divisor_le(per_rank, b);
-        if (b < 1)
-            b = 1; /* does not fit even at 1: evaluate there to say why */
+        return push_eval(r, p, r->micro_batch, per_rank, out);
     }
-    p->micro_batch = b;
-    p->grad_accum = per_rank ? per_rank / b : 1;
-    zp_eval e;
-    ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, p, &e));
-    return evec_push(out, &e);
+    int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
+    int64_t b = zp_memory_max_micro_batch(r->model, p, r->gpu_mem, host, cap);
+    if (b < 1)
+        return push_eval(r, p, 1, per_rank, out); /* does not fit even at 1: evaluated there to say why */
+    if (per_rank)
+        b = largest_divisor_le(per_rank, b);
+    ZP_TRY(push_eval(r, p, b, per_rank, out));
+    int64_t smaller = per_rank ? largest_divisor_le(per_rank, b - 1) : b / 2;
+    if (b > 1 && smaller >= 1 && smaller < b)
+        ZP_TRY(push_eval(r, p, smaller, per_rank, out));
+    return ZP_OK;
 }
 
 static int cmp_eval(const void *a, const void *b)
@@ -159,6 +306,10 @@ static int cmp_eval(const void *a, const void *b)
     const zp_eval *x = a, *y = b;
     if (x->fits != y->fits)
         return y->fits - x->fits;
+    /* simulated plans before those only estimated */
+    int xs = strcmp(x->method, "simgrid") == 0, ys = strcmp(y->method, "simgrid") == 0;
+    if (x->fits && xs != ys)
+        return ys - xs;
     if (x->fits) {
         if (x->samples_per_s != y->samples_per_s)
             return x->samples_per_s < y->samples_per_s ? 1 : -1;
@@ -247,12 +398,19 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
                                   "data-parallel degrees: GPUs / MP)");
     }
-    if (!exact)
-        qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
+    qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
     out->plans = all.v;
     out->n = all.n;
     for (int i = 0; i < all.n; i++)
         out->n_fit += all.v[i].fits;
+    if (r->simulate) {
+        zp_status sst = simulate_plans(r, out);
+        if (sst != ZP_OK) {
+            zp_search_result_free(out);
+            return sst;
+        }
+        qsort(out->plans, (size_t)out->n, sizeof *out->plans, cmp_eval);
+    }
     return ZP_OK;
 }
 

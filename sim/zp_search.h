@@ -9,10 +9,14 @@
 #include "zp_memory.h"
 #include "zp_model.h"
 #include "zp_plan.h"
+#include "zp_profile.h"
 
 #define ZP_SEARCH_ANY (-1)
 #define ZP_MAX_GPUS INT64_C(100000000)       /* 1e8: beyond any machine */
 #define ZP_MAX_MICRO_BATCH INT64_C(1048576)  /* cap of the micro-batch search */
+/* Largest cluster simulated (nodes); beyond it plans keep the analytic estimate (the simulation
+ * takes ~0.1 s per 400 nodes and one process per plan). */
+#define ZP_SIM_MAX_NODES 2048
 
 /* One evaluated plan. */
 typedef struct {
@@ -20,7 +24,8 @@ typedef struct {
     zp_memory mem;
     int fits;
     char reason[192];     /* why it does not fit */
-    zp_step_time time;    /* seconds per step */
+    zp_step_time time;    /* seconds per step (analytic terms, or the simulated breakdown) */
+    double analytic_step_s; /* the analytic estimate, kept beside a simulated time */
     double global_batch;  /* sequences per step */
     double samples_per_s;
     double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */
@@ -44,12 +49,21 @@ typedef struct {
     int cb, md;            /* 0 / 1 */
     double bucket;         /* elements */
     double k_optimizer;
+    /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
+    int simulate;
+    const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */
+    const char *platform_file;  /* a user's SimGrid platform, or NULL */
+    const char *trace_path;     /* write the recommended plan's step as a Chrome trace, or NULL */
+    int jobs;                   /* simulations at once; <= 0: the online CPUs */
+    int max_simulated;          /* simulate at most this many fitting candidates (best analytic first) */
 } zp_search_req;
 
 typedef struct {
     zp_eval *plans;   /* the plans that fit, best first, then those that do not */
     int n;
     int n_fit;
+    int n_simulated;
+    double sim_wall_s; /* wall time of the simulations */
 } zp_search_result;
 
 /* A request with every option open, for `gpus` GPUs of `cluster`. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "zp_cli.h"
+#include "zp_engine.h"
 #include "zp_report.h"
 #include "zp_search.h"
 #include "zp_size.h"
@@ -13,6 +14,7 @@
 enum {
     OPT_MODEL = 256, OPT_GPUS, OPT_CLUSTER, OPT_GPU_MEM, OPT_STAGE, OPT_MP, OPT_MICRO, OPT_GLOBAL, OPT_SEQ, OPT_PA,
     OPT_NO_PA, OPT_PA_CPU, OPT_OFFLOAD, OPT_NO_CKPT, OPT_NO_CB, OPT_BUCKET, OPT_NO_MD, OPT_FORMAT, OPT_TOP, OPT_HELP,
+    OPT_TRACE, OPT_ANALYTIC, OPT_JOBS, OPT_PROFILE, OPT_PRESET,
 };
 
 static const struct option g_opts[] = {
@@ -37,6 +39,11 @@ static const struct option g_opts[] = {
     {"top", required_argument, 0, OPT_TOP},
     {"output", required_argument, 0, 'o'},
     {"help", no_argument, 0, OPT_HELP},
+    {"trace", required_argument, 0, OPT_TRACE},
+    {"analytic", no_argument, 0, OPT_ANALYTIC},
+    {"jobs", required_argument, 0, OPT_JOBS},
+    {"profile", required_argument, 0, OPT_PROFILE},
+    {"preset", required_argument, 0, OPT_PRESET},
     {0, 0, 0, 0},
 };
 
@@ -49,9 +56,13 @@ static const char *opt_name(int c)
     return "?";
 }
 
+typedef struct {
+    const char *profile, *preset;
+} extra_opts;
+
 static zp_status parse_args(int argc, char **argv, const char **model, const char **cluster, const char **gpus,
                             const char **gpu_mem, int64_t *seq, zp_search_req *r, zp_format *fmt, int *top,
-                            const char **out, int *help)
+                            const char **out, int *help, extra_opts *x)
 {
     opterr = 0;
     optind = 1;
@@ -95,6 +106,14 @@ static zp_status parse_args(int argc, char **argv, const char **model, const cha
             break;
         case 'o': *out = optarg; break;
         case OPT_HELP: *help = 1; return ZP_OK;
+        case OPT_TRACE: r->trace_path = optarg; break;
+        case OPT_ANALYTIC: r->simulate = 0; break;
+        case OPT_JOBS:
+            ZP_TRY(zp_size_parse_int(optarg, what, 1, 1024, &v));
+            r->jobs = (int)v;
+            break;
+        case OPT_PROFILE: x->profile = optarg; break;
+        case OPT_PRESET: x->preset = optarg; break;
         case ':': return ZP_FAIL(ZP_EINVAL, "option %s needs a value (see zplan --help)", argv[optind - 1]);
         default: return ZP_FAIL(ZP_EINVAL, "unknown option '%s' (see zplan --help)", argv[optind - 1]);
         }
@@ -114,9 +133,11 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
     zp_search_req_default(&r, &model, NULL, 0);
     zp_format fmt = ZP_FMT_TEXT;
     int top = 5, help = 0;
+    extra_opts x = {0};
+    r.simulate = 1;
 
     zp_status st = parse_args(argc, argv, &model_spec, &cluster_name, &gpus_text, &gpu_mem_text, &seq, &r, &fmt,
-                              &top, &out, &help);
+                              &top, &out, &help, &x);
     if (st != ZP_OK)
         return zp_cli_fail(st);
     if (help) {
@@ -129,8 +150,28 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpus is required (e.g. --gpus 400)"));
 
     const zp_cluster *cluster;
-    if ((st = zp_cluster_find(cluster_name, &cluster)) != ZP_OK)
-        return zp_cli_fail(st);
+    /* --cluster takes a preset name or a SimGrid platform file (whose GPUs are --preset's, dgx2 by default) */
+    if (strchr(cluster_name, '/') || strstr(cluster_name, ".xml")) {
+        int gpn, nodes;
+        if ((st = zp_engine_check_platform(cluster_name, &gpn, &nodes)) != ZP_OK)
+            return zp_cli_fail(st);
+        r.platform_file = cluster_name;
+        if ((st = zp_cluster_find(x.preset ? x.preset : "dgx2", &cluster)) != ZP_OK)
+            return zp_cli_fail(st);
+    } else {
+        if (x.preset)
+            return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--preset applies to a --cluster platform file"));
+        if ((st = zp_cluster_find(cluster_name, &cluster)) != ZP_OK)
+            return zp_cli_fail(st);
+    }
+    zp_profile profile;
+    if (x.profile) {
+        if ((st = zp_profile_read(x.profile, &profile)) != ZP_OK)
+            return zp_cli_fail(st);
+        r.profile = &profile;
+    }
+    if (r.trace_path && !r.simulate)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--trace needs the simulation (drop --analytic)"));
     if ((st = zp_size_parse_int(gpus_text, "--gpus", 1, ZP_MAX_GPUS, &r.gpus)) != ZP_OK)
         return zp_cli_fail(st);
     double gpu_mem = cluster->gpu_mem;
@@ -160,6 +201,11 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
                    .gpu_mem = gpu_mem,
                    .result = &res,
                    .top = top};
+    char pnote[300];
+    if (x.profile) {
+        snprintf(pnote, sizeof pnote, "costs from profile %s", x.profile);
+        w.profile_note = pnote;
+    }
     zp_cli_out o;
     st = zp_cli_out_open(out, &o);
     if (st == ZP_OK) {

@@ -80,9 +80,43 @@ expect_bad "table2 bad mp"            report table2 --mp 1,-2
 expect_bad "table2 gpu-mem garbage"   report table2 --gpu-mem lots
 expect_bad "output into a directory"  report table1 -o "$T"
 expect_bad "output in missing dir"    report table1 -o "$T/no/such/dir/file.txt"
+printf '<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full"><host id="a" speed="1f"/>' >"$T/broken.xml"
+expect_bad "platform: truncated XML"  --model 1.5B --gpus 16 --cluster "$T/broken.xml"
+printf '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n<platform version="4.1"><zone id="z" routing="Full"><host id="a" speed="1f"/></zone></platform>\n' >"$T/names.xml"
+expect_bad "platform: wrong host names" --model 1.5B --gpus 16 --cluster "$T/names.xml"
+expect_bad "platform: missing file"   --model 1.5B --gpus 16 --cluster "$T/none.xml"
+expect_bad "platform: not XML"        --model 1.5B --gpus 16 --cluster "$T/trunc.json.xml"
+expect_bad "preset without platform"  --model 1.5B --gpus 16 --preset dgx2
+echo '{"format": "zplan-profile"' >"$T/bad-profile.json"
+expect_bad "profile: truncated"       --model 1.5B --gpus 16 --profile "$T/bad-profile.json"
+expect_bad "profile: missing"         --model 1.5B --gpus 16 --profile "$T/nothing.json"
+expect_bad "trace with --analytic"    --model 1.5B --gpus 16 --analytic --trace "$T/t.json"
+expect_bad "jobs 0"                   --model 1.5B --gpus 16 --jobs 0
 
 echo "== huge but valid"
 if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
+
+echo "== user platform and trace"
+{
+  echo '<?xml version="1.0"?>'
+  echo '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+  echo '<platform version="4.1"><zone id="z" routing="Full">'
+  for n in 0 1; do
+    for i in 0 1 2 3; do echo "<host id=\"gpu-$n-$i\" speed=\"100Tf\"/>"; done
+    echo "<host id=\"cpu-$n\" speed=\"1Tf\"/>"
+  done
+  for n in 0 1; do echo "<link id=\"pcie-$n\" bandwidth=\"16GBps\" latency=\"1us\" sharing_policy=\"SPLITDUPLEX\"/>"; done
+  echo '<link id="ib" bandwidth="10GBps" latency="2us"/>'
+  for n in 0 1; do echo "<route src=\"gpu-$n-0\" dst=\"cpu-$n\"><link_ctn id=\"pcie-$n\" direction=\"UP\"/></route>"; done
+  for i in 0 1 2 3; do
+    echo "<route src=\"gpu-0-$i\" dst=\"gpu-1-$i\"><link_ctn id=\"ib\"/></route>"
+  done
+  echo '</zone></platform>'
+} >"$T/mine.xml"
+if "$Z" --model 1.5B --gpus 8 --cluster "$T/mine.xml" --stage 2 --mp 1 --micro-batch 4 --format json >"$T/mine.json" 2>"$T/err" \
+   && grep -q '"method": "simgrid"' "$T/mine.json"; then ok; else ko "user platform: $(cat "$T/err")"; fi
+if "$Z" --model 1.5B --gpus 32 --stage 3 --mp 2 --micro-batch 2 --trace "$T/trace.json" >/dev/null 2>"$T/err" \
+   && head -c 20 "$T/trace.json" | grep -q traceEvents; then ok; else ko "--trace: $(cat "$T/err")"; fi
 
 echo "== golden reports"
 golden() {

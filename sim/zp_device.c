@@ -1,0 +1,71 @@
+#include "zp_device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "zp_config.h"
+
+void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
+{
+    zp_profile_init(p);
+    snprintf(p->backend, sizeof p->backend, "cuda");
+    snprintf(p->machine.gpu, sizeof p->machine.gpu, "%s", c->gpu_name);
+    snprintf(p->machine.hostname, sizeof p->machine.hostname, "preset:%s", c->name);
+    snprintf(p->machine.zplan_version, sizeof p->machine.zplan_version, "%s", ZP_VERSION);
+    p->machine.gpu_count = c->gpus_per_node;
+    p->machine.nodes = 1;
+    p->machine.ranks = c->gpus_per_node;
+    double stream = ZP_DEVICE_STREAM_FRACTION * c->hbm_bw;
+    p->copy_gbs = stream / 1e9;
+    p->triad_gbs = stream / 1e9;
+    p->h2d_gbs = c->pcie_bw / 1e9;
+    p->d2h_gbs = c->pcie_bw / 1e9;
+    p->peak_flops_fp16 = c->peak_flops;
+    p->peak_flops_bf16 = c->peak_flops;
+    p->peak_flops_fp32 = c->peak_flops / 8.0; /* fp32 without tensor cores: 1/8 of the tensor peak (V100) */
+    /* Fused Adam streams 28 bytes per parameter (fp32 param, m, v read and written; fp16 grad read; fp16
+     * param written). */
+    p->adam_bytes_per_param = 28.0;
+    p->adam_params_per_s = stream / 28.0;
+    p->cpu_adam_params_per_s = c->cpu_adam_rate;
+    snprintf(p->gemm_dtype, sizeof p->gemm_dtype, "fp16");
+    p->gemm_t0_s = 8e-6; /* launch + wave-quantisation tail of a cuBLAS GEMM */
+    p->gemm_s_per_flop = 1.0 / (c->peak_flops * c->gemm_efficiency);
+    p->gemm_s_per_byte = 1.0 / stream;
+    const double lat[ZP_PROFILE_NSCOPE] = {c->nvlink_latency, c->ib_latency};
+    const double bw[ZP_PROFILE_NSCOPE] = {c->nvlink_bw, c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
+    for (int k = 0; k < ZP_PROFILE_NCOLL; k++) {
+        for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
+            zp_profile_coll_fit *f = &p->coll[k][s];
+            f->measured = 1;
+            f->nranks = 2;
+            f->latency_s = lat[s];
+            f->busbw_gbs = bw[s] / 1e9;
+        }
+    }
+}
+
+double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu)
+{
+    if (op->kind == ZP_OP_CPU) {
+        double rate = p->cpu_adam_params_per_s > 0 ? p->cpu_adam_params_per_s : 1e9;
+        return op->bytes * (double)(gpus_sharing_cpu > 0 ? gpus_sharing_cpu : 1) / rate;
+    }
+    if (op->kind != ZP_OP_COMPUTE)
+        return 0.0;
+    double stream = (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9;
+    switch (op->ckind) {
+    case ZP_CK_GEMM: return zp_profile_gemm_time(p, op->m, op->n, op->k);
+    case ZP_CK_BGEMM: {
+        /* one launch of `batch` small GEMMs: the launch overhead once, the rest per entry */
+        double one = zp_profile_gemm_time(p, op->m, op->n, op->k) - p->gemm_t0_s;
+        return p->gemm_t0_s + op->batch * one;
+    }
+    case ZP_CK_ELEMENTWISE: return ZP_DEVICE_ELTWISE_T0 + op->bytes / stream;
+    case ZP_CK_ADAM: {
+        double t = zp_profile_adam_time(p, op->bytes, 0);
+        return t >= 0 ? t : op->bytes * 28.0 / stream;
+    }
+    }
+    return 0.0;
+}

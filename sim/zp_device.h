@@ -1,0 +1,26 @@
+/* zp_device.h — what one operation of the schedule costs on a device: the built-in device profile of
+ * each cluster preset (the same zp_profile that `zplan calibrate` writes), and the time of compute,
+ * element-wise, Adam and CPU operations under a profile. Collectives and copies are not here: they
+ * are flows on the SimGrid platform (sim/zp_engine.c). */
+#ifndef ZP_DEVICE_H
+#define ZP_DEVICE_H
+
+#include "zp_cluster.h"
+#include "zp_profile.h"
+#include "zp_schedule.h"
+
+/* Kernel launch and tail overhead of an element-wise kernel, s (CUDA: ~5 us). */
+#define ZP_DEVICE_ELTWISE_T0 5e-6
+/* Achievable fraction of HBM bandwidth for streaming kernels (STREAM copy on V100/A100/H100 ~85-90%). */
+#define ZP_DEVICE_STREAM_FRACTION 0.85
+
+/* The preset's built-in profile: GEMM model t = t0 + 2mnk/(peak * gemm_efficiency) + bytes/HBM,
+ * element-wise and Adam at the achievable HBM bandwidth, CPU Adam at the node's rate, collectives
+ * with NVSwitch / InfiniBand latency and bandwidth, PCIe copies. */
+void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
+
+/* Seconds of a compute op (GEMM, batched GEMM, element-wise, Adam) on one GPU, or of a CPU op (Adam
+ * on the host; `gpus_sharing_cpu` GPUs of the node update their partitions on the same CPU). */
+double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu);
+
+#endif

@@ -1,0 +1,623 @@
+#include "zp_engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
+#include <xbt/log.h>
+
+#include "zp_device.h"
+#include "zp_io.h"
+
+/* Streams that can drive cross-node collectives: compute (Megatron MP across nodes) and comm (DP). */
+enum { XS_COMPUTE = 0, XS_COMM = 1, NXS = 2 };
+
+/* A group of ranks as the engine sees it from one node. */
+typedef struct {
+    int k;      /* nodes the group spans */
+    int g;      /* members of the group inside one node */
+    int G;      /* groups of this kind sharing one node's rails at the same time */
+    int stride; /* node distance between consecutive members' nodes (DP across MP blocks) */
+} group_shape;
+
+typedef struct {
+    double ts, dur;
+    int stream;
+    const zp_op *op;
+    const char *label;
+} trace_ev;
+
+static struct {
+    const zp_sim_input *in;
+    const zp_schedule *sc;
+    int *idx[ZP_NSTREAMS];     /* indices of each stream's ops, in order */
+    int nidx[ZP_NSTREAMS];
+    int nodes, gpn, rails, gpr, channels, flat;
+    double nv_bw, nv_lat, rail_bw, ib_lat;
+    group_shape mp, dp;
+    sg_host_t *gpu0, *cpu;       /* [node]: gpu-<n>-0 (also rail 0's GPU) and cpu-<n> */
+    sg_sem_t *ch;                /* [node * ZP_NCHANNELS + c] */
+    sg_mutex_t *busy;            /* [node]: held while an op runs, in no-overlap mode */
+    sg_mailbox_t *mb;            /* [node * NXS + xs]: rail-0 flows of the compute and comm streams */
+    int streams_started, streams_finished;
+    double end_time;
+    zp_sim_result res;
+    trace_ev *tr;
+    int ntr, captr;
+    double activities;
+} E;
+
+/* ---------------------------------------------------------------- groups and collectives */
+
+static void shape_groups(void)
+{
+    const zp_plan *p = E.in->plan;
+    int gpn = E.gpn;
+    if (p->mp <= gpn) {
+        E.mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
+        if (p->dp * p->mp <= gpn)
+            E.dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
+        else
+            E.dp = (group_shape){.k = E.nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
+    } else {
+        int kmp = (int)(p->mp / gpn);
+        E.mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
+        E.dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
+    }
+}
+
+static int successor(const group_shape *gs, int node)
+{
+    if (gs->stride == 1 && gs->k < E.nodes) { /* contiguous block of k nodes (MP across nodes) */
+        int base = node - node % gs->k;
+        return base + (node - base + 1) % gs->k;
+    }
+    return (node + gs->stride) % E.nodes;
+}
+
+static double coll_factor(zp_coll_kind c) { return c == ZP_COLL_ALLREDUCE ? 2.0 : 1.0; }
+
+/* Time of the intra-node ring phase(s) and the step latencies of a collective, s. A flat ring across
+ * nodes pipelines its NVSwitch hops behind the slower InfiniBand hop, and each of its f(P-1) steps
+ * lasts as long as its slowest hop: f(P-1) InfiniBand latencies. */
+static double coll_local_time(const zp_op *op, const group_shape *gs)
+{
+    double t = 0.0, S = op->bytes, f = coll_factor(op->coll);
+    if (gs->k > 1 && E.flat) {
+        double P = (double)gs->g * gs->k;
+        return f * (P - 1.0) * E.ib_lat;
+    }
+    if (gs->g > 1)
+        t += f * ((gs->g - 1.0) / gs->g * S / E.nv_bw + (gs->g - 1.0) * E.nv_lat);
+    if (gs->k > 1)
+        t += f * (gs->k - 1.0) * E.ib_lat;
+    return t;
+}
+
+/* Rails a cross-node collective of this group shape uses per node. */
+static int coll_rails(const group_shape *gs)
+{
+    int want = gs->G * E.channels;
+    return want < E.rails ? want : E.rails;
+}
+
+/* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical) or
+ * f(P-1)/P of it (a flat ring of P = g*k GPUs leaves each node once) over E.channels rings, spread
+ * over the rails in use. */
+static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
+{
+    double P = (double)gs->g * gs->k;
+    double share = E.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
+    double node_bytes = coll_factor(op->coll) * share * op->bytes * gs->G;
+    return node_bytes / coll_rails(gs);
+}
+
+/* ---------------------------------------------------------------- trace */
+
+static void trace_add(int node, int stream, double ts, double dur, const zp_op *op, const char *label)
+{
+    if (!E.in->trace_path || node != 0 || dur <= 0)
+        return;
+    if (E.ntr == E.captr) {
+        int cap = E.captr ? 2 * E.captr : 4096;
+        trace_ev *n = realloc(E.tr, (size_t)cap * sizeof *n);
+        if (!n)
+            return; /* the trace is best effort; the simulation goes on */
+        E.tr = n;
+        E.captr = cap;
+    }
+    E.tr[E.ntr++] = (trace_ev){.ts = ts, .dur = dur, .stream = stream, .op = op, .label = label};
+}
+
+static zp_status trace_write(const char *path)
+{
+    json_t *events = json_array();
+    static const char *const tnames[] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU"};
+    for (int s = 0; s < ZP_NSTREAMS; s++)
+        json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
+                                                "pid", 0, "tid", s, "args", "name", tnames[s]));
+    json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M", "pid",
+                                            0, "args", "name", "node 0 (every GPU of the node)"));
+    for (int i = 0; i < E.ntr; i++) {
+        const trace_ev *e = &E.tr[i];
+        const zp_op *op = e->op;
+        json_t *args = json_object();
+        if (op) {
+            json_object_set_new(args, "layer", json_integer(op->layer));
+            json_object_set_new(args, "micro_batch", json_integer(op->micro));
+            if (op->kind == ZP_OP_COMPUTE && (op->ckind == ZP_CK_GEMM || op->ckind == ZP_CK_BGEMM)) {
+                json_object_set_new(args, "gemm_mnk_batch",
+                                    json_pack("[f,f,f,f]", op->m, op->n, op->k, op->batch));
+                json_object_set_new(args, "tflops", json_real(op->flops / e->dur / 1e12));
+            } else if (op->kind == ZP_OP_COLL || op->kind == ZP_OP_COPY) {
+                json_object_set_new(args, "bytes", json_real(op->bytes));
+                if (op->kind == ZP_OP_COLL)
+                    json_object_set_new(args, "group", json_string(op->group == ZP_GROUP_MP ? "mp" : "dp"));
+            }
+        }
+        const char *cat = op ? zp_phase_name(op->phase) : "wait";
+        json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", e->label, "cat",
+                                                cat, "ph", "X", "ts", e->ts * 1e6, "dur", e->dur * 1e6, "pid", 0,
+                                                "tid", e->stream, "args", args));
+    }
+    json_t *root = json_pack("{s:o, s:s}", "traceEvents", events, "displayTimeUnit", "ms");
+    zp_io_atomic *a;
+    zp_status st = zp_io_atomic_open(path, &a);
+    if (st == ZP_OK) {
+        if (json_dumpf(root, zp_io_atomic_file(a), JSON_COMPACT) != 0) {
+            zp_io_atomic_abort(a);
+            st = ZP_FAIL(ZP_EIO, "writing the trace '%s' failed", path);
+        } else {
+            st = zp_io_atomic_commit(a);
+        }
+    }
+    json_decref(root);
+    return st;
+}
+
+/* ---------------------------------------------------------------- actors */
+
+/* The flows of a cross-node collective from `node`. Every rail in use carries the same bytes and
+ * rail 0 is used by every collective, so rail 0 is the most loaded one and sets the collective's end:
+ * the engine simulates the flow on rail 0 (the stream actor's own host, gpu-<n>-0) and the others are
+ * identical by symmetry. Sending to the ring successor and receiving from the predecessor through
+ * mailboxes pairs neighbours as the ring does. */
+static void cross_node_flows(int node, int xs, const zp_op *op, const group_shape *gs)
+{
+    static char token; /* a mailbox payload must not be NULL */
+    double bytes = coll_rail_bytes(op, gs);
+    int succ = successor(gs, node);
+    sg_comm_t put = sg_mailbox_put_async(E.mb[(size_t)succ * NXS + (size_t)xs], &token, (long)(bytes > 1 ? bytes : 1));
+    sg_mailbox_get(E.mb[(size_t)node * NXS + (size_t)xs]);
+    sg_comm_wait(put);
+    E.activities += 2;
+}
+
+static sg_sem_t channel(int node, zp_channel c) { return E.ch[(size_t)node * ZP_NCHANNELS + c]; }
+
+static void stream_actor(int argc, char *argv[])
+{
+    (void)argc;
+    const int node = atoi(argv[1]);
+    const zp_stream s = (zp_stream)atoi(argv[2]);
+    const int xs = s == ZP_STREAM_COMPUTE ? XS_COMPUTE : XS_COMM;
+    const zp_profile *prof = E.in->profile;
+    const int rec = node == 0;
+    double pending = 0.0;     /* coalesced time of consecutive local ops not yet slept */
+    double run_start = simgrid_get_clock();
+    zp_sim_result *R = &E.res;
+    E.streams_started++;
+
+    for (int oi = 0; oi < E.nidx[s]; oi++) {
+        const zp_op *op = &E.sc->ops[E.idx[s][oi]];
+        double local = -1.0; /* >= 0: the op is pure time on this stream */
+        const group_shape *gs = op->group == ZP_GROUP_MP ? &E.mp : &E.dp;
+        switch (op->kind) {
+        case ZP_OP_COMPUTE:
+        case ZP_OP_CPU: local = zp_device_op_time(prof, op, E.gpn); break;
+        case ZP_OP_COLL:
+            if (gs->k <= 1)
+                local = coll_local_time(op, gs);
+            break;
+        default: break;
+        }
+        if (local >= 0.0 && E.busy) {
+            /* no overlap: every op alone on the node, one at a time */
+            sg_mutex_lock(E.busy[node]);
+            double t0 = simgrid_get_clock();
+            if (local > 0)
+                sg_actor_sleep_for(local);
+            sg_mutex_unlock(E.busy[node]);
+            E.activities += 1;
+            pending = 0;
+            run_start = simgrid_get_clock();
+            if (rec) {
+                trace_add(node, s, t0, local, op, op->name);
+                if (s == ZP_STREAM_COMPUTE) {
+                    if (op->kind == ZP_OP_COLL)
+                        R->mp_comm += local;
+                    else if (op->ckind == ZP_CK_ADAM)
+                        R->optimizer += local;
+                    else
+                        R->compute += local;
+                } else if (s == ZP_STREAM_COMM) {
+                    R->comm_busy += local;
+                }
+            }
+            continue;
+        }
+        if (local >= 0.0) {
+            if (rec) {
+                trace_add(node, s, run_start + pending, local, op, op->name);
+                if (s == ZP_STREAM_COMPUTE) {
+                    if (op->kind == ZP_OP_COLL)
+                        R->mp_comm += local;
+                    else if (op->ckind == ZP_CK_ADAM)
+                        R->optimizer += local;
+                    else
+                        R->compute += local;
+                } else if (s == ZP_STREAM_COMM) {
+                    R->comm_busy += local;
+                }
+            }
+            pending += local;
+            continue;
+        }
+        /* an op that interacts with other actors: first let the coalesced time pass */
+        if (pending > 0) {
+            sg_actor_sleep_for(pending);
+            E.activities += 1;
+            pending = 0;
+        }
+        double t0 = simgrid_get_clock();
+        int locked = E.busy && (op->kind == ZP_OP_COLL || op->kind == ZP_OP_COPY);
+        if (locked)
+            sg_mutex_lock(E.busy[node]);
+        switch (op->kind) {
+        case ZP_OP_COLL: {
+            double lt = coll_local_time(op, gs);
+            if (lt > 0)
+                sg_actor_sleep_for(lt);
+            cross_node_flows(node, xs, op, gs);
+            break;
+        }
+        case ZP_OP_COPY:
+            if (op->dir == ZP_COPY_D2H)
+                sg_host_sendto(E.gpu0[node], E.cpu[node], op->bytes);
+            else
+                sg_host_sendto(E.cpu[node], E.gpu0[node], op->bytes);
+            E.activities += 1;
+            break;
+        case ZP_OP_SIGNAL: sg_sem_release(channel(node, op->channel)); break;
+        case ZP_OP_WAIT: sg_sem_acquire(channel(node, op->channel)); break;
+        default: break;
+        }
+        if (locked)
+            sg_mutex_unlock(E.busy[node]);
+        double dur = simgrid_get_clock() - t0;
+        run_start = simgrid_get_clock();
+        if (rec && dur > 0) {
+            if (op->kind == ZP_OP_WAIT) {
+                trace_add(node, s, t0, dur, op, "wait");
+                if (s == ZP_STREAM_COMPUTE) {
+                    switch (op->channel) {
+                    case ZP_CH_CKPT_IN: R->offload_exposed += dur; break;
+                    case ZP_CH_PARAMS_BACK: R->optimizer += dur; break;
+                    default: R->dp_exposed += dur; break;
+                    }
+                }
+            } else {
+                trace_add(node, s, t0, dur, op, op->name);
+                if (s == ZP_STREAM_COMPUTE && op->kind == ZP_OP_COLL)
+                    R->mp_comm += dur;
+                else if (s == ZP_STREAM_COMM)
+                    R->comm_busy += dur;
+                else if (s == ZP_STREAM_PCIE || op->kind == ZP_OP_COPY)
+                    R->pcie_busy += dur;
+            }
+        }
+    }
+    if (pending > 0) {
+        sg_actor_sleep_for(pending);
+        E.activities += 1;
+    }
+    double now = simgrid_get_clock();
+    if (rec && s == ZP_STREAM_COMPUTE)
+        E.res.step_time = fmax(E.res.step_time, now); /* the tail is added once every stream ended */
+    if (now > E.end_time)
+        E.end_time = now;
+    E.streams_finished++;
+}
+
+/* ---------------------------------------------------------------- platform */
+
+static void write_platform(FILE *f, int64_t gpus)
+{
+    fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+               "<platform version=\"4.1\">\n<zone id=\"cluster\" routing=\"Full\">\n");
+    double speed = E.in->profile->peak_flops_fp16 > 0 ? E.in->profile->peak_flops_fp16 : 1e12;
+    for (int n = 0; n < E.nodes; n++) {
+        for (int i = 0; i < E.gpn; i++)
+            fprintf(f, "<host id=\"gpu-%d-%d\" speed=\"%.6gf\"/>\n", n, i, speed);
+        fprintf(f, "<host id=\"cpu-%d\" speed=\"1e12f\"/>\n", n);
+        fprintf(f, "<link id=\"pcie-%d\" bandwidth=\"%.6gBps\" latency=\"1us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                n, E.in->profile->h2d_gbs > 0 ? E.in->profile->h2d_gbs * 1e9 : 16e9);
+        for (int r = 0; r < E.rails; r++)
+            fprintf(f, "<link id=\"rail-%d-%d\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    n, r, E.rail_bw);
+    }
+    fprintf(f, "<link id=\"core\" bandwidth=\"1e18Bps\" latency=\"0us\" sharing_policy=\"FATPIPE\"/>\n");
+    for (int n = 0; n < E.nodes; n++) {
+        fprintf(f, "<route src=\"gpu-%d-0\" dst=\"cpu-%d\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"UP\"/></route>\n", n, n, n);
+        fprintf(f, "<route src=\"cpu-%d\" dst=\"gpu-%d-0\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"DOWN\"/></route>\n", n, n, n);
+        /* the ring successors the engine uses: DP and MP groups */
+        int succ[2] = {E.dp.k > 1 ? successor(&E.dp, n) : -1, E.mp.k > 1 ? successor(&E.mp, n) : -1};
+        if (succ[1] == succ[0])
+            succ[1] = -1;
+        for (int j = 0; j < 2; j++) {
+            int m = succ[j];
+            if (m < 0 || m == n)
+                continue;
+            for (int r = 0; r < E.rails; r++)
+                fprintf(f,
+                        "<route src=\"gpu-%d-%d\" dst=\"gpu-%d-%d\" symmetrical=\"NO\"><link_ctn id=\"rail-%d-%d\" "
+                        "direction=\"UP\"/><link_ctn id=\"core\"/><link_ctn id=\"rail-%d-%d\" direction=\"DOWN\"/></route>\n",
+                        n, r * E.gpr, m, r * E.gpr, n, r, m, r);
+        }
+    }
+    fprintf(f, "</zone>\n</platform>\n");
+    (void)gpus;
+}
+
+static void simgrid_start(void)
+{
+    static char *args[] = {"zplan", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+                           "--cfg=contexts/stack-size:256", "--log=root.thres:critical",
+                           "--log=xbt_cfg.thres:critical", NULL};
+    int argc = 6;
+    xbt_log_control_set("xbt_cfg.thres:critical");
+    simgrid_init(&argc, args);
+}
+
+/* ---------------------------------------------------------------- run */
+
+zp_status zp_engine_run(const zp_sim_input *in, zp_sim_result *out)
+{
+    zp_schedule sc;
+    ZP_TRY(zp_schedule_build(in->model, in->plan, &sc));
+    zp_status st = zp_engine_run_schedule(in, &sc, out);
+    zp_schedule_free(&sc);
+    return st;
+}
+
+zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sched, zp_sim_result *out)
+{
+    memset(&E, 0, sizeof E);
+    E.in = in;
+    E.sc = sched;
+    const zp_cluster *c = in->cluster;
+    const zp_plan *p = in->plan;
+    const zp_profile *prof = in->profile;
+    /* each stream's ops in schedule order */
+    for (int s = 0; s < ZP_NSTREAMS; s++) {
+        E.idx[s] = malloc((size_t)(sched->n ? sched->n : 1) * sizeof *E.idx[s]);
+        if (!E.idx[s])
+            return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
+    }
+    for (int i = 0; i < sched->n; i++) {
+        int s = sched->ops[i].stream;
+        if (s < 0 || s >= ZP_NSTREAMS)
+            return ZP_FAIL(ZP_EINVAL, "schedule op %d has no valid stream", i);
+        E.idx[s][E.nidx[s]++] = i;
+    }
+
+    int64_t gpus = p->dp * p->mp;
+    int platform_gpn = c->gpus_per_node, platform_nodes = 0;
+    if (in->platform_file)
+        ZP_TRY(zp_engine_check_platform(in->platform_file, &platform_gpn, &platform_nodes));
+    E.gpn = (int)(gpus < platform_gpn ? gpus : platform_gpn);
+    E.nodes = (int)((gpus + E.gpn - 1) / E.gpn);
+    if (in->platform_file && E.nodes > platform_nodes) {
+        return ZP_FAIL(ZP_EINVAL, "--cluster %s has %d nodes of %d GPUs: too few for %lld GPUs", in->platform_file,
+                       platform_nodes, platform_gpn, (long long)gpus);
+    }
+    if (p->mp > E.gpn && p->mp % E.gpn != 0) {
+        return ZP_FAIL(ZP_EINVAL, "MP %lld across nodes must be a multiple of the %d GPUs per node", (long long)p->mp,
+                       E.gpn);
+    }
+    E.rails = c->ib_rails < E.gpn ? c->ib_rails : E.gpn;
+    if (E.rails < 1)
+        E.rails = 1;
+    E.gpr = E.gpn / E.rails;
+    E.channels = c->inter_channels > 0 ? c->inter_channels : 1;
+    E.flat = c->flat_rings;
+    /* Link figures from the profile's collective fits (the built-in profile holds the preset's). */
+    const zp_profile_coll_fit *intra = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    const zp_profile_coll_fit *inter = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTER_NODE];
+    E.nv_bw = intra->measured ? intra->busbw_gbs * 1e9 : c->nvlink_bw;
+    E.nv_lat = intra->measured ? intra->latency_s / (intra->nranks > 1 ? intra->nranks - 1 : 1) : c->nvlink_latency;
+    E.rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / E.channels : c->ib_rail_bw * c->ib_efficiency;
+    E.ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
+    shape_groups();
+    if (in->no_overlap && (E.mp.k > 1))
+        return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP within a node");
+
+    simgrid_start();
+    char path[64];
+    int fd = -1;
+    if (in->platform_file) {
+        snprintf(path, sizeof path, "%s", "");
+        simgrid_load_platform(in->platform_file);
+    } else {
+        fd = memfd_create("zplan-platform.xml", 0);
+        FILE *f = fd >= 0 ? fdopen(dup(fd), "w") : NULL;
+        if (!f) {
+                return ZP_FAIL(ZP_ERUNTIME, "cannot create the platform file: %s", strerror(errno));
+        }
+        write_platform(f, gpus);
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        simgrid_load_platform(path);
+    }
+
+    size_t N = (size_t)E.nodes;
+    E.gpu0 = calloc(N, sizeof *E.gpu0);
+    E.cpu = calloc(N, sizeof *E.cpu);
+    E.ch = calloc(N * ZP_NCHANNELS, sizeof *E.ch);
+    E.mb = calloc(N * NXS, sizeof *E.mb);
+    if (in->no_overlap) {
+        E.busy = calloc(N, sizeof *E.busy);
+        if (!E.busy)
+            return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
+        for (size_t n = 0; n < N; n++)
+            E.busy[n] = sg_mutex_init();
+    }
+    if (!E.gpu0 || !E.cpu || !E.ch || !E.mb)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
+    char name[64];
+    for (size_t n = 0; n < N; n++) {
+        snprintf(name, sizeof name, "gpu-%zu-0", n);
+        E.gpu0[n] = sg_host_by_name(name);
+        snprintf(name, sizeof name, "cpu-%zu", n);
+        E.cpu[n] = sg_host_by_name(name);
+        if (!E.gpu0[n] || !E.cpu[n])
+            return ZP_FAIL(ZP_EINVAL, "platform: host gpu-%zu-0 or cpu-%zu is missing", n, n);
+        for (int k = 0; k < ZP_NCHANNELS; k++)
+            E.ch[n * ZP_NCHANNELS + (size_t)k] = sg_sem_init(0);
+        for (size_t x = 0; x < NXS; x++) {
+            snprintf(name, sizeof name, "mb-%zu-%zu", n, x);
+            E.mb[n * NXS + x] = sg_mailbox_by_name(name);
+        }
+    }
+    for (size_t n = 0; n < N; n++) {
+        char a1[24], a2[24];
+        snprintf(a1, sizeof a1, "%zu", n);
+        for (int s = 0; s < ZP_NSTREAMS; s++) {
+            snprintf(a2, sizeof a2, "%d", s);
+            char *argv[] = {"stream", a1, a2, NULL};
+            snprintf(name, sizeof name, "%s-%zu", zp_stream_name((zp_stream)s), n);
+            sg_actor_create(name, s == ZP_STREAM_CPU ? E.cpu[n] : E.gpu0[n], stream_actor, 3, argv);
+        }
+    }
+    simgrid_run();
+    if (fd >= 0)
+        close(fd);
+    int expected = (int)N * ZP_NSTREAMS;
+    if (E.streams_finished != expected) {
+        return ZP_FAIL(ZP_ERUNTIME,
+                       "the simulation deadlocked at t = %.6g s: %d of %d stream actors finished (schedule bug)",
+                       simgrid_get_clock(), E.streams_finished, expected);
+    }
+    E.res.dp_exposed += E.end_time - E.res.step_time; /* the tail after the compute stream ended */
+    E.res.step_time = E.end_time;
+    E.res.flops_per_gpu = E.sc->flops;
+    E.res.activities = E.activities;
+    zp_status st = ZP_OK;
+    if (in->trace_path)
+        st = trace_write(in->trace_path);
+    *out = E.res;
+    free(E.tr);
+    return st;
+}
+
+/* ---------------------------------------------------------------- user platforms */
+
+zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *nodes)
+{
+    if (access(path, R_OK) != 0)
+        return ZP_FAIL(ZP_ENOENT, "--cluster: cannot read '%s': %s", path, strerror(errno));
+    int res[2], err[2];
+    if (pipe(res) != 0 || pipe(err) != 0)
+        return ZP_FAIL(ZP_ERUNTIME, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return ZP_FAIL(ZP_ERUNTIME, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(res[0]);
+        close(err[0]);
+        dup2(err[1], 2);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 1);
+        static char *args[] = {"zplan", "--log=root.thres:error", "--log=xbt_cfg.thres:critical", NULL};
+        int argc = 3;
+        simgrid_init(&argc, args);
+        simgrid_load_platform(path);
+        int counts[2] = {0, 0};
+        char name[64];
+        while (1) {
+            snprintf(name, sizeof name, "gpu-0-%d", counts[0]);
+            if (!sg_host_by_name(name))
+                break;
+            counts[0]++;
+        }
+        while (1) {
+            snprintf(name, sizeof name, "cpu-%d", counts[1]);
+            if (!sg_host_by_name(name))
+                break;
+            snprintf(name, sizeof name, "gpu-%d-0", counts[1]);
+            if (!sg_host_by_name(name))
+                break;
+            counts[1]++;
+        }
+        if (write(res[1], counts, sizeof counts) != (ssize_t)sizeof counts)
+            _exit(3);
+        _exit(0);
+    }
+    close(res[1]);
+    close(err[1]);
+    int counts[2] = {0, 0};
+    ssize_t got = read(res[0], counts, sizeof counts);
+    char msg[4096] = "";
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof msg - 1 && (r = read(err[0], msg + len, sizeof msg - 1 - len)) > 0)
+        len += (size_t)r;
+    msg[len] = '\0';
+    close(res[0]);
+    close(err[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got != (ssize_t)sizeof counts || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        /* keep SimGrid's own explanation: its first error line, without the log prefix */
+        char *line = msg, *best = NULL;
+        while (line && *line) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            char *tag = strstr(line, "ERROR] ");
+            char *text = tag ? tag + 7 : line;
+            if (*text && !strstr(text, "Exiting now")) {
+                best = text;
+                break;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        return ZP_FAIL(ZP_EINVAL, "--cluster: '%s' is not a valid SimGrid platform%s%.300s", path,
+                       best ? ": " : "", best ? best : "");
+    }
+    if (counts[0] < 1 || counts[1] < 1)
+        return ZP_FAIL(ZP_EINVAL,
+                       "--cluster: '%s' loads, but does not follow zplan's naming: GPU hosts gpu-<node>-<i> and "
+                       "CPU hosts cpu-<node>, from 0 (see README)",
+                       path);
+    *gpus_per_node = counts[0];
+    *nodes = counts[1];
+    return ZP_OK;
+}

@@ -1,0 +1,267 @@
+/* sim/: the step schedule and the SimGrid engine. Each simulation runs in its own process
+ * (zp_simrun), as SimGrid requires. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "zp_device.h"
+#include "zp_schedule.h"
+#include "zp_search.h"
+#include "zp_simrun.h"
+#include "zp_zoo.h"
+
+static const zp_cluster *preset(const char *name)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
+    return c;
+}
+
+static zp_plan plan_of(int stage, int64_t dp, int64_t mp, int64_t b)
+{
+    zp_plan p;
+    zp_plan_default(&p, dp);
+    p.stage = stage;
+    p.mp = mp;
+    p.micro_batch = b;
+    return p;
+}
+
+/* DP elements moved per rank: all-reduce counts twice (reduce-scatter + all-gather). */
+static double dp_volume(const zp_schedule *s)
+{
+    double v = 0;
+    for (int i = 0; i < s->n; i++) {
+        const zp_op *o = &s->ops[i];
+        if (o->kind == ZP_OP_COLL && o->group == ZP_GROUP_DP)
+            v += o->bytes * (o->coll == ZP_COLL_ALLREDUCE ? 2.0 : 1.0);
+    }
+    return v;
+}
+
+Test(schedule, stage3_moves_1_5x_the_dp_bytes_of_stage2)
+{
+    const zp_model *m = &zp_zoo_find("100B")->model;
+    zp_plan p2 = plan_of(2, 25, 16, 4), p3 = plan_of(3, 25, 16, 4);
+    zp_schedule s2, s3;
+    cr_assert_eq(zp_schedule_build(m, &p2, &s2), ZP_OK);
+    cr_assert_eq(zp_schedule_build(m, &p3, &s3), ZP_OK);
+    double psi = zp_model_params(m) / 16;
+    /* stage 2: reduce-scatter + all-gather = 2 psi fp16 elements (x2 bytes) */
+    cr_expect_float_eq(dp_volume(&s2), 2 * 2 * psi, 1e-3 * psi);
+    double ratio = dp_volume(&s3) / dp_volume(&s2);
+    /* 3 psi vs 2 psi, plus the tied embedding gathered once more for the LM head (0.4% of 100B) */
+    cr_expect(ratio > 1.5 - 1e-9 && ratio < 1.51, "stage 3 / stage 2 DP volume = %g", ratio);
+    zp_schedule_free(&s2);
+    zp_schedule_free(&s3);
+}
+
+Test(schedule, flops_match_the_model)
+{
+    const char *models[] = {"1.5B", "20B", "100B"};
+    for (int i = 0; i < 3; i++) {
+        const zp_model *m = &zp_zoo_find(models[i])->model;
+        for (int ck = 0; ck <= 1; ck++) {
+            zp_plan p = plan_of(2, 8, 4, 3);
+            p.grad_accum = 2;
+            p.checkpoint = ck;
+            zp_schedule s;
+            cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
+            double want = zp_model_flops_iteration(m, 3 * 2, ck) / 4;
+            cr_expect_float_eq(s.flops, want, 1e-9 * want, "%s ckpt %d: %g vs %g", models[i], ck, s.flops, want);
+            zp_schedule_free(&s);
+        }
+    }
+}
+
+Test(schedule, channels_balance)
+{
+    /* every wait has its signal: per channel, tokens signalled == tokens waited */
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    for (int stage = 0; stage <= 3; stage++) {
+        for (int off = 0; off <= 2; off++) {
+            if ((off == 1 && stage < 1) || (off == 2 && stage != 3))
+                continue;
+            zp_plan p = plan_of(stage, 8, 2, 2);
+            p.grad_accum = 3;
+            p.pa_cpu = p.pa = 1;
+            p.offload = (zp_offload)off;
+            p.bucket = 1e8;
+            zp_schedule s;
+            cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
+            int bal[ZP_NCHANNELS] = {0};
+            for (int i = 0; i < s.n; i++) {
+                if (s.ops[i].kind == ZP_OP_SIGNAL)
+                    bal[s.ops[i].channel]++;
+                if (s.ops[i].kind == ZP_OP_WAIT)
+                    bal[s.ops[i].channel]--;
+            }
+            for (int c = 0; c < ZP_NCHANNELS; c++)
+                cr_expect_eq(bal[c], 0, "stage %d offload %d channel %d off by %d", stage, off, c, bal[c]);
+            zp_schedule_free(&s);
+        }
+    }
+}
+
+static zp_sim_result simulate(const zp_model *m, const zp_plan *p, const zp_cluster *c, int no_overlap)
+{
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .no_overlap = no_overlap}};
+    zp_status st = zp_simrun_one(&j);
+    cr_assert_eq(st, ZP_OK, "simulation failed: %s", zp_error_message());
+    return j.res;
+}
+
+Test(engine, every_stage_and_option_completes)
+{
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    const zp_cluster *c = preset("dgx2");
+    for (int stage = 0; stage <= 3; stage++) {
+        for (int off = 0; off <= 2; off++) {
+            if ((off == 1 && stage < 1) || (off == 2 && stage != 3))
+                continue;
+            zp_plan p = plan_of(stage, 8, 4, 2);
+            p.grad_accum = 2;
+            p.pa_cpu = p.pa = stage % 2;
+            p.offload = (zp_offload)off;
+            zp_sim_result r = simulate(m, &p, c, 0);
+            cr_expect_gt(r.step_time, 0);
+            cr_expect_geq(r.step_time, r.compute, "stage %d: step shorter than its compute", stage);
+        }
+    }
+}
+
+Test(engine, deterministic)
+{
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    zp_plan p = plan_of(2, 32, 4, 8);
+    p.pa = 1;
+    zp_sim_result a = simulate(m, &p, preset("dgx2"), 0), b = simulate(m, &p, preset("dgx2"), 0);
+    cr_expect_eq(a.step_time, b.step_time);
+    cr_expect_eq(a.dp_exposed, b.dp_exposed);
+}
+
+Test(engine, overlap_never_slower)
+{
+    const char *models[] = {"1.5B", "8B", "20B"};
+    for (int i = 0; i < 3; i++) {
+        const zp_model *m = &zp_zoo_find(models[i])->model;
+        for (int stage = 0; stage <= 3; stage++) {
+            zp_plan p = plan_of(stage, 32, 4, 4);
+            p.bucket = 2e8;
+            zp_sim_result ov = simulate(m, &p, preset("dgx2"), 0), ser = simulate(m, &p, preset("dgx2"), 1);
+            cr_expect_leq(ov.step_time, ser.step_time * (1 + 1e-12), "%s stage %d: overlapped %g > serial %g",
+                          models[i], stage, ov.step_time, ser.step_time);
+        }
+    }
+}
+
+Test(engine, more_infiniband_never_slower)
+{
+    const zp_model *m = &zp_zoo_find("100B")->model;
+    zp_cluster fast = *preset("dgx2");
+    fast.ib_rail_bw *= 2;
+    for (int stage = 1; stage <= 3; stage++) {
+        zp_plan p = plan_of(stage, 25, 16, 8);
+        p.pa = 1;
+        zp_sim_result slow = simulate(m, &p, preset("dgx2"), 0), quick = simulate(m, &p, &fast, 0);
+        cr_expect_leq(quick.step_time, slow.step_time, "stage %d", stage);
+        cr_expect_lt(quick.dp_exposed + quick.comm_busy, slow.dp_exposed + slow.comm_busy, "stage %d", stage);
+    }
+    /* MP across nodes: the Megatron all-reduces get faster too */
+    zp_plan p = plan_of(0, 1, 32, 4);
+    zp_sim_result slow = simulate(&zp_zoo_find("40B")->model, &p, preset("dgx2"), 0);
+    zp_sim_result quick = simulate(&zp_zoo_find("40B")->model, &p, &fast, 0);
+    cr_expect_lt(quick.mp_comm, slow.mp_comm);
+}
+
+Test(engine, deadlock_is_an_error)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_plan p = plan_of(2, 32, 1, 1);
+    zp_schedule s;
+    cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
+    /* a wait nobody signals */
+    for (int i = 0; i < s.n; i++) {
+        if (s.ops[i].stream == ZP_STREAM_COMPUTE && s.ops[i].kind == ZP_OP_COMPUTE) {
+            s.ops[i].kind = ZP_OP_WAIT;
+            s.ops[i].channel = ZP_CH_OPT_DONE;
+            break;
+        }
+    }
+    zp_profile prof;
+    zp_device_profile_builtin(preset("dgx2"), &prof);
+    zp_sim_input in = {.model = m, .plan = &p, .cluster = preset("dgx2"), .profile = &prof};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY); /* SimGrid reports the deadlock on stderr too */
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        zp_sim_result r;
+        zp_status st = zp_engine_run_schedule(&in, &s, &r);
+        _exit(st == ZP_ERUNTIME && strstr(zp_error_message(), "deadlock") ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "deadlock not reported");
+    zp_schedule_free(&s);
+}
+
+Test(engine, trace_is_chrome_json)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_plan p = plan_of(3, 32, 2, 2);
+    p.pa = 1;
+    char path[] = "/tmp/zp_trace_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    zp_profile prof;
+    zp_device_profile_builtin(preset("dgx2"), &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = preset("dgx2"), .profile = &prof, .trace_path = path}};
+    cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    cr_assert_not_null(root, "trace is not JSON: %s", err.text);
+    json_t *ev = json_object_get(root, "traceEvents");
+    cr_assert(json_is_array(ev));
+    size_t complete = 0;
+    double last_end = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "X") == 0) {
+            complete++;
+            double end = json_number_value(json_object_get(e, "ts")) + json_number_value(json_object_get(e, "dur"));
+            last_end = fmax(last_end, end);
+        }
+    }
+    cr_expect_gt(complete, 100);
+    /* the events span the simulated step (microseconds) */
+    cr_expect_float_eq(last_end, j.res.step_time * 1e6, 1e-6 * last_end + 1);
+    json_decref(root);
+    unlink(path);
+}
+
+Test(search, simulated_plans_rank_and_label)
+{
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, preset("dgx2"), 64);
+    r.simulate = 1;
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_assert_gt(res.n_simulated, 0);
+    cr_expect_str_eq(res.plans[0].method, "simgrid");
+    for (int i = 1; i < res.n && strcmp(res.plans[i].method, "simgrid") == 0; i++)
+        cr_expect_geq(res.plans[i - 1].samples_per_s, res.plans[i].samples_per_s);
+    /* no plan left unsimulated could have beaten the best: its kernels alone are slower */
+    zp_search_result_free(&res);
+}
