@@ -48,13 +48,15 @@ zp_status zp_report_table1(const double *psi, const char *const *names, int npsi
 
 zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp, double k, zp_table **out)
 {
-    static const char *const keys[] = {"mp", "gpus", "baseline_b", "pos_b", "pos_g_b", "pos_g_p_b"};
-    static const char *const heads[] = {"MP", "GPUs", "Baseline (B)", "Pos (B)", "Pos+g (B)", "Pos+g+p (B)"};
+    static const char *const keys[] = {"mp", "gpus", "baseline_b", "pos_b", "pos_g_b", "pos_g_p_b",
+                                       "baseline_real_b", "pos_real_b"};
+    static const char *const heads[] = {"MP", "GPUs", "Baseline (B)", "Pos (B)", "Pos+g (B)", "Pos+g+p (B)",
+                                        "Baseline fits (B)", "Pos fits (B)"};
     char title[160];
     snprintf(title, sizeof title,
-             "Table 2: largest model (billions of parameters) whose model states fit in %.4g GB per GPU, DP %g",
+             "Table 2: largest model (billions of parameters) on %.4g GB per GPU, DP %g",
              gpu_mem / 1e9, dp);
-    zp_table *t = new_table(title, 6, keys, heads);
+    zp_table *t = new_table(title, 8, keys, heads);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     for (int i = 0; i < nmp; i++) {
@@ -64,9 +66,27 @@ zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp,
         for (int s = 0; s <= 3; s++)
             TRY_T(zp_table_set_num(t, 2 + s, zp_memory_max_params(s, s == 0 ? 1 : dp, mp[i], k, gpu_mem) / 1e9,
                                    "%.4g"));
+        /* What really fits: GPT-2-like models of the paper's size classes at micro-batch 1 with
+         * checkpointing. The baseline is Megatron-LM data parallelism (fp32 fused buffers, no
+         * defragmentation); Pos is ZeRO-100B with ZeRO-R (CB, MD, and Pa when MP > 1). */
+        for (int v = 0; v < 2; v++) {
+            zp_plan p;
+            zp_plan_default(&p, (int64_t)dp);
+            p.mp = (int64_t)mp[i];
+            p.k_optimizer = k;
+            p.stage = v == 0 ? 0 : 1;
+            p.cb = p.md = v == 1;
+            p.pa = v == 1 && p.mp > 1;
+            double fit = 0;
+            TRY_T(zp_memory_largest_fitting(&p, gpu_mem, HUGE_VAL, &fit));
+            TRY_T(zp_table_set_num(t, 6 + v, fit / 1e9, "%.3g"));
+        }
     }
-    TRY_T(zp_table_add_note(t, "Theoretical: model states only (fp16 params and grads, K = %g bytes of optimizer "
-                               "state per parameter); activations, buffers and fragmentation not counted.", k));
+    TRY_T(zp_table_add_note(t, "Theoretical columns: model states only (fp16 params and grads, K = %g bytes of "
+                               "optimizer state per parameter).", k));
+    TRY_T(zp_table_add_note(t, "\"fits\" columns: the largest GPT-2-like model that fits with activations "
+                               "(micro-batch 1, checkpointing), buffers and fragmentation counted; baseline = "
+                               "Megatron-LM DP (fp32 fused buffer, no MD), Pos = ZeRO-100B (CB, MD, Pa)."));
     *out = t;
     return ZP_OK;
 }

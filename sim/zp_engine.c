@@ -48,9 +48,10 @@ static struct {
     int *idx[ZP_NSTREAMS];     /* indices of each stream's ops, in order */
     int nidx[ZP_NSTREAMS];
     int nodes, gpn, rails, gpr, channels, flat;
+    int intra_flows; /* MP and DP groups both have members inside a node: NVSwitch flows contend */
     double nv_bw, nv_lat, rail_bw, ib_lat;
     group_shape mp, dp;
-    sg_host_t *gpu0, *cpu;       /* [node]: gpu-<n>-0 (also rail 0's GPU) and cpu-<n> */
+    sg_host_t *gpu0, *gpu1, *cpu; /* [node]: gpu-<n>-0 (also rail 0's GPU), gpu-<n>-1, cpu-<n> */
     sg_sem_t *ch;                /* [node * ZP_NCHANNELS + c] */
     sg_mutex_t *busy;            /* [node]: held while an op runs, in no-overlap mode */
     sg_mailbox_t *mb;            /* [node * NXS + xs]: rail-0 flows of the compute and comm streams */
@@ -92,21 +93,34 @@ static int successor(const group_shape *gs, int node)
 
 static double coll_factor(zp_coll_kind c) { return c == ZP_COLL_ALLREDUCE ? 2.0 : 1.0; }
 
-/* Time of the intra-node ring phase(s) and the step latencies of a collective, s. A flat ring across
- * nodes pipelines its NVSwitch hops behind the slower InfiniBand hop, and each of its f(P-1) steps
- * lasts as long as its slowest hop: f(P-1) InfiniBand latencies. */
-static double coll_local_time(const zp_op *op, const group_shape *gs)
+/* Bytes each GPU sends over its NVSwitch port in the intra-node ring phase(s) of a collective:
+ * f(g-1)/g of the buffer. A flat ring across nodes pipelines its NVSwitch hops behind the slower
+ * InfiniBand hop: none counted. */
+static double coll_intra_bytes(const zp_op *op, const group_shape *gs)
 {
-    double t = 0.0, S = op->bytes, f = coll_factor(op->coll);
-    if (gs->k > 1 && E.flat) {
-        double P = (double)gs->g * gs->k;
-        return f * (P - 1.0) * E.ib_lat;
-    }
+    if (gs->g <= 1 || (gs->k > 1 && E.flat))
+        return 0.0;
+    return coll_factor(op->coll) * (gs->g - 1.0) / gs->g * op->bytes;
+}
+
+/* The step latencies of a collective, s: (g-1) NVSwitch steps per intra-node phase and (k-1)
+ * InfiniBand steps; a flat ring's f(P-1) steps each last as long as its slowest hop. */
+static double coll_latency(const zp_op *op, const group_shape *gs)
+{
+    double f = coll_factor(op->coll), t = 0.0;
+    if (gs->k > 1 && E.flat)
+        return f * ((double)gs->g * gs->k - 1.0) * E.ib_lat;
     if (gs->g > 1)
-        t += f * ((gs->g - 1.0) / gs->g * S / E.nv_bw + (gs->g - 1.0) * E.nv_lat);
+        t += f * (gs->g - 1.0) * E.nv_lat;
     if (gs->k > 1)
         t += f * (gs->k - 1.0) * E.ib_lat;
     return t;
+}
+
+/* Intra-node phases as time (NVSwitch uncontended) plus the latencies. */
+static double coll_local_time(const zp_op *op, const group_shape *gs)
+{
+    return coll_intra_bytes(op, gs) / E.nv_bw + coll_latency(op, gs);
 }
 
 /* Rails a cross-node collective of this group shape uses per node. */
@@ -231,7 +245,7 @@ static void stream_actor(int argc, char *argv[])
         case ZP_OP_COMPUTE:
         case ZP_OP_CPU: local = zp_device_op_time(prof, op, E.gpn); break;
         case ZP_OP_COLL:
-            if (gs->k <= 1)
+            if (gs->k <= 1 && !E.intra_flows)
                 local = coll_local_time(op, gs);
             break;
         default: break;
@@ -290,10 +304,23 @@ static void stream_actor(int argc, char *argv[])
             sg_mutex_lock(E.busy[node]);
         switch (op->kind) {
         case ZP_OP_COLL: {
-            double lt = coll_local_time(op, gs);
-            if (lt > 0)
-                sg_actor_sleep_for(lt);
-            cross_node_flows(node, xs, op, gs);
+            /* with MP and DP groups sharing a node's NVSwitch ports, the intra-node phases are flows
+             * between the node's two representative GPUs, so they contend */
+            double lat = coll_latency(op, gs), ib = coll_intra_bytes(op, gs);
+            if (E.intra_flows) {
+                if (lat > 0)
+                    sg_actor_sleep_for(lat);
+                if (ib > 0) {
+                    sg_host_sendto(E.gpu0[node], E.gpu1[node], ib);
+                    E.activities += 1;
+                }
+            } else {
+                double lt = ib / E.nv_bw + lat;
+                if (lt > 0)
+                    sg_actor_sleep_for(lt);
+            }
+            if (gs->k > 1)
+                cross_node_flows(node, xs, op, gs);
             break;
         }
         case ZP_OP_COPY:
@@ -357,6 +384,9 @@ static void write_platform(FILE *f, int64_t gpus)
         fprintf(f, "<host id=\"cpu-%d\" speed=\"1e12f\"/>\n", n);
         fprintf(f, "<link id=\"pcie-%d\" bandwidth=\"%.6gBps\" latency=\"1us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                 n, E.in->profile->h2d_gbs > 0 ? E.in->profile->h2d_gbs * 1e9 : 16e9);
+        for (int i = 0; i < 2 && i < E.gpn; i++) /* NVSwitch ports of the two representative GPUs */
+            fprintf(f, "<link id=\"nvs-%d-%d\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    n, i, E.nv_bw);
         for (int r = 0; r < E.rails; r++)
             fprintf(f, "<link id=\"rail-%d-%d\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                     n, r, E.rail_bw);
@@ -365,6 +395,9 @@ static void write_platform(FILE *f, int64_t gpus)
     for (int n = 0; n < E.nodes; n++) {
         fprintf(f, "<route src=\"gpu-%d-0\" dst=\"cpu-%d\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"UP\"/></route>\n", n, n, n);
         fprintf(f, "<route src=\"cpu-%d\" dst=\"gpu-%d-0\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"DOWN\"/></route>\n", n, n, n);
+        if (E.gpn > 1)
+            fprintf(f, "<route src=\"gpu-%d-0\" dst=\"gpu-%d-1\"><link_ctn id=\"nvs-%d-0\" direction=\"UP\"/>"
+                       "<link_ctn id=\"nvs-%d-1\" direction=\"DOWN\"/></route>\n", n, n, n, n);
         /* the ring successors the engine uses: DP and MP groups */
         int succ[2] = {E.dp.k > 1 ? successor(&E.dp, n) : -1, E.mp.k > 1 ? successor(&E.mp, n) : -1};
         if (succ[1] == succ[0])
@@ -454,6 +487,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     E.rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / E.channels : c->ib_rail_bw * c->ib_efficiency;
     E.ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
     shape_groups();
+    E.intra_flows = E.mp.g > 1 && E.dp.g > 1 && E.gpn > 1;
     if (in->no_overlap && (E.mp.k > 1))
         return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP within a node");
 
@@ -477,6 +511,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
 
     size_t N = (size_t)E.nodes;
     E.gpu0 = calloc(N, sizeof *E.gpu0);
+    E.gpu1 = calloc(N, sizeof *E.gpu1);
     E.cpu = calloc(N, sizeof *E.cpu);
     E.ch = calloc(N * ZP_NCHANNELS, sizeof *E.ch);
     E.mb = calloc(N * NXS, sizeof *E.mb);
@@ -487,7 +522,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         for (size_t n = 0; n < N; n++)
             E.busy[n] = sg_mutex_init();
     }
-    if (!E.gpu0 || !E.cpu || !E.ch || !E.mb)
+    if (!E.gpu0 || !E.gpu1 || !E.cpu || !E.ch || !E.mb)
         return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
     char name[64];
     for (size_t n = 0; n < N; n++) {
@@ -497,6 +532,10 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         E.cpu[n] = sg_host_by_name(name);
         if (!E.gpu0[n] || !E.cpu[n])
             return ZP_FAIL(ZP_EINVAL, "platform: host gpu-%zu-0 or cpu-%zu is missing", n, n);
+        snprintf(name, sizeof name, "gpu-%zu-1", n);
+        E.gpu1[n] = sg_host_by_name(name);
+        if (E.intra_flows && !E.gpu1[n])
+            return ZP_FAIL(ZP_EINVAL, "platform: host %s is missing", name);
         for (int k = 0; k < ZP_NCHANNELS; k++)
             E.ch[n * ZP_NCHANNELS + (size_t)k] = sg_sem_init(0);
         for (size_t x = 0; x < NXS; x++) {

@@ -1,5 +1,7 @@
 #include "zp_memory.h"
 
+#include "zp_zoo.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -184,5 +186,45 @@ zp_status zp_memory_largest_model(const zp_model *shape, const zp_plan *plan, do
             hi = mid;
     }
     out->layers = lo;
+    return ZP_OK;
+}
+
+static int fits_size(const zp_plan *plan, double gpu_mem, double host, double psi, double *actual)
+{
+    zp_model m;
+    zp_memory mem;
+    if (zp_model_from_size(psi, &m) != ZP_OK || zp_memory_estimate(&m, plan, &mem) != ZP_OK)
+        return 0;
+    *actual = zp_model_params(&m);
+    return zp_memory_fits(&mem, gpu_mem, host, NULL, 0);
+}
+
+zp_status zp_memory_largest_fitting(const zp_plan *plan, double gpu_mem, double host_mem_per_gpu,
+                                    double *params_out)
+{
+    ZP_TRY(zp_plan_validate(plan));
+    double lo = 0, hi = zp_memory_max_params(plan->stage, (double)plan->dp, (double)plan->mp, plan->k_optimizer,
+                                             gpu_mem) * 1.01; /* model states alone bound it */
+    if (hi > ZP_MODEL_MAX_PARAMS)
+        hi = ZP_MODEL_MAX_PARAMS;
+    double best = 0, actual;
+    double small = 1e7;
+    if (!fits_size(plan, gpu_mem, host_mem_per_gpu, small, &actual)) {
+        *params_out = 0;
+        return ZP_OK;
+    }
+    lo = small;
+    best = actual;
+    while (hi / lo > 1.005) {
+        double mid = sqrt(lo * hi);
+        if (fits_size(plan, gpu_mem, host_mem_per_gpu, mid, &actual)) {
+            lo = mid;
+            if (actual > best)
+                best = actual;
+        } else {
+            hi = mid;
+        }
+    }
+    *params_out = best;
     return ZP_OK;
 }

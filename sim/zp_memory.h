@@ -49,4 +49,10 @@ int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, do
 zp_status zp_memory_largest_model(const zp_model *shape, const zp_plan *plan, double gpu_mem,
                                   double host_mem_per_gpu, zp_model *out);
 
+/* The largest GPT-2-like model (zp_model_from_size: the paper's size classes) that fits the plan at its
+ * micro-batch, activations, buffers and fragmentation counted: *params_out is its parameter count
+ * (0 when nothing fits). Found by bisection on the size, to 0.5%. */
+zp_status zp_memory_largest_fitting(const zp_plan *plan, double gpu_mem, double host_mem_per_gpu,
+                                    double *params_out);
+
 #endif

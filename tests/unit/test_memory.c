@@ -226,3 +226,28 @@ Test(memory, largest_model_of_a_class)
     /* the paper trained 100B (125 layers) in exactly this configuration */
     cr_expect_geq(big.layers - 1, 125);
 }
+
+Test(memory, what_really_fits_explains_the_gap)
+{
+    /* Plain DP (Megatron-LM's fused fp32 buffer, no MD) on 128 GPUs: the paper reports out of memory
+     * above 1.4B parameters. */
+    zp_plan p;
+    zp_plan_default(&p, 128);
+    p.cb = p.md = 0;
+    double fit;
+    cr_assert_eq(zp_memory_largest_fitting(&p, 32e9, 1e15, &fit), ZP_OK);
+    cr_expect(fit > 1.26e9 && fit < 1.54e9, "plain DP fits %.3g, paper 1.4B", fit);
+    /* every "really fits" value stays below the theoretical one */
+    for (int64_t mp = 1; mp <= 16; mp *= 2) {
+        for (int stage = 0; stage <= 1; stage++) {
+            zp_plan_default(&p, 64);
+            p.mp = mp;
+            p.stage = stage;
+            p.pa = mp > 1;
+            cr_assert_eq(zp_memory_largest_fitting(&p, 32e9, 1e15, &fit), ZP_OK);
+            double theory = zp_memory_max_params(stage, stage ? 64 : 1, (double)mp, 12, 32e9);
+            cr_expect(fit > 0.5 * theory && fit < theory, "MP %lld stage %d: %.3g vs %.3g", (long long)mp, stage, fit,
+                      theory);
+        }
+    }
+}
