@@ -1,0 +1,337 @@
+/* Device profiles: exact round-trip, atomic writes, and rejection of malformed, truncated,
+ * incomplete or out-of-range files with a message naming the key. */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "zp_profile.h"
+
+static zp_profile sample(void)
+{
+    zp_profile p;
+    zp_profile_init(&p);
+    snprintf(p.machine.cpu_model, sizeof p.machine.cpu_model, "Test CPU \"quoted\" \\ é");
+    p.machine.cores = 2;
+    p.machine.nodes = 1;
+    p.machine.ranks = 4;
+    snprintf(p.machine.hostname, sizeof p.machine.hostname, "host");
+    snprintf(p.machine.measured_at, sizeof p.machine.measured_at, "2024-01-02T03:04:05Z");
+    snprintf(p.machine.zplan_version, sizeof p.machine.zplan_version, "0.1.0");
+    snprintf(p.machine.blas, sizeof p.machine.blas, "OpenBLAS 0.3.21");
+    snprintf(p.backend, sizeof p.backend, "cpu");
+    p.copy_gbs = 1.0 / 3.0 * 50;
+    p.triad_gbs = 55.123456789012345;
+    p.peak_flops_fp32 = p.peak_flops_fp16 = p.peak_flops_bf16 = 2.0e11 / 7;
+    p.adam_params_per_s = 1.5e9 + 0.1;
+    p.adam_bytes_per_param = 30;
+    p.cpu_adam_params_per_s = 1.5e9;
+    p.nadam = 2;
+    p.adam[0] = (zp_profile_adam_point){1 << 20, 1.2e9, 0.05};
+    p.adam[1] = (zp_profile_adam_point){4 << 20, 1.4e9, 1e-300};
+    p.ngemm = 3;
+    p.gemm[0] = (zp_profile_gemm_point){512, 1536, 512, 1.1e11, 0.02};
+    p.gemm[1] = (zp_profile_gemm_point){512, 2048, 512, 1.3e11, 0.03};
+    p.gemm[2] = (zp_profile_gemm_point){512, 512, 2048, 1.2e11, 0.0};
+    snprintf(p.gemm_dtype, sizeof p.gemm_dtype, "fp32");
+    p.gemm_t0_s = 1.234e-5;
+    p.gemm_s_per_flop = 1.0 / 1.7e11;
+    p.gemm_s_per_byte = 0;
+    p.gemm_residual = 0.031;
+    zp_profile_coll_fit *f = &p.coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    f->measured = 1;
+    f->nranks = 4;
+    f->latency_s = 4.5e-6;
+    f->busbw_gbs = 3.25;
+    f->residual = 0.2;
+    f->npoints = 2;
+    f->points[0] = (zp_profile_coll_point){1024, 6e-6, 0.1};
+    f->points[1] = (zp_profile_coll_point){1 << 30, 0.5, 0.01};
+    f = &p.coll[ZP_PROFILE_BROADCAST][ZP_PROFILE_INTER_NODE];
+    f->measured = 1;
+    f->nranks = 2;
+    f->latency_s = 0;
+    f->busbw_gbs = 12.5;
+    return p;
+}
+
+static char *tmp_dir(void)
+{
+    char *d = strdup("/tmp/zp_profile_testXXXXXX");
+    cr_assert(mkdtemp(d));
+    return d;
+}
+
+static void rm_dir(char *d)
+{
+    DIR *dir = opendir(d);
+    struct dirent *e;
+    char path[512];
+    while (dir && (e = readdir(dir))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", d, e->d_name);
+        unlink(path);
+    }
+    if (dir)
+        closedir(dir);
+    rmdir(d);
+    free(d);
+}
+
+static void assert_same(const zp_profile *a, const zp_profile *b)
+{
+    cr_assert_str_eq(a->machine.cpu_model, b->machine.cpu_model);
+    cr_assert_str_eq(a->machine.measured_at, b->machine.measured_at);
+    cr_assert_eq(a->machine.ranks, b->machine.ranks);
+    cr_assert_str_eq(a->backend, b->backend);
+    cr_assert_eq(a->copy_gbs, b->copy_gbs);
+    cr_assert_eq(a->triad_gbs, b->triad_gbs);
+    cr_assert_eq(a->peak_flops_fp16, b->peak_flops_fp16);
+    cr_assert_eq(a->adam_params_per_s, b->adam_params_per_s);
+    cr_assert_eq(a->nadam, b->nadam);
+    cr_assert_eq(a->adam[1].spread, b->adam[1].spread);
+    cr_assert_eq(a->ngemm, b->ngemm);
+    for (int i = 0; i < a->ngemm; i++) {
+        cr_assert_eq(a->gemm[i].m, b->gemm[i].m);
+        cr_assert_eq(a->gemm[i].flops_per_s, b->gemm[i].flops_per_s);
+    }
+    cr_assert_eq(a->gemm_s_per_flop, b->gemm_s_per_flop);
+    cr_assert_eq(a->gemm_t0_s, b->gemm_t0_s);
+    for (int k = 0; k < ZP_PROFILE_NCOLL; k++)
+        for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
+            const zp_profile_coll_fit *x = &a->coll[k][s], *y = &b->coll[k][s];
+            cr_assert_eq(x->measured, y->measured, "%d %d", k, s);
+            if (!x->measured)
+                continue;
+            cr_assert_eq(x->nranks, y->nranks);
+            cr_assert_eq(x->latency_s, y->latency_s);
+            cr_assert_eq(x->busbw_gbs, y->busbw_gbs);
+            cr_assert_eq(x->npoints, y->npoints);
+            for (int i = 0; i < x->npoints; i++)
+                cr_assert_eq(x->points[i].time_s, y->points[i].time_s);
+        }
+}
+
+Test(profile, round_trip_is_exact)
+{
+    char *d = tmp_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/p.json", d);
+    zp_profile p = sample(), q;
+    cr_assert_eq(zp_profile_write(&p, path), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_profile_read(path, &q), ZP_OK, "%s", zp_error_message());
+    assert_same(&p, &q);
+    /* and the text is stable: writing what was read gives the same bytes */
+    char *t1, *t2;
+    cr_assert_eq(zp_profile_to_json(&p, &t1), ZP_OK);
+    cr_assert_eq(zp_profile_to_json(&q, &t2), ZP_OK);
+    cr_assert_str_eq(t1, t2);
+    free(t1);
+    free(t2);
+    rm_dir(d);
+}
+
+Test(profile, models)
+{
+    zp_profile p = sample();
+    double t = zp_profile_collective_time(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1e9, 4);
+    cr_assert(fabs(t - (4.5e-6 + 1e9 * 1.5 / 3.25e9)) < 1e-12, "t %g", t);
+    /* latency grows with the ring: 8 ranks = 7/3 of the 4-rank latency */
+    double t8 = zp_profile_collective_time(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 0, 8);
+    cr_assert(fabs(t8 - 4.5e-6 * 7 / 3) < 1e-15);
+    cr_assert_eq(zp_profile_collective_time(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1e9, 1), 0.0);
+    cr_assert_eq(zp_profile_collective_time(&p, ZP_PROFILE_ALLGATHER, ZP_PROFILE_INTRA_NODE, 1e9, 4), -1.0);
+    double e = zp_profile_gemm_efficiency(&p, 2048, 8192, 2048);
+    cr_assert(e > 0.5 && e <= 1.0, "efficiency %g", e);
+    cr_assert(zp_profile_gemm_efficiency(&p, 8, 8, 8) < e);
+    cr_assert(fabs(zp_profile_adam_time(&p, 1.5e9, 1) - 1.0) < 1e-12);
+}
+
+/* parse must fail with EINVAL and a message containing `needle` */
+static void rejects(const char *text, const char *needle)
+{
+    zp_profile q;
+    zp_status st = zp_profile_parse(text, strlen(text), "t.json", &q);
+    cr_assert_eq(st, ZP_EINVAL, "accepted (status %d): %.200s", st, text);
+    if (needle)
+        cr_assert(strstr(zp_error_message(), needle), "message '%s' lacks '%s'", zp_error_message(), needle);
+}
+
+Test(profile, truncated_files_rejected)
+{
+    zp_profile p = sample();
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    size_t n = strlen(text);
+    for (size_t len = 0; len + 2 < n; len++) {
+        zp_profile q;
+        cr_assert_eq(zp_profile_parse(text, len, "t.json", &q), ZP_EINVAL, "prefix of %zu bytes accepted", len);
+    }
+    rejects("", "invalid JSON");
+    rejects("{\"format\": \"zplan-profile\"", "line 1");
+    free(text);
+}
+
+/* Deletes, one at a time, every key of every object (recursively) and expects rejection naming
+ * the key, except the optional ones (the collectives' scopes). */
+static void delete_each(json_t *root, json_t *obj, const char *path)
+{
+    /* the keys first: deleting and re-adding a key moves it to the end of the object */
+    char names[64][64];
+    int nkeys = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        if (nkeys < 64)
+            snprintf(names[nkeys++], sizeof names[0], "%.63s", k);
+    }
+    for (int i = 0; i < nkeys; i++) {
+        const char *key = names[i];
+        json_t *val = json_object_get(obj, key);
+        char sub[384];
+        snprintf(sub, sizeof sub, "%.300s%s%.63s", path, *path ? "." : "", key);
+        int optional = strcmp(key, "intra_node") == 0 || strcmp(key, "inter_node") == 0;
+        json_incref(val);
+        json_object_del(obj, key);
+        char *text = json_dumps(root, 0);
+        zp_profile q;
+        zp_status st = zp_profile_parse(text, strlen(text), "t.json", &q);
+        if (optional) {
+            cr_assert_eq(st, ZP_OK, "optional %s: %s", sub, zp_error_message());
+        } else {
+            cr_assert_eq(st, ZP_EINVAL, "missing %s accepted", sub);
+            cr_assert(strstr(zp_error_message(), key), "missing %s: message '%s'", sub, zp_error_message());
+        }
+        free(text);
+        json_object_set_new(obj, key, val);
+        if (json_is_object(val))
+            delete_each(root, val, sub);
+        if (json_is_array(val) && json_array_size(val) > 0 && json_is_object(json_array_get(val, 0))) {
+            char el[400];
+            snprintf(el, sizeof el, "%s[0]", sub);
+            delete_each(root, json_array_get(val, 0), el);
+        }
+    }
+}
+
+Test(profile, every_missing_key_rejected)
+{
+    zp_profile p = sample();
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    cr_assert(root);
+    delete_each(root, root, "");
+    json_decref(root);
+    free(text);
+}
+
+static char *with(const char *key_path, json_t *value)
+{
+    zp_profile p = sample();
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    free(text);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", key_path);
+    json_t *obj = root;
+    char *save = NULL, *tok = strtok_r(buf, ".", &save), *next;
+    while ((next = strtok_r(NULL, ".", &save))) {
+        obj = json_is_array(json_object_get(obj, tok)) ? json_array_get(json_object_get(obj, tok), 0)
+                                                        : json_object_get(obj, tok);
+        tok = next;
+    }
+    json_object_set_new(obj, tok, value);
+    char *out = json_dumps(root, 0);
+    json_decref(root);
+    return out;
+}
+
+Test(profile, bad_values_rejected)
+{
+    struct {
+        const char *key;
+        json_t *val;
+        const char *needle;
+    } cases[] = {
+        {"memory_bw_gbs.copy", json_real(-1.0), "memory_bw_gbs.copy"},
+        {"memory_bw_gbs.triad", json_string("fast"), "memory_bw_gbs.triad"},
+        {"adam.params_per_s", json_real(-5), "adam.params_per_s"},
+        {"gemm.flops_per_s", json_real(-1), "gemm[0].flops_per_s"},
+        {"machine.cores", json_real(2.5), "machine.cores"},
+        {"machine.cpu_model", json_integer(3), "machine.cpu_model"},
+        {"backend", json_string("tpu"), "backend"},
+        {"format", json_string("other"), "format"},
+        {"version", json_integer(99), "version"},
+        {"gemm_model.dtype", json_string("int8"), "dtype"},
+        {"gemm", json_array(), "gemm"},
+        {"collectives.allreduce", json_string("x"), NULL},
+        {"memory_bw_gbs", json_array(), "memory_bw_gbs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = with(cases[i].key, cases[i].val);
+        rejects(t, cases[i].needle);
+        free(t);
+    }
+    /* a measured scope with a bad field */
+    char *t = with("collectives.allreduce.intra_node.busbw_gbs", json_real(0));
+    rejects(t, "busbw_gbs");
+    free(t);
+    t = with("collectives.allreduce.intra_node.nranks", json_integer(1));
+    rejects(t, "nranks");
+    free(t);
+    /* NaN and Infinity are not JSON; duplicate keys and trailing garbage neither */
+    rejects("{\"format\": NaN}", "invalid JSON");
+    rejects("{\"format\": Infinity}", "invalid JSON");
+    rejects("{\"format\": \"zplan-profile\", \"format\": \"zplan-profile\"}", "invalid JSON");
+    rejects("[]", "top level");
+    zp_profile p = sample();
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    size_t n = strlen(text);
+    text = realloc(text, n + 8);
+    strcpy(text + n, " {}");
+    rejects(text, "invalid JSON");
+    free(text);
+}
+
+Test(profile, writes_are_atomic_and_validated)
+{
+    char *d = tmp_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/p.json", d);
+    zp_profile p = sample(), q;
+    cr_assert_eq(zp_profile_write(&p, path), ZP_OK);
+    /* an invalid profile is never written, the old file stays */
+    zp_profile bad = sample();
+    bad.triad_gbs = NAN;
+    cr_assert_eq(zp_profile_write(&bad, path), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "memory_bw_gbs.triad"));
+    cr_assert_eq(zp_profile_read(path, &q), ZP_OK);
+    assert_same(&p, &q);
+    /* a directory that does not exist: an error, nothing written */
+    char nodir[300];
+    snprintf(nodir, sizeof nodir, "%s/missing/p.json", d);
+    cr_assert_neq(zp_profile_write(&p, nodir), ZP_OK);
+    /* no temporary file left over */
+    DIR *dir = opendir(d);
+    struct dirent *e;
+    int files = 0;
+    while ((e = readdir(dir)))
+        files += e->d_name[0] != '.';
+    closedir(dir);
+    cr_assert_eq(files, 1);
+    cr_assert_eq(zp_profile_read("/nonexistent/p.json", &q), ZP_ENOENT);
+    rm_dir(d);
+}
