@@ -30,11 +30,11 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define ZP_HD __host__ __device__
 #else
-#include <string.h>
 #define ZP_HD
 #endif
 
