@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "zp_doc.h"
 #include "zp_memory.h"
 #include "zp_size.h"
 
@@ -195,7 +196,7 @@ static zp_status plans_table(const zp_whatif *w, int only_fit, int limit, zp_tab
     return ZP_OK;
 }
 
-static zp_status memory_table(const zp_eval *e, double gpu_mem, zp_table **out)
+zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out)
 {
     static const char *const keys[] = {"category", "gb", "share"};
     static const char *const heads[] = {"Category", "GB per GPU", "Share"};
@@ -301,9 +302,107 @@ static zp_status write_tables(FILE *f, zp_format fmt, zp_table *t)
     return st;
 }
 
+/* Stacked bars of the memory categories of the first `n` fitting plans (GB per GPU). */
+void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c)
+{
+    zp_chart_init(c, ZP_CHART_STACKED_BAR, "Memory per GPU by category", "plan", "GB per GPU");
+    static const char *const cats[] = {"fp16 parameters", "fp16 gradients", "optimizer states", "activations",
+                                       "buffers", "fragmentation"};
+    c->nseries = 6;
+    for (int s = 0; s < 6; s++)
+        snprintf(c->series[s], sizeof c->series[s], "%s", cats[s]);
+    int p = 0;
+    for (int i = 0; i < count && p < n && p < ZP_CHART_MAX_POINTS; i++) {
+        const zp_eval *e = &plans[i];
+        snprintf(c->xcat[p], sizeof c->xcat[p], "#%d s%d mp%lld b%lld", i + 1, e->plan.stage, (long long)e->plan.mp,
+                 (long long)e->plan.micro_batch);
+        const double v[6] = {e->mem.params, e->mem.grads, e->mem.optimizer, e->mem.activations, e->mem.buffers,
+                             e->mem.fragmentation};
+        for (int s = 0; s < 6; s++)
+            c->y[s][p] = v[s] / 1e9;
+        p++;
+    }
+    c->npoints = p;
+    c->hline = gpu_mem / 1e9;
+    snprintf(c->hline_label, sizeof c->hline_label, "GPU memory %.4g GB", gpu_mem / 1e9);
+}
+
+static zp_status whatif_html(FILE *f, const zp_whatif *w)
+{
+    const zp_search_result *r = w->result;
+    const zp_model *m = w->model;
+    char title[200];
+    snprintf(title, sizeof title, "zplan what-if: %s on %lld GPUs of %s", m->name, (long long)w->gpus, w->cluster->name);
+    zp_doc *d = zp_doc_new(title);
+    if (!d)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_status st = zp_doc_add_text(d, "Model %s: %lld layers, hidden %lld, %lld heads, sequence %lld, vocabulary %lld; "
+                                      "%.4g parameters%s%s.",
+                                   m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads,
+                                   (long long)m->seq, (long long)m->vocab, zp_model_params(m),
+                                   w->model_note ? "; " : "", w->model_note ? w->model_note : "");
+    if (st == ZP_OK)
+        st = zp_doc_add_text(d, "Cluster %s: %lld GPUs (%d per node, %s), %.4g GB per GPU. Step times: %s. %s.",
+                             w->cluster->name, (long long)w->gpus, w->cluster->gpus_per_node, w->cluster->gpu_name,
+                             w->gpu_mem / 1e9,
+                             r->n_simulated > 0 ? "SimGrid simulation of one step" : "analytic first-order estimate",
+                             ZP_FLOP_CONVENTION);
+    int best = best_index(r);
+    zp_table *t;
+    if (st == ZP_OK && best >= 0) {
+        char desc[256];
+        describe_plan(&r->plans[best], desc, sizeof desc);
+        const zp_eval *e = &r->plans[best];
+        st = zp_doc_add_text(d, "Recommended: %s: step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs.", desc,
+                             e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops);
+        if (st == ZP_OK && (st = plans_table(w, 1, w->top, &t)) == ZP_OK)
+            st = zp_doc_add_table(d, t);
+        if (st == ZP_OK) {
+            zp_chart c;
+            zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
+            st = zp_doc_add_chart(d, &c);
+        }
+        if (st == ZP_OK && (st = zp_report_memory_table(e, w->gpu_mem, &t)) == ZP_OK)
+            st = zp_doc_add_table(d, t);
+    } else if (st == ZP_OK) {
+        st = zp_doc_add_text(d, "No plan fits.");
+    }
+    if (st == ZP_OK && r->n_fit < r->n) {
+        static const char *const keys[] = {"stage", "mp", "options", "reason"};
+        static const char *const heads[] = {"Stage", "MP", "Options", "Why it does not fit"};
+        t = zp_table_new("Plans that do not fit", 4, keys, heads);
+        for (int i = 0; t && i < r->n && st == ZP_OK; i++) {
+            const zp_eval *e = &r->plans[i];
+            if (e->fits)
+                continue;
+            char opts[96];
+            plan_options(&e->plan, opts, sizeof opts);
+            st = zp_table_add_row(t);
+            if (st == ZP_OK)
+                st = zp_table_set_num(t, 0, e->plan.stage, "%.0f");
+            if (st == ZP_OK)
+                st = zp_table_set_num(t, 1, (double)e->plan.mp, "%.0f");
+            if (st == ZP_OK)
+                st = zp_table_set_str(t, 2, opts);
+            if (st == ZP_OK)
+                st = zp_table_set_str(t, 3, e->reason);
+        }
+        if (st == ZP_OK)
+            st = zp_doc_add_table(d, t);
+        else
+            zp_table_free(t);
+    }
+    if (st == ZP_OK)
+        st = zp_doc_write(d, f, ZP_FMT_HTML);
+    zp_doc_free(d);
+    return st;
+}
+
 zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w)
 {
     const zp_search_result *r = w->result;
+    if (fmt == ZP_FMT_HTML)
+        return whatif_html(f, w);
     if (fmt == ZP_FMT_JSON) {
         json_t *j = zp_report_whatif_json(w);
         int rc = j ? json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8)) : -1;
@@ -349,7 +448,7 @@ zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w)
         ZP_TRY(write_tables(f, fmt, t));
         fprintf(f, "%s%d of %d candidate plans fit; showing the best %d.\n\n", fmt == ZP_FMT_MD ? "" : "",
                 r->n_fit, r->n, r->n_fit < w->top ? r->n_fit : w->top);
-        ZP_TRY(memory_table(&r->plans[best], w->gpu_mem, &t));
+        ZP_TRY(zp_report_memory_table(&r->plans[best], w->gpu_mem, &t));
         ZP_TRY(write_tables(f, fmt, t));
         char desc[256];
         describe_plan(&r->plans[best], desc, sizeof desc);

@@ -7,6 +7,7 @@
 
 #include "zp_cluster.h"
 #include "zp_search.h"
+#include "zp_svg.h"
 #include "zp_table.h"
 #include "zp_zoo.h"
 
@@ -35,6 +36,10 @@ typedef struct {
 } zp_whatif;
 
 zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w);
+/* The per-category memory table of one plan. */
+zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out);
+/* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */
+void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c);
 /* The what-if as the JSON contract: {"model", "cluster", "plans", "best"} (new reference). */
 json_t *zp_report_whatif_json(const zp_whatif *w);
 

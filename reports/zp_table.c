@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "zp_doc.h"
+
 typedef enum { CELL_EMPTY, CELL_NUM, CELL_STR, CELL_BOOL } cell_kind;
 
 typedef struct {
@@ -19,18 +21,20 @@ typedef struct {
 struct zp_table {
     char *title;
     int ncols;
-    const char *const *keys;
-    const char *const *headers;
+    char **keys;    /* owned copies */
+    char **headers;
     cell *cells; /* rows x ncols */
     int rows, cap;
     char **notes;
     int nnotes;
 };
 
+static const char *const g_fmt_names[] = {"text", "md", "csv", "json", "html"};
+
 zp_status zp_format_parse(const char *text, zp_format *out)
 {
-    static const char *const names[] = {"text", "md", "csv", "json"};
-    for (int i = 0; i < 4; i++) {
+    const char *const *names = g_fmt_names;
+    for (int i = 0; i < 5; i++) {
         if (strcasecmp(text, names[i]) == 0) {
             *out = (zp_format)i;
             return ZP_OK;
@@ -40,14 +44,10 @@ zp_status zp_format_parse(const char *text, zp_format *out)
         *out = ZP_FMT_MD;
         return ZP_OK;
     }
-    return ZP_FAIL(ZP_EINVAL, "--format: unknown format '%s' (use text, md, csv or json)", text);
+    return ZP_FAIL(ZP_EINVAL, "--format: unknown format '%s' (use text, md, csv, json or html)", text);
 }
 
-const char *zp_format_name(zp_format f)
-{
-    static const char *const names[] = {"text", "md", "csv", "json"};
-    return names[f];
-}
+const char *zp_format_name(zp_format f) { return g_fmt_names[f]; }
 
 zp_table *zp_table_new(const char *title, int ncols, const char *const *keys, const char *const *headers)
 {
@@ -56,10 +56,13 @@ zp_table *zp_table_new(const char *title, int ncols, const char *const *keys, co
         return NULL;
     t->title = strdup(title ? title : "");
     t->ncols = ncols;
-    t->keys = keys;
-    t->headers = headers;
-    if (!t->title) {
-        free(t);
+    t->keys = calloc((size_t)ncols, sizeof *t->keys);
+    t->headers = calloc((size_t)ncols, sizeof *t->headers);
+    int ok = t->title && t->keys && t->headers;
+    for (int c = 0; ok && c < ncols; c++)
+        ok = (t->keys[c] = strdup(keys[c])) && (t->headers[c] = strdup(headers[c]));
+    if (!ok) {
+        zp_table_free(t);
         return NULL;
     }
     return t;
@@ -75,11 +78,35 @@ void zp_table_free(zp_table *t)
         free(t->notes[i]);
     free(t->notes);
     free(t->cells);
+    for (int c = 0; c < t->ncols; c++) {
+        if (t->keys)
+            free(t->keys[c]);
+        if (t->headers)
+            free(t->headers[c]);
+    }
+    free(t->keys);
+    free(t->headers);
     free(t->title);
     free(t);
 }
 
 int zp_table_rows(const zp_table *t) { return t->rows; }
+int zp_table_cols(const zp_table *t) { return t->ncols; }
+const char *zp_table_header(const zp_table *t, int col) { return t->headers[col]; }
+
+const char *zp_table_cell(const zp_table *t, int row, int col)
+{
+    const char *s = t->cells[row * t->ncols + col].text;
+    return s ? s : "";
+}
+
+double zp_table_cell_num(const zp_table *t, int row, int col)
+{
+    const cell *c = &t->cells[row * t->ncols + col];
+    return c->kind == CELL_NUM ? c->num : NAN;
+}
+
+int zp_table_cell_is_num(const zp_table *t, int row, int col) { return t->cells[row * t->ncols + col].kind == CELL_NUM; }
 
 zp_status zp_table_add_row(zp_table *t)
 {
@@ -350,6 +377,13 @@ zp_status zp_table_write(const zp_table *t, FILE *f, zp_format fmt)
     case ZP_FMT_TEXT: write_text(t, f); break;
     case ZP_FMT_MD: write_md(t, f); break;
     case ZP_FMT_CSV: write_csv(t, f); break;
+    case ZP_FMT_HTML: {
+        char *title = t->title;
+        zp_html_begin(f, title[0] ? title : "zplan");
+        zp_html_table(t, f);
+        zp_html_end(f);
+        break;
+    }
     case ZP_FMT_JSON: {
         json_t *j = zp_table_to_json(t);
         if (!j || json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) != 0) {

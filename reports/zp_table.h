@@ -9,7 +9,7 @@
 
 #include "zp_status.h"
 
-typedef enum { ZP_FMT_TEXT, ZP_FMT_MD, ZP_FMT_CSV, ZP_FMT_JSON } zp_format;
+typedef enum { ZP_FMT_TEXT, ZP_FMT_MD, ZP_FMT_CSV, ZP_FMT_JSON, ZP_FMT_HTML } zp_format;
 
 zp_status zp_format_parse(const char *text, zp_format *out);
 const char *zp_format_name(zp_format f);
@@ -17,7 +17,7 @@ const char *zp_format_name(zp_format f);
 typedef struct zp_table zp_table;
 
 /* `keys` name the columns in CSV and JSON (snake_case, with units: "pos_gb"); `headers` in text and
- * Markdown ("Pos (GB)"). Both arrays have ncols entries and must outlive the table. */
+ * Markdown ("Pos (GB)"). Both arrays have ncols entries; the table keeps copies. */
 zp_table *zp_table_new(const char *title, int ncols, const char *const *keys, const char *const *headers);
 void zp_table_free(zp_table *t); /* accepts NULL */
 
@@ -35,6 +35,11 @@ zp_status zp_table_add_note(zp_table *t, const char *fmt, ...) __attribute__((fo
 zp_status zp_table_write(const zp_table *t, FILE *f, zp_format fmt);
 
 int zp_table_rows(const zp_table *t);
+int zp_table_cols(const zp_table *t);
+const char *zp_table_header(const zp_table *t, int col);
+const char *zp_table_cell(const zp_table *t, int row, int col);  /* display text */
+double zp_table_cell_num(const zp_table *t, int row, int col);   /* NAN when not a number */
+int zp_table_cell_is_num(const zp_table *t, int row, int col);
 /* The JSON rendering as an object {"title", "rows": [{key: value}], "notes"} (new reference). */
 json_t *zp_table_to_json(const zp_table *t);
 

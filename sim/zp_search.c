@@ -346,7 +346,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
         for (int64_t mp = 1; mp <= r->gpus && st == ZP_OK; mp *= 2) {
             if (r->mp != ZP_SEARCH_ANY) {
                 mp = r->mp;
-            } else if (mp > r->cluster->gpus_per_node || r->gpus % mp != 0 || r->model->heads % mp != 0) {
+            } else if (mp > (r->max_mp > 0 ? r->max_mp : r->cluster->gpus_per_node) || r->gpus % mp != 0 ||
+                       r->model->heads % mp != 0 || (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
                 continue;
             }
             /* ZeRO-R activation options: none, Pa, Pa+cpu (Pa only matters with MP > 1). */

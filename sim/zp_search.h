@@ -56,6 +56,8 @@ typedef struct {
     const char *trace_path;     /* write the recommended plan's step as a Chrome trace, or NULL */
     int jobs;                   /* simulations at once; <= 0: the online CPUs */
     int max_simulated;          /* simulate at most this many fitting candidates (best analytic first) */
+    int64_t max_mp;             /* largest MP degree searched; 0: the GPUs of a node (MP across nodes only
+                                   when asked, as Megatron-LM baselines do) */
 } zp_search_req;
 
 typedef struct {

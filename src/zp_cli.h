@@ -4,8 +4,33 @@
 
 #include <stdio.h>
 
+#include "zp_report.h"
+#include "zp_search.h"
 #include "zp_status.h"
 #include "zp_table.h"
+#include "zp_zoo.h"
+
+/* The what-if options (also taken by the plan-based reports). */
+typedef struct {
+    const char *model_spec, *cluster_name, *gpus_text, *gpu_mem_text, *out, *profile_path, *preset;
+    const char *models_list, *report_html, *ds_config, *emit_ds;
+    int64_t seq;
+    zp_format fmt;
+    int fmt_given, top, help;
+    zp_search_req r;
+    /* resolved by zp_cli_plan_resolve */
+    zp_model model;
+    zp_model_origin origin;
+    const zp_cluster *cluster;
+    zp_profile profile;
+    double gpu_mem;
+    char model_note[200], profile_note[300];
+} zp_cli_plan;
+
+zp_status zp_cli_plan_parse(int argc, char **argv, zp_cli_plan *o);
+/* Resolves cluster, profile, GPU memory and model; need_gpus 1 parses --gpus as one count. */
+zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus);
+void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *w);
 
 int zp_cli_whatif(int argc, char **argv, const char *usage);
 int zp_cli_list(int argc, char **argv);

@@ -7,10 +7,20 @@
 #include "zp_plan.h"
 #include "zp_report.h"
 #include "zp_size.h"
+#include "zp_views.h"
 #include "zp_zoo.h"
 
 static const char REPORT_USAGE[] =
     "Usage: zplan report KIND [options]\n"
+    "  scaling  the best plan of --model on each of --gpus LIST (default 64,128,256,400): TFLOPs per GPU\n"
+    "           and aggregate PFLOPs (the ZeRO paper's Figure 3 view); takes every what-if option\n"
+    "  models   TFLOPs per GPU against model size for ZeRO (--gpus, default 400) and the Megatron-LM\n"
+    "           baseline (stage 0, MP across nodes, on the largest multiple of 128 GPUs <= --gpus)\n"
+    "           --models LIST (default 1.5B,8B,20B,40B,60B,80B,100B,120B,140B,170B) (Figure 2's view)\n"
+    "  configs  C1-C5 (Pos+CB+MD, +Pa, Pos+g+CB+MD, +Pa, +Pa+cpu) on --gpus (400) with --mp (16): largest\n"
+    "           model, memory of the first of --models (100B) at --micro-batch (16), throughput of the\n"
+    "           second (60B) (Figures 6-8's view)\n"
+    "  memory   the per-category memory of the recommended plan of --model on --gpus (what-if options)\n"
     "  table1   model-state memory per GPU by ZeRO stage and DP degree (the ZeRO paper's Table 1)\n"
     "           --models LIST   sizes or zoo names (default 7.5B,128B,1T; a size is taken as exactly that\n"
     "                           many parameters)\n"
@@ -20,7 +30,7 @@ static const char REPORT_USAGE[] =
     "           --mp LIST       MP degrees (default 1,2,4,8,16)\n"
     "           --dp N          DP degree (default 64)\n"
     "  common:  --k K           optimizer bytes per parameter (default 12: mixed-precision Adam)\n"
-    "           --format F      text (default), md, csv, json\n"
+    "           --format F      text (default), md, csv, json, html (tables and SVG charts, one file)\n"
     "           -o FILE         write to FILE atomically\n";
 
 static const char LIST_USAGE[] =
@@ -82,6 +92,96 @@ static zp_status table1_model(const char *name, double *psi)
     return ZP_FAIL(ZP_EINVAL, "--models: '%s' is neither a size (e.g. 7.5B) nor a zoo model", name);
 }
 
+/* Resolves a comma-separated list of models (zoo names, sizes, config.json paths). */
+static zp_status model_list(const char *text, int64_t seq, zp_model *out, int cap, int *n)
+{
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return ZP_FAIL(ZP_EINVAL, "--models: list too long");
+    strcpy(buf, text);
+    char *save = NULL;
+    *n = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == cap)
+            return ZP_FAIL(ZP_EINVAL, "--models: at most %d models", cap);
+        ZP_TRY(zp_model_resolve(tok, seq, &out[*n], NULL));
+        (*n)++;
+    }
+    if (*n == 0)
+        return ZP_FAIL(ZP_EINVAL, "--models: empty list");
+    return ZP_OK;
+}
+
+static int report_plan_view(const char *kind, int argc, char **argv)
+{
+    zp_cli_plan o;
+    zp_status st = zp_cli_plan_parse(argc, argv, &o);
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    if (o.help) {
+        fputs(REPORT_USAGE, stdout);
+        return 0;
+    }
+    int scaling = strcmp(kind, "scaling") == 0, sizes = strcmp(kind, "models") == 0;
+    int configs = strcmp(kind, "configs") == 0, memory = strcmp(kind, "memory") == 0;
+    if (o.r.trace_path || o.report_html || o.ds_config || o.emit_ds)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s: --trace, --report and the DeepSpeed options belong to the "
+                                              "what-if (zplan --model M --gpus N)", kind));
+    if (o.models_list && (scaling || memory))
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s takes --model, not --models", kind));
+    if (o.model_spec && (sizes || configs))
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s takes --models LIST, not --model", kind));
+    const char *gpus_default = scaling ? "64,128,256,400" : "400";
+    if (!o.gpus_text)
+        o.gpus_text = gpus_default;
+    if ((st = zp_cli_plan_resolve(&o, scaling || memory, scaling ? 2 : 1)) != ZP_OK)
+        return zp_cli_fail(st);
+    zp_doc *d = NULL;
+    if (scaling) {
+        double g[64];
+        int n;
+        int64_t gi[64];
+        if ((st = zp_size_parse_list(o.gpus_text, "--gpus", g, 64, &n)) != ZP_OK)
+            return zp_cli_fail(st);
+        for (int i = 0; i < n; i++) {
+            if (g[i] < 1 || g[i] > (double)ZP_MAX_GPUS || g[i] != (double)(int64_t)g[i])
+                return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpus: counts must be whole numbers from 1 to %lld",
+                                           (long long)ZP_MAX_GPUS));
+            gi[i] = (int64_t)g[i];
+        }
+        st = zp_view_scaling(&o.r, gi, n, &d);
+    } else if (memory) {
+        st = zp_view_memory(&o.r, o.top, &d);
+    } else {
+        static zp_model models[32];
+        int n = 0;
+        const char *def = sizes ? "1.5B,8B,20B,40B,60B,80B,100B,120B,140B,170B" : "100B,60B";
+        if ((st = model_list(o.models_list ? o.models_list : def, o.seq, models, 32, &n)) != ZP_OK)
+            return zp_cli_fail(st);
+        if (sizes) {
+            int64_t base_gpus = o.r.gpus >= 128 ? o.r.gpus / 128 * 128 : o.r.gpus;
+            st = zp_view_sizes(&o.r, models, n, base_gpus, &d);
+        } else {
+            if (n != 2)
+                return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report configs: --models takes two models: the one whose "
+                                                      "memory is shown and the one whose throughput is"));
+            int64_t b = o.r.micro_batch != ZP_SEARCH_ANY ? o.r.micro_batch : 16;
+            o.r.micro_batch = ZP_SEARCH_ANY;
+            st = zp_view_configs(&o.r, &models[0], b, &models[1], &d);
+        }
+    }
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    zp_cli_out out;
+    st = zp_cli_out_open(o.out, &out);
+    if (st == ZP_OK) {
+        st = zp_doc_write(d, out.f, o.fmt);
+        st = zp_cli_out_close(&out, st);
+    }
+    zp_doc_free(d);
+    return st == ZP_OK ? 0 : zp_cli_fail(st);
+}
+
 int zp_cli_report(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
@@ -94,8 +194,12 @@ int zp_cli_report(int argc, char **argv)
     }
     const char *kind = argv[1];
     int is1 = strcmp(kind, "table1") == 0, is2 = strcmp(kind, "table2") == 0;
+    if (strcmp(kind, "scaling") == 0 || strcmp(kind, "models") == 0 || strcmp(kind, "configs") == 0 ||
+        strcmp(kind, "memory") == 0)
+        return report_plan_view(kind, argc - 1, argv + 1);
     if (!is1 && !is2)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: unknown report '%s' (table1 or table2)", kind));
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: unknown report '%s' (table1, table2, scaling, models, "
+                                              "configs or memory)", kind));
 
     char models_buf[1024] = "7.5B,128B,1T";
     double dp[64] = {1, 4, 16, 64, 256, 1024}, mp[64] = {1, 2, 4, 8, 16};

@@ -1,4 +1,4 @@
-/* `zplan --model M --gpus N ...`: the what-if search. */
+/* `zplan --model M --gpus N ...`: the what-if search, and the plan options every plan-based report shares. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 enum {
     OPT_MODEL = 256, OPT_GPUS, OPT_CLUSTER, OPT_GPU_MEM, OPT_STAGE, OPT_MP, OPT_MICRO, OPT_GLOBAL, OPT_SEQ, OPT_PA,
     OPT_NO_PA, OPT_PA_CPU, OPT_OFFLOAD, OPT_NO_CKPT, OPT_NO_CB, OPT_BUCKET, OPT_NO_MD, OPT_FORMAT, OPT_TOP, OPT_HELP,
-    OPT_TRACE, OPT_ANALYTIC, OPT_JOBS, OPT_PROFILE, OPT_PRESET,
+    OPT_TRACE, OPT_ANALYTIC, OPT_JOBS, OPT_PROFILE, OPT_PRESET, OPT_MODELS, OPT_REPORT, OPT_DS_CONFIG, OPT_EMIT_DS,
 };
 
 static const struct option g_opts[] = {
@@ -44,6 +44,10 @@ static const struct option g_opts[] = {
     {"jobs", required_argument, 0, OPT_JOBS},
     {"profile", required_argument, 0, OPT_PROFILE},
     {"preset", required_argument, 0, OPT_PRESET},
+    {"models", required_argument, 0, OPT_MODELS},
+    {"report", required_argument, 0, OPT_REPORT},
+    {"ds-config", required_argument, 0, OPT_DS_CONFIG},
+    {"emit-ds-config", required_argument, 0, OPT_EMIT_DS},
     {0, 0, 0, 0},
 };
 
@@ -56,14 +60,15 @@ static const char *opt_name(int c)
     return "?";
 }
 
-typedef struct {
-    const char *profile, *preset;
-} extra_opts;
-
-static zp_status parse_args(int argc, char **argv, const char **model, const char **cluster, const char **gpus,
-                            const char **gpu_mem, int64_t *seq, zp_search_req *r, zp_format *fmt, int *top,
-                            const char **out, int *help, extra_opts *x)
+zp_status zp_cli_plan_parse(int argc, char **argv, zp_cli_plan *o)
 {
+    memset(o, 0, sizeof *o);
+    o->cluster_name = "dgx2";
+    o->fmt = ZP_FMT_TEXT;
+    o->top = 5;
+    zp_search_req_default(&o->r, &o->model, NULL, 0);
+    o->r.simulate = 1;
+    zp_search_req *r = &o->r;
     opterr = 0;
     optind = 1;
     int c;
@@ -72,10 +77,10 @@ static zp_status parse_args(int argc, char **argv, const char **model, const cha
         char what[40];
         snprintf(what, sizeof what, "--%s", opt_name(c));
         switch (c) {
-        case OPT_MODEL: *model = optarg; break;
-        case OPT_GPUS: *gpus = optarg; break;
-        case OPT_CLUSTER: *cluster = optarg; break;
-        case OPT_GPU_MEM: *gpu_mem = optarg; break;
+        case OPT_MODEL: o->model_spec = optarg; break;
+        case OPT_GPUS: o->gpus_text = optarg; break;
+        case OPT_CLUSTER: o->cluster_name = optarg; break;
+        case OPT_GPU_MEM: o->gpu_mem_text = optarg; break;
         case OPT_STAGE:
             ZP_TRY(zp_size_parse_int(optarg, what, 0, 1000, &v));
             if (v > 3)
@@ -85,35 +90,42 @@ static zp_status parse_args(int argc, char **argv, const char **model, const cha
         case OPT_MP: ZP_TRY(zp_size_parse_int(optarg, what, 1, ZP_MAX_GPUS, &r->mp)); break;
         case OPT_MICRO: ZP_TRY(zp_size_parse_int(optarg, what, 1, ZP_MAX_MICRO_BATCH, &r->micro_batch)); break;
         case OPT_GLOBAL: ZP_TRY(zp_size_parse_int(optarg, what, 1, INT64_C(1) << 50, &r->global_batch)); break;
-        case OPT_SEQ: ZP_TRY(zp_size_parse_int(optarg, what, 1, INT64_C(1) << 30, seq)); break;
+        case OPT_SEQ: ZP_TRY(zp_size_parse_int(optarg, what, 1, INT64_C(1) << 30, &o->seq)); break;
         case OPT_PA: r->pa = 1; break;
         case OPT_NO_PA: r->pa = 0; r->pa_cpu = 0; break;
         case OPT_PA_CPU: r->pa_cpu = 1; r->pa = 1; break;
         case OPT_OFFLOAD: {
-            zp_offload o;
-            ZP_TRY(zp_offload_parse(optarg, &o));
-            r->offload = (int)o;
+            zp_offload off;
+            ZP_TRY(zp_offload_parse(optarg, &off));
+            r->offload = (int)off;
             break;
         }
         case OPT_NO_CKPT: r->checkpoint = 0; break;
         case OPT_NO_CB: r->cb = 0; break;
         case OPT_BUCKET: ZP_TRY(zp_size_parse(optarg, what, &r->bucket)); break;
         case OPT_NO_MD: r->md = 0; break;
-        case OPT_FORMAT: ZP_TRY(zp_format_parse(optarg, fmt)); break;
+        case OPT_FORMAT:
+            ZP_TRY(zp_format_parse(optarg, &o->fmt));
+            o->fmt_given = 1;
+            break;
         case OPT_TOP:
             ZP_TRY(zp_size_parse_int(optarg, what, 1, 100000, &v));
-            *top = (int)v;
+            o->top = (int)v;
             break;
-        case 'o': *out = optarg; break;
-        case OPT_HELP: *help = 1; return ZP_OK;
+        case 'o': o->out = optarg; break;
+        case OPT_HELP: o->help = 1; return ZP_OK;
         case OPT_TRACE: r->trace_path = optarg; break;
         case OPT_ANALYTIC: r->simulate = 0; break;
         case OPT_JOBS:
             ZP_TRY(zp_size_parse_int(optarg, what, 1, 1024, &v));
             r->jobs = (int)v;
             break;
-        case OPT_PROFILE: x->profile = optarg; break;
-        case OPT_PRESET: x->preset = optarg; break;
+        case OPT_PROFILE: o->profile_path = optarg; break;
+        case OPT_PRESET: o->preset = optarg; break;
+        case OPT_MODELS: o->models_list = optarg; break;
+        case OPT_REPORT: o->report_html = optarg; break;
+        case OPT_DS_CONFIG: o->ds_config = optarg; break;
+        case OPT_EMIT_DS: o->emit_ds = optarg; break;
         case ':': return ZP_FAIL(ZP_EINVAL, "option %s needs a value (see zplan --help)", argv[optind - 1]);
         default: return ZP_FAIL(ZP_EINVAL, "unknown option '%s' (see zplan --help)", argv[optind - 1]);
         }
@@ -123,94 +135,94 @@ static zp_status parse_args(int argc, char **argv, const char **model, const cha
     return ZP_OK;
 }
 
+zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
+{
+    zp_search_req *r = &o->r;
+    if (need_model && !o->model_spec)
+        return ZP_FAIL(ZP_EINVAL, "--model is required (e.g. --model 100B; see zplan models)");
+    if (need_gpus && !o->gpus_text)
+        return ZP_FAIL(ZP_EINVAL, "--gpus is required (e.g. --gpus 400)");
+    /* --cluster takes a preset name or a SimGrid platform file (whose GPUs are --preset's, dgx2 by default) */
+    if (strchr(o->cluster_name, '/') || strstr(o->cluster_name, ".xml")) {
+        int gpn, nodes;
+        ZP_TRY(zp_engine_check_platform(o->cluster_name, &gpn, &nodes));
+        r->platform_file = o->cluster_name;
+        ZP_TRY(zp_cluster_find(o->preset ? o->preset : "dgx2", &o->cluster));
+    } else {
+        if (o->preset)
+            return ZP_FAIL(ZP_EINVAL, "--preset applies to a --cluster platform file");
+        ZP_TRY(zp_cluster_find(o->cluster_name, &o->cluster));
+    }
+    if (o->profile_path) {
+        ZP_TRY(zp_profile_read(o->profile_path, &o->profile));
+        r->profile = &o->profile;
+        snprintf(o->profile_note, sizeof o->profile_note, "costs from profile %s", o->profile_path);
+    }
+    if (r->trace_path && !r->simulate)
+        return ZP_FAIL(ZP_EINVAL, "--trace needs the simulation (drop --analytic)");
+    if (need_gpus == 1)
+        ZP_TRY(zp_size_parse_int(o->gpus_text, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
+    o->gpu_mem = o->cluster->gpu_mem;
+    if (o->gpu_mem_text)
+        ZP_TRY(zp_size_parse(o->gpu_mem_text, "--gpu-mem", &o->gpu_mem));
+    if (o->model_spec) {
+        ZP_TRY(zp_model_resolve(o->model_spec, o->seq, &o->model, &o->origin));
+        if (o->origin == ZP_MODEL_FROM_SIZE)
+            snprintf(o->model_note, sizeof o->model_note, "generated from the size '%s': %lld layers x hidden %lld",
+                     o->model_spec, (long long)o->model.layers, (long long)o->model.hidden);
+        else if (o->origin == ZP_MODEL_FROM_FILE)
+            snprintf(o->model_note, sizeof o->model_note, "read from %s", o->model_spec);
+    }
+    r->model = &o->model;
+    r->cluster = o->cluster;
+    r->gpu_mem = o->gpu_mem;
+    return ZP_OK;
+}
+
+void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *w)
+{
+    *w = (zp_whatif){.model = &o->model,
+                     .model_note = o->model_note[0] ? o->model_note : NULL,
+                     .cluster = o->cluster,
+                     .gpus = o->r.gpus,
+                     .gpu_mem = o->gpu_mem,
+                     .result = res,
+                     .top = o->top,
+                     .profile_note = o->profile_note[0] ? o->profile_note : NULL};
+}
+
 int zp_cli_whatif(int argc, char **argv, const char *usage)
 {
-    const char *model_spec = NULL, *cluster_name = "dgx2", *gpus_text = NULL, *gpu_mem_text = NULL, *out = NULL;
-    int64_t seq = 0;
-    zp_search_req r;
-    zp_model model;
-    memset(&model, 0, sizeof model);
-    zp_search_req_default(&r, &model, NULL, 0);
-    zp_format fmt = ZP_FMT_TEXT;
-    int top = 5, help = 0;
-    extra_opts x = {0};
-    r.simulate = 1;
-
-    zp_status st = parse_args(argc, argv, &model_spec, &cluster_name, &gpus_text, &gpu_mem_text, &seq, &r, &fmt,
-                              &top, &out, &help, &x);
+    zp_cli_plan o;
+    zp_status st = zp_cli_plan_parse(argc, argv, &o);
     if (st != ZP_OK)
         return zp_cli_fail(st);
-    if (help) {
+    if (o.help) {
         fputs(usage, stdout);
         return 0;
     }
-    if (!model_spec)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--model is required (e.g. --model 100B; see zplan models)"));
-    if (!gpus_text)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpus is required (e.g. --gpus 400)"));
-
-    const zp_cluster *cluster;
-    /* --cluster takes a preset name or a SimGrid platform file (whose GPUs are --preset's, dgx2 by default) */
-    if (strchr(cluster_name, '/') || strstr(cluster_name, ".xml")) {
-        int gpn, nodes;
-        if ((st = zp_engine_check_platform(cluster_name, &gpn, &nodes)) != ZP_OK)
-            return zp_cli_fail(st);
-        r.platform_file = cluster_name;
-        if ((st = zp_cluster_find(x.preset ? x.preset : "dgx2", &cluster)) != ZP_OK)
-            return zp_cli_fail(st);
-    } else {
-        if (x.preset)
-            return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--preset applies to a --cluster platform file"));
-        if ((st = zp_cluster_find(cluster_name, &cluster)) != ZP_OK)
-            return zp_cli_fail(st);
-    }
-    zp_profile profile;
-    if (x.profile) {
-        if ((st = zp_profile_read(x.profile, &profile)) != ZP_OK)
-            return zp_cli_fail(st);
-        r.profile = &profile;
-    }
-    if (r.trace_path && !r.simulate)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--trace needs the simulation (drop --analytic)"));
-    if ((st = zp_size_parse_int(gpus_text, "--gpus", 1, ZP_MAX_GPUS, &r.gpus)) != ZP_OK)
+    if (o.models_list)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--models applies to `zplan report models|configs`"));
+    if ((st = zp_cli_plan_resolve(&o, 1, 1)) != ZP_OK)
         return zp_cli_fail(st);
-    double gpu_mem = cluster->gpu_mem;
-    if (gpu_mem_text && (st = zp_size_parse(gpu_mem_text, "--gpu-mem", &gpu_mem)) != ZP_OK)
-        return zp_cli_fail(st);
-    zp_model_origin origin;
-    if ((st = zp_model_resolve(model_spec, seq, &model, &origin)) != ZP_OK)
-        return zp_cli_fail(st);
-    r.model = &model;
-    r.cluster = cluster;
-    r.gpu_mem = gpu_mem;
 
     zp_search_result res;
-    if ((st = zp_search_run(&r, &res)) != ZP_OK)
+    if ((st = zp_search_run(&o.r, &res)) != ZP_OK)
         return zp_cli_fail(st);
-
-    char note[160] = "";
-    if (origin == ZP_MODEL_FROM_SIZE)
-        snprintf(note, sizeof note, "generated from the size '%s': %lld layers x hidden %lld", model_spec,
-                 (long long)model.layers, (long long)model.hidden);
-    else if (origin == ZP_MODEL_FROM_FILE)
-        snprintf(note, sizeof note, "read from %s", model_spec);
-    zp_whatif w = {.model = &model,
-                   .model_note = note[0] ? note : NULL,
-                   .cluster = cluster,
-                   .gpus = r.gpus,
-                   .gpu_mem = gpu_mem,
-                   .result = &res,
-                   .top = top};
-    char pnote[300];
-    if (x.profile) {
-        snprintf(pnote, sizeof pnote, "costs from profile %s", x.profile);
-        w.profile_note = pnote;
-    }
-    zp_cli_out o;
-    st = zp_cli_out_open(out, &o);
+    zp_whatif w;
+    zp_cli_plan_whatif(&o, &res, &w);
+    zp_cli_out out;
+    st = zp_cli_out_open(o.out, &out);
     if (st == ZP_OK) {
-        st = zp_report_whatif(o.f, fmt, &w);
-        st = zp_cli_out_close(&o, st);
+        st = zp_report_whatif(out.f, o.fmt, &w);
+        st = zp_cli_out_close(&out, st);
+    }
+    if (st == ZP_OK && o.report_html) {
+        st = zp_cli_out_open(o.report_html, &out);
+        if (st == ZP_OK) {
+            st = zp_report_whatif(out.f, ZP_FMT_HTML, &w);
+            st = zp_cli_out_close(&out, st);
+        }
     }
     zp_search_result_free(&res);
     return st == ZP_OK ? 0 : zp_cli_fail(st);
