@@ -109,3 +109,17 @@ double zp_model_checkpoint_bytes_layer(const zp_model *m, double batch)
 {
     return 2.0 * (double)m->seq * batch * (double)m->hidden;
 }
+
+double zp_model_params_small_tensors(const zp_model *m, int64_t mp, double threshold)
+{
+    double h = (double)m->hidden, f = (double)m->ffn, t = (double)(mp > 0 ? mp : 1);
+    /* per block: QKV bias 3h/t and MLP-up bias f/t are split; projection and MLP-down biases (h) and
+     * the two LayerNorms' gains and biases (4 x h) are whole */
+    const double tensors[] = {3.0 * h / t, f / t, h, h, h, h, h, h};
+    double per_layer = 0;
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        if (tensors[i] < threshold)
+            per_layer += tensors[i];
+    double final_ln = 2.0 * h < threshold ? 2.0 * h : (h < threshold ? 2.0 * h : 0);
+    return (double)m->layers * per_layer + final_ln;
+}

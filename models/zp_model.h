@@ -56,6 +56,11 @@ double zp_model_params(const zp_model *m);
  * max(one block, the token embedding V*h). */
 double zp_model_params_largest_layer(const zp_model *m);
 
+/* Parameters held in tensors of fewer than `threshold` elements (biases, LayerNorms) per MP rank
+ * of degree mp: what ZeRO stage 3 keeps whole on every rank (DeepSpeed's
+ * stage3_param_persistence_threshold). */
+double zp_model_params_small_tensors(const zp_model *m, int64_t mp, double threshold);
+
 /* FLOPs of one forward pass over `tokens` = b*s tokens (2 FLOPs per multiply-add). */
 double zp_model_flops_forward_layer(const zp_model *m, double batch);   /* one block, batch sequences */
 double zp_model_flops_forward_logits(const zp_model *m, double batch);  /* LM head: 2*b*s*h*V */

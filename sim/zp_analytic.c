@@ -56,7 +56,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
      * stage 3 also all-gathers every parameter before forward and before backward of each micro-batch. */
     double lat_dp;
     double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
-    double bytes = 2.0 * psi;
+    double bytes = plan->param_bytes * psi;
     double rs = ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
     double ag = rs;
     switch (plan->stage) {
@@ -75,9 +75,9 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         t.optimizer = 28.0 * part / c->hbm_bw;
     } else {
         t.optimizer = part / (c->cpu_adam_rate / (double)c->gpus_per_node);
-        t.offload += 2.0 * 2.0 * part / c->pcie_bw;
+        t.offload += 2.0 * plan->param_bytes * part / c->pcie_bw;
         if (plan->offload == ZP_OFFLOAD_PARAMS) /* fetch the fp16 partition for forward and backward */
-            t.offload += accum * 2.0 * 2.0 * part / c->pcie_bw;
+            t.offload += accum * 2.0 * plan->param_bytes * part / c->pcie_bw;
     }
     if (plan->pa_cpu) {
         /* each checkpoint partition goes to the host after forward and comes back before recompute */

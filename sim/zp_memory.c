@@ -31,10 +31,11 @@ zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memo
     const double k = plan->k_optimizer;
     zp_memory m = {0};
 
+    const double pb = plan->param_bytes > 0 ? plan->param_bytes : 2.0; /* 2: fp16/bf16, 4: fp32 */
     /* fp16 parameters: 2Ψ/Nm, ÷Nd at stage 3 (Pos+g+p); on the host with parameter offload. */
-    double params = 2.0 * psi / (si->partitions_params ? nd : 1.0);
+    double params = pb * psi / (si->partitions_params ? nd : 1.0);
     /* fp16 gradients: 2Ψ/Nm, ÷Nd from stage 2 (Pos+g). */
-    double grads = 2.0 * psi / (si->partitions_grads ? nd : 1.0);
+    double grads = pb * psi / (si->partitions_grads ? nd : 1.0);
     /* optimizer states: KΨ/Nm, ÷Nd from stage 1 (Pos). */
     double optimizer = k * psi / (si->partitions_optimizer ? nd : 1.0);
 
@@ -48,6 +49,10 @@ zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memo
         /* ZeRO-3 Offload: the fp16 parameter partition lives in host memory too. */
         m.host += params;
         params = 0.0;
+    }
+    if (si->partitions_params && plan->persistence_threshold > 0) {
+        /* stage 3 keeps tensors below the persistence threshold whole on every rank (DeepSpeed) */
+        params += pb * zp_model_params_small_tensors(model, plan->mp, plan->persistence_threshold) * (1.0 - 1.0 / nd);
     }
 
     /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa):
@@ -78,9 +83,13 @@ zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memo
      * `bucket` elements, never larger than the local parameters. Stage 3 also holds the gathered fp16
      * parameters of the block in use and of the prefetched one, less the 1/Nd share it owns anyway:
      * 2 bytes x min(2 x largest block, Ψ)/Nm x (1 - 1/Nd) (no more than the whole model is ever live). */
-    double buffers = plan->cb ? 2.0 * 2.0 * fmin(plan->bucket, psi) : 4.0 * psi;
-    if (si->partitions_params)
-        buffers += 2.0 * fmin(2.0 * zp_model_params_largest_layer(model) / nm, psi) * (1.0 - 1.0 / nd);
+    double buffers = plan->cb ? 2.0 * pb * fmin(plan->bucket, psi) : 4.0 * psi;
+    if (si->partitions_params) {
+        double live = fmin(2.0 * zp_model_params_largest_layer(model) / nm, psi);
+        if (plan->stage3_max_live > 0) /* DeepSpeed's stage3_max_live_parameters caps it */
+            live = fmin(live, plan->stage3_max_live);
+        buffers += pb * live * (1.0 - 1.0 / nd);
+    }
 
     /* Fragmentation (ZeRO §6.3): without MD, interleaved short- and long-lived tensors leave a share of
      * the memory they occupy unusable; MD pre-allocates contiguous regions and removes it. */

@@ -48,6 +48,8 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->md = 1;
     p->offload = ZP_OFFLOAD_NONE;
     p->k_optimizer = ZP_ADAM_K;
+    p->param_bytes = 2.0;
+    p->overlap_comm = 1;
 }
 
 double zp_plan_global_batch(const zp_plan *p)
@@ -76,5 +78,9 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be at least 1 element");
     if (!(p->k_optimizer > 0))
         return ZP_FAIL(ZP_EINVAL, "optimizer multiplier K must be positive");
+    if (p->param_bytes != 2.0 && p->param_bytes != 4.0)
+        return ZP_FAIL(ZP_EINVAL, "parameters are 2 (fp16/bf16) or 4 (fp32) bytes");
+    if (p->stage3_max_live < 0 || p->persistence_threshold < 0)
+        return ZP_FAIL(ZP_EINVAL, "stage-3 limits must not be negative");
     return ZP_OK;
 }

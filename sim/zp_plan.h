@@ -45,7 +45,11 @@ typedef struct {
     double bucket;       /* elements per fused communication bucket when cb */
     int md;              /* ZeRO-R MD: contiguous pre-allocated regions, no fragmentation */
     zp_offload offload;
-    double k_optimizer;  /* optimizer bytes per parameter (mixed-precision Adam: 12) */
+    double k_optimizer;  /* optimizer bytes per parameter (mixed-precision Adam: 12; fp32 Adam: 8) */
+    double param_bytes;  /* bytes of a parameter and of a gradient: 2 (fp16/bf16) or 4 (fp32) */
+    int overlap_comm;    /* gradient reductions (and stage-3 gathers) overlap compute on their own stream */
+    double stage3_max_live; /* stage 3: most parameters gathered at once (elements); 0: two blocks */
+    double persistence_threshold; /* stage 3: tensors below this many elements stay whole on every rank */
 } zp_plan;
 
 /* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on. */

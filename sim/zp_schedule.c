@@ -173,18 +173,23 @@ static double item_params(const builder *b, int item)
  * one group): group 0 at once, group i after compute signalled it started group i-1. Reductions
  * closed by group i land on the comm stream after the gather of group i+1, so neither waits for
  * the other. */
+/* Without overlap_comm the gathers run on the compute stream, where the block needs them. */
 static void gather_item(builder *b, int first, double params)
 {
-    if (!first)
+    zp_stream cs = b->p->overlap_comm ? ZP_STREAM_COMM : ZP_STREAM_COMPUTE;
+    if (!first && b->p->overlap_comm)
         wait_ch(b, ZP_STREAM_COMM, ZP_CH_GATHER_GO);
     if (b->p->offload == ZP_OFFLOAD_PARAMS) /* the local fp16 partition comes from the host first */
-        copy(b, ZP_STREAM_COMM, "param_h2d", ZP_COPY_H2D, 2.0 * params / (double)b->p->dp);
-    coll(b, ZP_STREAM_COMM, "param_allgather", ZP_COLL_ALLGATHER, ZP_GROUP_DP, 2.0 * params);
-    sig(b, ZP_STREAM_COMM, ZP_CH_GATHERED);
+        copy(b, cs, "param_h2d", ZP_COPY_H2D, b->p->param_bytes * params / (double)b->p->dp);
+    coll(b, cs, "param_allgather", ZP_COLL_ALLGATHER, ZP_GROUP_DP, b->p->param_bytes * params);
+    if (b->p->overlap_comm)
+        sig(b, ZP_STREAM_COMM, ZP_CH_GATHERED);
 }
 
 static void use_gathered(builder *b, int last)
 {
+    if (!b->p->overlap_comm)
+        return; /* gathered in line on the compute stream */
     wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_GATHERED);
     if (!last)
         sig(b, ZP_STREAM_COMPUTE, ZP_CH_GATHER_GO);
@@ -207,18 +212,26 @@ static int bucket_add(builder *b, buckets *k, double params, int flush)
         double n = fmin(k->filled, k->bucket);
         k->filled -= n;
         if (k->reduce) {
-            sig(b, ZP_STREAM_COMPUTE, ZP_CH_BUCKET);
-            /* the comm stream's reduction of this bucket */
-            wait_ch(b, ZP_STREAM_COMM, ZP_CH_BUCKET);
             int partitioned = b->p->stage >= 2;
-            coll(b, ZP_STREAM_COMM, partitioned ? "grad_reduce_scatter" : "grad_allreduce",
-                 partitioned ? ZP_COLL_REDUCE_SCATTER : ZP_COLL_ALLREDUCE, ZP_GROUP_DP, 2.0 * n);
+            const char *name = partitioned ? "grad_reduce_scatter" : "grad_allreduce";
+            zp_coll_kind kind = partitioned ? ZP_COLL_REDUCE_SCATTER : ZP_COLL_ALLREDUCE;
+            if (!b->p->overlap_comm) {
+                /* overlap_comm off: the reduction blocks the compute stream */
+                coll(b, ZP_STREAM_COMPUTE, name, kind, ZP_GROUP_DP, b->p->param_bytes * n);
+                sig(b, ZP_STREAM_COMPUTE, ZP_CH_BUCKET);
+                wait_ch(b, ZP_STREAM_COMM, ZP_CH_BUCKET);
+            } else {
+                sig(b, ZP_STREAM_COMPUTE, ZP_CH_BUCKET);
+                /* the comm stream's reduction of this bucket */
+                wait_ch(b, ZP_STREAM_COMM, ZP_CH_BUCKET);
+                coll(b, ZP_STREAM_COMM, name, kind, ZP_GROUP_DP, b->p->param_bytes * n);
+            }
             sig(b, ZP_STREAM_COMM, ZP_CH_REDUCED);
             if (k->last_micro && b->p->offload != ZP_OFFLOAD_NONE) {
                 /* ZeRO-Offload: the reduced partition of the bucket goes to the host as soon as it is ready */
                 sig(b, ZP_STREAM_COMM, ZP_CH_BUCKET_D2H);
                 wait_ch(b, ZP_STREAM_PCIE, ZP_CH_BUCKET_D2H);
-                copy(b, ZP_STREAM_PCIE, "grad_d2h", ZP_COPY_D2H, 2.0 * n / (double)b->p->dp);
+                copy(b, ZP_STREAM_PCIE, "grad_d2h", ZP_COPY_D2H, b->p->param_bytes * n / (double)b->p->dp);
                 sig(b, ZP_STREAM_PCIE, ZP_CH_GRAD_HOST);
             }
             k->closed++;
@@ -370,7 +383,7 @@ zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_sched
         sig(&b, ZP_STREAM_CPU, ZP_CH_OPT_DONE);
         wait_ch(&b, ZP_STREAM_PCIE, ZP_CH_OPT_DONE);
         if (plan->offload == ZP_OFFLOAD_OPTIMIZER)
-            copy(&b, ZP_STREAM_PCIE, "param_h2d", ZP_COPY_H2D, 2.0 * part);
+            copy(&b, ZP_STREAM_PCIE, "param_h2d", ZP_COPY_H2D, plan->param_bytes * part);
         sig(&b, ZP_STREAM_PCIE, ZP_CH_PARAMS_BACK);
         wait_ch(&b, ZP_STREAM_COMPUTE, ZP_CH_PARAMS_BACK);
         if (plan->stage == 1 || plan->stage == 2)
@@ -380,7 +393,8 @@ zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_sched
         /* every rank updated its partition: all-gather the fp16 parameters, bucket by bucket */
         wait_ch(&b, ZP_STREAM_COMM, ZP_CH_UPDATED);
         for (double left = psi_mp; left > 0; left -= bucket)
-            coll(&b, ZP_STREAM_COMM, "param_allgather", ZP_COLL_ALLGATHER, ZP_GROUP_DP, 2.0 * fmin(left, bucket));
+            coll(&b, ZP_STREAM_COMM, "param_allgather", ZP_COLL_ALLGATHER, ZP_GROUP_DP,
+                 plan->param_bytes * fmin(left, bucket));
     }
     if (b.st != ZP_OK) {
         for (int i = 0; i < ZP_NSTREAMS; i++)
@@ -429,7 +443,7 @@ const char *zp_phase_name(zp_phase p)
     return (unsigned)p < ZP_NPHASES ? n[p] : "?";
 }
 
-const char *zp_coll_name(zp_coll_kind c)
+const char *zp_schedule_coll_name(zp_coll_kind c)
 {
     static const char *const n[] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
     return (unsigned)c <= ZP_COLL_BROADCAST ? n[c] : "?";

@@ -90,6 +90,6 @@ void zp_schedule_free(zp_schedule *s); /* accepts NULL */
 
 const char *zp_stream_name(zp_stream s);
 const char *zp_phase_name(zp_phase p);
-const char *zp_coll_name(zp_coll_kind c);
+const char *zp_schedule_coll_name(zp_coll_kind c);
 
 #endif

@@ -28,6 +28,8 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->md = 1;
     r->bucket = ZP_DEFAULT_BUCKET;
     r->k_optimizer = ZP_ADAM_K;
+    r->param_bytes = 2.0;
+    r->overlap_comm = 1;
     r->max_simulated = 64;
 }
 
@@ -383,6 +385,10 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.bucket = r->bucket;
                     p.offload = (zp_offload)off;
                     p.k_optimizer = r->k_optimizer;
+                    p.param_bytes = r->param_bytes;
+                    p.overlap_comm = r->overlap_comm;
+                    p.stage3_max_live = r->stage3_max_live;
+                    p.persistence_threshold = r->persistence_threshold;
                     st = eval_candidate(r, &p, &all);
                 }
             }

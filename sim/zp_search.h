@@ -49,6 +49,9 @@ typedef struct {
     int cb, md;            /* 0 / 1 */
     double bucket;         /* elements */
     double k_optimizer;
+    double param_bytes;    /* 2 (fp16/bf16) or 4 (fp32) */
+    int overlap_comm;      /* 0 / 1 */
+    double stage3_max_live, persistence_threshold; /* stage-3 limits (0: none) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;
     const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */

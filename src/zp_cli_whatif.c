@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "zp_cli.h"
+#include "zp_dsconfig.h"
 #include "zp_engine.h"
 #include "zp_report.h"
 #include "zp_search.h"
@@ -205,10 +206,36 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--models applies to `zplan report models|configs`"));
     if ((st = zp_cli_plan_resolve(&o, 1, 1)) != ZP_OK)
         return zp_cli_fail(st);
+    if (o.ds_config) {
+        zp_ds_notes notes = {0};
+        st = zp_dsconfig_read(o.ds_config, &o.r, &notes);
+        for (int i = 0; i < notes.n; i++)
+            fprintf(stderr, "zplan: ds-config: %s\n", notes.line[i]);
+        if (st != ZP_OK)
+            return zp_cli_fail(st);
+    }
 
     zp_search_result res;
     if ((st = zp_search_run(&o.r, &res)) != ZP_OK)
         return zp_cli_fail(st);
+    if (o.emit_ds) {
+        if (res.n_fit == 0) {
+            zp_search_result_free(&res);
+            return zp_cli_fail(ZP_FAIL(ZP_ERUNTIME, "no plan fits: no DeepSpeed config written to %s", o.emit_ds));
+        }
+        const zp_eval *best = NULL;
+        for (int i = 0; i < res.n && !best; i++)
+            if (res.plans[i].fits)
+                best = &res.plans[i];
+        if ((st = zp_dsconfig_write(&best->plan, o.model.layers, o.emit_ds)) != ZP_OK) {
+            zp_search_result_free(&res);
+            return zp_cli_fail(st);
+        }
+        if (best->plan.mp > 1)
+            fprintf(stderr, "zplan: wrote %s; run it with Megatron model parallelism %lld "
+                            "(--tensor-model-parallel-size %lld)\n",
+                    o.emit_ds, (long long)best->plan.mp, (long long)best->plan.mp);
+    }
     zp_whatif w;
     zp_cli_plan_whatif(&o, &res, &w);
     zp_cli_out out;

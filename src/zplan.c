@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zp_calibrate.h"
 #include "zp_cli.h"
 #include "zp_config.h"
 
@@ -15,7 +16,10 @@ static const char USAGE[] =
     "  zplan --model M --gpus N [options]     what-if: plans that fit, memory per GPU, step time\n"
     "  zplan models [--format F]              the model zoo\n"
     "  zplan clusters [--format F]            the cluster presets\n"
-    "  zplan report table1|table2 [options]   the ZeRO paper's Table 1 / Table 2\n"
+    "  zplan report KIND [options]            table1, table2 (the ZeRO paper's), scaling, models, configs,\n"
+    "                                         memory (zplan report --help)\n"
+    "  zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
+    "                                         time the real kernels here, fit cost models (also under mpirun)\n"
     "  zplan help [COMMAND]                   help of a command\n"
     "  zplan --version\n"
     "\n"
@@ -42,12 +46,16 @@ static const char USAGE[] =
     "  --no-cb              ZeRO-R CB off: fused buffers grow with the model (4 bytes per parameter)\n"
     "  --bucket N           CB bucket in elements (default 500M, DeepSpeed's reduce_bucket_size)\n"
     "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30%% of activations, gradients, buffers)\n"
-    "  --format F           text (default), md, csv or json\n"
+    "  --format F           text (default), md, csv, json or html\n"
     "  --top K              fitting plans to show (default 5)\n"
     "  --trace FILE         write the recommended plan's simulated step as Chrome trace JSON (Perfetto)\n"
     "  --analytic           no simulation: first-order estimate (compute + communication, no overlap)\n"
     "  --jobs N             simulations at once (default: the online CPUs)\n"
     "  -o, --output FILE    write to FILE (atomically) instead of standard output\n"
+    "  --report FILE.html   also write the answer as one self-contained HTML page (tables, SVG charts)\n"
+    "  --ds-config FILE     evaluate exactly the plan of a DeepSpeed JSON config (zero_optimization, batch\n"
+    "                       sizes, fp16/bf16, activation_checkpointing; \"auto\" is resolved and reported)\n"
+    "  --emit-ds-config FILE  write the recommended plan as a DeepSpeed config for deepspeed.initialize\n"
     "Options left out are searched. When --stage, --mp and the batch are all given, the plan is exactly that\n"
     "plan: ZeRO-R options and offload not named are off. Every plan that fits is simulated with SimGrid\n"
     "(method simgrid) unless it provably cannot beat the best one.\n"
@@ -73,6 +81,8 @@ int main(int argc, char **argv)
                 return zp_cli_report(2, (char *[]){"report", "--help", NULL});
             if (argc >= 3 && (strcmp(argv[2], "models") == 0 || strcmp(argv[2], "clusters") == 0))
                 return zp_cli_list(2, (char *[]){argv[2], "--help", NULL});
+            if (argc >= 3 && strcmp(argv[2], "calibrate") == 0)
+                return zp_calibrate_main(2, (char *[]){"calibrate", "--help", NULL});
             fputs(USAGE, stdout);
             return 0;
         }
@@ -80,8 +90,10 @@ int main(int argc, char **argv)
             return zp_cli_list(argc - 1, argv + 1);
         if (strcmp(cmd, "report") == 0)
             return zp_cli_report(argc - 1, argv + 1);
+        if (strcmp(cmd, "calibrate") == 0)
+            return zp_calibrate_main(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report; or --model M --gpus N; "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, calibrate; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;
         }

@@ -92,6 +92,18 @@ expect_bad "profile: truncated"       --model 1.5B --gpus 16 --profile "$T/bad-p
 expect_bad "profile: missing"         --model 1.5B --gpus 16 --profile "$T/nothing.json"
 expect_bad "trace with --analytic"    --model 1.5B --gpus 16 --analytic --trace "$T/t.json"
 expect_bad "jobs 0"                   --model 1.5B --gpus 16 --jobs 0
+echo '{"train_batch_size": 100, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}' >"$T/ds-bad.json"
+expect_bad "ds-config batch mismatch" --model 8B --gpus 64 --mp 4 --ds-config "$T/ds-bad.json"
+echo '{"zero_optimization": {"stage": 7}}' >"$T/ds-stage.json"
+expect_bad "ds-config stage 7"        --model 8B --gpus 64 --ds-config "$T/ds-stage.json"
+echo '{"zero_optimization": ' >"$T/ds-trunc.json"
+expect_bad "ds-config truncated"      --model 8B --gpus 64 --ds-config "$T/ds-trunc.json"
+expect_bad "ds-config missing"        --model 8B --gpus 64 --ds-config "$T/none.json"
+expect_bad "report scaling bad gpus"  report scaling --model 8B --gpus 64,zero
+expect_bad "report models with model" report models --model 8B
+expect_bad "report configs 3 models"  report configs --models 8B,20B,40B
+expect_bad "report memory no model"   report memory --gpus 64
+expect_bad "report kind with --trace" report scaling --model 8B --trace "$T/x.json"
 
 echo "== huge but valid"
 if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
@@ -117,6 +129,15 @@ if "$Z" --model 1.5B --gpus 8 --cluster "$T/mine.xml" --stage 2 --mp 1 --micro-b
    && grep -q '"method": "simgrid"' "$T/mine.json"; then ok; else ko "user platform: $(cat "$T/err")"; fi
 if "$Z" --model 1.5B --gpus 32 --stage 3 --mp 2 --micro-batch 2 --trace "$T/trace.json" >/dev/null 2>"$T/err" \
    && head -c 20 "$T/trace.json" | grep -q traceEvents; then ok; else ko "--trace: $(cat "$T/err")"; fi
+
+echo "== DeepSpeed config round trip"
+if "$Z" --model 20B --gpus 64 --mp 4 --analytic --emit-ds-config "$T/ds.json" --format csv >"$T/a.csv" 2>"$T/err" &&
+   "$Z" --model 20B --gpus 64 --mp 4 --analytic --ds-config "$T/ds.json" --format csv >"$T/b.csv" 2>>"$T/err" &&
+   [ "$(sed -n 2p "$T/a.csv")" = "$(sed -n 2p "$T/b.csv")" ]; then ok; else ko "emit/read back: $(cat "$T/err")"; fi
+echo '{"train_batch_size": 64, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}, "frob": 1}}' >"$T/ds-n.json"
+if "$Z" --model 8B --gpus 64 --analytic --ds-config "$T/ds-n.json" >/dev/null 2>"$T/err" &&
+   grep -q 'nvme" is not modelled' "$T/err" && grep -q 'unknown key zero_optimization.frob' "$T/err"; then ok; else
+  ko "ds-config warnings: $(cat "$T/err")"; fi
 
 echo "== golden reports"
 golden() {

@@ -1,0 +1,448 @@
+#include "zp_dsconfig.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "zp_io.h"
+
+static void note(zp_ds_notes *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(zp_ds_notes *n, const char *fmt, ...)
+{
+    if (!n || n->n >= ZP_DS_MAX_NOTES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->line[n->n++], sizeof n->line[0], fmt, ap);
+    va_end(ap);
+}
+
+/* The keys zplan reads (and those it knows but that change nothing it models). */
+static const char *const TOP_KEYS[] = {
+    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "fp16", "bf16",
+    "zero_optimization", "activation_checkpointing",
+    /* known, no effect on memory or step time as modelled: */
+    "optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "prescale_gradients",
+    "gradient_predivide_factor", "zero_allow_untested_optimizer", "logging", "tensorboard", "wandb", "csv_monitor",
+    "flops_profiler", "comms_logger", "communication_data_type", "seed", "dump_state", "amp", NULL};
+static const char *const ZERO_KEYS[] = {
+    "stage", "offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory",
+    "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size", "reduce_scatter",
+    "allgather_partitions", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+    "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
+    "stage3_gather_fp16_weights_on_model_save", "sub_group_size", "round_robin_gradients", "elastic_checkpoint",
+    "load_from_fp32_weights", "ignore_unused_parameters", "memory_efficient_linear", NULL};
+static const char *const ACT_KEYS[] = {"partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
+                                       "number_checkpoints", "synchronize_checkpoint_boundary", "profile", NULL};
+
+static int known(const char *const *keys, const char *k)
+{
+    for (int i = 0; keys[i]; i++)
+        if (strcmp(keys[i], k) == 0)
+            return 1;
+    return 0;
+}
+
+static void warn_unknown(json_t *obj, const char *const *keys, const char *prefix, zp_ds_notes *n)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        (void)v;
+        if (!known(keys, k))
+            note(n, "warning: unknown key %s%s ignored (not a DeepSpeed key zplan knows)", prefix, k);
+    }
+}
+
+static int is_auto(json_t *v) { return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0; }
+
+/* A non-negative whole number, "auto" (*is_auto_out = 1), or absent (*present = 0). */
+static zp_status get_count(json_t *obj, const char *key, const char *where, double max, double *out, int *present,
+                           int *auto_out)
+{
+    json_t *v = json_object_get(obj, key);
+    *present = v != NULL && !json_is_null(v);
+    if (auto_out)
+        *auto_out = 0;
+    if (!*present)
+        return ZP_OK;
+    if (is_auto(v)) {
+        if (!auto_out)
+            return ZP_FAIL(ZP_EINVAL, "%s%s: \"auto\" is not accepted here", where, key);
+        *auto_out = 1;
+        return ZP_OK;
+    }
+    if (!json_is_number(v))
+        return ZP_FAIL(ZP_EINVAL, "%s%s must be a number (or \"auto\")", where, key);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < 0 || x != floor(x) || x > max)
+        return ZP_FAIL(ZP_EINVAL, "%s%s must be a whole number from 0 to %.0f (got %g)", where, key, max, x);
+    *out = x;
+    return ZP_OK;
+}
+
+static zp_status get_bool(json_t *obj, const char *key, const char *where, int *out, int *present)
+{
+    json_t *v = json_object_get(obj, key);
+    *present = v != NULL && !json_is_null(v);
+    if (!*present)
+        return ZP_OK;
+    if (!json_is_boolean(v))
+        return ZP_FAIL(ZP_EINVAL, "%s%s must be true or false", where, key);
+    *out = json_is_true(v);
+    return ZP_OK;
+}
+
+/* offload_optimizer / offload_param: {"device": "cpu"|"nvme"|"none", "pin_memory": bool} */
+static zp_status get_offload(json_t *zo, const char *key, int *on, zp_ds_notes *n)
+{
+    json_t *o = json_object_get(zo, key);
+    *on = 0;
+    if (!o || json_is_null(o))
+        return ZP_OK;
+    if (!json_is_object(o))
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization.%s must be an object like {\"device\": \"cpu\"}", key);
+    json_t *d = json_object_get(o, "device");
+    const char *dev = json_is_string(d) ? json_string_value(d) : NULL;
+    if (d && !dev)
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization.%s.device must be \"cpu\", \"nvme\" or \"none\"", key);
+    if (!dev || strcmp(dev, "none") == 0)
+        return ZP_OK;
+    if (strcmp(dev, "cpu") == 0) {
+        *on = 1;
+    } else if (strcmp(dev, "nvme") == 0) {
+        *on = 1;
+        note(n, "warning: zero_optimization.%s.device \"nvme\" is not modelled: evaluated as \"cpu\" offload (host "
+                "memory and PCIe), which is faster than NVMe and needs the host memory NVMe would have saved", key);
+    } else {
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization.%s.device \"%s\": use \"cpu\", \"nvme\" or \"none\"", key, dev);
+    }
+    json_t *pin = json_object_get(o, "pin_memory");
+    if (pin && !json_is_boolean(pin))
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization.%s.pin_memory must be true or false", key);
+    if (pin && json_is_false(pin))
+        note(n, "note: %s.pin_memory false: copies from pageable memory run slower than modelled (pinned)", key);
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        (void)v;
+        if (strcmp(k, "device") && strcmp(k, "pin_memory") && strcmp(k, "nvme_path") && strcmp(k, "buffer_count") &&
+            strcmp(k, "buffer_size") && strcmp(k, "max_in_cpu") && strcmp(k, "fast_init") && strcmp(k, "pipeline") &&
+            strcmp(k, "pipeline_read") && strcmp(k, "pipeline_write") && strcmp(k, "ratio"))
+            note(n, "warning: unknown key zero_optimization.%s.%s ignored", key, k);
+    }
+    return ZP_OK;
+}
+
+zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r, zp_ds_notes *notes)
+{
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    if (!root)
+        return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON (line %d, column %d: %s)", name, err.line, err.column, err.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return ZP_FAIL(ZP_EINVAL, "%s: a DeepSpeed config is a JSON object", name);
+    }
+    zp_status st = ZP_OK;
+#define CHECK(expr)                \
+    do {                           \
+        if ((st = (expr)) != ZP_OK) \
+            goto out;              \
+    } while (0)
+    warn_unknown(root, TOP_KEYS, "", notes);
+    if (r->mp == ZP_SEARCH_ANY) {
+        r->mp = 1;
+        note(notes, "model parallelism: 1 (DeepSpeed configs do not set it; give --mp for Megatron MP)");
+    }
+    if (r->gpus % r->mp != 0) {
+        st = ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)r->mp, (long long)r->gpus);
+        goto out;
+    }
+    const double dp = (double)(r->gpus / r->mp);
+
+    /* precision */
+    json_t *fp16 = json_object_get(root, "fp16"), *bf16 = json_object_get(root, "bf16");
+    int f16 = 0, b16 = 0, present;
+    if (fp16 && !json_is_object(fp16)) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: fp16 must be an object like {\"enabled\": true}", name);
+        goto out;
+    }
+    if (bf16 && !json_is_object(bf16)) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: bf16 must be an object like {\"enabled\": true}", name);
+        goto out;
+    }
+    if (fp16) {
+        json_t *e = json_object_get(fp16, "enabled");
+        if (is_auto(e)) {
+            f16 = 1;
+            note(notes, "fp16.enabled \"auto\" -> true (mixed precision)");
+        } else {
+            CHECK(get_bool(fp16, "enabled", "fp16.", &f16, &present));
+        }
+    }
+    if (bf16) {
+        json_t *e = json_object_get(bf16, "enabled");
+        if (is_auto(e)) {
+            b16 = 0;
+            note(notes, "bf16.enabled \"auto\" -> false (fp16 is used)");
+        } else {
+            CHECK(get_bool(bf16, "enabled", "bf16.", &b16, &present));
+        }
+    }
+    if (f16 && b16) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: fp16 and bf16 cannot both be enabled (DeepSpeed refuses it)", name);
+        goto out;
+    }
+    if (f16 || b16) {
+        r->param_bytes = 2;
+        r->k_optimizer = 12;
+    } else {
+        r->param_bytes = 4;
+        r->k_optimizer = 8;
+        note(notes, "fp16 and bf16 disabled: fp32 training (4-byte parameters and gradients, Adam's m and v = 8 "
+                    "bytes per parameter)");
+    }
+
+    /* ZeRO */
+    json_t *zo = json_object_get(root, "zero_optimization");
+    if (zo && !json_is_object(zo)) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: zero_optimization must be an object", name);
+        goto out;
+    }
+    double stage = 0;
+    r->cb = 1; /* DeepSpeed always reduces through constant-size buckets */
+    r->bucket = 5e8;
+    int contiguous_grads = 1, overlap = 0;
+    if (zo) {
+        warn_unknown(zo, ZERO_KEYS, "zero_optimization.", notes);
+        int sauto;
+        CHECK(get_count(zo, "stage", "zero_optimization.", 3, &stage, &present, &sauto));
+        if (sauto) {
+            st = ZP_FAIL(ZP_EINVAL, "zero_optimization.stage \"auto\": give 0, 1, 2 or 3 (or leave the config out "
+                                    "and let zplan search the stage)");
+            goto out;
+        }
+        int off_opt, off_par, b;
+        CHECK(get_offload(zo, "offload_optimizer", &off_opt, notes));
+        CHECK(get_offload(zo, "offload_param", &off_par, notes));
+        if (get_bool(zo, "cpu_offload", "zero_optimization.", &b, &present) != ZP_OK)
+            CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.cpu_offload must be true or false"));
+        if (present && b)
+            off_opt = 1;
+        if (get_bool(zo, "cpu_offload_params", "zero_optimization.", &b, &present) != ZP_OK)
+            CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.cpu_offload_params must be true or false"));
+        if (present && b)
+            off_par = 1;
+        if (off_par && stage != 3) {
+            st = ZP_FAIL(ZP_EINVAL, "zero_optimization: parameter offload needs stage 3 (stage is %g)", stage);
+            goto out;
+        }
+        if (off_opt && stage < 1) {
+            st = ZP_FAIL(ZP_EINVAL, "zero_optimization: optimizer offload needs stage 1, 2 or 3 (stage is %g)", stage);
+            goto out;
+        }
+        r->offload = off_par ? ZP_OFFLOAD_PARAMS : off_opt ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+        overlap = stage == 3; /* DeepSpeed's default: overlap_comm on for stage 3 only */
+        CHECK(get_bool(zo, "overlap_comm", "zero_optimization.", &overlap, &present));
+        CHECK(get_bool(zo, "contiguous_gradients", "zero_optimization.", &contiguous_grads, &present));
+        double v;
+        int a;
+        CHECK(get_count(zo, "reduce_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
+        if (present && a) {
+            r->bucket = (double)r->model->hidden * (double)r->model->hidden;
+            note(notes, "zero_optimization.reduce_bucket_size \"auto\" -> hidden^2 = %.0f elements (as the "
+                        "HuggingFace integration)", r->bucket);
+        } else if (present) {
+            if (v < 1)
+                CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.reduce_bucket_size must be at least 1"));
+            r->bucket = v;
+        }
+        CHECK(get_count(zo, "allgather_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
+        if (present && !a && v != r->bucket)
+            note(notes, "note: allgather_bucket_size %.0f differs from reduce_bucket_size %.0f: zplan sizes both "
+                        "buckets as reduce_bucket_size", v, r->bucket);
+        CHECK(get_count(zo, "stage3_prefetch_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
+        if (present && a)
+            note(notes, "zero_optimization.stage3_prefetch_bucket_size \"auto\" -> 0.9 hidden^2 = %.0f elements",
+                 0.9 * (double)r->model->hidden * (double)r->model->hidden);
+        CHECK(get_count(zo, "stage3_max_live_parameters", "zero_optimization.", 1e15, &v, &present, &a));
+        r->stage3_max_live = stage == 3 ? 1e9 : 0; /* DeepSpeed's default */
+        if (present && !a)
+            r->stage3_max_live = v;
+        CHECK(get_count(zo, "stage3_param_persistence_threshold", "zero_optimization.", 1e15, &v, &present, &a));
+        r->persistence_threshold = stage == 3 ? 1e5 : 0; /* DeepSpeed's default */
+        if (present && a) {
+            r->persistence_threshold = 10.0 * (double)r->model->hidden;
+            note(notes, "zero_optimization.stage3_param_persistence_threshold \"auto\" -> 10 hidden = %.0f",
+                 r->persistence_threshold);
+        } else if (present) {
+            r->persistence_threshold = v;
+        }
+    } else {
+        r->offload = ZP_OFFLOAD_NONE;
+        note(notes, "no zero_optimization section: stage 0 (plain data parallelism), as DeepSpeed");
+    }
+    r->stage = (int)stage;
+    r->overlap_comm = overlap;
+
+    /* activation checkpointing */
+    json_t *ac = json_object_get(root, "activation_checkpointing");
+    int pa = 0, pacpu = 0, contiguous_ckpt = 0;
+    if (ac && !json_is_object(ac)) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: activation_checkpointing must be an object", name);
+        goto out;
+    }
+    if (ac) {
+        warn_unknown(ac, ACT_KEYS, "activation_checkpointing.", notes);
+        CHECK(get_bool(ac, "partition_activations", "activation_checkpointing.", &pa, &present));
+        CHECK(get_bool(ac, "cpu_checkpointing", "activation_checkpointing.", &pacpu, &present));
+        CHECK(get_bool(ac, "contiguous_memory_optimization", "activation_checkpointing.", &contiguous_ckpt, &present));
+        double nck;
+        int a;
+        CHECK(get_count(ac, "number_checkpoints", "activation_checkpointing.", 1e9, &nck, &present, &a));
+        if (present && !a && nck != (double)r->model->layers)
+            note(notes, "note: number_checkpoints %.0f; zplan checkpoints every one of the %lld blocks", nck,
+                 (long long)r->model->layers);
+        if (pacpu && !pa) {
+            note(notes, "cpu_checkpointing implies partitioned checkpoints here (ZeRO-R Pa+cpu)");
+            pa = 1;
+        }
+    }
+    if ((pa || pacpu) && !r->checkpoint) {
+        st = ZP_FAIL(ZP_EINVAL, "activation_checkpointing partitions checkpoints: drop --no-checkpoint");
+        goto out;
+    }
+    r->pa = pa;
+    r->pa_cpu = pacpu;
+    /* ZeRO-R MD: contiguous gradients and contiguous checkpoints */
+    r->md = contiguous_grads && (contiguous_ckpt || !r->checkpoint);
+    if (!r->md)
+        note(notes, "MD off (contiguous_gradients %s, contiguous_memory_optimization %s): a fragmentation reserve is "
+                    "counted", contiguous_grads ? "true" : "false", contiguous_ckpt ? "true" : "false");
+
+    /* batch sizes: train_batch_size = micro x accumulation x DP */
+    double tbs = 0, mb = 0, gas = 0;
+    int has_tbs, has_mb, has_gas, a_tbs, a_mb, a_gas;
+    CHECK(get_count(root, "train_batch_size", "", 1e15, &tbs, &has_tbs, &a_tbs));
+    CHECK(get_count(root, "train_micro_batch_size_per_gpu", "", (double)ZP_MAX_MICRO_BATCH, &mb, &has_mb, &a_mb));
+    CHECK(get_count(root, "gradient_accumulation_steps", "", 1e9, &gas, &has_gas, &a_gas));
+    has_tbs = has_tbs && !a_tbs;
+    has_mb = has_mb && !a_mb;
+    has_gas = has_gas && !a_gas;
+    if ((has_tbs && tbs < 1) || (has_mb && mb < 1) || (has_gas && gas < 1)) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: batch sizes must be at least 1", name);
+        goto out;
+    }
+    if (has_tbs && has_mb && has_gas) {
+        if (tbs != mb * gas * dp) {
+            st = ZP_FAIL(ZP_EINVAL,
+                         "%s: train_batch_size must equal train_micro_batch_size_per_gpu x gradient_accumulation_steps "
+                         "x data-parallel degree: %.0f != %.0f x %.0f x %.0f (GPUs / MP)",
+                         name, tbs, mb, gas, dp);
+            goto out;
+        }
+    } else if (has_tbs && has_mb) {
+        if (fmod(tbs, mb * dp) != 0) {
+            st = ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of micro-batch %.0f x data-parallel %.0f",
+                         name, tbs, mb, dp);
+            goto out;
+        }
+        gas = tbs / (mb * dp);
+        note(notes, "gradient_accumulation_steps -> %.0f (train_batch_size / (micro-batch x DP))", gas);
+    } else if (has_tbs && has_gas) {
+        if (fmod(tbs, gas * dp) != 0) {
+            st = ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of accumulation %.0f x data-parallel %.0f",
+                         name, tbs, gas, dp);
+            goto out;
+        }
+        mb = tbs / (gas * dp);
+        note(notes, "train_micro_batch_size_per_gpu -> %.0f (train_batch_size / (accumulation x DP))", mb);
+    } else if (has_mb) {
+        if (!has_gas)
+            gas = 1;
+        tbs = mb * gas * dp;
+        note(notes, "train_batch_size -> %.0f (micro-batch x accumulation x DP)", tbs);
+    } else if (has_tbs) {
+        if (fmod(tbs, dp) != 0) {
+            st = ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of the data-parallel degree %.0f", name,
+                         tbs, dp);
+            goto out;
+        }
+        note(notes, "train_micro_batch_size_per_gpu \"auto\"/absent -> the largest that fits and divides %.0f / DP",
+             tbs);
+    } else {
+        note(notes, "batch sizes \"auto\"/absent -> the largest micro-batch that fits, no accumulation");
+    }
+    if (has_tbs || has_mb)
+        r->global_batch = (int64_t)tbs;
+    if (has_mb || (has_tbs && has_gas))
+        r->micro_batch = (int64_t)mb;
+#undef CHECK
+out:
+    json_decref(root);
+    return st;
+}
+
+zp_status zp_dsconfig_read(const char *path, zp_search_req *r, zp_ds_notes *notes)
+{
+    char *text = NULL;
+    ZP_TRY(zp_io_read_file(path, 16u << 20, &text, NULL));
+    zp_status st = zp_dsconfig_parse(text, path, r, notes);
+    free(text);
+    return st;
+}
+
+json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
+{
+    double tbs = (double)p->micro_batch * (double)p->grad_accum * (double)p->dp;
+    json_t *zo = json_pack("{s:i, s:b, s:b, s:I, s:I}", "stage", p->stage, "overlap_comm", p->overlap_comm,
+                           "contiguous_gradients", p->md, "reduce_bucket_size", (json_int_t)p->bucket,
+                           "allgather_bucket_size", (json_int_t)p->bucket);
+    if (p->offload != ZP_OFFLOAD_NONE)
+        json_object_set_new(zo, "offload_optimizer", json_pack("{s:s, s:b}", "device", "cpu", "pin_memory", 1));
+    if (p->offload == ZP_OFFLOAD_PARAMS)
+        json_object_set_new(zo, "offload_param", json_pack("{s:s, s:b}", "device", "cpu", "pin_memory", 1));
+    if (p->stage == 3) {
+        json_object_set_new(zo, "stage3_max_live_parameters",
+                            json_integer((json_int_t)(p->stage3_max_live > 0 ? p->stage3_max_live : 1e9)));
+        json_object_set_new(zo, "stage3_param_persistence_threshold",
+                            json_integer((json_int_t)p->persistence_threshold));
+    }
+    int half = p->param_bytes == 2.0;
+    json_t *root = json_pack("{s:I, s:I, s:I, s:{s:b, s:i, s:i, s:i, s:i}, s:o, s:{s:b, s:b, s:b, s:I}}",
+                             "train_batch_size", (json_int_t)tbs, "train_micro_batch_size_per_gpu",
+                             (json_int_t)p->micro_batch, "gradient_accumulation_steps", (json_int_t)p->grad_accum,
+                             "fp16", "enabled", half, "loss_scale", 0, "loss_scale_window", 1000, "hysteresis", 2,
+                             "min_loss_scale", 1, "zero_optimization", zo, "activation_checkpointing",
+                             "partition_activations", p->pa || p->pa_cpu, "cpu_checkpointing", p->pa_cpu,
+                             "contiguous_memory_optimization", p->md, "number_checkpoints", (json_int_t)layers);
+    return root;
+}
+
+zp_status zp_dsconfig_write(const zp_plan *plan, int64_t layers, const char *path)
+{
+    json_t *j = zp_dsconfig_to_json(plan, layers);
+    if (!j)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!text)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    size_t n = strlen(text);
+    char *withnl = realloc(text, n + 2);
+    if (!withnl) {
+        free(text);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    withnl[n] = '\n';
+    zp_status st = zp_io_write_file(path, withnl, n + 1);
+    free(withnl);
+    return st;
+}
