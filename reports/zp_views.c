@@ -85,6 +85,7 @@ zp_status zp_view_scaling(const zp_search_req *base, const int64_t *gpus, int n,
         zp_search_req r = *base;
         r.gpus = gpus[i];
         r.trace_path = NULL;
+        r.progress = NULL; /* this view reports progress per GPU count */
         zp_eval e;
         int found;
         TRY_D(best_plan(&r, &e, &found));
@@ -97,6 +98,8 @@ zp_status zp_view_scaling(const zp_search_req *base, const int64_t *gpus, int n,
         per.y[0][i] = found ? e.tflops_per_gpu : NAN;
         agg.y[0][i] = found ? e.pflops : NAN;
         per.npoints = agg.npoints = i + 1;
+        if (base->progress)
+            base->progress(base->progress_ctx, i + 1, n);
     }
     zp_status st = zp_doc_add_table(d, t);
     t = NULL;
@@ -147,6 +150,7 @@ zp_status zp_view_sizes(const zp_search_req *base, const zp_model *models, int n
         zp_search_req z = *base, b = *base;
         z.model = b.model = &models[i];
         z.trace_path = b.trace_path = NULL;
+        z.progress = b.progress = NULL;
         b.gpus = baseline_gpus;
         b.stage = 0;
         b.cb = b.md = 0;
@@ -182,6 +186,8 @@ zp_status zp_view_sizes(const zp_search_req *base, const zp_model *models, int n
         c.y[0][i] = fz ? ez.tflops_per_gpu : NAN;
         c.y[1][i] = fb ? eb.tflops_per_gpu : NAN;
         c.npoints = i + 1;
+        if (base->progress)
+            base->progress(base->progress_ctx, i + 1, n);
     }
     zp_status st = zp_doc_add_table(d, t);
     if (st == ZP_OK)
@@ -259,6 +265,7 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
         r.offload = ZP_OFFLOAD_NONE;
         r.micro_batch = ZP_SEARCH_ANY;
         r.trace_path = NULL;
+        r.progress = NULL;
         zp_eval e;
         int found;
         TRY_D(best_plan(&r, &e, &found));
@@ -284,6 +291,8 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
         big.x[i] = speed.x[i] = i;
         big.y[0][i] = largest / 1e9;
         speed.y[0][i] = found ? e.tflops_per_gpu : NAN;
+        if (base->progress)
+            base->progress(base->progress_ctx, i + 1, 5);
     }
     big.npoints = speed.npoints = 5;
     zp_report_memory_chart(mems, 5, 5, base->gpu_mem, &mem);

@@ -220,6 +220,8 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
             }
         }
         done += n;
+        if (r->progress)
+            r->progress(r->progress_ctx, done, nfit < r->max_simulated ? nfit : r->max_simulated);
     }
     out->n_simulated = done;
     if (st == ZP_OK && r->trace_path && best_idx >= 0) {

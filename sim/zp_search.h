@@ -61,6 +61,9 @@ typedef struct {
     int max_simulated;          /* simulate at most this many fitting candidates (best analytic first) */
     int64_t max_mp;             /* largest MP degree searched; 0: the GPUs of a node (MP across nodes only
                                    when asked, as Megatron-LM baselines do) */
+    /* Called as simulations finish (done of at most total), for a progress bar; may be NULL. */
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
 } zp_search_req;
 
 typedef struct {

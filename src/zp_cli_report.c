@@ -5,6 +5,7 @@
 
 #include "zp_cli.h"
 #include "zp_plan.h"
+#include "zp_progress.h"
 #include "zp_report.h"
 #include "zp_size.h"
 #include "zp_views.h"
@@ -137,6 +138,10 @@ static int report_plan_view(const char *kind, int argc, char **argv)
     if ((st = zp_cli_plan_resolve(&o, scaling || memory, scaling ? 2 : 1)) != ZP_OK)
         return zp_cli_fail(st);
     zp_doc *d = NULL;
+    zp_progress bar;
+    zp_progress_init(&bar, kind);
+    o.r.progress = zp_progress_cb;
+    o.r.progress_ctx = &bar;
     if (scaling) {
         double g[64];
         int n;
@@ -170,6 +175,7 @@ static int report_plan_view(const char *kind, int argc, char **argv)
             st = zp_view_configs(&o.r, &models[0], b, &models[1], &d);
         }
     }
+    zp_progress_done(&bar);
     if (st != ZP_OK)
         return zp_cli_fail(st);
     zp_cli_out out;

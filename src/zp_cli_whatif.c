@@ -6,6 +6,7 @@
 
 #include "zp_cli.h"
 #include "zp_dsconfig.h"
+#include "zp_progress.h"
 #include "zp_engine.h"
 #include "zp_report.h"
 #include "zp_search.h"
@@ -216,7 +217,13 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
     }
 
     zp_search_result res;
-    if ((st = zp_search_run(&o.r, &res)) != ZP_OK)
+    zp_progress bar;
+    zp_progress_init(&bar, "simulating plans");
+    o.r.progress = zp_progress_cb;
+    o.r.progress_ctx = &bar;
+    st = zp_search_run(&o.r, &res);
+    zp_progress_done(&bar);
+    if (st != ZP_OK)
         return zp_cli_fail(st);
     if (o.emit_ds) {
         if (res.n_fit == 0) {
