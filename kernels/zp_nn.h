@@ -1,0 +1,71 @@
+/* zp_nn.h — the element-wise and row-wise kernels of a GPT decoder's forward and backward, on the
+ * cpu backend (host memory, OpenMP over rows). GEMMs are the backend's (zp_kernels.h); these are
+ * the rest: embedding gather / scatter-add, LayerNorm, GeLU, causal softmax, vocabulary-parallel
+ * cross-entropy, bias and residual adds. The per-element arithmetic is in zp_nn_elementwise.h.
+ *
+ * Kernels take shapes and buffers, never models. All tensors are row-major fp32; "rows" is the
+ * number of tokens N = batch * seq unless said otherwise. Backward kernels ACCUMULATE into
+ * parameter gradients (dw += ...) and, where documented, into input gradients, so callers zero
+ * what they own. Every function returns ZP_EINVAL on NULL buffers or empty shapes it cannot take. */
+#ifndef ZP_NN_H
+#define ZP_NN_H
+
+#include <stddef.h>
+
+#include "zp_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out (N, C) = wte[tok - v0] (zero when the token is outside [v0, v0 + vrows): another model-parallel
+ * rank owns its row) + wpe[i % T] when wpe != NULL. tok (N), wte (vrows, C), wpe (T, C). */
+zp_status zp_nn_embed_fwd(float *out, const int *tok, size_t N, size_t C, const float *wte, long v0, size_t vrows,
+                          const float *wpe, size_t T);
+/* dwte[tok - v0] += dout (tokens of this shard only); dwpe[i % T] += dout when dwpe != NULL. */
+zp_status zp_nn_embed_bwd(float *dwte, float *dwpe, const int *tok, const float *dout, size_t N, size_t C, long v0,
+                          size_t vrows, size_t T);
+
+/* out (N, C) = LayerNorm(x) * w + b; mean, rstd (N) kept for the backward. */
+zp_status zp_nn_layernorm_fwd(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                              size_t N, size_t C);
+/* dx (N, C) += d LN / dx . dout; dw, db (C) += parameter gradients. */
+zp_status zp_nn_layernorm_bwd(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                              const float *mean, const float *rstd, size_t N, size_t C);
+
+/* out (n) = gelu(x); in place allowed. */
+zp_status zp_nn_gelu_fwd(float *out, const float *x, size_t n);
+/* d (n) = gelu'(x) * d, in place on the incoming gradient. */
+zp_status zp_nn_gelu_bwd(float *d, const float *x, size_t n);
+
+/* att (BH, T, T): scores in, causal softmax(scale * scores) out, masked entries 0. */
+zp_status zp_nn_softmax_causal_fwd(float *att, size_t BH, size_t T, float scale);
+/* d (BH, T, T): gradient of the probabilities in, gradient of the raw scores out (scale applied). */
+zp_status zp_nn_softmax_causal_bwd(float *d, const float *att, size_t BH, size_t T, float scale);
+
+/* Cross-entropy over a vocabulary split into column shards (Megatron's vocab-parallel loss):
+ * logits (N, V) hold columns [v0, v0 + V) of the full vocabulary. With full-vocabulary statistics
+ * mx = max_j l_j, se = sum_j exp(l_j - mx) and the target's logit lt (each reduced over the shards by
+ * the caller: max, sum, sum), the loss of row i is log(se_i) + mx_i - lt_i. */
+zp_status zp_nn_xent_rowmax(float *mx, const float *logits, size_t N, size_t V);
+zp_status zp_nn_xent_sumexp(float *se, const float *logits, const float *mx, size_t N, size_t V);
+/* lt[i] = logits[i, tgt[i] - v0] when this shard holds the target, else 0. */
+zp_status zp_nn_xent_pick(float *lt, const float *logits, const int *tgt, long v0, size_t N, size_t V);
+/* sum_i (log se_i + mx_i - lt_i), in double. */
+double zp_nn_xent_loss_sum(const float *mx, const float *se, const float *lt, size_t N);
+/* In place: logits -> scale * (softmax - onehot(tgt)), the gradient of scale * sum_i loss_i. */
+zp_status zp_nn_xent_bwd(float *logits, const float *mx, const float *se, const int *tgt, long v0, size_t N,
+                         size_t V, float scale);
+
+/* x (N, C) += b (C) on every row. */
+zp_status zp_nn_bias_add(float *x, const float *b, size_t N, size_t C);
+/* db (C) += sum over rows of d (N, C). */
+zp_status zp_nn_bias_grad(float *db, const float *d, size_t N, size_t C);
+/* out (N, C) = a + b + bias (bias (C) may be NULL); out may alias a or b. */
+zp_status zp_nn_residual_add(float *out, const float *a, const float *b, const float *bias, size_t N, size_t C);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
