@@ -94,30 +94,17 @@ zp_status zp_doc_add_chart(zp_doc *d, const zp_chart *c)
     return ZP_OK;
 }
 
-static void html_esc(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 void zp_html_text(FILE *f, const char *text)
 {
     fputs("<p>", f);
-    html_esc(f, text);
+    zp_xml_escape(f, text);
     fputs("</p>\n", f);
 }
 
 void zp_html_begin(FILE *f, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
-    html_esc(f, title);
+    zp_xml_escape(f, title);
     fputs("</title>\n<style>\n"
           "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
           "h1{font-size:22px}h2{font-size:17px;margin-top:28px}\n"
@@ -127,7 +114,7 @@ void zp_html_begin(FILE *f, const char *title)
           "p.note{font-size:12px;color:#555}svg.chart{display:block;margin:12px 0;border:1px solid #eee}\n"
           "</style>\n</head>\n<body>\n<h1>",
           f);
-    html_esc(f, title);
+    zp_xml_escape(f, title);
     fputs("</h1>\n", f);
 }
 
@@ -142,13 +129,13 @@ void zp_html_table(const zp_table *t, FILE *f)
     const char *title = json_string_value(json_object_get(j, "title"));
     if (title && *title) {
         fputs("<h2>", f);
-        html_esc(f, title);
+        zp_xml_escape(f, title);
         fputs("</h2>\n", f);
     }
     fputs("<table>\n<tr>", f);
     for (int c = 0; c < zp_table_cols(t); c++) {
         fputs("<th>", f);
-        html_esc(f, zp_table_header(t, c));
+        zp_xml_escape(f, zp_table_header(t, c));
         fputs("</th>", f);
     }
     fputs("</tr>\n", f);
@@ -156,7 +143,7 @@ void zp_html_table(const zp_table *t, FILE *f)
         fputs("<tr>", f);
         for (int c = 0; c < zp_table_cols(t); c++) {
             fputs(zp_table_cell_is_num(t, r, c) ? "<td class=\"num\">" : "<td>", f);
-            html_esc(f, zp_table_cell(t, r, c));
+            zp_xml_escape(f, zp_table_cell(t, r, c));
             fputs("</td>", f);
         }
         fputs("</tr>\n", f);
@@ -165,7 +152,7 @@ void zp_html_table(const zp_table *t, FILE *f)
     json_t *notes = json_object_get(j, "notes");
     for (size_t i = 0; i < json_array_size(notes); i++) {
         fputs("<p class=\"note\">", f);
-        html_esc(f, json_string_value(json_array_get(notes, i)));
+        zp_xml_escape(f, json_string_value(json_array_get(notes, i)));
         fputs("</p>\n", f);
     }
     json_decref(j);

@@ -25,7 +25,7 @@ void zp_chart_init(zp_chart *c, zp_chart_kind kind, const char *title, const cha
     c->hline = NAN;
 }
 
-static void esc(FILE *f, const char *s)
+void zp_xml_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -76,10 +76,10 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"",
             W, H, W, H);
-    esc(f, c->title);
+    zp_xml_escape(f, c->title);
     fputs("\">\n<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n", f);
     fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"15\" font-weight=\"bold\" font-family=\"sans-serif\">", ML);
-    esc(f, c->title);
+    zp_xml_escape(f, c->title);
     fputs("</text>\n", f);
     /* grid and y ticks */
     for (double v = 0; v <= top + step / 2; v += step) {
@@ -94,11 +94,11 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
     /* axis labels */
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" font-family=\"sans-serif\">",
             ML + pw / 2, H - 12);
-    esc(f, c->xlabel);
+    zp_xml_escape(f, c->xlabel);
     fprintf(f, "</text>\n<text transform=\"translate(16,%.1f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\" "
                "font-family=\"sans-serif\">",
             MT + ph / 2);
-    esc(f, c->ylabel);
+    zp_xml_escape(f, c->ylabel);
     fputs("</text>\n", f);
 
     /* x positions */
@@ -116,7 +116,7 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
     for (int p = 0; p < c->npoints; p++) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" font-family=\"sans-serif\">",
                 xs[p], MT + ph + 16);
-        esc(f, c->xcat[p]);
+        zp_xml_escape(f, c->xcat[p]);
         fputs("</text>\n", f);
     }
     if (c->kind == ZP_CHART_STACKED_BAR) {
@@ -130,7 +130,7 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
                 double y0 = MT + ph - (base + v) / top * ph, hgt = v / top * ph;
                 fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
                         xs[p] - bw / 2, y0, bw, hgt, PALETTE[s]);
-                esc(f, c->series[s]);
+                zp_xml_escape(f, c->series[s]);
                 fprintf(f, ": %.3g</title></rect>\n", v);
                 base += v;
             }
@@ -154,7 +154,7 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
                 ML, y, ML + pw, y);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#cc0000\" font-family=\"sans-serif\">", ML + 4,
                 y - 4);
-        esc(f, c->hline_label);
+        zp_xml_escape(f, c->hline_label);
         fputs("</text>\n", f);
     }
     /* legend */
@@ -163,7 +163,7 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", ML + pw + 16, y - 10,
                 PALETTE[s]);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-family=\"sans-serif\">", ML + pw + 34, y);
-        esc(f, c->series[s]);
+        zp_xml_escape(f, c->series[s]);
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);

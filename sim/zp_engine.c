@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,6 +225,23 @@ static void cross_node_flows(int node, int xs, const zp_op *op, const group_shap
     E.activities += 2;
 }
 
+/* Records an op that was pure time on node 0's stream `s`: trace and breakdown. */
+static void account_local(zp_stream s, const zp_op *op, double start, double dur)
+{
+    zp_sim_result *R = &E.res;
+    trace_add(0, s, start, dur, op, op->name);
+    if (s == ZP_STREAM_COMPUTE) {
+        if (op->kind == ZP_OP_COLL)
+            R->mp_comm += dur;
+        else if (op->ckind == ZP_CK_ADAM)
+            R->optimizer += dur;
+        else
+            R->compute += dur;
+    } else if (s == ZP_STREAM_COMM) {
+        R->comm_busy += dur;
+    }
+}
+
 static sg_sem_t channel(int node, zp_channel c) { return E.ch[(size_t)node * ZP_NCHANNELS + c]; }
 
 static void stream_actor(int argc, char *argv[])
@@ -250,46 +270,22 @@ static void stream_actor(int argc, char *argv[])
             break;
         default: break;
         }
-        if (local >= 0.0 && E.busy) {
-            /* no overlap: every op alone on the node, one at a time */
-            sg_mutex_lock(E.busy[node]);
-            double t0 = simgrid_get_clock();
-            if (local > 0)
-                sg_actor_sleep_for(local);
-            sg_mutex_unlock(E.busy[node]);
-            E.activities += 1;
-            pending = 0;
-            run_start = simgrid_get_clock();
-            if (rec) {
-                trace_add(node, s, t0, local, op, op->name);
-                if (s == ZP_STREAM_COMPUTE) {
-                    if (op->kind == ZP_OP_COLL)
-                        R->mp_comm += local;
-                    else if (op->ckind == ZP_CK_ADAM)
-                        R->optimizer += local;
-                    else
-                        R->compute += local;
-                } else if (s == ZP_STREAM_COMM) {
-                    R->comm_busy += local;
-                }
-            }
-            continue;
-        }
         if (local >= 0.0) {
-            if (rec) {
-                trace_add(node, s, run_start + pending, local, op, op->name);
-                if (s == ZP_STREAM_COMPUTE) {
-                    if (op->kind == ZP_OP_COLL)
-                        R->mp_comm += local;
-                    else if (op->ckind == ZP_CK_ADAM)
-                        R->optimizer += local;
-                    else
-                        R->compute += local;
-                } else if (s == ZP_STREAM_COMM) {
-                    R->comm_busy += local;
-                }
+            double start = run_start + pending;
+            if (E.busy) {
+                /* no overlap: every op alone on the node, one at a time */
+                sg_mutex_lock(E.busy[node]);
+                start = simgrid_get_clock();
+                if (local > 0)
+                    sg_actor_sleep_for(local);
+                sg_mutex_unlock(E.busy[node]);
+                E.activities += 1;
+                run_start = simgrid_get_clock();
+            } else {
+                pending += local; /* coalesced: slept at the next interaction */
             }
-            pending += local;
+            if (rec)
+                account_local(s, op, start, local);
             continue;
         }
         /* an op that interacts with other actors: first let the coalesced time pass */
@@ -576,17 +572,48 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
 
 /* ---------------------------------------------------------------- user platforms */
 
+static double g_platform_timeout_s = ZP_PLATFORM_CHECK_TIMEOUT_S;
+
+void zp_engine_set_platform_timeout(double seconds)
+{
+    g_platform_timeout_s = seconds > 0 ? seconds : ZP_PLATFORM_CHECK_TIMEOUT_S;
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *nodes)
 {
+    if (path == NULL || *path == '\0')
+        return ZP_FAIL(ZP_EINVAL, "--cluster: empty platform file name");
     if (access(path, R_OK) != 0)
         return ZP_FAIL(ZP_ENOENT, "--cluster: cannot read '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return ZP_FAIL(ZP_EINVAL, "--cluster: '%s' is a directory, not a platform file", path);
     int res[2], err[2];
-    if (pipe(res) != 0 || pipe(err) != 0)
+    if (pipe(res) != 0)
         return ZP_FAIL(ZP_ERUNTIME, "pipe: %s", strerror(errno));
+    if (pipe(err) != 0) {
+        int e = errno;
+        close(res[0]);
+        close(res[1]);
+        return ZP_FAIL(ZP_ERUNTIME, "pipe: %s", strerror(e));
+    }
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0)
-        return ZP_FAIL(ZP_ERUNTIME, "fork: %s", strerror(errno));
+    if (pid < 0) {
+        int e = errno;
+        close(res[0]);
+        close(res[1]);
+        close(err[0]);
+        close(err[1]);
+        return ZP_FAIL(ZP_ERUNTIME, "fork: %s", strerror(e));
+    }
     if (pid == 0) {
         close(res[0]);
         close(err[0]);
@@ -600,13 +627,13 @@ zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *no
         simgrid_load_platform(path);
         int counts[2] = {0, 0};
         char name[64];
-        while (1) {
+        while (counts[0] < 1000000) {
             snprintf(name, sizeof name, "gpu-0-%d", counts[0]);
             if (!sg_host_by_name(name))
                 break;
             counts[0]++;
         }
-        while (1) {
+        while (counts[1] < 100000000) {
             snprintf(name, sizeof name, "cpu-%d", counts[1]);
             if (!sg_host_by_name(name))
                 break;
@@ -621,19 +648,72 @@ zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *no
     }
     close(res[1]);
     close(err[1]);
+    /* Read both pipes together until the child closes them (SimGrid may write more than a pipe holds
+     * to stderr before it writes the counts), within the time limit: a platform that takes longer to
+     * load (or a child that hangs) is killed. */
     int counts[2] = {0, 0};
-    ssize_t got = read(res[0], counts, sizeof counts);
+    size_t got = 0;
     char msg[4096] = "";
     size_t len = 0;
-    ssize_t r;
-    while (len < sizeof msg - 1 && (r = read(err[0], msg + len, sizeof msg - 1 - len)) > 0)
-        len += (size_t)r;
+    int open_fds = 2, timed_out = 0;
+    struct pollfd pf[2] = {{.fd = res[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
+    const double deadline = mono_now() + g_platform_timeout_s;
+    while (open_fds > 0) {
+        double left = deadline - mono_now();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        int rc = poll(pf, 2, (int)(left * 1000) + 1);
+        if (rc < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (rc == 0)
+            continue;
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char chunk[4096];
+            ssize_t r;
+            if (i == 0) {
+                r = read(pf[i].fd, chunk, sizeof chunk);
+                if (r > 0) {
+                    size_t take = (size_t)r;
+                    if (got + take > sizeof counts)
+                        take = got < sizeof counts ? sizeof counts - got : 0;
+                    memcpy((char *)counts + got, chunk, take);
+                    got += take;
+                }
+            } else {
+                r = read(pf[i].fd, chunk, sizeof chunk);
+                if (r > 0 && len < sizeof msg - 1) {
+                    size_t take = (size_t)r < sizeof msg - 1 - len ? (size_t)r : sizeof msg - 1 - len;
+                    memcpy(msg + len, chunk, take);
+                    len += take;
+                }
+            }
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(pf[i].fd);
+                pf[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
     msg[len] = '\0';
-    close(res[0]);
-    close(err[0]);
+    for (int i = 0; i < 2; i++)
+        if (pf[i].fd >= 0)
+            close(pf[i].fd);
+    if (timed_out)
+        kill(pid, SIGKILL);
     int status = 0;
-    waitpid(pid, &status, 0);
-    if (got != (ssize_t)sizeof counts || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out)
+        return ZP_FAIL(ZP_EINVAL, "--cluster: loading '%s' took more than %.0f s: refused (is it that large?)", path,
+                       g_platform_timeout_s);
+    if (got != sizeof counts || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         /* keep SimGrid's own explanation: its first error line, without the log prefix */
         char *line = msg, *best = NULL;
         while (line && *line) {

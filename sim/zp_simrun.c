@@ -1,6 +1,7 @@
 #include "zp_simrun.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,6 +103,8 @@ zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
     }
     if (parallel > n)
         parallel = n;
+    if (parallel > 64)
+        parallel = 64;
     child *kids = calloc((size_t)(parallel > 0 ? parallel : 1), sizeof *kids);
     if (!kids)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -117,44 +120,20 @@ zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
         }
         if (running == 0)
             break;
-        /* wait for any child, then collect it */
-        int status;
-        pid_t pid;
-        do {
-            pid = waitpid(-1, &status, WNOHANG);
-            if (pid == 0)
-                pid = -2;
-            if (pid == -2) {
-                /* none finished yet: block on the oldest child's pipe (it writes then exits) */
-                finish(jobs, &kids[0]);
-                kids[0] = kids[--running];
-                break;
-            }
-        } while (pid < 0 && errno == EINTR);
-        if (pid > 0) {
-            /* a child ended: find it; its pipe still holds the result */
-            for (int i = 0; i < running; i++) {
-                if (kids[i].pid == pid) {
-                    /* re-create a waitable status: finish() waits again, so hand it the status */
-                    zp_sim_job *job = &jobs[kids[i].job];
-                    wire w;
-                    size_t got = 0;
-                    ssize_t r;
-                    while (got < sizeof w && (r = read(kids[i].fd, (char *)&w + got, sizeof w - got)) > 0)
-                        got += (size_t)r;
-                    close(kids[i].fd);
-                    if (got == sizeof w) {
-                        job->st = w.st;
-                        job->res = w.res;
-                        snprintf(job->err, sizeof job->err, "%s", w.err);
-                    } else {
-                        job->st = ZP_ERUNTIME;
-                        snprintf(job->err, sizeof job->err, "the simulation process died (%s)",
-                                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no result");
-                    }
-                    kids[i] = kids[--running];
-                    break;
-                }
+        /* collect whichever child has written its result (or died: its pipe closes) */
+        struct pollfd fds[64];
+        int nf = running < 64 ? running : 64;
+        for (int i = 0; i < nf; i++)
+            fds[i] = (struct pollfd){.fd = kids[i].fd, .events = POLLIN};
+        if (poll(fds, (nfds_t)nf, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fds[0].revents = POLLIN; /* cannot poll: fall back to a blocking read of the oldest */
+        }
+        for (int i = nf - 1; i >= 0; i--) {
+            if (fds[i].revents) {
+                finish(jobs, &kids[i]);
+                kids[i] = kids[--running];
             }
         }
     }
