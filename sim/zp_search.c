@@ -148,6 +148,29 @@ typedef struct {
     double bound;
 } cand;
 
+/* A fitting plan is dominated when another fitting plan runs the same batch (stage, MP, micro-batch,
+ * accumulation, checkpointing) with a subset of its extra work: Pa adds an all-gather per block,
+ * Pa+cpu adds PCIe copies, offload replaces the GPU Adam by the CPU's and adds copies. Those options
+ * buy memory (a larger micro-batch: another candidate), never speed at the same batch. */
+static int dominated(const zp_search_result *out, int i)
+{
+    const zp_plan *p = &out->plans[i].plan;
+    int work = p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
+    for (int j = 0; j < out->n; j++) {
+        const zp_plan *q = &out->plans[j].plan;
+        if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp ||
+            q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint)
+            continue;
+        int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
+        int subset = q->pa <= p->pa && q->pa_cpu <= p->pa_cpu &&
+                     (q->offload == ZP_OFFLOAD_NONE || q->offload == p->offload ||
+                      (q->offload == ZP_OFFLOAD_OPTIMIZER && p->offload == ZP_OFFLOAD_PARAMS));
+        if (subset && qwork < work)
+            return 1;
+    }
+    return 0;
+}
+
 static int cmp_cand(const void *a, const void *b)
 {
     const cand *x = a, *y = b;
@@ -183,9 +206,11 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         free(which);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     }
-    for (int i = 0, j = 0; i < out->n; i++)
-        if (out->plans[i].fits)
-            c[j++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+    int ncand = 0;
+    for (int i = 0; i < out->n; i++)
+        if (out->plans[i].fits && !dominated(out, i))
+            c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+    nfit = ncand;
     qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
     double t0 = wall_now(), best = 0.0;
     int best_idx = -1, next = 0, done = 0;
