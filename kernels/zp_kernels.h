@@ -116,6 +116,9 @@ zp_status zp_gemm_args_check(const zp_gemm_args *g);
 
 typedef enum { ZP_OP_SUM = 0, ZP_OP_MAX, ZP_OP_MIN } zp_redop;
 
+/* The same enum as sim/zp_schedule.h's (one definition when both are included, as in exec/). */
+#ifndef ZP_COLL_KIND_DEFINED
+#define ZP_COLL_KIND_DEFINED
 typedef enum {
     ZP_COLL_ALLREDUCE = 0,
     ZP_COLL_REDUCE_SCATTER,
@@ -123,6 +126,7 @@ typedef enum {
     ZP_COLL_BROADCAST,
     ZP_COLL_COUNT
 } zp_coll_kind;
+#endif
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast" (the profile's keys) */
 const char *zp_coll_name(zp_coll_kind kind);

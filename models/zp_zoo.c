@@ -48,6 +48,10 @@ static const zp_zoo_entry g_zoo[] = {
     ZOO("turing-nlg-17B", 78, 4256, 28, S, V, 17.2e9, "Turing-NLG (Microsoft, 2020)"),
     ZOO("gpt3-175B", 96, 12288, 96, 2048, V, 175e9, "GPT-3 (Brown et al. 2020), Table 2.1"),
     ZOO("1T", 128, 25600, 160, 2048, 51200, 1.008e12, "Megatron-LM 1T (Narayanan et al. 2021), Table 1"),
+    /* Small decoders for `zplan exec` on a CPU (seconds per step); the count is the formula's. */
+    ZOO("tiny", 2, 64, 4, 64, 512, 136960, "zplan exec test model: l=2 h=64 a=4 s=64 V=512"),
+    ZOO("mini", 4, 128, 4, 128, 2048, 1071872, "zplan exec model: l=4 h=128 a=4 s=128 V=2048"),
+    ZOO("small", 4, 256, 8, 128, 4096, 4240896, "zplan exec model: l=4 h=256 a=8 s=128 V=4096"),
 };
 
 int zp_zoo_count(void) { return (int)(sizeof g_zoo / sizeof g_zoo[0]); }

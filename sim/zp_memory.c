@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 double zp_memory_model_states(double psi, int stage, double nd, double nm, double k)
 {
@@ -104,6 +105,96 @@ zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memo
     m.total = params + grads + optimizer + act + buffers + frag;
     if (!isfinite(m.total) || !isfinite(m.host))
         return ZP_FAIL(ZP_ERANGE, "memory of this plan is beyond representable range");
+    *out = m;
+    return ZP_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Parameters of one MP rank's groups in the executor's Megatron layout (see zp_memory.h). */
+static void exec_groups(const zp_model *m, double t, double *emb, double *blk)
+{
+    const double C = (double)m->hidden, F = (double)m->ffn;
+    *emb = (double)m->vocab / t * C + (double)m->seq * C + 2 * C;
+    *blk = 4 * C + 3 * C / t * C + 3 * C / t + C * C / t + C + F / t * C + F / t + C * F / t + C;
+}
+
+zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp_memory *out)
+{
+    ZP_TRY(zp_plan_validate(plan));
+    ZP_TRY(zp_model_validate(model));
+    const zp_stage_info *si = zp_stage_get(plan->stage);
+    const double t = (double)plan->mp, nd = (double)plan->dp, fb = 4.0; /* fp32 bytes */
+    const double L = (double)model->layers, C = (double)model->hidden, s = (double)model->seq;
+    const double a = (double)model->heads, V = (double)model->vocab, F = (double)model->ffn;
+    const double BT = (double)plan->micro_batch * s;
+    double emb, blk;
+    exec_groups(model, t, &emb, &blk);
+    const double psi = emb + L * blk;
+    /* units: groups cut by gradient buckets from the top; each sharded into nd pieces of ceil(len/nd) */
+    const double bucket = plan->cb ? fmin(plan->bucket, psi) : psi;
+    double shard = 0, max_unit = 0;
+    const double nb = ceil(psi / bucket);
+    if (nb > 1e8)
+        return ZP_FAIL(ZP_ERANGE, "bucket of %g elements: too many buckets", bucket);
+    size_t ncut = (size_t)model->layers + 2 + (size_t)nb;
+    double *cut = malloc(ncut * sizeof *cut);
+    if (!cut)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    size_t n = 0;
+    cut[n++] = psi;
+    for (int64_t g = 0; g <= model->layers; g++)
+        cut[n++] = g == 0 ? 0 : emb + (double)(g - 1) * blk;
+    for (double k = 1; k < nb; k++)
+        cut[n++] = psi - k * bucket;
+    qsort(cut, n, sizeof *cut, cmp_double);
+    for (size_t i = 0; i + 1 < n; i++) {
+        double len = cut[i + 1] - cut[i];
+        if (len <= 0)
+            continue;
+        shard += ceil(len / nd);
+        max_unit = fmax(max_unit, len);
+    }
+    free(cut);
+    const double piece_max = ceil(max_unit / nd);
+    zp_memory m = {0};
+    m.params = fb * (si->partitions_params ? shard : psi);
+    m.grads = fb * (si->partitions_grads ? shard : psi);
+    m.optimizer = plan->k_optimizer * (si->partitions_optimizer ? shard : psi);
+
+    /* activations, in elements */
+    const double att = (double)plan->micro_batch * (a / t) * s * s;
+    const double layer = BT * (4 * C + 12 * C / t) + att + 4 * BT; /* Korthikanti w/o dropout + LN stats */
+    double act;
+    if (plan->checkpoint) {
+        int pa = plan->pa && plan->mp > 1;
+        double ck = pa ? ceil(BT * C / t) : BT * C;
+        /* one block's set (its input is the checkpoint: 3C/t... less the replicated input, counted in ck) */
+        act = L * ck + (layer - BT * C) + BT * C /* residual stream */ + (pa ? ck * t : 0);
+    } else {
+        act = L * layer + BT * C; /* + the last block's output */
+    }
+    act += BT * C /* row-parallel partial sums */ + BT * C + 2 * BT /* final LayerNorm */ + BT * V / t /* logits */
+           + 3 * BT /* cross-entropy statistics */;
+    act += 2 * BT * C + 4 * BT * C / t + att + BT * F / t; /* backward working tensors of one block */
+    m.activations = fb * act;
+    m.checkpoints = plan->checkpoint ? fb * L * (plan->pa && plan->mp > 1 ? ceil(BT * C / t) : BT * C) : 0;
+
+    double buf = 0;
+    if (plan->stage >= 1)
+        buf += piece_max;                /* this rank's piece */
+    if (plan->stage == 1 || plan->stage == 2)
+        buf += nd * piece_max;           /* a gathered unit */
+    if (plan->stage >= 2)
+        buf += psi + nd;                 /* the gradient bucket backward writes into */
+    if (plan->stage == 3)                /* two groups gathered at once */
+        buf += (L >= 2 ? fmax(emb + blk, 2 * blk) : emb + blk) + 2 * nd;
+    m.buffers = fb * buf;
+    m.total = m.params + m.grads + m.optimizer + m.activations + m.buffers;
     *out = m;
     return ZP_OK;
 }

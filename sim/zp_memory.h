@@ -31,6 +31,23 @@ typedef struct {
 /* Per-GPU memory of `model` trained with `plan`. */
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out);
 
+/* Per-rank memory of zplan's own executor (exec/) running `plan` (fp32: param_bytes 4, k_optimizer 8):
+ *  - model states: Table 1 above on the executor's Megatron layout of one MP rank (LayerNorms,
+ *    row-parallel biases and position embeddings replicated, the vocabulary split), each stage's
+ *    partition padded to dp equal pieces per unit as the executor shards;
+ *  - activations: Korthikanti et al. 2022 without dropout (no masks, the softmax output stored once):
+ *    per block and token (4 + 12/t) elements plus a·s/t attention probabilities per token and row
+ *    statistics of the two LayerNorms (4 elements), for every block, or with checkpointing one
+ *    checkpoint per block (÷t with Pa) and the block being recomputed; plus the logits (V/t per
+ *    token, their gradient in place), the final LayerNorm and the backward working tensors of one
+ *    block (gradients of the residual stream, QKV, attention output and probabilities, MLP);
+ *  - buffers: the executor's collective buffers: none at stage 0 (in-place all-reduce of contiguous
+ *    gradient buckets); one piece and one gathered unit at stages 1-2; the gradient bucket backward
+ *    writes into at stages 2-3; the two parameter groups live at once at stage 3.
+ * The executor reports what it allocated per category; this is what the planner's arithmetic says
+ * it should be, and `zplan exec --validate` prints both. */
+zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp_memory *out);
+
 /* Table 1: model-state bytes per GPU, (2 + 2 + K)Ψ partitioned by stage over nd, Ψ divided by nm. */
 double zp_memory_model_states(double psi, int stage, double nd, double nm, double k);
 /* Table 2: the largest Ψ whose model states fit in gpu_mem bytes (inverse of the above). */

@@ -13,6 +13,7 @@ typedef struct {
 typedef struct {
     const zp_model *m;
     const zp_plan *p;
+    const double *items; /* exact group sizes (zp_schedule_build_items) or NULL */
     opvec s[ZP_NSTREAMS];
     zp_status st;
     double flops;
@@ -45,6 +46,7 @@ static zp_op *push(builder *b, zp_stream stream, zp_op_kind kind, const char *na
     o->phase = b->phase;
     o->layer = b->layer;
     o->batch = 1;
+    o->item = -1;
     return o;
 }
 
@@ -164,6 +166,8 @@ static void block_backward(builder *b)
 static double item_params(const builder *b, int item)
 {
     int L = (int)b->m->layers;
+    if (b->items)
+        return b->items[item];
     if (item == 0 || item == L + 1)
         return zp_model_params_embedding(b->m) / (double)b->p->mp;
     return zp_model_params_layer(b->m) / (double)b->p->mp;
@@ -174,14 +178,17 @@ static double item_params(const builder *b, int item)
  * closed by group i land on the comm stream after the gather of group i+1, so neither waits for
  * the other. */
 /* Without overlap_comm the gathers run on the compute stream, where the block needs them. */
-static void gather_item(builder *b, int first, double params)
+static void gather_item(builder *b, int first, int item)
 {
+    const double params = item_params(b, item);
     zp_stream cs = b->p->overlap_comm ? ZP_STREAM_COMM : ZP_STREAM_COMPUTE;
     if (!first && b->p->overlap_comm)
         wait_ch(b, ZP_STREAM_COMM, ZP_CH_GATHER_GO);
     if (b->p->offload == ZP_OFFLOAD_PARAMS) /* the local fp16 partition comes from the host first */
         copy(b, cs, "param_h2d", ZP_COPY_H2D, b->p->param_bytes * params / (double)b->p->dp);
     coll(b, cs, "param_allgather", ZP_COLL_ALLGATHER, ZP_GROUP_DP, b->p->param_bytes * params);
+    if (b->s[cs].n > 0 && b->st == ZP_OK)
+        b->s[cs].v[b->s[cs].n - 1].item = item;
     if (b->p->overlap_comm)
         sig(b, ZP_STREAM_COMM, ZP_CH_GATHERED);
 }
@@ -258,13 +265,13 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
     b->phase = ZP_PHASE_FORWARD;
     b->layer = -1;
     if (stage3)
-        gather_item(b, 1, item_params(b, 0));
+        gather_item(b, 1, 0);
     for (int item = 0; item <= L + 1; item++) {
         b->layer = (item >= 1 && item <= L) ? item - 1 : -1;
         if (stage3) {
             use_gathered(b, item == L + 1);
             if (item < L + 1) /* prefetch the next group while this one computes */
-                gather_item(b, 0, item_params(b, item + 1));
+                gather_item(b, 0, item + 1);
         }
         if (item == 0) {
             eltwise(b, "embedding", 2.0 * 2.0 * T * h);
@@ -292,7 +299,7 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
     const int pacpu = p->checkpoint && p->pa_cpu;
     b->layer = -1;
     if (stage3)
-        gather_item(b, 1, item_params(b, L + 1));
+        gather_item(b, 1, L + 1);
     if (pacpu) {
         sig(b, ZP_STREAM_COMPUTE, ZP_CH_CKPT_IN_GO); /* fetch block L-1's checkpoint */
         b->layer = L - 1;
@@ -306,7 +313,7 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
         if (stage3) {
             use_gathered(b, item == 1);
             if (item > 1)
-                gather_item(b, 0, item_params(b, item - 1));
+                gather_item(b, 0, item - 1);
         }
         if (item == L + 1) {
             eltwise(b, "softmax_cross_entropy_bwd", 2.0 * T * (V / t) * (2.0 + 4.0));
@@ -339,7 +346,7 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
     b->layer = -1;
     /* (stage 3 gathers nothing here: the embedding backward is a scatter-add that needs no weights) */
     eltwise(b, "embedding_bwd", 2.0 * 2.0 * T * h);
-    bucket_add(b, &k, item_params(b, 0) + 2.0 * h / t, 1);
+    bucket_add(b, &k, b->items ? b->items[0] : item_params(b, 0) + 2.0 * h / t, 1);
     *nbuckets = k.closed;
     if (k.reduce)
         for (int i = 0; i < k.closed; i++)
@@ -348,11 +355,24 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
 
 zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_schedule *out)
 {
+    return zp_schedule_build_items(model, plan, NULL, out);
+}
+
+zp_status zp_schedule_build_items(const zp_model *model, const zp_plan *plan, const double *items, zp_schedule *out)
+{
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_model_validate(model));
     ZP_TRY(zp_plan_validate(plan));
-    builder b = {.m = model, .p = plan, .st = ZP_OK};
-    const double psi_mp = zp_model_params(model) / (double)plan->mp;
+    builder b = {.m = model, .p = plan, .items = items, .st = ZP_OK};
+    double psi_mp = zp_model_params(model) / (double)plan->mp;
+    if (items) {
+        psi_mp = 0;
+        for (int64_t i = 0; i <= model->layers; i++) {
+            if (!(items[i] > 0))
+                return ZP_FAIL(ZP_EINVAL, "schedule: parameter group %d has %g parameters", (int)i, items[i]);
+            psi_mp += items[i];
+        }
+    }
     const double nd = (double)plan->dp;
     /* Without CB all gradients go through one fused buffer as large as the model: one bucket. */
     double bucket = plan->cb ? fmin(plan->bucket, psi_mp) : psi_mp;

@@ -27,7 +27,17 @@ typedef enum {
 } zp_op_kind;
 
 typedef enum { ZP_CK_GEMM, ZP_CK_BGEMM, ZP_CK_ELEMENTWISE, ZP_CK_ADAM } zp_compute_kind;
-typedef enum { ZP_COLL_ALLREDUCE, ZP_COLL_REDUCE_SCATTER, ZP_COLL_ALLGATHER, ZP_COLL_BROADCAST } zp_coll_kind;
+/* Identical to kernels/zp_kernels.h's (exec/ includes both): one definition, whichever comes first. */
+#ifndef ZP_COLL_KIND_DEFINED
+#define ZP_COLL_KIND_DEFINED
+typedef enum {
+    ZP_COLL_ALLREDUCE = 0,
+    ZP_COLL_REDUCE_SCATTER,
+    ZP_COLL_ALLGATHER,
+    ZP_COLL_BROADCAST,
+    ZP_COLL_COUNT
+} zp_coll_kind;
+#endif
 typedef enum { ZP_GROUP_MP, ZP_GROUP_DP } zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 
@@ -74,6 +84,8 @@ typedef struct {
     zp_group group;
     zp_copy_dir dir;
     zp_channel channel;        /* signal / wait */
+    int item;                  /* param_allgather: the parameter group it gathers (0 the embedding, 1..L the
+                                  blocks, L+1 the tied embedding again as the LM head); -1 for other ops */
 } zp_op;
 
 typedef struct {
@@ -86,6 +98,12 @@ typedef struct {
 
 /* Builds the step of `plan` for one rank. */
 zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_schedule *out);
+/* The same with the exact parameter counts of one MP rank's groups, as an implementation lays them
+ * out (the executor: Megatron replicates LayerNorms, row-parallel biases and position embeddings on
+ * every MP rank, so its groups are not exactly the model's / mp): items[0] the embedding group with
+ * the final LayerNorm, items[1..L] the blocks, items[L+1] what the LM head gathers. Gradient buckets
+ * and gathers then cover exactly these counts. items == NULL: zp_schedule_build. */
+zp_status zp_schedule_build_items(const zp_model *model, const zp_plan *plan, const double *items, zp_schedule *out);
 void zp_schedule_free(zp_schedule *s); /* accepts NULL */
 
 const char *zp_stream_name(zp_stream s);

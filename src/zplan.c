@@ -8,6 +8,7 @@
 #include "zp_calibrate.h"
 #include "zp_cli.h"
 #include "zp_config.h"
+#include "zp_exec_cli.h"
 
 static const char USAGE[] =
     "zplan " ZP_VERSION " - capacity planner and simulator for ZeRO training of large models\n"
@@ -20,6 +21,9 @@ static const char USAGE[] =
     "                                         memory (zplan report --help)\n"
     "  zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
     "                                         time the real kernels here, fit cost models (also under mpirun)\n"
+    "  mpirun -np N zplan exec --model M [--stage S] [--mp M] [--validate --profile F] ...\n"
+    "                                         train for real under MPI (ZeRO 0-3, MP, checkpointing), measure\n"
+    "                                         time and memory, compare with the prediction (zplan exec --help)\n"
     "  zplan help [COMMAND]                   help of a command\n"
     "  zplan --version\n"
     "\n"
@@ -83,6 +87,8 @@ int main(int argc, char **argv)
                 return zp_cli_list(2, (char *[]){argv[2], "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "calibrate") == 0)
                 return zp_calibrate_main(2, (char *[]){"calibrate", "--help", NULL});
+            if (argc >= 3 && strcmp(argv[2], "exec") == 0)
+                return zp_exec_main(2, (char *[]){"exec", "--help", NULL});
             fputs(USAGE, stdout);
             return 0;
         }
@@ -92,8 +98,10 @@ int main(int argc, char **argv)
             return zp_cli_report(argc - 1, argv + 1);
         if (strcmp(cmd, "calibrate") == 0)
             return zp_calibrate_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "exec") == 0)
+            return zp_exec_main(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, calibrate; or --model M --gpus N; "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, calibrate, exec; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;
         }

@@ -1,0 +1,107 @@
+/* zp_exec.h — the executor: trains a GPT-style decoder for real under MPI with the kernels/ backend,
+ * driven by sim/'s step schedule (the same schedule the simulator interprets), with ZeRO stages 0-3,
+ * Megatron model parallelism, activation checkpointing and ZeRO-R Pa, every tensor from a tracking
+ * allocator whose categories are the memory model's.
+ *
+ * Ranks: world rank w is model-parallel rank w % mp of data-parallel rank w / mp (MP groups are
+ * consecutive ranks, as Megatron-LM places them inside a node).
+ *
+ * Numerics: fp32 parameters, gradients and activations (param_bytes 4); Adam with fp32 m and v
+ * (8 bytes per parameter, k_optimizer 8); no dropout. The loss is the mean cross-entropy over the
+ * global batch (micro_batch x grad_accum x dp sequences), so ZeRO stages, MP, checkpointing and
+ * the number of ranks change memory and time, never the math. */
+#ifndef ZP_EXEC_H
+#define ZP_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zp_kernels.h"
+#include "zp_model.h"
+#include "zp_plan.h"
+#include "zp_schedule.h"
+#include "zp_status.h"
+
+/* Memory categories of the tracking allocator: the memory model's (sim/zp_memory.h). */
+typedef enum {
+    ZP_MEM_PARAMS = 0,  /* parameters this rank holds (all, or its stage-3 shard) */
+    ZP_MEM_GRADS,       /* gradients it keeps (all, or its stage-2/3 shard) */
+    ZP_MEM_OPTIMIZER,   /* Adam's m and v of its optimizer partition */
+    ZP_MEM_ACTIVATIONS, /* stored activations, checkpoints, logits, backward working tensors */
+    ZP_MEM_BUFFERS,     /* communication buffers, stage-2/3 gradient bucket, stage-3 gathered parameters */
+    ZP_MEM_NCAT
+} zp_mem_cat;
+
+const char *zp_mem_cat_name(zp_mem_cat c); /* "params", "grads", "optimizer", "activations", "buffers" */
+
+typedef struct {
+    zp_model model;          /* resolved model (seq already applied) */
+    zp_plan plan;            /* stage, mp, micro_batch, grad_accum, checkpoint, pa, cb/bucket, md, offload,
+                                overlap_comm; dp is set from the ranks; param_bytes/k_optimizer are forced
+                                to fp32 (4 / 8) */
+    int steps;               /* training steps, >= 1 */
+    uint64_t seed;           /* parameters and synthetic tokens */
+    double lr;               /* Adam learning rate */
+    const char *backend;     /* "cpu" (the tested path) or "cuda" */
+} zp_exec_config;
+
+/* Defaults: stage 0, mp 1, micro-batch 1, grad_accum 1, no checkpointing, no Pa, CB with the default
+ * bucket, MD on, no offload, overlap_comm off (this executor runs one stream at a time: a
+ * blocking collective cannot overlap compute, so the prediction it is checked against must not
+ * assume it), 3 steps, seed 1, lr 1e-3, backend cpu. */
+void zp_exec_config_default(zp_exec_config *c);
+
+/* Checks the configuration against `ranks` processes before anything runs: ZP_EINVAL with a message
+ * (mp dividing ranks and heads and the vocabulary, stage, micro-batch, Pa needs checkpointing...). */
+zp_status zp_exec_config_check(const zp_exec_config *c, int ranks);
+
+/* What a run measured. Times are the slowest rank's (seconds). */
+typedef struct {
+    double loss;             /* mean cross-entropy over the global batch, before this step's update */
+    double time_s;           /* wall time of the step */
+} zp_exec_step;
+
+/* Time of one step by what it was spent on (the simulator's breakdown, sim/zp_engine.h). */
+typedef struct {
+    double compute;          /* forward, recompute and backward kernels */
+    double mp_comm;          /* Megatron all-reduces, Pa all-gathers, vocab-parallel loss reductions */
+    double dp_comm;          /* ZeRO-DP collectives (all exposed: one stream at a time) */
+    double optimizer;        /* Adam */
+    double phase[ZP_NPHASES];/* by the schedule's phase (forward, recompute, backward, optimizer) */
+} zp_exec_breakdown;
+
+typedef struct {
+    int ranks, dp, mp;
+    int steps;
+    zp_exec_step *step;      /* steps entries (malloc'ed; zp_exec_result_free) */
+    zp_exec_breakdown time;  /* mean over the measured steps (all but the first when there are >= 2) of
+                                rank 0's breakdown */
+    double measured_step_s;  /* median step time over the same steps */
+    double peak[ZP_MEM_NCAT];/* largest rank's peak bytes per category */
+    double peak_total;       /* largest rank's peak of the sum */
+    double params_per_rank;  /* parameters of one MP rank (the flat layout) */
+    double tokens_per_s;     /* global batch tokens / measured step time */
+} zp_exec_result;
+
+void zp_exec_result_free(zp_exec_result *r); /* accepts NULL */
+
+/* Trains `c->steps` steps on the processes of `world` (collective over it). Every rank gets the
+ * result (reductions included). */
+zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *out);
+
+/* ---- one rank's session, for tests (gradient checks) ---- */
+typedef struct zp_exec_session zp_exec_session;
+zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session **out);
+void zp_exec_close(zp_exec_session *s); /* accepts NULL */
+/* Forward and backward of step `step`'s batch without the optimizer: the mean loss and, for stage 0
+ * or 1, the reduced gradient of every parameter in the flat layout (*grad, *n; owned by the session). */
+zp_status zp_exec_loss_grad(zp_exec_session *s, int step, double *loss, const float **grad, size_t *n);
+/* The flat parameters of a stage 0-2 session (this MP rank's), writable for perturbation. */
+zp_status zp_exec_params(zp_exec_session *s, float **params, size_t *n);
+/* One full training step (schedule interpreted, optimizer included); the loss before the update. */
+zp_status zp_exec_train_step(zp_exec_session *s, int step, double *loss);
+
+/* The exact per-MP-rank parameter counts of the groups (see zp_schedule_build_items): items[0..L+1]. */
+zp_status zp_exec_group_params(const zp_model *m, int mp, double *items);
+
+#endif

@@ -1,0 +1,510 @@
+/* zp_exec_cli.c — `zplan exec`: options, the run under MPI, the report (text or JSON on rank 0), and
+ * --validate: the same configuration simulated on a platform that describes this machine (from a
+ * `zplan calibrate` profile) and the memory model's prediction, against what was measured.
+ *
+ * Bad options exit 2 on every rank before MPI starts (every rank parses the same arguments, and the
+ * number of ranks comes from the launcher's environment), so no rank waits for one that left. A
+ * failure after MPI started aborts the whole job (MPI_Abort): a rank never waits forever for a
+ * failed peer. The simulation forks (SimGrid runs one simulation per process): it runs on rank 0
+ * before MPI_Init, which Open MPI requires of fork. */
+#include "zp_exec_cli.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "zp_config.h"
+#include "zp_exec.h"
+#include "zp_io.h"
+#include "zp_memory.h"
+#include "zp_profile.h"
+#include "zp_simrun.h"
+#include "zp_size.h"
+#include "zp_zoo.h"
+
+#if ZP_HAVE_MPI
+#include <mpi.h>
+#endif
+
+static const char USAGE[] =
+    "Usage: mpirun -np N zplan exec --model M [options]\n"
+    "Trains a GPT-style decoder for real (fp32 on the cpu backend) with ZeRO, Megatron MP and activation\n"
+    "checkpointing, driven by the same step schedule the simulator uses; reports per-step loss, step time\n"
+    "and per-rank peak memory by category.\n"
+    "\n"
+    "  --model M                 zoo model (tiny, mini, small: a few million parameters; zplan models)\n"
+    "  --stage S                 ZeRO stage 0-3 (default 0)\n"
+    "  --mp M                    Megatron model-parallel degree; divides the ranks and the heads (default 1)\n"
+    "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
+    "  --grad-accum k            micro-steps per step (default 1)\n"
+    "  --seq s                   sequence length (default: the model's)\n"
+    "  --steps k                 training steps (default 3)\n"
+    "  --checkpoint-activations  keep one checkpoint per block and recompute in backward\n"
+    "  --pa                      ZeRO-R Pa: partition checkpoints across the MP ranks (with checkpointing)\n"
+    "  --bucket N                gradient bucket in elements (default 500M, capped at the model)\n"
+    "  --no-md                   checkpoints allocated one by one instead of in one contiguous region\n"
+    "  --overlap-comm            ZeRO collectives on the schedule's comm stream (the default runs them in line)\n"
+    "  --backend cpu|cuda        kernels backend (default cpu; cuda needs a GPU)\n"
+    "  --offload optimizer       ZeRO-Offload: optimizer states on the host (needs --backend cuda)\n"
+    "  --seed n                  parameters and synthetic tokens (default 1)\n"
+    "  --lr x                    Adam learning rate (default 1e-3)\n"
+    "  --format text|json        report format (default text), printed by rank 0\n"
+    "  --validate                also predict the step (SimGrid) and the memory (memory model), with errors\n"
+    "  --profile FILE            device profile of this machine (zplan calibrate) for --validate\n"
+    "  -o, --output FILE         write the report to FILE\n"
+    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input (or no CUDA device).\n";
+
+static int env_int(const char *a, const char *b, int dflt)
+{
+    const char *v = getenv(a);
+    if (!v)
+        v = getenv(b);
+    return v ? atoi(v) : dflt;
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "zplan exec: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+static int parse_int(const char *opt, const char *arg, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*arg == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "zplan exec: %s: '%s' is not an integer in [%ld, %ld]\n", opt, arg, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* The platform of this machine for the simulator: one node holding every rank, link figures from
+ * the profile's measured collectives (the engine reads them from the profile), compute from its fits. */
+static void local_cluster(const zp_profile *p, int ranks, zp_cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    c->name = "local";
+    c->gpu_name = p->machine.cpu_model[0] ? p->machine.cpu_model : "cpu";
+    c->description = "this machine, from its calibration profile";
+    c->gpus_per_node = ranks;
+    c->gpu_mem = 1e15;
+    c->peak_flops = p->peak_flops_fp32 > 0 ? p->peak_flops_fp32 : 1e10;
+    c->gemm_efficiency = 1.0;
+    c->hbm_bw = (p->copy_gbs > 0 ? p->copy_gbs : 5.0) * 1e9;
+    const zp_profile_coll_fit *ar = &p->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    c->nvlink_bw = ar->measured ? ar->busbw_gbs * 1e9 : c->hbm_bw;
+    c->nvlink_latency = ar->measured ? ar->latency_s : 1e-5;
+    c->ib_rails = 1;
+    c->ib_rail_bw = c->nvlink_bw;
+    c->ib_latency = c->nvlink_latency;
+    c->inter_channels = 1;
+    c->ib_efficiency = 1.0;
+    c->pcie_bw = 1e10;
+    c->host_mem = 1e15;
+    c->cpu_adam_rate = p->cpu_adam_params_per_s > 0 ? p->cpu_adam_params_per_s : 1e8;
+    c->sources = "zplan calibrate";
+}
+
+typedef struct {
+    int done;
+    zp_sim_result sim;
+    zp_memory mem;
+    char err[300];
+} prediction;
+
+static double rel(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : (pred > 0 ? INFINITY : 0.0); }
+
+static const char *const CAT_KEYS[ZP_MEM_NCAT] = {"params", "grads", "optimizer", "activations", "buffers"};
+
+static double mem_pred(const zp_memory *m, int k)
+{
+    switch (k) {
+    case ZP_MEM_PARAMS: return m->params;
+    case ZP_MEM_GRADS: return m->grads;
+    case ZP_MEM_OPTIMIZER: return m->optimizer;
+    case ZP_MEM_ACTIVATIONS: return m->activations;
+    default: return m->buffers;
+    }
+}
+
+static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
+{
+    json_t *root = json_object();
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "model", json_string(c->model.name));
+    json_object_set_new(cfg, "layers", json_integer(c->model.layers));
+    json_object_set_new(cfg, "hidden", json_integer(c->model.hidden));
+    json_object_set_new(cfg, "heads", json_integer(c->model.heads));
+    json_object_set_new(cfg, "seq", json_integer(c->model.seq));
+    json_object_set_new(cfg, "vocab", json_integer(c->model.vocab));
+    json_object_set_new(cfg, "params", json_real(zp_model_params(&c->model)));
+    json_object_set_new(cfg, "params_per_rank", json_real(r->params_per_rank));
+    json_object_set_new(cfg, "stage", json_integer(c->plan.stage));
+    json_object_set_new(cfg, "dp", json_integer(r->dp));
+    json_object_set_new(cfg, "mp", json_integer(r->mp));
+    json_object_set_new(cfg, "micro_batch", json_integer(c->plan.micro_batch));
+    json_object_set_new(cfg, "grad_accum", json_integer(c->plan.grad_accum));
+    json_object_set_new(cfg, "global_batch", json_integer(c->plan.micro_batch * c->plan.grad_accum * r->dp));
+    json_object_set_new(cfg, "checkpoint_activations", json_boolean(c->plan.checkpoint));
+    json_object_set_new(cfg, "pa", json_boolean(c->plan.pa));
+    json_object_set_new(cfg, "overlap_comm", json_boolean(c->plan.overlap_comm));
+    json_object_set_new(cfg, "backend", json_string(c->backend));
+    json_object_set_new(cfg, "seed", json_integer((json_int_t)c->seed));
+    json_object_set_new(cfg, "steps", json_integer(c->steps));
+    json_object_set_new(cfg, "dtype", json_string("fp32"));
+    json_object_set_new(root, "config", cfg);
+    json_object_set_new(root, "ranks", json_integer(r->ranks));
+    json_t *steps = json_array();
+    for (int k = 0; k < r->steps; k++) {
+        json_t *s = json_object();
+        json_object_set_new(s, "step", json_integer(k + 1));
+        json_object_set_new(s, "loss", json_real(r->step[k].loss));
+        json_object_set_new(s, "time_s", json_real(r->step[k].time_s));
+        json_array_append_new(steps, s);
+    }
+    json_object_set_new(root, "steps", steps);
+    json_object_set_new(root, "tokens_per_s", json_real(r->tokens_per_s));
+    json_t *mem = json_object();
+    for (int k = 0; k < ZP_MEM_NCAT; k++)
+        json_object_set_new(mem, CAT_KEYS[k], json_real(r->peak[k] / 1e9));
+    json_object_set_new(mem, "total", json_real(r->peak_total / 1e9));
+    json_object_set_new(root, "memory_peak_gb", mem);
+    json_t *tb = json_object();
+    json_object_set_new(tb, "compute", json_real(r->time.compute));
+    json_object_set_new(tb, "mp_comm", json_real(r->time.mp_comm));
+    json_object_set_new(tb, "dp_comm", json_real(r->time.dp_comm));
+    json_object_set_new(tb, "optimizer", json_real(r->time.optimizer));
+    for (int p = 0; p < ZP_NPHASES; p++)
+        json_object_set_new(tb, zp_phase_name((zp_phase)p), json_real(r->time.phase[p]));
+    json_object_set_new(root, "time_breakdown_s", tb);
+    if (pr && pr->done) {
+        json_t *v = json_object();
+        json_object_set_new(v, "predicted_step_s", json_real(pr->sim.step_time));
+        json_object_set_new(v, "measured_step_s", json_real(r->measured_step_s));
+        json_object_set_new(v, "step_error", json_real(rel(pr->sim.step_time, r->measured_step_s)));
+        json_t *me = json_object(), *mp = json_object();
+        for (int k = 0; k < ZP_MEM_NCAT; k++) {
+            json_object_set_new(me, CAT_KEYS[k], json_real(rel(mem_pred(&pr->mem, k), r->peak[k])));
+            json_object_set_new(mp, CAT_KEYS[k], json_real(mem_pred(&pr->mem, k) / 1e9));
+        }
+        double tot = 0;
+        for (int k = 0; k < ZP_MEM_NCAT; k++)
+            tot += mem_pred(&pr->mem, k);
+        json_object_set_new(me, "total", json_real(rel(tot, r->peak_total)));
+        json_object_set_new(mp, "total", json_real(tot / 1e9));
+        json_object_set_new(v, "memory_error", me);
+        json_object_set_new(v, "predicted_memory_gb", mp);
+        json_t *ph = json_object();
+        json_object_set_new(ph, "compute", json_pack("{s:f,s:f}", "predicted", pr->sim.compute, "measured",
+                                                    r->time.compute));
+        json_object_set_new(ph, "mp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.mp_comm, "measured",
+                                                    r->time.mp_comm));
+        json_object_set_new(ph, "dp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.dp_exposed, "measured",
+                                                    r->time.dp_comm));
+        json_object_set_new(ph, "optimizer", json_pack("{s:f,s:f}", "predicted", pr->sim.optimizer, "measured",
+                                                      r->time.optimizer));
+        json_object_set_new(v, "phases_s", ph);
+        json_object_set_new(root, "validation", v);
+    } else if (pr && pr->err[0]) {
+        json_object_set_new(root, "validation", json_pack("{s:s}", "error", pr->err));
+    }
+    return root;
+}
+
+static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
+{
+    fprintf(f, "zplan exec: %s (%.3g M parameters, l=%lld h=%lld a=%lld s=%lld V=%lld), %d ranks = dp %d x mp %d\n",
+            c->model.name, zp_model_params(&c->model) / 1e6, (long long)c->model.layers, (long long)c->model.hidden,
+            (long long)c->model.heads, (long long)c->model.seq, (long long)c->model.vocab, r->ranks, r->dp, r->mp);
+    fprintf(f, "ZeRO stage %d (%s), micro-batch %lld x accumulation %lld x dp %d = global batch %lld, "
+               "checkpointing %s%s, backend %s, fp32\n",
+            c->plan.stage, zp_stage_get(c->plan.stage)->name, (long long)c->plan.micro_batch,
+            (long long)c->plan.grad_accum, r->dp, (long long)(c->plan.micro_batch * c->plan.grad_accum * r->dp),
+            c->plan.checkpoint ? "on" : "off", c->plan.pa ? " + Pa" : "", c->backend);
+    fprintf(f, "\n%6s %12s %10s\n", "step", "loss", "time (s)");
+    for (int k = 0; k < r->steps; k++)
+        fprintf(f, "%6d %12.6f %10.4f\n", k + 1, r->step[k].loss, r->step[k].time_s);
+    fprintf(f, "\nmeasured step %.4f s (median%s), %.0f tokens/s\n", r->measured_step_s,
+            r->steps >= 2 ? " without the first step" : "", r->tokens_per_s);
+    fprintf(f, "\npeak memory per rank (largest rank), MB = 1e6 B:\n");
+    double tot_pred = 0;
+    if (pr && pr->done)
+        for (int k = 0; k < ZP_MEM_NCAT; k++)
+            tot_pred += mem_pred(&pr->mem, k);
+    if (pr && pr->done)
+        fprintf(f, "  %-12s %12s %12s %8s\n", "category", "measured", "predicted", "error");
+    for (int k = 0; k < ZP_MEM_NCAT; k++) {
+        if (pr && pr->done)
+            fprintf(f, "  %-12s %12.3f %12.3f %+7.1f%%\n", CAT_KEYS[k], r->peak[k] / 1e6, mem_pred(&pr->mem, k) / 1e6,
+                    100 * rel(mem_pred(&pr->mem, k), r->peak[k]));
+        else
+            fprintf(f, "  %-12s %12.3f\n", CAT_KEYS[k], r->peak[k] / 1e6);
+    }
+    if (pr && pr->done)
+        fprintf(f, "  %-12s %12.3f %12.3f %+7.1f%%\n", "total", r->peak_total / 1e6, tot_pred / 1e6,
+                100 * rel(tot_pred, r->peak_total));
+    else
+        fprintf(f, "  %-12s %12.3f\n", "total", r->peak_total / 1e6);
+    fprintf(f, "\ntime per step (rank 0), s:\n");
+    if (pr && pr->done) {
+        fprintf(f, "  %-12s %10s %10s %8s\n", "part", "measured", "predicted", "error");
+        const char *nm[] = {"compute", "mp_comm", "dp_comm", "optimizer"};
+        double me[] = {r->time.compute, r->time.mp_comm, r->time.dp_comm, r->time.optimizer};
+        double pd[] = {pr->sim.compute, pr->sim.mp_comm, pr->sim.dp_exposed, pr->sim.optimizer};
+        for (int i = 0; i < 4; i++)
+            fprintf(f, "  %-12s %10.4f %10.4f %+7.1f%%\n", nm[i], me[i], pd[i], 100 * rel(pd[i], me[i]));
+        fprintf(f, "  %-12s %10.4f %10.4f %+7.1f%%\n", "step", r->measured_step_s, pr->sim.step_time,
+                100 * rel(pr->sim.step_time, r->measured_step_s));
+    } else {
+        fprintf(f, "  compute %.4f, mp_comm %.4f, dp_comm %.4f, optimizer %.4f\n", r->time.compute, r->time.mp_comm,
+                r->time.dp_comm, r->time.optimizer);
+    }
+    fprintf(f, "  by phase: ");
+    for (int p = 0; p < ZP_NPHASES; p++)
+        fprintf(f, "%s %.4f%s", zp_phase_name((zp_phase)p), r->time.phase[p], p + 1 < ZP_NPHASES ? ", " : "\n");
+    if (pr && !pr->done && pr->err[0])
+        fprintf(f, "\nvalidation: %s\n", pr->err);
+}
+
+int zp_exec_main(int argc, char **argv)
+{
+    enum {
+        O_MODEL = 256, O_STAGE, O_MP, O_MB, O_GA, O_SEQ, O_STEPS, O_CKPT, O_PA, O_BUCKET, O_NOMD, O_OVERLAP,
+        O_BACKEND, O_OFFLOAD, O_SEED, O_LR, O_FORMAT, O_VALIDATE, O_PROFILE
+    };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, O_MODEL}, {"stage", required_argument, 0, O_STAGE},
+        {"mp", required_argument, 0, O_MP}, {"micro-batch", required_argument, 0, O_MB},
+        {"grad-accum", required_argument, 0, O_GA}, {"seq", required_argument, 0, O_SEQ},
+        {"steps", required_argument, 0, O_STEPS}, {"checkpoint-activations", no_argument, 0, O_CKPT},
+        {"pa", no_argument, 0, O_PA}, {"bucket", required_argument, 0, O_BUCKET}, {"no-md", no_argument, 0, O_NOMD},
+        {"overlap-comm", no_argument, 0, O_OVERLAP}, {"backend", required_argument, 0, O_BACKEND},
+        {"offload", required_argument, 0, O_OFFLOAD}, {"seed", required_argument, 0, O_SEED},
+        {"lr", required_argument, 0, O_LR}, {"format", required_argument, 0, O_FORMAT},
+        {"validate", no_argument, 0, O_VALIDATE}, {"profile", required_argument, 0, O_PROFILE},
+        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    zp_exec_config cfg;
+    zp_exec_config_default(&cfg);
+    const char *model = NULL, *format = "text", *profile_path = NULL, *output = NULL;
+    long seq = 0, v;
+    int validate = 0;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case O_MODEL: model = optarg; break;
+        case O_STAGE:
+            if (!parse_int("--stage", optarg, -1000, 1000, &v))
+                return 2;
+            if (v < 0 || v > 3)
+                return bad("--stage: %s is not a ZeRO stage (use 0, 1, 2 or 3)", optarg);
+            cfg.plan.stage = (int)v;
+            break;
+        case O_MP:
+            if (!parse_int("--mp", optarg, 1, 1 << 20, &v))
+                return 2;
+            cfg.plan.mp = v;
+            break;
+        case O_MB:
+            if (!parse_int("--micro-batch", optarg, 1, 1 << 20, &v))
+                return 2;
+            cfg.plan.micro_batch = v;
+            break;
+        case O_GA:
+            if (!parse_int("--grad-accum", optarg, 1, 1 << 20, &v))
+                return 2;
+            cfg.plan.grad_accum = v;
+            break;
+        case O_SEQ:
+            if (!parse_int("--seq", optarg, 1, 1 << 20, &seq))
+                return 2;
+            break;
+        case O_STEPS:
+            if (!parse_int("--steps", optarg, 1, 1 << 20, &v))
+                return 2;
+            cfg.steps = (int)v;
+            break;
+        case O_CKPT: cfg.plan.checkpoint = 1; break;
+        case O_PA: cfg.plan.pa = 1; break;
+        case O_BUCKET: {
+            double b;
+            if (zp_size_parse(optarg, "--bucket", &b) != ZP_OK || !(b >= 1))
+                return bad("--bucket: '%s' is not a number of elements (e.g. 500M)", optarg);
+            cfg.plan.bucket = b;
+            cfg.plan.cb = 1;
+            break;
+        }
+        case O_NOMD: cfg.plan.md = 0; break;
+        case O_OVERLAP: cfg.plan.overlap_comm = 1; break;
+        case O_BACKEND: cfg.backend = optarg; break;
+        case O_OFFLOAD:
+            if (zp_offload_parse(optarg, &cfg.plan.offload) != ZP_OK)
+                return bad("--offload: '%s' is not none, optimizer or params", optarg);
+            break;
+        case O_SEED:
+            if (!parse_int("--seed", optarg, 0, 0x7fffffffL, &v))
+                return 2;
+            cfg.seed = (uint64_t)v;
+            break;
+        case O_LR: {
+            char *end;
+            cfg.lr = strtod(optarg, &end);
+            if (*end || !(cfg.lr > 0))
+                return bad("--lr: '%s' is not a positive number", optarg);
+            break;
+        }
+        case O_FORMAT:
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
+                return bad("--format: '%s' (use text or json)", optarg);
+            format = optarg;
+            break;
+        case O_VALIDATE: validate = 1; break;
+        case O_PROFILE: profile_path = optarg; break;
+        case 'o': output = optarg; break;
+        case 'h': fputs(USAGE, stdout); return 0;
+        default:
+            fprintf(stderr, "zplan exec: unknown or incomplete option '%s'\n%s", argv[optind - 1], USAGE);
+            return 2;
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s' (see zplan exec --help)", argv[optind]);
+    if (!model)
+        return bad("%s", "--model is required (e.g. --model tiny; zplan models lists them)");
+    zp_model_origin origin;
+    if (zp_model_resolve(model, seq, &cfg.model, &origin) != ZP_OK) {
+        fprintf(stderr, "zplan exec: --model %s: %s\n", model, zp_error_message());
+        return 2;
+    }
+    const int ranks = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1);
+    const int rank0 = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0) == 0;
+#if !ZP_HAVE_MPI
+    if (ranks > 1)
+        return bad("%s", "this zplan was built without MPI: run it without mpirun");
+#endif
+    if (zp_exec_config_check(&cfg, ranks) != ZP_OK) {
+        if (rank0)
+            fprintf(stderr, "zplan exec: %s\n", zp_error_message());
+        return 2;
+    }
+    {
+        const zp_kernels_backend *be;
+        zp_status st = zp_kernels_backend_get(cfg.backend, &be);
+        if (st == ZP_OK)
+            st = be->init();
+        if (st != ZP_OK) {
+            if (rank0)
+                fprintf(stderr, "zplan exec: --backend %s: %s\n", cfg.backend, zp_error_message());
+            return zp_status_exit_code(st);
+        }
+    }
+    zp_profile prof;
+    if (validate && !profile_path)
+        return bad("%s", "--validate needs --profile FILE: the costs of this machine, from "
+                         "`mpirun -np N zplan calibrate --quick -o FILE`");
+    if (profile_path && zp_profile_read(profile_path, &prof) != ZP_OK) {
+        if (rank0)
+            fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());
+        return 2;
+    }
+
+    /* ---- prediction on rank 0, before MPI starts (fork) ---- */
+    prediction pr;
+    memset(&pr, 0, sizeof pr);
+    if (validate && rank0) {
+        zp_plan plan = cfg.plan;
+        plan.dp = ranks / cfg.plan.mp;
+        plan.param_bytes = 4.0;
+        plan.k_optimizer = 8.0;
+        zp_cluster cl;
+        local_cluster(&prof, ranks, &cl);
+        zp_sim_job job;
+        memset(&job, 0, sizeof job);
+        job.in.model = &cfg.model;
+        job.in.plan = &plan;
+        job.in.cluster = &cl;
+        job.in.profile = &prof;
+        zp_status st = zp_simrun_one(&job);
+        if (st == ZP_OK)
+            st = job.st;
+        if (st == ZP_OK)
+            st = zp_memory_estimate_exec(&cfg.model, &plan, &pr.mem);
+        if (st == ZP_OK) {
+            pr.sim = job.res;
+            pr.done = 1;
+        } else {
+            snprintf(pr.err, sizeof pr.err, "prediction failed: %s", job.err[0] ? job.err : zp_error_message());
+        }
+    }
+
+    /* ---- the run ---- */
+    int argc2 = argc;
+    char **argv2 = argv;
+    if (zp_kernels_mpi_init(&argc2, &argv2) != ZP_OK) {
+        fprintf(stderr, "zplan exec: %s\n", zp_error_message());
+        return 1;
+    }
+    zp_comm *world = NULL;
+    zp_exec_result res;
+    const zp_kernels_backend *be;
+    zp_status st = zp_kernels_backend_get(cfg.backend, &be);
+    if (st == ZP_OK)
+        st = zp_comm_world(be, &world);
+    if (st == ZP_OK && zp_comm_size(world) != ranks)
+        st = ZP_FAIL(ZP_EINVAL, "the launcher announced %d ranks, MPI has %d", ranks, zp_comm_size(world));
+    if (st == ZP_OK)
+        st = zp_exec_run(&cfg, world, &res);
+    int rank = world ? zp_comm_rank(world) : 0;
+    if (st != ZP_OK) {
+        fprintf(stderr, "zplan exec: rank %d: %s\n", rank, zp_error_message());
+#if ZP_HAVE_MPI
+        if (ranks > 1) /* the others may be waiting in a collective: end the job */
+            MPI_Abort(MPI_COMM_WORLD, zp_status_exit_code(st));
+#endif
+        zp_comm_free(world);
+        zp_kernels_mpi_finalize();
+        return zp_status_exit_code(st);
+    }
+    int rc = 0;
+    if (rank == 0) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+            rc = 1;
+        } else {
+            if (strcmp(format, "json") == 0) {
+                json_t *j = report_json(&cfg, &res, validate ? &pr : NULL);
+                json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+                fputc('\n', f);
+                json_decref(j);
+            } else {
+                report_text(f, &cfg, &res, validate ? &pr : NULL);
+            }
+            fclose(f);
+            if (output) {
+                if (zp_io_write_file(output, text, len) != ZP_OK) {
+                    fprintf(stderr, "zplan exec: %s\n", zp_error_message());
+                    rc = 1;
+                }
+            } else {
+                fwrite(text, 1, len, stdout);
+                fflush(stdout);
+            }
+            free(text);
+        }
+    }
+    zp_exec_result_free(&res);
+    zp_comm_free(world);
+    zp_kernels_mpi_finalize();
+    return rc;
+}

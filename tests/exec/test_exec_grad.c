@@ -1,0 +1,191 @@
+/* The executor's model: gradients against central finite differences of its own loss, the shard
+ * arithmetic, and configuration checks. One rank (MPI singleton). */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_exec.h"
+#include "zp_exec_shard.h"
+#include "zp_kernels.h"
+
+static zp_comm *world;
+
+static void setup(void)
+{
+    int argc = 0;
+    char **argv = NULL;
+    cr_assert_eq(zp_kernels_mpi_init(&argc, &argv), ZP_OK);
+    cr_assert_eq(zp_comm_world(&zp_kernels_cpu, &world), ZP_OK);
+}
+
+static void teardown(void)
+{
+    zp_comm_free(world);
+    zp_kernels_mpi_finalize();
+}
+
+/* A decoder small enough for finite differences over many of its parameters: every tensor kind
+ * (embeddings, LayerNorms, QKV, projection, MLP, biases) is sampled. */
+static zp_exec_config small_config(int checkpoint)
+{
+    zp_exec_config c;
+    zp_exec_config_default(&c);
+    cr_assert_eq(zp_model_init(&c.model, "fd", 2, 16, 2, 8, 32, 64), ZP_OK);
+    c.plan.micro_batch = 2;
+    c.plan.checkpoint = checkpoint;
+    c.seed = 7;
+    return c;
+}
+
+static void check_fd(int checkpoint)
+{
+    zp_exec_config c = small_config(checkpoint);
+    zp_exec_session *s;
+    cr_assert_eq(zp_exec_open(&c, world, &s), ZP_OK, "%s", zp_error_message());
+    double loss;
+    const float *g;
+    size_t n;
+    cr_assert_eq(zp_exec_loss_grad(s, 0, &loss, &g, &n), ZP_OK, "%s", zp_error_message());
+    float *grad = malloc(n * sizeof *grad);
+    memcpy(grad, g, n * sizeof *grad);
+    float *p;
+    size_t np;
+    cr_assert_eq(zp_exec_params(s, &p, &np), ZP_OK);
+    cr_assert_eq(np, n);
+    /* the gradient of the loss is not trivial */
+    double norm = 0;
+    for (size_t i = 0; i < n; i++)
+        norm += (double)grad[i] * grad[i];
+    cr_assert(sqrt(norm) > 1e-3, "gradient norm %g", sqrt(norm));
+    /* every 5th parameter of the first block and the embeddings, every 37th elsewhere: all tensor kinds */
+    const double h = 3e-3; /* larger: truncation error (LayerNorm of 0.02-sized embeddings is sharp) */
+    double err2 = 0, ref2 = 0;
+    int checked = 0;
+    for (size_t i = 0; i < n; i += i < 640 + 3500 ? 5 : 37) {
+        float keep = p[i];
+        double lp, lm;
+        const float *dummy;
+        size_t dn;
+        p[i] = keep + (float)h;
+        cr_assert_eq(zp_exec_loss_grad(s, 0, &lp, &dummy, &dn), ZP_OK);
+        p[i] = keep - (float)h;
+        cr_assert_eq(zp_exec_loss_grad(s, 0, &lm, &dummy, &dn), ZP_OK);
+        p[i] = keep;
+        double fd = (lp - lm) / (2 * h), an = grad[i];
+        /* fp32 loss: ~2.4e-7 (one ulp of ln V) over 2h = 6e-3 leaves ~4e-5 in fd; the rest is O(h^2) */
+        cr_expect(fabs(fd - an) <= 8e-5 + 0.05 * fabs(an), "param %zu: analytic %.6g, finite difference %.6g", i,
+                  an, fd);
+        err2 += (fd - an) * (fd - an);
+        ref2 += an * an;
+        checked++;
+    }
+    cr_assert(checked > 100);
+    cr_expect(sqrt(err2 / ref2) < 0.01, "relative L2 error of the sampled gradient %g", sqrt(err2 / ref2));
+    free(grad);
+    zp_exec_close(s);
+}
+
+Test(exec, gradients_match_finite_differences, .init = setup, .fini = teardown) { check_fd(0); }
+
+Test(exec, gradients_with_checkpointing_match_finite_differences, .init = setup, .fini = teardown) { check_fd(1); }
+
+/* The gradient check can fail: a perturbed analytic gradient is caught. */
+Test(exec, finite_differences_see_a_wrong_gradient, .init = setup, .fini = teardown)
+{
+    zp_exec_config c = small_config(0);
+    zp_exec_session *s;
+    cr_assert_eq(zp_exec_open(&c, world, &s), ZP_OK);
+    double loss, lp, lm;
+    const float *g;
+    size_t n;
+    cr_assert_eq(zp_exec_loss_grad(s, 0, &loss, &g, &n), ZP_OK);
+    float *p;
+    cr_assert_eq(zp_exec_params(s, &p, &n), ZP_OK);
+    /* the largest gradient entry, scaled by 1.2, must be rejected by the tolerance used above */
+    size_t best = 0;
+    float *gc = malloc(n * sizeof *gc);
+    memcpy(gc, g, n * sizeof *gc);
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(gc[i]) > fabsf(gc[best]))
+            best = i;
+    float keep = p[best];
+    p[best] = keep + 3e-3f;
+    cr_assert_eq(zp_exec_loss_grad(s, 0, &lp, &g, &n), ZP_OK);
+    p[best] = keep - 3e-3f;
+    cr_assert_eq(zp_exec_loss_grad(s, 0, &lm, &g, &n), ZP_OK);
+    p[best] = keep;
+    double fd = (lp - lm) / 6e-3, wrong = 1.2 * gc[best];
+    cr_expect(fabs(fd - gc[best]) <= 8e-5 + 0.05 * fabs(gc[best]));
+    cr_expect(fabs(fd - wrong) > 8e-5 + 0.05 * fabs(wrong), "fd %g cannot tell %g from %g", fd, gc[best], wrong);
+    free(gc);
+    zp_exec_close(s);
+}
+
+/* Training lowers the loss on the learnable synthetic data. */
+Test(exec, training_lowers_the_loss, .init = setup, .fini = teardown)
+{
+    zp_exec_config c = small_config(0);
+    c.lr = 1e-2;
+    zp_exec_session *s;
+    cr_assert_eq(zp_exec_open(&c, world, &s), ZP_OK);
+    double first = 0, last = 0, l;
+    for (int k = 0; k < 30; k++) {
+        cr_assert_eq(zp_exec_train_step(s, 0, &l), ZP_OK, "%s", zp_error_message()); /* the same batch */
+        if (k == 0)
+            first = l;
+        last = l;
+    }
+    cr_expect(last < 0.8 * first, "loss %g -> %g", first, last);
+    zp_exec_close(s);
+}
+
+Test(exec, shard_arithmetic)
+{
+    size_t off, size, total = 0;
+    for (int r = 0; r < 4; r++) {
+        zp_shard_range(10, 20, 4, r, &off, &size); /* pieces of 3: [10,13) [13,16) [16,19) [19,20) */
+        cr_expect_eq(off, 10 + 3 * (size_t)r < 20 ? 10 + 3 * (size_t)r : 20);
+        total += size;
+    }
+    cr_expect_eq(total, 10);
+    zp_shard_range(0, 2, 4, 3, &off, &size); /* more ranks than elements: empty pieces */
+    cr_expect_eq(size, 0);
+    zp_units u;
+    size_t cuts[] = {7, 3, 7, 50, 0};
+    cr_assert_eq(zp_units_build(10, cuts, 5, 2, 1, &u), ZP_OK);
+    cr_assert_eq(u.n, 3); /* [0,3) [3,7) [7,10) */
+    cr_expect_eq(u.u[1].lo, 3);
+    cr_expect_eq(u.u[1].piece, 2);
+    cr_expect_eq(u.u[1].off, 5);
+    cr_expect_eq(u.u[2].shard_off, 2 + 2);
+    cr_expect_eq(u.u[2].size, 1);
+    cr_expect_eq(u.shard_size, 2 + 2 + 2);
+    cr_expect_eq(zp_units_find(&u, 4), 2);
+    zp_units_free(&u);
+}
+
+Test(exec, configuration_errors)
+{
+    zp_exec_config c;
+    zp_exec_config_default(&c);
+    cr_assert_eq(zp_model_init(&c.model, "m", 2, 64, 4, 16, 512, 256), ZP_OK);
+    cr_expect_eq(zp_exec_config_check(&c, 4), ZP_OK);
+    c.plan.mp = 3;
+    cr_expect_eq(zp_exec_config_check(&c, 6), ZP_EINVAL); /* 3 does not divide 4 heads */
+    c.plan.mp = 2;
+    cr_expect_eq(zp_exec_config_check(&c, 3), ZP_EINVAL); /* 2 does not divide 3 ranks */
+    c.plan.mp = 1;
+    c.plan.stage = 4;
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL);
+    c.plan.stage = 1;
+    c.plan.micro_batch = 0;
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL);
+    c.plan.micro_batch = 1;
+    c.plan.pa = 1;
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL); /* Pa without checkpointing */
+    c.plan.pa = 0;
+    c.plan.offload = ZP_OFFLOAD_OPTIMIZER;
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL); /* offload on the cpu backend */
+}
