@@ -9,8 +9,12 @@
 
 #ifdef _OPENMP
 #define ZP_NN_PAR _Pragma("omp parallel for schedule(static)")
+#define ZP_NN_SIMD _Pragma("omp simd")
+#define ZP_NN_SIMD_SUM_S _Pragma("omp simd reduction(+:s)")
 #else
 #define ZP_NN_PAR
+#define ZP_NN_SIMD
+#define ZP_NN_SIMD_SUM_S
 #endif
 
 #define NN_CHECK(cond, what)                                        \
@@ -86,7 +90,7 @@ zp_status zp_nn_layernorm_bwd(float *dx, float *dw, float *db, const float *dout
 zp_status zp_nn_gelu_fwd(float *out, const float *x, size_t n)
 {
     NN_CHECK(out && x, "NULL buffer");
-    ZP_NN_PAR
+    ZP_NN_SIMD
     for (size_t i = 0; i < n; i++)
         out[i] = zp_gelu(x[i]);
     return ZP_OK;
@@ -95,7 +99,7 @@ zp_status zp_nn_gelu_fwd(float *out, const float *x, size_t n)
 zp_status zp_nn_gelu_bwd(float *d, const float *x, size_t n)
 {
     NN_CHECK(d && x, "NULL buffer");
-    ZP_NN_PAR
+    ZP_NN_SIMD
     for (size_t i = 0; i < n; i++)
         d[i] *= zp_gelu_grad(x[i]);
     return ZP_OK;
@@ -139,9 +143,10 @@ zp_status zp_nn_xent_sumexp(float *se, const float *logits, const float *mx, siz
     ZP_NN_PAR
     for (size_t i = 0; i < N; i++) {
         const float *l = logits + i * V;
-        float s = 0.0f;
+        float s = 0.0f, m = mx[i];
+        ZP_NN_SIMD_SUM_S
         for (size_t j = 0; j < V; j++)
-            s += expf(l[j] - mx[i]);
+            s += zp_expf(l[j] - m);
         se[i] = s;
     }
     return ZP_OK;
@@ -172,9 +177,10 @@ zp_status zp_nn_xent_bwd(float *logits, const float *mx, const float *se, const 
     ZP_NN_PAR
     for (size_t i = 0; i < N; i++) {
         float *l = logits + i * V;
-        float inv = 1.0f / se[i];
+        float inv = scale / se[i], m = mx[i];
+        ZP_NN_SIMD
         for (size_t j = 0; j < V; j++)
-            l[j] = scale * expf(l[j] - mx[i]) * inv;
+            l[j] = zp_expf(l[j] - m) * inv;
         long c = (long)tgt[i] - v0;
         if (c >= 0 && (size_t)c < V)
             l[c] -= scale;

@@ -12,23 +12,40 @@
 
 #include "zp_elementwise.h" /* ZP_HD */
 
-/* GeLU, tanh approximation (GPT-2's "gelu_new"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+/* exp(x) for fp32 in plain arithmetic, so that loops over it vectorise (libm's expf does not without
+ * -ffast-math): Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, k rounded by the 1.5 * 2^23 trick,
+ * exp(r) by its degree-6 Taylor polynomial (truncation r^7/7! < 1.3e-7 relative), 2^k from the
+ * exponent bits. Within 2 ulp of expf over [-87, 88]; x is clamped to that range (exp(-87) ~ 1.6e-38
+ * stands for 0: callers use it for probabilities and sums of them). */
+ZP_HD static inline float zp_expf(float x)
+{
+    x = fminf(fmaxf(x, -87.0f), 88.0f);
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer (nearest even) */
+    float k = (x * 1.44269504088896341f + magic) - magic;
+    float r = x - k * 0.693145751953125f;  /* ln2 high part: k * hi is exact */
+    r = r - k * 1.428606765330187e-06f;     /* ln2 low part */
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.16666667f + r * (0.041666668f + r * (0.008333334f +
+                                                                                  r * 0.0013888889f)))));
+    return p * zp_f32_from_bits((uint32_t)((int32_t)k + 127) << 23);
+}
+
+/* GeLU, tanh approximation (GPT-2's "gelu_new"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ * computed as x * sigmoid(2u) (0.5 (1 + tanh u) = 1 / (1 + exp(-2u)), an identity) with zp_expf. */
 #define ZP_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define ZP_GELU_C 0.044715f
 
 ZP_HD static inline float zp_gelu(float x)
 {
     float u = ZP_GELU_K * (x + ZP_GELU_C * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
+    return x / (1.0f + zp_expf(-2.0f * u));
 }
 
-/* d gelu / dx. */
+/* d gelu / dx = s + x * 0.5 * sech^2(u) * du/dx with s = sigmoid(2u): 0.5 sech^2(u) = 2 s (1 - s). */
 ZP_HD static inline float zp_gelu_grad(float x)
 {
     float u = ZP_GELU_K * (x + ZP_GELU_C * x * x * x);
-    float th = tanhf(u);
-    float sech2 = 1.0f - th * th;
-    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * ZP_GELU_K * (1.0f + 3.0f * ZP_GELU_C * x * x);
+    float sg = 1.0f / (1.0f + zp_expf(-2.0f * u));
+    return sg + 2.0f * x * sg * (1.0f - sg) * ZP_GELU_K * (1.0f + 3.0f * ZP_GELU_C * x * x);
 }
 
 /* LayerNorm epsilon (PyTorch nn.LayerNorm default). */
@@ -90,7 +107,7 @@ ZP_HD static inline void zp_softmax_causal_row(float *row, size_t t, size_t T, f
         mx = fmaxf(mx, scale * row[j]);
     float s = 0.0f;
     for (size_t j = 0; j <= t; j++) {
-        float e = expf(scale * row[j] - mx);
+        float e = zp_expf(scale * row[j] - mx);
         row[j] = e;
         s += e;
     }
