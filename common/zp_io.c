@@ -7,11 +7,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The temporary file is, where the kernel allows it (Linux O_TMPFILE), an unnamed file in the target's
+ * directory: a writer killed at any point (SIGKILL, SIGXFSZ, power loss) leaves nothing behind. It gets a
+ * name only once complete and synced (linkat through /proc/self/fd, then rename over the target: a named
+ * temporary exists only between those two calls). Elsewhere a mkstemp file beside the target is used. */
 struct zp_io_atomic {
     FILE *f;
     char *path;
-    char *tmp;
+    char *tmp;   /* the temporary's name (mkstemp) or the name it is linked to at commit (O_TMPFILE) */
+    int unnamed; /* O_TMPFILE: no name until commit */
 };
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* An unnamed file in the directory of `path`, or -1 (then mkstemp is used). */
+static int open_unnamed(const char *path)
+{
+#ifdef O_TMPFILE
+    if (access("/proc/self/fd", X_OK) != 0)
+        return -1; /* it could not be given a name at commit */
+    char *dir = dir_of(path);
+    if (!dir)
+        return -1;
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666); /* the umask applies */
+    free(dir);
+    return fd;
+#else
+    (void)path;
+    return -1;
+#endif
+}
 
 zp_status zp_io_atomic_open(const char *path, zp_io_atomic **out)
 {
@@ -25,24 +58,29 @@ zp_status zp_io_atomic_open(const char *path, zp_io_atomic **out)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     size_t n = strlen(path);
     a->path = strdup(path);
-    a->tmp = malloc(n + 16);
+    a->tmp = malloc(n + 48);
     if (!a->path || !a->tmp) {
         zp_io_atomic_abort(a);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     }
-    snprintf(a->tmp, n + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(a->tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(a->tmp);
-        a->tmp = NULL;
-        zp_io_atomic_abort(a);
-        return ZP_FAIL(ZP_ENOENT, "cannot write '%s': %s", path, strerror(e));
+    int fd = open_unnamed(path);
+    if (fd >= 0) {
+        a->unnamed = 1;
+    } else {
+        snprintf(a->tmp, n + 48, "%s.tmpXXXXXX", path);
+        fd = mkstemp(a->tmp);
+        if (fd < 0) {
+            int e = errno;
+            free(a->tmp);
+            a->tmp = NULL;
+            zp_io_atomic_abort(a);
+            return ZP_FAIL(ZP_ENOENT, "cannot write '%s': %s", path, strerror(e));
+        }
+        /* mkstemp creates 0600; output files are ordinary user files. */
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
     }
-    /* mkstemp creates 0600; output files are ordinary user files. */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
     a->f = fdopen(fd, "w");
     if (!a->f) {
         close(fd);
@@ -55,10 +93,54 @@ zp_status zp_io_atomic_open(const char *path, zp_io_atomic **out)
 
 FILE *zp_io_atomic_file(zp_io_atomic *a) { return a->f; }
 
+/* Gives the unnamed temporary a fresh name beside the target (a->tmp); errno on failure. */
+static int link_unnamed(zp_io_atomic *a)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(a->f));
+    size_t cap = strlen(a->path) + 48;
+    for (unsigned i = 0; i < 1000; i++) {
+        snprintf(a->tmp, cap, "%s.tmp%ld.%u", a->path, (long)getpid(), i);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, a->tmp, AT_SYMLINK_FOLLOW) == 0) {
+            a->unnamed = 0;
+            return 0;
+        }
+        if (errno != EEXIST)
+            return errno;
+    }
+    return EEXIST;
+}
+
+static void sync_dir(const char *path)
+{
+    char *dir = dir_of(path);
+    if (!dir)
+        return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd >= 0) {
+        fsync(fd); /* the rename itself reaches the disk (best effort) */
+        close(fd);
+    }
+}
+
 zp_status zp_io_atomic_commit(zp_io_atomic *a)
 {
     int bad = ferror(a->f) || fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
-    bad |= fclose(a->f) != 0;
+    if (bad) {
+        zp_io_atomic_abort(a);
+        return ZP_FAIL(ZP_EIO, "writing failed (disk full?); the previous file is untouched");
+    }
+    if (a->unnamed) {
+        int e = link_unnamed(a);
+        if (e != 0) {
+            zp_status st = ZP_FAIL(ZP_EIO, "cannot name the new '%s': %s; the previous file is untouched", a->path,
+                                   strerror(e));
+            zp_io_atomic_abort(a);
+            return st;
+        }
+    }
+    bad = fclose(a->f) != 0;
     a->f = NULL;
     if (bad) {
         zp_io_atomic_abort(a);
@@ -70,6 +152,7 @@ zp_status zp_io_atomic_commit(zp_io_atomic *a)
         zp_io_atomic_abort(a);
         return st;
     }
+    sync_dir(a->path);
     free(a->tmp);
     free(a->path);
     free(a);
@@ -81,8 +164,8 @@ void zp_io_atomic_abort(zp_io_atomic *a)
     if (!a)
         return;
     if (a->f)
-        fclose(a->f);
-    if (a->tmp)
+        fclose(a->f); /* an unnamed temporary disappears with its last descriptor */
+    if (a->tmp && !a->unnamed)
         unlink(a->tmp);
     free(a->tmp);
     free(a->path);

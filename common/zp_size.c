@@ -78,9 +78,16 @@ zp_status zp_size_parse_int(const char *text, const char *what, int64_t min, int
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' must be a whole number", what, text);
     if (v < (double)min)
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' must be at least %lld", what, text, (long long)min);
-    if (v > (double)max)
+    /* (double)max may round up to 2^63, which no int64_t holds: compare before converting, then
+     * again exactly as integers. */
+    if (v > (double)max || v >= 0x1p63)
         return ZP_FAIL(ZP_ERANGE, "%s: '%s' is too large (at most %lld)", what, text, (long long)max);
-    *out = (int64_t)v;
+    int64_t i = (int64_t)v;
+    if (i > max)
+        return ZP_FAIL(ZP_ERANGE, "%s: '%s' is too large (at most %lld)", what, text, (long long)max);
+    if (i < min)
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' must be at least %lld", what, text, (long long)min);
+    *out = i;
     return ZP_OK;
 }
 

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -91,6 +92,8 @@ zp_status zp_model_from_size(double params, zp_model *out)
 {
     if (!(params > 0))
         return ZP_FAIL(ZP_EINVAL, "model size must be positive");
+    if (params < 1)
+        return ZP_FAIL(ZP_EINVAL, "model size %.3g: a model has at least one parameter", params);
     if (params > ZP_MODEL_MAX_PARAMS)
         return ZP_FAIL(ZP_ERANGE, "model size %.3g parameters is beyond what zplan accepts (at most %.0e)", params,
                        ZP_MODEL_MAX_PARAMS);
@@ -101,6 +104,12 @@ zp_status zp_model_from_size(double params, zp_model *out)
     double l = round(params / (12.0 * (double)h * (double)h));
     if (l < 1)
         l = 1;
+    /* Near the limit the embeddings can push round(params / 12h^2) blocks just past it: one block less. */
+    zp_model probe = {.layers = (int64_t)l, .hidden = h, .heads = g_classes[c].heads, .seq = S, .vocab = V,
+                      .ffn = 4 * h};
+    while (probe.layers > 1 && zp_model_params(&probe) > ZP_MODEL_MAX_PARAMS)
+        probe.layers--;
+    l = (double)probe.layers;
     char name[32];
     zp_size_format(params, name, sizeof name);
     return zp_model_init(out, name, (int64_t)l, h, g_classes[c].heads, S, V, 4 * h);
@@ -132,13 +141,55 @@ static zp_status hf_int(json_t *obj, const char *path, const char *const keys[],
     return ZP_OK;
 }
 
-zp_status zp_model_from_hf_config(const char *path, zp_model *out)
+/* Length of the valid UTF-8 sequence at s (1-4), 0 when s does not start one. */
+static size_t utf8_len(const unsigned char *s)
 {
-    char *text = NULL;
-    ZP_TRY(zp_io_read_file(path, 16u << 20, &text, NULL));
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((n == 3 && s[0] == 0xE0 && s[1] < 0xA0) || (n == 3 && s[0] == 0xED && s[1] >= 0xA0) ||
+        (n == 4 && s[0] == 0xF0 && s[1] < 0x90) || (n == 4 && s[0] == 0xF4 && s[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* The model's name from a file name: valid UTF-8 (a byte that is not is shown as '?'), control characters
+ * as '?', cut at a character boundary to fit `len` (reports print it and write it into JSON). */
+static void utf8_name(const char *src, char *dst, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    while (*s) {
+        size_t n = utf8_len(s);
+        if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7F))) {
+            if (o + 1 >= len)
+                break;
+            dst[o++] = '?';
+            s++;
+            continue;
+        }
+        if (o + n >= len)
+            break;
+        memcpy(dst + o, s, n);
+        o += n;
+        s += n;
+    }
+    dst[o] = '\0';
+}
+
+zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *out)
+{
+    if (!text)
+        return ZP_FAIL(ZP_EINVAL, "%s: no text", path ? path : "config.json");
+    if (!path)
+        path = "config.json";
     json_error_t err;
     json_t *root = json_loads(text, 0, &err);
-    free(text);
     if (!root)
         return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON (line %d, column %d: %s)", path, err.line, err.column,
                        err.text);
@@ -170,8 +221,17 @@ zp_status zp_model_from_hf_config(const char *path, zp_model *out)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char name[ZP_MODEL_NAME_LEN];
-    snprintf(name, sizeof name, "%s", base);
+    utf8_name(base, name, sizeof name);
     return zp_model_init(out, name, l, h, a, s ? s : S, v ? v : V, f ? f : 4 * h);
+}
+
+zp_status zp_model_from_hf_config(const char *path, zp_model *out)
+{
+    char *text = NULL;
+    ZP_TRY(zp_io_read_file(path, 16u << 20, &text, NULL));
+    zp_status st = zp_model_from_hf_json(text, path, out);
+    free(text);
+    return st;
 }
 
 static int looks_like_size(const char *spec)

@@ -22,6 +22,8 @@ zp_status zp_model_from_size(double params, zp_model *out);
 
 /* Reads a HuggingFace config.json (GPT-2, GPT-NeoX and LLaMA-style keys). */
 zp_status zp_model_from_hf_config(const char *path, zp_model *out);
+/* The same from the file's text; `path` (may be NULL) names it in messages and gives the model's name. */
+zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *out);
 
 /* How `--model` text was understood. */
 typedef enum { ZP_MODEL_FROM_ZOO, ZP_MODEL_FROM_SIZE, ZP_MODEL_FROM_FILE } zp_model_origin;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -615,6 +616,12 @@ zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *no
         return ZP_FAIL(ZP_ERUNTIME, "fork: %s", strerror(e));
     }
     if (pid == 0) {
+        /* A disposable loader: it dies of its own faults with the default action (not through handlers
+         * the parent installed, e.g. a fuzzer's), and with the parent. */
+        static const int fatal[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
+        for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+            signal(fatal[i], SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(res[0]);
         close(err[0]);
         dup2(err[1], 2);

@@ -58,5 +58,9 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
 /* Checks a user platform in a child process: it loads, and names GPU and CPU hosts as documented.
  * Sets *gpus_per_node and *nodes. */
 zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *nodes);
+/* A platform that has not loaded within this time is refused (the child is killed). */
+#define ZP_PLATFORM_CHECK_TIMEOUT_S 120.0
+/* Changes that limit (seconds; <= 0 restores the default). For tests and fuzzing. */
+void zp_engine_set_platform_timeout(double seconds);
 
 #endif

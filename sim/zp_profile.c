@@ -243,7 +243,17 @@ static zp_status get_str(const rd *r, json_t *obj, const char *parent, const cha
     ZP_TRY(need(r, obj, parent, key, &v));
     if (!json_is_string(v))
         return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s%s%s' must be a string", r->name, parent, *parent ? "." : "", key);
-    snprintf(buf, len, "%s", json_string_value(v));
+    /* Keep what fits, cut at a UTF-8 character boundary: the profile must stay writable (jansson refuses
+     * invalid UTF-8 when it is written back). */
+    const char *s = json_string_value(v);
+    size_t n = strlen(s);
+    if (n >= len) {
+        n = len - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--; /* s[n] is a continuation byte: the character starting before it does not fit */
+    }
+    memcpy(buf, s, n);
+    buf[n] = '\0';
     return ZP_OK;
 }
 

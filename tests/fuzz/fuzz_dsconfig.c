@@ -1,0 +1,42 @@
+/* fuzz_dsconfig — DeepSpeed JSON through zp_dsconfig_parse against the 100B zoo model. The first byte
+ * picks the GPU count and MP degree; an accepted config must leave a request whose fixed options are in
+ * range, and zp_search_validate must return (either way) without crashing. */
+#include <math.h>
+
+#include "fuzz_common.h"
+#include "zp_cluster.h"
+#include "zp_dsconfig.h"
+#include "zp_zoo.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const int64_t gpus[] = {1, 2, 16, 400, 1024, 100000000};
+    static const int64_t mps[] = {ZP_SEARCH_ANY, 1, 2, 16};
+    uint8_t sel = size > 0 ? data[0] : 0;
+    char *s = fz_strndup(size > 0 ? data + 1 : data, size > 0 ? size - 1 : 0);
+    const zp_cluster *cl = NULL;
+    if (zp_cluster_find("dgx2", &cl) != ZP_OK)
+        abort();
+    zp_model model = zp_zoo_find("100B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, &model, cl, gpus[sel % 6]);
+    r.mp = mps[(sel / 6) % 4];
+    if (r.mp != ZP_SEARCH_ANY && r.gpus % r.mp != 0)
+        r.mp = 1;
+    r.checkpoint = (sel / 24) % 2;
+    zp_ds_notes notes = {0};
+    if (zp_dsconfig_parse(s, "fuzz.json", &r, &notes) == ZP_OK) {
+        FZ_ASSERT(r.stage >= 0 && r.stage <= 3, "stage %d", r.stage);
+        FZ_ASSERT(r.mp >= 1, "mp %lld", (long long)r.mp);
+        FZ_ASSERT(r.micro_batch == ZP_SEARCH_ANY || r.micro_batch >= 1, "micro %lld", (long long)r.micro_batch);
+        FZ_ASSERT(r.global_batch == ZP_SEARCH_ANY || r.global_batch >= 1, "global %lld", (long long)r.global_batch);
+        FZ_ASSERT(isfinite(r.bucket) && r.bucket >= 1, "bucket %g", r.bucket);
+        FZ_ASSERT(r.param_bytes == 2 || r.param_bytes == 4, "param bytes %g", r.param_bytes);
+        (void)zp_search_validate(&r);
+    }
+    FZ_ASSERT(notes.n >= 0 && notes.n <= ZP_DS_MAX_NOTES, "notes %d", notes.n);
+    for (int i = 0; i < notes.n; i++)
+        FZ_ASSERT(memchr(notes.line[i], '\0', sizeof notes.line[i]) != NULL, "note %d not terminated", i);
+    free(s);
+    return 0;
+}
