@@ -188,6 +188,8 @@ static int report_plan_view(const char *kind, int argc, char **argv)
     return st == ZP_OK ? 0 : zp_cli_fail(st);
 }
 
+int zp_cli_report_validation(int argc, char **argv); /* zp_cli_validation.c */
+
 int zp_cli_report(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
@@ -199,6 +201,8 @@ int zp_cli_report(int argc, char **argv)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: which report? (table1 or table2)"));
     }
     const char *kind = argv[1];
+    if (strcmp(kind, "validation") == 0) /* zp_cli_validation.c: runs zplan exec under mpirun */
+        return zp_cli_report_validation(argc - 1, argv + 1);
     int is1 = strcmp(kind, "table1") == 0, is2 = strcmp(kind, "table2") == 0;
     if (strcmp(kind, "scaling") == 0 || strcmp(kind, "models") == 0 || strcmp(kind, "configs") == 0 ||
         strcmp(kind, "memory") == 0)
