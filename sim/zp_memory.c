@@ -191,8 +191,13 @@ zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp
         buf += nd * piece_max;           /* a gathered unit */
     if (plan->stage >= 2)
         buf += psi + nd;                 /* the gradient bucket backward writes into */
-    if (plan->stage == 3)                /* two groups gathered at once */
-        buf += (L >= 2 ? fmax(emb + blk, 2 * blk) : emb + blk) + 2 * nd;
+    if (plan->stage == 3) {
+        /* three consecutive groups of the gather order (embedding, blocks, LM head): the next group is
+         * prefetched when the current one starts, the previous one is released when the current one
+         * computes */
+        double live = L >= 3 ? fmax(emb + 2 * blk, 3 * blk) : (L == 2 ? emb + 2 * blk : 2 * emb + blk);
+        buf += fmin(live, 2 * emb + L * blk) + 3 * nd;
+    }
     m.buffers = fb * buf;
     m.total = m.params + m.grads + m.optimizer + m.activations + m.buffers;
     *out = m;
