@@ -42,7 +42,7 @@ for m in $(echo "$models" | tr ',' ' '); do
                 sed -n 's/.*"tokens_per_s": *\([0-9.eE+]*\).*/\1/p')
         fi
         r=$(awk -v a="$z" -v b="$t" 'BEGIN {if (b + 0 > 0) printf "%.2fx", a / b; else print "-"}')
-        printf '%-7s %3d %14.0f %14s %8s\n' "$m" "$n" "$z" "${t:--}" "$r"
+        printf '%-7s %3d %14.0f %14.0f %8s\n' "$m" "$n" "$z" "${t:-0}" "$r"
     done
 done
 echo "(zplan: median step without the first, ZeRO stage 0 = DDP's all-reduce; PyTorch: DDP, gloo, torch.set_num_threads(1))"
