@@ -45,7 +45,7 @@ zp_status zp_model_init(zp_model *m, const char *name, int64_t layers, int64_t h
     m->heads = heads;
     m->seq = seq;
     m->vocab = vocab;
-    m->ffn = ffn > 0 ? ffn : 4 * hidden;
+    m->ffn = ffn > 0 ? ffn : (hidden > 0 && hidden <= INT64_MAX / 4 ? 4 * hidden : 0); /* 0: refused below */
     return zp_model_validate(m);
 }
 

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +219,9 @@ zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *ou
     json_decref(root);
     if (st != ZP_OK)
         return st;
+    const int64_t lim = INT32_MAX; /* as zp_model_validate, and before 4h is computed */
+    if (l > lim || h > lim || a > lim || v > lim || s > lim || f > lim)
+        return ZP_FAIL(ZP_ERANGE, "%s: a dimension exceeds 2^31-1", path);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char name[ZP_MODEL_NAME_LEN];
