@@ -1,5 +1,11 @@
 /* zp_nn_cpu.c — the transformer layer kernels of zp_nn.h on the host: loops over rows (OpenMP),
  * the row arithmetic from zp_nn_elementwise.h. */
+/* no-trapping-math for every function of this file, the inlined row arithmetic included: lets GCC
+ * if-convert the comparisons of the exp clamp and of the row maxima, so those loops vectorise
+ * (nothing here reads the floating-point exception flags). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "zp_nn.h"
 
 #include <math.h>
@@ -16,6 +22,18 @@
 #define ZP_NN_SIMD
 #define ZP_NN_SIMD_SUM_S
 #endif
+
+/* Function multi-versioning (x86-64, GCC, ifunc): the row loops get an AVX2/FMA clone (8 lanes)
+ * next to the baseline SSE2 one; the loader picks one per machine, so every rank of a run computes
+ * the same arithmetic. The OpenMP-parallel kernels call these per chunk of rows. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define ZP_NN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ZP_NN_CLONES
+#endif
+
+/* Rows per OpenMP chunk of the row kernels. */
+#define NN_ROWS 32
 
 #define NN_CHECK(cond, what)                                        \
     do {                                                            \
@@ -66,13 +84,28 @@ zp_status zp_nn_embed_bwd(float *dwte, float *dwpe, const int *tok, const float 
     return ZP_OK;
 }
 
+ZP_NN_CLONES static void layernorm_rows(float *out, float *mean, float *rstd, const float *x, const float *w,
+                                        const float *b, size_t r0, size_t r1, size_t C)
+{
+    for (size_t i = r0; i < r1; i++)
+        zp_layernorm_row(out + i * C, mean + i, rstd + i, x + i * C, w, b, C);
+}
+
+ZP_NN_CLONES static void layernorm_rows_bwd(float *dx, float *dw, float *db, const float *dout, const float *x,
+                                            const float *w, const float *mean, const float *rstd, size_t N, size_t C)
+{
+    for (size_t i = 0; i < N; i++)
+        zp_layernorm_row_bwd(dx + i * C, dw, db, dout + i * C, x + i * C, w, mean[i], rstd[i], C);
+}
+
 zp_status zp_nn_layernorm_fwd(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                               size_t N, size_t C)
 {
     NN_CHECK(out && mean && rstd && x && w && b && C > 0, "NULL buffer or empty shape");
+    const size_t chunks = (N + NN_ROWS - 1) / NN_ROWS;
     ZP_NN_PAR
-    for (size_t i = 0; i < N; i++)
-        zp_layernorm_row(out + i * C, mean + i, rstd + i, x + i * C, w, b, C);
+    for (size_t k = 0; k < chunks; k++)
+        layernorm_rows(out, mean, rstd, x, w, b, k * NN_ROWS, k * NN_ROWS + NN_ROWS < N ? k * NN_ROWS + NN_ROWS : N, C);
     return ZP_OK;
 }
 
@@ -82,58 +115,101 @@ zp_status zp_nn_layernorm_bwd(float *dx, float *dw, float *db, const float *dout
     NN_CHECK(dx && dw && db && dout && x && w && mean && rstd && C > 0, "NULL buffer or empty shape");
     /* serial: dw and db accumulate over rows (a per-thread reduction would change the sum order
      * with the thread count, and results must not depend on it) */
-    for (size_t i = 0; i < N; i++)
-        zp_layernorm_row_bwd(dx + i * C, dw, db, dout + i * C, x + i * C, w, mean[i], rstd[i], C);
+    layernorm_rows_bwd(dx, dw, db, dout, x, w, mean, rstd, N, C);
     return ZP_OK;
+}
+
+ZP_NN_CLONES static void gelu_range(float *out, const float *x, size_t n)
+{
+    ZP_NN_SIMD
+    for (size_t i = 0; i < n; i++)
+        out[i] = zp_gelu(x[i]);
+}
+
+ZP_NN_CLONES static void gelu_bwd_range(float *d, const float *x, size_t n)
+{
+    ZP_NN_SIMD
+    for (size_t i = 0; i < n; i++)
+        d[i] *= zp_gelu_grad(x[i]);
 }
 
 zp_status zp_nn_gelu_fwd(float *out, const float *x, size_t n)
 {
     NN_CHECK(out && x, "NULL buffer");
-    ZP_NN_SIMD
-    for (size_t i = 0; i < n; i++)
-        out[i] = zp_gelu(x[i]);
+    gelu_range(out, x, n);
     return ZP_OK;
 }
 
 zp_status zp_nn_gelu_bwd(float *d, const float *x, size_t n)
 {
     NN_CHECK(d && x, "NULL buffer");
-    ZP_NN_SIMD
-    for (size_t i = 0; i < n; i++)
-        d[i] *= zp_gelu_grad(x[i]);
+    gelu_bwd_range(d, x, n);
     return ZP_OK;
+}
+
+ZP_NN_CLONES static void softmax_rows(float *att, size_t r0, size_t r1, size_t T, float scale)
+{
+    for (size_t r = r0; r < r1; r++)
+        zp_softmax_causal_row(att + r * T, r % T, T, scale);
+}
+
+ZP_NN_CLONES static void softmax_rows_bwd(float *d, const float *att, size_t r0, size_t r1, size_t T, float scale)
+{
+    for (size_t r = r0; r < r1; r++)
+        zp_softmax_causal_row_bwd(d + r * T, att + r * T, r % T, T, scale);
 }
 
 zp_status zp_nn_softmax_causal_fwd(float *att, size_t BH, size_t T, float scale)
 {
     NN_CHECK(att && T > 0, "NULL buffer or empty shape");
+    const size_t R = BH * T, chunks = (R + NN_ROWS - 1) / NN_ROWS;
     ZP_NN_PAR
-    for (size_t r = 0; r < BH * T; r++)
-        zp_softmax_causal_row(att + r * T, r % T, T, scale);
+    for (size_t k = 0; k < chunks; k++)
+        softmax_rows(att, k * NN_ROWS, k * NN_ROWS + NN_ROWS < R ? k * NN_ROWS + NN_ROWS : R, T, scale);
     return ZP_OK;
 }
 
 zp_status zp_nn_softmax_causal_bwd(float *d, const float *att, size_t BH, size_t T, float scale)
 {
     NN_CHECK(d && att && T > 0, "NULL buffer or empty shape");
+    const size_t R = BH * T, chunks = (R + NN_ROWS - 1) / NN_ROWS;
     ZP_NN_PAR
-    for (size_t r = 0; r < BH * T; r++)
-        zp_softmax_causal_row_bwd(d + r * T, att + r * T, r % T, T, scale);
+    for (size_t k = 0; k < chunks; k++)
+        softmax_rows_bwd(d, att, k * NN_ROWS, k * NN_ROWS + NN_ROWS < R ? k * NN_ROWS + NN_ROWS : R, T, scale);
     return ZP_OK;
+}
+
+ZP_NN_CLONES static float row_max(const float *l, size_t V)
+{
+    float m = -INFINITY;
+    ZP_NN_SIMD_RED(max, m)
+    for (size_t j = 0; j < V; j++)
+        m = l[j] > m ? l[j] : m;
+    return m;
+}
+
+ZP_NN_CLONES static float row_sumexp(const float *l, float m, size_t V)
+{
+    float s = 0.0f;
+    ZP_NN_SIMD_SUM_S
+    for (size_t j = 0; j < V; j++)
+        s += zp_expf(l[j] - m);
+    return s;
+}
+
+ZP_NN_CLONES static void row_softmax_scaled(float *l, float m, float inv, size_t V)
+{
+    ZP_NN_SIMD
+    for (size_t j = 0; j < V; j++)
+        l[j] = zp_expf(l[j] - m) * inv;
 }
 
 zp_status zp_nn_xent_rowmax(float *mx, const float *logits, size_t N, size_t V)
 {
     NN_CHECK(mx && logits && V > 0, "NULL buffer or empty shape");
     ZP_NN_PAR
-    for (size_t i = 0; i < N; i++) {
-        const float *l = logits + i * V;
-        float m = -INFINITY;
-        for (size_t j = 0; j < V; j++)
-            m = fmaxf(m, l[j]);
-        mx[i] = m;
-    }
+    for (size_t i = 0; i < N; i++)
+        mx[i] = row_max(logits + i * V, V);
     return ZP_OK;
 }
 
@@ -141,14 +217,8 @@ zp_status zp_nn_xent_sumexp(float *se, const float *logits, const float *mx, siz
 {
     NN_CHECK(se && logits && mx && V > 0, "NULL buffer or empty shape");
     ZP_NN_PAR
-    for (size_t i = 0; i < N; i++) {
-        const float *l = logits + i * V;
-        float s = 0.0f, m = mx[i];
-        ZP_NN_SIMD_SUM_S
-        for (size_t j = 0; j < V; j++)
-            s += zp_expf(l[j] - m);
-        se[i] = s;
-    }
+    for (size_t i = 0; i < N; i++)
+        se[i] = row_sumexp(logits + i * V, mx[i], V);
     return ZP_OK;
 }
 
@@ -177,10 +247,7 @@ zp_status zp_nn_xent_bwd(float *logits, const float *mx, const float *se, const 
     ZP_NN_PAR
     for (size_t i = 0; i < N; i++) {
         float *l = logits + i * V;
-        float inv = scale / se[i], m = mx[i];
-        ZP_NN_SIMD
-        for (size_t j = 0; j < V; j++)
-            l[j] = zp_expf(l[j] - m) * inv;
+        row_softmax_scaled(l, mx[i], scale / se[i], V);
         long c = (long)tgt[i] - v0;
         if (c >= 0 && (size_t)c < V)
             l[c] -= scale;
@@ -198,12 +265,17 @@ zp_status zp_nn_bias_add(float *x, const float *b, size_t N, size_t C)
     return ZP_OK;
 }
 
-zp_status zp_nn_bias_grad(float *db, const float *d, size_t N, size_t C)
+ZP_NN_CLONES static void bias_grad_rows(float *restrict db, const float *restrict d, size_t N, size_t C)
 {
-    NN_CHECK(db && d && C > 0, "NULL buffer or empty shape");
     for (size_t i = 0; i < N; i++)
         for (size_t c = 0; c < C; c++)
             db[c] += d[i * C + c];
+}
+
+zp_status zp_nn_bias_grad(float *db, const float *d, size_t N, size_t C)
+{
+    NN_CHECK(db && d && C > 0, "NULL buffer or empty shape");
+    bias_grad_rows(db, d, N, C);
     return ZP_OK;
 }
 

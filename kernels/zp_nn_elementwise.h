@@ -12,6 +12,16 @@
 
 #include "zp_elementwise.h" /* ZP_HD */
 
+/* Vectorisation hints for the row loops on the host (OpenMP SIMD; nothing on the device or without
+ * OpenMP): reductions over a row may then run in vector lanes (sums in a different order than a
+ * serial loop, the same for every rank and configuration). */
+#if defined(_OPENMP) && !defined(__CUDACC__)
+#define ZP_NN_SIMD_RED(op, ...) _Pragma(ZP_NN_STR(omp simd reduction(op : __VA_ARGS__)))
+#define ZP_NN_STR(x) #x
+#else
+#define ZP_NN_SIMD_RED(op, ...)
+#endif
+
 /* exp(x) for fp32 in plain arithmetic, so that loops over it vectorise (libm's expf does not without
  * -ffast-math): Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, k rounded by the 1.5 * 2^23 trick,
  * exp(r) by its degree-6 Taylor polynomial (truncation r^7/7! < 1.3e-7 relative), 2^k from the
@@ -19,7 +29,9 @@
  * stands for 0: callers use it for probabilities and sums of them). */
 ZP_HD static inline float zp_expf(float x)
 {
-    x = fminf(fmaxf(x, -87.0f), 88.0f);
+    /* comparisons, not fminf/fmaxf: those do not vectorise on x86 without -ffinite-math-only */
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
     const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer (nearest even) */
     float k = (x * 1.44269504088896341f + magic) - magic;
     float r = x - k * 0.693145751953125f;  /* ln2 high part: k * hi is exact */
@@ -57,10 +69,12 @@ ZP_HD static inline void zp_layernorm_row(float *out, float *mean_out, float *rs
                                           const float *w, const float *b, size_t C)
 {
     float m = 0.0f;
+    ZP_NN_SIMD_RED(+, m)
     for (size_t i = 0; i < C; i++)
         m += x[i];
     m /= (float)C;
     float v = 0.0f;
+    ZP_NN_SIMD_RED(+, v)
     for (size_t i = 0; i < C; i++) {
         float d = x[i] - m;
         v += d * d;
@@ -79,6 +93,7 @@ ZP_HD static inline void zp_layernorm_row_bwd(float *dx, float *dw, float *db, c
                                               const float *w, float mean, float rstd, size_t C)
 {
     float g_mean = 0.0f, gx_mean = 0.0f;
+    ZP_NN_SIMD_RED(+, g_mean, gx_mean)
     for (size_t i = 0; i < C; i++) {
         float xhat = (x[i] - mean) * rstd;
         float g = dout[i] * w[i];
@@ -103,9 +118,13 @@ ZP_HD static inline void zp_layernorm_row_bwd(float *dx, float *dw, float *db, c
 ZP_HD static inline void zp_softmax_causal_row(float *row, size_t t, size_t T, float scale)
 {
     float mx = -INFINITY;
-    for (size_t j = 0; j <= t; j++)
-        mx = fmaxf(mx, scale * row[j]);
+    ZP_NN_SIMD_RED(max, mx)
+    for (size_t j = 0; j <= t; j++) {
+        float v = scale * row[j];
+        mx = v > mx ? v : mx;
+    }
     float s = 0.0f;
+    ZP_NN_SIMD_RED(+, s)
     for (size_t j = 0; j <= t; j++) {
         float e = zp_expf(scale * row[j] - mx);
         row[j] = e;
@@ -123,6 +142,7 @@ ZP_HD static inline void zp_softmax_causal_row(float *row, size_t t, size_t T, f
 ZP_HD static inline void zp_softmax_causal_row_bwd(float *d, const float *p, size_t t, size_t T, float scale)
 {
     float dot = 0.0f;
+    ZP_NN_SIMD_RED(+, dot)
     for (size_t j = 0; j <= t; j++)
         dot += p[j] * d[j];
     for (size_t j = 0; j <= t; j++)
