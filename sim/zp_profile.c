@@ -55,9 +55,36 @@ double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k)
     return dtype_bytes(p->gemm_dtype) * (m * k + k * n) + 4.0 * m * n;
 }
 
-double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
+double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double k)
 {
     return p->gemm_t0_s + p->gemm_s_per_flop * 2.0 * m * n * k + p->gemm_s_per_byte * zp_profile_gemm_bytes(p, m, n, k);
+}
+
+double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
+{
+    /* the two measured shapes nearest in log space */
+    double d1 = INFINITY, d2 = INFINITY, r1 = 0, r2 = 0;
+    if (m > 0 && n > 0 && k > 0)
+        for (int i = 0; i < p->ngemm; i++) {
+            const zp_profile_gemm_point *q = &p->gemm[i];
+            if (!(q->m > 0 && q->n > 0 && q->k > 0 && q->flops_per_s > 0))
+                continue;
+            double d = fabs(log(m / q->m)) + fabs(log(n / q->n)) + fabs(log(k / q->k));
+            if (d < d1) {
+                d2 = d1, r2 = r1;
+                d1 = d, r1 = q->flops_per_s;
+            } else if (d < d2) {
+                d2 = d, r2 = q->flops_per_s;
+            }
+        }
+    if (!(d1 <= ZP_PROFILE_GEMM_NEAR))
+        return zp_profile_gemm_fit_time(p, m, n, k);
+    double rate = r1;
+    if (d1 > 1e-9 && d2 <= ZP_PROFILE_GEMM_NEAR) {
+        double w1 = 1.0 / d1, w2 = 1.0 / d2;
+        rate = exp((w1 * log(r1) + w2 * log(r2)) / (w1 + w2));
+    }
+    return 2.0 * m * n * k / rate;
 }
 
 double zp_profile_peak_flops(const zp_profile *p, const char *dtype)
@@ -76,7 +103,7 @@ double zp_profile_peak_flops(const zp_profile *p, const char *dtype)
 double zp_profile_gemm_efficiency(const zp_profile *p, double m, double n, double k)
 {
     double peak = zp_profile_peak_flops(p, p->gemm_dtype);
-    double t = zp_profile_gemm_time(p, m, n, k);
+    double t = zp_profile_gemm_fit_time(p, m, n, k); /* the fit: smooth in the shape */
     double flops = 2.0 * m * n * k;
     if (!(peak > 0) || !(t > 0) || !(flops > 0))
         return 1.0;
@@ -100,6 +127,73 @@ double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_
         return 0;
     double lat = f->latency_s * (double)(nranks - 1) / (double)(f->nranks - 1);
     return lat + bytes * zp_profile_busbw_factor(kind, nranks) / (f->busbw_gbs * 1e9);
+}
+
+double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
+                                           double bytes, int nranks)
+{
+    double fit = zp_profile_collective_time(p, kind, scope, bytes, nranks);
+    if (fit <= 0)
+        return fit;
+    const zp_profile_coll_fit *f = &p->coll[kind][scope];
+    if (f->nranks != nranks || f->npoints < 2)
+        return fit;
+    /* points in increasing size (the calibration writes them so; checked, not assumed) */
+    const zp_profile_coll_point *q = f->points;
+    for (int i = 1; i < f->npoints; i++)
+        if (!(q[i].bytes > q[i - 1].bytes) || !(q[i - 1].bytes > 0) || !(q[i - 1].time_s > 0) || !(q[i].time_s > 0))
+            return fit;
+    if (bytes <= q[0].bytes)
+        return q[0].time_s;
+    int last = f->npoints - 1;
+    if (bytes >= q[last].bytes)
+        return q[last].time_s + (bytes - q[last].bytes) * zp_profile_busbw_factor(kind, nranks) / (f->busbw_gbs * 1e9);
+    int i = 1;
+    while (q[i].bytes < bytes)
+        i++;
+    double x = (log(bytes) - log(q[i - 1].bytes)) / (log(q[i].bytes) - log(q[i - 1].bytes));
+    return exp(log(q[i - 1].time_s) + x * (log(q[i].time_s) - log(q[i - 1].time_s)));
+}
+
+static const char *const kernel_names[ZP_PROFILE_NKERNEL] = {
+    "layernorm_fwd", "layernorm_bwd", "gelu_fwd",  "gelu_bwd",     "softmax_fwd", "softmax_bwd", "xent_fwd",
+    "xent_bwd",      "embed_fwd",     "embed_bwd", "residual_add", "bias_add",    "bias_grad"};
+
+const char *zp_profile_kernel_name(zp_profile_kernel k)
+{
+    return (unsigned)k < ZP_PROFILE_NKERNEL ? kernel_names[k] : "?";
+}
+
+double zp_profile_kernel_time(const zp_profile *p, zp_profile_kernel k, double elems)
+{
+    if ((unsigned)k >= ZP_PROFILE_NKERNEL || !p->kernels[k].measured)
+        return -1;
+    return p->kernels[k].t0_s + elems * p->kernels[k].s_per_elem;
+}
+
+zp_status zp_profile_scale_compute(zp_profile *p, double f)
+{
+    if (!(f > 0) || !isfinite(f))
+        return ZP_FAIL(ZP_EINVAL, "profile: compute scale factor must be a finite number > 0 (got %g)", f);
+    p->copy_gbs /= f;
+    p->triad_gbs /= f;
+    p->peak_flops_fp32 /= f;
+    p->peak_flops_fp16 /= f;
+    p->peak_flops_bf16 /= f;
+    p->adam_params_per_s /= f;
+    p->cpu_adam_params_per_s /= f;
+    for (int i = 0; i < p->nadam; i++)
+        p->adam[i].params_per_s /= f;
+    for (int i = 0; i < p->ngemm; i++)
+        p->gemm[i].flops_per_s /= f;
+    p->gemm_t0_s *= f;
+    p->gemm_s_per_flop *= f;
+    p->gemm_s_per_byte *= f;
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+        p->kernels[k].t0_s *= f;
+        p->kernels[k].s_per_elem *= f;
+    }
+    return ZP_OK;
 }
 
 double zp_profile_adam_time(const zp_profile *p, double n, int cpu)
@@ -160,6 +254,14 @@ zp_status zp_profile_validate(const zp_profile *p)
     CHECK_NUM(p->gemm_s_per_flop, "gemm_model.s_per_flop");
     CHECK_NUM(p->gemm_s_per_byte, "gemm_model.s_per_byte");
     CHECK_NUM(p->gemm_residual, "gemm_model.residual");
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+        const zp_profile_kernel_fit *f = &p->kernels[k];
+        if (!f->measured)
+            continue;
+        if (!isfinite(f->t0_s) || f->t0_s < 0 || !isfinite(f->s_per_elem) || f->s_per_elem < 0 ||
+            !isfinite(f->elems) || f->elems < 0)
+            return ZP_FAIL(ZP_EINVAL, "profile: layer_kernels.%s must hold finite numbers >= 0", kernel_names[k]);
+    }
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             const zp_profile_coll_fit *f = &p->coll[c][s];
@@ -342,6 +444,31 @@ static zp_status read_collectives(const rd *r, json_t *root, zp_profile *p)
     return ZP_OK;
 }
 
+/* "layer_kernels": optional, and so is each kernel in it; a kernel that is there must be complete. */
+static zp_status read_kernels(const rd *r, json_t *root, zp_profile *p)
+{
+    json_t *o = json_object_get(root, "layer_kernels");
+    if (!o)
+        return ZP_OK;
+    if (!json_is_object(o))
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': layer_kernels must be an object", r->name);
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+        json_t *e = json_object_get(o, kernel_names[k]);
+        if (!e)
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "layer_kernels.%s", kernel_names[k]);
+        if (!json_is_object(e))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': %s must be an object", r->name, path);
+        zp_profile_kernel_fit *f = &p->kernels[k];
+        ZP_TRY(get_num(r, e, path, "t0_s", &f->t0_s));
+        ZP_TRY(get_num(r, e, path, "s_per_elem", &f->s_per_elem));
+        ZP_TRY(get_num(r, e, path, "elems", &f->elems));
+        f->measured = 1;
+    }
+    return ZP_OK;
+}
+
 static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
 {
     if (!json_is_object(root))
@@ -414,6 +541,7 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
     ZP_TRY(get_num(r, o, "gemm_model", "residual", &p->gemm_residual));
 
     ZP_TRY(read_collectives(r, root, p));
+    ZP_TRY(read_kernels(r, root, p));
     zp_status st = zp_profile_validate(p);
     if (st != ZP_OK) {
         char msg[512];
@@ -559,6 +687,23 @@ static json_t *to_json(const zp_profile *p)
         bad |= put(colls, coll_names[c], kind);
     }
     bad |= put(root, "collectives", colls);
+    int nk = 0;
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
+        nk += p->kernels[k].measured != 0;
+    if (nk > 0) { /* written only when measured: older readers and diffs see nothing new otherwise */
+        json_t *ks = json_object();
+        for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+            const zp_profile_kernel_fit *f = &p->kernels[k];
+            if (!f->measured)
+                continue;
+            json_t *e = json_object();
+            bad |= put(e, "t0_s", json_real(f->t0_s));
+            bad |= put(e, "s_per_elem", json_real(f->s_per_elem));
+            bad |= put(e, "elems", json_real(f->elems));
+            bad |= put(ks, kernel_names[k], e);
+        }
+        bad |= put(root, "layer_kernels", ks);
+    }
     if (bad) {
         json_decref(root);
         return NULL;

@@ -19,9 +19,13 @@
  *   "collectives": {"allreduce" | "reduce_scatter" | "allgather" | "broadcast":
  *                     {"intra_node" | "inter_node":              each scope optional
  *                        {"nranks", "latency_s", "busbw_gbs", "residual",
- *                         "points": [{"bytes", "time_s", "spread"}...]}}}
+ *                         "points": [{"bytes", "time_s", "spread"}...]}}},
+ *   "layer_kernels": {"layernorm_fwd" | "gelu_fwd" | ... (zp_profile_kernel_name):   OPTIONAL
+ *                       {"t0_s", "s_per_elem", "elems"}}         time = t0 + elements * s_per_elem
  * }
- * Every listed key is required (scopes of a collective are optional: absent = not measured);
+ * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
+ * profiles written before it existed still load), and the scopes of a collective (optional: absent =
+ * not measured);
  * unknown keys are ignored, so tools may add their own. Numbers must be finite and >= 0.
  */
 #ifndef ZP_PROFILE_H
@@ -99,6 +103,33 @@ typedef struct {
     zp_profile_coll_point points[ZP_PROFILE_MAX_POINTS];
 } zp_profile_coll_fit;
 
+/* The executor's layer kernels (kernels/zp_nn.h) whose per-element cost a profile may hold. Elements:
+ * rows x columns of the tensor the kernel walks (layernorm, residual, bias, embedding: tokens x hidden;
+ * gelu: tokens x ffn; softmax: heads x seq x seq per sequence; cross-entropy: tokens x vocabulary). */
+typedef enum {
+    ZP_KERNEL_LAYERNORM_FWD = 0,
+    ZP_KERNEL_LAYERNORM_BWD,
+    ZP_KERNEL_GELU_FWD,
+    ZP_KERNEL_GELU_BWD,
+    ZP_KERNEL_SOFTMAX_FWD,
+    ZP_KERNEL_SOFTMAX_BWD,
+    ZP_KERNEL_XENT_FWD,      /* row max, sum of exponentials, target pick */
+    ZP_KERNEL_XENT_BWD,
+    ZP_KERNEL_EMBED_FWD,
+    ZP_KERNEL_EMBED_BWD,
+    ZP_KERNEL_RESIDUAL_ADD,
+    ZP_KERNEL_BIAS_ADD,
+    ZP_KERNEL_BIAS_GRAD,
+    ZP_PROFILE_NKERNEL
+} zp_profile_kernel;
+
+typedef struct {
+    int measured;            /* 0: not in the profile */
+    double t0_s;             /* per-call overhead, s */
+    double s_per_elem;       /* seconds per element */
+    double elems;            /* largest element count measured (informative) */
+} zp_profile_kernel_fit;
+
 typedef struct {
     zp_profile_machine machine;
     char backend[8];                 /* "cpu" or "cuda" */
@@ -127,6 +158,8 @@ typedef struct {
     double gemm_residual;            /* rms relative residual of the fit */
 
     zp_profile_coll_fit coll[ZP_PROFILE_NCOLL][ZP_PROFILE_NSCOPE];
+
+    zp_profile_kernel_fit kernels[ZP_PROFILE_NKERNEL]; /* "layer_kernels", optional */
 } zp_profile;
 
 /* An empty profile (zeros, nothing measured). */
@@ -152,10 +185,17 @@ double zp_profile_busbw_factor(zp_profile_coll kind, int nranks);
 /* Bytes the GEMM model counts for a shape: A, B and C once each, in the model's element type
  * (C in fp32). */
 double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
-/* Time of a GEMM by the fitted model, seconds. */
+/* Time of a GEMM, seconds. Near measured shapes (log-space distance |ln m/m'| + |ln n/n'| + |ln k/k'|
+ * <= ZP_PROFILE_GEMM_NEAR over the measured points) the achieved rate of the nearest measured points
+ * (inverse-distance weighted in log rate; exactly the measured rate at a measured shape), so per-call
+ * overheads and small-shape inefficiency the straight-line fit misses are kept; elsewhere (and for
+ * profiles without points, as the built-in presets) the fitted model. */
+#define ZP_PROFILE_GEMM_NEAR 1.3862943611198906 /* ln 4 */
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k);
-/* Fraction of the peak (of the model's dtype) a GEMM of this shape reaches, in (0, 1]:
- * 2mnk / (gemm_time * peak). A profile without a GEMM model gives 1. */
+/* The fitted model alone: t0 + s_per_flop * 2mnk + s_per_byte * bytes. */
+double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double k);
+/* Fraction of the peak (of the model's dtype) a GEMM of this shape reaches by the fitted model (smooth
+ * in the shape, unlike the measured points), in (0, 1]: 2mnk / (gemm_fit_time * peak). A profile without a GEMM model gives 1. */
 double zp_profile_gemm_efficiency(const zp_profile *p, double m, double n, double k);
 /* Peak FLOP/s for "fp32", "fp16" or "bf16" (0 for anything else). */
 double zp_profile_peak_flops(const zp_profile *p, const char *dtype);
@@ -166,8 +206,24 @@ double zp_profile_peak_flops(const zp_profile *p, const char *dtype);
 double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope, double bytes,
                                   int nranks);
 
+/* Like zp_profile_collective_time, but from the measured points when the profile holds >= 2 of them
+ * measured on exactly `nranks` ranks: piecewise linear in log(bytes)-log(time) between points, the
+ * smallest point's time below them, the fitted bandwidth beyond the largest. Otherwise the fit. */
+double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
+                                           double bytes, int nranks);
+
 /* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0). */
 double zp_profile_adam_time(const zp_profile *p, double n, int cpu);
+
+/* "layernorm_fwd", ... (the JSON keys); "?" out of range. */
+const char *zp_profile_kernel_name(zp_profile_kernel k);
+/* Seconds of one call of layer kernel k over `elems` elements; -1 when the profile lacks it. */
+double zp_profile_kernel_time(const zp_profile *p, zp_profile_kernel k, double elems);
+
+/* Multiplies every compute time of the profile (GEMM points and model, Adam rates, layer kernels,
+ * memory bandwidths) by `factor` > 0: the same machine with each rank given 1/factor of the CPU it had
+ * when the profile was measured (e.g. more ranks than cores). Collectives are left as measured. */
+zp_status zp_profile_scale_compute(zp_profile *p, double factor);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,8 @@ static zp_profile sample(void)
     f->nranks = 2;
     f->latency_s = 0;
     f->busbw_gbs = 12.5;
+    p.kernels[ZP_KERNEL_GELU_FWD] = (zp_profile_kernel_fit){1, 2.5e-6, 3.125e-10, 262144};
+    p.kernels[ZP_KERNEL_XENT_BWD] = (zp_profile_kernel_fit){1, 0, 1.0 / 3e9, 1048576};
     return p;
 }
 
@@ -117,6 +119,13 @@ static void assert_same(const zp_profile *a, const zp_profile *b)
             for (int i = 0; i < x->npoints; i++)
                 cr_assert_eq(x->points[i].time_s, y->points[i].time_s);
         }
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+        const zp_profile_kernel_fit *x = &a->kernels[k], *y = &b->kernels[k];
+        cr_assert_eq(x->measured, y->measured, "kernel %s", zp_profile_kernel_name(k));
+        cr_assert_eq(x->t0_s, y->t0_s);
+        cr_assert_eq(x->s_per_elem, y->s_per_elem);
+        cr_assert_eq(x->elems, y->elems);
+    }
 }
 
 Test(profile, round_trip_is_exact)
@@ -136,6 +145,72 @@ Test(profile, round_trip_is_exact)
     free(t1);
     free(t2);
     rm_dir(d);
+}
+
+/* A profile written before "layer_kernels" existed still loads, with no kernel measured; a kernel
+ * that is there is checked like every other number. */
+Test(profile, layer_kernels_optional_and_checked)
+{
+    zp_profile p = sample();
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    cr_assert(root);
+    free(text);
+    cr_assert(json_object_get(root, "layer_kernels"));
+    json_t *ks = json_incref(json_object_get(root, "layer_kernels"));
+    json_object_del(root, "layer_kernels");
+    text = json_dumps(root, 0);
+    zp_profile q;
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "old.json", &q), ZP_OK, "%s", zp_error_message());
+    free(text);
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
+        cr_assert_eq(q.kernels[k].measured, 0);
+    cr_assert_eq(zp_profile_kernel_time(&q, ZP_KERNEL_GELU_FWD, 1000), -1);
+    /* the writer leaves the key out when nothing was measured */
+    cr_assert_eq(zp_profile_to_json(&q, &text), ZP_OK);
+    cr_assert_null(strstr(text, "layer_kernels"));
+    free(text);
+    /* negative rate rejected, naming the kernel */
+    json_object_set_new(json_object_get(ks, "gelu_fwd"), "s_per_elem", json_real(-1e-9));
+    json_object_set_new(root, "layer_kernels", ks);
+    text = json_dumps(root, 0);
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "bad.json", &q), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "gelu_fwd"), "%s", zp_error_message());
+    free(text);
+    json_decref(root);
+    /* time = t0 + elems * s_per_elem */
+    cr_assert_float_eq(zp_profile_kernel_time(&p, ZP_KERNEL_GELU_FWD, 1e6), 2.5e-6 + 3.125e-4, 1e-15);
+}
+
+/* Measured GEMM points are used near them (exactly at a measured shape), the fit far away; measured
+ * collective points are interpolated on their rank count. */
+Test(profile, measured_points_used)
+{
+    zp_profile p = sample();
+    p.ngemm = 1;
+    p.gemm[0] = (zp_profile_gemm_point){256, 384, 128, 10e9, 0};
+    double f = 2.0 * 256 * 384 * 128;
+    cr_assert_float_eq(zp_profile_gemm_time(&p, 256, 384, 128), f / 10e9, 1e-12);
+    cr_assert_eq(zp_profile_gemm_time(&p, 8192, 8192, 8192), zp_profile_gemm_fit_time(&p, 8192, 8192, 8192));
+    /* all-reduce intra-node: points at 1 KiB (6 us) and 1 GiB (0.5 s) on 4 ranks */
+    const zp_profile_coll_fit *c = &p.coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    cr_assert_eq(c->nranks, 4);
+    cr_assert_float_eq(zp_profile_collective_time_measured(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1024, 4),
+                       6e-6, 1e-15);
+    double mid = zp_profile_collective_time_measured(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1 << 20, 4);
+    cr_assert(mid > 6e-6 && mid < 0.5, "%g", mid);
+    /* other rank counts: the fit */
+    cr_assert_eq(zp_profile_collective_time_measured(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1 << 20, 8),
+                 zp_profile_collective_time(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1 << 20, 8));
+    /* scaling the compute doubles kernel and GEMM times, leaves collectives */
+    zp_profile q = p;
+    cr_assert_eq(zp_profile_scale_compute(&q, 2.0), ZP_OK);
+    cr_assert_float_eq(zp_profile_gemm_time(&q, 256, 384, 128), 2 * f / 10e9, 1e-12);
+    cr_assert_float_eq(zp_profile_kernel_time(&q, ZP_KERNEL_GELU_FWD, 10), 2 * zp_profile_kernel_time(&p, ZP_KERNEL_GELU_FWD, 10), 1e-15);
+    cr_assert_eq(q.coll[0][0].busbw_gbs, p.coll[0][0].busbw_gbs);
+    cr_assert_eq(zp_profile_scale_compute(&q, 0), ZP_EINVAL);
 }
 
 Test(profile, models)
@@ -198,7 +273,9 @@ static void delete_each(json_t *root, json_t *obj, const char *path)
         json_t *val = json_object_get(obj, key);
         char sub[384];
         snprintf(sub, sizeof sub, "%.300s%s%.63s", path, *path ? "." : "", key);
-        int optional = strcmp(key, "intra_node") == 0 || strcmp(key, "inter_node") == 0;
+        /* optional: the collectives' scopes, "layer_kernels" and each kernel in it */
+        int optional = strcmp(key, "intra_node") == 0 || strcmp(key, "inter_node") == 0 ||
+                       strcmp(key, "layer_kernels") == 0 || strcmp(path, "layer_kernels") == 0;
         json_incref(val);
         json_object_del(obj, key);
         char *text = json_dumps(root, 0);
