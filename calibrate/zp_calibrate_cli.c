@@ -9,8 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zp_config.h"
 #include "zp_kernels.h"
 #include "zp_size.h"
+#include "zp_watchdog.h"
 
 static void usage(FILE *f)
 {
@@ -30,6 +32,8 @@ static void usage(FILE *f)
           "                   always capped by free memory)\n"
           "  --hidden LIST    hidden sizes whose layer GEMMs to time (default 512,1024,2048; quick 256,512,1024)\n"
           "  --tokens N       rows (micro-batch x sequence) of those GEMMs (default 2048, quick 512)\n"
+          "  --timeout S      under mpirun: end the job, naming the rank, when a rank dies or makes no\n"
+          "                   progress for S seconds (default 120); ranks must all get the same options\n"
           "  -h, --help       this help\n",
           f);
 }
@@ -43,6 +47,7 @@ typedef struct {
 static void show_progress(void *arg, double frac, const char *what)
 {
     bar *b = arg;
+    zp_comm_watchdog_beat(what); /* every rank: a measurement completed */
     if (!b->rank0 || !b->tty)
         return;
     int pct = (int)floor(frac * 100 + 0.5);
@@ -95,16 +100,17 @@ static int fail(zp_status st)
 
 int zp_calibrate_main(int argc, char **argv)
 {
-    enum { OPT_BACKEND = 256, OPT_QUICK, OPT_REPS, OPT_WARMUP, OPT_MAXB, OPT_HIDDEN, OPT_TOKENS };
+    enum { OPT_BACKEND = 256, OPT_QUICK, OPT_REPS, OPT_WARMUP, OPT_MAXB, OPT_HIDDEN, OPT_TOKENS, OPT_TIMEOUT };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, OPT_BACKEND}, {"quick", no_argument, NULL, OPT_QUICK},
         {"output", required_argument, NULL, 'o'},          {"reps", required_argument, NULL, OPT_REPS},
         {"warmup", required_argument, NULL, OPT_WARMUP},   {"max-bytes", required_argument, NULL, OPT_MAXB},
         {"hidden", required_argument, NULL, OPT_HIDDEN},   {"tokens", required_argument, NULL, OPT_TOKENS},
-        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *backend = "cpu", *output = NULL, *reps = NULL, *warmup = NULL, *maxb = NULL, *hidden = NULL,
-               *tokens = NULL;
+               *tokens = NULL, *timeout = NULL;
     int quick = 0, c;
     optind = 1;
     opterr = 0;
@@ -118,6 +124,7 @@ int zp_calibrate_main(int argc, char **argv)
         case OPT_MAXB: maxb = optarg; break;
         case OPT_HIDDEN: hidden = optarg; break;
         case OPT_TOKENS: tokens = optarg; break;
+        case OPT_TIMEOUT: timeout = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':':
             fprintf(stderr, "zplan calibrate: option '%s' needs a value\n", argv[optind - 1]);
@@ -180,6 +187,16 @@ int zp_calibrate_main(int argc, char **argv)
             return fail(st);
     }
 
+    double timeout_s = 120;
+    if (timeout) {
+        if (zp_size_parse(timeout, "--timeout", &timeout_s) != ZP_OK)
+            return fail(ZP_EINVAL);
+        if (timeout_s < 1 || timeout_s > 1e6) {
+            fprintf(stderr, "zplan calibrate: --timeout must be between 1 and 1e6 seconds\n");
+            return 2;
+        }
+    }
+
     /* the backend first: "no CUDA device" before MPI is even started */
     const zp_kernels_backend *be;
     zp_status st = zp_kernels_backend_get(backend, &be);
@@ -194,10 +211,30 @@ int zp_calibrate_main(int argc, char **argv)
     zp_comm *world = NULL;
     st = zp_comm_world(&zp_kernels_cpu, &world);
     int rank = zp_comm_rank(world);
-    zp_comm_free(world);
     if (st != ZP_OK) {
+        zp_comm_free(world);
         zp_kernels_mpi_finalize();
         return fail(st);
+    }
+    /* every rank must measure the same thing: refuse ranks started with other options, then watch */
+    char cfg[256 + 64 * ZP_CALIBRATE_MAX_SHAPES];
+    int len = snprintf(cfg, sizeof cfg, "zplan %s calibrate backend=%s quick=%d warmup=%d reps=%d bytes=%.17g..%.17g",
+                       ZP_VERSION, o.backend, o.quick, o.warmup, o.reps, o.min_coll_bytes, o.max_coll_bytes);
+    for (int i = 0; i < o.nshapes && len > 0 && len < (int)sizeof cfg; i++)
+        len += snprintf(cfg + len, sizeof cfg - (size_t)len, " %.17g,%.17g,%.17g", o.shapes[i][0], o.shapes[i][1],
+                        o.shapes[i][2]);
+    st = zp_comm_watchdog_start(world, timeout_s, "zplan calibrate");
+    if (st == ZP_OK) {
+        st = zp_comm_check_same_config(world, zp_config_hash(cfg, strlen(cfg), 0), "calibrate configuration");
+        if (st != ZP_OK)
+            zp_comm_watchdog_stop();
+    }
+    zp_comm_free(world);
+    if (st != ZP_OK) {
+        if (rank == 0)
+            fail(st);
+        zp_kernels_mpi_finalize();
+        return zp_status_exit_code(st);
     }
     bar b = {.rank0 = rank == 0, .tty = isatty(STDERR_FILENO), .last = -1};
     o.progress = show_progress;
@@ -220,6 +257,7 @@ int zp_calibrate_main(int argc, char **argv)
             }
         }
     }
+    zp_comm_watchdog_stop();
     int code = 0;
     if (st != ZP_OK) {
         if (b.tty && rank == 0)
