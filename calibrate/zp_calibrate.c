@@ -14,6 +14,7 @@
 #include "zp_elementwise.h"
 #include "zp_fit.h"
 #include "zp_kernels.h"
+#include "zp_nn.h"
 
 typedef zp_status (*op_fn)(void *arg);
 
@@ -86,6 +87,47 @@ static zp_status time_op(cal *c, zp_comm *sync_comm, op_fn fn, void *arg, stat *
 }
 
 static double spread_of(const stat *s, double med) { return med > 0 ? (s->max - s->min) / med : 0; }
+
+/* ---- short kernels: timed in loops ----
+ * A kernel of a few microseconds to a millisecond is repeated so that one timed sample lasts
+ * >= 10 ms (30 ms full): the per-call time then includes the call overheads the executor pays on
+ * every call, and, when the ranks outnumber the cores, the time slices the ranks share (a single
+ * call often runs inside one slice and would look as fast as on an idle machine). Every rank runs
+ * the loop at once, as every rank of the executor computes at once; the slowest rank's median is
+ * kept (the executor's ranks meet at every collective). */
+typedef struct {
+    op_fn fn;
+    void *arg;
+    int inner;
+} loop_arg;
+
+static zp_status op_loop(void *p)
+{
+    loop_arg *l = p;
+    for (int i = 0; i < l->inner; i++)
+        ZP_TRY(l->fn(l->arg));
+    return ZP_OK;
+}
+
+static zp_status time_loop(cal *c, op_fn fn, void *arg, double *per_call, double *spread)
+{
+    const zp_kernels_backend *be = c->be;
+    double first = 0;
+    ZP_TRY(fn(arg)); /* warm (pages, caches) */
+    ZP_TRY(be->timer_start(c->timer));
+    ZP_TRY(fn(arg));
+    ZP_TRY(be->timer_stop(c->timer, &first));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &first, ZP_OP_MAX));
+    double target = c->o->quick ? 0.01 : 0.03;
+    double inner = ceil(target / (first > 1e-7 ? first : 1e-7));
+    inner = inner < 1 ? 1 : inner > 20000 ? 20000 : inner;
+    loop_arg l = {fn, arg, (int)inner};
+    stat s;
+    ZP_TRY(time_op(c, c->world, op_loop, &l, &s));
+    *per_call = s.med_max / inner;
+    *spread = spread_of(&s, s.med_max);
+    return ZP_OK;
+}
 
 /* ---- buffers ---- */
 
@@ -286,6 +328,27 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
             p->gemm[p->ngemm++] = (zp_profile_gemm_point){m, n, k, flops / s.med_avg, spread_of(&s, s.med_avg)};
         }
     }
+    /* the executor's own GEMMs (cpu backend): the layers of its zoo models (hidden 128 and 256, vocabulary
+     * 16h) at micro-batch 2 x sequence 128 = 256 rows, forward, input- and weight-gradient shapes, and the
+     * per-head attention GEMMs (sequence 128, head width 32); timed in loops (time_loop) */
+    if (!cuda) {
+        double ex[32][3];
+        int nex = zp_calibrate_exec_shapes(ex, 32);
+        for (int i = 0; i < nex && st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM; i++) {
+            int m = (int)ex[i][0], n = (int)ex[i][1], k = (int)ex[i][2];
+            if ((double)m * k > amax || (double)k * n > bmax || (double)m * n > cmax)
+                continue;
+            gemm_arg g = {.be = c->be,
+                          .g = {.m = m, .n = n, .k = k, .alpha = 1, .beta = 0, .a = A, .lda = k, .b = B, .ldb = n,
+                                .c = C, .ldc = n, .in_dtype = dt}};
+            progress(c, "GEMM (executor shapes)");
+            double t, sp;
+            st = time_loop(c, op_gemm, &g, &t, &sp);
+            c->done += 1;
+            if (st == ZP_OK)
+                p->gemm[p->ngemm++] = (zp_profile_gemm_point){m, n, k, 2.0 * m * n * k / t, sp};
+        }
+    }
     c->be->free(A);
     c->be->free(B);
     c->be->free(C);
@@ -305,6 +368,136 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
         p->peak_flops_fp32 = p->peak_flops_fp16 = p->peak_flops_bf16 = peak;
     }
     return ZP_OK;
+}
+
+/* ---- the executor's layer kernels (kernels/zp_nn.h) ---- */
+
+typedef struct {
+    zp_profile_kernel k;
+    float *a, *b, *c, *w, *wb, *st1, *st2, *st3;
+    int *tok;
+    size_t rows, cols; /* elements = rows * cols (softmax: rows = heads x seq, cols = seq) */
+} nn_arg;
+
+#define NN_C 256     /* hidden of the measured LayerNorm, residual, embedding rows */
+#define NN_T 128     /* sequence of the measured softmax and embedding */
+#define NN_V 4096    /* vocabulary of the measured cross-entropy */
+#define NN_MAXF (1u << 20) /* floats per buffer */
+
+static zp_status op_nn(void *p)
+{
+    nn_arg *a = p;
+    const size_t R = a->rows, C = a->cols;
+    switch (a->k) {
+    case ZP_KERNEL_LAYERNORM_FWD: return zp_nn_layernorm_fwd(a->b, a->st1, a->st2, a->a, a->w, a->wb, R, C);
+    case ZP_KERNEL_LAYERNORM_BWD:
+        return zp_nn_layernorm_bwd(a->c, a->w, a->wb, a->b, a->a, a->w, a->st1, a->st2, R, C);
+    case ZP_KERNEL_GELU_FWD: return zp_nn_gelu_fwd(a->b, a->a, R * C);
+    case ZP_KERNEL_GELU_BWD: return zp_nn_gelu_bwd(a->b, a->a, R * C);
+    case ZP_KERNEL_SOFTMAX_FWD:
+        memcpy(a->b, a->a, R * C * sizeof(float)); /* scores in, probabilities out: fresh scores each call */
+        return zp_nn_softmax_causal_fwd(a->b, R / C, C, 0.125f);
+    case ZP_KERNEL_SOFTMAX_BWD: return zp_nn_softmax_causal_bwd(a->b, a->a, R / C, C, 0.125f);
+    case ZP_KERNEL_XENT_FWD:
+        ZP_TRY(zp_nn_xent_rowmax(a->st1, a->a, R, C));
+        ZP_TRY(zp_nn_xent_sumexp(a->st2, a->a, a->st1, R, C));
+        return zp_nn_xent_pick(a->st3, a->a, a->tok, 0, R, C);
+    case ZP_KERNEL_XENT_BWD:
+        memcpy(a->b, a->a, R * C * sizeof(float));
+        return zp_nn_xent_bwd(a->b, a->st1, a->st2, a->tok, 0, R, C, 1e-3f);
+    case ZP_KERNEL_EMBED_FWD: return zp_nn_embed_fwd(a->b, a->tok, R, C, a->a, 0, NN_V, a->c, NN_T);
+    case ZP_KERNEL_EMBED_BWD: return zp_nn_embed_bwd(a->b, a->c, a->tok, a->a, R, C, 0, NN_V, NN_T);
+    case ZP_KERNEL_RESIDUAL_ADD: return zp_nn_residual_add(a->b, a->a, a->c, a->w, R, C);
+    case ZP_KERNEL_BIAS_ADD: return zp_nn_bias_add(a->b, a->w, R, C);
+    case ZP_KERNEL_BIAS_GRAD: return zp_nn_bias_grad(a->w, a->a, R, C);
+    default: return ZP_FAIL(ZP_EINVAL, "calibrate: layer kernel %d", (int)a->k);
+    }
+}
+
+/* Rows x columns of the two sizes each kernel is timed at (t = t0 + elements * s_per_elem fitted through
+ * them): the executor's shapes (mini and small at micro-batch 2 are 256 tokens) and 8x larger. */
+static void nn_shape(zp_profile_kernel k, int big, size_t *rows, size_t *cols)
+{
+    size_t f = big ? 8 : 1;
+    switch (k) {
+    case ZP_KERNEL_SOFTMAX_FWD:
+    case ZP_KERNEL_SOFTMAX_BWD: *rows = 8 * f * NN_T, *cols = NN_T; break; /* 8 or 64 (sequence, head) pairs */
+    case ZP_KERNEL_XENT_FWD:
+    case ZP_KERNEL_XENT_BWD: *rows = 32 * f, *cols = NN_V; break;
+    case ZP_KERNEL_GELU_FWD:
+    case ZP_KERNEL_GELU_BWD:
+    case ZP_KERNEL_BIAS_ADD:
+    case ZP_KERNEL_BIAS_GRAD: *rows = 64 * f, *cols = 4 * NN_C; break;
+    default: *rows = 64 * f, *cols = NN_C; break;
+    }
+}
+
+static zp_status measure_layer_kernels(cal *c, zp_profile *p)
+{
+    if (c->be != &zp_kernels_cpu)
+        return ZP_OK; /* the layer kernels run on the host (kernels/zp_nn_cpu.c) */
+    nn_arg a = {0};
+    float **bufs[] = {&a.a, &a.b, &a.c, &a.w, &a.wb, &a.st1, &a.st2, &a.st3};
+    zp_status st = ZP_OK;
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        *bufs[i] = malloc(NN_MAXF * sizeof(float));
+        if (!*bufs[i])
+            st = ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    a.tok = malloc(NN_MAXF * sizeof(int));
+    if (!a.tok)
+        st = ZP_FAIL(ZP_ENOMEM, "out of memory");
+    if (st == ZP_OK) {
+        uint64_t h = 0x9e3779b97f4a7c15ull; /* values of a trained layer's order of magnitude */
+        for (size_t i = 0; i < NN_MAXF; i++) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            float u = (float)((h >> 40) & 0xffffff) / 16777216.0f;
+            a.a[i] = 4.0f * u - 2.0f;
+            a.c[i] = 0.5f * u;
+            a.w[i] = 1.0f;
+            a.wb[i] = 0.0f;
+            a.st1[i] = 0.0f;
+            a.st2[i] = 1.0f;
+            a.st3[i] = 0.0f;
+            a.tok[i] = (int)((h >> 20) % NN_V);
+        }
+    }
+    for (int k = 0; k < ZP_PROFILE_NKERNEL && st == ZP_OK; k++) {
+        double n[2], t[2];
+        for (int big = 0; big < 2 && st == ZP_OK; big++) {
+            a.k = (zp_profile_kernel)k;
+            nn_shape(a.k, big, &a.rows, &a.cols);
+            if (a.k == ZP_KERNEL_XENT_BWD) { /* statistics of these logits, as the forward leaves them */
+                a.k = ZP_KERNEL_XENT_FWD;
+                st = op_nn(&a);
+                a.k = ZP_KERNEL_XENT_BWD;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "layer kernel %s", zp_profile_kernel_name(a.k));
+            progress(c, what);
+            double sp;
+            if (st == ZP_OK)
+                st = time_loop(c, op_nn, &a, &t[big], &sp);
+            n[big] = (double)a.rows * (double)a.cols;
+            c->done += 1;
+        }
+        if (st != ZP_OK)
+            break;
+        zp_profile_kernel_fit *f = &p->kernels[k];
+        /* straight line through the two sizes; a negative intercept (noise) is clamped to 0 with the
+         * slope of the larger size */
+        double slope = (t[1] - t[0]) / (n[1] - n[0]);
+        double t0 = t[0] - slope * n[0];
+        if (!(slope > 0) || !(t0 >= 0)) {
+            t0 = 0;
+            slope = t[1] / n[1];
+        }
+        *f = (zp_profile_kernel_fit){1, t0, slope, n[1]};
+    }
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(*bufs[i]);
+    free(a.tok);
+    return st;
 }
 
 /* ---- collectives ---- */
@@ -442,6 +635,26 @@ static zp_status measure_host_device(cal *c, zp_profile *p)
 
 /* ---- options ---- */
 
+int zp_calibrate_exec_shapes(double (*out)[3], int cap)
+{
+    int n = 0;
+    const double T = 256, s = 128, hd = 32;
+    for (int i = 0; i < 2; i++) {
+        const double h = i == 0 ? 128 : 256, V = 16 * h;
+        const double sh[12][3] = {
+            {T, 3 * h, h}, {T, h, h},     {T, 4 * h, h},     {T, h, 4 * h}, /* forward (and dgrad) */
+            {T, h, 3 * h},                                                  /* QKV input gradient */
+            {3 * h, h, T}, {h, h, T},     {4 * h, h, T},     {h, 4 * h, T}, /* weight gradients */
+            {T, V, h},     {T, h, V},     {V, h, T}};                       /* LM head */
+        for (int j = 0; j < 12 && n < cap; j++, n++)
+            memcpy(out[n], sh[j], sizeof sh[j]);
+    }
+    const double at[2][3] = {{s, s, hd}, {s, hd, s}}; /* attention scores, context */
+    for (int j = 0; j < 2 && n < cap; j++, n++)
+        memcpy(out[n], at[j], sizeof at[j]);
+    return n;
+}
+
 zp_status zp_calibrate_set_layer_shapes(zp_calibrate_opts *o, const double *hidden, int nhidden, double tokens)
 {
     if (nhidden * 4 > ZP_CALIBRATE_MAX_SHAPES)
@@ -543,7 +756,10 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         double sizes[ZP_PROFILE_MAX_POINTS];
         int ncoll = coll_sizes(&c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
         int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
-        c.total = 2 + (o->quick ? 3 : 4) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes +
+        double ex[32][3];
+        int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) : 0;
+        c.total = 2 + (o->quick ? 3 : 4) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes + nex +
+                  (c.be == &zp_kernels_cpu ? 2.0 * ZP_PROFILE_NKERNEL : 0) +
                   (double)scopes * ZP_COLL_COUNT * ncoll;
         fill_machine(&c, &p, nodes);
         st = measure_bandwidth(&c, &p);
@@ -552,6 +768,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = measure_adam(&c, &p);
     if (st == ZP_OK)
         st = measure_gemm(&c, &p);
+    if (st == ZP_OK)
+        st = measure_layer_kernels(&c, &p);
     if (st == ZP_OK && c.be != &zp_kernels_cpu)
         st = measure_host_device(&c, &p);
     if (st == ZP_OK)

@@ -42,7 +42,14 @@ void zp_calibrate_opts_default(zp_calibrate_opts *o, int quick);
  * down (tokens, h, 4h). Replaces o->shapes. ZP_ERANGE beyond ZP_CALIBRATE_MAX_SHAPES. */
 zp_status zp_calibrate_set_layer_shapes(zp_calibrate_opts *o, const double *hidden, int nhidden, double tokens);
 
-/* Measures and fits; fills *out (the same on every rank). */
+/* The GEMM shapes of the executor's zoo models (zplan exec: hidden 128 and 256, 256 tokens per
+ * micro-batch, vocabulary 16h, per-head attention at sequence 128 and head width 32), which the cpu
+ * calibration times in loops in addition to opts.shapes so that the simulator of `zplan exec
+ * --validate` has the executor's own small GEMMs measured. Writes up to cap (m, n, k); returns the count. */
+int zp_calibrate_exec_shapes(double (*out)[3], int cap);
+
+/* Measures and fits; fills *out (the same on every rank). For the cpu backend also the executor's
+ * layer kernels (profile "layer_kernels"). */
 zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out);
 
 /* `zplan calibrate [--backend cpu|cuda] [--quick] [-o FILE] ...`: argv[0] is the command's name.

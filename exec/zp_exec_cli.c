@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -425,6 +426,17 @@ int zp_exec_main(int argc, char **argv)
         plan.dp = ranks / cfg.plan.mp;
         plan.param_bytes = 4.0;
         plan.k_optimizer = 8.0;
+        /* Ranks share the cores: with more ranks than cores each gets cores/ranks of a core. The profile's
+         * compute was measured with its own rank count running at once (zplan calibrate times every rank
+         * together), so it already holds that share; scale to this run's:
+         * max(1, ranks/cores) / max(1, calibration ranks/cores), 1 when calibrated with as many ranks. */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cores < 1)
+            cores = 1;
+        int cal_ranks = prof.machine.ranks > 0 ? prof.machine.ranks : 1;
+        double share = fmax(1.0, (double)ranks / (double)cores) / fmax(1.0, (double)cal_ranks / (double)cores);
+        if (share != 1.0)
+            zp_profile_scale_compute(&prof, share);
         zp_cluster cl;
         local_cluster(&prof, ranks, &cl);
         zp_sim_job job;

@@ -19,7 +19,8 @@
  * with NVSwitch / InfiniBand latency and bandwidth, PCIe copies. */
 void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
 
-/* Seconds of a compute op (GEMM, batched GEMM, element-wise, Adam) on one GPU, or of a CPU op (Adam
+/* Seconds of a compute op (GEMM, batched GEMM, element-wise, Adam) on one GPU (element-wise ops: by
+ * the profile's measured layer kernels when it has them, else bytes at the copy bandwidth), or of a CPU op (Adam
  * on the host; `gpus_sharing_cpu` GPUs of the node update their partitions on the same CPU). */
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu);
 

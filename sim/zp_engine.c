@@ -121,10 +121,26 @@ static double coll_latency(const zp_op *op, const group_shape *gs)
     return t;
 }
 
+/* A collective within one node whose kind the profile measured (points, not only a fit) on exactly this
+ * many ranks: the measured time of that kind at that size (zp_profile_collective_time_measured). Reduce-
+ * scatter, all-gather and all-reduce differ a lot on shared-memory MPI, which one link figure cannot
+ * express. -1 otherwise (the built-in presets hold no points: their link model below is unchanged). */
+static double coll_profile_time(const zp_op *op, const group_shape *gs)
+{
+    if (gs->k > 1 || gs->g <= 1 || (unsigned)op->coll >= ZP_PROFILE_NCOLL)
+        return -1;
+    const zp_profile *p = E.in->profile;
+    const zp_profile_coll_fit *f = &p->coll[op->coll][ZP_PROFILE_INTRA_NODE];
+    if (!f->measured || f->npoints < 2 || f->nranks != gs->g)
+        return -1;
+    return zp_profile_collective_time_measured(p, (zp_profile_coll)op->coll, ZP_PROFILE_INTRA_NODE, op->bytes, gs->g);
+}
+
 /* Intra-node phases as time (NVSwitch uncontended) plus the latencies. */
 static double coll_local_time(const zp_op *op, const group_shape *gs)
 {
-    return coll_intra_bytes(op, gs) / E.nv_bw + coll_latency(op, gs);
+    double t = coll_profile_time(op, gs);
+    return t >= 0 ? t : coll_intra_bytes(op, gs) / E.nv_bw + coll_latency(op, gs);
 }
 
 /* Rails a cross-node collective of this group shape uses per node. */
@@ -312,7 +328,9 @@ static void stream_actor(int argc, char *argv[])
                     E.activities += 1;
                 }
             } else {
-                double lt = ib / E.nv_bw + lat;
+                double lt = coll_profile_time(op, gs);
+                if (lt < 0)
+                    lt = ib / E.nv_bw + lat;
                 if (lt > 0)
                     sg_actor_sleep_for(lt);
             }

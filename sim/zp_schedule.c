@@ -72,12 +72,13 @@ static void gemm_bwd(builder *b, const char *dgrad, const char *wgrad, double m,
     gemm(b, wgrad, k, n, m, batch);
 }
 
-static void eltwise(builder *b, const char *name, double bytes)
+static void eltwise(builder *b, const char *name, double bytes, double elems)
 {
     zp_op *o = push(b, ZP_STREAM_COMPUTE, ZP_OP_COMPUTE, name);
     if (o) {
         o->ckind = ZP_CK_ELEMENTWISE;
         o->bytes = bytes;
+        o->elems = elems;
     }
 }
 
@@ -122,21 +123,21 @@ static void block_forward(builder *b)
     const zp_model *m = b->m;
     const double t = (double)b->p->mp, bs = (double)b->p->micro_batch, s = (double)m->seq;
     const double h = (double)m->hidden, f = (double)m->ffn, a = (double)m->heads, T = bs * s;
-    eltwise(b, "layernorm1", 2.0 * 2.0 * T * h);
+    eltwise(b, "layernorm1", 2.0 * 2.0 * T * h, T * h);
     gemm(b, "qkv", T, 3.0 * h / t, h, 1);
     gemm(b, "attn_scores", s, s, h / a, bs * a / t);
-    eltwise(b, "softmax_dropout", 3.0 * 2.0 * bs * (a / t) * s * s);
+    eltwise(b, "softmax_dropout", 3.0 * 2.0 * bs * (a / t) * s * s, bs * (a / t) * s * s);
     gemm(b, "attn_context", s, h / a, s, bs * a / t);
     gemm(b, "attn_proj", T, h, h / t, 1);
     if (b->p->mp > 1)
         coll(b, ZP_STREAM_COMPUTE, "mp_allreduce", ZP_COLL_ALLREDUCE, ZP_GROUP_MP, 2.0 * T * h);
-    eltwise(b, "residual_dropout_layernorm2", 3.0 * 2.0 * 2.0 * T * h);
+    eltwise(b, "residual_dropout_layernorm2", 3.0 * 2.0 * 2.0 * T * h, T * h);
     gemm(b, "mlp_up", T, f / t, h, 1);
-    eltwise(b, "gelu", 2.0 * 2.0 * T * f / t);
+    eltwise(b, "gelu", 2.0 * 2.0 * T * f / t, T * f / t);
     gemm(b, "mlp_down", T, h, f / t, 1);
     if (b->p->mp > 1)
         coll(b, ZP_STREAM_COMPUTE, "mp_allreduce", ZP_COLL_ALLREDUCE, ZP_GROUP_MP, 2.0 * T * h);
-    eltwise(b, "residual_dropout", 2.0 * 2.0 * 2.0 * T * h);
+    eltwise(b, "residual_dropout", 2.0 * 2.0 * 2.0 * T * h, T * h);
 }
 
 static void block_backward(builder *b)
@@ -144,21 +145,21 @@ static void block_backward(builder *b)
     const zp_model *m = b->m;
     const double t = (double)b->p->mp, bs = (double)b->p->micro_batch, s = (double)m->seq;
     const double h = (double)m->hidden, f = (double)m->ffn, a = (double)m->heads, T = bs * s;
-    eltwise(b, "residual_dropout_bwd", 2.0 * 2.0 * 2.0 * T * h);
+    eltwise(b, "residual_dropout_bwd", 2.0 * 2.0 * 2.0 * T * h, T * h);
     gemm_bwd(b, "mlp_down_dgrad", "mlp_down_wgrad", T, h, f / t, 1);
-    eltwise(b, "gelu_bwd", 3.0 * 2.0 * T * f / t);
+    eltwise(b, "gelu_bwd", 3.0 * 2.0 * T * f / t, T * f / t);
     gemm_bwd(b, "mlp_up_dgrad", "mlp_up_wgrad", T, f / t, h, 1);
     if (b->p->mp > 1)
         coll(b, ZP_STREAM_COMPUTE, "mp_allreduce", ZP_COLL_ALLREDUCE, ZP_GROUP_MP, 2.0 * T * h);
-    eltwise(b, "layernorm2_bwd", 3.0 * 2.0 * 2.0 * T * h);
+    eltwise(b, "layernorm2_bwd", 3.0 * 2.0 * 2.0 * T * h, T * h);
     gemm_bwd(b, "attn_proj_dgrad", "attn_proj_wgrad", T, h, h / t, 1);
     gemm_bwd(b, "attn_context_dgrad", "attn_context_wgrad", s, h / a, s, bs * a / t);
-    eltwise(b, "softmax_dropout_bwd", 3.0 * 2.0 * bs * (a / t) * s * s);
+    eltwise(b, "softmax_dropout_bwd", 3.0 * 2.0 * bs * (a / t) * s * s, bs * (a / t) * s * s);
     gemm_bwd(b, "attn_scores_dgrad", "attn_scores_wgrad", s, s, h / a, bs * a / t);
     gemm_bwd(b, "qkv_dgrad", "qkv_wgrad", T, 3.0 * h / t, h, 1);
     if (b->p->mp > 1)
         coll(b, ZP_STREAM_COMPUTE, "mp_allreduce", ZP_COLL_ALLREDUCE, ZP_GROUP_MP, 2.0 * T * h);
-    eltwise(b, "layernorm1_bwd", 2.0 * 2.0 * 2.0 * T * h);
+    eltwise(b, "layernorm1_bwd", 2.0 * 2.0 * 2.0 * T * h, T * h);
 }
 
 /* The parameter groups in the order forward visits them: the tied embedding, the blocks, and the
@@ -274,7 +275,7 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
                 gather_item(b, 0, item + 1);
         }
         if (item == 0) {
-            eltwise(b, "embedding", 2.0 * 2.0 * T * h);
+            eltwise(b, "embedding", 2.0 * 2.0 * T * h, T * h);
             if (p->mp > 1) /* vocab-parallel embedding: partial sums all-reduced */
                 coll(b, ZP_STREAM_COMPUTE, "mp_allreduce", ZP_COLL_ALLREDUCE, ZP_GROUP_MP, 2.0 * T * h);
         } else if (item <= L) {
@@ -285,9 +286,9 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
                 copy(b, ZP_STREAM_PCIE, "ckpt_d2h", ZP_COPY_D2H, ckpt_part);
             }
         } else {
-            eltwise(b, "final_layernorm", 2.0 * 2.0 * T * h);
+            eltwise(b, "final_layernorm", 2.0 * 2.0 * T * h, T * h);
             gemm(b, "lm_head", T, V / t, h, 1);
-            eltwise(b, "softmax_cross_entropy", 2.0 * T * (V / t) * (2.0 + 4.0));
+            eltwise(b, "softmax_cross_entropy", 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
         }
     }
 
@@ -316,11 +317,11 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
                 gather_item(b, 0, item - 1);
         }
         if (item == L + 1) {
-            eltwise(b, "softmax_cross_entropy_bwd", 2.0 * T * (V / t) * (2.0 + 4.0));
+            eltwise(b, "softmax_cross_entropy_bwd", 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
             gemm_bwd(b, "lm_head_dgrad", "lm_head_wgrad", T, V / t, h, 1);
             if (p->mp > 1)
                 coll(b, ZP_STREAM_COMPUTE, "mp_allreduce", ZP_COLL_ALLREDUCE, ZP_GROUP_MP, 2.0 * T * h);
-            eltwise(b, "final_layernorm_bwd", 3.0 * 2.0 * T * h);
+            eltwise(b, "final_layernorm_bwd", 3.0 * 2.0 * T * h, T * h);
             continue; /* the tied embedding's gradient completes with the embedding backward */
         }
         if (p->checkpoint) {
@@ -345,7 +346,7 @@ static void micro_batch(builder *b, int u, int last_micro, double bucket_params,
     /* embedding backward: scatter-add into the tied embedding's gradient, then the last bucket */
     b->layer = -1;
     /* (stage 3 gathers nothing here: the embedding backward is a scatter-add that needs no weights) */
-    eltwise(b, "embedding_bwd", 2.0 * 2.0 * T * h);
+    eltwise(b, "embedding_bwd", 2.0 * 2.0 * T * h, T * h);
     bucket_add(b, &k, b->items ? b->items[0] : item_params(b, 0) + 2.0 * h / t, 1);
     *nbuckets = k.closed;
     if (k.reduce)

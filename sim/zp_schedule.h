@@ -78,6 +78,8 @@ typedef struct {
     double m, n, k;            /* GEMM C(m, n) = A(m, k) . B(k, n) per batch entry */
     double batch;              /* batched GEMM count (1 for a plain GEMM) */
     double flops;              /* FLOPs of a compute op (2 per multiply-add) */
+    double elems;              /* element-wise: elements of the tensor the kernel walks (tokens x hidden,
+                                  tokens x ffn, heads x seq x seq, tokens x vocabulary), per MP rank */
     double bytes;              /* element-wise: bytes moved; collective: buffer bytes per rank (nccl-tests
                                   size); copy: bytes; Adam: parameters updated */
     zp_coll_kind coll;
