@@ -248,7 +248,9 @@ static void account_local(zp_stream s, const zp_op *op, double start, double dur
     zp_sim_result *R = &E.res;
     trace_add(0, s, start, dur, op, op->name);
     if (s == ZP_STREAM_COMPUTE) {
-        if (op->kind == ZP_OP_COLL)
+        if (op->kind == ZP_OP_COLL && op->group == ZP_GROUP_DP)
+            R->dp_exposed += dur; /* a DP collective on the compute stream (no overlap): all exposed */
+        else if (op->kind == ZP_OP_COLL)
             R->mp_comm += dur;
         else if (op->ckind == ZP_CK_ADAM)
             R->optimizer += dur;
@@ -365,7 +367,9 @@ static void stream_actor(int argc, char *argv[])
                 }
             } else {
                 trace_add(node, s, t0, dur, op, op->name);
-                if (s == ZP_STREAM_COMPUTE && op->kind == ZP_OP_COLL)
+                if (s == ZP_STREAM_COMPUTE && op->kind == ZP_OP_COLL && op->group == ZP_GROUP_DP)
+                    R->dp_exposed += dur;
+                else if (s == ZP_STREAM_COMPUTE && op->kind == ZP_OP_COLL)
                     R->mp_comm += dur;
                 else if (s == ZP_STREAM_COMM)
                     R->comm_busy += dur;
