@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "zp_cli.h"
+#include "zp_progress.h"
 #include "zp_size.h"
 #include "zp_table.h"
 
@@ -190,6 +191,11 @@ int zp_cli_report_validation(int argc, char **argv)
     double step_err[512], mem_err_max[5] = {0};
     int nerr = 0, failures = 0;
     const char *cats[5] = {"params", "grads", "optimizer", "activations", "buffers"};
+    /* a progress bar on stderr when it is a terminal, nothing otherwise (failures are still reported) */
+    zp_progress bar;
+    zp_progress_init(&bar, "validation");
+    int total = nr * (nm * ns + (profile ? 0 : 1)), done = 0;
+    zp_progress_update(&bar, 0, total);
     for (int ri = 0; ri < nr; ri++) {
         /* one thread per rank: OpenMP and OpenBLAS threads on top of oversubscribed ranks spin against each
          * other (measured 3x slower steps on 2 cores) */
@@ -200,8 +206,10 @@ int zp_cli_report_validation(int argc, char **argv)
         } else {
             snprintf(prof, sizeof prof, "%s/profile-np%d.json", dir, np);
             const char *args[] = {"calibrate", "--quick", "-o", prof, NULL};
-            fprintf(stderr, "zplan report validation: calibrating under mpirun -np %d ...\n", np);
-            if (mpirun(self, np, args, NULL, threads) != 0) {
+            int crc = mpirun(self, np, args, NULL, threads);
+            zp_progress_update(&bar, ++done, total);
+            if (crc != 0) {
+                zp_progress_done(&bar);
                 fprintf(stderr, "zplan report validation: calibration on %d ranks failed\n", np);
                 failures++;
                 continue;
@@ -216,12 +224,13 @@ int zp_cli_report_validation(int argc, char **argv)
                 snprintf(path, sizeof path, "%s/run.json", dir);
                 const char *args[] = {"exec", "--model", models[mi], "--stage", stage, "--micro-batch", mbs,
                                       "--steps", ks, "--validate", "--profile", prof, "--format", "json", NULL};
-                fprintf(stderr, "zplan report validation: %s, %d ranks, stage %d\n", models[mi], np, stages[si]);
                 int rc = mpirun(self, np, args, path, threads);
+                zp_progress_update(&bar, ++done, total);
                 json_error_t je;
                 json_t *j = rc == 0 ? json_load_file(path, 0, &je) : NULL;
                 json_t *v = json_object_get(j, "validation");
                 if (!j || !json_is_number(json_object_get(v, "step_error"))) {
+                    zp_progress_done(&bar);
                     fprintf(stderr, "zplan report validation: %s on %d ranks, stage %d: run failed (exit %d)\n",
                             models[mi], np, stages[si], rc);
                     failures++;
@@ -250,6 +259,7 @@ int zp_cli_report_validation(int argc, char **argv)
                 json_decref(j);
             }
     }
+    zp_progress_done(&bar);
     if (nerr > 0) {
         qsort(step_err, (size_t)nerr, sizeof *step_err, cmp_d);
         double med = nerr % 2 ? step_err[nerr / 2] : 0.5 * (step_err[nerr / 2 - 1] + step_err[nerr / 2]);
