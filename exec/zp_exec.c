@@ -22,6 +22,7 @@
  * Gradient buckets are filled from the top of this layout down, in the order backward completes
  * them (the last block first, the tied embedding last). */
 #include "zp_exec.h"
+#include "zp_watchdog.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -768,6 +769,7 @@ static int op_item(const zp_exec_session *S, const zp_op *o)
 
 static zp_status exec_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
 {
+    zp_comm_watchdog_beat(o->name); /* progress for the distributed-fault watchdog (a static label) */
     double t0 = now_s();
     double *bin = NULL;
     zp_status st = ZP_OK;
@@ -1232,6 +1234,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
     zp_status st = (out->step && times) ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
     int first = c->steps >= 2 ? 1 : 0, counted = 0;
     for (int k = 0; st == ZP_OK && k < c->steps; k++) {
+        zp_comm_watchdog_beat("a training step"); /* progress for the distributed-fault watchdog */
         st = zp_comm_barrier(world);
         double t0 = now_s(), loss = 0;
         if (st == ZP_OK)

@@ -20,6 +20,7 @@
 
 #include "zp_config.h"
 #include "zp_exec.h"
+#include "zp_watchdog.h"
 #include "zp_io.h"
 #include "zp_memory.h"
 #include "zp_profile.h"
@@ -56,6 +57,8 @@ static const char USAGE[] =
     "  --format text|json        report format (default text), printed by rank 0\n"
     "  --validate                also predict the step (SimGrid) and the memory (memory model), with errors\n"
     "  --profile FILE            device profile of this machine (zplan calibrate) for --validate\n"
+    "  --timeout S               under mpirun: end the job, naming the rank, when a rank dies or makes no\n"
+    "                            progress for S seconds (default 120); ranks must all get the same options\n"
     "  -o, --output FILE         write the report to FILE\n"
     "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input (or no CUDA device).\n";
 
@@ -279,7 +282,7 @@ int zp_exec_main(int argc, char **argv)
 {
     enum {
         O_MODEL = 256, O_STAGE, O_MP, O_MB, O_GA, O_SEQ, O_STEPS, O_CKPT, O_PA, O_BUCKET, O_NOMD, O_OVERLAP,
-        O_BACKEND, O_OFFLOAD, O_SEED, O_LR, O_FORMAT, O_VALIDATE, O_PROFILE
+        O_BACKEND, O_OFFLOAD, O_SEED, O_LR, O_FORMAT, O_VALIDATE, O_PROFILE, O_TIMEOUT
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"stage", required_argument, 0, O_STAGE},
@@ -291,12 +294,14 @@ int zp_exec_main(int argc, char **argv)
         {"offload", required_argument, 0, O_OFFLOAD}, {"seed", required_argument, 0, O_SEED},
         {"lr", required_argument, 0, O_LR}, {"format", required_argument, 0, O_FORMAT},
         {"validate", no_argument, 0, O_VALIDATE}, {"profile", required_argument, 0, O_PROFILE},
+        {"timeout", required_argument, 0, O_TIMEOUT},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     zp_exec_config cfg;
     zp_exec_config_default(&cfg);
     const char *model = NULL, *format = "text", *profile_path = NULL, *output = NULL;
     long seq = 0, v;
     int validate = 0;
+    double timeout_s = 120; /* the watchdog's bound on a dead or hung rank, seconds */
     optind = 1;
     opterr = 0;
     int ch;
@@ -370,6 +375,13 @@ int zp_exec_main(int argc, char **argv)
             break;
         case O_VALIDATE: validate = 1; break;
         case O_PROFILE: profile_path = optarg; break;
+        case O_TIMEOUT: {
+            char *end;
+            timeout_s = strtod(optarg, &end);
+            if (*end || !(timeout_s >= 1 && timeout_s <= 1e6))
+                return bad("--timeout: '%s' must be a number of seconds from 1 to 1e6", optarg);
+            break;
+        }
         case 'o': output = optarg; break;
         case 'h': fputs(USAGE, stdout); return 0;
         default:
@@ -473,8 +485,23 @@ int zp_exec_main(int argc, char **argv)
         st = zp_comm_world(be, &world);
     if (st == ZP_OK && zp_comm_size(world) != ranks)
         st = ZP_FAIL(ZP_EINVAL, "the launcher announced %d ranks, MPI has %d", ranks, zp_comm_size(world));
+    /* Distributed faults: a watchdog names a rank that dies or hangs and ends the job within timeout_s
+     * (+ 2 heartbeats); ranks started with different options are refused before any work. */
+    int watching = 0;
+    if (st == ZP_OK && ranks > 1) {
+        st = zp_comm_watchdog_start(world, timeout_s, "zplan exec");
+        watching = st == ZP_OK;
+    }
+    if (st == ZP_OK && ranks > 1) {
+        uint64_t h = 0;
+        for (int i = 1; i < argc; i++) /* the command line, every argument and its end */
+            h = zp_config_hash(argv[i], strlen(argv[i]) + 1, h);
+        st = zp_comm_check_same_config(world, h, "exec configuration");
+    }
     if (st == ZP_OK)
         st = zp_exec_run(&cfg, world, &res);
+    if (watching)
+        zp_comm_watchdog_stop();
     int rank = world ? zp_comm_rank(world) : 0;
     if (st != ZP_OK) {
         fprintf(stderr, "zplan exec: rank %d: %s\n", rank, zp_error_message());
