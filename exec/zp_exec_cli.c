@@ -278,7 +278,7 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
         fprintf(f, "\nvalidation: %s\n", pr->err);
 }
 
-int zp_exec_main(int argc, char **argv)
+static int exec_main(int argc, char **argv)
 {
     enum {
         O_MODEL = 256, O_STAGE, O_MP, O_MB, O_GA, O_SEQ, O_STEPS, O_CKPT, O_PA, O_BUCKET, O_NOMD, O_OVERLAP,
@@ -545,5 +545,27 @@ int zp_exec_main(int argc, char **argv)
     zp_exec_result_free(&res);
     zp_comm_free(world);
     zp_kernels_mpi_finalize();
+    return rc;
+}
+
+int zp_exec_main(int argc, char **argv)
+{
+    int rc = exec_main(argc, argv);
+#if ZP_HAVE_MPI
+    /* A bad configuration is refused before MPI starts, on every rank alike. Under mpirun, a rank that
+     * exits at once makes mpirun tear the job down, and the other ranks' messages can be lost on the way:
+     * meet the others in MPI first, so every rank has printed before any exits. */
+    int launched = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1) > 1, initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (rc == 2 && launched && !initialized && !finalized) {
+        int argc2 = argc;
+        char **argv2 = argv;
+        if (zp_kernels_mpi_init(&argc2, &argv2) == ZP_OK) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            zp_kernels_mpi_finalize();
+        }
+    }
+#endif
     return rc;
 }
