@@ -812,6 +812,26 @@ static zp_status exec_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
 }
 
 /* Runs the step's schedule (see the top of this file). */
+/* One op of any stream: a wait takes a token (or reports *blocked when there is none), a signal adds
+ * one, anything else runs. */
+static zp_status step_op(zp_exec_session *S, const zp_op *o, int *tok, int *in, int *tgt, int *blocked)
+{
+    *blocked = 0;
+    if (o->kind == ZP_OP_WAIT) {
+        if (tok[o->channel] == 0) {
+            *blocked = 1;
+            return ZP_OK;
+        }
+        tok[o->channel]--;
+        return ZP_OK;
+    }
+    if (o->kind == ZP_OP_SIGNAL) {
+        tok[o->channel]++;
+        return ZP_OK;
+    }
+    return exec_op(S, o, in, tgt);
+}
+
 static zp_status run_schedule(zp_exec_session *S)
 {
     int pos[ZP_NSTREAMS] = {0}, tok[ZP_NCHANNELS] = {0};
@@ -827,16 +847,10 @@ static zp_status run_schedule(zp_exec_session *S)
             progress = 0;
             for (int s = 1; s < ZP_NSTREAMS && st == ZP_OK; s++)
                 while (pos[s] < S->scount[s] && st == ZP_OK) {
-                    const zp_op *o = &ops[S->sidx[s][pos[s]]];
-                    if (o->kind == ZP_OP_WAIT) {
-                        if (tok[o->channel] == 0)
-                            break;
-                        tok[o->channel]--;
-                    } else if (o->kind == ZP_OP_SIGNAL) {
-                        tok[o->channel]++;
-                    } else {
-                        st = exec_op(S, o, in, tgt);
-                    }
+                    int blocked;
+                    st = step_op(S, &ops[S->sidx[s][pos[s]]], tok, in, tgt, &blocked);
+                    if (blocked)
+                        break;
                     pos[s]++;
                     progress = 1;
                 }
@@ -845,17 +859,12 @@ static zp_status run_schedule(zp_exec_session *S)
             break;
         if (pos[0] < S->scount[0]) {
             const zp_op *o = &ops[S->sidx[0][pos[0]]];
-            if (o->kind == ZP_OP_WAIT) {
-                if (tok[o->channel] == 0) {
-                    st = ZP_FAIL(ZP_ERUNTIME, "schedule deadlock: compute waits on channel %d at operation %d",
-                                 (int)o->channel, pos[0]);
-                    break;
-                }
-                tok[o->channel]--;
-            } else if (o->kind == ZP_OP_SIGNAL) {
-                tok[o->channel]++;
-            } else {
-                st = exec_op(S, o, in, tgt);
+            int blocked;
+            st = step_op(S, o, tok, in, tgt, &blocked);
+            if (blocked) {
+                st = ZP_FAIL(ZP_ERUNTIME, "schedule deadlock: compute waits on channel %d at operation %d",
+                             (int)o->channel, pos[0]);
+                break;
             }
             pos[0]++;
             continue;
