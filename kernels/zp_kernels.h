@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "zp_config.h"
+#include "zp_coll.h"
 #include "zp_status.h"
 
 #ifdef __cplusplus
@@ -115,18 +116,6 @@ zp_status zp_gemm_args_check(const zp_gemm_args *g);
 /* ---- collectives ---- */
 
 typedef enum { ZP_OP_SUM = 0, ZP_OP_MAX, ZP_OP_MIN } zp_redop;
-
-/* The same enum as sim/zp_schedule.h's (one definition when both are included, as in exec/). */
-#ifndef ZP_COLL_KIND_DEFINED
-#define ZP_COLL_KIND_DEFINED
-typedef enum {
-    ZP_COLL_ALLREDUCE = 0,
-    ZP_COLL_REDUCE_SCATTER,
-    ZP_COLL_ALLGATHER,
-    ZP_COLL_BROADCAST,
-    ZP_COLL_COUNT
-} zp_coll_kind;
-#endif
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast" (the profile's keys) */
 const char *zp_coll_name(zp_coll_kind kind);

@@ -12,6 +12,7 @@
 #ifndef ZP_SCHEDULE_H
 #define ZP_SCHEDULE_H
 
+#include "zp_coll.h"
 #include "zp_model.h"
 #include "zp_plan.h"
 
@@ -27,17 +28,6 @@ typedef enum {
 } zp_op_kind;
 
 typedef enum { ZP_CK_GEMM, ZP_CK_BGEMM, ZP_CK_ELEMENTWISE, ZP_CK_ADAM } zp_compute_kind;
-/* Identical to kernels/zp_kernels.h's (exec/ includes both): one definition, whichever comes first. */
-#ifndef ZP_COLL_KIND_DEFINED
-#define ZP_COLL_KIND_DEFINED
-typedef enum {
-    ZP_COLL_ALLREDUCE = 0,
-    ZP_COLL_REDUCE_SCATTER,
-    ZP_COLL_ALLGATHER,
-    ZP_COLL_BROADCAST,
-    ZP_COLL_COUNT
-} zp_coll_kind;
-#endif
 typedef enum { ZP_GROUP_MP, ZP_GROUP_DP } zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 
