@@ -60,6 +60,9 @@ run mp2_pa_s3_np4 4 --mp 2 --micro-batch 2 --stage 3 --checkpoint-activations --
 run mp4_np4 4 --mp 4 --micro-batch 4 --stage 0 --checkpoint-activations && same mp4_np4
 run overlap_s3_np4 4 --stage 3 --micro-batch 1 --overlap-comm --bucket 30000 && same overlap_s3_np4
 run overlap_s2_np2 2 --stage 2 --micro-batch 1 --grad-accum 2 --overlap-comm --bucket 7777 && same overlap_s2_np2
+# stages 1-2 gather updated buckets in place: odd buckets put unit paddings against each other
+run s1_bucket_np4 4 --stage 1 --micro-batch 1 --bucket 7777 && same s1_bucket_np4
+run s2_bucket_np2 2 --stage 2 --micro-batch 1 --grad-accum 2 --bucket 5001 && same s2_bucket_np2
 run nomd_np2 2 --stage 1 --micro-batch 2 --checkpoint-activations --no-md && same nomd_np2
 
 # the comparison sees a different run: another learning rate changes the later losses
