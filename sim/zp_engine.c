@@ -136,9 +136,24 @@ static double coll_profile_time(const zp_op *op, const group_shape *gs)
     return zp_profile_collective_time_measured(p, (zp_profile_coll)op->coll, ZP_PROFILE_INTRA_NODE, op->bytes, gs->g);
 }
 
+/* A collective over one rank moves nothing between GPUs, but a reduce-scatter still writes its
+ * input to the output partition, and stage 3's all-gather of a parameter group (item >= 0) still
+ * fills the new group buffer from the shard: one local copy of the buffer at the device's copy
+ * bandwidth (NCCL and MPI both copy). An all-reduce or a stage 1-2 gather in place copies nothing. */
+static double coll_self_time(const zp_op *op)
+{
+    if (op->coll == ZP_COLL_ALLREDUCE || (op->coll == ZP_COLL_ALLGATHER && op->item < 0))
+        return 0.0;
+    const zp_profile *p = E.in->profile;
+    double bw = p && p->copy_gbs > 0 ? p->copy_gbs * 1e9 : 0.0; /* STREAM copy: read + write counted */
+    return bw > 0 ? 2.0 * op->bytes / bw : 0.0;
+}
+
 /* Intra-node phases as time (NVSwitch uncontended) plus the latencies. */
 static double coll_local_time(const zp_op *op, const group_shape *gs)
 {
+    if (gs->g <= 1 && gs->k <= 1)
+        return coll_self_time(op);
     double t = coll_profile_time(op, gs);
     return t >= 0 ? t : coll_intra_bytes(op, gs) / E.nv_bw + coll_latency(op, gs);
 }

@@ -182,6 +182,41 @@ Test(engine, more_infiniband_never_slower)
     cr_expect_lt(quick.mp_comm, slow.mp_comm);
 }
 
+/* A DP group of one rank: an all-reduce and stage 1-2's in-place gathers cost nothing, while the
+ * reduce-scatter and stage 3's gathers into new buffers each cost one local copy (read + write at the
+ * profile's STREAM copy bandwidth). */
+Test(engine, one_rank_collectives_are_local_copies)
+{
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    const zp_cluster *c = preset("dgx2");
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    double busy[4], copies[4];
+    for (int stage = 0; stage <= 3; stage++) {
+        zp_plan p = plan_of(stage, 1, 16, 4);
+        p.bucket = 2e8;
+        zp_schedule s;
+        cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
+        copies[stage] = 0;
+        for (int i = 0; i < s.n; i++) {
+            const zp_op *o = &s.ops[i];
+            if (o->kind == ZP_OP_COLL && o->group == ZP_GROUP_DP &&
+                (o->coll == ZP_COLL_REDUCE_SCATTER || (o->coll == ZP_COLL_ALLGATHER && o->item >= 0)))
+                copies[stage] += 2.0 * o->bytes / (prof.copy_gbs * 1e9);
+        }
+        zp_schedule_free(&s);
+        busy[stage] = simulate(m, &p, c, 1).step_time; /* no overlap: every copy adds to the step */
+    }
+    cr_expect_eq(copies[0], 0);
+    cr_expect_eq(copies[1], 0);
+    cr_expect_gt(copies[2], 0);
+    cr_expect_gt(copies[3], copies[2] * 1.5, "stage 3 gathers every group twice besides the reductions");
+    for (int stage = 1; stage <= 3; stage++) /* same compute and Adam over the same N parameters */
+        cr_expect(fabs(busy[stage] - busy[0] - copies[stage]) <= 1e-6 + 1e-3 * copies[stage],
+                  "stage %d: step %g s = stage 0's %g s + %g s, local copies %g s", stage, busy[stage], busy[0],
+                  busy[stage] - busy[0], copies[stage]);
+}
+
 Test(engine, deadlock_is_an_error)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
