@@ -30,6 +30,7 @@ typedef struct {
 typedef struct {
     double med_avg;  /* mean over ranks of each rank's median time */
     double med_max;  /* slowest rank's median time */
+    double max_med;  /* median over repetitions of the slowest rank's time in that repetition */
     double min, max; /* fastest and slowest single repetition on any rank */
 } stat;
 
@@ -74,9 +75,18 @@ static zp_status time_op(cal *c, zp_comm *sync_comm, op_fn fn, void *arg, stat *
         ZP_TRY(fn(arg));
         ZP_TRY(be->timer_stop(c->timer, &samples[i]));
     }
+    /* a collective ends for everyone when its slowest rank is done: the slowest rank of each repetition,
+     * then the median (max_med). When the ranks outnumber the cores a different rank can be the slow one
+     * in each repetition (the one the scheduler left out), and each rank's own median then misses it. */
+    double worst[64];
+    memcpy(worst, samples, (size_t)reps * sizeof samples[0]);
+    for (int i = 0; i < reps; i++)
+        ZP_TRY(zp_comm_allreduce_double(c->world, &worst[i], ZP_OP_MAX));
+    qsort(worst, (size_t)reps, sizeof worst[0], cmp_double);
     qsort(samples, (size_t)reps, sizeof samples[0], cmp_double);
     double med = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
-    stat s = {med, med, samples[0], samples[reps - 1]};
+    double wmed = reps % 2 ? worst[reps / 2] : 0.5 * (worst[reps / 2 - 1] + worst[reps / 2]);
+    stat s = {med, med, wmed, samples[0], samples[reps - 1]};
     ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_avg, ZP_OP_SUM));
     s.med_avg /= zp_comm_size(c->world);
     ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_max, ZP_OP_MAX));
@@ -553,9 +563,9 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
             stat s;
             ZP_TRY(time_op(c, comm, op_coll, &a, &s));
             c->done += 1;
-            f->points[i] = (zp_profile_coll_point){(double)bytes, s.med_max, spread_of(&s, s.med_max)};
+            f->points[i] = (zp_profile_coll_point){(double)bytes, s.max_med, spread_of(&s, s.max_med)};
             xs[i] = (double)bytes;
-            ts[i] = s.med_max;
+            ts[i] = s.max_med;
         }
         f->npoints = ns;
         f->nranks = nr;
