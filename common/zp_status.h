@@ -8,6 +8,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     ZP_OK = 0,
     ZP_EINVAL,       /* bad user input: option value, file content (exit 2) */
@@ -43,5 +47,9 @@ int zp_status_exit_code(zp_status st);
         if (zp_try_st_ != ZP_OK)          \
             return zp_try_st_;            \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

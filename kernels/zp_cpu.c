@@ -274,6 +274,15 @@ static zp_status cpu_copy(void *dst, const void *src, size_t bytes)
     return ZP_OK;
 }
 
+static zp_status cpu_zero(void *p, size_t bytes)
+{
+    if (bytes > 0 && !p)
+        return ZP_FAIL(ZP_EINVAL, "zero: NULL pointer");
+    if (bytes > 0)
+        memset(p, 0, bytes);
+    return ZP_OK;
+}
+
 static zp_status cpu_sync(void) { return ZP_OK; }
 
 struct zp_timer {
@@ -323,6 +332,10 @@ const zp_kernels_backend zp_kernels_cpu = {
     .free = cpu_free,
     .copy_to_device = cpu_copy,
     .copy_to_host = cpu_copy,
+    .copy_on_device = cpu_copy,
+    .zero = cpu_zero,
+    .alloc_host = cpu_alloc, /* the "device" is the host: the same aligned memory */
+    .free_host = cpu_free,
     .sync = cpu_sync,
     .stream_copy = cpu_stream_copy,
     .stream_triad = cpu_stream_triad,

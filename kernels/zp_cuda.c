@@ -113,6 +113,37 @@ static zp_status cuda_copy(void *dst, const void *src, size_t bytes)
     return ZP_OK;
 }
 
+static zp_status cuda_copy_on_device(void *dst, const void *src, size_t bytes)
+{
+    ZP_TRY(ready());
+    if (bytes)
+        ZP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    return ZP_OK;
+}
+
+static zp_status cuda_zero(void *p, size_t bytes)
+{
+    ZP_TRY(ready());
+    if (bytes)
+        ZP_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    return ZP_OK;
+}
+
+/* Pinned host memory: DMA to and from the device without a staging copy (cudaMallocHost pages are
+ * page-aligned, so 64-byte aligned too). */
+static zp_status cuda_alloc_host(size_t bytes, void **out)
+{
+    ZP_TRY(ready());
+    ZP_CUDA_CHECK(cudaMallocHost(out, bytes ? bytes : 64));
+    return ZP_OK;
+}
+
+static void cuda_free_host(void *p)
+{
+    if (p)
+        cudaFreeHost(p);
+}
+
 static zp_status cuda_sync(void)
 {
     ZP_TRY(ready());
@@ -366,6 +397,10 @@ const zp_kernels_backend zp_kernels_cuda = {
     .free = cuda_free,
     .copy_to_device = cuda_copy,
     .copy_to_host = cuda_copy,
+    .copy_on_device = cuda_copy_on_device,
+    .zero = cuda_zero,
+    .alloc_host = cuda_alloc_host,
+    .free_host = cuda_free_host,
     .sync = cuda_sync,
     .stream_copy = cuda_stream_copy,
     .stream_triad = cuda_stream_triad,

@@ -147,6 +147,15 @@ struct zp_kernels_backend {
     void (*free)(void *p);
     zp_status (*copy_to_device)(void *dst, const void *src, size_t bytes);
     zp_status (*copy_to_host)(void *dst, const void *src, size_t bytes);
+    /* Within the backend's memory (dst and src from alloc; they must not overlap). */
+    zp_status (*copy_on_device)(void *dst, const void *src, size_t bytes);
+    /* Sets `bytes` bytes of the backend's memory to 0. */
+    zp_status (*zero)(void *p, size_t bytes);
+    /* Host memory the device copies to and from at full speed, 64-byte aligned, not initialised:
+     * pinned (page-locked, cudaMallocHost) on cuda, plain aligned memory on cpu. free_host accepts
+     * NULL. ZeRO-Offload keeps the optimizer states there. */
+    zp_status (*alloc_host)(size_t bytes, void **out);
+    void (*free_host)(void *p);
     /* Waits for all queued work. */
     zp_status (*sync)(void);
 

@@ -1,7 +1,11 @@
-/* zp_nn.h — the element-wise and row-wise kernels of a GPT decoder's forward and backward, on the
- * cpu backend (host memory, OpenMP over rows). GEMMs are the backend's (zp_kernels.h); these are
- * the rest: embedding gather / scatter-add, LayerNorm, GeLU, causal softmax, vocabulary-parallel
- * cross-entropy, bias and residual adds. The per-element arithmetic is in zp_nn_elementwise.h.
+/* zp_nn.h — the element-wise and row-wise kernels of a GPT decoder's forward and backward. GEMMs are
+ * the backend's (zp_kernels.h); these are the rest: embedding gather / scatter-add, LayerNorm, GeLU,
+ * causal softmax, vocabulary-parallel cross-entropy, bias and residual adds, and the few element-wise
+ * helpers the executor needs on its tensors (y += x, fp16 -> fp32). The per-element arithmetic is in
+ * zp_nn_elementwise.h, shared by both implementations:
+ *   - zp_nn_* below: the cpu backend's (host memory, OpenMP over rows), zp_nn_cpu.c;
+ *   - zp_nn_ops: a table of the same kernels per backend (zp_nn_ops_get("cpu" | "cuda")): the cpu
+ *     table calls zp_nn_*, the cuda table (zp_nn_cuda.cu) runs them as CUDA kernels on device memory.
  *
  * Kernels take shapes and buffers, never models. All tensors are row-major fp32; "rows" is the
  * number of tokens N = batch * seq unless said otherwise. Backward kernels ACCUMULATE into
@@ -11,7 +15,9 @@
 #define ZP_NN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "zp_config.h"
 #include "zp_status.h"
 
 #ifdef __cplusplus
@@ -63,6 +69,47 @@ zp_status zp_nn_bias_add(float *x, const float *b, size_t N, size_t C);
 zp_status zp_nn_bias_grad(float *db, const float *d, size_t N, size_t C);
 /* out (N, C) = a + b + bias (bias (C) may be NULL); out may alias a or b. */
 zp_status zp_nn_residual_add(float *out, const float *a, const float *b, const float *bias, size_t N, size_t C);
+
+/* ---- the layer kernels of one backend ----
+ * Buffers live in that backend's memory (zp_kernels_backend.alloc); token arrays (tok, tgt) too.
+ * Shapes and semantics are those of the zp_nn_* functions above. */
+typedef struct zp_nn_ops {
+    const char *name; /* the backend's name: "cpu", "cuda" */
+    zp_status (*embed_fwd)(float *out, const int *tok, size_t N, size_t C, const float *wte, long v0, size_t vrows,
+                           const float *wpe, size_t T);
+    zp_status (*embed_bwd)(float *dwte, float *dwpe, const int *tok, const float *dout, size_t N, size_t C, long v0,
+                           size_t vrows, size_t T);
+    zp_status (*layernorm_fwd)(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                               size_t N, size_t C);
+    zp_status (*layernorm_bwd)(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                               const float *mean, const float *rstd, size_t N, size_t C);
+    zp_status (*gelu_fwd)(float *out, const float *x, size_t n);
+    zp_status (*gelu_bwd)(float *d, const float *x, size_t n);
+    zp_status (*softmax_causal_fwd)(float *att, size_t BH, size_t T, float scale);
+    zp_status (*softmax_causal_bwd)(float *d, const float *att, size_t BH, size_t T, float scale);
+    zp_status (*xent_rowmax)(float *mx, const float *logits, size_t N, size_t V);
+    zp_status (*xent_sumexp)(float *se, const float *logits, const float *mx, size_t N, size_t V);
+    zp_status (*xent_pick)(float *lt, const float *logits, const int *tgt, long v0, size_t N, size_t V);
+    /* *sum (host) = sum_i (log se_i + mx_i - lt_i) in double; cuda copies the N statistics to the host */
+    zp_status (*xent_loss_sum)(const float *mx, const float *se, const float *lt, size_t N, double *sum);
+    zp_status (*xent_bwd)(float *logits, const float *mx, const float *se, const int *tgt, long v0, size_t N, size_t V,
+                          float scale);
+    zp_status (*bias_add)(float *x, const float *b, size_t N, size_t C);
+    zp_status (*bias_grad)(float *db, const float *d, size_t N, size_t C);
+    zp_status (*residual_add)(float *out, const float *a, const float *b, const float *bias, size_t N, size_t C);
+    /* y (n) += x (n): gradient accumulation of later micro-batches into the shard */
+    zp_status (*add)(float *y, const float *x, size_t n);
+    /* dst (n) = fp32 of the IEEE fp16 values src (n): ZeRO-Offload's parameters back on the device */
+    zp_status (*f16_to_f32)(float *dst, const uint16_t *src, size_t n);
+} zp_nn_ops;
+
+extern const zp_nn_ops zp_nn_ops_cpu;
+#if ZP_HAVE_CUDA
+extern const zp_nn_ops zp_nn_ops_cuda;
+#endif
+/* The table of backend `name` ("cpu", "cuda"); ZP_EUNSUPPORTED for cuda in a build without CUDA,
+ * ZP_EINVAL for an unknown name. */
+zp_status zp_nn_ops_get(const char *name, const zp_nn_ops **out);
 
 #ifdef __cplusplus
 }

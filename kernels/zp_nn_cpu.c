@@ -179,29 +179,14 @@ zp_status zp_nn_softmax_causal_bwd(float *d, const float *att, size_t BH, size_t
     return ZP_OK;
 }
 
-ZP_NN_CLONES static float row_max(const float *l, size_t V)
-{
-    float m = -INFINITY;
-    ZP_NN_SIMD_RED(max, m)
-    for (size_t j = 0; j < V; j++)
-        m = l[j] > m ? l[j] : m;
-    return m;
-}
+/* The row arithmetic is zp_nn_elementwise.h's; these wrappers give it the AVX2 clone. */
+ZP_NN_CLONES static float row_max(const float *l, size_t V) { return zp_xent_row_max(l, V); }
 
-ZP_NN_CLONES static float row_sumexp(const float *l, float m, size_t V)
-{
-    float s = 0.0f;
-    ZP_NN_SIMD_SUM_S
-    for (size_t j = 0; j < V; j++)
-        s += zp_expf(l[j] - m);
-    return s;
-}
+ZP_NN_CLONES static float row_sumexp(const float *l, float m, size_t V) { return zp_xent_row_sumexp(l, m, V); }
 
-ZP_NN_CLONES static void row_softmax_scaled(float *l, float m, float inv, size_t V)
+ZP_NN_CLONES static void row_bwd(float *l, float mx, float se, int tgt, long v0, size_t V, float scale)
 {
-    ZP_NN_SIMD
-    for (size_t j = 0; j < V; j++)
-        l[j] = zp_expf(l[j] - m) * inv;
+    zp_xent_row_bwd(l, mx, se, tgt, v0, V, scale);
 }
 
 zp_status zp_nn_xent_rowmax(float *mx, const float *logits, size_t N, size_t V)
@@ -225,10 +210,8 @@ zp_status zp_nn_xent_sumexp(float *se, const float *logits, const float *mx, siz
 zp_status zp_nn_xent_pick(float *lt, const float *logits, const int *tgt, long v0, size_t N, size_t V)
 {
     NN_CHECK(lt && logits && tgt && V > 0, "NULL buffer or empty shape");
-    for (size_t i = 0; i < N; i++) {
-        long c = (long)tgt[i] - v0;
-        lt[i] = (c >= 0 && (size_t)c < V) ? logits[i * V + (size_t)c] : 0.0f;
-    }
+    for (size_t i = 0; i < N; i++)
+        lt[i] = zp_xent_row_pick(logits + i * V, tgt[i], v0, V);
     return ZP_OK;
 }
 
@@ -236,7 +219,7 @@ double zp_nn_xent_loss_sum(const float *mx, const float *se, const float *lt, si
 {
     double s = 0.0;
     for (size_t i = 0; i < N; i++)
-        s += (double)(logf(se[i]) + mx[i] - lt[i]);
+        s += (double)zp_xent_row_loss(mx[i], se[i], lt[i]);
     return s;
 }
 
@@ -245,13 +228,8 @@ zp_status zp_nn_xent_bwd(float *logits, const float *mx, const float *se, const 
 {
     NN_CHECK(logits && mx && se && tgt && V > 0, "NULL buffer or empty shape");
     ZP_NN_PAR
-    for (size_t i = 0; i < N; i++) {
-        float *l = logits + i * V;
-        row_softmax_scaled(l, mx[i], scale / se[i], V);
-        long c = (long)tgt[i] - v0;
-        if (c >= 0 && (size_t)c < V)
-            l[c] -= scale;
-    }
+    for (size_t i = 0; i < N; i++)
+        row_bwd(logits + i * V, mx[i], se[i], tgt[i], v0, V, scale);
     return ZP_OK;
 }
 
@@ -287,4 +265,78 @@ zp_status zp_nn_residual_add(float *out, const float *a, const float *b, const f
         for (size_t c = 0; c < C; c++)
             out[i * C + c] = a[i * C + c] + b[i * C + c] + (bias ? bias[c] : 0.0f);
     return ZP_OK;
+}
+
+/* ---- the cpu table (zp_nn.h) ---- */
+
+static zp_status cpu_loss_sum(const float *mx, const float *se, const float *lt, size_t N, double *sum)
+{
+    NN_CHECK(mx && se && lt && sum, "NULL buffer");
+    *sum = zp_nn_xent_loss_sum(mx, se, lt, N);
+    return ZP_OK;
+}
+
+ZP_NN_CLONES static void add_range(float *restrict y, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+static zp_status cpu_add(float *y, const float *x, size_t n)
+{
+    NN_CHECK(y && x, "NULL buffer");
+    add_range(y, x, n);
+    return ZP_OK;
+}
+
+ZP_NN_CLONES static void f16_range(float *restrict dst, const uint16_t *restrict src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = zp_f16_to_f32(src[i]);
+}
+
+static zp_status cpu_f16_to_f32(float *dst, const uint16_t *src, size_t n)
+{
+    NN_CHECK(dst && src, "NULL buffer");
+    f16_range(dst, src, n);
+    return ZP_OK;
+}
+
+const zp_nn_ops zp_nn_ops_cpu = {
+    .name = "cpu",
+    .embed_fwd = zp_nn_embed_fwd,
+    .embed_bwd = zp_nn_embed_bwd,
+    .layernorm_fwd = zp_nn_layernorm_fwd,
+    .layernorm_bwd = zp_nn_layernorm_bwd,
+    .gelu_fwd = zp_nn_gelu_fwd,
+    .gelu_bwd = zp_nn_gelu_bwd,
+    .softmax_causal_fwd = zp_nn_softmax_causal_fwd,
+    .softmax_causal_bwd = zp_nn_softmax_causal_bwd,
+    .xent_rowmax = zp_nn_xent_rowmax,
+    .xent_sumexp = zp_nn_xent_sumexp,
+    .xent_pick = zp_nn_xent_pick,
+    .xent_loss_sum = cpu_loss_sum,
+    .xent_bwd = zp_nn_xent_bwd,
+    .bias_add = zp_nn_bias_add,
+    .bias_grad = zp_nn_bias_grad,
+    .residual_add = zp_nn_residual_add,
+    .add = cpu_add,
+    .f16_to_f32 = cpu_f16_to_f32,
+};
+
+zp_status zp_nn_ops_get(const char *name, const zp_nn_ops **out)
+{
+    if (name && strcmp(name, "cpu") == 0) {
+        *out = &zp_nn_ops_cpu;
+        return ZP_OK;
+    }
+    if (name && strcmp(name, "cuda") == 0) {
+#if ZP_HAVE_CUDA
+        *out = &zp_nn_ops_cuda;
+        return ZP_OK;
+#else
+        return ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without CUDA");
+#endif
+    }
+    return ZP_FAIL(ZP_EINVAL, "no layer kernels for backend '%s'", name ? name : "");
 }

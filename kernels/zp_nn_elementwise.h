@@ -17,9 +17,11 @@
  * serial loop, the same for every rank and configuration). */
 #if defined(_OPENMP) && !defined(__CUDACC__)
 #define ZP_NN_SIMD_RED(op, ...) _Pragma(ZP_NN_STR(omp simd reduction(op : __VA_ARGS__)))
+#define ZP_NN_SIMD_LOOP _Pragma("omp simd")
 #define ZP_NN_STR(x) #x
 #else
 #define ZP_NN_SIMD_RED(op, ...)
+#define ZP_NN_SIMD_LOOP
 #endif
 
 /* exp(x) for fp32 in plain arithmetic, so that loops over it vectorise (libm's expf does not without
@@ -149,6 +151,118 @@ ZP_HD static inline void zp_softmax_causal_row_bwd(float *d, const float *p, siz
         d[j] = scale * p[j] * (d[j] - dot);
     for (size_t j = t + 1; j < T; j++)
         d[j] = 0.0f;
+}
+
+/* ---- vocabulary-parallel cross-entropy, one row of logits (V columns of this shard) ---- */
+
+/* max_j l_j of one row. */
+ZP_HD static inline float zp_xent_row_max(const float *l, size_t V)
+{
+    float m = -INFINITY;
+    ZP_NN_SIMD_RED(max, m)
+    for (size_t j = 0; j < V; j++)
+        m = l[j] > m ? l[j] : m;
+    return m;
+}
+
+/* sum_j exp(l_j - m) of one row. */
+ZP_HD static inline float zp_xent_row_sumexp(const float *l, float m, size_t V)
+{
+    float s = 0.0f;
+    ZP_NN_SIMD_RED(+, s)
+    for (size_t j = 0; j < V; j++)
+        s += zp_expf(l[j] - m);
+    return s;
+}
+
+/* The target's logit when this shard holds column tgt - v0, else 0. */
+ZP_HD static inline float zp_xent_row_pick(const float *l, int tgt, long v0, size_t V)
+{
+    long c = (long)tgt - v0;
+    return (c >= 0 && (size_t)c < V) ? l[c] : 0.0f;
+}
+
+/* Loss of one row from the full-vocabulary statistics: log(se) + mx - lt. */
+ZP_HD static inline float zp_xent_row_loss(float mx, float se, float lt) { return logf(se) + mx - lt; }
+
+/* In place: l -> scale * (softmax(l) - onehot(tgt)), with mx, se the full-vocabulary statistics. */
+ZP_HD static inline void zp_xent_row_bwd(float *l, float mx, float se, int tgt, long v0, size_t V, float scale)
+{
+    const float inv = scale / se;
+    ZP_NN_SIMD_LOOP
+    for (size_t j = 0; j < V; j++)
+        l[j] = zp_expf(l[j] - mx) * inv;
+    long c = (long)tgt - v0;
+    if (c >= 0 && (size_t)c < V)
+        l[c] -= scale;
+}
+
+/* ---- per-element and per-column bodies of the device kernels (one thread each) ----
+ * The cuda backend's layer kernels (zp_nn_cuda.cu) are grid-stride loops over these; the cpu
+ * backend's loops compute the same values in the same order (zp_nn_cpu.c), and the tests run them
+ * on the host against plain references. idx is a flat index into an (N, C) tensor, c a column. */
+
+/* Element idx = i*C + c of the embedding output: wte[tok_i - v0][c] (0 when another MP rank owns the
+ * row) + wpe[i % T][c] (when wpe != NULL). */
+ZP_HD static inline void zp_embed_fwd_at(float *out, const int *tok, size_t C, const float *wte, long v0,
+                                         size_t vrows, const float *wpe, size_t T, size_t idx)
+{
+    const size_t i = idx / C, c = idx % C;
+    const long r = (long)tok[i] - v0;
+    float o = (r >= 0 && (size_t)r < vrows) ? wte[(size_t)r * C + c] : 0.0f;
+    if (wpe)
+        o += wpe[(i % T) * C + c];
+    out[idx] = o;
+}
+
+/* Column c of the embedding backward: dwte[tok_i - v0][c] += dout[i][c] and dwpe[i % T][c] += dout[i][c]
+ * for rows i in order (a scatter-add: one thread per column needs no atomics and sums in the order of
+ * the serial host loop). */
+ZP_HD static inline void zp_embed_bwd_col(float *dwte, float *dwpe, const int *tok, const float *dout, size_t N,
+                                          size_t C, long v0, size_t vrows, size_t T, size_t c)
+{
+    for (size_t i = 0; i < N; i++) {
+        const float d = dout[i * C + c];
+        const long r = (long)tok[i] - v0;
+        if (r >= 0 && (size_t)r < vrows)
+            dwte[(size_t)r * C + c] += d;
+        if (dwpe)
+            dwpe[(i % T) * C + c] += d;
+    }
+}
+
+/* Column c of the LayerNorm parameter gradients over N rows in order: dw += dout * xhat, db += dout
+ * (zp_layernorm_row_bwd's dw, db terms; its dx term runs per row with dw = db = NULL). */
+ZP_HD static inline void zp_layernorm_col_bwd(float *dw, float *db, const float *dout, const float *x,
+                                              const float *mean, const float *rstd, size_t N, size_t C, size_t c)
+{
+    float w = dw[c], b = db[c];
+    for (size_t i = 0; i < N; i++) {
+        const float xhat = (x[i * C + c] - mean[i]) * rstd[i];
+        w += dout[i * C + c] * xhat;
+        b += dout[i * C + c];
+    }
+    dw[c] = w;
+    db[c] = b;
+}
+
+/* x[idx] += b[idx % C]. */
+ZP_HD static inline void zp_bias_add_at(float *x, const float *b, size_t C, size_t idx) { x[idx] += b[idx % C]; }
+
+/* db[c] += sum over rows i (in order) of d[i][c]. */
+ZP_HD static inline void zp_bias_grad_col(float *db, const float *d, size_t N, size_t C, size_t c)
+{
+    float s = db[c];
+    for (size_t i = 0; i < N; i++)
+        s += d[i * C + c];
+    db[c] = s;
+}
+
+/* out[idx] = a[idx] + b[idx] + bias[idx % C] (bias may be NULL). */
+ZP_HD static inline void zp_residual_add_at(float *out, const float *a, const float *b, const float *bias, size_t C,
+                                            size_t idx)
+{
+    out[idx] = a[idx] + b[idx] + (bias ? bias[idx % C] : 0.0f);
 }
 
 #endif
