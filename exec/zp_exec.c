@@ -34,55 +34,88 @@
 #include "zp_exec_shard.h"
 #include "zp_kernels_mpi.h"
 #include "zp_nn.h"
+#include "zp_nn_elementwise.h"
 
 /* ---- tracking allocator ----
- * Counts live bytes per category (the memory model's categories) and keeps the blocks it is given
- * back in a small cache for reuse of the same size, as PyTorch's caching allocator does on a GPU:
- * stage 3 gathers and frees a parameter group per block twice a step, and handing those to the C
- * library each time cost page faults on every reuse (16% of a stage-3 step on the CPU, measured
- * with perf), work the real system never does and the schedule does not model. */
+ * Allocates through the backend (device memory on cuda; ZP_MEM_HOST through its alloc_host: pinned
+ * host memory), counts live bytes per category (the memory model's categories; the device total
+ * leaves host memory out) and keeps the blocks it is given back in a small cache for reuse of the
+ * same size, as PyTorch's caching allocator does on a GPU: stage 3 gathers and frees a parameter
+ * group per block twice a step, and handing those to the C library each time cost page faults on
+ * every reuse (16% of a stage-3 step on the CPU, measured with perf), work the real system never does
+ * and the schedule does not model. The bookkeeping stays on the host (device memory cannot carry a
+ * header the host reads): a table of live blocks, searched from the newest. */
 
 typedef struct {
+    void *p;
     size_t bytes; /* requested */
-    size_t cap;   /* payload capacity, bytes (multiple of 64) */
+    size_t cap;   /* allocated, bytes (multiple of 64) */
     int cat;
-    int pad_[11]; /* header of 64 bytes keeps the payload 64-byte aligned */
-} mem_hdr;
+} mem_blk;
 
 enum { MEM_CACHE = 16 };
 
 typedef struct {
-    double cur[ZP_MEM_NCAT], peak[ZP_MEM_NCAT], cur_total, peak_total;
-    mem_hdr *cache[MEM_CACHE]; /* freed blocks kept for reuse (not counted as live) */
+    const zp_kernels_backend *be;
+    double cur[ZP_MEM_NCAT], peak[ZP_MEM_NCAT], cur_total, peak_total; /* total: device categories only */
+    mem_blk *live;
+    size_t nlive, cap_live;
+    mem_blk cache[MEM_CACHE]; /* freed blocks kept for reuse (not counted as live); p == NULL: empty */
 } mem_track;
 
-/* A block of nfloats from the tracker; zeroed when `zero` (otherwise the caller writes all of it). */
-static float *mem_alloc_z(mem_track *t, zp_mem_cat cat, size_t nfloats, int zero)
+static int mem_is_host(int cat) { return cat == ZP_MEM_HOST; }
+
+static void mem_release_blk(const mem_track *t, mem_blk *b)
 {
-    size_t bytes = nfloats * sizeof(float), cap = ((bytes + 63) / 64) * 64 + 64;
-    mem_hdr *h = NULL;
-    for (int i = 0; i < MEM_CACHE && !h; i++)
-        if (t->cache[i] && t->cache[i]->cap == cap) {
-            h = t->cache[i];
-            t->cache[i] = NULL;
+    if (mem_is_host(b->cat))
+        t->be->free_host(b->p);
+    else
+        t->be->free(b->p);
+    b->p = NULL;
+}
+
+/* A block of `bytes` from the tracker; zeroed when `zero` (otherwise the caller writes all of it). */
+static void *mem_alloc_bytes(mem_track *t, zp_mem_cat cat, size_t bytes, int zero)
+{
+    const size_t cap = ((bytes + 63) / 64) * 64 + 64;
+    const int host = mem_is_host((int)cat);
+    mem_blk b = {NULL, bytes, cap, (int)cat};
+    for (int i = 0; i < MEM_CACHE && !b.p; i++)
+        if (t->cache[i].p && t->cache[i].cap == cap && mem_is_host(t->cache[i].cat) == host) {
+            b.p = t->cache[i].p;
+            t->cache[i].p = NULL;
         }
-    if (!h) {
-        h = aligned_alloc(64, sizeof(mem_hdr) + cap);
-        if (!h)
+    if (!b.p && (host ? t->be->alloc_host(cap, &b.p) : t->be->alloc(cap, &b.p)) != ZP_OK)
+        return NULL;
+    if (t->nlive == t->cap_live) {
+        size_t n = t->cap_live ? 2 * t->cap_live : 64;
+        mem_blk *nl = realloc(t->live, n * sizeof *nl);
+        if (!nl) {
+            mem_release_blk(t, &b);
             return NULL;
-        h->cap = cap;
+        }
+        t->live = nl;
+        t->cap_live = n;
     }
-    h->bytes = bytes;
-    h->cat = (int)cat;
-    if (zero)
-        memset(h + 1, 0, bytes);
+    if (zero && (host ? (memset(b.p, 0, bytes), ZP_OK) : t->be->zero(b.p, bytes)) != ZP_OK) {
+        mem_release_blk(t, &b);
+        return NULL;
+    }
+    t->live[t->nlive++] = b;
     t->cur[cat] += (double)bytes;
-    t->cur_total += (double)bytes;
     if (t->cur[cat] > t->peak[cat])
         t->peak[cat] = t->cur[cat];
-    if (t->cur_total > t->peak_total)
-        t->peak_total = t->cur_total;
-    return (float *)(h + 1);
+    if (!host) {
+        t->cur_total += (double)bytes;
+        if (t->cur_total > t->peak_total)
+            t->peak_total = t->cur_total;
+    }
+    return b.p;
+}
+
+static float *mem_alloc_z(mem_track *t, zp_mem_cat cat, size_t nfloats, int zero)
+{
+    return mem_alloc_bytes(t, cat, nfloats * sizeof(float), zero);
 }
 
 static float *mem_alloc(mem_track *t, zp_mem_cat cat, size_t nfloats) { return mem_alloc_z(t, cat, nfloats, 1); }
@@ -91,29 +124,40 @@ static void mem_free(mem_track *t, void *p)
 {
     if (!p)
         return;
-    mem_hdr *h = (mem_hdr *)p - 1;
-    t->cur[h->cat] -= (double)h->bytes;
-    t->cur_total -= (double)h->bytes;
-    for (int i = 0; i < MEM_CACHE; i++)
-        if (!t->cache[i]) {
-            t->cache[i] = h;
+    size_t i = t->nlive;
+    while (i > 0 && t->live[i - 1].p != p)
+        i--;
+    if (i == 0)
+        return; /* not the tracker's: nothing to do (never happens for the executor's own pointers) */
+    mem_blk b = t->live[i - 1];
+    t->live[i - 1] = t->live[--t->nlive];
+    t->cur[b.cat] -= (double)b.bytes;
+    if (!mem_is_host(b.cat))
+        t->cur_total -= (double)b.bytes;
+    for (int k = 0; k < MEM_CACHE; k++)
+        if (!t->cache[k].p) {
+            t->cache[k] = b;
             return;
         }
-    free(h);
+    mem_release_blk(t, &b);
 }
 
-/* Returns the cached blocks to the C library. */
+/* Returns the cached blocks (and any still live) to the backend. */
 static void mem_release(mem_track *t)
 {
-    for (int i = 0; i < MEM_CACHE; i++) {
-        free(t->cache[i]);
-        t->cache[i] = NULL;
-    }
+    for (int i = 0; i < MEM_CACHE; i++)
+        if (t->cache[i].p)
+            mem_release_blk(t, &t->cache[i]);
+    for (size_t i = 0; i < t->nlive; i++)
+        mem_release_blk(t, &t->live[i]);
+    free(t->live);
+    t->live = NULL;
+    t->nlive = t->cap_live = 0;
 }
 
 const char *zp_mem_cat_name(zp_mem_cat c)
 {
-    static const char *const n[] = {"params", "grads", "optimizer", "activations", "buffers"};
+    static const char *const n[] = {"params", "grads", "optimizer", "activations", "buffers", "host"};
     return (unsigned)c < ZP_MEM_NCAT ? n[c] : "?";
 }
 
@@ -142,6 +186,7 @@ struct zp_exec_session {
     zp_model m;
     zp_plan plan;
     const zp_kernels_backend *be;
+    const zp_nn_ops *nn;              /* the layer kernels of the same backend */
     zp_comm *world, *mpc, *dpc;
     int rank, nranks, mr, dr, mp, dp;
 
@@ -161,8 +206,11 @@ struct zp_exec_session {
     float *grads;                     /* (N) stages 0-1 */
     float *gshard;                    /* (shard_size) stages 2-3: this rank's reduced gradients */
     float *gwork;                     /* (N + dp) stages 2-3: the gradient bucket backward writes into */
-    float *opt_m, *opt_v;             /* Adam moments of this rank's optimizer partition */
+    float *opt_m, *opt_v;             /* Adam moments of this rank's optimizer partition (host with offload) */
     size_t opt_n;
+    float *h_master;                  /* offload: (shard_size) host fp32 master parameters of the partition */
+    float *h_grad;                    /* offload: (shard_size) host fp32 reduced gradient partition */
+    uint16_t *h_half;                 /* offload: (shard_size) host fp16 copy of the updated partition */
     float *tmp;                       /* (max piece) one rank's piece, stages 1-3 */
     float *gbuf;                      /* (dp * max piece) stages 1-2: a gathered bucket */
     float **gathered;                 /* [L + 2] stage 3: gathered groups (item index), NULL when freed */
@@ -181,13 +229,15 @@ struct zp_exec_session {
     float *logits;                    /* (BT, Vl), then their gradient in place */
     float *xmx, *xse, *xlt;           /* (BT) cross-entropy statistics over the full vocabulary */
     float *dres, *dln, *dqkv, *datty, *datt, *dfch; /* backward working tensors */
-    int *tok;                         /* (GA, B*(T+1)) this DP rank's token sequences of the step */
+    int *tok;                         /* (GA, B*(T+1)) host: this DP rank's token sequences of the step */
+    int *tok_h, *tok_d;               /* (2 BT) inputs | targets of one micro-batch: host staging, backend */
+    int tok_micro;                    /* micro-batch whose tokens tok_d holds, -1 none */
 
     /* per step */
     double loss_sum;
     float *pending;                   /* partial sums the next mp_allreduce reduces */
     size_t pending_n;
-    int bucket_k, gather_k;
+    int bucket_k, gather_k, d2h_k;
     times t;
     int step;
 };
@@ -239,16 +289,13 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     if (c->steps < 1)
         return ZP_FAIL(ZP_EINVAL, "--steps: must be at least 1");
     if (p->pa_cpu)
-        return ZP_FAIL(ZP_EINVAL, "--pa-cpu: the executor has no host/device split on the cpu backend");
+        return ZP_FAIL(ZP_EINVAL, "--pa-cpu: the executor does not move checkpoints to the host");
     if ((p->pa) && !p->checkpoint)
         return ZP_FAIL(ZP_EINVAL, "--pa partitions activation checkpoints: it needs --checkpoint-activations");
     if (!(c->lr > 0) || !isfinite(c->lr))
         return ZP_FAIL(ZP_EINVAL, "--lr: must be positive");
     if (!c->backend || (strcmp(c->backend, "cpu") != 0 && strcmp(c->backend, "cuda") != 0))
         return ZP_FAIL(ZP_EINVAL, "--backend: '%s' is not a backend (cpu or cuda)", c->backend ? c->backend : "");
-    if (p->offload != ZP_OFFLOAD_NONE && strcmp(c->backend, "cuda") != 0)
-        return ZP_FAIL(ZP_EINVAL, "--offload %s moves optimizer states from the GPU to the host: it needs "
-                                  "--backend cuda", zp_offload_name(p->offload));
     if (p->offload == ZP_OFFLOAD_PARAMS)
         return ZP_FAIL(ZP_EINVAL, "--offload params is not executed (only optimizer offload)");
     zp_plan q = *p;
@@ -359,6 +406,24 @@ static void init_range(const zp_exec_session *S, size_t lo, size_t hi, float *ds
             }
         }
     }
+}
+
+/* Writes the initial values of flat elements [lo, hi) into dst in the backend's memory, through a
+ * host staging buffer of 16K floats. */
+static zp_status init_range_dev(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
+{
+    enum { CHUNK = 16384 };
+    float *h = malloc(CHUNK * sizeof *h);
+    if (!h)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_status st = ZP_OK;
+    for (size_t a = lo; a < hi && st == ZP_OK; a += CHUNK) {
+        size_t b = hi - a < CHUNK ? hi : a + CHUNK;
+        init_range(S, a, b, h);
+        st = S->be->copy_to_device(dst + (a - lo), h, (b - a) * sizeof *h);
+    }
+    free(h);
+    return st;
 }
 
 /* Tokens of global sequence g of step `step`: a noisy arithmetic chain t' = 7t + 1 + {0,1,2} mod V,
@@ -499,18 +564,18 @@ static zp_status block_fwd_op(zp_exec_session *S, const zp_op *o)
             size_t off = 0, sz = BT * C;
             if (S->plan.pa && S->mp > 1)
                 zp_shard_range(0, BT * C, S->mp, S->mr, &off, &sz);
-            memcpy(S->ck[l], xin + off, sz * sizeof(float));
+            ZP_TRY(S->be->copy_on_device(S->ck[l], xin + off, sz * sizeof(float)));
         }
-        return zp_nn_layernorm_fwd(A->ln1, A->ln1_mean, A->ln1_rstd, xin, W(S, 1, B_LN1W), W(S, 1, B_LN1B), BT, C);
+        return S->nn->layernorm_fwd(A->ln1, A->ln1_mean, A->ln1_rstd, xin, W(S, 1, B_LN1W), W(S, 1, B_LN1B), BT, C);
     }
     if (strcmp(n, "qkv") == 0) { /* qkv (BT, 3Cq) = ln1 (BT, C) . qkv_w^T + qkv_b */
         ZP_TRY(gemm(S, 0, 1, BT, 3 * Cq, C, 0.0f, A->ln1, C, W(S, 1, B_QKVW), C, A->qkv, 3 * Cq));
-        return zp_nn_bias_add(A->qkv, W(S, 1, B_QKVB), BT, 3 * Cq);
+        return S->nn->bias_add(A->qkv, W(S, 1, B_QKVB), BT, 3 * Cq);
     }
     if (strcmp(n, "attn_scores") == 0)
         return attn_gemms_fwd(S, A, 1);
     if (strcmp(n, "softmax_dropout") == 0) /* no dropout: p = 0 */
-        return zp_nn_softmax_causal_fwd(A->att, S->B * S->NHl, S->T, (float)(1.0 / sqrt((double)S->hd)));
+        return S->nn->softmax_causal_fwd(A->att, S->B * S->NHl, S->T, (float)(1.0 / sqrt((double)S->hd)));
     if (strcmp(n, "attn_context") == 0)
         return attn_gemms_fwd(S, A, 0);
     if (strcmp(n, "attn_proj") == 0) { /* proj (BT, C) = atty (BT, Cq) . proj_w^T: partial over MP ranks */
@@ -520,15 +585,15 @@ static zp_status block_fwd_op(zp_exec_session *S, const zp_op *o)
         return ZP_OK;
     }
     if (strcmp(n, "residual_dropout_layernorm2") == 0) {
-        ZP_TRY(zp_nn_residual_add(A->x1, xin, S->proj, W(S, 1, B_PROJB), BT, C));
-        return zp_nn_layernorm_fwd(A->ln2, A->ln2_mean, A->ln2_rstd, A->x1, W(S, 1, B_LN2W), W(S, 1, B_LN2B), BT, C);
+        ZP_TRY(S->nn->residual_add(A->x1, xin, S->proj, W(S, 1, B_PROJB), BT, C));
+        return S->nn->layernorm_fwd(A->ln2, A->ln2_mean, A->ln2_rstd, A->x1, W(S, 1, B_LN2W), W(S, 1, B_LN2B), BT, C);
     }
     if (strcmp(n, "mlp_up") == 0) { /* fch (BT, Fl) = ln2 . fc_w^T + fc_b */
         ZP_TRY(gemm(S, 0, 1, BT, Fl, C, 0.0f, A->ln2, C, W(S, 1, B_FCW), C, A->fch, Fl));
-        return zp_nn_bias_add(A->fch, W(S, 1, B_FCB), BT, Fl);
+        return S->nn->bias_add(A->fch, W(S, 1, B_FCB), BT, Fl);
     }
     if (strcmp(n, "gelu") == 0)
-        return zp_nn_gelu_fwd(A->fchg, A->fch, BT * Fl);
+        return S->nn->gelu_fwd(A->fchg, A->fch, BT * Fl);
     if (strcmp(n, "mlp_down") == 0) { /* proj (BT, C) = fchg (BT, Fl) . fcproj_w^T: partial over MP ranks */
         ZP_TRY(gemm(S, 0, 1, BT, C, Fl, 0.0f, A->fchg, Fl, W(S, 1, B_FCPW), Fl, S->proj, C));
         S->pending = S->proj;
@@ -536,7 +601,7 @@ static zp_status block_fwd_op(zp_exec_session *S, const zp_op *o)
         return ZP_OK;
     }
     if (strcmp(n, "residual_dropout") == 0)
-        return zp_nn_residual_add(xout, A->x1, S->proj, W(S, 1, B_FCPB), BT, C);
+        return S->nn->residual_add(xout, A->x1, S->proj, W(S, 1, B_FCPB), BT, C);
     return ZP_FAIL(ZP_ERUNTIME, "schedule: unknown block operation '%s'", n);
 }
 
@@ -550,13 +615,13 @@ static zp_status block_bwd_op(zp_exec_session *S, const zp_op *o)
     const char *n = o->name;
     /* dres holds d(block output) on entry and d(block input) when layernorm1_bwd is done */
     if (strcmp(n, "residual_dropout_bwd") == 0)
-        return zp_nn_bias_grad(G(S, it, B_FCPB), S->dres, BT, C);
+        return S->nn->bias_grad(G(S, it, B_FCPB), S->dres, BT, C);
     if (strcmp(n, "mlp_down_dgrad") == 0) /* dfch (BT, Fl) = dres (BT, C) . fcproj_w (C, Fl) */
         return gemm(S, 0, 0, BT, Fl, C, 0.0f, S->dres, C, W(S, 1, B_FCPW), Fl, S->dfch, Fl);
     if (strcmp(n, "mlp_down_wgrad") == 0) /* dfcproj_w (C, Fl) += dres^T . fchg */
         return gemm(S, 1, 0, C, Fl, BT, 1.0f, S->dres, C, A->fchg, Fl, G(S, it, B_FCPW), Fl);
     if (strcmp(n, "gelu_bwd") == 0)
-        return zp_nn_gelu_bwd(S->dfch, A->fch, BT * Fl);
+        return S->nn->gelu_bwd(S->dfch, A->fch, BT * Fl);
     if (strcmp(n, "mlp_up_dgrad") == 0) { /* dln (BT, C) = dfch (BT, Fl) . fc_w (Fl, C): partial */
         ZP_TRY(gemm(S, 0, 0, BT, C, Fl, 0.0f, S->dfch, Fl, W(S, 1, B_FCW), C, S->dln, C));
         S->pending = S->dln;
@@ -565,16 +630,16 @@ static zp_status block_bwd_op(zp_exec_session *S, const zp_op *o)
     }
     if (strcmp(n, "mlp_up_wgrad") == 0) { /* dfc_w (Fl, C) += dfch^T . ln2 */
         ZP_TRY(gemm(S, 1, 0, Fl, C, BT, 1.0f, S->dfch, Fl, A->ln2, C, G(S, it, B_FCW), C));
-        return zp_nn_bias_grad(G(S, it, B_FCB), S->dfch, BT, Fl);
+        return S->nn->bias_grad(G(S, it, B_FCB), S->dfch, BT, Fl);
     }
     if (strcmp(n, "layernorm2_bwd") == 0)
-        return zp_nn_layernorm_bwd(S->dres, G(S, it, B_LN2W), G(S, it, B_LN2B), S->dln, A->x1, W(S, 1, B_LN2W),
+        return S->nn->layernorm_bwd(S->dres, G(S, it, B_LN2W), G(S, it, B_LN2B), S->dln, A->x1, W(S, 1, B_LN2W),
                                    A->ln2_mean, A->ln2_rstd, BT, C);
     if (strcmp(n, "attn_proj_dgrad") == 0) /* datty (BT, Cq) = dres (BT, C) . proj_w (C, Cq) */
         return gemm(S, 0, 0, BT, Cq, C, 0.0f, S->dres, C, W(S, 1, B_PROJW), Cq, S->datty, Cq);
     if (strcmp(n, "attn_proj_wgrad") == 0) { /* dproj_w (C, Cq) += dres^T . atty */
         ZP_TRY(gemm(S, 1, 0, C, Cq, BT, 1.0f, S->dres, C, A->atty, Cq, G(S, it, B_PROJW), Cq));
-        return zp_nn_bias_grad(G(S, it, B_PROJB), S->dres, BT, C);
+        return S->nn->bias_grad(G(S, it, B_PROJB), S->dres, BT, C);
     }
     int ctx_d = strcmp(n, "attn_context_dgrad") == 0, ctx_w = strcmp(n, "attn_context_wgrad") == 0;
     int sc_d = strcmp(n, "attn_scores_dgrad") == 0, sc_w = strcmp(n, "attn_scores_wgrad") == 0;
@@ -599,7 +664,7 @@ static zp_status block_bwd_op(zp_exec_session *S, const zp_op *o)
         return ZP_OK;
     }
     if (strcmp(n, "softmax_dropout_bwd") == 0)
-        return zp_nn_softmax_causal_bwd(S->datt, A->att, S->B * S->NHl, T, (float)(1.0 / sqrt((double)hd)));
+        return S->nn->softmax_causal_bwd(S->datt, A->att, S->B * S->NHl, T, (float)(1.0 / sqrt((double)hd)));
     if (strcmp(n, "qkv_dgrad") == 0) { /* dln (BT, C) = dqkv (BT, 3Cq) . qkv_w (3Cq, C): partial */
         ZP_TRY(gemm(S, 0, 0, BT, C, 3 * Cq, 0.0f, S->dqkv, 3 * Cq, W(S, 1, B_QKVW), C, S->dln, C));
         S->pending = S->dln;
@@ -608,10 +673,10 @@ static zp_status block_bwd_op(zp_exec_session *S, const zp_op *o)
     }
     if (strcmp(n, "qkv_wgrad") == 0) { /* dqkv_w (3Cq, C) += dqkv^T . ln1 */
         ZP_TRY(gemm(S, 1, 0, 3 * Cq, C, BT, 1.0f, S->dqkv, 3 * Cq, A->ln1, C, G(S, it, B_QKVW), C));
-        return zp_nn_bias_grad(G(S, it, B_QKVB), S->dqkv, BT, 3 * Cq);
+        return S->nn->bias_grad(G(S, it, B_QKVB), S->dqkv, BT, 3 * Cq);
     }
     if (strcmp(n, "layernorm1_bwd") == 0)
-        return zp_nn_layernorm_bwd(S->dres, G(S, it, B_LN1W), G(S, it, B_LN1B), S->dln, xin, W(S, 1, B_LN1W),
+        return S->nn->layernorm_bwd(S->dres, G(S, it, B_LN1W), G(S, it, B_LN1B), S->dln, xin, W(S, 1, B_LN1W),
                                    A->ln1_mean, A->ln1_rstd, BT, C);
     return ZP_FAIL(ZP_ERUNTIME, "schedule: unknown block backward operation '%s'", n);
 }
@@ -621,56 +686,66 @@ static const int *inputs(const zp_exec_session *S, int micro, size_t b)
     return S->tok + ((size_t)micro * S->B + b) * (S->T + 1);
 }
 
-/* Tokens (BT) and targets (BT) of a micro-batch, gathered into `dst` (2 * BT ints). */
-static void micro_tokens(const zp_exec_session *S, int micro, int *in, int *tgt)
+/* Tokens (BT) and targets (BT) of a micro-batch into the backend's tok_d (inputs | targets), gathered
+ * on the host and copied once per micro-batch. */
+static zp_status micro_tokens(zp_exec_session *S, int micro)
 {
+    if (S->tok_micro == micro)
+        return ZP_OK;
+    int *in = S->tok_h, *tgt = S->tok_h + S->BT;
     for (size_t b = 0; b < S->B; b++) {
         const int *t = inputs(S, micro, b);
         memcpy(in + b * S->T, t, S->T * sizeof(int));
         memcpy(tgt + b * S->T, t + 1, S->T * sizeof(int));
     }
+    ZP_TRY(S->be->copy_to_device(S->tok_d, S->tok_h, 2 * S->BT * sizeof(int)));
+    S->tok_micro = micro;
+    return ZP_OK;
 }
 
-static zp_status head_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
+static zp_status head_op(zp_exec_session *S, const zp_op *o)
 {
     const size_t BT = S->BT, C = S->C, Vl = S->Vl;
     const char *n = o->name;
     float *x0 = S->plan.checkpoint ? S->resid : S->res[0];
     float *xL = S->plan.checkpoint ? S->resid : S->res[S->L];
-    micro_tokens(S, o->micro, in, tgt);
+    ZP_TRY(micro_tokens(S, o->micro));
+    const int *in = S->tok_d, *tgt = S->tok_d + BT;
     if (strcmp(n, "embedding") == 0) {
         /* vocabulary-parallel: rows of other MP ranks give 0; wpe added once (MP rank 0) */
-        ZP_TRY(zp_nn_embed_fwd(x0, in, BT, C, W(S, 0, E_WTE), S->v0, Vl, S->mr == 0 ? W(S, 0, E_WPE) : NULL, S->T));
+        ZP_TRY(S->nn->embed_fwd(x0, in, BT, C, W(S, 0, E_WTE), S->v0, Vl, S->mr == 0 ? W(S, 0, E_WPE) : NULL, S->T));
         S->pending = x0;
         S->pending_n = BT * C;
         return ZP_OK;
     }
     if (strcmp(n, "final_layernorm") == 0)
-        return zp_nn_layernorm_fwd(S->lnf, S->lnf_mean, S->lnf_rstd, xL, W(S, 0, E_LNFW), W(S, 0, E_LNFB), BT, C);
+        return S->nn->layernorm_fwd(S->lnf, S->lnf_mean, S->lnf_rstd, xL, W(S, 0, E_LNFW), W(S, 0, E_LNFB), BT, C);
     if (strcmp(n, "lm_head") == 0) /* logits (BT, Vl) = lnf (BT, C) . wte^T (tied) */
         return gemm(S, 0, 1, BT, Vl, C, 0.0f, S->lnf, C, W(S, 0, E_WTE), C, S->logits, Vl);
     if (strcmp(n, "softmax_cross_entropy") == 0) {
         /* Megatron's vocabulary-parallel cross-entropy: three reductions of BT values over the MP group */
-        ZP_TRY(zp_nn_xent_rowmax(S->xmx, S->logits, BT, Vl));
+        ZP_TRY(S->nn->xent_rowmax(S->xmx, S->logits, BT, Vl));
         double t0 = now_s();
         ZP_TRY(mp_allreduce(S, S->xmx, BT, ZP_OP_MAX));
         S->t.mp_comm += now_s() - t0;
-        ZP_TRY(zp_nn_xent_sumexp(S->xse, S->logits, S->xmx, BT, Vl));
-        ZP_TRY(zp_nn_xent_pick(S->xlt, S->logits, tgt, S->v0, BT, Vl));
+        ZP_TRY(S->nn->xent_sumexp(S->xse, S->logits, S->xmx, BT, Vl));
+        ZP_TRY(S->nn->xent_pick(S->xlt, S->logits, tgt, S->v0, BT, Vl));
         t0 = now_s();
         ZP_TRY(mp_allreduce(S, S->xse, BT, ZP_OP_SUM));
         ZP_TRY(mp_allreduce(S, S->xlt, BT, ZP_OP_SUM));
         S->t.mp_comm += now_s() - t0;
-        S->loss_sum += zp_nn_xent_loss_sum(S->xmx, S->xse, S->xlt, BT);
+        double sum = 0;
+        ZP_TRY(S->nn->xent_loss_sum(S->xmx, S->xse, S->xlt, BT, &sum));
+        S->loss_sum += sum;
         return ZP_OK;
     }
     if (strcmp(n, "softmax_cross_entropy_bwd") == 0) {
         /* a new micro-batch's backward: the gradient bucket starts empty */
         S->bucket_k = 0;
         if (S->plan.stage >= 2)
-            memset(S->gwork, 0, S->N * sizeof(float));
+            ZP_TRY(S->be->zero(S->gwork, S->N * sizeof(float)));
         double tokens = (double)S->BT * (double)S->GA * (double)S->dp; /* mean over the global batch */
-        return zp_nn_xent_bwd(S->logits, S->xmx, S->xse, tgt, S->v0, BT, Vl, (float)(1.0 / tokens));
+        return S->nn->xent_bwd(S->logits, S->xmx, S->xse, tgt, S->v0, BT, Vl, (float)(1.0 / tokens));
     }
     if (strcmp(n, "lm_head_dgrad") == 0) { /* dln (BT, C) = dlogits (BT, Vl) . wte (Vl, C): partial */
         ZP_TRY(gemm(S, 0, 0, BT, C, Vl, 0.0f, S->logits, Vl, W(S, 0, E_WTE), C, S->dln, C));
@@ -681,12 +756,12 @@ static zp_status head_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
     if (strcmp(n, "lm_head_wgrad") == 0) /* dwte (Vl, C) += dlogits^T . lnf */
         return gemm(S, 1, 0, Vl, C, BT, 1.0f, S->logits, Vl, S->lnf, C, G(S, 0, E_WTE), C);
     if (strcmp(n, "final_layernorm_bwd") == 0) {
-        memset(S->dres, 0, BT * C * sizeof(float));
-        return zp_nn_layernorm_bwd(S->dres, G(S, 0, E_LNFW), G(S, 0, E_LNFB), S->dln, xL, W(S, 0, E_LNFW),
+        ZP_TRY(S->be->zero(S->dres, BT * C * sizeof(float)));
+        return S->nn->layernorm_bwd(S->dres, G(S, 0, E_LNFW), G(S, 0, E_LNFB), S->dln, xL, W(S, 0, E_LNFW),
                                    S->lnf_mean, S->lnf_rstd, BT, C);
     }
     if (strcmp(n, "embedding_bwd") == 0) /* wpe is replicated: every MP rank gets the same gradient */
-        return zp_nn_embed_bwd(G(S, 0, E_WTE), G(S, 0, E_WPE), in, S->dres, BT, C, S->v0, Vl, S->T);
+        return S->nn->embed_bwd(G(S, 0, E_WTE), G(S, 0, E_WPE), in, S->dres, BT, C, S->v0, Vl, S->T);
     return ZP_FAIL(ZP_ERUNTIME, "schedule: unknown operation '%s'", n);
 }
 
@@ -694,13 +769,19 @@ static zp_status head_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
 
 /* The next gradient bucket of this micro-batch: [N - (k+1) bucket, N - k bucket), checked against the
  * schedule's size. */
-static zp_status bucket_range(zp_exec_session *S, const zp_op *o, int k, size_t *lo, size_t *hi)
+static zp_status bucket_bounds(const zp_exec_session *S, int k, size_t *lo, size_t *hi)
 {
     size_t top = (size_t)k * S->bucket;
     if (top >= S->N)
         return ZP_FAIL(ZP_ERUNTIME, "schedule: bucket %d beyond the %zu parameters", k, S->N);
     *hi = S->N - top;
     *lo = *hi > S->bucket ? *hi - S->bucket : 0;
+    return ZP_OK;
+}
+
+static zp_status bucket_range(zp_exec_session *S, const zp_op *o, int k, size_t *lo, size_t *hi)
+{
+    ZP_TRY(bucket_bounds(S, k, lo, hi));
     double want = o->bytes / S->plan.param_bytes;
     if (fabs(want - (double)(*hi - *lo)) > 0.5)
         return ZP_FAIL(ZP_ERUNTIME, "schedule: bucket %d of %g parameters, the layout has %zu", k, want, *hi - *lo);
@@ -726,8 +807,7 @@ static zp_status reduce_bucket(zp_exec_session *S, const zp_op *o)
             continue;
         }
         ZP_TRY(S->be->reduce_scatter(S->dpc, S->gwork + u->lo, S->tmp, u->piece, ZP_DT_F32, ZP_OP_SUM));
-        for (size_t j = 0; j < u->size; j++)
-            g[j] += S->tmp[j];
+        ZP_TRY(S->nn->add(g, S->tmp, u->size));
     }
     return ZP_OK;
 }
@@ -747,16 +827,16 @@ static zp_status gather_bucket(zp_exec_session *S, const zp_op *o)
         size_t spill = end - u->hi; /* < dp, kept in tmp */
         if (end <= S->N && spill <= S->units.max_piece) {
             float *keep = S->tmp;
-            memcpy(keep, S->params + u->hi, spill * sizeof(float));
+            ZP_TRY(S->be->copy_on_device(keep, S->params + u->hi, spill * sizeof(float)));
             float *mine = S->params + u->lo + (size_t)S->dr * u->piece;
             ZP_TRY(S->be->allgather(S->dpc, mine, S->params + u->lo, u->piece, ZP_DT_F32));
-            memcpy(S->params + u->hi, keep, spill * sizeof(float));
+            ZP_TRY(S->be->copy_on_device(S->params + u->hi, keep, spill * sizeof(float)));
             continue;
         }
-        memset(S->tmp, 0, u->piece * sizeof(float));
-        memcpy(S->tmp, S->params + u->off, u->size * sizeof(float));
+        ZP_TRY(S->be->zero(S->tmp, u->piece * sizeof(float)));
+        ZP_TRY(S->be->copy_on_device(S->tmp, S->params + u->off, u->size * sizeof(float)));
         ZP_TRY(S->be->allgather(S->dpc, S->tmp, S->gbuf, u->piece, ZP_DT_F32));
-        memcpy(S->params + u->lo, S->gbuf, (u->hi - u->lo) * sizeof(float));
+        ZP_TRY(S->be->copy_on_device(S->params + u->lo, S->gbuf, (u->hi - u->lo) * sizeof(float)));
     }
     return ZP_OK;
 }
@@ -811,6 +891,60 @@ static zp_status optimizer_step(zp_exec_session *S)
     }
 }
 
+/* ---- ZeRO-Offload (the schedule's pcie and cpu streams) ----
+ * Host buffers are in shard layout (shard_off), like the optimizer partition without offload. */
+
+/* "grad_d2h": this rank's partition of the next reduced bucket (last micro-batch) to the host. */
+static zp_status grad_d2h(zp_exec_session *S, const zp_op *o)
+{
+    size_t lo = 0, hi = 0;
+    ZP_TRY(bucket_bounds(S, S->d2h_k++, &lo, &hi));
+    double want = o->bytes / S->plan.param_bytes * (double)S->dp; /* the op moves one rank's share */
+    if (fabs(want - (double)(hi - lo)) > 0.5)
+        return ZP_FAIL(ZP_ERUNTIME, "schedule: grad_d2h of %g parameters' bucket, the layout has %zu", want, hi - lo);
+    if (S->cfg.test_faults & ZP_EXEC_FAULT_NO_GRAD_D2H)
+        return ZP_OK;
+    for (int i = zp_units_find(&S->units, lo); i < S->units.n && S->units.u[i].hi <= hi; i++) {
+        const zp_unit *u = &S->units.u[i];
+        /* stage 1: whole all-reduced gradients, this rank's piece at u->off; stages 2-3: the shard */
+        const float *g = S->plan.stage == 1 ? S->grads + u->off : S->gshard + u->shard_off;
+        ZP_TRY(S->be->copy_to_host(S->h_grad + u->shard_off, g, u->size * sizeof(float)));
+    }
+    return ZP_OK;
+}
+
+/* "cpu_adam": the cpu backend's fused Adam over the whole partition on the host, writing the fp16
+ * copy that goes back to the device (padding elements: gradient 0, parameter 0, unchanged). */
+static zp_status offload_adam(zp_exec_session *S)
+{
+    zp_adam_hparams hp = zp_adam_hparams_default();
+    hp.lr = S->cfg.lr;
+    hp.step = S->step + 1;
+    zp_adam_buffers buf = {.n = S->units.shard_size, .param = S->h_master, .grad = S->h_grad, .m = S->opt_m,
+                           .v = S->opt_v, .half = S->h_half, .half_dtype = ZP_DT_F16};
+    zp_adam_result r;
+    if (buf.n == 0)
+        return ZP_OK;
+    return zp_kernels_cpu.adam_step(&hp, &buf, &r);
+}
+
+/* "param_h2d": the fp16 partition back to the device, unit by unit through tmp (max_piece floats
+ * hold max_piece fp16 values), expanded there into the fp32 working parameters: the shard at stage 3,
+ * this rank's pieces of the flat parameters at stages 1-2 (all-gathered next). */
+static zp_status params_h2d(zp_exec_session *S)
+{
+    uint16_t *stage = (uint16_t *)S->tmp;
+    for (int i = 0; i < S->units.n; i++) {
+        const zp_unit *u = &S->units.u[i];
+        if (u->size == 0)
+            continue;
+        float *dst = S->plan.stage == 3 ? S->pshard + u->shard_off : S->params + u->off;
+        ZP_TRY(S->be->copy_to_device(stage, S->h_half + u->shard_off, u->size * sizeof *stage));
+        ZP_TRY(S->nn->f16_to_f32(dst, stage, u->size));
+    }
+    return ZP_OK;
+}
+
 /* ---- one operation ---- */
 
 static int op_item(const zp_exec_session *S, const zp_op *o)
@@ -824,7 +958,7 @@ static int op_item(const zp_exec_session *S, const zp_op *o)
     return (int)S->L + 1;
 }
 
-static zp_status exec_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
+static zp_status exec_op(zp_exec_session *S, const zp_op *o)
 {
     zp_comm_watchdog_beat(o->name); /* progress for the distributed-fault watchdog (a static label) */
     double t0 = now_s();
@@ -839,7 +973,7 @@ static zp_status exec_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
         if (o->layer >= 0)
             st = o->phase == ZP_PHASE_BACKWARD ? block_bwd_op(S, o) : block_fwd_op(S, o);
         else
-            st = head_op(S, o, in, tgt);
+            st = head_op(S, o);
         bin = &S->t.compute;
     } else if (o->kind == ZP_OP_COLL && strcmp(o->name, "mp_allreduce") == 0) {
         if (!S->pending)
@@ -858,8 +992,17 @@ static zp_status exec_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
     } else if (o->kind == ZP_OP_COLL && strcmp(o->name, "param_allgather") == 0) {
         st = o->item >= 0 ? gather_item(S, o->item) : gather_bucket(S, o);
         bin = &S->t.dp_comm;
+    } else if (o->kind == ZP_OP_COPY && strcmp(o->name, "grad_d2h") == 0) {
+        st = grad_d2h(S, o);
+        bin = &S->t.optimizer;
+    } else if (o->kind == ZP_OP_CPU && o->ckind == ZP_CK_ADAM) {
+        st = offload_adam(S);
+        bin = &S->t.optimizer;
+    } else if (o->kind == ZP_OP_COPY && strcmp(o->name, "param_h2d") == 0) {
+        st = params_h2d(S);
+        bin = &S->t.optimizer;
     } else {
-        return ZP_FAIL(ZP_EUNSUPPORTED, "schedule: the cpu executor has no '%s' operation on the %s stream",
+        return ZP_FAIL(ZP_EUNSUPPORTED, "schedule: the executor has no '%s' operation on the %s stream",
                        o->name, zp_stream_name(o->stream));
     }
     double dt = now_s() - t0;
@@ -871,7 +1014,7 @@ static zp_status exec_op(zp_exec_session *S, const zp_op *o, int *in, int *tgt)
 /* Runs the step's schedule (see the top of this file). */
 /* One op of any stream: a wait takes a token (or reports *blocked when there is none), a signal adds
  * one, anything else runs. */
-static zp_status step_op(zp_exec_session *S, const zp_op *o, int *tok, int *in, int *tgt, int *blocked)
+static zp_status step_op(zp_exec_session *S, const zp_op *o, int *tok, int *blocked)
 {
     *blocked = 0;
     if (o->kind == ZP_OP_WAIT) {
@@ -886,17 +1029,13 @@ static zp_status step_op(zp_exec_session *S, const zp_op *o, int *tok, int *in, 
         tok[o->channel]++;
         return ZP_OK;
     }
-    return exec_op(S, o, in, tgt);
+    return exec_op(S, o);
 }
 
 static zp_status run_schedule(zp_exec_session *S)
 {
     int pos[ZP_NSTREAMS] = {0}, tok[ZP_NCHANNELS] = {0};
     const zp_op *ops = S->sched.ops;
-    int *in = malloc(2 * S->BT * sizeof(int));
-    if (!in)
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    int *tgt = in + S->BT;
     zp_status st = ZP_OK;
     for (;;) {
         int progress = 1;
@@ -905,7 +1044,7 @@ static zp_status run_schedule(zp_exec_session *S)
             for (int s = 1; s < ZP_NSTREAMS && st == ZP_OK; s++)
                 while (pos[s] < S->scount[s] && st == ZP_OK) {
                     int blocked;
-                    st = step_op(S, &ops[S->sidx[s][pos[s]]], tok, in, tgt, &blocked);
+                    st = step_op(S, &ops[S->sidx[s][pos[s]]], tok, &blocked);
                     if (blocked)
                         break;
                     pos[s]++;
@@ -917,7 +1056,7 @@ static zp_status run_schedule(zp_exec_session *S)
         if (pos[0] < S->scount[0]) {
             const zp_op *o = &ops[S->sidx[0][pos[0]]];
             int blocked;
-            st = step_op(S, o, tok, in, tgt, &blocked);
+            st = step_op(S, o, tok, &blocked);
             if (blocked) {
                 st = ZP_FAIL(ZP_ERUNTIME, "schedule deadlock: compute waits on channel %d at operation %d",
                              (int)o->channel, pos[0]);
@@ -934,7 +1073,6 @@ static zp_status run_schedule(zp_exec_session *S)
             }
         break;
     }
-    free(in);
     if (st == ZP_OK)
         st = use_item(S, -1);
     return st;
@@ -956,10 +1094,11 @@ static zp_status alloc_state(zp_exec_session *S)
     if (st3) {
         ALLOC(S->pshard, ZP_MEM_PARAMS, S->units.shard_size);
         for (int i = 0; i < S->units.n; i++) /* each rank initialises only its shard (zero.Init) */
-            init_range(S, S->units.u[i].off, S->units.u[i].off + S->units.u[i].size, S->pshard + S->units.u[i].shard_off);
+            ZP_TRY(init_range_dev(S, S->units.u[i].off, S->units.u[i].off + S->units.u[i].size,
+                                  S->pshard + S->units.u[i].shard_off));
     } else {
         ALLOC(S->params, ZP_MEM_PARAMS, S->N);
-        init_range(S, 0, S->N, S->params);
+        ZP_TRY(init_range_dev(S, 0, S->N, S->params));
     }
     if (S->plan.stage < 2) {
         ALLOC(S->grads, ZP_MEM_GRADS, S->N);
@@ -968,8 +1107,21 @@ static zp_status alloc_state(zp_exec_session *S)
         ALLOC(S->gwork, ZP_MEM_BUFFERS, S->N + (size_t)S->dp);
     }
     S->opt_n = S->plan.stage == 0 ? S->N : S->units.shard_size;
-    ALLOC(S->opt_m, ZP_MEM_OPTIMIZER, S->opt_n);
-    ALLOC(S->opt_v, ZP_MEM_OPTIMIZER, S->opt_n);
+    if (S->plan.offload == ZP_OFFLOAD_OPTIMIZER) {
+        /* ZeRO-Offload: the partition's master copy, moments, gradients and fp16 copy on the host; the
+         * master starts as the initial values (the device starts with the same values in fp32) */
+        ALLOC(S->opt_m, ZP_MEM_HOST, S->opt_n);
+        ALLOC(S->opt_v, ZP_MEM_HOST, S->opt_n);
+        ALLOC(S->h_master, ZP_MEM_HOST, S->opt_n);
+        ALLOC(S->h_grad, ZP_MEM_HOST, S->opt_n);
+        if (!(S->h_half = mem_alloc_bytes(t, ZP_MEM_HOST, S->opt_n * sizeof *S->h_half, 1)))
+            return ZP_FAIL(ZP_ENOMEM, "out of memory allocating the fp16 partition");
+        for (int i = 0; i < S->units.n; i++)
+            init_range(S, S->units.u[i].off, S->units.u[i].off + S->units.u[i].size, S->h_master + S->units.u[i].shard_off);
+    } else {
+        ALLOC(S->opt_m, ZP_MEM_OPTIMIZER, S->opt_n);
+        ALLOC(S->opt_v, ZP_MEM_OPTIMIZER, S->opt_n);
+    }
     if (S->plan.stage >= 1)
         ALLOC(S->tmp, ZP_MEM_BUFFERS, S->units.max_piece);
     if (S->plan.stage == 1 || S->plan.stage == 2)
@@ -981,8 +1133,13 @@ static zp_status alloc_state(zp_exec_session *S)
     S->ck = calloc(L, sizeof *S->ck);
     S->gathered = calloc(L + 2, sizeof *S->gathered);
     S->tok = calloc(S->GA * S->B * (S->T + 1), sizeof *S->tok);
-    if (!S->acts || !S->res || !S->ck || !S->gathered || !S->tok)
+    S->tok_h = calloc(2 * BT, sizeof *S->tok_h);
+    if (!S->acts || !S->res || !S->ck || !S->gathered || !S->tok || !S->tok_h)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    /* the micro-batch's token ids on the backend (2 BT ints, outside the categories: not a tensor of
+     * the memory model) */
+    ZP_TRY(S->be->alloc(2 * BT * sizeof *S->tok_d, (void **)&S->tok_d));
+    S->tok_micro = -1;
     for (size_t i = 0; i < nsets; i++) {
         layer_acts *A = &S->acts[i];
         ALLOC(A->ln1, ZP_MEM_ACTIVATIONS, BT * C);
@@ -1062,18 +1219,19 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     const zp_kernels_backend *be;
     ZP_TRY(zp_kernels_backend_get(c->backend, &be));
     ZP_TRY(be->init());
-    if (strcmp(be->name, "cpu") != 0)
-        return ZP_FAIL(ZP_EUNSUPPORTED, "the executor's layer kernels run on the cpu backend only; the cuda "
-                                        "backend's GEMM, Adam and NCCL are there but its layer kernels are not");
+    const zp_nn_ops *nn;
+    ZP_TRY(zp_nn_ops_get(be->name, &nn));
     zp_exec_session *S = calloc(1, sizeof *S);
     if (!S)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     S->cfg = *c;
     S->m = c->model;
     S->plan = c->plan;
-    S->plan.param_bytes = 4.0; /* fp32 on the cpu backend */
+    S->plan.param_bytes = 4.0; /* fp32 on both backends */
     S->plan.k_optimizer = 8.0; /* Adam's m and v in fp32; the fp32 parameters are the master copy */
     S->be = be;
+    S->nn = nn;
+    S->mem.be = be;
     S->world = world;
     S->rank = zp_comm_rank(world);
     S->nranks = nranks;
@@ -1162,6 +1320,13 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     return ZP_OK;
 }
 
+static void be_free_tokens(zp_exec_session *S)
+{
+    if (S->tok_d)
+        S->be->free(S->tok_d);
+    S->tok_d = NULL;
+}
+
 void zp_exec_close(zp_exec_session *S)
 {
     if (!S)
@@ -1174,6 +1339,9 @@ void zp_exec_close(zp_exec_session *S)
     mem_free(t, S->gwork);
     mem_free(t, S->opt_m);
     mem_free(t, S->opt_v);
+    mem_free(t, S->h_master);
+    mem_free(t, S->h_grad);
+    mem_free(t, S->h_half);
     mem_free(t, S->tmp);
     mem_free(t, S->gbuf);
     if (S->gathered)
@@ -1207,6 +1375,8 @@ void zp_exec_close(zp_exec_session *S)
     free(S->ck);
     free(S->gathered);
     free(S->tok);
+    free(S->tok_h);
+    be_free_tokens(S);
     for (int s = 0; s < ZP_NSTREAMS; s++)
         free(S->sidx[s]);
     zp_schedule_free(&S->sched);
@@ -1222,12 +1392,14 @@ static zp_status step_run(zp_exec_session *S, int step, double *loss)
     S->step = step;
     make_tokens(S, step);
     if (S->grads)
-        memset(S->grads, 0, S->N * sizeof(float));
+        ZP_TRY(S->be->zero(S->grads, S->N * sizeof(float)));
     if (S->gshard)
-        memset(S->gshard, 0, S->units.shard_size * sizeof(float));
+        ZP_TRY(S->be->zero(S->gshard, S->units.shard_size * sizeof(float)));
     S->loss_sum = 0;
     S->gather_k = 0;
     S->bucket_k = 0;
+    S->d2h_k = 0;
+    S->tok_micro = -1; /* new tokens this step */
     S->pending = NULL;
     memset(&S->t, 0, sizeof S->t);
     ZP_TRY(run_schedule(S));

@@ -9,7 +9,19 @@
  * Numerics: fp32 parameters, gradients and activations (param_bytes 4); Adam with fp32 m and v
  * (8 bytes per parameter, k_optimizer 8); no dropout. The loss is the mean cross-entropy over the
  * global batch (micro_batch x grad_accum x dp sequences), so ZeRO stages, MP, checkpointing and
- * the number of ranks change memory and time, never the math. */
+ * the number of ranks change memory and time, never the math.
+ *
+ * Backends: every tensor lives in the backend's memory and every kernel (GEMM, layer kernels of
+ * zp_nn_ops, collectives, Adam) runs there: host memory on cpu, device memory on cuda.
+ *
+ * ZeRO-Offload (plan.offload == ZP_OFFLOAD_OPTIMIZER, stages 1-3): the fp32 master parameters of this
+ * rank's partition, Adam's m and v and the gradient partition live in host memory (pinned on cuda);
+ * after backward the reduced gradient partition goes device -> host, the cpu backend's Adam updates
+ * the master copy on the host and writes an fp16 copy, and that comes back host -> device, where it is
+ * expanded into the device's fp32 working parameters. The device's parameters are therefore the fp16
+ * rounding of the master copy after the first step: the math differs from the run without offload by
+ * that rounding only. On the cpu backend this is an emulation ("device" and host are both host memory,
+ * the copies memcpy), the same data movement and arithmetic. */
 #ifndef ZP_EXEC_H
 #define ZP_EXEC_H
 
@@ -29,10 +41,14 @@ typedef enum {
     ZP_MEM_OPTIMIZER,   /* Adam's m and v of its optimizer partition */
     ZP_MEM_ACTIVATIONS, /* stored activations, checkpoints, logits, backward working tensors */
     ZP_MEM_BUFFERS,     /* communication buffers, stage-2/3 gradient bucket, stage-3 gathered parameters */
+    ZP_MEM_HOST,        /* host memory of ZeRO-Offload: fp32 master partition, m, v, gradient partition and
+                           the fp16 copy (the memory model's `host`); not part of the device total */
     ZP_MEM_NCAT
 } zp_mem_cat;
+#define ZP_MEM_NDEV ZP_MEM_HOST /* the device categories are the ones before ZP_MEM_HOST */
 
-const char *zp_mem_cat_name(zp_mem_cat c); /* "params", "grads", "optimizer", "activations", "buffers" */
+/* "params", "grads", "optimizer", "activations", "buffers", "host" */
+const char *zp_mem_cat_name(zp_mem_cat c);
 
 typedef struct {
     zp_model model;          /* resolved model (seq already applied) */
@@ -43,7 +59,12 @@ typedef struct {
     uint64_t seed;           /* parameters and synthetic tokens */
     double lr;               /* Adam learning rate */
     const char *backend;     /* "cpu" (the tested path) or "cuda" */
+    unsigned test_faults;    /* tests only: ZP_EXEC_FAULT_* bits break the executor on purpose, to show
+                                that a test would see it; 0 otherwise */
 } zp_exec_config;
+
+/* ZeRO-Offload skips the device -> host copy of the reduced gradients (the host Adam then sees zeros). */
+#define ZP_EXEC_FAULT_NO_GRAD_D2H 1u
 
 /* Defaults: stage 0, mp 1, micro-batch 1, grad_accum 1, no checkpointing, no Pa, CB with the default
  * bucket, MD on, no offload, overlap_comm off (this executor runs one stream at a time: a
@@ -78,7 +99,7 @@ typedef struct {
                                 rank 0's breakdown */
     double measured_step_s;  /* median step time over the same steps */
     double peak[ZP_MEM_NCAT];/* largest rank's peak bytes per category */
-    double peak_total;       /* largest rank's peak of the sum */
+    double peak_total;       /* largest rank's peak of the sum of the device categories (ZP_MEM_NDEV) */
     double params_per_rank;  /* parameters of one MP rank (the flat layout) */
     double tokens_per_s;     /* global batch tokens / measured step time */
 } zp_exec_result;
@@ -94,9 +115,11 @@ typedef struct zp_exec_session zp_exec_session;
 zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session **out);
 void zp_exec_close(zp_exec_session *s); /* accepts NULL */
 /* Forward and backward of step `step`'s batch without the optimizer: the mean loss and, for stage 0
- * or 1, the reduced gradient of every parameter in the flat layout (*grad, *n; owned by the session). */
+ * or 1, the reduced gradient of every parameter in the flat layout (*grad, *n; owned by the session,
+ * in the backend's memory: host memory on cpu). */
 zp_status zp_exec_loss_grad(zp_exec_session *s, int step, double *loss, const float **grad, size_t *n);
-/* The flat parameters of a stage 0-2 session (this MP rank's), writable for perturbation. */
+/* The flat parameters of a stage 0-2 session (this MP rank's, in the backend's memory), writable for
+ * perturbation. */
 zp_status zp_exec_params(zp_exec_session *s, float **params, size_t *n);
 /* One full training step (schedule interpreted, optimizer included); the loss before the update. */
 zp_status zp_exec_train_step(zp_exec_session *s, int step, double *loss);

@@ -34,9 +34,10 @@
 
 static const char USAGE[] =
     "Usage: mpirun -np N zplan exec --model M [options]\n"
-    "Trains a GPT-style decoder for real (fp32 on the cpu backend) with ZeRO, Megatron MP and activation\n"
-    "checkpointing, driven by the same step schedule the simulator uses; reports per-step loss, step time\n"
-    "and per-rank peak memory by category.\n"
+    "Trains a GPT-style decoder for real (fp32) with ZeRO, Megatron MP, activation checkpointing and\n"
+    "ZeRO-Offload, driven by the same step schedule the simulator uses; reports per-step loss, step time\n"
+    "and per-rank peak memory by category. Every tensor and kernel is on the backend: the host (cpu:\n"
+    "OpenBLAS, OpenMP, MPI) or the GPU (cuda: cuBLAS, CUDA layer kernels, NCCL).\n"
     "\n"
     "  --model M                 zoo model (tiny, mini, small: a few million parameters; zplan models)\n"
     "  --stage S                 ZeRO stage 0-3 (default 0)\n"
@@ -51,7 +52,10 @@ static const char USAGE[] =
     "  --no-md                   checkpoints allocated one by one instead of in one contiguous region\n"
     "  --overlap-comm            ZeRO collectives on the schedule's comm stream (the default runs them in line)\n"
     "  --backend cpu|cuda        kernels backend (default cpu; cuda needs a GPU)\n"
-    "  --offload optimizer       ZeRO-Offload: optimizer states on the host (needs --backend cuda)\n"
+    "  --offload optimizer       ZeRO-Offload (stages 1-3): fp32 master parameters and Adam states of the\n"
+    "                            partition on the host (pinned), gradients down, CPU Adam, fp16 parameters\n"
+    "                            back; on --backend cpu an emulation (the device is host memory, copies\n"
+    "                            are memcpy)\n"
     "  --seed n                  parameters and synthetic tokens (default 1)\n"
     "  --lr x                    Adam learning rate (default 1e-3)\n"
     "  --format text|json        report format (default text), printed by rank 0\n"
@@ -126,7 +130,7 @@ typedef struct {
 
 static double rel(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : (pred > 0 ? INFINITY : 0.0); }
 
-static const char *const CAT_KEYS[ZP_MEM_NCAT] = {"params", "grads", "optimizer", "activations", "buffers"};
+static const char *const CAT_KEYS[ZP_MEM_NCAT] = {"params", "grads", "optimizer", "activations", "buffers", "host"};
 
 static double mem_pred(const zp_memory *m, int k)
 {
@@ -135,7 +139,8 @@ static double mem_pred(const zp_memory *m, int k)
     case ZP_MEM_GRADS: return m->grads;
     case ZP_MEM_OPTIMIZER: return m->optimizer;
     case ZP_MEM_ACTIVATIONS: return m->activations;
-    default: return m->buffers;
+    case ZP_MEM_BUFFERS: return m->buffers;
+    default: return m->host;
     }
 }
 
@@ -160,6 +165,7 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(cfg, "checkpoint_activations", json_boolean(c->plan.checkpoint));
     json_object_set_new(cfg, "pa", json_boolean(c->plan.pa));
     json_object_set_new(cfg, "overlap_comm", json_boolean(c->plan.overlap_comm));
+    json_object_set_new(cfg, "offload", json_string(zp_offload_name(c->plan.offload)));
     json_object_set_new(cfg, "backend", json_string(c->backend));
     json_object_set_new(cfg, "seed", json_integer((json_int_t)c->seed));
     json_object_set_new(cfg, "steps", json_integer(c->steps));
@@ -199,8 +205,8 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
             json_object_set_new(me, CAT_KEYS[k], json_real(rel(mem_pred(&pr->mem, k), r->peak[k])));
             json_object_set_new(mp, CAT_KEYS[k], json_real(mem_pred(&pr->mem, k) / 1e9));
         }
-        double tot = 0;
-        for (int k = 0; k < ZP_MEM_NCAT; k++)
+        double tot = 0; /* the device's total: host memory apart */
+        for (int k = 0; k < ZP_MEM_NDEV; k++)
             tot += mem_pred(&pr->mem, k);
         json_object_set_new(me, "total", json_real(rel(tot, r->peak_total)));
         json_object_set_new(mp, "total", json_real(tot / 1e9));
@@ -229,19 +235,23 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
             c->model.name, zp_model_params(&c->model) / 1e6, (long long)c->model.layers, (long long)c->model.hidden,
             (long long)c->model.heads, (long long)c->model.seq, (long long)c->model.vocab, r->ranks, r->dp, r->mp);
     fprintf(f, "ZeRO stage %d (%s), micro-batch %lld x accumulation %lld x dp %d = global batch %lld, "
-               "checkpointing %s%s, backend %s, fp32\n",
+               "checkpointing %s%s, backend %s, fp32%s\n",
             c->plan.stage, zp_stage_get(c->plan.stage)->name, (long long)c->plan.micro_batch,
             (long long)c->plan.grad_accum, r->dp, (long long)(c->plan.micro_batch * c->plan.grad_accum * r->dp),
-            c->plan.checkpoint ? "on" : "off", c->plan.pa ? " + Pa" : "", c->backend);
+            c->plan.checkpoint ? "on" : "off", c->plan.pa ? " + Pa" : "", c->backend,
+            c->plan.offload == ZP_OFFLOAD_OPTIMIZER
+                ? (strcmp(c->backend, "cpu") == 0 ? ", optimizer offloaded (emulated: the device is host memory)"
+                                                  : ", optimizer offloaded to the host (fp16 parameters back)")
+                : "");
     fprintf(f, "\n%6s %12s %10s\n", "step", "loss", "time (s)");
     for (int k = 0; k < r->steps; k++)
         fprintf(f, "%6d %12.6f %10.4f\n", k + 1, r->step[k].loss, r->step[k].time_s);
     fprintf(f, "\nmeasured step %.4f s (median%s), %.0f tokens/s\n", r->measured_step_s,
             r->steps >= 2 ? " without the first step" : "", r->tokens_per_s);
-    fprintf(f, "\npeak memory per rank (largest rank), MB = 1e6 B:\n");
+    fprintf(f, "\npeak memory per rank (largest rank), MB = 1e6 B (total: the device's; host apart):\n");
     double tot_pred = 0;
     if (pr && pr->done)
-        for (int k = 0; k < ZP_MEM_NCAT; k++)
+        for (int k = 0; k < ZP_MEM_NDEV; k++)
             tot_pred += mem_pred(&pr->mem, k);
     if (pr && pr->done)
         fprintf(f, "  %-12s %12s %12s %8s\n", "category", "measured", "predicted", "error");

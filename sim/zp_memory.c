@@ -199,6 +199,16 @@ zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp
         buf += fmin(live, 2 * emb + L * blk) + 3 * nd;
     }
     m.buffers = fb * buf;
+    if (plan->offload == ZP_OFFLOAD_OPTIMIZER) {
+        /* ZeRO-Offload: the partition's optimizer states leave the device; the host holds them with the
+         * fp32 master copy (4 B), the fp32 gradient partition the device sends (4 B) and the fp16 copy of
+         * the updated parameters that goes back (2 B), per element of the (padded) partition. The
+         * device keeps its fp32 working parameters (params) and gradients; the fp16 values come back
+         * through the piece buffer it already has. */
+        const double part = si->partitions_optimizer ? shard : psi;
+        m.host = m.optimizer + (fb + fb + 2.0) * part;
+        m.optimizer = 0;
+    }
     m.total = m.params + m.grads + m.optimizer + m.activations + m.buffers;
     *out = m;
     return ZP_OK;

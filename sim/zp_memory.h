@@ -43,7 +43,10 @@ zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memo
  *    block (gradients of the residual stream, QKV, attention output and probabilities, MLP);
  *  - buffers: the executor's collective buffers: none at stage 0 (in-place all-reduce of contiguous
  *    gradient buckets); one piece and one gathered unit at stages 1-2; the gradient bucket backward
- *    writes into at stages 2-3; three consecutive parameter groups at stage 3 (previous, current, prefetched).
+ *    writes into at stages 2-3; three consecutive parameter groups at stage 3 (previous, current, prefetched);
+ *  - ZeRO-Offload (offload optimizer): optimizer 0 on the device; host = m and v (8 B) + fp32 master
+ *    copy (4 B) + fp32 gradient partition (4 B) + fp16 copy of the updated partition (2 B) per element
+ *    of the partition.
  * The executor reports what it allocated per category; this is what the planner's arithmetic says
  * it should be, and `zplan exec --validate` prints both. */
 zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp_memory *out);

@@ -187,5 +187,10 @@ Test(exec, configuration_errors)
     cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL); /* Pa without checkpointing */
     c.plan.pa = 0;
     c.plan.offload = ZP_OFFLOAD_OPTIMIZER;
-    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL); /* offload on the cpu backend */
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_OK); /* ZeRO-Offload, emulated on the cpu backend */
+    c.plan.stage = 0;
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL); /* offload needs a partitioned optimizer */
+    c.plan.stage = 3;
+    c.plan.offload = ZP_OFFLOAD_PARAMS;
+    cr_expect_eq(zp_exec_config_check(&c, 1), ZP_EINVAL); /* parameter offload is not executed */
 }

@@ -106,7 +106,8 @@ bad 2 "does not divide the 2 ranks" --model tiny --mp 4
 bad 3 "does not divide the 4 attention heads" --model tiny --mp 3
 bad 1 "checkpoint" --model tiny --pa
 bad 1 "backend cuda" --model tiny --backend cuda
-bad 1 "needs --backend cuda" --model tiny --stage 1 --offload optimizer
+bad 1 "needs ZeRO stage 1, 2 or 3" --model tiny --stage 0 --offload optimizer
+bad 1 "only optimizer offload" --model tiny --stage 3 --offload params
 bad 1 "needs --profile" --model tiny --validate
 bad 2 "unknown or incomplete option" --model tiny --frobnicate
 
