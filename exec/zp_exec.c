@@ -12,7 +12,13 @@
  * layer 3 is the QKV GEMM of block 3, "mp_allreduce" all-reduces over the MP group the partial sums
  * the previous row-parallel GEMM produced, "grad_reduce_scatter" reduces the next gradient bucket,
  * "param_allgather" with item j gathers parameter group j (stage 3) or the next updated bucket
- * (stages 1-2).
+ * (stages 1-2). With ZeRO-Offload the pcie stream's "grad_d2h" copies the next reduced bucket's
+ * partition to the host, the cpu stream's "cpu_adam" runs the cpu backend's Adam on the host partition
+ * and "param_h2d" brings the fp16 result back (see zp_exec.h).
+ *
+ * Tensors live in the backend's memory (host on cpu, device on cuda) and are touched only through the
+ * backend (kernels, zero, copies) and its layer kernels (zp_nn_ops): the host holds the token ids of
+ * the step, the schedule's state and, with offload, the optimizer partition.
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = [wte (Vl, C), wpe (T, C), lnf_w (C),
  * lnf_b (C)], then group 1+l = block l = [ln1_w, ln1_b (C), qkv_w (3Cq, C), qkv_b (3Cq), proj_w (C, Cq),
@@ -34,7 +40,6 @@
 #include "zp_exec_shard.h"
 #include "zp_kernels_mpi.h"
 #include "zp_nn.h"
-#include "zp_nn_elementwise.h"
 
 /* ---- tracking allocator ----
  * Allocates through the backend (device memory on cuda; ZP_MEM_HOST through its alloc_host: pinned
@@ -97,7 +102,9 @@ static void *mem_alloc_bytes(mem_track *t, zp_mem_cat cat, size_t bytes, int zer
         t->live = nl;
         t->cap_live = n;
     }
-    if (zero && (host ? (memset(b.p, 0, bytes), ZP_OK) : t->be->zero(b.p, bytes)) != ZP_OK) {
+    if (zero && host)
+        memset(b.p, 0, bytes);
+    else if (zero && t->be->zero(b.p, bytes) != ZP_OK) {
         mem_release_blk(t, &b);
         return NULL;
     }
