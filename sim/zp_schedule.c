@@ -403,8 +403,10 @@ zp_status zp_schedule_build_items(const zp_model *model, const zp_plan *plan, co
         }
         sig(&b, ZP_STREAM_CPU, ZP_CH_OPT_DONE);
         wait_ch(&b, ZP_STREAM_PCIE, ZP_CH_OPT_DONE);
+        /* the CPU Adam writes a 16-bit copy of the updated partition and that is what goes up, whatever
+         * the device computes in (the executor's fp32 expands it on the device) */
         if (plan->offload == ZP_OFFLOAD_OPTIMIZER)
-            copy(&b, ZP_STREAM_PCIE, "param_h2d", ZP_COPY_H2D, plan->param_bytes * part);
+            copy(&b, ZP_STREAM_PCIE, "param_h2d", ZP_COPY_H2D, 2.0 * part);
         sig(&b, ZP_STREAM_PCIE, ZP_CH_PARAMS_BACK);
         wait_ch(&b, ZP_STREAM_COMPUTE, ZP_CH_PARAMS_BACK);
         if (plan->stage == 1 || plan->stage == 2)
