@@ -23,6 +23,8 @@ struct zp_comm {
 #endif
     void *nccl;                   /* cuda: ncclComm_t, NULL otherwise */
     void *stream;                 /* cuda: cudaStream_t the collectives run on */
+    float *scratch;               /* cpu: the ring reduce-scatter's receive buffer (scratch_n floats) */
+    size_t scratch_n;
 };
 
 /* Per-step scalars of the element update from validated hyper-parameters. */

@@ -80,15 +80,25 @@ static void test_collectives(zp_comm *c, zp_dtype dt, size_t count)
         bad += get(recv, dt, i) != n * (n - 1) / 2.0 + n * (double)(i % 7);
     CHECK(!bad, "in-place allreduce %s count %zu: %d wrong", tn, count, bad);
 
-    /* reduce-scatter: block b of rank q holds q + b + i%7; rank r gets sum over q of block r */
-    for (int b = 0; b < n; b++)
-        for (size_t i = 0; i < count; i++)
-            put(send, dt, (size_t)b * count + i, val(r + b, i));
-    OK(be->reduce_scatter(c, send, recv, count, dt, ZP_OP_SUM));
-    bad = 0;
-    for (size_t i = 0; i < count; i++)
-        bad += get(recv, dt, i) != n * (n - 1) / 2.0 + n * (double)(r + (int)(i % 7));
-    CHECK(!bad, "reduce_scatter %s count %zu: %d wrong", tn, count, bad);
+    /* reduce-scatter: block b of rank q holds q + b + i%7; rank r gets the sum (max, min) over q of
+     * block r; then in place, into the rank's own block of the send buffer (NCCL's in-place form) */
+    for (int op = ZP_OP_SUM; op <= ZP_OP_MIN; op++) {
+        for (int inplace = 0; inplace <= 1; inplace++) {
+            for (int b = 0; b < n; b++)
+                for (size_t i = 0; i < count; i++)
+                    put(send, dt, (size_t)b * count + i, val(r + b, i));
+            void *out = inplace ? (char *)send + (size_t)r * count * es : recv;
+            OK(be->reduce_scatter(c, send, out, count, dt, (zp_redop)op));
+            bad = 0;
+            for (size_t i = 0; i < count; i++) {
+                double want = op == ZP_OP_SUM ? n * (n - 1) / 2.0 + n * (double)(r + (int)(i % 7))
+                              : op == ZP_OP_MAX ? val(n - 1 + r, i) : val(r, i);
+                bad += get(out, dt, i) != want;
+            }
+            CHECK(!bad, "reduce_scatter %s op %d%s count %zu: %d wrong", tn, op, inplace ? " in place" : "", count,
+                  bad);
+        }
+    }
 
     /* all-gather, then in place (own block already in recv) */
     for (size_t i = 0; i < count; i++)
