@@ -16,7 +16,7 @@ root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
 models="${ZP_VALIDATE_MODELS:-mini,small}"
 
 echo "== 1. zplan report validation (models $models, N = 1 2 4, stages 0-3) =="
-"$zplan" report validation --models "$models" --ranks 1,2,4 --stages 0,1,2,3 --micro-batch 2 --steps 8
+"$zplan" report validation --models "$models" --ranks 1,2,4 --stages 0,1,2,3 --micro-batch 2 --steps 5 --min-seconds 2
 rc1=$?
 
 echo

@@ -293,6 +293,8 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (p->grad_accum < 1)
         return ZP_FAIL(ZP_EINVAL, "--grad-accum: must be at least 1");
+    if (!(c->min_seconds >= 0 && c->min_seconds <= 3600))
+        return ZP_FAIL(ZP_EINVAL, "--min-seconds: %g is not between 0 and 3600", c->min_seconds);
     if (c->steps < 1)
         return ZP_FAIL(ZP_EINVAL, "--steps: must be at least 1");
     if (p->pa_cpu)
@@ -1473,13 +1475,25 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
     out->ranks = S->nranks;
     out->dp = S->dp;
     out->mp = S->mp;
-    out->steps = c->steps;
     out->params_per_rank = (double)S->N;
-    out->step = calloc((size_t)c->steps, sizeof *out->step);
-    double *times = calloc((size_t)c->steps, sizeof *times);
+    int cap = c->steps, first = c->steps >= 2 || c->min_seconds > 0 ? 1 : 0, counted = 0, k = 0;
+    out->step = calloc((size_t)cap, sizeof *out->step);
+    double *times = calloc((size_t)cap, sizeof *times), measured = 0;
     zp_status st = (out->step && times) ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
-    int first = c->steps >= 2 ? 1 : 0, counted = 0;
-    for (int k = 0; st == ZP_OK && k < c->steps; k++) {
+    /* every rank sees the same dt (the max over ranks), so every rank stops after the same step */
+    for (; st == ZP_OK && (k < c->steps || (measured < c->min_seconds && k < ZP_EXEC_MAX_STEPS)); k++) {
+        if (k == cap) {
+            cap *= 2;
+            zp_exec_step *ns = realloc(out->step, (size_t)cap * sizeof *ns);
+            if (ns)
+                out->step = ns;
+            double *nt = ns ? realloc(times, (size_t)cap * sizeof *nt) : NULL;
+            if (!nt) {
+                st = ZP_FAIL(ZP_ENOMEM, "out of memory");
+                break;
+            }
+            times = nt;
+        }
         zp_comm_watchdog_beat("a training step"); /* progress for the distributed-fault watchdog */
         st = zp_comm_barrier(world);
         double t0 = now_s(), loss = 0;
@@ -1493,6 +1507,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
         times[k] = dt;
         if (st == ZP_OK && k >= first) {
             counted++;
+            measured += dt;
             out->time.compute += S->t.compute;
             out->time.mp_comm += S->t.mp_comm;
             out->time.dp_comm += S->t.dp_comm;
@@ -1501,6 +1516,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
                 out->time.phase[p] += S->t.phase[p];
         }
     }
+    out->steps = k;
     if (st == ZP_OK) {
         double inv = 1.0 / (counted ? counted : 1);
         out->time.compute *= inv;
@@ -1509,7 +1525,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
         out->time.optimizer *= inv;
         for (int p = 0; p < ZP_NPHASES; p++)
             out->time.phase[p] *= inv;
-        int n = c->steps - first;
+        int n = out->steps - first;
         qsort(times + first, (size_t)n, sizeof *times, cmp_double);
         out->measured_step_s = n % 2 ? times[first + n / 2] : 0.5 * (times[first + n / 2 - 1] + times[first + n / 2]);
         out->tokens_per_s = (double)S->BT * (double)S->GA * (double)S->dp / out->measured_step_s;

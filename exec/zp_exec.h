@@ -56,12 +56,17 @@ typedef struct {
                                 overlap_comm; dp is set from the ranks; param_bytes/k_optimizer are forced
                                 to fp32 (4 / 8) */
     int steps;               /* training steps, >= 1 */
+    double min_seconds;      /* 0, or: keep training past `steps` until the steps after the first add up to
+                                this many seconds (at most ZP_EXEC_MAX_STEPS steps), so that the median
+                                step spans the slow and fast spells of a shared machine */
     uint64_t seed;           /* parameters and synthetic tokens */
     double lr;               /* Adam learning rate */
     const char *backend;     /* "cpu" (the tested path) or "cuda" */
     unsigned test_faults;    /* tests only: ZP_EXEC_FAULT_* bits break the executor on purpose, to show
                                 that a test would see it; 0 otherwise */
 } zp_exec_config;
+
+#define ZP_EXEC_MAX_STEPS 100000
 
 /* ZeRO-Offload skips the device -> host copy of the reduced gradients (the host Adam then sees zeros). */
 #define ZP_EXEC_FAULT_NO_GRAD_D2H 1u

@@ -46,6 +46,8 @@ static const char USAGE[] =
     "  --grad-accum k            micro-steps per step (default 1)\n"
     "  --seq s                   sequence length (default: the model's)\n"
     "  --steps k                 training steps (default 3)\n"
+    "  --min-seconds S           keep training past k steps until the steps after the first took S seconds\n"
+    "                            (default 0; a benchmark's median then spans a shared machine's noise)\n"
     "  --checkpoint-activations  keep one checkpoint per block and recompute in backward\n"
     "  --pa                      ZeRO-R Pa: partition checkpoints across the MP ranks (with checkpointing)\n"
     "  --bucket N                gradient bucket in elements (default 500M, capped at the model)\n"
@@ -169,6 +171,7 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(cfg, "backend", json_string(c->backend));
     json_object_set_new(cfg, "seed", json_integer((json_int_t)c->seed));
     json_object_set_new(cfg, "steps", json_integer(c->steps));
+    json_object_set_new(cfg, "min_seconds", json_real(c->min_seconds));
     json_object_set_new(cfg, "dtype", json_string("fp32"));
     json_object_set_new(root, "config", cfg);
     json_object_set_new(root, "ranks", json_integer(r->ranks));
@@ -292,7 +295,7 @@ static int exec_main(int argc, char **argv)
 {
     enum {
         O_MODEL = 256, O_STAGE, O_MP, O_MB, O_GA, O_SEQ, O_STEPS, O_CKPT, O_PA, O_BUCKET, O_NOMD, O_OVERLAP,
-        O_BACKEND, O_OFFLOAD, O_SEED, O_LR, O_FORMAT, O_VALIDATE, O_PROFILE, O_TIMEOUT
+        O_BACKEND, O_OFFLOAD, O_SEED, O_LR, O_FORMAT, O_VALIDATE, O_PROFILE, O_TIMEOUT, O_MINSEC
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"stage", required_argument, 0, O_STAGE},
@@ -302,7 +305,7 @@ static int exec_main(int argc, char **argv)
         {"pa", no_argument, 0, O_PA}, {"bucket", required_argument, 0, O_BUCKET}, {"no-md", no_argument, 0, O_NOMD},
         {"overlap-comm", no_argument, 0, O_OVERLAP}, {"backend", required_argument, 0, O_BACKEND},
         {"offload", required_argument, 0, O_OFFLOAD}, {"seed", required_argument, 0, O_SEED},
-        {"lr", required_argument, 0, O_LR}, {"format", required_argument, 0, O_FORMAT},
+        {"lr", required_argument, 0, O_LR}, {"min-seconds", required_argument, 0, O_MINSEC}, {"format", required_argument, 0, O_FORMAT},
         {"validate", no_argument, 0, O_VALIDATE}, {"profile", required_argument, 0, O_PROFILE},
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -376,6 +379,13 @@ static int exec_main(int argc, char **argv)
             cfg.lr = strtod(optarg, &end);
             if (*end || !(cfg.lr > 0))
                 return bad("--lr: '%s' is not a positive number", optarg);
+            break;
+        }
+        case O_MINSEC: {
+            char *end;
+            cfg.min_seconds = strtod(optarg, &end);
+            if (end == optarg || *end || !(cfg.min_seconds >= 0 && cfg.min_seconds <= 3600))
+                return bad("--min-seconds: '%s' is not a number of seconds between 0 and 3600", optarg);
             break;
         }
         case O_FORMAT:

@@ -33,7 +33,9 @@ static const char VAL_USAGE[] =
     "  --ranks LIST       rank counts (default 1,2,4)\n"
     "  --stages LIST      ZeRO stages (default 0,1,2,3)\n"
     "  --micro-batch b    sequences per rank (default 2)\n"
-    "  --steps k          steps per run (default 8; the first is not measured)\n"
+    "  --steps k          steps per run at least (default 5; the first is not measured)\n"
+    "  --min-seconds S    and more until the measured steps took S seconds (default 2: the median step\n"
+    "                     then spans a shared machine's slow and fast spells)\n"
     "  --profile FILE     profile for every run (default: `zplan calibrate --quick` under mpirun -np N, per N)\n"
     "  --format F         text (default), md, csv, json, html\n"
     "  -o, --output FILE  write the table to FILE\n";
@@ -117,12 +119,16 @@ int zp_cli_report_validation(int argc, char **argv)
         {"models", required_argument, 0, 'm'}, {"ranks", required_argument, 0, 'r'},
         {"stages", required_argument, 0, 's'}, {"micro-batch", required_argument, 0, 'b'},
         {"steps", required_argument, 0, 'k'}, {"profile", required_argument, 0, 'p'},
+        {"min-seconds", required_argument, 0, 'S'},
         {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     char models_buf[512] = "mini,small", ranks_buf[128] = "1,2,4", stages_buf[64] = "0,1,2,3";
     const char *profile = NULL, *out = NULL;
     zp_format fmt = ZP_FMT_TEXT;
-    int64_t mb = 2, steps = 8; /* 7 measured: the median of so many rides out a VM's ±10% step-to-step noise */
+    int64_t mb = 2, steps = 5;
+    /* step times on this VM swing by -20%..+40% in spells of several steps: 7 steps' median landed anywhere
+     * in 0.032-0.044 s for one configuration, 40 steps' (2 s) within 0.038-0.040 s (measured) */
+    double min_seconds = 2.0;
     optind = 1;
     opterr = 0;
     int ch;
@@ -139,6 +145,16 @@ int zp_cli_report_validation(int argc, char **argv)
             if (zp_size_parse_int(optarg, "--steps", 2, 1000, &steps) != ZP_OK)
                 return zp_cli_fail(ZP_EINVAL);
             break;
+        case 'S': {
+            char *end;
+            min_seconds = strtod(optarg, &end);
+            if (end == optarg || *end || !(min_seconds >= 0 && min_seconds <= 3600)) {
+                fprintf(stderr, "zplan report validation: --min-seconds: '%s' is not a number of seconds between "
+                                "0 and 3600\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'p': profile = optarg; break;
         case 'f':
             if (zp_format_parse(optarg, &fmt) != ZP_OK)
@@ -217,13 +233,15 @@ int zp_cli_report_validation(int argc, char **argv)
         }
         for (int mi = 0; mi < nm; mi++)
             for (int si = 0; si < ns; si++) {
-                char stage[8], mbs[24], ks[24], path[4300];
+                char stage[8], mbs[24], ks[24], secs[32], path[4300];
                 snprintf(stage, sizeof stage, "%d", stages[si]);
                 snprintf(mbs, sizeof mbs, "%lld", (long long)mb);
                 snprintf(ks, sizeof ks, "%lld", (long long)steps);
+                snprintf(secs, sizeof secs, "%g", min_seconds);
                 snprintf(path, sizeof path, "%s/run.json", dir);
                 const char *args[] = {"exec", "--model", models[mi], "--stage", stage, "--micro-batch", mbs,
-                                      "--steps", ks, "--validate", "--profile", prof, "--format", "json", NULL};
+                                      "--steps", ks, "--min-seconds", secs, "--validate", "--profile", prof,
+                                      "--format", "json", NULL};
                 int rc = mpirun(self, np, args, path, threads);
                 zp_progress_update(&bar, ++done, total);
                 json_error_t je;

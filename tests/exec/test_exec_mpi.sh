@@ -110,5 +110,18 @@ bad 1 "needs ZeRO stage 1, 2 or 3" --model tiny --stage 0 --offload optimizer
 bad 1 "only optimizer offload" --model tiny --stage 3 --offload params
 bad 1 "needs --profile" --model tiny --validate
 bad 2 "unknown or incomplete option" --model tiny --frobnicate
+bad 1 "min-seconds" --model tiny --min-seconds -1
+bad 2 "min-seconds" --model tiny --min-seconds soon
+
+# --min-seconds: past --steps until the steps after the first took that long, every rank stopping
+# after the same step (a rank that stopped alone would hang the others)
+timeout 120 "$mpirun_sh" 2 "$zplan" exec --model tiny --steps 2 --min-seconds 0.5 --format json > "$tmp/ms.json" \
+    2> "$tmp/ms.err" || { echo "FAIL --min-seconds: exit $?"; cat "$tmp/ms.err"; fail=1; }
+if awk -F: '/"time_s"/ {n++; if (n > 1) t += $2} END {exit !(n > 2 && t >= 0.5)}' \
+       "$tmp/ms.json"; then
+    echo "ok   --min-seconds 0.5: $(grep -c '"time_s"' "$tmp/ms.json") steps"
+else
+    echo "FAIL --min-seconds 0.5: $(grep -c '"time_s"' "$tmp/ms.json") steps"; fail=1
+fi
 
 exit $fail

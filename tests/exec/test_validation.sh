@@ -1,0 +1,50 @@
+#!/bin/sh
+# `zplan report validation` end to end on a small sweep (tiny model, 1 and 2 ranks, stages 0 and 3):
+# it calibrates per rank count, runs `zplan exec --validate` under mpirun for every cell and tabulates.
+# Checked: one row per cell; every memory error within the 5% target (the model and the tracking
+# allocator agree); every step error finite; the same final loss for both stages at each rank count
+# (ZeRO changes memory, never math); the JSON carries the rows and the median; bad options exit 2.
+# Step-time accuracy is not asserted here (shared CI machines): bench/validate.sh measures it.
+set -u
+zplan="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+if ! "$zplan" report validation --models tiny --ranks 1,2 --stages 0,3 --steps 2 --min-seconds 0 --format csv \
+        -o "$tmp/v.csv" 2> "$tmp/v.err"; then
+    echo "FAIL: report validation exited $?"; cat "$tmp/v.err"; exit 1
+fi
+cat "$tmp/v.csv"
+rows=$(tail -n +2 "$tmp/v.csv" | wc -l)
+[ "$rows" -eq 4 ] || { echo "FAIL: $rows rows, want 4"; fail=1; }
+# columns: model,ranks,stage,measured,predicted,step_error,params..buffers errors (7-11),tokens/s,final_loss
+if tail -n +2 "$tmp/v.csv" | awk -F, '{
+        for (i = 7; i <= 11; i++) if ($i > 0.05 || $i < -0.05) bad = 1
+        if ($6 != $6 + 0 || $6 > 10 || $6 < -10 || $4 <= 0 || $5 <= 0) bad = 1
+        if (loss[$2] != "" && (loss[$2] - $13 > 1e-5 * $13 || $13 - loss[$2] > 1e-5 * $13)) bad = 1
+        loss[$2] = $13
+    } END {exit bad}'; then
+    echo "ok   memory errors within 5%, step errors finite, the same loss across stages"
+else
+    echo "FAIL: a row breaks the checks above"; fail=1
+fi
+
+"$zplan" report validation --models tiny --ranks 1 --stages 0 --steps 2 --min-seconds 0 --format json \
+    -o "$tmp/v.json" 2> "$tmp/j.err" || { echo "FAIL: json run"; cat "$tmp/j.err"; fail=1; }
+grep -q 'median |step-time error|' "$tmp/v.json" && grep -q '"predicted_step_s"' "$tmp/v.json" &&
+    echo "ok   json rows and summary" ||
+    { echo "FAIL: the JSON lacks its rows or the median"; head -c 600 "$tmp/v.json"; fail=1; }
+
+for args in "--min-seconds x" "--min-seconds -2" "--steps 1" "--micro-batch 0" "--format yaml" "--bogus"; do
+    # shellcheck disable=SC2086
+    "$zplan" report validation $args > /dev/null 2> "$tmp/bad.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ -s "$tmp/bad.err" ]; then
+        echo "ok   exit 2: $args: $(head -n 1 "$tmp/bad.err")"
+    else
+        echo "FAIL: report validation $args: exit $rc (want 2 with a message)"; fail=1
+    fi
+done
+exit $fail
