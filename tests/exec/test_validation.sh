@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
-if ! "$zplan" report validation --models tiny --ranks 1,2 --stages 0,3 --steps 2 --min-seconds 0 --format csv \
+if ! "$zplan" report validation --models tiny --ranks 1,2 --stages 0,3 --steps 2 --min-seconds 0 --quick --format csv \
         -o "$tmp/v.csv" 2> "$tmp/v.err"; then
     echo "FAIL: report validation exited $?"; cat "$tmp/v.err"; exit 1
 fi
@@ -31,7 +31,7 @@ else
     echo "FAIL: a row breaks the checks above"; fail=1
 fi
 
-"$zplan" report validation --models tiny --ranks 1 --stages 0 --steps 2 --min-seconds 0 --format json \
+"$zplan" report validation --models tiny --ranks 1 --stages 0 --steps 2 --min-seconds 0 --quick --format json \
     -o "$tmp/v.json" 2> "$tmp/j.err" || { echo "FAIL: json run"; cat "$tmp/j.err"; fail=1; }
 grep -q 'median |step-time error|' "$tmp/v.json" && grep -q '"predicted_step_s"' "$tmp/v.json" &&
     echo "ok   json rows and summary" ||
