@@ -10,21 +10,7 @@
 #include "zp_exec_shard.h"
 #include "zp_kernels.h"
 
-static zp_comm *world;
-
-static void setup(void)
-{
-    int argc = 0;
-    char **argv = NULL;
-    cr_assert_eq(zp_kernels_mpi_init(&argc, &argv), ZP_OK);
-    cr_assert_eq(zp_comm_world(&zp_kernels_cpu, &world), ZP_OK);
-}
-
-static void teardown(void)
-{
-    zp_comm_free(world);
-    zp_kernels_mpi_finalize();
-}
+#include "exec_world.h"
 
 /* A decoder small enough for finite differences over many of its parameters: every tensor kind
  * (embeddings, LayerNorms, QKV, projection, MLP, biases) is sampled. */

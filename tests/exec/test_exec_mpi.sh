@@ -11,29 +11,13 @@ fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
-
-# losses STEPS: the "loss" values of a JSON report, one per line
-losses() { sed -n 's/.*"loss": *\([-0-9.eE+]*\).*/\1/p' "$1"; }
-
-run() { # run NAME NP ARGS...: JSON report into $tmp/NAME.json
-    name="$1"; np="$2"; shift 2
-    if [ "$np" = 1 ]; then
-        timeout 120 "$zplan" exec --model tiny --steps 3 --format json "$@" > "$tmp/$name.json" 2> "$tmp/$name.err"
-    else
-        timeout 120 "$mpirun_sh" "$np" "$zplan" exec --model tiny --steps 3 --format json "$@" \
-            > "$tmp/$name.json" 2> "$tmp/$name.err"
-    fi
-    rc=$?
-    if [ $rc -ne 0 ]; then
-        echo "FAIL $name (np $np $*): exit $rc"; cat "$tmp/$name.err"; fail=1; return 1
-    fi
-    return 0
-}
+steps=3
+. "$(dirname "$0")/exec_lib.sh"
 
 same() { # same NAME: every step's loss within 1e-5 (relative) of the reference
     losses "$tmp/ref.json" > "$tmp/a"
     losses "$tmp/$1.json" > "$tmp/b"
-    if [ "$(wc -l < "$tmp/b")" -ne 3 ]; then echo "FAIL $1: $(wc -l < "$tmp/b") steps in the report"; fail=1; return; fi
+    if [ "$(wc -l < "$tmp/b")" -ne "$steps" ]; then echo "FAIL $1: $(wc -l < "$tmp/b") steps in the report"; fail=1; return; fi
     if paste "$tmp/a" "$tmp/b" | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad = 1} END {exit bad}'; then
         echo "ok   $1: $(tr '\n' ' ' < "$tmp/b")"
     else

@@ -29,21 +29,7 @@
 #define OFFLOAD_RTOL 5e-5
 #define STEPS 6
 
-static zp_comm *world;
-
-static void setup(void)
-{
-    int argc = 0;
-    char **argv = NULL;
-    cr_assert_eq(zp_kernels_mpi_init(&argc, &argv), ZP_OK);
-    cr_assert_eq(zp_comm_world(&zp_kernels_cpu, &world), ZP_OK);
-}
-
-static void teardown(void)
-{
-    zp_comm_free(world);
-    zp_kernels_mpi_finalize();
-}
+#include "exec_world.h"
 
 static zp_exec_config config(int stage, int offload)
 {

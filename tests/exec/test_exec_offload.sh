@@ -12,25 +12,11 @@ fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
+steps=4
+. "$(dirname "$0")/exec_lib.sh"
 RTOL=5e-5
 
-losses() { sed -n 's/.*"loss": *\([-0-9.eE+]*\).*/\1/p' "$1"; }
 peak() { sed -n "/memory_peak_gb/,/}/s/.*\"$2\": *\([-0-9.eE+]*\).*/\1/p" "$1"; }
-
-run() { # run NAME NP ARGS...: JSON report into $tmp/NAME.json
-    name="$1"; np="$2"; shift 2
-    if [ "$np" = 1 ]; then
-        timeout 120 "$zplan" exec --model tiny --steps 4 --format json "$@" > "$tmp/$name.json" 2> "$tmp/$name.err"
-    else
-        timeout 120 "$mpirun_sh" "$np" "$zplan" exec --model tiny --steps 4 --format json "$@" \
-            > "$tmp/$name.json" 2> "$tmp/$name.err"
-    fi
-    rc=$?
-    if [ $rc -ne 0 ]; then
-        echo "FAIL $name (np $np $*): exit $rc"; cat "$tmp/$name.err"; fail=1; return 1
-    fi
-    return 0
-}
 
 compare() { # compare NAME NP ARGS...: with and without --offload optimizer
     cn="$1"; cnp="$2"; shift 2  # (run() sets name and np)

@@ -1,0 +1,21 @@
+# exec_lib.sh — shared by the exec shell tests (sourced): expects $zplan, $mpirun_sh, $tmp, $fail and
+# $steps (training steps of every run) to be set by the test.
+
+# losses FILE: the "loss" values of a JSON report, one per line
+losses() { sed -n 's/.*"loss": *\([-0-9.eE+]*\).*/\1/p' "$1"; }
+
+run() { # run NAME NP ARGS...: `zplan exec --model tiny` on NP ranks, its JSON report into $tmp/NAME.json
+    name="$1"; np="$2"; shift 2
+    if [ "$np" = 1 ]; then
+        timeout 120 "$zplan" exec --model tiny --steps "$steps" --format json "$@" > "$tmp/$name.json" \
+            2> "$tmp/$name.err"
+    else
+        timeout 120 "$mpirun_sh" "$np" "$zplan" exec --model tiny --steps "$steps" --format json "$@" \
+            > "$tmp/$name.json" 2> "$tmp/$name.err"
+    fi
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "FAIL $name (np $np $*): exit $rc"; cat "$tmp/$name.err"; fail=1; return 1
+    fi
+    return 0
+}
