@@ -2,19 +2,14 @@
  * zp_elementwise.h, the same code the cpu backend runs and the CPU tests check. */
 #include <cuda_runtime.h>
 
+#include "zp_cuda_launch.h"
+
 #include "zp_cuda_kernels.h"
 
 namespace {
 
-const int kThreads = 256;
-
-unsigned grid_for(size_t n)
-{
-    size_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks > 65535u * 32u)
-        blocks = 65535u * 32u; /* grid-stride loops cover the rest */
-    return blocks ? (unsigned)blocks : 1u;
-}
+using zp_cuda::grid_for;
+using zp_cuda::kThreads;
 
 __global__ void adam_kernel(zp_adam_coeffs c, float *__restrict__ p, const float *__restrict__ g,
                             float *__restrict__ m, float *__restrict__ v, uint16_t *__restrict__ h, int half_kind,

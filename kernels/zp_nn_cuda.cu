@@ -10,6 +10,8 @@
  * ordered with them. Buffers are device memory; launch errors come back as zp_status. */
 #include <cuda_runtime.h>
 
+#include "zp_cuda_launch.h"
+
 #include <stdlib.h>
 
 #include "zp_nn.h"
@@ -17,18 +19,8 @@
 
 namespace {
 
-const int kThreads = 256;
-
-unsigned grid_for(size_t n)
-{
-    size_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks > 65535u * 32u)
-        blocks = 65535u * 32u; /* grid-stride loops cover the rest */
-    return blocks ? (unsigned)blocks : 1u;
-}
-
-#define ZP_GRID_LOOP(i, n) \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+using zp_cuda::grid_for;
+using zp_cuda::kThreads;
 
 zp_status launched(const char *what)
 {
