@@ -225,6 +225,11 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
         json_object_set_new(ph, "optimizer", json_pack("{s:f,s:f}", "predicted", pr->sim.optimizer, "measured",
                                                       r->time.optimizer));
         json_object_set_new(v, "phases_s", ph);
+        json_t *bp = json_object(); /* the step's phases: what the compute stream ran or waited for in each */
+        for (int p = 0; p < ZP_NPHASES; p++)
+            json_object_set_new(bp, zp_phase_name((zp_phase)p), json_pack("{s:f,s:f}", "predicted", pr->sim.phase[p],
+                                                                          "measured", r->time.phase[p]));
+        json_object_set_new(v, "by_phase_s", bp);
         json_object_set_new(root, "validation", v);
     } else if (pr && pr->err[0]) {
         json_object_set_new(root, "validation", json_pack("{s:s}", "error", pr->err));
@@ -290,9 +295,20 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
         fprintf(f, "  compute %.4f, mp_comm %.4f, dp_comm %.4f, optimizer %.4f\n", r->time.compute, r->time.mp_comm,
                 r->time.dp_comm, r->time.optimizer);
     }
-    fprintf(f, "  by phase: ");
-    for (int p = 0; p < ZP_NPHASES; p++)
-        fprintf(f, "%s %.4f%s", zp_phase_name((zp_phase)p), r->time.phase[p], p + 1 < ZP_NPHASES ? ", " : "\n");
+    if (pr && pr->done) {
+        fprintf(f, "\ntime per phase (rank 0), s:\n  %-12s %10s %10s %8s\n", "phase", "measured", "predicted", "error");
+        for (int p = 0; p < ZP_NPHASES; p++) {
+            double me = r->time.phase[p], pd = pr->sim.phase[p];
+            if (me < 1e-4 && pd < 1e-4)
+                fprintf(f, "  %-12s %10.4f %10.4f %8s\n", zp_phase_name((zp_phase)p), me, pd, "-");
+            else
+                fprintf(f, "  %-12s %10.4f %10.4f %+7.1f%%\n", zp_phase_name((zp_phase)p), me, pd, 100 * rel(pd, me));
+        }
+    } else {
+        fprintf(f, "  by phase: ");
+        for (int p = 0; p < ZP_NPHASES; p++)
+            fprintf(f, "%s %.4f%s", zp_phase_name((zp_phase)p), r->time.phase[p], p + 1 < ZP_NPHASES ? ", " : "\n");
+    }
     if (pr && !pr->done && pr->err[0])
         fprintf(f, "\nvalidation: %s\n", pr->err);
 }

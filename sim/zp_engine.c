@@ -262,6 +262,8 @@ static void account_local(zp_stream s, const zp_op *op, double start, double dur
 {
     zp_sim_result *R = &E.res;
     trace_add(0, s, start, dur, op, op->name);
+    if (s == ZP_STREAM_COMPUTE)
+        R->phase[op->phase] += dur;
     if (s == ZP_STREAM_COMPUTE) {
         if (op->kind == ZP_OP_COLL && op->group == ZP_GROUP_DP)
             R->dp_exposed += dur; /* a DP collective on the compute stream (no overlap): all exposed */
@@ -308,8 +310,11 @@ static void stream_actor(int argc, char *argv[])
             double start = run_start + pending;
             if (E.busy) {
                 /* no overlap: every op alone on the node, one at a time */
+                double asked = simgrid_get_clock();
                 sg_mutex_lock(E.busy[node]);
                 start = simgrid_get_clock();
+                if (rec && s == ZP_STREAM_COMPUTE) /* waiting for the node: still this phase's time */
+                    R->phase[op->phase] += start - asked;
                 if (local > 0)
                     sg_actor_sleep_for(local);
                 sg_mutex_unlock(E.busy[node]);
@@ -371,6 +376,8 @@ static void stream_actor(int argc, char *argv[])
         double dur = simgrid_get_clock() - t0;
         run_start = simgrid_get_clock();
         if (rec && dur > 0) {
+            if (s == ZP_STREAM_COMPUTE)
+                R->phase[op->phase] += dur;
             if (op->kind == ZP_OP_WAIT) {
                 trace_add(node, s, t0, dur, op, "wait");
                 if (s == ZP_STREAM_COMPUTE) {
@@ -597,6 +604,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
                        simgrid_get_clock(), E.streams_finished, expected);
     }
     E.res.dp_exposed += E.end_time - E.res.step_time; /* the tail after the compute stream ended */
+    E.res.phase[ZP_PHASE_OPTIMIZER] += E.end_time - E.res.step_time;
     E.res.step_time = E.end_time;
     E.res.flops_per_gpu = E.sc->flops;
     E.res.activities = E.activities;

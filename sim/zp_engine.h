@@ -48,6 +48,9 @@ typedef struct {
     double pcie_busy;        /* time the PCIe stream spent copying */
     double flops_per_gpu;    /* executed FLOPs per GPU in the step (from the schedule) */
     double activities;       /* simulated operations, for the benchmarks */
+    double phase[ZP_NPHASES]; /* the compute stream's time by phase of what it ran or waited for (forward,
+                                 recompute, backward, optimizer; the tail after it ended counts as optimizer):
+                                 they add up to step_time */
 } zp_sim_result;
 
 /* Runs one simulation in this process; call at most once per process. */

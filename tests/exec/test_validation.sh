@@ -38,6 +38,19 @@ grep -q 'median |step-time error|' "$tmp/v.json" && grep -q '"predicted_step_s"'
     echo "ok   json rows and summary" ||
     { echo "FAIL: the JSON lacks its rows or the median"; head -c 600 "$tmp/v.json"; fail=1; }
 
+# one run's --validate report: predicted and measured per part and per phase, errors in the JSON
+"$zplan" calibrate --quick -o "$tmp/p.json" > /dev/null 2>&1 || { echo "FAIL: calibrate --quick"; fail=1; }
+"$zplan" exec --model tiny --steps 3 --checkpoint-activations --validate --profile "$tmp/p.json" --format json \
+    > "$tmp/e.json" 2> "$tmp/e.err" || { echo "FAIL: exec --validate"; cat "$tmp/e.err"; fail=1; }
+for key in '"by_phase_s"' '"forward"' '"recompute"' '"backward"' '"phases_s"' '"step_error"' '"memory_error"' \
+           '"predicted"' '"measured"'; do
+    grep -q "$key" "$tmp/e.json" || { echo "FAIL: exec --validate JSON without $key"; fail=1; }
+done
+"$zplan" exec --model tiny --steps 3 --validate --profile "$tmp/p.json" > "$tmp/e.txt" 2>&1
+grep -q "time per phase" "$tmp/e.txt" && grep -Eq "^  backward +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$tmp/e.txt" &&
+    echo "ok   exec --validate: per part and per phase, predicted against measured" ||
+    { echo "FAIL: exec --validate text lacks the phase table"; cat "$tmp/e.txt"; fail=1; }
+
 for args in "--min-seconds x" "--min-seconds -2" "--steps 1" "--micro-batch 0" "--format yaml" "--bogus"; do
     # shellcheck disable=SC2086
     "$zplan" report validation $args > /dev/null 2> "$tmp/bad.err"

@@ -217,6 +217,36 @@ Test(engine, one_rank_collectives_are_local_copies)
                   busy[stage] - busy[0], copies[stage]);
 }
 
+/* The compute stream's time by phase adds up to the step, with or without overlap, offload and
+ * checkpointing; recompute appears exactly when checkpointing does; backward (with its recompute)
+ * outweighs forward. */
+Test(engine, phases_add_up_to_the_step)
+{
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    for (int stage = 0; stage <= 3; stage++) {
+        for (int ck = 0; ck <= 1; ck++) {
+            zp_plan p = plan_of(stage, 8, 4, 2);
+            p.checkpoint = ck;
+            p.offload = stage >= 1 && ck ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+            for (int serial = 0; serial <= 1; serial++) {
+                zp_sim_result r = simulate(m, &p, preset("dgx2"), serial);
+                double sum = 0;
+                for (int ph = 0; ph < ZP_NPHASES; ph++)
+                    sum += r.phase[ph];
+                cr_expect(fabs(sum - r.step_time) <= 1e-9 * r.step_time,
+                          "stage %d ckpt %d serial %d: phases %g s, step %g s", stage, ck, serial, sum, r.step_time);
+                cr_expect_eq(r.phase[ZP_PHASE_RECOMPUTE] > 0, ck, "stage %d ckpt %d: recompute %g s", stage, ck,
+                             r.phase[ZP_PHASE_RECOMPUTE]);
+                /* (stage 3 gathers each block again before its recompute: that time is recompute's) */
+                cr_expect_gt(r.phase[ZP_PHASE_BACKWARD] + r.phase[ZP_PHASE_RECOMPUTE], r.phase[ZP_PHASE_FORWARD],
+                             "stage %d ckpt %d serial %d: backward %g s + recompute %g s, forward %g s", stage, ck,
+                             serial, r.phase[ZP_PHASE_BACKWARD], r.phase[ZP_PHASE_RECOMPUTE], r.phase[ZP_PHASE_FORWARD]);
+                cr_expect_gt(r.phase[ZP_PHASE_OPTIMIZER], 0);
+            }
+        }
+    }
+}
+
 Test(engine, deadlock_is_an_error)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
