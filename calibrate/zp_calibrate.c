@@ -46,6 +46,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Median of x[0..n), n >= 1; sorts x in place. */
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof x[0], cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 /* Warm-up, then repetitions each after a barrier of `sync_comm` (every rank takes part);
  * repetitions are cut (to >= 3) when one run is long so a measurement stays within ~3 s
  * (~1 s quick); all ranks agree on the count. */
@@ -82,10 +89,7 @@ static zp_status time_op(cal *c, zp_comm *sync_comm, op_fn fn, void *arg, stat *
     memcpy(worst, samples, (size_t)reps * sizeof samples[0]);
     for (int i = 0; i < reps; i++)
         ZP_TRY(zp_comm_allreduce_double(c->world, &worst[i], ZP_OP_MAX));
-    qsort(worst, (size_t)reps, sizeof worst[0], cmp_double);
-    qsort(samples, (size_t)reps, sizeof samples[0], cmp_double);
-    double med = reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
-    double wmed = reps % 2 ? worst[reps / 2] : 0.5 * (worst[reps / 2 - 1] + worst[reps / 2]);
+    double wmed = median(worst, reps), med = median(samples, reps); /* (median sorts: samples[0] is the min) */
     stat s = {med, med, wmed, samples[0], samples[reps - 1]};
     ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_avg, ZP_OP_SUM));
     s.med_avg /= zp_comm_size(c->world);

@@ -70,6 +70,16 @@ zp_status zp_size_parse(const char *text, const char *what, double *out)
     return ZP_OK;
 }
 
+zp_status zp_size_parse_range(const char *text, const char *what, double min, double max, double *out)
+{
+    double v;
+    ZP_TRY(zp_size_parse(text, what, &v));
+    if (v < min || v > max)
+        return ZP_FAIL(ZP_ERANGE, "%s: '%s' is not between %g and %g", what, text, min, max);
+    *out = v;
+    return ZP_OK;
+}
+
 zp_status zp_size_parse_int(const char *text, const char *what, int64_t min, int64_t max, int64_t *out)
 {
     double v;

@@ -18,6 +18,9 @@ zp_status zp_size_parse(const char *text, const char *what, double *out);
 /* As zp_size_parse, then requires a whole number in [min, max]. */
 zp_status zp_size_parse_int(const char *text, const char *what, int64_t min, int64_t max, int64_t *out);
 
+/* As zp_size_parse, then requires min <= value <= max. */
+zp_status zp_size_parse_range(const char *text, const char *what, double min, double max, double *out);
+
 /* Parses a comma-separated list of sizes ("1,4,16K"); at most `cap` entries. */
 zp_status zp_size_parse_list(const char *text, const char *what, double *out, int cap, int *n);
 

@@ -873,16 +873,24 @@ static zp_status gather_item(zp_exec_session *S, int item)
     return ZP_OK;
 }
 
-static zp_status adam(zp_exec_session *S, float *p, const float *g, float *m, float *v, size_t n)
+/* One fused Adam step of n elements on backend `be` (the device's, or the cpu's for the host-side
+ * optimizer of ZeRO-Offload, which also writes the fp16 copy `half`; NULL for none). */
+static zp_status adam_on(zp_exec_session *S, const zp_kernels_backend *be, float *p, const float *g, float *m,
+                         float *v, uint16_t *half, size_t n)
 {
     if (n == 0)
         return ZP_OK;
     zp_adam_hparams hp = zp_adam_hparams_default();
     hp.lr = S->cfg.lr;
     hp.step = S->step + 1;
-    zp_adam_buffers buf = {.n = n, .param = p, .grad = g, .m = m, .v = v, .half = NULL, .half_dtype = ZP_DT_F16};
+    zp_adam_buffers buf = {.n = n, .param = p, .grad = g, .m = m, .v = v, .half = half, .half_dtype = ZP_DT_F16};
     zp_adam_result r;
-    return S->be->adam_step(&hp, &buf, &r);
+    return be->adam_step(&hp, &buf, &r);
+}
+
+static zp_status adam(zp_exec_session *S, float *p, const float *g, float *m, float *v, size_t n)
+{
+    return adam_on(S, S->be, p, g, m, v, NULL, n);
 }
 
 static zp_status optimizer_step(zp_exec_session *S)
@@ -926,15 +934,7 @@ static zp_status grad_d2h(zp_exec_session *S, const zp_op *o)
  * copy that goes back to the device (padding elements: gradient 0, parameter 0, unchanged). */
 static zp_status offload_adam(zp_exec_session *S)
 {
-    zp_adam_hparams hp = zp_adam_hparams_default();
-    hp.lr = S->cfg.lr;
-    hp.step = S->step + 1;
-    zp_adam_buffers buf = {.n = S->units.shard_size, .param = S->h_master, .grad = S->h_grad, .m = S->opt_m,
-                           .v = S->opt_v, .half = S->h_half, .half_dtype = ZP_DT_F16};
-    zp_adam_result r;
-    if (buf.n == 0)
-        return ZP_OK;
-    return zp_kernels_cpu.adam_step(&hp, &buf, &r);
+    return adam_on(S, &zp_kernels_cpu, S->h_master, S->h_grad, S->opt_m, S->opt_v, S->h_half, S->units.shard_size);
 }
 
 /* "param_h2d": the fp16 partition back to the device, unit by unit through tmp (max_piece floats

@@ -403,13 +403,10 @@ static int exec_main(int argc, char **argv)
                 return bad("--lr: '%s' is not a positive number", optarg);
             break;
         }
-        case O_MINSEC: {
-            char *end;
-            cfg.min_seconds = strtod(optarg, &end);
-            if (end == optarg || *end || !(cfg.min_seconds >= 0 && cfg.min_seconds <= 3600))
-                return bad("--min-seconds: '%s' is not a number of seconds between 0 and 3600", optarg);
+        case O_MINSEC:
+            if (zp_size_parse_range(optarg, "--min-seconds", 0, 3600, &cfg.min_seconds) != ZP_OK)
+                return bad("%s", zp_error_message());
             break;
-        }
         case O_FORMAT:
             if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
                 return bad("--format: '%s' (use text or json)", optarg);

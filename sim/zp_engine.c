@@ -262,9 +262,8 @@ static void account_local(zp_stream s, const zp_op *op, double start, double dur
 {
     zp_sim_result *R = &E.res;
     trace_add(0, s, start, dur, op, op->name);
-    if (s == ZP_STREAM_COMPUTE)
-        R->phase[op->phase] += dur;
     if (s == ZP_STREAM_COMPUTE) {
+        R->phase[op->phase] += dur;
         if (op->kind == ZP_OP_COLL && op->group == ZP_GROUP_DP)
             R->dp_exposed += dur; /* a DP collective on the compute stream (no overlap): all exposed */
         else if (op->kind == ZP_OP_COLL)

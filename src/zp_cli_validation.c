@@ -147,16 +147,10 @@ int zp_cli_report_validation(int argc, char **argv)
             if (zp_size_parse_int(optarg, "--steps", 2, 1000, &steps) != ZP_OK)
                 return zp_cli_fail(ZP_EINVAL);
             break;
-        case 'S': {
-            char *end;
-            min_seconds = strtod(optarg, &end);
-            if (end == optarg || *end || !(min_seconds >= 0 && min_seconds <= 3600)) {
-                fprintf(stderr, "zplan report validation: --min-seconds: '%s' is not a number of seconds between "
-                                "0 and 3600\n", optarg);
-                return 2;
-            }
+        case 'S':
+            if (zp_size_parse_range(optarg, "--min-seconds", 0, 3600, &min_seconds) != ZP_OK)
+                return zp_cli_fail(ZP_EINVAL);
             break;
-        }
         case 'p': profile = optarg; break;
         case 'q': quick = 1; break;
         case 'f':

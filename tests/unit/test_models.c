@@ -181,6 +181,12 @@ Test(sizes, suffixes)
     cr_expect_eq(zp_size_parse_int("2.5", "x", 1, 100, &n), ZP_EINVAL);
     cr_expect_eq(zp_size_parse_int("0", "x", 1, 100, &n), ZP_EINVAL);
     cr_expect_eq(zp_size_parse_int("1e9", "x", 1, 100, &n), ZP_ERANGE);
+    cr_expect_eq(zp_size_parse_range("2.5", "x", 0, 3600, &v), ZP_OK);
+    cr_expect_eq(v, 2.5);
+    cr_expect_eq(zp_size_parse_range("0", "x", 0, 3600, &v), ZP_OK);
+    cr_expect_eq(zp_size_parse_range("3601", "x", 0, 3600, &v), ZP_ERANGE);
+    cr_expect_eq(zp_size_parse_range("0.5", "x", 1, 10, &v), ZP_ERANGE);
+    cr_expect_neq(zp_size_parse_range("-1", "x", -5, 5, &v), ZP_OK); /* signs are refused as in zp_size_parse */
     cr_expect_neq(zp_size_parse("", "x", &v), ZP_OK);
     cr_expect_neq(zp_size_parse("12X", "x", &v), ZP_OK);
     cr_expect_neq(zp_size_parse("1e999", "x", &v), ZP_OK);
