@@ -1,5 +1,11 @@
-/* zp_coll.h — the collective kinds, shared by the schedule (sim/) and the kernels that run them
- * (kernels/): one definition, in the layer both may use. */
+/* zp_coll.h — the collective kinds and their facts, shared by the schedule and the simulator (sim/),
+ * the kernels that run them (kernels/), calibration and the profile: one definition, in the layer all
+ * of them may use (nccl-tests' conventions).
+ *
+ * A ring collective over n ranks of a buffer of S bytes (nccl-tests' "size": the all-reduced buffer,
+ * the gathered output, the reduce-scattered input) moves passes·(n-1)/n·S bytes through each rank's link:
+ * passes = 2 for all-reduce (reduce-scatter then all-gather), 1 for reduce-scatter and all-gather. That
+ * factor is also nccl-tests' busbw/algbw; a broadcast's is 1. */
 #ifndef ZP_COLL_H
 #define ZP_COLL_H
 
@@ -10,5 +16,19 @@ typedef enum {
     ZP_COLL_BROADCAST,
     ZP_COLL_COUNT
 } zp_coll_kind;
+
+typedef struct {
+    const char *name;  /* "allreduce", "reduce_scatter", "allgather", "broadcast" (profile JSON keys) */
+    double passes;     /* ring passes over the buffer: 2 for all-reduce, 1 otherwise */
+    int ring;          /* 1: the (n-1)/n ring factor applies; 0: broadcast (factor 1) */
+} zp_coll_info;
+
+/* The row of a kind; NULL outside the table. */
+const zp_coll_info *zp_coll_get(zp_coll_kind kind);
+/* "allreduce", ...; "?" outside the table. */
+const char *zp_coll_name(zp_coll_kind kind);
+/* Bytes through each rank's link per buffer byte (= busbw / algbw): passes·(n-1)/n, 1 for a broadcast; 0
+ * for n < 1. */
+double zp_coll_busbw_factor(zp_coll_kind kind, int nranks);
 
 #endif

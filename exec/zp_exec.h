@@ -1,7 +1,9 @@
 /* zp_exec.h — the executor: trains a GPT-style decoder for real under MPI with the kernels/ backend,
  * driven by sim/'s step schedule (the same schedule the simulator interprets), with ZeRO stages 0-3,
- * Megatron model parallelism, activation checkpointing and ZeRO-R Pa, every tensor from a tracking
- * allocator whose categories are the memory model's.
+ * Megatron model parallelism, activation checkpointing and ZeRO-R Pa. Its tensors are the schedule's: it
+ * allocates and frees them by running the schedule's alloc and free ops (the "zplan-exec" layout,
+ * sim/zp_layout.h) through a tracking allocator that counts by the same categories, so the memory the
+ * replay predicts is the memory held, and a kernel that needs more than its tensor has overruns it.
  *
  * Ranks: world rank w is model-parallel rank w % mp of data-parallel rank w / mp (MP groups are
  * consecutive ranks, as Megatron-LM places them inside a node).
@@ -33,22 +35,6 @@
 #include "zp_plan.h"
 #include "zp_schedule.h"
 #include "zp_status.h"
-
-/* Memory categories of the tracking allocator: the memory model's (sim/zp_memory.h). */
-typedef enum {
-    ZP_MEM_PARAMS = 0,  /* parameters this rank holds (all, or its stage-3 shard) */
-    ZP_MEM_GRADS,       /* gradients it keeps (all, or its stage-2/3 shard) */
-    ZP_MEM_OPTIMIZER,   /* Adam's m and v of its optimizer partition */
-    ZP_MEM_ACTIVATIONS, /* stored activations, checkpoints, logits, backward working tensors */
-    ZP_MEM_BUFFERS,     /* communication buffers, stage-2/3 gradient bucket, stage-3 gathered parameters */
-    ZP_MEM_HOST,        /* host memory of ZeRO-Offload: fp32 master partition, m, v, gradient partition and
-                           the fp16 copy (the memory model's `host`); not part of the device total */
-    ZP_MEM_NCAT
-} zp_mem_cat;
-#define ZP_MEM_NDEV ZP_MEM_HOST /* the device categories are the ones before ZP_MEM_HOST */
-
-/* "params", "grads", "optimizer", "activations", "buffers", "host" */
-const char *zp_mem_cat_name(zp_mem_cat c);
 
 typedef struct {
     zp_model model;          /* resolved model (seq already applied) */
@@ -103,8 +89,9 @@ typedef struct {
     zp_exec_breakdown time;  /* mean over the measured steps (all but the first when there are >= 2) of
                                 rank 0's breakdown */
     double measured_step_s;  /* median step time over the same steps */
-    double peak[ZP_MEM_NCAT];/* largest rank's peak bytes per category */
-    double peak_total;       /* largest rank's peak of the sum of the device categories (ZP_MEM_NDEV) */
+    double peak[ZP_MEM_NCAT];/* largest rank's peak bytes per category (zp_mem_cat, sim/zp_ops.h) */
+    double peak_activations; /* largest rank's peak of activations + checkpoints */
+    double peak_total;       /* largest rank's peak of the device total (every category but host) */
     double params_per_rank;  /* parameters of one MP rank (the flat layout) */
     double tokens_per_s;     /* global batch tokens / measured step time */
 } zp_exec_result;
@@ -128,8 +115,5 @@ zp_status zp_exec_loss_grad(zp_exec_session *s, int step, double *loss, const fl
 zp_status zp_exec_params(zp_exec_session *s, float **params, size_t *n);
 /* One full training step (schedule interpreted, optimizer included); the loss before the update. */
 zp_status zp_exec_train_step(zp_exec_session *s, int step, double *loss);
-
-/* The exact per-MP-rank parameter counts of the groups (see zp_schedule_build_items): items[0..L+1]. */
-zp_status zp_exec_group_params(const zp_model *m, int mp, double *items);
 
 #endif

@@ -132,18 +132,23 @@ typedef struct {
 
 static double rel(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : (pred > 0 ? INFINITY : 0.0); }
 
-static const char *const CAT_KEYS[ZP_MEM_NCAT] = {"params", "grads", "optimizer", "activations", "buffers", "host"};
+/* The memory rows of the report: each category's peak (activations with the checkpoints, as the
+ * replay's peak_activations), then the device total. */
+static const struct {
+    const char *key;
+    int cat; /* zp_mem_cat; -1: activations + checkpoints */
+} MEM_ROWS[] = {{"params", ZP_MEM_PARAMS},   {"grads", ZP_MEM_GRADS}, {"optimizer", ZP_MEM_OPTIMIZER},
+                {"activations", -1},         {"buffers", ZP_MEM_BUFFERS}, {"host", ZP_MEM_HOST}};
+enum { NMEM = sizeof MEM_ROWS / sizeof MEM_ROWS[0] };
 
-static double mem_pred(const zp_memory *m, int k)
+static double mem_measured(const zp_exec_result *r, int i)
 {
-    switch (k) {
-    case ZP_MEM_PARAMS: return m->params;
-    case ZP_MEM_GRADS: return m->grads;
-    case ZP_MEM_OPTIMIZER: return m->optimizer;
-    case ZP_MEM_ACTIVATIONS: return m->activations;
-    case ZP_MEM_BUFFERS: return m->buffers;
-    default: return m->host;
-    }
+    return MEM_ROWS[i].cat < 0 ? r->peak_activations : r->peak[MEM_ROWS[i].cat];
+}
+
+static double mem_pred(const zp_memory *m, int i)
+{
+    return MEM_ROWS[i].cat < 0 ? m->peak_activations : m->peak[MEM_ROWS[i].cat];
 }
 
 static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
@@ -186,8 +191,8 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(root, "steps", steps);
     json_object_set_new(root, "tokens_per_s", json_real(r->tokens_per_s));
     json_t *mem = json_object();
-    for (int k = 0; k < ZP_MEM_NCAT; k++)
-        json_object_set_new(mem, CAT_KEYS[k], json_real(r->peak[k] / 1e9));
+    for (int k = 0; k < NMEM; k++)
+        json_object_set_new(mem, MEM_ROWS[k].key, json_real(mem_measured(r, k) / 1e9));
     json_object_set_new(mem, "total", json_real(r->peak_total / 1e9));
     json_object_set_new(root, "memory_peak_gb", mem);
     json_t *tb = json_object();
@@ -204,13 +209,11 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
         json_object_set_new(v, "measured_step_s", json_real(r->measured_step_s));
         json_object_set_new(v, "step_error", json_real(rel(pr->sim.step_time, r->measured_step_s)));
         json_t *me = json_object(), *mp = json_object();
-        for (int k = 0; k < ZP_MEM_NCAT; k++) {
-            json_object_set_new(me, CAT_KEYS[k], json_real(rel(mem_pred(&pr->mem, k), r->peak[k])));
-            json_object_set_new(mp, CAT_KEYS[k], json_real(mem_pred(&pr->mem, k) / 1e9));
+        for (int k = 0; k < NMEM; k++) {
+            json_object_set_new(me, MEM_ROWS[k].key, json_real(rel(mem_pred(&pr->mem, k), mem_measured(r, k))));
+            json_object_set_new(mp, MEM_ROWS[k].key, json_real(mem_pred(&pr->mem, k) / 1e9));
         }
-        double tot = 0; /* the device's total: host memory apart */
-        for (int k = 0; k < ZP_MEM_NDEV; k++)
-            tot += mem_pred(&pr->mem, k);
+        const double tot = pr->mem.total; /* the device's total: host memory apart */
         json_object_set_new(me, "total", json_real(rel(tot, r->peak_total)));
         json_object_set_new(mp, "total", json_real(tot / 1e9));
         json_object_set_new(v, "memory_error", me);
@@ -257,18 +260,15 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
     fprintf(f, "\nmeasured step %.4f s (median%s), %.0f tokens/s\n", r->measured_step_s,
             r->steps >= 2 ? " without the first step" : "", r->tokens_per_s);
     fprintf(f, "\npeak memory per rank (largest rank), MB = 1e6 B (total: the device's; host apart):\n");
-    double tot_pred = 0;
-    if (pr && pr->done)
-        for (int k = 0; k < ZP_MEM_NDEV; k++)
-            tot_pred += mem_pred(&pr->mem, k);
+    const double tot_pred = pr && pr->done ? pr->mem.total : 0;
     if (pr && pr->done)
         fprintf(f, "  %-12s %12s %12s %8s\n", "category", "measured", "predicted", "error");
-    for (int k = 0; k < ZP_MEM_NCAT; k++) {
+    for (int k = 0; k < NMEM; k++) {
         if (pr && pr->done)
-            fprintf(f, "  %-12s %12.3f %12.3f %+7.1f%%\n", CAT_KEYS[k], r->peak[k] / 1e6, mem_pred(&pr->mem, k) / 1e6,
-                    100 * rel(mem_pred(&pr->mem, k), r->peak[k]));
+            fprintf(f, "  %-12s %12.3f %12.3f %+7.1f%%\n", MEM_ROWS[k].key, mem_measured(r, k) / 1e6,
+                    mem_pred(&pr->mem, k) / 1e6, 100 * rel(mem_pred(&pr->mem, k), mem_measured(r, k)));
         else
-            fprintf(f, "  %-12s %12.3f\n", CAT_KEYS[k], r->peak[k] / 1e6);
+            fprintf(f, "  %-12s %12.3f\n", MEM_ROWS[k].key, mem_measured(r, k) / 1e6);
     }
     if (pr && pr->done)
         fprintf(f, "  %-12s %12.3f %12.3f %+7.1f%%\n", "total", r->peak_total / 1e6, tot_pred / 1e6,
@@ -477,6 +477,7 @@ static int exec_main(int argc, char **argv)
         plan.dp = ranks / cfg.plan.mp;
         plan.param_bytes = 4.0;
         plan.k_optimizer = 8.0;
+        plan.impl = ZP_IMPL_EXEC;
         /* Ranks share the cores: with more ranks than cores each gets cores/ranks of a core. The profile's
          * compute was measured with its own rank count running at once (zplan calibrate times every rank
          * together), so it already holds that share; scale to this run's:
@@ -500,7 +501,7 @@ static int exec_main(int argc, char **argv)
         if (st == ZP_OK)
             st = job.st;
         if (st == ZP_OK)
-            st = zp_memory_estimate_exec(&cfg.model, &plan, &pr.mem);
+            st = zp_memory_estimate(&cfg.model, &plan, &pr.mem); /* plan.impl: the executor's own layout */
         if (st == ZP_OK) {
             pr.sim = job.res;
             pr.done = 1;

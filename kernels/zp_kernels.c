@@ -37,31 +37,6 @@ const char *zp_dtype_name(zp_dtype dt)
     }
 }
 
-const char *zp_coll_name(zp_coll_kind kind)
-{
-    switch (kind) {
-    case ZP_COLL_ALLREDUCE: return "allreduce";
-    case ZP_COLL_REDUCE_SCATTER: return "reduce_scatter";
-    case ZP_COLL_ALLGATHER: return "allgather";
-    case ZP_COLL_BROADCAST: return "broadcast";
-    default: return "?";
-    }
-}
-
-double zp_coll_busbw_factor(zp_coll_kind kind, int nranks)
-{
-    if (nranks < 1)
-        return 0.0;
-    double n = nranks;
-    switch (kind) {
-    case ZP_COLL_ALLREDUCE: return 2.0 * (n - 1.0) / n;
-    case ZP_COLL_REDUCE_SCATTER:
-    case ZP_COLL_ALLGATHER: return (n - 1.0) / n;
-    case ZP_COLL_BROADCAST: return 1.0;
-    default: return 0.0;
-    }
-}
-
 zp_adam_hparams zp_adam_hparams_default(void)
 {
     zp_adam_hparams hp = {

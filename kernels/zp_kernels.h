@@ -117,11 +117,7 @@ zp_status zp_gemm_args_check(const zp_gemm_args *g);
 
 typedef enum { ZP_OP_SUM = 0, ZP_OP_MAX, ZP_OP_MIN } zp_redop;
 
-/* "allreduce", "reduce_scatter", "allgather", "broadcast" (the profile's keys) */
-const char *zp_coll_name(zp_coll_kind kind);
-/* nccl-tests bus-bandwidth factor: 2(n-1)/n all-reduce, (n-1)/n reduce-scatter and
- * all-gather, 1 broadcast. busbw = algbw * factor, algbw = bytes / time. */
-double zp_coll_busbw_factor(zp_coll_kind kind, int nranks);
+/* zp_coll_name and zp_coll_busbw_factor (busbw = algbw * factor): common/zp_coll.h. */
 
 /* A communicator of one backend: wraps an MPI communicator (and, on cuda, an NCCL one).
  * Created from the world (zp_kernels_comm_world), split per node, or from any MPI_Comm

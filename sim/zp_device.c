@@ -1,7 +1,6 @@
 #include "zp_device.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "zp_config.h"
 
@@ -45,96 +44,69 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     }
 }
 
-/* The layer kernels (kernels/zp_nn.h) the executor runs for an element-wise op of the schedule, each
- * over op->elems elements; 0 when the op is not one of the executor's. */
-static int op_kernels(const char *name, zp_profile_kernel k[2])
-{
-    static const struct {
-        const char *name;
-        int n;
-        zp_profile_kernel k[2];
-    } map[] = {
-        {"layernorm1", 1, {ZP_KERNEL_LAYERNORM_FWD}},
-        {"final_layernorm", 1, {ZP_KERNEL_LAYERNORM_FWD}},
-        {"residual_dropout_layernorm2", 2, {ZP_KERNEL_RESIDUAL_ADD, ZP_KERNEL_LAYERNORM_FWD}},
-        {"residual_dropout", 1, {ZP_KERNEL_RESIDUAL_ADD}},
-        {"softmax_dropout", 1, {ZP_KERNEL_SOFTMAX_FWD}},
-        {"gelu", 1, {ZP_KERNEL_GELU_FWD}},
-        {"embedding", 1, {ZP_KERNEL_EMBED_FWD}},
-        {"softmax_cross_entropy", 1, {ZP_KERNEL_XENT_FWD}},
-        {"residual_dropout_bwd", 1, {ZP_KERNEL_BIAS_GRAD}},
-        {"gelu_bwd", 1, {ZP_KERNEL_GELU_BWD}},
-        {"layernorm2_bwd", 1, {ZP_KERNEL_LAYERNORM_BWD}},
-        {"layernorm1_bwd", 1, {ZP_KERNEL_LAYERNORM_BWD}},
-        {"final_layernorm_bwd", 1, {ZP_KERNEL_LAYERNORM_BWD}},
-        {"softmax_dropout_bwd", 1, {ZP_KERNEL_SOFTMAX_BWD}},
-        {"softmax_cross_entropy_bwd", 1, {ZP_KERNEL_XENT_BWD}},
-        {"embedding_bwd", 1, {ZP_KERNEL_EMBED_BWD}},
-    };
-    for (size_t i = 0; name && i < sizeof map / sizeof map[0]; i++)
-        if (strcmp(name, map[i].name) == 0) {
-            k[0] = map[i].k[0];
-            k[1] = map[i].k[1];
-            return map[i].n;
-        }
-    return 0;
-}
+/* ---- the cost functions of the op table (sim/zp_ops.def): seconds on one device ---- */
 
-/* Seconds of the measured layer kernels behind an element-wise op, -1 when the profile lacks one. */
-static double eltwise_measured(const zp_profile *p, const zp_op *op)
-{
-    zp_profile_kernel k[2];
-    int n = op_kernels(op->name, k);
-    if (n == 0 || !(op->elems > 0))
-        return -1;
-    double t = 0;
-    for (int i = 0; i < n; i++) {
-        double ti = zp_profile_kernel_time(p, k[i], op->elems);
-        if (ti < 0)
-            return -1;
-        t += ti;
-    }
-    return t;
-}
+static double stream_bw(const zp_profile *p) { return (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9; }
 
-/* The executor's GEMMs that carry a bias on the host (GPU libraries fuse it into the epilogue):
- * forward QKV and MLP-up add the bias over C (m, n); the weight gradients of QKV, MLP-up and the
- * attention projection also sum dY (k, n) over its rows. 0 without the measured kernels. */
-static double gemm_bias_time(const zp_profile *p, const zp_op *op)
+/* The bias a GEMM carries on the host (GPU libraries fuse it into the epilogue): forward QKV and MLP-up
+ * add it over C (m, n); the weight gradients of QKV, MLP-up and the projection also sum dY (k, n) over
+ * its rows. 0 without the measured kernels. */
+static double bias_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
 {
-    const char *n = op->name ? op->name : "";
     double t = -1;
-    if (strcmp(n, "qkv") == 0 || strcmp(n, "mlp_up") == 0)
+    if (info->bias == ZP_BIAS_FWD)
         t = zp_profile_kernel_time(p, ZP_KERNEL_BIAS_ADD, op->m * op->n);
-    else if (strcmp(n, "qkv_wgrad") == 0 || strcmp(n, "mlp_up_wgrad") == 0 || strcmp(n, "attn_proj_wgrad") == 0)
+    else if (info->bias == ZP_BIAS_WGRAD)
         t = zp_profile_kernel_time(p, ZP_KERNEL_BIAS_GRAD, op->k * op->n);
     return t > 0 ? t : 0.0;
 }
 
+double zp_cost_gemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)gpus_per_cpu;
+    return zp_profile_gemm_time(p, op->m, op->n, op->k) + bias_time(p, op, info);
+}
+
+/* One launch of `batch` small GEMMs: the launch overhead once, the rest per entry. */
+double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)info;
+    (void)gpus_per_cpu;
+    double one = zp_profile_gemm_time(p, op->m, op->n, op->k) - p->gemm_t0_s;
+    return p->gemm_t0_s + op->batch * one;
+}
+
+/* A profile with the layer kernels behind the op: their measured cost over op->elems; else the bytes at
+ * the copy bandwidth plus a launch. */
+double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)gpus_per_cpu;
+    double t = info->nkern > 0 && op->elems > 0 ? 0.0 : -1.0;
+    for (int i = 0; t >= 0 && i < info->nkern; i++) {
+        double ti = zp_profile_kernel_time(p, info->kern[i], op->elems);
+        t = ti < 0 ? -1.0 : t + ti;
+    }
+    return t >= 0 ? t : ZP_DEVICE_ELTWISE_T0 + op->bytes / stream_bw(p);
+}
+
+double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)info;
+    (void)gpus_per_cpu;
+    double t = zp_profile_adam_time(p, op->bytes, 0);
+    return t >= 0 ? t : op->bytes * 28.0 / stream_bw(p);
+}
+
+/* The host's Adam over the partition; the node's GPUs update theirs on the same CPU. */
+double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)info;
+    double rate = p->cpu_adam_params_per_s > 0 ? p->cpu_adam_params_per_s : 1e9;
+    return op->bytes * (double)(gpus_per_cpu > 0 ? gpus_per_cpu : 1) / rate;
+}
+
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu)
 {
-    if (op->kind == ZP_OP_CPU) {
-        double rate = p->cpu_adam_params_per_s > 0 ? p->cpu_adam_params_per_s : 1e9;
-        return op->bytes * (double)(gpus_sharing_cpu > 0 ? gpus_sharing_cpu : 1) / rate;
-    }
-    if (op->kind != ZP_OP_COMPUTE)
-        return 0.0;
-    double stream = (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9;
-    switch (op->ckind) {
-    case ZP_CK_GEMM: return zp_profile_gemm_time(p, op->m, op->n, op->k) + gemm_bias_time(p, op);
-    case ZP_CK_BGEMM: {
-        /* one launch of `batch` small GEMMs: the launch overhead once, the rest per entry */
-        double one = zp_profile_gemm_time(p, op->m, op->n, op->k) - p->gemm_t0_s;
-        return p->gemm_t0_s + op->batch * one;
-    }
-    case ZP_CK_ELEMENTWISE: {
-        double t = eltwise_measured(p, op); /* a profile with the layer kernels: their measured cost */
-        return t >= 0 ? t : ZP_DEVICE_ELTWISE_T0 + op->bytes / stream;
-    }
-    case ZP_CK_ADAM: {
-        double t = zp_profile_adam_time(p, op->bytes, 0);
-        return t >= 0 ? t : op->bytes * 28.0 / stream;
-    }
-    }
-    return 0.0;
+    const zp_op_info *i = zp_op_info_get(op->type);
+    return i && i->cost ? i->cost(p, op, i, gpus_sharing_cpu) : 0.0;
 }

@@ -19,9 +19,10 @@
  * with NVSwitch / InfiniBand latency and bandwidth, PCIe copies. */
 void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
 
-/* Seconds of a compute op (GEMM, batched GEMM, element-wise, Adam) on one GPU (element-wise ops: by
- * the profile's measured layer kernels when it has them, else bytes at the copy bandwidth), or of a CPU op (Adam
- * on the host; `gpus_sharing_cpu` GPUs of the node update their partitions on the same CPU). */
+/* Seconds of a compute op on a device profile: its kind's cost function (sim/zp_ops.def; GEMM, batched
+ * GEMM, element-wise by the profile's measured layer kernels when it has them else bytes at the copy
+ * bandwidth, Adam, the host CPU's Adam where `gpus_sharing_cpu` GPUs of the node share the CPU); 0 for an
+ * op that is not a kernel. */
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu);
 
 #endif

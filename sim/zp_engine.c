@@ -27,6 +27,7 @@
 
 #include "zp_device.h"
 #include "zp_io.h"
+#include "zp_memory.h"
 
 /* Streams that can drive cross-node collectives: compute (Megatron MP across nodes) and comm (DP). */
 enum { XS_COMPUTE = 0, XS_COMM = 1, NXS = 2 };
@@ -49,8 +50,6 @@ typedef struct {
 static struct {
     const zp_sim_input *in;
     const zp_schedule *sc;
-    int *idx[ZP_NSTREAMS];     /* indices of each stream's ops, in order */
-    int nidx[ZP_NSTREAMS];
     int nodes, gpn, rails, gpr, channels, flat;
     int intra_flows; /* MP and DP groups both have members inside a node: NVSwitch flows contend */
     double nv_bw, nv_lat, rail_bw, ib_lat;
@@ -64,6 +63,11 @@ static struct {
     zp_sim_result res;
     trace_ev *tr;
     int ntr, captr;
+    zp_memcount memc;            /* node 0's live bytes (the trace's memory curve) */
+    struct {
+        double ts, device, host;
+    } *mem;
+    int nmem, capmem;
     double activities;
 } E;
 
@@ -95,7 +99,10 @@ static int successor(const group_shape *gs, int node)
     return (node + gs->stride) % E.nodes;
 }
 
-static double coll_factor(zp_coll_kind c) { return c == ZP_COLL_ALLREDUCE ? 2.0 : 1.0; }
+static const zp_op_info *info_of(const zp_op *op) { return &zp_op_table[op->type]; }
+
+/* Ring passes over the buffer: 2 for an all-reduce (reduce-scatter + all-gather), 1 otherwise. */
+static double coll_factor(const zp_op *op) { return zp_coll_get(info_of(op)->coll)->passes; }
 
 /* Bytes each GPU sends over its NVSwitch port in the intra-node ring phase(s) of a collective:
  * f(g-1)/g of the buffer. A flat ring across nodes pipelines its NVSwitch hops behind the slower
@@ -104,14 +111,14 @@ static double coll_intra_bytes(const zp_op *op, const group_shape *gs)
 {
     if (gs->g <= 1 || (gs->k > 1 && E.flat))
         return 0.0;
-    return coll_factor(op->coll) * (gs->g - 1.0) / gs->g * op->bytes;
+    return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes;
 }
 
 /* The step latencies of a collective, s: (g-1) NVSwitch steps per intra-node phase and (k-1)
  * InfiniBand steps; a flat ring's f(P-1) steps each last as long as its slowest hop. */
 static double coll_latency(const zp_op *op, const group_shape *gs)
 {
-    double f = coll_factor(op->coll), t = 0.0;
+    double f = coll_factor(op), t = 0.0;
     if (gs->k > 1 && E.flat)
         return f * ((double)gs->g * gs->k - 1.0) * E.ib_lat;
     if (gs->g > 1)
@@ -127,22 +134,23 @@ static double coll_latency(const zp_op *op, const group_shape *gs)
  * express. -1 otherwise (the built-in presets hold no points: their link model below is unchanged). */
 static double coll_profile_time(const zp_op *op, const group_shape *gs)
 {
-    if (gs->k > 1 || gs->g <= 1 || (unsigned)op->coll >= ZP_PROFILE_NCOLL)
+    const zp_coll_kind kind = info_of(op)->coll;
+    if (gs->k > 1 || gs->g <= 1 || (unsigned)kind >= ZP_PROFILE_NCOLL)
         return -1;
     const zp_profile *p = E.in->profile;
-    const zp_profile_coll_fit *f = &p->coll[op->coll][ZP_PROFILE_INTRA_NODE];
+    const zp_profile_coll_fit *f = &p->coll[kind][ZP_PROFILE_INTRA_NODE];
     if (!f->measured || f->npoints < 2 || f->nranks != gs->g)
         return -1;
-    return zp_profile_collective_time_measured(p, (zp_profile_coll)op->coll, ZP_PROFILE_INTRA_NODE, op->bytes, gs->g);
+    return zp_profile_collective_time_measured(p, (zp_profile_coll)kind, ZP_PROFILE_INTRA_NODE, op->bytes, gs->g);
 }
 
-/* A collective over one rank moves nothing between GPUs, but a reduce-scatter still writes its
- * input to the output partition, and stage 3's all-gather of a parameter group (item >= 0) still
- * fills the new group buffer from the shard: one local copy of the buffer at the device's copy
- * bandwidth (NCCL and MPI both copy). An all-reduce or a stage 1-2 gather in place copies nothing. */
+/* A collective over one rank moves nothing between GPUs, but one whose output is a new buffer (a
+ * reduce-scatter into the partition, stage 3's gather of a group from the shard: the table's writes_new)
+ * still copies it once at the device's copy bandwidth (NCCL and MPI both copy). An all-reduce or a
+ * stage 1-2 gather in place copies nothing. */
 static double coll_self_time(const zp_op *op)
 {
-    if (op->coll == ZP_COLL_ALLREDUCE || (op->coll == ZP_COLL_ALLGATHER && op->item < 0))
+    if (!info_of(op)->writes_new)
         return 0.0;
     const zp_profile *p = E.in->profile;
     double bw = p && p->copy_gbs > 0 ? p->copy_gbs * 1e9 : 0.0; /* STREAM copy: read + write counted */
@@ -172,7 +180,7 @@ static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
 {
     double P = (double)gs->g * gs->k;
     double share = E.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
-    double node_bytes = coll_factor(op->coll) * share * op->bytes * gs->G;
+    double node_bytes = coll_factor(op) * share * op->bytes * gs->G;
     return node_bytes / coll_rails(gs);
 }
 
@@ -193,6 +201,28 @@ static void trace_add(int node, int stream, double ts, double dur, const zp_op *
     E.tr[E.ntr++] = (trace_ev){.ts = ts, .dur = dur, .stream = stream, .op = op, .label = label};
 }
 
+/* An alloc or free of node 0 at time ts: a point of the trace's memory curve. */
+static void trace_mem(int node, double ts, const zp_op *op, int alloc)
+{
+    if (!E.in->trace_path || node != 0)
+        return;
+    zp_memcount_add(&E.memc, op->cat, alloc ? op->bytes : -op->bytes);
+    if (E.nmem == E.capmem) {
+        int cap = E.capmem ? 2 * E.capmem : 1024;
+        void *n = realloc(E.mem, (size_t)cap * sizeof *E.mem);
+        if (!n)
+            return;
+        E.mem = n;
+        E.capmem = cap;
+    }
+    if (E.nmem > 0 && E.mem[E.nmem - 1].ts == ts)
+        E.nmem--; /* several changes at one instant: the last value stands */
+    E.mem[E.nmem].ts = ts;
+    E.mem[E.nmem].device = E.memc.cur_dev;
+    E.mem[E.nmem].host = E.memc.cur[ZP_MEM_HOST];
+    E.nmem++;
+}
+
 static zp_status trace_write(const char *path)
 {
     json_t *events = json_array();
@@ -209,14 +239,15 @@ static zp_status trace_write(const char *path)
         if (op) {
             json_object_set_new(args, "layer", json_integer(op->layer));
             json_object_set_new(args, "micro_batch", json_integer(op->micro));
-            if (op->kind == ZP_OP_COMPUTE && (op->ckind == ZP_CK_GEMM || op->ckind == ZP_CK_BGEMM)) {
+            const zp_op_info *in = info_of(op);
+            if (op->flops > 0) {
                 json_object_set_new(args, "gemm_mnk_batch",
                                     json_pack("[f,f,f,f]", op->m, op->n, op->k, op->batch));
                 json_object_set_new(args, "tflops", json_real(op->flops / e->dur / 1e12));
-            } else if (op->kind == ZP_OP_COLL || op->kind == ZP_OP_COPY) {
+            } else if (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY) {
                 json_object_set_new(args, "bytes", json_real(op->bytes));
-                if (op->kind == ZP_OP_COLL)
-                    json_object_set_new(args, "group", json_string(op->group == ZP_GROUP_MP ? "mp" : "dp"));
+                if (in->cls == ZP_OPC_COLL)
+                    json_object_set_new(args, "group", json_string(in->group == ZP_GROUP_MP ? "mp" : "dp"));
             }
         }
         const char *cat = op ? zp_phase_name(op->phase) : "wait";
@@ -224,6 +255,11 @@ static zp_status trace_write(const char *path)
                                                 cat, "ph", "X", "ts", e->ts * 1e6, "dur", e->dur * 1e6, "pid", 0,
                                                 "tid", e->stream, "args", args));
     }
+    /* the memory curve: node 0's live bytes as its streams allocate and free (Perfetto counter track) */
+    for (int i = 0; i < E.nmem; i++)
+        json_array_append_new(events, json_pack("{s:s, s:s, s:f, s:i, s:{s:f, s:f}}", "name", "memory per GPU (GB)",
+                                                "ph", "C", "ts", E.mem[i].ts * 1e6, "pid", 0, "args", "device",
+                                                E.mem[i].device / 1e9, "host", E.mem[i].host / 1e9));
     json_t *root = json_pack("{s:o, s:s}", "traceEvents", events, "displayTimeUnit", "ms");
     zp_io_atomic *a;
     zp_status st = zp_io_atomic_open(path, &a);
@@ -257,23 +293,27 @@ static void cross_node_flows(int node, int xs, const zp_op *op, const group_shap
     E.activities += 2;
 }
 
-/* Records an op that was pure time on node 0's stream `s`: trace and breakdown. */
-static void account_local(zp_stream s, const zp_op *op, double start, double dur)
+/* Adds `dur` seconds of node 0's stream `s` running (or waiting in) `op` to the breakdown: the compute
+ * stream's time by phase and by the op's part (a wait's is its channel's), the other streams' busy time. */
+static void account(zp_stream s, const zp_op *op, double dur)
 {
     zp_sim_result *R = &E.res;
-    trace_add(0, s, start, dur, op, op->name);
+    const zp_opc cls = info_of(op)->cls;
     if (s == ZP_STREAM_COMPUTE) {
         R->phase[op->phase] += dur;
-        if (op->kind == ZP_OP_COLL && op->group == ZP_GROUP_DP)
-            R->dp_exposed += dur; /* a DP collective on the compute stream (no overlap): all exposed */
-        else if (op->kind == ZP_OP_COLL)
-            R->mp_comm += dur;
-        else if (op->ckind == ZP_CK_ADAM)
-            R->optimizer += dur;
-        else
-            R->compute += dur;
-    } else if (s == ZP_STREAM_COMM) {
-        R->comm_busy += dur;
+        switch (zp_op_part(op)) {
+        case ZP_PART_COMPUTE: R->compute += dur; break;
+        case ZP_PART_MP_COMM: R->mp_comm += dur; break;
+        case ZP_PART_DP_COMM: R->dp_exposed += dur; break; /* DP work the compute stream waits for */
+        case ZP_PART_OPTIMIZER: R->optimizer += dur; break;
+        case ZP_PART_OFFLOAD: R->offload_exposed += dur; break;
+        default: break;
+        }
+    } else if (cls != ZP_OPC_WAIT) {
+        if (s == ZP_STREAM_COMM)
+            R->comm_busy += dur;
+        else if (s == ZP_STREAM_PCIE || cls == ZP_OPC_COPY)
+            R->pcie_busy += dur;
     }
 }
 
@@ -292,14 +332,16 @@ static void stream_actor(int argc, char *argv[])
     zp_sim_result *R = &E.res;
     E.streams_started++;
 
-    for (int oi = 0; oi < E.nidx[s]; oi++) {
-        const zp_op *op = &E.sc->ops[E.idx[s][oi]];
+    for (int oi = 0; oi < E.sc->n[s]; oi++) {
+        const zp_op *op = &E.sc->ops[s][oi];
+        const zp_op_info *in = info_of(op);
         double local = -1.0; /* >= 0: the op is pure time on this stream */
-        const group_shape *gs = op->group == ZP_GROUP_MP ? &E.mp : &E.dp;
-        switch (op->kind) {
-        case ZP_OP_COMPUTE:
-        case ZP_OP_CPU: local = zp_device_op_time(prof, op, E.gpn); break;
-        case ZP_OP_COLL:
+        const group_shape *gs = in->group == ZP_GROUP_MP ? &E.mp : &E.dp;
+        switch (in->cls) {
+        case ZP_OPC_ALLOC:
+        case ZP_OPC_FREE: trace_mem(node, run_start + pending, op, in->cls == ZP_OPC_ALLOC); continue;
+        case ZP_OPC_COMPUTE: local = zp_device_op_time(prof, op, E.gpn); break;
+        case ZP_OPC_COLL:
             if (gs->k <= 1 && !E.intra_flows)
                 local = coll_local_time(op, gs);
             break;
@@ -322,8 +364,10 @@ static void stream_actor(int argc, char *argv[])
             } else {
                 pending += local; /* coalesced: slept at the next interaction */
             }
-            if (rec)
-                account_local(s, op, start, local);
+            if (rec) {
+                trace_add(0, s, start, local, op, zp_op_name(op));
+                account(s, op, local);
+            }
             continue;
         }
         /* an op that interacts with other actors: first let the coalesced time pass */
@@ -333,11 +377,11 @@ static void stream_actor(int argc, char *argv[])
             pending = 0;
         }
         double t0 = simgrid_get_clock();
-        int locked = E.busy && (op->kind == ZP_OP_COLL || op->kind == ZP_OP_COPY);
+        int locked = E.busy && (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY);
         if (locked)
             sg_mutex_lock(E.busy[node]);
-        switch (op->kind) {
-        case ZP_OP_COLL: {
+        switch (in->cls) {
+        case ZP_OPC_COLL: {
             /* with MP and DP groups sharing a node's NVSwitch ports, the intra-node phases are flows
              * between the node's two representative GPUs, so they contend */
             double lat = coll_latency(op, gs), ib = coll_intra_bytes(op, gs);
@@ -359,15 +403,15 @@ static void stream_actor(int argc, char *argv[])
                 cross_node_flows(node, xs, op, gs);
             break;
         }
-        case ZP_OP_COPY:
-            if (op->dir == ZP_COPY_D2H)
+        case ZP_OPC_COPY:
+            if (in->dir == ZP_COPY_D2H)
                 sg_host_sendto(E.gpu0[node], E.cpu[node], op->bytes);
             else
                 sg_host_sendto(E.cpu[node], E.gpu0[node], op->bytes);
             E.activities += 1;
             break;
-        case ZP_OP_SIGNAL: sg_sem_release(channel(node, op->channel)); break;
-        case ZP_OP_WAIT: sg_sem_acquire(channel(node, op->channel)); break;
+        case ZP_OPC_SIGNAL: sg_sem_release(channel(node, op->channel)); break;
+        case ZP_OPC_WAIT: sg_sem_acquire(channel(node, op->channel)); break;
         default: break;
         }
         if (locked)
@@ -375,28 +419,8 @@ static void stream_actor(int argc, char *argv[])
         double dur = simgrid_get_clock() - t0;
         run_start = simgrid_get_clock();
         if (rec && dur > 0) {
-            if (s == ZP_STREAM_COMPUTE)
-                R->phase[op->phase] += dur;
-            if (op->kind == ZP_OP_WAIT) {
-                trace_add(node, s, t0, dur, op, "wait");
-                if (s == ZP_STREAM_COMPUTE) {
-                    switch (op->channel) {
-                    case ZP_CH_CKPT_IN: R->offload_exposed += dur; break;
-                    case ZP_CH_PARAMS_BACK: R->optimizer += dur; break;
-                    default: R->dp_exposed += dur; break;
-                    }
-                }
-            } else {
-                trace_add(node, s, t0, dur, op, op->name);
-                if (s == ZP_STREAM_COMPUTE && op->kind == ZP_OP_COLL && op->group == ZP_GROUP_DP)
-                    R->dp_exposed += dur;
-                else if (s == ZP_STREAM_COMPUTE && op->kind == ZP_OP_COLL)
-                    R->mp_comm += dur;
-                else if (s == ZP_STREAM_COMM)
-                    R->comm_busy += dur;
-                else if (s == ZP_STREAM_PCIE || op->kind == ZP_OP_COPY)
-                    R->pcie_busy += dur;
-            }
+            trace_add(node, s, t0, dur, op, zp_op_name(op));
+            account(s, op, dur);
         }
     }
     if (pending > 0) {
@@ -486,18 +510,14 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     const zp_cluster *c = in->cluster;
     const zp_plan *p = in->plan;
     const zp_profile *prof = in->profile;
-    /* each stream's ops in schedule order */
-    for (int s = 0; s < ZP_NSTREAMS; s++) {
-        E.idx[s] = malloc((size_t)(sched->n ? sched->n : 1) * sizeof *E.idx[s]);
-        if (!E.idx[s])
-            return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
-    }
-    for (int i = 0; i < sched->n; i++) {
-        int s = sched->ops[i].stream;
-        if (s < 0 || s >= ZP_NSTREAMS)
-            return ZP_FAIL(ZP_EINVAL, "schedule op %d has no valid stream", i);
-        E.idx[s][E.nidx[s]++] = i;
-    }
+    for (int s = 0; s < ZP_NSTREAMS; s++)
+        for (int i = 0; i < sched->n[s]; i++)
+            if (!zp_op_info_get(sched->ops[s][i].type))
+                return ZP_FAIL(ZP_EINVAL, "schedule op %d of the %s stream has no valid kind", i,
+                               zp_stream_name((zp_stream)s));
+    /* the resident memory (setup) is live from the start */
+    for (int i = 0; in->trace_path && i < sched->nsetup; i++)
+        trace_mem(0, 0.0, &sched->setup[i], zp_op_table[sched->setup[i].type].cls == ZP_OPC_ALLOC);
 
     int64_t gpus = p->dp * p->mp;
     int platform_gpn = c->gpus_per_node, platform_nodes = 0;
@@ -612,6 +632,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         st = trace_write(in->trace_path);
     *out = E.res;
     free(E.tr);
+    free(E.mem);
     return st;
 }
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 double zp_memory_model_states(double psi, int stage, double nd, double nm, double k)
 {
@@ -23,195 +24,72 @@ double zp_memory_max_params(int stage, double nd, double nm, double k, double gp
     return gpu_mem / zp_memory_model_states(1.0, stage, nd, nm, k);
 }
 
+void zp_memcount_add(zp_memcount *c, zp_mem_cat cat, double bytes)
+{
+    if ((unsigned)cat >= ZP_MEM_NCAT)
+        return;
+    c->cur[cat] += bytes;
+    if (c->cur[cat] > c->peak[cat])
+        c->peak[cat] = c->cur[cat];
+    if (cat == ZP_MEM_ACTIVATIONS || cat == ZP_MEM_CHECKPOINTS) {
+        c->cur_act += bytes;
+        if (c->cur_act > c->peak_act)
+            c->peak_act = c->cur_act;
+    }
+    if (cat == ZP_MEM_HOST)
+        return;
+    c->cur_dev += bytes;
+    if (c->cur_dev > c->peak_dev) {
+        c->peak_dev = c->cur_dev;
+        memcpy(c->at_peak, c->cur, sizeof c->at_peak);
+    }
+}
+
+void zp_memcount_result(const zp_memcount *c, zp_memory *out)
+{
+    const double *a = c->at_peak;
+    memset(out, 0, sizeof *out);
+    out->params = a[ZP_MEM_PARAMS];
+    out->grads = a[ZP_MEM_GRADS];
+    out->optimizer = a[ZP_MEM_OPTIMIZER];
+    out->checkpoints = a[ZP_MEM_CHECKPOINTS];
+    out->activations = a[ZP_MEM_ACTIVATIONS] + a[ZP_MEM_CHECKPOINTS];
+    out->buffers = a[ZP_MEM_BUFFERS];
+    out->fragmentation = a[ZP_MEM_FRAGMENTATION];
+    out->total = c->peak_dev;
+    out->host = c->peak[ZP_MEM_HOST];
+    memcpy(out->peak, c->peak, sizeof out->peak);
+    out->peak_activations = c->peak_act;
+}
+
+static zp_status replay_op(void *ctx, const zp_op *op)
+{
+    const zp_opc c = zp_op_table[op->type].cls;
+    if (c == ZP_OPC_ALLOC)
+        zp_memcount_add(ctx, op->cat, op->bytes);
+    else if (c == ZP_OPC_FREE)
+        zp_memcount_add(ctx, op->cat, -op->bytes);
+    return ZP_OK;
+}
+
+zp_status zp_memory_replay(const zp_schedule *s, zp_memory *out)
+{
+    zp_memcount c;
+    memset(&c, 0, sizeof c);
+    ZP_TRY(zp_schedule_walk(s, 1, -1, replay_op, &c));
+    zp_memcount_result(&c, out);
+    if (!isfinite(out->total) || !isfinite(out->host))
+        return ZP_FAIL(ZP_ERANGE, "memory of this plan is beyond representable range");
+    return ZP_OK;
+}
+
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
 {
-    ZP_TRY(zp_plan_validate(plan));
-    const zp_stage_info *si = zp_stage_get(plan->stage);
-    const double nd = (double)plan->dp, nm = (double)plan->mp, b = (double)plan->micro_batch;
-    const double psi = zp_model_params(model) / nm; /* parameters of one MP rank (Megatron splits blocks) */
-    const double k = plan->k_optimizer;
-    zp_memory m = {0};
-
-    const double pb = plan->param_bytes > 0 ? plan->param_bytes : 2.0; /* 2: fp16/bf16, 4: fp32 */
-    /* fp16 parameters: 2Ψ/Nm, ÷Nd at stage 3 (Pos+g+p); on the host with parameter offload. */
-    double params = pb * psi / (si->partitions_params ? nd : 1.0);
-    /* fp16 gradients: 2Ψ/Nm, ÷Nd from stage 2 (Pos+g). */
-    double grads = pb * psi / (si->partitions_grads ? nd : 1.0);
-    /* optimizer states: KΨ/Nm, ÷Nd from stage 1 (Pos). */
-    double optimizer = k * psi / (si->partitions_optimizer ? nd : 1.0);
-
-    if (plan->offload == ZP_OFFLOAD_OPTIMIZER || plan->offload == ZP_OFFLOAD_PARAMS) {
-        /* ZeRO-Offload (Ren et al. 2021, §4): the optimizer states and an fp32 copy of the gradient
-         * partition (4 bytes per parameter) live in host memory; the CPU runs Adam. */
-        m.host += optimizer + 4.0 * optimizer / k;
-        optimizer = 0.0;
-    }
-    if (plan->offload == ZP_OFFLOAD_PARAMS) {
-        /* ZeRO-3 Offload: the fp16 parameter partition lives in host memory too. */
-        m.host += params;
-        params = 0.0;
-    }
-    if (si->partitions_params && plan->persistence_threshold > 0) {
-        /* stage 3 keeps tensors below the persistence threshold whole on every rank (DeepSpeed) */
-        params += pb * zp_model_params_small_tensors(model, plan->mp, plan->persistence_threshold) * (1.0 - 1.0 / nd);
-    }
-
-    /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa):
-     *  - with checkpointing: one checkpoint of 2·s·b·h bytes per block (÷Nm with Pa, on the host with
-     *    Pa+cpu), plus the full activations of the one block being recomputed and back-propagated,
-     *    s·b·h·(10 + 24/Nm + 5·a·s/(h·Nm));
-     *  - without: every block's full activations;
-     *  - plus the logits and their gradient in fp16: 2·2·b·s·V/Nm (vocabulary split across MP). */
-    double layer_act = zp_model_activation_bytes_layer(model, b, plan->mp);
-    double logits = 4.0 * b * (double)model->seq * (double)model->vocab / nm;
-    double act;
-    if (plan->checkpoint) {
-        double ckpt = (double)model->layers * zp_model_checkpoint_bytes_layer(model, b);
-        if (plan->pa || plan->pa_cpu)
-            ckpt /= nm;
-        if (plan->pa_cpu) {
-            m.host += ckpt;
-            ckpt = 0.0;
-        }
-        m.checkpoints = ckpt;
-        act = ckpt + layer_act + logits;
-    } else {
-        act = (double)model->layers * layer_act + logits;
-    }
-
-    /* Buffers (ZeRO §6.2): without CB a fused fp32 buffer as large as the local parameters, 4Ψ/Nm
-     * (a 3B model's is 12 GB); with CB two constant-size fp16 buckets (reduce and all-gather) of
-     * `bucket` elements, never larger than the local parameters. Stage 3 also holds the gathered fp16
-     * parameters of the block in use and of the prefetched one, less the 1/Nd share it owns anyway:
-     * 2 bytes x min(2 x largest block, Ψ)/Nm x (1 - 1/Nd) (no more than the whole model is ever live). */
-    double buffers = plan->cb ? 2.0 * pb * fmin(plan->bucket, psi) : 4.0 * psi;
-    if (si->partitions_params) {
-        double live = fmin(2.0 * zp_model_params_largest_layer(model) / nm, psi);
-        if (plan->stage3_max_live > 0) /* DeepSpeed's stage3_max_live_parameters caps it */
-            live = fmin(live, plan->stage3_max_live);
-        buffers += pb * live * (1.0 - 1.0 / nd);
-    }
-
-    /* Fragmentation (ZeRO §6.3): without MD, interleaved short- and long-lived tensors leave a share of
-     * the memory they occupy unusable; MD pre-allocates contiguous regions and removes it. */
-    double frag = plan->md ? 0.0 : ZP_FRAGMENTATION_FRACTION * (act + grads + buffers);
-
-    m.params = params;
-    m.grads = grads;
-    m.optimizer = optimizer;
-    m.activations = act;
-    m.buffers = buffers;
-    m.fragmentation = frag;
-    m.total = params + grads + optimizer + act + buffers + frag;
-    if (!isfinite(m.total) || !isfinite(m.host))
-        return ZP_FAIL(ZP_ERANGE, "memory of this plan is beyond representable range");
-    *out = m;
-    return ZP_OK;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Parameters of one MP rank's groups in the executor's Megatron layout (see zp_memory.h). */
-static void exec_groups(const zp_model *m, double t, double *emb, double *blk)
-{
-    const double C = (double)m->hidden, F = (double)m->ffn;
-    *emb = (double)m->vocab / t * C + (double)m->seq * C + 2 * C;
-    *blk = 4 * C + 3 * C / t * C + 3 * C / t + C * C / t + C + F / t * C + F / t + C * F / t + C;
-}
-
-zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp_memory *out)
-{
-    ZP_TRY(zp_plan_validate(plan));
-    ZP_TRY(zp_model_validate(model));
-    const zp_stage_info *si = zp_stage_get(plan->stage);
-    const double t = (double)plan->mp, nd = (double)plan->dp, fb = 4.0; /* fp32 bytes */
-    const double L = (double)model->layers, C = (double)model->hidden, s = (double)model->seq;
-    const double a = (double)model->heads, V = (double)model->vocab, F = (double)model->ffn;
-    const double BT = (double)plan->micro_batch * s;
-    double emb, blk;
-    exec_groups(model, t, &emb, &blk);
-    const double psi = emb + L * blk;
-    /* units: groups cut by gradient buckets from the top; each sharded into nd pieces of ceil(len/nd) */
-    const double bucket = plan->cb ? fmin(plan->bucket, psi) : psi;
-    double shard = 0, max_unit = 0;
-    const double nb = ceil(psi / bucket);
-    if (nb > 1e8)
-        return ZP_FAIL(ZP_ERANGE, "bucket of %g elements: too many buckets", bucket);
-    size_t ncut = (size_t)model->layers + 2 + (size_t)nb;
-    double *cut = malloc(ncut * sizeof *cut);
-    if (!cut)
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    size_t n = 0;
-    cut[n++] = psi;
-    for (int64_t g = 0; g <= model->layers; g++)
-        cut[n++] = g == 0 ? 0 : emb + (double)(g - 1) * blk;
-    for (double k = 1; k < nb; k++)
-        cut[n++] = psi - k * bucket;
-    qsort(cut, n, sizeof *cut, cmp_double);
-    for (size_t i = 0; i + 1 < n; i++) {
-        double len = cut[i + 1] - cut[i];
-        if (len <= 0)
-            continue;
-        shard += ceil(len / nd);
-        max_unit = fmax(max_unit, len);
-    }
-    free(cut);
-    const double piece_max = ceil(max_unit / nd);
-    zp_memory m = {0};
-    m.params = fb * (si->partitions_params ? shard : psi);
-    m.grads = fb * (si->partitions_grads ? shard : psi);
-    m.optimizer = plan->k_optimizer * (si->partitions_optimizer ? shard : psi);
-
-    /* activations, in elements */
-    const double att = (double)plan->micro_batch * (a / t) * s * s;
-    const double layer = BT * (4 * C + 12 * C / t) + att + 4 * BT; /* Korthikanti w/o dropout + LN stats */
-    double act;
-    if (plan->checkpoint) {
-        int pa = plan->pa && plan->mp > 1;
-        double ck = pa ? ceil(BT * C / t) : BT * C;
-        /* one block's set (its input is the checkpoint: 3C/t... less the replicated input, counted in ck) */
-        act = L * ck + (layer - BT * C) + BT * C /* residual stream */ + (pa ? ck * t : 0);
-    } else {
-        act = L * layer + BT * C; /* + the last block's output */
-    }
-    act += BT * C /* row-parallel partial sums */ + BT * C + 2 * BT /* final LayerNorm */ + BT * V / t /* logits */
-           + 3 * BT /* cross-entropy statistics */;
-    act += 2 * BT * C + 4 * BT * C / t + att + BT * F / t; /* backward working tensors of one block */
-    m.activations = fb * act;
-    m.checkpoints = plan->checkpoint ? fb * L * (plan->pa && plan->mp > 1 ? ceil(BT * C / t) : BT * C) : 0;
-
-    double buf = 0;
-    if (plan->stage >= 1)
-        buf += piece_max;                /* this rank's piece */
-    if (plan->stage == 1 || plan->stage == 2)
-        buf += nd * piece_max;           /* a gathered unit */
-    if (plan->stage >= 2)
-        buf += psi + nd;                 /* the gradient bucket backward writes into */
-    if (plan->stage == 3) {
-        /* three consecutive groups of the gather order (embedding, blocks, LM head): the next group is
-         * prefetched when the current one starts, the previous one is released when the current one
-         * computes */
-        double live = L >= 3 ? fmax(emb + 2 * blk, 3 * blk) : (L == 2 ? emb + 2 * blk : 2 * emb + blk);
-        buf += fmin(live, 2 * emb + L * blk) + 3 * nd;
-    }
-    m.buffers = fb * buf;
-    if (plan->offload == ZP_OFFLOAD_OPTIMIZER) {
-        /* ZeRO-Offload: the partition's optimizer states leave the device; the host holds them with the
-         * fp32 master copy (4 B), the fp32 gradient partition the device sends (4 B) and the fp16 copy of
-         * the updated parameters that goes back (2 B), per element of the (padded) partition. The
-         * device keeps its fp32 working parameters (params) and gradients; the fp16 values come back
-         * through the piece buffer it already has. */
-        const double part = si->partitions_optimizer ? shard : psi;
-        m.host = m.optimizer + (fb + fb + 2.0) * part;
-        m.optimizer = 0;
-    }
-    m.total = m.params + m.grads + m.optimizer + m.activations + m.buffers;
-    *out = m;
-    return ZP_OK;
+    zp_schedule s;
+    ZP_TRY(zp_schedule_build_memory(model, plan, &s));
+    zp_status st = zp_memory_replay(&s, out);
+    zp_schedule_free(&s);
+    return st;
 }
 
 int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, char *reason, int reason_len)
@@ -241,6 +119,13 @@ int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, 
     return 1;
 }
 
+static int fits_at(const zp_model *model, zp_plan *p, int64_t b, double gpu_mem, double host)
+{
+    zp_memory m;
+    p->micro_batch = b;
+    return zp_memory_estimate(model, p, &m) == ZP_OK && zp_memory_fits(&m, gpu_mem, host, NULL, 0);
+}
+
 int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, double gpu_mem,
                                   double host_mem_per_gpu, int64_t cap)
 {
@@ -252,7 +137,7 @@ int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, do
     p.micro_batch = 2;
     if (zp_memory_estimate(model, &p, &m2) != ZP_OK)
         return 0;
-    /* GPU and host memory are affine in b: M(b) = M(1) + (b - 1)·slope. */
+    /* The line through b = 1 and 2 (the peak is convex in b: the line is below it beyond 2). */
     double best = (double)cap;
     double slope = m2.total - m1.total;
     if (slope > 0)
@@ -260,16 +145,18 @@ int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, do
     double hslope = m2.host - m1.host;
     if (hslope > 0)
         best = fmin(best, 1.0 + floor((host_mem_per_gpu - m1.host) / hslope));
-    int64_t b = best < 1 ? 1 : (int64_t)best;
-    /* Guard the rounding of the affine solve with the exact model. */
-    for (;;) {
-        p.micro_batch = b;
-        zp_memory m;
-        if (zp_memory_estimate(model, &p, &m) == ZP_OK && zp_memory_fits(&m, gpu_mem, host_mem_per_gpu, NULL, 0))
-            break;
-        b--;
+    int64_t hi = best < 1 ? 1 : (int64_t)best;
+    if (fits_at(model, &p, hi, gpu_mem, host_mem_per_gpu))
+        return hi;
+    int64_t lo = 1; /* fits; hi does not: bisect (memory never shrinks as b grows) */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (fits_at(model, &p, mid, gpu_mem, host_mem_per_gpu))
+            lo = mid;
+        else
+            hi = mid;
     }
-    return b;
+    return lo;
 }
 
 static int fits_layers(const zp_model *shape, const zp_plan *plan, double gpu_mem, double host, int64_t layers)

@@ -1,15 +1,19 @@
-/* zp_memory.h — the ZeRO memory model: per-GPU bytes by category for a model and a plan.
- *
- * Model states follow the ZeRO paper (Rajbhandari et al., SC'20, §3 and §5, Table 1): with Ψ
- * parameters, fp16 parameters 2Ψ, fp16 gradients 2Ψ and K·Ψ of optimizer states (mixed-precision
- * Adam: fp32 parameters, momentum, variance, K = 12); model parallelism Nm divides Ψ, the ZeRO
- * stages divide the partitioned states by Nd. Residual states follow §6 (ZeRO-R) and
- * Korthikanti et al. 2022 for activations. Each term's formula is in zp_memory.c. */
+/* zp_memory.h — per-GPU memory of a plan, by category: the replay of its step schedule's alloc and free
+ * ops (one computation for the what-if, the search's fits test, the executor's expectation and the
+ * trace's memory curve; the bytes of each category are the layouts' in sim/zp_layout.c, after the ZeRO
+ * paper, Rajbhandari et al. SC'20 §5-6, and Korthikanti et al. 2022). Also the paper's closed forms of
+ * Table 1 and 2 (model states only), and the fits test and searches built on the replay. */
 #ifndef ZP_MEMORY_H
 #define ZP_MEMORY_H
 
 #include "zp_model.h"
 #include "zp_plan.h"
+#include "zp_schedule.h"
+
+/* Fraction of the interleaved short- and long-lived tensors (activations, gradients, buffers) lost
+ * to fragmentation without MD. ZeRO §6.3 reports out-of-memory "with over 30% of memory still
+ * available" on very large models. */
+#define ZP_FRAGMENTATION_FRACTION 0.30
 
 typedef struct {
     double params;        /* fp16 parameters held on the GPU */
@@ -21,35 +25,32 @@ typedef struct {
     double fragmentation; /* reserve lost to fragmentation without MD */
     double total;         /* the sum of the six categories above (checkpoints is inside activations) */
     double host;          /* host (CPU) memory per GPU: offloaded states, Pa+cpu checkpoints */
+    /* each category's own peak over the step, what a tracking allocator reports per category (the fields
+     * above are the categories at the moment the device total peaks, so they add up to it) */
+    double peak[ZP_MEM_NCAT];
+    double peak_activations; /* peak of activations + checkpoints together */
 } zp_memory;
 
-/* Fraction of the interleaved short- and long-lived tensors (activations, gradients, buffers) lost
- * to fragmentation without MD. ZeRO §6.3 reports out-of-memory "with over 30% of memory still
- * available" on very large models. */
-#define ZP_FRAGMENTATION_FRACTION 0.30
+/* Live bytes by category as allocations come and go: the replay of a schedule and the executor's
+ * tracking allocator both count with it, so "peak" means the same for the prediction and the measure. */
+typedef struct {
+    double cur[ZP_MEM_NCAT], peak[ZP_MEM_NCAT];
+    double cur_dev, peak_dev;        /* the device total: every category but HOST */
+    double at_peak[ZP_MEM_NCAT];     /* the categories when cur_dev last rose to peak_dev */
+    double cur_act, peak_act;        /* activations + checkpoints */
+} zp_memcount;
 
-/* Per-GPU memory of `model` trained with `plan`. */
+/* Adds `bytes` (negative: released) to category `cat`. */
+void zp_memcount_add(zp_memcount *c, zp_mem_cat cat, double bytes);
+/* The peaks as a zp_memory. */
+void zp_memcount_result(const zp_memcount *c, zp_memory *out);
+
+/* Per-GPU memory of `model` trained with `plan`: the replay of its step's alloc and free ops in program
+ * order (zp_schedule_build_memory), setup included; whose memory is plan->impl's (sim/zp_layout.h:
+ * DeepSpeed's as the ZeRO paper counts it, or zplan's executor's). */
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out);
-
-/* Per-rank memory of zplan's own executor (exec/) running `plan` (fp32: param_bytes 4, k_optimizer 8):
- *  - model states: Table 1 above on the executor's Megatron layout of one MP rank (LayerNorms,
- *    row-parallel biases and position embeddings replicated, the vocabulary split), each stage's
- *    partition padded to dp equal pieces per unit as the executor shards;
- *  - activations: Korthikanti et al. 2022 without dropout (no masks, the softmax output stored once):
- *    per block and token (4 + 12/t) elements plus a·s/t attention probabilities per token and row
- *    statistics of the two LayerNorms (4 elements), for every block, or with checkpointing one
- *    checkpoint per block (÷t with Pa) and the block being recomputed; plus the logits (V/t per
- *    token, their gradient in place), the final LayerNorm and the backward working tensors of one
- *    block (gradients of the residual stream, QKV, attention output and probabilities, MLP);
- *  - buffers: the executor's collective buffers: none at stage 0 (in-place all-reduce of contiguous
- *    gradient buckets); one piece and one gathered unit at stages 1-2; the gradient bucket backward
- *    writes into at stages 2-3; three consecutive parameter groups at stage 3 (previous, current, prefetched);
- *  - ZeRO-Offload (offload optimizer): optimizer 0 on the device; host = m and v (8 B) + fp32 master
- *    copy (4 B) + fp32 gradient partition (4 B) + fp16 copy of the updated partition (2 B) per element
- *    of the partition.
- * The executor reports what it allocated per category; this is what the planner's arithmetic says
- * it should be, and `zplan exec --validate` prints both. */
-zp_status zp_memory_estimate_exec(const zp_model *model, const zp_plan *plan, zp_memory *out);
+/* The replay of any schedule (setup, then the step in program order). */
+zp_status zp_memory_replay(const zp_schedule *s, zp_memory *out);
 
 /* Table 1: model-state bytes per GPU, (2 + 2 + K)Ψ partitioned by stage over nd, Ψ divided by nm. */
 double zp_memory_model_states(double psi, int stage, double nd, double nm, double k);
@@ -60,7 +61,8 @@ double zp_memory_max_params(int stage, double nd, double nm, double k, double gp
 int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, char *reason, int reason_len);
 
 /* Largest micro-batch (<= cap) for which the plan fits; 0 when even 1 does not fit. The plan's
- * micro_batch is ignored. Memory is affine in the micro-batch, so this is exact, not a search. */
+ * micro_batch is ignored. Every allocation is affine in the micro-batch, so the peak is convex in it: the
+ * line through micro-batches 1 and 2 bounds the answer from above, checked and bisected down. */
 int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, double gpu_mem,
                                   double host_mem_per_gpu, int64_t cap);
 

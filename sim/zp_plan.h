@@ -14,6 +14,10 @@ typedef enum {
     ZP_OFFLOAD_PARAMS,    /* ZeRO-3 Offload: optimizer and fp16 parameters on the CPU (stage 3) */
 } zp_offload;
 
+/* Whose memory layout and numerics a plan's schedule describes (sim/zp_layout.h): the DeepSpeed/Megatron
+ * system the planner models, or zplan's own executor (exec/: fp32, its exact tensors). */
+typedef enum { ZP_IMPL_DEEPSPEED = 0, ZP_IMPL_EXEC } zp_impl;
+
 /* The ZeRO-DP stages as a const table (GSL-style strategies). */
 typedef struct {
     int stage;
@@ -50,6 +54,7 @@ typedef struct {
     int overlap_comm;    /* gradient reductions (and stage-3 gathers) overlap compute on their own stream */
     double stage3_max_live; /* stage 3: most parameters gathered at once (elements); 0: two blocks */
     double persistence_threshold; /* stage 3: tensors below this many elements stay whole on every rank */
+    zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
 } zp_plan;
 
 /* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on. */

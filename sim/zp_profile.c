@@ -8,16 +8,16 @@
 
 #include <jansson.h>
 
+#include "zp_coll.h"
 #include "zp_io.h"
 
 #define MAX_PROFILE_BYTES ((size_t)16 << 20)
 
-static const char *const coll_names[ZP_PROFILE_NCOLL] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
 static const char *const scope_names[ZP_PROFILE_NSCOPE] = {"intra_node", "inter_node"};
 
 const char *zp_profile_coll_name(zp_profile_coll kind)
 {
-    return (unsigned)kind < ZP_PROFILE_NCOLL ? coll_names[kind] : "?";
+    return zp_coll_name((zp_coll_kind)kind);
 }
 
 const char *zp_profile_scope_name(zp_profile_scope scope)
@@ -27,16 +27,7 @@ const char *zp_profile_scope_name(zp_profile_scope scope)
 
 double zp_profile_busbw_factor(zp_profile_coll kind, int nranks)
 {
-    if (nranks < 1)
-        return 0;
-    double n = nranks;
-    switch (kind) {
-    case ZP_PROFILE_ALLREDUCE: return 2 * (n - 1) / n;
-    case ZP_PROFILE_REDUCE_SCATTER:
-    case ZP_PROFILE_ALLGATHER: return (n - 1) / n;
-    case ZP_PROFILE_BROADCAST: return 1;
-    default: return 0;
-    }
+    return zp_coll_busbw_factor((zp_coll_kind)kind, nranks); /* the same kinds, in the same order */
 }
 
 void zp_profile_init(zp_profile *p)
@@ -268,7 +259,7 @@ zp_status zp_profile_validate(const zp_profile *p)
             if (!f->measured)
                 continue;
             char key[96];
-            snprintf(key, sizeof key, "collectives.%s.%s", coll_names[c], scope_names[s]);
+            snprintf(key, sizeof key, "collectives.%s.%s", zp_coll_name((zp_coll_kind)c), scope_names[s]);
             if (f->nranks < 2)
                 return ZP_FAIL(ZP_EINVAL, "profile: %s.nranks must be >= 2 (got %d)", key, f->nranks);
             if (!isfinite(f->latency_s) || f->latency_s < 0)
@@ -405,14 +396,14 @@ static zp_status read_collectives(const rd *r, json_t *root, zp_profile *p)
     ZP_TRY(need_object(r, root, "", "collectives", &colls));
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++) {
         json_t *kind = NULL;
-        ZP_TRY(need_object(r, colls, "collectives", coll_names[c], &kind));
+        ZP_TRY(need_object(r, colls, "collectives", zp_coll_name((zp_coll_kind)c), &kind));
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             json_t *sc = json_object_get(kind, scope_names[s]);
             zp_profile_coll_fit *f = &p->coll[c][s];
             if (!sc)
                 continue;
             char path[96];
-            snprintf(path, sizeof path, "collectives.%s.%s", coll_names[c], scope_names[s]);
+            snprintf(path, sizeof path, "collectives.%s.%s", zp_coll_name((zp_coll_kind)c), scope_names[s]);
             if (!json_is_object(sc))
                 return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s' must be an object", r->name, path);
             f->measured = 1;
@@ -684,7 +675,7 @@ static json_t *to_json(const zp_profile *p)
             bad |= put(sc, "points", pts);
             bad |= put(kind, scope_names[s], sc);
         }
-        bad |= put(colls, coll_names[c], kind);
+        bad |= put(colls, zp_coll_name((zp_coll_kind)c), kind);
     }
     bad |= put(root, "collectives", colls);
     int nk = 0;

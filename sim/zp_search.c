@@ -136,9 +136,8 @@ static double throughput_bound(const zp_model *model, const zp_profile *prof, co
     if (zp_schedule_build(model, &e->plan, &sc) != ZP_OK)
         return HUGE_VAL; /* cannot bound it: simulate it */
     double t = 0.0;
-    for (int i = 0; i < sc.n; i++)
-        if (sc.ops[i].stream == ZP_STREAM_COMPUTE && sc.ops[i].kind == ZP_OP_COMPUTE)
-            t += zp_device_op_time(prof, &sc.ops[i], 1);
+    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
+        t += zp_device_op_time(prof, &sc.ops[ZP_STREAM_COMPUTE][i], 1); /* 0 for what is not a kernel */
     zp_schedule_free(&sc);
     return t > 0 ? e->global_batch / t : HUGE_VAL;
 }

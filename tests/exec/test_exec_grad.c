@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "zp_exec.h"
-#include "zp_exec_shard.h"
+#include "zp_shard.h"
 #include "zp_kernels.h"
 
 #include "exec_world.h"

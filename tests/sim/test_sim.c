@@ -37,11 +37,13 @@ static zp_plan plan_of(int stage, int64_t dp, int64_t mp, int64_t b)
 static double dp_volume(const zp_schedule *s)
 {
     double v = 0;
-    for (int i = 0; i < s->n; i++) {
-        const zp_op *o = &s->ops[i];
-        if (o->kind == ZP_OP_COLL && o->group == ZP_GROUP_DP)
-            v += o->bytes * (o->coll == ZP_COLL_ALLREDUCE ? 2.0 : 1.0);
-    }
+    for (int st = 0; st < ZP_NSTREAMS; st++)
+        for (int i = 0; i < s->n[st]; i++) {
+            const zp_op *o = &s->ops[st][i];
+            const zp_op_info *in = zp_op_info_get(o->type);
+            if (in->cls == ZP_OPC_COLL && in->group == ZP_GROUP_DP)
+                v += o->bytes * zp_coll_get(in->coll)->passes;
+        }
     return v;
 }
 
@@ -96,12 +98,14 @@ Test(schedule, channels_balance)
             zp_schedule s;
             cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
             int bal[ZP_NCHANNELS] = {0};
-            for (int i = 0; i < s.n; i++) {
-                if (s.ops[i].kind == ZP_OP_SIGNAL)
-                    bal[s.ops[i].channel]++;
-                if (s.ops[i].kind == ZP_OP_WAIT)
-                    bal[s.ops[i].channel]--;
-            }
+            for (int st = 0; st < ZP_NSTREAMS; st++)
+                for (int i = 0; i < s.n[st]; i++) {
+                    const zp_op *o = &s.ops[st][i];
+                    if (o->type == ZP_OPK_SIGNAL)
+                        bal[o->channel]++;
+                    if (o->type == ZP_OPK_WAIT)
+                        bal[o->channel]--;
+                }
             for (int c = 0; c < ZP_NCHANNELS; c++)
                 cr_expect_eq(bal[c], 0, "stage %d offload %d channel %d off by %d", stage, off, c, bal[c]);
             zp_schedule_free(&s);
@@ -198,12 +202,12 @@ Test(engine, one_rank_collectives_are_local_copies)
         zp_schedule s;
         cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
         copies[stage] = 0;
-        for (int i = 0; i < s.n; i++) {
-            const zp_op *o = &s.ops[i];
-            if (o->kind == ZP_OP_COLL && o->group == ZP_GROUP_DP &&
-                (o->coll == ZP_COLL_REDUCE_SCATTER || (o->coll == ZP_COLL_ALLGATHER && o->item >= 0)))
-                copies[stage] += 2.0 * o->bytes / (prof.copy_gbs * 1e9);
-        }
+        for (int st = 0; st < ZP_NSTREAMS; st++)
+            for (int i = 0; i < s.n[st]; i++) {
+                const zp_op *o = &s.ops[st][i];
+                if (o->type == ZP_OPK_GRAD_REDUCE_SCATTER || o->type == ZP_OPK_PARAM_GATHER)
+                    copies[stage] += 2.0 * o->bytes / (prof.copy_gbs * 1e9);
+            }
         zp_schedule_free(&s);
         busy[stage] = simulate(m, &p, c, 1).step_time; /* no overlap: every copy adds to the step */
     }
@@ -254,10 +258,11 @@ Test(engine, deadlock_is_an_error)
     zp_schedule s;
     cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
     /* a wait nobody signals */
-    for (int i = 0; i < s.n; i++) {
-        if (s.ops[i].stream == ZP_STREAM_COMPUTE && s.ops[i].kind == ZP_OP_COMPUTE) {
-            s.ops[i].kind = ZP_OP_WAIT;
-            s.ops[i].channel = ZP_CH_OPT_DONE;
+    for (int i = 0; i < s.n[ZP_STREAM_COMPUTE]; i++) {
+        zp_op *o = &s.ops[ZP_STREAM_COMPUTE][i];
+        if (zp_op_info_get(o->type)->cls == ZP_OPC_COMPUTE) {
+            o->type = ZP_OPK_WAIT;
+            o->channel = ZP_CH_OPT_DONE;
             break;
         }
     }

@@ -251,3 +251,59 @@ Test(memory, what_really_fits_explains_the_gap)
         }
     }
 }
+
+/* Memory is the replay of the schedule's alloc and free ops. The memory-only schedule the search replays
+ * (no kernels or collectives; only the first and last micro-batches; DeepSpeed's blocks collapsed into
+ * one standing for all) must replay to exactly what the full schedule replays to, for both layouts. */
+Test(memory, memory_only_schedule_replays_as_the_full_one)
+{
+    const char *models[] = {"tiny", "mini", "1.5B"};
+    unsigned seed = 12345;
+    int checked = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 8;
+        const zp_model *m = &zp_zoo_find(models[r % 3])->model;
+        zp_plan p;
+        zp_plan_default(&p, 1 + (int64_t)((r >> 2) % 8));
+        p.stage = (int)((r >> 5) % 4);
+        p.mp = (int64_t)1 << ((r >> 7) % 3);
+        p.micro_batch = 1 + (int64_t)((r >> 9) % 3);
+        p.grad_accum = 1 + (int64_t)((r >> 11) % 4);
+        p.checkpoint = (r >> 13) % 4 != 0;
+        p.pa = p.checkpoint && (r >> 15) % 2;
+        p.pa_cpu = p.pa && (r >> 16) % 3 == 0;
+        p.md = (r >> 17) % 3 != 0;
+        p.cb = (r >> 18) % 4 != 0;
+        p.bucket = (r >> 19) % 2 ? 3e4 : 5e8;
+        p.overlap_comm = (r >> 20) % 2;
+        p.offload = p.stage >= 1 && (r >> 21) % 3 == 0 ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+        if (p.stage == 3 && (r >> 22) % 4 == 0)
+            p.offload = ZP_OFFLOAD_PARAMS;
+        p.impl = (r >> 23) % 2 ? ZP_IMPL_EXEC : ZP_IMPL_DEEPSPEED;
+        if (p.impl == ZP_IMPL_EXEC) {
+            p.param_bytes = 4;
+            p.k_optimizer = 8;
+            p.pa_cpu = 0;
+        }
+        zp_schedule full, mem;
+        cr_assert_eq(zp_schedule_build(m, &p, &full), ZP_OK, "%s", zp_error_message());
+        cr_assert_eq(zp_schedule_build_memory(m, &p, &mem), ZP_OK, "%s", zp_error_message());
+        zp_memory a, b;
+        cr_assert_eq(zp_memory_replay(&full, &a), ZP_OK);
+        cr_assert_eq(zp_memory_replay(&mem, &b), ZP_OK);
+        const double fa[] = {a.params, a.grads, a.optimizer, a.activations, a.checkpoints, a.buffers,
+                             a.fragmentation, a.total, a.host, a.peak_activations};
+        const double fb[] = {b.params, b.grads, b.optimizer, b.activations, b.checkpoints, b.buffers,
+                             b.fragmentation, b.total, b.host, b.peak_activations};
+        for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
+            cr_expect(fabs(fa[i] - fb[i]) <= 1e-9 * fmax(1.0, fabs(fa[i])),
+                      "trial %d %s stage %d mp %lld impl %d: field %zu full %.17g, memory-only %.17g", trial, m->name,
+                      p.stage, (long long)p.mp, (int)p.impl, i, fa[i], fb[i]);
+        cr_expect(mem.nops < full.nops, "the memory-only schedule is smaller (%d vs %d ops)", mem.nops, full.nops);
+        zp_schedule_free(&full);
+        zp_schedule_free(&mem);
+        checked++;
+    }
+    cr_expect_eq(checked, 300);
+}

@@ -1,4 +1,4 @@
-/* zp_exec_shard.h — the one place that computes which part of a flat parameter range a
+/* zp_shard.h — the one place that computes which part of a flat parameter range a
  * data-parallel rank owns (llm.c's rule: one helper owns shard arithmetic).
  *
  * The flat layout of one MP rank's parameters is cut into units: at every parameter group boundary
@@ -7,8 +7,8 @@
  * unit's pieces concatenated in rank order are the unit itself: one reduce-scatter or all-gather of
  * `piece` elements per unit, with no packing. A rank's shard storage is its pieces of every unit in
  * order (shard_off), padding included. */
-#ifndef ZP_EXEC_SHARD_H
-#define ZP_EXEC_SHARD_H
+#ifndef ZP_SHARD_H
+#define ZP_SHARD_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "zp_exec_shard.h"
+#include "zp_shard.h"
 
 #include <stdlib.h>
 #include <string.h>

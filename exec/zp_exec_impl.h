@@ -1,0 +1,112 @@
+/* zp_exec_impl.h — private to exec/: one rank's session and the executor's parts, one job each:
+ *   zp_exec_mem.c      the tracking allocator (the schedule's alloc and free ops land here)
+ *   zp_exec_session.c  configuration, the layout of the parameters, the session's start and end
+ *   zp_exec_model.c    the layers: the model's forward and backward, op by op (reads like the model)
+ *   zp_exec_zero.c     ZeRO: gradient buckets, parameter gathers, the optimizer and ZeRO-Offload
+ *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
+ *
+ * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
+ * block l, each tensor where zp_layout_exec_tensors puts it (sim/zp_layout.h). Gradient buckets are
+ * filled from the top of this layout down, in the order backward completes them (the last block first,
+ * the tied embedding last). */
+#ifndef ZP_EXEC_IMPL_H
+#define ZP_EXEC_IMPL_H
+
+#include "zp_exec.h"
+#include "zp_layout.h"
+#include "zp_memory.h"
+#include "zp_nn.h"
+#include "zp_shard.h"
+
+/* ---- the tracking allocator ---- */
+typedef struct {
+    void *p;
+    size_t bytes; /* requested */
+    size_t cap;   /* allocated, bytes (multiple of 64) */
+    int cat;
+} zp_exec_blk;
+
+enum { ZP_EXEC_MEM_CACHE = 16 };
+
+typedef struct {
+    const zp_kernels_backend *be;
+    zp_memcount count;                          /* live bytes by category: the replay's accounting */
+    zp_exec_blk *live;
+    size_t nlive, cap_live;
+    zp_exec_blk cache[ZP_EXEC_MEM_CACHE];      /* freed blocks kept for reuse; p == NULL: empty */
+} zp_exec_mem;
+
+/* A block of `bytes` in category `cat` (host memory for ZP_MEM_HOST), zeroed when `zero`; NULL when the
+ * backend has no memory left. */
+void *zp_exec_mem_alloc(zp_exec_mem *t, zp_mem_cat cat, size_t bytes, int zero);
+void zp_exec_mem_free(zp_exec_mem *t, void *p); /* accepts NULL */
+void zp_exec_mem_release(zp_exec_mem *t);      /* returns the cache and anything live to the backend */
+
+/* ---- the session ---- */
+typedef struct {
+    double part[ZP_NPARTS];   /* seconds per step-time part */
+    double phase[ZP_NPHASES];
+} zp_exec_times;
+
+struct zp_exec_session {
+    zp_exec_config cfg;
+    zp_model m;
+    zp_plan plan;                     /* impl = ZP_IMPL_EXEC, fp32 (param_bytes 4, k_optimizer 8) */
+    const zp_kernels_backend *be;
+    const zp_nn_ops *nn;              /* the layer kernels of the same backend */
+    zp_comm *world, *mpc, *dpc;
+    int rank, nranks, mr, dr, mp, dp;
+
+    size_t L, C, NH, T, V, F, Cq, Fl, Vl, NHl, hd, B, BT, GA;
+    long v0;                          /* first vocabulary row of this MP rank */
+    size_t esz, bsz, N;               /* group 0 size, block size, total (flat) */
+    size_t e_off[ZP_EXEC_E_N + 1], b_off[ZP_EXEC_B_N + 1];
+
+    zp_schedule sched;                /* the step (and the setup that allocates every tensor) */
+    zp_units units;                   /* this rank's pieces of the units of the flat layout */
+    size_t bucket;                    /* elements per gradient bucket */
+    size_t ck_len;                    /* floats per stored checkpoint (this rank's Pa partition with Pa) */
+
+    zp_exec_mem mem;
+    void **slot[ZP_NBUF];             /* the schedule's buffers: slot[buf][index], NULL when not allocated */
+
+    int *tok;                         /* (GA, B*(T+1)) host: this DP rank's token sequences of the step */
+    int *tok_h, *tok_d;               /* (2 BT) inputs | targets of one micro-batch: host staging, backend */
+    int tok_micro;                    /* micro-batch whose tokens tok_d holds, -1 none */
+
+    /* per step */
+    double loss_sum;
+    float *pending;                   /* partial sums the next mp_allreduce reduces */
+    size_t pending_n;
+    int bucket_k, gather_k, d2h_k;
+    zp_exec_times t;
+    int step;
+};
+
+/* The schedule's buffer `id` (a ZP_BUF_ suffix), index i, as floats. */
+#define BUF(S, id, i) ((float *)(S)->slot[ZP_BUF_##id][(i)])
+
+/* An executor function per op kind (the second column of sim/zp_ops.def). */
+typedef zp_status (*zp_exec_fn)(zp_exec_session *S, const zp_op *o);
+
+/* Parameters of group `item` this rank computes with (stages 0-2: its slice of the flat parameters;
+ * stage 3: the gathered copy); NULL when a stage-3 group is not gathered. */
+float *zp_exec_group(const zp_exec_session *S, int item);
+/* Offset of group `item` in the flat layout (0 and L+1: the embedding group). */
+size_t zp_exec_item_lo(const zp_exec_session *S, int item);
+size_t zp_exec_item_len(const zp_exec_session *S, int item);
+/* Block l's stored checkpoint (this rank's Pa partition with Pa). */
+float *zp_exec_ckpt(const zp_exec_session *S, int l);
+zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
+                       const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc);
+zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op);
+double zp_exec_now(void);
+/* This DP rank's token sequences of step `step` into S->tok (host). */
+void zp_exec_tokens(zp_exec_session *S, int step);
+
+/* The executor functions, by file (their rows: sim/zp_ops.def). */
+#define ZP_OP(id, exec, ...) zp_status exec(zp_exec_session *S, const zp_op *o);
+#include "zp_ops.def"
+#undef ZP_OP
+
+#endif

@@ -1,0 +1,441 @@
+/* zp_exec_model.c — the GPT decoder, op by op, as the schedule orders it: the embedding, each block's
+ * forward (also its recompute) and backward, the head with Megatron's vocabulary-parallel cross-entropy.
+ * Shapes per MP rank: BT = B·T tokens, C hidden, Cq = C/mp and Fl = F/mp the column-split widths,
+ * Vl = V/mp vocabulary rows, NHl heads of hd = C/NH. Tensors are the schedule's buffers (BUF); parameters
+ * come from the group in use (zp_exec_group), gradients go to the flat gradient (stages 0-1) or the
+ * bucket backward writes into (stages 2-3). A row-parallel GEMM leaves partial sums in `pending` for the
+ * MP all-reduce that follows it in the schedule. */
+#include <math.h>
+#include <string.h>
+
+#include "zp_exec_impl.h"
+
+enum { E_WTE = ZP_EXEC_E_WTE, E_WPE = ZP_EXEC_E_WPE, E_LNFW = ZP_EXEC_E_LNFW, E_LNFB = ZP_EXEC_E_LNFB };
+enum {
+    B_LN1W = ZP_EXEC_B_LN1W, B_LN1B = ZP_EXEC_B_LN1B, B_QKVW = ZP_EXEC_B_QKVW, B_QKVB = ZP_EXEC_B_QKVB,
+    B_PROJW = ZP_EXEC_B_PROJW, B_PROJB = ZP_EXEC_B_PROJB, B_LN2W = ZP_EXEC_B_LN2W, B_LN2B = ZP_EXEC_B_LN2B,
+    B_FCW = ZP_EXEC_B_FCW, B_FCB = ZP_EXEC_B_FCB, B_FCPW = ZP_EXEC_B_FCPW, B_FCPB = ZP_EXEC_B_FCPB
+};
+
+/* Parameter tensor `kind` of block group `it` (1 + l), or of the embedding group as group `item` (0 for
+ * the embedding, L + 1 for the head); callers check the group is there (NEED). */
+static const float *W(const zp_exec_session *S, int it, int kind) { return zp_exec_group(S, it) + S->b_off[kind]; }
+static const float *WE(const zp_exec_session *S, int item, int kind) { return zp_exec_group(S, item) + S->e_off[kind]; }
+
+/* Gradient of tensor `kind` of block group `it`, or of the embedding group. */
+static float *grads(const zp_exec_session *S) { return S->plan.stage < 2 ? BUF(S, GRADS, 0) : BUF(S, GWORK, 0); }
+static float *G(const zp_exec_session *S, int it, int kind)
+{
+    return grads(S) + zp_exec_item_lo(S, it) + S->b_off[kind];
+}
+static float *GE(const zp_exec_session *S, int kind) { return grads(S) + S->e_off[kind]; }
+
+/* The group in use must be there: a stage-3 group the schedule has not gathered is a schedule bug. */
+#define NEED(S, item)                                                                                   \
+    do {                                                                                                \
+        if (!zp_exec_group((S), (item)))                                                                \
+            return ZP_FAIL(ZP_ERUNTIME, "schedule: parameter group %d is used before it is gathered", (item)); \
+    } while (0)
+
+static zp_status partial(zp_exec_session *S, float *x)
+{
+    S->pending = x;
+    S->pending_n = S->BT * S->C;
+    return ZP_OK;
+}
+
+/* A Megatron linear layer of block group `it`, over the BT tokens: y (BT, n) = x (BT, k) . W^T (+ bias);
+ * W (n, k) is column-split (y is this rank's columns) or row-split (y is a partial sum: pending). */
+static zp_status linear(zp_exec_session *S, int it, const float *x, size_t k, int w, int bias, float *y, size_t n)
+{
+    NEED(S, it);
+    ZP_TRY(zp_exec_gemm(S, 0, 1, S->BT, n, k, 0.0f, x, k, W(S, it, w), k, y, n));
+    return bias >= 0 ? S->nn->bias_add(y, W(S, it, bias), S->BT, n) : partial(S, y);
+}
+
+/* Its input gradient dx (BT, k) = dy (BT, n) . W (n, k) (a partial sum over the MP ranks when W is
+ * column-split: `is_partial`). */
+static zp_status linear_dgrad(zp_exec_session *S, int it, const float *dy, size_t n, int w, float *dx, size_t k,
+                              int is_partial)
+{
+    NEED(S, it);
+    ZP_TRY(zp_exec_gemm(S, 0, 0, S->BT, k, n, 0.0f, dy, n, W(S, it, w), k, dx, k));
+    return is_partial ? partial(S, dx) : ZP_OK;
+}
+
+/* Its weight gradient dW (n, k) += dy^T . x, and the bias gradient (the column sums of dy) unless bias < 0. */
+static zp_status linear_wgrad(zp_exec_session *S, int it, const float *dy, size_t n, const float *x, size_t k, int w,
+                              int bias)
+{
+    ZP_TRY(zp_exec_gemm(S, 1, 0, n, k, S->BT, 1.0f, dy, n, x, k, G(S, it, w), k));
+    return bias >= 0 ? S->nn->bias_grad(G(S, it, bias), dy, S->BT, n) : ZP_OK;
+}
+
+/* ---- a block ---- */
+
+/* Block l's stored activations and where it reads its input and writes its output in this phase. */
+typedef struct {
+    int l, it, set;                     /* block, its group, its activation set */
+    float *xin, *xout;
+} block_io;
+
+static block_io io_of(const zp_exec_session *S, const zp_op *o)
+{
+    block_io b = {.l = o->layer, .it = o->layer + 1, .set = S->plan.checkpoint ? 0 : o->layer};
+    if (!S->plan.checkpoint) {
+        b.xin = BUF(S, RES, b.l);
+        b.xout = BUF(S, RES, b.l + 1);
+    } else if (o->phase == ZP_PHASE_FORWARD) {
+        b.xin = b.xout = BUF(S, RESID, 0);
+    } else {
+        b.xin = (S->plan.pa && S->mp > 1) ? BUF(S, XIN_WORK, 0) : zp_exec_ckpt(S, b.l);
+        b.xout = BUF(S, PROJ, 0); /* the recomputed block output is not needed: written over the scratch */
+    }
+    return b;
+}
+
+/* ln1 (BT, C) = LayerNorm(x); under checkpointing the forward first keeps x as the block's checkpoint
+ * (Pa: this MP rank's partition only). */
+zp_status x_layernorm1(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    NEED(S, b.it);
+    const size_t BT = S->BT, C = S->C;
+    if (S->plan.checkpoint && o->phase == ZP_PHASE_FORWARD) {
+        size_t off = 0, sz = BT * C;
+        if (S->plan.pa && S->mp > 1)
+            zp_shard_range(0, BT * C, S->mp, S->mr, &off, &sz);
+        ZP_TRY(S->be->copy_on_device(zp_exec_ckpt(S, b.l), b.xin + off, sz * sizeof(float)));
+    }
+    return S->nn->layernorm_fwd(BUF(S, LN1, b.set), BUF(S, LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set), b.xin,
+                                W(S, b.it, B_LN1W), W(S, b.it, B_LN1B), BT, C);
+}
+
+/* qkv (BT, 3Cq) = ln1 (BT, C) . qkv_w^T + qkv_b */
+zp_status x_qkv(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear(S, b.it, BUF(S, LN1, b.set), S->C, B_QKVW, B_QKVB, BUF(S, QKV, b.set), 3 * S->Cq);
+}
+
+/* Per sequence and local head: scores att (T, T) = Q (T, hd) . K^T, or context atty (T, hd) = att . V. */
+static zp_status attention_fwd(zp_exec_session *S, const zp_op *o, int scores)
+{
+    const int set = io_of(S, o).set;
+    const size_t T = S->T, hd = S->hd, ld = 3 * S->Cq;
+    const float *qkv = BUF(S, QKV, set);
+    float *att = BUF(S, ATT, set), *atty = BUF(S, ATTY, set);
+    for (size_t b = 0; b < S->B; b++)
+        for (size_t h = 0; h < S->NHl; h++) {
+            const float *q = qkv + b * T * ld + h * hd, *k = q + S->Cq, *v = q + 2 * S->Cq;
+            float *a = att + (b * S->NHl + h) * T * T;
+            if (scores)
+                ZP_TRY(zp_exec_gemm(S, 0, 1, T, T, hd, 0.0f, q, ld, k, ld, a, T));
+            else
+                ZP_TRY(zp_exec_gemm(S, 0, 0, T, hd, T, 0.0f, a, T, v, ld, atty + b * T * S->Cq + h * hd, S->Cq));
+        }
+    return ZP_OK;
+}
+
+zp_status x_attn_scores(zp_exec_session *S, const zp_op *o) { return attention_fwd(S, o, 1); }
+
+/* causal softmax of the scores scaled by 1/sqrt(hd), in place (no dropout: p = 0) */
+zp_status x_softmax(zp_exec_session *S, const zp_op *o)
+{
+    return S->nn->softmax_causal_fwd(BUF(S, ATT, io_of(S, o).set), S->B * S->NHl, S->T,
+                                     (float)(1.0 / sqrt((double)S->hd)));
+}
+
+zp_status x_attn_context(zp_exec_session *S, const zp_op *o) { return attention_fwd(S, o, 0); }
+
+/* proj (BT, C) = atty (BT, Cq) . proj_w^T: partial over the MP ranks (its bias comes after the all-reduce) */
+zp_status x_attn_proj(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear(S, b.it, BUF(S, ATTY, b.set), S->Cq, B_PROJW, -1, BUF(S, PROJ, 0), S->C);
+}
+
+/* x1 = x + proj + proj_b; ln2 = LayerNorm(x1) */
+zp_status x_resid_ln2(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    NEED(S, b.it);
+    const size_t BT = S->BT, C = S->C;
+    float *x1 = BUF(S, X1, b.set);
+    ZP_TRY(S->nn->residual_add(x1, b.xin, BUF(S, PROJ, 0), W(S, b.it, B_PROJB), BT, C));
+    return S->nn->layernorm_fwd(BUF(S, LN2, b.set), BUF(S, LN2_MEAN, b.set), BUF(S, LN2_RSTD, b.set), x1,
+                                W(S, b.it, B_LN2W), W(S, b.it, B_LN2B), BT, C);
+}
+
+/* fch (BT, Fl) = ln2 . fc_w^T + fc_b */
+zp_status x_mlp_up(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear(S, b.it, BUF(S, LN2, b.set), S->C, B_FCW, B_FCB, BUF(S, FCH, b.set), S->Fl);
+}
+
+zp_status x_gelu(zp_exec_session *S, const zp_op *o)
+{
+    const int set = io_of(S, o).set;
+    return S->nn->gelu_fwd(BUF(S, FCHG, set), BUF(S, FCH, set), S->BT * S->Fl);
+}
+
+/* proj (BT, C) = fchg (BT, Fl) . fcproj_w^T: partial over the MP ranks */
+zp_status x_mlp_down(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear(S, b.it, BUF(S, FCHG, b.set), S->Fl, B_FCPW, -1, BUF(S, PROJ, 0), S->C);
+}
+
+/* the block's output = x1 + proj + fcproj_b */
+zp_status x_resid(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    NEED(S, b.it);
+    return S->nn->residual_add(b.xout, BUF(S, X1, b.set), BUF(S, PROJ, 0), W(S, b.it, B_FCPB), S->BT, S->C);
+}
+
+/* ---- a block's backward: dres holds d(block output) on entry, d(block input) after layernorm1_bwd ---- */
+
+zp_status x_resid_bwd(zp_exec_session *S, const zp_op *o)
+{
+    return S->nn->bias_grad(G(S, o->layer + 1, B_FCPB), BUF(S, DRES, 0), S->BT, S->C);
+}
+
+/* dfch (BT, Fl) = dres (BT, C) . fcproj_w (C, Fl) */
+zp_status x_mlp_down_dgrad(zp_exec_session *S, const zp_op *o)
+{
+    return linear_dgrad(S, o->layer + 1, BUF(S, DRES, 0), S->C, B_FCPW, BUF(S, DFCH, 0), S->Fl, 0);
+}
+
+/* dfcproj_w (C, Fl) += dres^T . fchg (its bias gradient: residual_dropout_bwd) */
+zp_status x_mlp_down_wgrad(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear_wgrad(S, b.it, BUF(S, DRES, 0), S->C, BUF(S, FCHG, b.set), S->Fl, B_FCPW, -1);
+}
+
+zp_status x_gelu_bwd(zp_exec_session *S, const zp_op *o)
+{
+    return S->nn->gelu_bwd(BUF(S, DFCH, 0), BUF(S, FCH, io_of(S, o).set), S->BT * S->Fl);
+}
+
+/* dln (BT, C) = dfch (BT, Fl) . fc_w (Fl, C): partial over the MP ranks */
+zp_status x_mlp_up_dgrad(zp_exec_session *S, const zp_op *o)
+{
+    return linear_dgrad(S, o->layer + 1, BUF(S, DFCH, 0), S->Fl, B_FCW, BUF(S, DLN, 0), S->C, 1);
+}
+
+/* dfc_w (Fl, C) += dfch^T . ln2; dfc_b = the column sums of dfch */
+zp_status x_mlp_up_wgrad(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear_wgrad(S, b.it, BUF(S, DFCH, 0), S->Fl, BUF(S, LN2, b.set), S->C, B_FCW, B_FCB);
+}
+
+zp_status x_layernorm2_bwd(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    NEED(S, b.it);
+    return S->nn->layernorm_bwd(BUF(S, DRES, 0), G(S, b.it, B_LN2W), G(S, b.it, B_LN2B), BUF(S, DLN, 0),
+                                BUF(S, X1, b.set), W(S, b.it, B_LN2W), BUF(S, LN2_MEAN, b.set),
+                                BUF(S, LN2_RSTD, b.set), S->BT, S->C);
+}
+
+/* datty (BT, Cq) = dres (BT, C) . proj_w (C, Cq) */
+zp_status x_attn_proj_dgrad(zp_exec_session *S, const zp_op *o)
+{
+    return linear_dgrad(S, o->layer + 1, BUF(S, DRES, 0), S->C, B_PROJW, BUF(S, DATTY, 0), S->Cq, 0);
+}
+
+/* dproj_w (C, Cq) += dres^T . atty; dproj_b = the column sums of dres */
+zp_status x_attn_proj_wgrad(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear_wgrad(S, b.it, BUF(S, DRES, 0), S->C, BUF(S, ATTY, b.set), S->Cq, B_PROJW, B_PROJB);
+}
+
+/* The attention GEMMs' backward per sequence and local head. */
+enum { CTX_DGRAD, CTX_WGRAD, SCORES_DGRAD, SCORES_WGRAD };
+
+static zp_status attention_bwd(zp_exec_session *S, const zp_op *o, int which)
+{
+    const int set = io_of(S, o).set;
+    const size_t T = S->T, hd = S->hd, Cq = S->Cq, ld = 3 * Cq;
+    for (size_t b = 0; b < S->B; b++)
+        for (size_t h = 0; h < S->NHl; h++) {
+            size_t qo = b * T * ld + h * hd;
+            const float *q = BUF(S, QKV, set) + qo, *k = q + Cq, *v = q + 2 * Cq;
+            float *dq = BUF(S, DQKV, 0) + qo, *dk = dq + Cq, *dv = dq + 2 * Cq;
+            const float *att = BUF(S, ATT, set) + (b * S->NHl + h) * T * T;
+            float *datt = BUF(S, DATT, 0) + (b * S->NHl + h) * T * T;
+            const float *datty = BUF(S, DATTY, 0) + b * T * Cq + h * hd;
+            switch (which) {
+            case CTX_DGRAD: ZP_TRY(zp_exec_gemm(S, 0, 1, T, T, hd, 0.0f, datty, Cq, v, ld, datt, T)); break; /* datt = datty . V^T */
+            case CTX_WGRAD: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, 0.0f, att, T, datty, Cq, dv, ld)); break; /* dV = att^T . datty */
+            case SCORES_DGRAD: ZP_TRY(zp_exec_gemm(S, 0, 0, T, hd, T, 0.0f, datt, T, k, ld, dq, ld)); break; /* dQ = dscores . K */
+            default: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, 0.0f, datt, T, q, ld, dk, ld)); break; /* dK = dscores^T . Q */
+            }
+        }
+    return ZP_OK;
+}
+
+zp_status x_attn_context_dgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, CTX_DGRAD); }
+zp_status x_attn_context_wgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, CTX_WGRAD); }
+
+zp_status x_softmax_bwd(zp_exec_session *S, const zp_op *o)
+{
+    return S->nn->softmax_causal_bwd(BUF(S, DATT, 0), BUF(S, ATT, io_of(S, o).set), S->B * S->NHl, S->T,
+                                     (float)(1.0 / sqrt((double)S->hd)));
+}
+
+zp_status x_attn_scores_dgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, SCORES_DGRAD); }
+zp_status x_attn_scores_wgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, SCORES_WGRAD); }
+
+/* dln (BT, C) = dqkv (BT, 3Cq) . qkv_w (3Cq, C): partial over the MP ranks */
+zp_status x_qkv_dgrad(zp_exec_session *S, const zp_op *o)
+{
+    return linear_dgrad(S, o->layer + 1, BUF(S, DQKV, 0), 3 * S->Cq, B_QKVW, BUF(S, DLN, 0), S->C, 1);
+}
+
+/* dqkv_w (3Cq, C) += dqkv^T . ln1; dqkv_b = the column sums of dqkv */
+zp_status x_qkv_wgrad(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    return linear_wgrad(S, b.it, BUF(S, DQKV, 0), 3 * S->Cq, BUF(S, LN1, b.set), S->C, B_QKVW, B_QKVB);
+}
+
+zp_status x_layernorm1_bwd(zp_exec_session *S, const zp_op *o)
+{
+    block_io b = io_of(S, o);
+    NEED(S, b.it);
+    return S->nn->layernorm_bwd(BUF(S, DRES, 0), G(S, b.it, B_LN1W), G(S, b.it, B_LN1B), BUF(S, DLN, 0), b.xin,
+                                W(S, b.it, B_LN1W), BUF(S, LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set), S->BT, S->C);
+}
+
+/* ---- the embedding and the head ---- */
+
+/* Tokens (BT) and targets (BT) of a micro-batch into the backend's tok_d (inputs | targets), gathered
+ * on the host and copied once per micro-batch. */
+static zp_status micro_tokens(zp_exec_session *S, int micro)
+{
+    if (S->tok_micro == micro)
+        return ZP_OK;
+    int *in = S->tok_h, *tgt = S->tok_h + S->BT;
+    for (size_t b = 0; b < S->B; b++) {
+        const int *t = S->tok + ((size_t)micro * S->B + b) * (S->T + 1);
+        memcpy(in + b * S->T, t, S->T * sizeof(int));
+        memcpy(tgt + b * S->T, t + 1, S->T * sizeof(int));
+    }
+    ZP_TRY(S->be->copy_to_device(S->tok_d, S->tok_h, 2 * S->BT * sizeof(int)));
+    S->tok_micro = micro;
+    return ZP_OK;
+}
+
+static float *x0(const zp_exec_session *S) { return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, 0); }
+static float *xL(const zp_exec_session *S)
+{
+    return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, S->L);
+}
+
+/* vocabulary-parallel: rows of other MP ranks give 0 (partial sums); wpe added once (MP rank 0) */
+zp_status x_embedding(zp_exec_session *S, const zp_op *o)
+{
+    NEED(S, 0);
+    ZP_TRY(micro_tokens(S, o->micro));
+    ZP_TRY(S->nn->embed_fwd(x0(S), S->tok_d, S->BT, S->C, WE(S, 0, E_WTE), S->v0, S->Vl,
+                            S->mr == 0 ? WE(S, 0, E_WPE) : NULL, S->T));
+    return partial(S, x0(S));
+}
+
+zp_status x_final_ln(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    const int it = (int)S->L + 1;
+    NEED(S, it);
+    return S->nn->layernorm_fwd(BUF(S, LNF, 0), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), xL(S), WE(S, it, E_LNFW),
+                                WE(S, it, E_LNFB), S->BT, S->C);
+}
+
+/* logits (BT, Vl) = lnf (BT, C) . wte^T (tied) */
+zp_status x_lm_head(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    const int it = (int)S->L + 1;
+    NEED(S, it);
+    return zp_exec_gemm(S, 0, 1, S->BT, S->Vl, S->C, 0.0f, BUF(S, LNF, 0), S->C, WE(S, it, E_WTE), S->C,
+                        BUF(S, LOGITS, 0), S->Vl);
+}
+
+/* Megatron's vocabulary-parallel cross-entropy: three reductions of BT values over the MP group. */
+zp_status x_xent(zp_exec_session *S, const zp_op *o)
+{
+    const size_t BT = S->BT, Vl = S->Vl;
+    ZP_TRY(micro_tokens(S, o->micro));
+    const int *tgt = S->tok_d + BT;
+    float *logits = BUF(S, LOGITS, 0), *mx = BUF(S, XMX, 0), *se = BUF(S, XSE, 0), *lt = BUF(S, XLT, 0);
+    ZP_TRY(S->nn->xent_rowmax(mx, logits, BT, Vl));
+    double t0 = zp_exec_now();
+    ZP_TRY(zp_exec_mp_allreduce(S, mx, BT, ZP_OP_MAX));
+    S->t.part[ZP_PART_MP_COMM] += zp_exec_now() - t0;
+    ZP_TRY(S->nn->xent_sumexp(se, logits, mx, BT, Vl));
+    ZP_TRY(S->nn->xent_pick(lt, logits, tgt, S->v0, BT, Vl));
+    t0 = zp_exec_now();
+    ZP_TRY(zp_exec_mp_allreduce(S, se, BT, ZP_OP_SUM));
+    ZP_TRY(zp_exec_mp_allreduce(S, lt, BT, ZP_OP_SUM));
+    S->t.part[ZP_PART_MP_COMM] += zp_exec_now() - t0;
+    double sum = 0;
+    ZP_TRY(S->nn->xent_loss_sum(mx, se, lt, BT, &sum));
+    S->loss_sum += sum;
+    return ZP_OK;
+}
+
+/* A micro-batch's backward starts here: the gradient bucket starts empty; dlogits in place, scaled for the
+ * mean over the global batch. */
+zp_status x_xent_bwd(zp_exec_session *S, const zp_op *o)
+{
+    ZP_TRY(micro_tokens(S, o->micro));
+    S->bucket_k = 0;
+    if (S->plan.stage >= 2)
+        ZP_TRY(S->be->zero(BUF(S, GWORK, 0), S->N * sizeof(float)));
+    double tokens = (double)S->BT * (double)S->GA * (double)S->dp;
+    return S->nn->xent_bwd(BUF(S, LOGITS, 0), BUF(S, XMX, 0), BUF(S, XSE, 0), S->tok_d + S->BT, S->v0, S->BT,
+                           S->Vl, (float)(1.0 / tokens));
+}
+
+/* dln (BT, C) = dlogits (BT, Vl) . wte (Vl, C): partial over the MP ranks */
+zp_status x_lm_head_dgrad(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    const int it = (int)S->L + 1;
+    NEED(S, it);
+    ZP_TRY(zp_exec_gemm(S, 0, 0, S->BT, S->C, S->Vl, 0.0f, BUF(S, LOGITS, 0), S->Vl, WE(S, it, E_WTE), S->C,
+                        BUF(S, DLN, 0), S->C));
+    return partial(S, BUF(S, DLN, 0));
+}
+
+/* dwte (Vl, C) += dlogits^T . lnf */
+zp_status x_lm_head_wgrad(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    return zp_exec_gemm(S, 1, 0, S->Vl, S->C, S->BT, 1.0f, BUF(S, LOGITS, 0), S->Vl, BUF(S, LNF, 0), S->C,
+                        GE(S, E_WTE), S->C);
+}
+
+zp_status x_final_ln_bwd(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    const int it = (int)S->L + 1;
+    NEED(S, it);
+    ZP_TRY(S->be->zero(BUF(S, DRES, 0), S->BT * S->C * sizeof(float)));
+    return S->nn->layernorm_bwd(BUF(S, DRES, 0), GE(S, E_LNFW), GE(S, E_LNFB), BUF(S, DLN, 0), xL(S),
+                                WE(S, it, E_LNFW), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), S->BT, S->C);
+}
+
+/* wte's rows of this rank and wpe (replicated: every MP rank gets the same gradient) */
+zp_status x_embedding_bwd(zp_exec_session *S, const zp_op *o)
+{
+    ZP_TRY(micro_tokens(S, o->micro));
+    return S->nn->embed_bwd(GE(S, E_WTE), GE(S, E_WPE), S->tok_d, BUF(S, DRES, 0), S->BT, S->C, S->v0, S->Vl,
+                            S->T);
+}

@@ -1,0 +1,203 @@
+/* zp_exec_run.c — the interpreter of the step schedule and the measured run.
+ *
+ * The schedule is run in its program order (zp_schedule_walk, sim/zp_schedule.h): on one thread, every
+ * stream other than compute runs each operation whose channel waits are satisfied, as a GPU's streams
+ * start work as soon as their events fire, then compute runs its next operation. Every rank runs the same
+ * deterministic order over the same schedule, so the collectives of each communicator are issued in the
+ * same order everywhere; a schedule whose waits cannot all be satisfied is reported as an error, never a
+ * hang. What an operation does is its kind's executor function (the second column of sim/zp_ops.def);
+ * its time goes to its kind's part and its phase. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_exec_impl.h"
+#include "zp_watchdog.h"
+
+/* signal and wait: the walk keeps the channels' tokens; nothing to run */
+zp_status x_sync(zp_exec_session *S, const zp_op *o)
+{
+    (void)S;
+    (void)o;
+    return ZP_OK;
+}
+
+/* the kinds the executor does not implement (Pa+cpu's checkpoint copies, ZeRO-3 Offload's parameter
+ * fetch): refused by zp_exec_config_check before a schedule holds them */
+zp_status x_unsupported(zp_exec_session *S, const zp_op *o)
+{
+    (void)S;
+    return ZP_FAIL(ZP_EUNSUPPORTED, "schedule: the executor has no '%s' operation", zp_op_name(o));
+}
+
+static const zp_exec_fn g_exec[ZP_NOPK] = {
+#define ZP_OP(id, exec, ...) [ZP_OPK_##id] = exec,
+#include "zp_ops.def"
+#undef ZP_OP
+};
+
+/* Runs one op and bins its time: by its part (what the compute stream spent; a collective inside an op,
+ * the cross-entropy's MP reductions, is binned by that op into mp_comm) and by its phase. */
+static zp_status exec_op(void *ctx, const zp_op *o)
+{
+    zp_exec_session *S = ctx;
+    const zp_op_info *in = zp_op_info_get(o->type);
+    if (!in)
+        return ZP_FAIL(ZP_ERUNTIME, "schedule: an operation of unknown kind %d", o->type);
+    if (in->cls == ZP_OPC_SIGNAL || in->cls == ZP_OPC_WAIT)
+        return ZP_OK;
+    zp_comm_watchdog_beat(in->name); /* progress for the distributed-fault watchdog (a static label) */
+    const double t0 = zp_exec_now(), inner0 = S->t.part[ZP_PART_MP_COMM];
+    zp_status st = g_exec[o->type](S, o);
+    const double dt = zp_exec_now() - t0, inner = S->t.part[ZP_PART_MP_COMM] - inner0;
+    const zp_part part = zp_op_part(o);
+    if (part < ZP_PART_NONE) {
+        S->t.part[part] += dt - (part == ZP_PART_MP_COMM ? 0.0 : inner);
+        S->t.phase[o->phase] += dt;
+    }
+    return st;
+}
+
+/* Zeroes the step's gradients and runs the schedule (each stream up to its first op of `stop_phase`, -1:
+ * all); the global mean loss in *loss. */
+static zp_status step_run(zp_exec_session *S, int step, int stop_phase, double *loss)
+{
+    S->step = step;
+    zp_exec_tokens(S, step);
+    if (S->slot[ZP_BUF_GRADS][0])
+        ZP_TRY(S->be->zero(BUF(S, GRADS, 0), S->N * sizeof(float)));
+    if (S->slot[ZP_BUF_GSHARD][0])
+        ZP_TRY(S->be->zero(BUF(S, GSHARD, 0), S->units.shard_size * sizeof(float)));
+    S->loss_sum = 0;
+    S->gather_k = S->bucket_k = S->d2h_k = 0;
+    S->tok_micro = -1; /* new tokens this step */
+    S->pending = NULL;
+    memset(&S->t, 0, sizeof S->t);
+    ZP_TRY(zp_schedule_walk(&S->sched, 0, stop_phase, exec_op, S));
+    /* every MP rank of a DP group computed the same loss: sum over the world, divide by mp */
+    double l = S->loss_sum;
+    ZP_TRY(zp_comm_allreduce_double(S->world, &l, ZP_OP_SUM));
+    *loss = l / (double)S->mp / ((double)S->BT * (double)S->GA * (double)S->dp);
+    return ZP_OK;
+}
+
+zp_status zp_exec_train_step(zp_exec_session *S, int step, double *loss) { return step_run(S, step, -1, loss); }
+
+zp_status zp_exec_params(zp_exec_session *S, float **params, size_t *n)
+{
+    if (S->plan.stage == 3)
+        return ZP_FAIL(ZP_EINVAL, "stage 3 holds only a shard of the parameters");
+    *params = BUF(S, PARAMS, 0);
+    *n = S->N;
+    return ZP_OK;
+}
+
+zp_status zp_exec_loss_grad(zp_exec_session *S, int step, double *loss, const float **grad, size_t *n)
+{
+    if (S->plan.stage > 1)
+        return ZP_FAIL(ZP_EINVAL, "whole gradients exist at stages 0 and 1 only");
+    ZP_TRY(step_run(S, step, ZP_PHASE_OPTIMIZER, loss)); /* the step without its optimizer */
+    *grad = BUF(S, GRADS, 0);
+    *n = S->N;
+    return ZP_OK;
+}
+
+void zp_exec_result_free(zp_exec_result *r)
+{
+    if (!r)
+        return;
+    free(r->step);
+    r->step = NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The measured run's summary, reduced over the ranks: rank 0's breakdown goes to everyone (rank 0
+ * prints it), memory is the largest rank's. */
+static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *times, int first, int counted)
+{
+    double inv = 1.0 / (counted ? counted : 1);
+    double *bd[] = {&out->time.compute, &out->time.mp_comm, &out->time.dp_comm, &out->time.optimizer,
+                    &out->time.phase[0], &out->time.phase[1], &out->time.phase[2], &out->time.phase[3]};
+    int n = out->steps - first;
+    qsort(times + first, (size_t)n, sizeof *times, cmp_double);
+    out->measured_step_s = n % 2 ? times[first + n / 2] : 0.5 * (times[first + n / 2 - 1] + times[first + n / 2]);
+    out->tokens_per_s = (double)S->BT * (double)S->GA * (double)S->dp / out->measured_step_s;
+    for (size_t i = 0; i < sizeof bd / sizeof bd[0]; i++) {
+        *bd[i] *= inv;
+        if (S->rank != 0)
+            *bd[i] = 0;
+        ZP_TRY(zp_comm_allreduce_double(S->world, bd[i], ZP_OP_SUM));
+    }
+    const zp_memcount *c = &S->mem.count;
+    for (int k = 0; k < ZP_MEM_NCAT; k++) {
+        out->peak[k] = c->peak[k];
+        ZP_TRY(zp_comm_allreduce_double(S->world, &out->peak[k], ZP_OP_MAX));
+    }
+    out->peak_activations = c->peak_act;
+    out->peak_total = c->peak_dev;
+    ZP_TRY(zp_comm_allreduce_double(S->world, &out->peak_activations, ZP_OP_MAX));
+    return zp_comm_allreduce_double(S->world, &out->peak_total, ZP_OP_MAX);
+}
+
+zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *out)
+{
+    memset(out, 0, sizeof *out);
+    zp_exec_session *S;
+    ZP_TRY(zp_exec_open(c, world, &S));
+    out->ranks = S->nranks;
+    out->dp = S->dp;
+    out->mp = S->mp;
+    out->params_per_rank = (double)S->N;
+    int cap = c->steps, first = c->steps >= 2 || c->min_seconds > 0 ? 1 : 0, counted = 0, k = 0;
+    out->step = calloc((size_t)cap, sizeof *out->step);
+    double *times = calloc((size_t)cap, sizeof *times), measured = 0;
+    zp_status st = (out->step && times) ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
+    /* every rank sees the same dt (the max over ranks), so every rank stops after the same step */
+    for (; st == ZP_OK && (k < c->steps || (measured < c->min_seconds && k < ZP_EXEC_MAX_STEPS)); k++) {
+        if (k == cap) {
+            cap *= 2;
+            zp_exec_step *ns = realloc(out->step, (size_t)cap * sizeof *ns);
+            if (ns)
+                out->step = ns;
+            double *nt = ns ? realloc(times, (size_t)cap * sizeof *nt) : NULL;
+            if (!nt) {
+                st = ZP_FAIL(ZP_ENOMEM, "out of memory");
+                break;
+            }
+            times = nt;
+        }
+        zp_comm_watchdog_beat("a training step"); /* progress for the distributed-fault watchdog */
+        st = zp_comm_barrier(world);
+        double t0 = zp_exec_now(), loss = 0;
+        if (st == ZP_OK)
+            st = step_run(S, k, -1, &loss);
+        double dt = zp_exec_now() - t0;
+        if (st == ZP_OK)
+            st = zp_comm_allreduce_double(world, &dt, ZP_OP_MAX);
+        out->step[k].loss = loss;
+        out->step[k].time_s = dt;
+        times[k] = dt;
+        if (st == ZP_OK && k >= first) {
+            counted++;
+            measured += dt;
+            out->time.compute += S->t.part[ZP_PART_COMPUTE];
+            out->time.mp_comm += S->t.part[ZP_PART_MP_COMM];
+            out->time.dp_comm += S->t.part[ZP_PART_DP_COMM];
+            out->time.optimizer += S->t.part[ZP_PART_OPTIMIZER];
+            for (int p = 0; p < ZP_NPHASES; p++)
+                out->time.phase[p] += S->t.phase[p];
+        }
+    }
+    out->steps = k;
+    if (st == ZP_OK)
+        st = summarize(S, out, times, first, counted);
+    free(times);
+    zp_exec_close(S);
+    if (st != ZP_OK)
+        zp_exec_result_free(out);
+    return st;
+}

@@ -1,0 +1,441 @@
+/* zp_exec_session.c — one rank's session: its configuration, the layout of its parameters (shapes from
+ * sim/zp_layout.h, shards from sim/zp_shard.h), its schedule, its tensors (the schedule's setup, allocated
+ * by running its alloc ops) with their initial values, and its communicators. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zp_config.h"
+#include "zp_exec_impl.h"
+#include "zp_kernels_mpi.h"
+
+/* ---- configuration ---- */
+
+void zp_exec_config_default(zp_exec_config *c)
+{
+    memset(c, 0, sizeof *c);
+    zp_plan_default(&c->plan, 1);
+    c->plan.checkpoint = 0;
+    c->plan.overlap_comm = 0;
+    c->plan.param_bytes = 4.0;
+    c->plan.k_optimizer = 8.0;
+    c->plan.impl = ZP_IMPL_EXEC;
+    c->steps = 3;
+    c->seed = 1;
+    c->lr = 1e-3;
+    c->backend = "cpu";
+}
+
+zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
+{
+    const zp_plan *p = &c->plan;
+    const zp_model *m = &c->model;
+    ZP_TRY(zp_model_validate(m));
+    if (!zp_stage_get(p->stage))
+        return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", p->stage);
+    if (p->mp < 1)
+        return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
+    if (ranks % p->mp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %d ranks", (long long)p->mp, ranks);
+    if (m->heads % p->mp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld attention heads of %s", (long long)p->mp,
+                       (long long)m->heads, m->name);
+    if (m->vocab % p->mp != 0 || m->ffn % p->mp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld must divide the vocabulary (%lld) and the MLP width (%lld)",
+                       (long long)p->mp, (long long)m->vocab, (long long)m->ffn);
+    if (p->micro_batch < 1)
+        return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
+    if (p->grad_accum < 1)
+        return ZP_FAIL(ZP_EINVAL, "--grad-accum: must be at least 1");
+    if (!(c->min_seconds >= 0 && c->min_seconds <= 3600))
+        return ZP_FAIL(ZP_EINVAL, "--min-seconds: %g is not between 0 and 3600", c->min_seconds);
+    if (c->steps < 1)
+        return ZP_FAIL(ZP_EINVAL, "--steps: must be at least 1");
+    if (p->pa_cpu)
+        return ZP_FAIL(ZP_EINVAL, "--pa-cpu: the executor does not move checkpoints to the host");
+    if (p->pa && !p->checkpoint)
+        return ZP_FAIL(ZP_EINVAL, "--pa partitions activation checkpoints: it needs checkpointing (drop --no-checkpoint)");
+    if (!(c->lr > 0) || !isfinite(c->lr))
+        return ZP_FAIL(ZP_EINVAL, "--lr: must be positive");
+    if (!c->backend || (strcmp(c->backend, "cpu") != 0 && strcmp(c->backend, "cuda") != 0))
+        return ZP_FAIL(ZP_EINVAL, "--backend: '%s' is not a backend (cpu or cuda)", c->backend ? c->backend : "");
+    if (p->offload == ZP_OFFLOAD_PARAMS)
+        return ZP_FAIL(ZP_EINVAL, "--offload params is not executed (only optimizer offload)");
+    zp_plan q = *p;
+    q.dp = ranks / p->mp;
+    ZP_TRY(zp_plan_validate(&q));
+    /* the flat layout is indexed with size_t and BLAS takes int dimensions */
+    double big = (double)m->vocab * (double)m->hidden + 12.0 * (double)m->hidden * (double)m->hidden;
+    double act = (double)p->micro_batch * (double)m->seq * (double)(m->ffn > m->vocab ? m->ffn : m->vocab);
+    if (big > 2e9 || act > 2e9 || (double)p->micro_batch * m->heads * m->seq * m->seq > 2e9)
+        return ZP_FAIL(ZP_ERANGE, "model %s is too large for the executor on this host", m->name);
+    return ZP_OK;
+}
+
+/* ---- helpers of the other parts ---- */
+
+double zp_exec_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
+                       const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc)
+{
+    zp_gemm_args g = {.trans_a = ta, .trans_b = tb, .m = (int)m, .n = (int)n, .k = (int)k, .alpha = 1.0f,
+                      .beta = beta, .a = a, .lda = (int)lda, .b = b, .ldb = (int)ldb, .c = c, .ldc = (int)ldc,
+                      .in_dtype = ZP_DT_F32};
+    return S->be->gemm(&g);
+}
+
+zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op)
+{
+    return S->mp == 1 ? ZP_OK : S->be->allreduce(S->mpc, x, x, n, ZP_DT_F32, op);
+}
+
+size_t zp_exec_item_lo(const zp_exec_session *S, int item)
+{
+    return (item == 0 || item == (int)S->L + 1) ? 0 : S->esz + (size_t)(item - 1) * S->bsz;
+}
+
+size_t zp_exec_item_len(const zp_exec_session *S, int item)
+{
+    return (item == 0 || item == (int)S->L + 1) ? S->esz : S->bsz;
+}
+
+float *zp_exec_group(const zp_exec_session *S, int item)
+{
+    if (S->plan.stage < 3)
+        return BUF(S, PARAMS, 0) + zp_exec_item_lo(S, item);
+    return item >= 0 && item <= (int)S->L + 1 ? BUF(S, GATHERED, item) : NULL;
+}
+
+float *zp_exec_ckpt(const zp_exec_session *S, int l)
+{
+    return S->plan.md ? BUF(S, CK_REGION, 0) + (size_t)l * S->ck_len : BUF(S, CK, l);
+}
+
+/* ---- the schedule's buffers ---- */
+
+static size_t slots_of(const zp_exec_session *S, zp_buf b)
+{
+    switch (zp_buf_per_of(b)) {
+    case ZP_PER_LAYER: return S->L;
+    case ZP_PER_LAYER1: return S->L + 1;
+    case ZP_PER_ITEM: return S->L + 2;
+    default: return 1;
+    }
+}
+
+static zp_status buffer_slot(zp_exec_session *S, const zp_op *o, void ***slot)
+{
+    if ((unsigned)o->buf >= ZP_NBUF || o->layer < 0 || (size_t)o->layer >= slots_of(S, o->buf))
+        return ZP_FAIL(ZP_ERUNTIME, "schedule: buffer %s[%d] is not one of the executor's", zp_buf_name(o->buf),
+                       o->layer);
+    *slot = &S->slot[o->buf][o->layer];
+    return ZP_OK;
+}
+
+/* Allocates the buffer the op names, zeroed (a stage-3 group is not: its gather writes all of it). */
+zp_status x_alloc(zp_exec_session *S, const zp_op *o)
+{
+    void **slot;
+    ZP_TRY(buffer_slot(S, o, &slot));
+    if (*slot)
+        return ZP_FAIL(ZP_ERUNTIME, "schedule: %s[%d] allocated twice", zp_buf_name(o->buf), o->layer);
+    *slot = zp_exec_mem_alloc(&S->mem, o->cat, (size_t)o->bytes, o->buf != ZP_BUF_GATHERED);
+    return *slot ? ZP_OK
+                 : ZP_FAIL(ZP_ENOMEM, "out of memory allocating %s (%.0f bytes)", zp_buf_name(o->buf), o->bytes);
+}
+
+zp_status x_free(zp_exec_session *S, const zp_op *o)
+{
+    void **slot;
+    ZP_TRY(buffer_slot(S, o, &slot));
+    zp_exec_mem_free(&S->mem, *slot);
+    *slot = NULL;
+    return ZP_OK;
+}
+
+/* ---- initial values: the GLOBAL tensors', so any split and any shard start from the same model ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static double unif(uint64_t h) { return ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+/* Standard normal of a global tensor element (Box-Muller on two hashed uniforms, splitmix64). */
+static double normal_at(uint64_t seed, uint64_t tensor, uint64_t idx)
+{
+    uint64_t h = mix64(seed ^ mix64(tensor * 0x100000001b3ull ^ mix64(idx)));
+    double u1 = unif(h), u2 = unif(mix64(h));
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Value of element (r, c) of this MP rank's tensor `kind` of group `item` (0: embedding group): the
+ * global tensor's element (GPT-2's initialisation: N(0, 0.02), residual projections scaled by 1/sqrt(2L)). */
+static float init_value(const zp_exec_session *S, int item, int kind, size_t r, size_t c)
+{
+    const size_t C = S->C, Cq = S->Cq, Fl = S->Fl, mr = (size_t)S->mr;
+    const uint64_t tid = (uint64_t)item * 16u + (uint64_t)kind;
+    double std = 0.02, base = 0.0;
+    size_t g;
+    if (item == 0) {
+        switch (kind) {
+        case ZP_EXEC_E_WTE: g = ((size_t)S->v0 + r) * C + c; break;
+        case ZP_EXEC_E_WPE: g = r * C + c; std = 0.01; break;
+        case ZP_EXEC_E_LNFW: g = c; base = 1.0; break;
+        default: g = c; break; /* lnf_b */
+        }
+    } else {
+        const double proj_std = 0.02 / sqrt(2.0 * (double)S->L);
+        switch (kind) {
+        case ZP_EXEC_B_LN1W: case ZP_EXEC_B_LN2W: g = c; base = 1.0; break;
+        case ZP_EXEC_B_LN1B: case ZP_EXEC_B_LN2B: case ZP_EXEC_B_PROJB: case ZP_EXEC_B_FCPB: g = c; std = 0.01; break;
+        case ZP_EXEC_B_QKVW: g = ((r / Cq) * C + mr * Cq + r % Cq) * C + c; break;
+        case ZP_EXEC_B_QKVB: g = (c / Cq) * C + mr * Cq + c % Cq; std = 0.01; break;
+        case ZP_EXEC_B_PROJW: g = r * C + mr * Cq + c; std = proj_std; break;
+        case ZP_EXEC_B_FCW: g = (mr * Fl + r) * C + c; break;
+        case ZP_EXEC_B_FCB: g = mr * Fl + c; std = 0.01; break;
+        default: g = r * S->F + mr * Fl + c; std = proj_std; break; /* fcproj_w */
+        }
+    }
+    return (float)(base + std * normal_at(S->cfg.seed, tid, g));
+}
+
+/* Columns of each tensor (rows = size / cols): vectors are one row. */
+static size_t tensor_cols(const zp_exec_session *S, int item, int kind)
+{
+    if (item == 0)
+        return S->C;
+    switch (kind) {
+    case ZP_EXEC_B_PROJW: return S->Cq;
+    case ZP_EXEC_B_FCPW: return S->Fl;
+    case ZP_EXEC_B_QKVB: return 3 * S->Cq;
+    case ZP_EXEC_B_FCB: return S->Fl;
+    default: return S->C;
+    }
+}
+
+/* Writes the initial values of flat elements [lo, hi) into dst (host memory). */
+static void init_range(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
+{
+    for (size_t item = 0; item <= S->L; item++) {
+        size_t base = item == 0 ? 0 : S->esz + (item - 1) * S->bsz;
+        const size_t *off = item == 0 ? S->e_off : S->b_off;
+        int nk = item == 0 ? ZP_EXEC_E_N : ZP_EXEC_B_N;
+        for (int k = 0; k < nk; k++) {
+            size_t a = base + off[k], b = base + off[k + 1];
+            size_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+            size_t cols = tensor_cols(S, (int)item, k);
+            for (size_t i = x; i < y; i++) {
+                size_t e = i - a;
+                dst[i - lo] = init_value(S, (int)item, k, e / cols, e % cols);
+            }
+        }
+    }
+}
+
+/* The same into the backend's memory, through a host staging buffer of 16K floats. */
+static zp_status init_range_dev(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
+{
+    enum { CHUNK = 16384 };
+    float *h = malloc(CHUNK * sizeof *h);
+    if (!h)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_status st = ZP_OK;
+    for (size_t a = lo; a < hi && st == ZP_OK; a += CHUNK) {
+        size_t b = hi - a < CHUNK ? hi : a + CHUNK;
+        init_range(S, a, b, h);
+        st = S->be->copy_to_device(dst + (a - lo), h, (b - a) * sizeof *h);
+    }
+    free(h);
+    return st;
+}
+
+/* Stage 3 initialises only this rank's shard (DeepSpeed's zero.Init); with ZeRO-Offload the host's master
+ * copy starts from the same values as the device. */
+static zp_status init_params(zp_exec_session *S)
+{
+    if (S->plan.stage < 3)
+        ZP_TRY(init_range_dev(S, 0, S->N, BUF(S, PARAMS, 0)));
+    for (int i = 0; i < S->units.n; i++) {
+        const zp_unit *u = &S->units.u[i];
+        if (S->plan.stage == 3)
+            ZP_TRY(init_range_dev(S, u->off, u->off + u->size, BUF(S, PSHARD, 0) + u->shard_off));
+        if (S->plan.offload == ZP_OFFLOAD_OPTIMIZER)
+            init_range(S, u->off, u->off + u->size, BUF(S, H_MASTER, 0) + u->shard_off);
+    }
+    return ZP_OK;
+}
+
+/* Tokens of global sequence g of step `step`: a noisy arithmetic chain t' = 7t + 1 + {0,1,2} mod V,
+ * deterministic from the seed, with structure a model can learn (the loss goes down). */
+void zp_exec_tokens(zp_exec_session *S, int step)
+{
+    const size_t T1 = S->T + 1;
+    for (size_t u = 0; u < S->GA; u++)
+        for (size_t j = 0; j < S->B; j++) {
+            uint64_t g = (uint64_t)S->dr * S->B * S->GA + u * S->B + j;
+            int *t = S->tok + (u * S->B + j) * T1;
+            uint64_t h = mix64(S->cfg.seed * 0x9e37ull ^ mix64((uint64_t)step * 1000003ull + g));
+            t[0] = (int)(h % S->V);
+            for (size_t p = 1; p < T1; p++) {
+                h = mix64(h);
+                t[p] = (int)(((uint64_t)t[p - 1] * 7u + 1u + h % 3u) % S->V);
+            }
+        }
+}
+
+/* ---- the session ---- */
+
+static zp_status split_comms(zp_exec_session *S)
+{
+#if ZP_HAVE_MPI
+    MPI_Comm w = zp_comm_mpi(S->world), mpc, dpc;
+    if (MPI_Comm_split(w, S->dr, S->mr, &mpc) != MPI_SUCCESS || MPI_Comm_split(w, S->mr, S->dr, &dpc) != MPI_SUCCESS)
+        return ZP_FAIL(ZP_ERUNTIME, "MPI_Comm_split failed");
+    zp_status st = zp_comm_from_mpi(S->be, mpc, &S->mpc);
+    if (st == ZP_OK)
+        st = zp_comm_from_mpi(S->be, dpc, &S->dpc);
+    MPI_Comm_free(&mpc);
+    MPI_Comm_free(&dpc);
+    return st;
+#else
+    if (S->nranks != 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI");
+    ZP_TRY(zp_comm_world(S->be, &S->mpc));
+    return zp_comm_world(S->be, &S->dpc);
+#endif
+}
+
+/* Shapes, the flat layout and its units: group boundaries and the bucket boundaries from the top. */
+static zp_status layout(zp_exec_session *S)
+{
+    const zp_model *m = &S->m;
+    S->L = (size_t)m->layers;
+    S->C = (size_t)m->hidden;
+    S->NH = (size_t)m->heads;
+    S->T = (size_t)m->seq;
+    S->V = (size_t)m->vocab;
+    S->F = (size_t)m->ffn;
+    S->Cq = S->C / (size_t)S->mp;
+    S->Fl = S->F / (size_t)S->mp;
+    S->Vl = S->V / (size_t)S->mp;
+    S->NHl = S->NH / (size_t)S->mp;
+    S->hd = S->C / S->NH;
+    S->B = (size_t)S->plan.micro_batch;
+    S->GA = (size_t)S->plan.grad_accum;
+    S->BT = S->B * S->T;
+    S->v0 = (long)((size_t)S->mr * S->Vl);
+    size_t es[ZP_EXEC_E_N], bs[ZP_EXEC_B_N];
+    zp_layout_exec_tensors(m, S->mp, es, bs);
+    for (int k = 0; k < ZP_EXEC_E_N; k++)
+        S->e_off[k + 1] = S->e_off[k] + es[k];
+    for (int k = 0; k < ZP_EXEC_B_N; k++)
+        S->b_off[k + 1] = S->b_off[k] + bs[k];
+    S->esz = S->e_off[ZP_EXEC_E_N];
+    S->bsz = S->b_off[ZP_EXEC_B_N];
+    S->N = S->esz + S->L * S->bsz;
+    if (fabs(S->sched.params - (double)S->N) > 0.5)
+        return ZP_FAIL(ZP_ERUNTIME, "layout of %zu parameters disagrees with the schedule's %g", S->N, S->sched.params);
+    S->bucket = (size_t)llround(S->sched.bucket_params);
+    const int pa = S->plan.pa && S->mp > 1;
+    S->ck_len = pa ? zp_shard_piece(S->BT * S->C, S->mp) : S->BT * S->C;
+    return zp_layout_exec_units(&S->m, &S->plan, S->bucket, S->dr, &S->units);
+}
+
+static zp_status setup_op(void *ctx, const zp_op *o)
+{
+    return x_alloc(ctx, o);
+}
+
+zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session **out)
+{
+    *out = NULL;
+    const int nranks = zp_comm_size(world);
+    ZP_TRY(zp_exec_config_check(c, nranks));
+    const zp_kernels_backend *be;
+    ZP_TRY(zp_kernels_backend_get(c->backend, &be));
+    ZP_TRY(be->init());
+    const zp_nn_ops *nn;
+    ZP_TRY(zp_nn_ops_get(be->name, &nn));
+    zp_exec_session *S = calloc(1, sizeof *S);
+    if (!S)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    S->cfg = *c;
+    S->m = c->model;
+    S->plan = c->plan;
+    S->plan.param_bytes = 4.0; /* fp32 on both backends */
+    S->plan.k_optimizer = 8.0; /* Adam's m and v in fp32; the fp32 parameters are the master copy */
+    S->plan.impl = ZP_IMPL_EXEC;
+    S->be = be;
+    S->nn = nn;
+    S->mem.be = be;
+    S->world = world;
+    S->rank = zp_comm_rank(world);
+    S->nranks = nranks;
+    S->mp = (int)c->plan.mp;
+    S->dp = nranks / S->mp;
+    S->plan.dp = S->dp;
+    S->mr = S->rank % S->mp;
+    S->dr = S->rank / S->mp;
+    S->tok_micro = -1;
+    zp_status st = split_comms(S);
+    if (st == ZP_OK)
+        st = zp_schedule_build(&S->m, &S->plan, &S->sched);
+    if (st == ZP_OK)
+        st = layout(S);
+    for (int b = 0; st == ZP_OK && b < ZP_NBUF; b++)
+        if (!(S->slot[b] = calloc(slots_of(S, (zp_buf)b), sizeof *S->slot[b])))
+            st = ZP_FAIL(ZP_ENOMEM, "out of memory");
+    /* every tensor the schedule holds from the start, then their first values */
+    for (int i = 0; st == ZP_OK && i < S->sched.nsetup; i++)
+        st = setup_op(S, &S->sched.setup[i]);
+    if (st == ZP_OK)
+        st = init_params(S);
+    if (st == ZP_OK) {
+        S->tok = calloc(S->GA * S->B * (S->T + 1), sizeof *S->tok);
+        S->tok_h = calloc(2 * S->BT, sizeof *S->tok_h);
+        if (!S->tok || !S->tok_h)
+            st = ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    /* the micro-batch's token ids on the backend (2 BT ints, outside the categories: not a tensor of the
+     * memory model) */
+    if (st == ZP_OK)
+        st = S->be->alloc(2 * S->BT * sizeof *S->tok_d, (void **)&S->tok_d);
+    if (st == ZP_OK)
+        *out = S;
+    else
+        zp_exec_close(S);
+    return st;
+}
+
+void zp_exec_close(zp_exec_session *S)
+{
+    if (!S)
+        return;
+    for (int b = 0; b < ZP_NBUF; b++) {
+        for (size_t i = 0; S->slot[b] && i < slots_of(S, (zp_buf)b); i++)
+            zp_exec_mem_free(&S->mem, S->slot[b][i]);
+        free(S->slot[b]);
+    }
+    zp_exec_mem_release(&S->mem);
+    free(S->tok);
+    free(S->tok_h);
+    if (S->tok_d)
+        S->be->free(S->tok_d);
+    zp_schedule_free(&S->sched);
+    zp_units_free(&S->units);
+    zp_comm_free(S->mpc);
+    zp_comm_free(S->dpc);
+    free(S);
+}

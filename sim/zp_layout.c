@@ -1,0 +1,358 @@
+/* zp_layout.c — the memory of a step as alloc and free ops: DeepSpeed's as the planner models it, and
+ * zplan's executor's (see zp_layout.h). */
+#include "zp_schedule_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_memory.h"
+#include "zp_shard.h"
+
+void zp_layout_facts_free(zp_layout_facts *f)
+{
+    if (!f)
+        return;
+    free(f->gather);
+    free(f->grad);
+    memset(f, 0, sizeof *f);
+}
+
+static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->gather = calloc((size_t)m->layers + 2, sizeof *f->gather);
+    f->grad = calloc((size_t)m->layers + 1, sizeof *f->grad);
+    if (!f->gather || !f->grad) {
+        zp_layout_facts_free(f);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    return ZP_OK;
+}
+
+/* ================================================================ DeepSpeed / Megatron-LM (the planner) */
+
+/* Groups per MP rank: a block is 1/mp of the model's block; the embedding group (gathered for the
+ * embedding and again as the tied LM head) is (V + s)h/mp; its gradient group also completes the final
+ * LayerNorm (2h/mp). */
+static zp_status ds_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
+{
+    ZP_TRY(facts_alloc(m, f));
+    const double t = (double)p->mp, L = (double)m->layers;
+    const double emb = zp_model_params_embedding(m) / t, blk = zp_model_params_layer(m) / t;
+    for (int64_t i = 0; i <= m->layers + 1; i++)
+        f->gather[i] = (i == 0 || i == m->layers + 1) ? emb : blk;
+    f->grad[0] = emb + 2.0 * (double)m->hidden / t;
+    for (int64_t i = 1; i <= m->layers; i++)
+        f->grad[i] = blk;
+    f->psi = zp_model_params(m) / t;
+    (void)L;
+    return ZP_OK;
+}
+
+/* Short-lived tensors and buffers interleave without MD and leave ZP_FRAGMENTATION_FRACTION of what they
+ * occupy unusable (ZeRO §6.3): every such alloc (and its free) carries a fragmentation companion. */
+static void ds_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_mem_cat cat, double bytes)
+{
+    if (zp_buf_per_of(buf) == ZP_PER_LAYER)
+        bytes *= b->repeat; /* a collapsed memory-only schedule: this block stands for `repeat` of them */
+    zp_builder_mem(b, s, alloc, buf, index, cat, bytes);
+    int fragments = cat == ZP_MEM_ACTIVATIONS || cat == ZP_MEM_CHECKPOINTS || cat == ZP_MEM_GRADS ||
+                    cat == ZP_MEM_BUFFERS;
+    if (!b->p->md && fragments)
+        zp_builder_mem(b, s, alloc, ZP_BUF_FRAG, index, ZP_MEM_FRAGMENTATION, ZP_FRAGMENTATION_FRACTION * bytes);
+}
+
+/* Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
+ * fp16 gradients 2Ψ (÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1); ZeRO-Offload keeps the
+ * optimizer states and an fp32 gradient partition (4 bytes a parameter) on the host, ZeRO-3 Offload the
+ * fp16 parameters too. Buffers (ZeRO §6.2): CB's two fp16 buckets (reduce and all-gather) of
+ * min(bucket, Ψ) elements, or without CB an fp32 fused buffer of 4Ψ; stage 3 holds the gathered fp16
+ * parameters of the block in use and of the prefetched one less the 1/Nd it owns: 2 bytes x min(2 x the
+ * largest group, Ψ) x (1 - 1/Nd), at most DeepSpeed's stage3_max_live_parameters. */
+static void ds_setup(zp_builder *b)
+{
+    const zp_plan *p = b->p;
+    const zp_stage_info *si = zp_stage_get(p->stage);
+    const double nd = (double)p->dp, nm = (double)p->mp, psi = b->f.psi, k = p->k_optimizer;
+    const double pb = p->param_bytes > 0 ? p->param_bytes : 2.0;
+    const int offload = p->offload != ZP_OFFLOAD_NONE;
+    const double params = pb * psi / (si->partitions_params ? nd : 1.0);
+    ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, p->offload == ZP_OFFLOAD_PARAMS ? ZP_MEM_HOST : ZP_MEM_PARAMS, params);
+    if (si->partitions_params && p->persistence_threshold > 0) /* whole on every rank (DeepSpeed) */
+        ds_mem(b, -1, 1, ZP_BUF_PERSISTENT, 0, ZP_MEM_PARAMS,
+               pb * zp_model_params_small_tensors(b->m, p->mp, p->persistence_threshold) * (1.0 - 1.0 / nd));
+    ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, pb * psi / (si->partitions_grads ? nd : 1.0));
+    const double opt = k * psi / (si->partitions_optimizer ? nd : 1.0);
+    ds_mem(b, -1, 1, ZP_BUF_OPT_STATES, 0, offload ? ZP_MEM_HOST : ZP_MEM_OPTIMIZER, opt);
+    if (offload)
+        ds_mem(b, -1, 1, ZP_BUF_HOST_GRADS, 0, ZP_MEM_HOST, 4.0 * opt / k);
+    ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? 2.0 * pb * fmin(p->bucket, psi) : 4.0 * psi);
+    if (si->partitions_params) {
+        double live = fmin(2.0 * zp_model_params_largest_layer(b->m) / nm, psi);
+        if (p->stage3_max_live > 0)
+            live = fmin(live, p->stage3_max_live);
+        ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS, pb * live * (1.0 - 1.0 / nd));
+    }
+}
+
+/* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without checkpointing every block keeps its
+ * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes, from its forward to its backward; with it a block
+ * keeps a checkpoint of 2·s·b·h (÷t with Pa, in host memory with Pa+cpu) and one block's working set is
+ * live from the first forward to the end of backward. The logits and their gradient, 2·2·b·s·V/t, live
+ * from the LM head to the end of the micro-batch's backward. */
+static double ds_block_acts(const zp_builder *b)
+{
+    return zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+}
+
+static void ds_block_begin(zp_builder *b, int l)
+{
+    if (!b->p->checkpoint)
+        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+    else if (l == 0)
+        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+}
+
+static double ds_ckpt_bytes(const zp_builder *b)
+{
+    double c = zp_model_checkpoint_bytes_layer(b->m, (double)b->p->micro_batch);
+    return (b->p->pa || b->p->pa_cpu) ? c / (double)b->p->mp : c;
+}
+
+static void ds_ckpt(zp_builder *b, int l, int alloc)
+{
+    if (b->p->checkpoint)
+        ds_mem(b, ZP_STREAM_COMPUTE, alloc, ZP_BUF_CKPT, l, b->p->pa_cpu ? ZP_MEM_HOST : ZP_MEM_CHECKPOINTS,
+               ds_ckpt_bytes(b));
+    else if (!alloc)
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+}
+
+static void ds_block_end(zp_builder *b, int l) { ds_ckpt(b, l, 1); }
+static void ds_block_done(zp_builder *b, int l) { ds_ckpt(b, l, 0); }
+
+static double ds_logits_bytes(const zp_builder *b)
+{
+    return 4.0 * (double)b->p->micro_batch * (double)b->m->seq * (double)b->m->vocab / (double)b->p->mp;
+}
+
+static void ds_logits(zp_builder *b)
+{
+    ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_LOGITS, 0, ZP_MEM_ACTIVATIONS, ds_logits_bytes(b));
+}
+
+static void ds_micro_end(zp_builder *b)
+{
+    ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_LOGITS, 0, ZP_MEM_ACTIVATIONS, ds_logits_bytes(b));
+    if (b->p->checkpoint)
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+}
+
+/* Stage 3's gathered parameters live in the fixed pool allocated at setup. */
+static void ds_gather(zp_builder *b, int s, int item)
+{
+    (void)b;
+    (void)s;
+    (void)item;
+}
+
+static void ds_use(zp_builder *b, int item)
+{
+    (void)b;
+    (void)item;
+}
+
+/* ================================================================ zplan's executor */
+
+void zp_layout_exec_tensors(const zp_model *m, int64_t mp, size_t emb[ZP_EXEC_E_N], size_t blk[ZP_EXEC_B_N])
+{
+    const size_t C = (size_t)m->hidden, t = (size_t)mp, Cq = C / t, Fl = (size_t)m->ffn / t;
+    const size_t Vl = (size_t)m->vocab / t, T = (size_t)m->seq;
+    const size_t e[ZP_EXEC_E_N] = {Vl * C, T * C, C, C};
+    const size_t k[ZP_EXEC_B_N] = {C, C, 3 * Cq * C, 3 * Cq, C * Cq, C, C, C, Fl * C, Fl, C * Fl, C};
+    memcpy(emb, e, sizeof e);
+    memcpy(blk, k, sizeof k);
+}
+
+static size_t sum(const size_t *v, int n)
+{
+    size_t s = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    return s;
+}
+
+zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucket, int rank, zp_units *out)
+{
+    size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
+    zp_layout_exec_tensors(m, p->mp, e, k);
+    const size_t esz = sum(e, ZP_EXEC_E_N), bsz = sum(k, ZP_EXEC_B_N), L = (size_t)m->layers, n = esz + L * bsz;
+    const size_t nb = (n + bucket - 1) / bucket;
+    if (bucket < 1 || nb > (size_t)1e8)
+        return ZP_FAIL(ZP_ERANGE, "bucket of %zu elements: too many buckets", bucket);
+    size_t *cuts = malloc((L + 1 + nb) * sizeof *cuts), nc = 0;
+    if (!cuts)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    for (size_t i = 1; i <= L; i++)
+        cuts[nc++] = esz + (i - 1) * bsz;
+    for (size_t j = 1; j < nb; j++)
+        cuts[nc++] = n - j * bucket;
+    zp_status st = zp_units_build(n, cuts, (int)nc, (int)p->dp, rank, out);
+    free(cuts);
+    return st;
+}
+
+/* The flat layout of one MP rank: group 0 (the embedding group, also gathered as the LM head) then the
+ * blocks; units cut at every group boundary and every bucket boundary from the top (zp_shard.h), each
+ * sharded into dp pieces. */
+static zp_status ex_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
+{
+    ZP_TRY(facts_alloc(m, f));
+    size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
+    zp_layout_exec_tensors(m, p->mp, e, k);
+    const size_t esz = sum(e, ZP_EXEC_E_N), bsz = sum(k, ZP_EXEC_B_N), L = (size_t)m->layers;
+    for (size_t i = 0; i <= L + 1; i++)
+        f->gather[i] = (double)(i == 0 || i == L + 1 ? esz : bsz);
+    for (size_t i = 0; i <= L; i++)
+        f->grad[i] = (double)(i == 0 ? esz : bsz);
+    f->n = esz + L * bsz;
+    f->psi = (double)f->n;
+    f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : f->n;
+    if (f->bucket < 1)
+        f->bucket = 1;
+    zp_units u;
+    zp_status st = zp_layout_exec_units(m, p, f->bucket, 0, &u);
+    if (st != ZP_OK) {
+        zp_layout_facts_free(f);
+        return st;
+    }
+    f->shard = u.shard_size; /* the same on every rank: a unit's pieces are equal (the last one padded) */
+    f->max_piece = u.max_piece;
+    zp_units_free(&u);
+    return ZP_OK;
+}
+
+/* One fp32 tensor of `n` elements (setup). */
+static void ex_tensor(zp_builder *b, zp_buf buf, int index, zp_mem_cat cat, double n)
+{
+    zp_builder_mem(b, -1, 1, buf, index, cat, 4.0 * n);
+}
+
+/* Everything the executor holds from its start: model states, communication buffers and the
+ * activations of the step (allocated once and reused by every micro-batch and step; the stage-3 groups
+ * alone come and go). Elements: BT = B·T tokens, local widths Cq = C/mp, Fl = F/mp, Vl = V/mp, NHl heads;
+ * activations per Korthikanti et al. without dropout, plus the LayerNorms' row statistics. */
+static void ex_setup(zp_builder *b)
+{
+    const zp_plan *p = b->p;
+    const zp_model *m = b->m;
+    const double N = (double)b->f.n, shard = (double)b->f.shard, piece = (double)b->f.max_piece;
+    const double dp = (double)p->dp, t = (double)p->mp, L = (double)m->layers;
+    const double C = (double)m->hidden, B = (double)p->micro_batch, T = (double)m->seq, BT = B * T;
+    const double Cq = C / t, Fl = (double)m->ffn / t, Vl = (double)m->vocab / t, NHl = (double)m->heads / t;
+    const double att = B * NHl * T * T;
+    /* model states */
+    if (p->stage == 3)
+        ex_tensor(b, ZP_BUF_PSHARD, 0, ZP_MEM_PARAMS, shard);
+    else
+        ex_tensor(b, ZP_BUF_PARAMS, 0, ZP_MEM_PARAMS, N);
+    if (p->stage < 2) {
+        ex_tensor(b, ZP_BUF_GRADS, 0, ZP_MEM_GRADS, N);
+    } else {
+        ex_tensor(b, ZP_BUF_GSHARD, 0, ZP_MEM_GRADS, shard);
+        ex_tensor(b, ZP_BUF_GWORK, 0, ZP_MEM_BUFFERS, N + dp); /* + dp: the last piece's padding reads past */
+    }
+    const double opt_n = p->stage == 0 ? N : shard;
+    if (p->offload == ZP_OFFLOAD_OPTIMIZER) {
+        /* ZeRO-Offload: the partition's moments, fp32 master copy, gradient partition and fp16 copy */
+        ex_tensor(b, ZP_BUF_OPT_M, 0, ZP_MEM_HOST, opt_n);
+        ex_tensor(b, ZP_BUF_OPT_V, 0, ZP_MEM_HOST, opt_n);
+        ex_tensor(b, ZP_BUF_H_MASTER, 0, ZP_MEM_HOST, opt_n);
+        ex_tensor(b, ZP_BUF_H_GRAD, 0, ZP_MEM_HOST, opt_n);
+        zp_builder_mem(b, -1, 1, ZP_BUF_H_HALF, 0, ZP_MEM_HOST, 2.0 * opt_n);
+    } else {
+        ex_tensor(b, ZP_BUF_OPT_M, 0, ZP_MEM_OPTIMIZER, opt_n);
+        ex_tensor(b, ZP_BUF_OPT_V, 0, ZP_MEM_OPTIMIZER, opt_n);
+    }
+    if (p->stage >= 1)
+        ex_tensor(b, ZP_BUF_TMP, 0, ZP_MEM_BUFFERS, piece);
+    if (p->stage == 1 || p->stage == 2)
+        ex_tensor(b, ZP_BUF_GBUF, 0, ZP_MEM_BUFFERS, piece * dp);
+    /* one block's stored activations: every block's without checkpointing, one set with it */
+    const int nsets = p->checkpoint ? 1 : (int)m->layers;
+    static const zp_buf set_bufs[] = {ZP_BUF_LN1, ZP_BUF_LN1_MEAN, ZP_BUF_LN1_RSTD, ZP_BUF_QKV, ZP_BUF_ATT,
+                                      ZP_BUF_ATTY, ZP_BUF_X1, ZP_BUF_LN2, ZP_BUF_LN2_MEAN, ZP_BUF_LN2_RSTD,
+                                      ZP_BUF_FCH, ZP_BUF_FCHG};
+    const double set_n[] = {BT * C, BT, BT, BT * 3 * Cq, att, BT * Cq, BT * C, BT * C, BT, BT, BT * Fl, BT * Fl};
+    for (int i = 0; i < nsets; i++)
+        for (size_t k = 0; k < sizeof set_n / sizeof set_n[0]; k++)
+            ex_tensor(b, set_bufs[k], i, ZP_MEM_ACTIVATIONS, set_n[k]);
+    if (p->checkpoint) {
+        ex_tensor(b, ZP_BUF_RESID, 0, ZP_MEM_ACTIVATIONS, BT * C);
+        const int pa = p->pa && p->mp > 1;
+        const double ck = pa ? (double)zp_shard_piece((size_t)(BT * C), (int)p->mp) : BT * C;
+        if (p->md) /* MD: all checkpoints in one contiguous region */
+            ex_tensor(b, ZP_BUF_CK_REGION, 0, ZP_MEM_CHECKPOINTS, L * ck);
+        else
+            for (int l = 0; l < (int)m->layers; l++)
+                ex_tensor(b, ZP_BUF_CK, l, ZP_MEM_CHECKPOINTS, ck);
+        if (pa)
+            ex_tensor(b, ZP_BUF_XIN_WORK, 0, ZP_MEM_ACTIVATIONS, ck * t);
+    } else {
+        for (int l = 0; l <= (int)m->layers; l++) /* block inputs and the last block's output */
+            ex_tensor(b, ZP_BUF_RES, l, ZP_MEM_ACTIVATIONS, BT * C);
+    }
+    /* the head and the backward working tensors of one block */
+    static const zp_buf bufs[] = {ZP_BUF_PROJ, ZP_BUF_LNF, ZP_BUF_LNF_MEAN, ZP_BUF_LNF_RSTD, ZP_BUF_LOGITS,
+                                  ZP_BUF_XMX,  ZP_BUF_XSE, ZP_BUF_XLT,      ZP_BUF_DRES,     ZP_BUF_DLN,
+                                  ZP_BUF_DQKV, ZP_BUF_DATTY, ZP_BUF_DATT,   ZP_BUF_DFCH};
+    const double n[] = {BT * C, BT * C, BT, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, BT * 3 * Cq, BT * Cq, att, BT * Fl};
+    for (size_t k = 0; k < sizeof n / sizeof n[0]; k++)
+        ex_tensor(b, bufs[k], 0, ZP_MEM_ACTIVATIONS, n[k]);
+}
+
+static void ex_nothing(zp_builder *b, int l)
+{
+    (void)b;
+    (void)l;
+}
+
+static void ex_nothing0(zp_builder *b) { (void)b; }
+
+/* Stage 3: a group is gathered into a new buffer (+ dp elements: the last unit's padding spills past
+ * it); gathered again (the LM head for the backward), the old copy goes first. */
+static void ex_gather(zp_builder *b, int s, int item)
+{
+    const double bytes = 4.0 * (b->f.gather[item] + (double)b->p->dp);
+    if (b->live[item])
+        zp_builder_mem(b, s, 0, ZP_BUF_GATHERED, item, ZP_MEM_BUFFERS, bytes);
+    b->live[item] = 1;
+    zp_builder_mem(b, s, 1, ZP_BUF_GATHERED, item, ZP_MEM_BUFFERS, bytes);
+}
+
+/* Compute switches groups: the one it used is freed (the next one is already gathered). */
+static void ex_use(zp_builder *b, int item)
+{
+    const int prev = b->item;
+    b->item = item;
+    if (prev < 0 || prev == item)
+        return;
+    zp_builder_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_GATHERED, prev, ZP_MEM_BUFFERS,
+                   4.0 * (b->f.gather[prev] + (double)b->p->dp));
+    b->live[prev] = 0;
+}
+
+/* ================================================================ the table */
+
+static const zp_layout g_layouts[] = {
+    [ZP_IMPL_DEEPSPEED] = {"deepspeed", 1, ds_facts, ds_setup, ds_block_begin, ds_block_end, ds_block_done, ds_logits,
+                           ds_micro_end, ds_gather, ds_use},
+    [ZP_IMPL_EXEC] = {"zplan-exec", 0, ex_facts, ex_setup, ex_nothing, ex_nothing, ex_nothing, ex_nothing0,
+                      ex_nothing0, ex_gather, ex_use},
+};
+
+const zp_layout *zp_layout_get(zp_impl impl)
+{
+    return (unsigned)impl < sizeof g_layouts / sizeof g_layouts[0] ? &g_layouts[impl] : NULL;
+}

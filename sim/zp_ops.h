@@ -1,0 +1,208 @@
+/* zp_ops.h — the typed operations of a step schedule: what kinds of operation exist (zp_opk, one row
+ * each in zp_ops.def), what is known of each kind (zp_op_info: name for output, class, stream, time part,
+ * cost function, measured kernels, collective kind and group, copy direction), the channels that order
+ * the streams, the memory categories and the buffers that alloc and free ops name.
+ *
+ * The simulator (sim/zp_engine.c), the device cost model (sim/zp_device.c), the memory replay
+ * (sim/zp_memory.c) and the executor (exec/) all dispatch on an op's kind through these tables; no code
+ * compares an op's name. */
+#ifndef ZP_OPS_H
+#define ZP_OPS_H
+
+#include "zp_coll.h"
+#include "zp_profile.h"
+
+/* Streams of one rank: compute (the GPU's compute stream, which also runs the blocking Megatron MP
+ * collectives), comm (the ZeRO-DP collectives: gradient buckets, stage-3 parameter gathers, the stage-1/2
+ * parameter all-gather), pcie (host<->device copies), cpu (the host's CPU Adam with offload). */
+typedef enum { ZP_STREAM_COMPUTE = 0, ZP_STREAM_COMM, ZP_STREAM_PCIE, ZP_STREAM_CPU, ZP_NSTREAMS } zp_stream;
+
+/* What an operation is for: the step-time breakdown and the trace group by it. SETUP: the allocations
+ * made once before the first step (model states, the executor's tensors). */
+typedef enum {
+    ZP_PHASE_FORWARD,
+    ZP_PHASE_RECOMPUTE,
+    ZP_PHASE_BACKWARD,
+    ZP_PHASE_OPTIMIZER,
+    ZP_NPHASES,
+    ZP_PHASE_SETUP = ZP_NPHASES
+} zp_phase;
+
+typedef enum {
+    ZP_OPC_COMPUTE, /* a kernel (device or host CPU): costed by info->cost */
+    ZP_OPC_COLL,    /* a collective on an MP or DP group */
+    ZP_OPC_COPY,    /* a host<->device copy over PCIe */
+    ZP_OPC_ALLOC,   /* memory: `bytes` of `cat` become live (buffer `buf`, index `layer`) */
+    ZP_OPC_FREE,    /* memory: the same buffer's bytes are released */
+    ZP_OPC_SIGNAL,  /* adds a token to a channel */
+    ZP_OPC_WAIT,    /* takes a token from a channel (blocks until one is there) */
+    ZP_NOPC
+} zp_opc;
+
+/* The step-time parts (sim/zp_engine.h's breakdown, the executor's measured bins). */
+typedef enum {
+    ZP_PART_COMPUTE,   /* forward, recompute and backward kernels */
+    ZP_PART_MP_COMM,   /* Megatron MP all-reduces, Pa all-gathers */
+    ZP_PART_DP_COMM,   /* ZeRO-DP collectives (and waiting for them) */
+    ZP_PART_OPTIMIZER, /* Adam, and with ZeRO-Offload its copies and the CPU's update */
+    ZP_PART_OFFLOAD,   /* Pa+cpu checkpoint copies (and waiting for them) */
+    ZP_PART_NONE,      /* takes no time: signal, wait (a wait counts as its channel's part), alloc, free */
+    ZP_NPARTS
+} zp_part;
+
+typedef enum { ZP_GROUP_MP, ZP_GROUP_DP } zp_group;
+typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
+/* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
+typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
+
+/* Channels (counting semaphores per rank): X(ID, name, the part a compute-stream wait on it counts in). */
+#define ZP_CHANNELS(X)                                                                                       \
+    X(GATHERED, "gathered", DP_COMM)     /* stage 3: a block's parameters are gathered (comm -> compute) */   \
+    X(GATHER_GO, "gather_go", DP_COMM)   /* stage 3: compute started the previous block: prefetch the next */ \
+    X(CKPT_OUT, "ckpt_out", OFFLOAD)     /* Pa+cpu: a checkpoint partition is ready to go to the host */      \
+    X(CKPT_IN_GO, "ckpt_in_go", OFFLOAD) /* Pa+cpu: backward reached the block above: fetch the checkpoint */ \
+    X(CKPT_IN, "ckpt_in", OFFLOAD)       /* Pa+cpu: the checkpoint partition is back (pcie -> compute) */     \
+    X(BUCKET, "bucket", DP_COMM)         /* a gradient bucket is complete (compute -> comm) */                \
+    X(REDUCED, "reduced", DP_COMM)       /* a bucket has been reduced (comm -> compute, end of backward) */   \
+    X(GRAD_HOST, "grad_host", OPTIMIZER) /* offload: a reduced bucket is on the host (pcie -> cpu) */         \
+    X(BUCKET_D2H, "bucket_d2h", OPTIMIZER) /* offload: copy a reduced bucket's partition to the host */       \
+    X(OPT_DONE, "opt_done", OPTIMIZER)   /* offload: the CPU Adam finished (cpu -> pcie) */                   \
+    X(PARAMS_BACK, "params_back", OPTIMIZER) /* offload: updated parameters are back on the device */         \
+    X(UPDATED, "updated", DP_COMM)       /* the optimizer step is done on the device (compute -> comm) */
+
+typedef enum {
+#define ZP_CH_ENUM(id, name, part) ZP_CH_##id,
+    ZP_CHANNELS(ZP_CH_ENUM)
+#undef ZP_CH_ENUM
+    ZP_NCHANNELS
+} zp_channel;
+
+/* Memory categories of alloc ops, of the memory replay (sim/zp_memory.h) and of the executor's tracking
+ * allocator. The device total is every category but HOST. */
+typedef enum {
+    ZP_MEM_PARAMS = 0,   /* parameters this rank holds (all, or its stage-3 shard) */
+    ZP_MEM_GRADS,        /* gradients it keeps (all, or its stage-2/3 shard) */
+    ZP_MEM_OPTIMIZER,    /* optimizer states on the device */
+    ZP_MEM_ACTIVATIONS,  /* working activations, logits, backward working tensors */
+    ZP_MEM_CHECKPOINTS,  /* activation checkpoints kept on the device */
+    ZP_MEM_BUFFERS,      /* communication buffers, gradient buckets, stage-3 gathered parameters */
+    ZP_MEM_FRAGMENTATION,/* what fragmentation makes unusable without ZeRO-R MD (ZeRO §6.3) */
+    ZP_MEM_HOST,         /* host memory: offloaded states, Pa+cpu checkpoints; not on the device */
+    ZP_MEM_NCAT
+} zp_mem_cat;
+
+/* Buffers that alloc and free ops name (index = the op's `layer`: a block, or a parameter group for
+ * GATHERED). DeepSpeed's memory as the planner models it uses the first group; zplan's executor the
+ * second, one per tensor it holds. `per` sizes the executor's table of slots. */
+typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per;
+#define ZP_BUFFERS(X)                                                                                       \
+    /* the planner's DeepSpeed/Megatron model */                                                          \
+    X(MODEL_PARAMS, "params", ZP_PER_ONE) X(PERSISTENT, "persistent_params", ZP_PER_ONE)                     \
+    X(MODEL_GRADS, "grads", ZP_PER_ONE) X(OPT_STATES, "optimizer_states", ZP_PER_ONE)                        \
+    X(HOST_GRADS, "host_fp32_grads", ZP_PER_ONE) X(FUSED, "fused_buffers", ZP_PER_ONE)                       \
+    X(GATHER_POOL, "stage3_gathered", ZP_PER_ONE) X(CKPT, "checkpoint", ZP_PER_LAYER)                        \
+    X(BLOCK_WORK, "block_working_set", ZP_PER_ONE) X(BLOCK_ACTS, "block_activations", ZP_PER_LAYER)          \
+    X(FRAG, "fragmentation", ZP_PER_ONE)                                                                     \
+    /* zplan's executor (exec/), one per tensor */                                                         \
+    X(PARAMS, "params_flat", ZP_PER_ONE) X(PSHARD, "params_shard", ZP_PER_ONE)                               \
+    X(GRADS, "grads_flat", ZP_PER_ONE) X(GSHARD, "grads_shard", ZP_PER_ONE) X(GWORK, "grad_bucket", ZP_PER_ONE) \
+    X(OPT_M, "adam_m", ZP_PER_ONE) X(OPT_V, "adam_v", ZP_PER_ONE) X(H_MASTER, "host_master", ZP_PER_ONE)     \
+    X(H_GRAD, "host_grads", ZP_PER_ONE) X(H_HALF, "host_fp16", ZP_PER_ONE) X(TMP, "piece", ZP_PER_ONE)       \
+    X(GBUF, "gathered_bucket", ZP_PER_ONE) X(GATHERED, "gathered_group", ZP_PER_ITEM)                        \
+    X(LN1, "ln1", ZP_PER_LAYER) X(LN1_MEAN, "ln1_mean", ZP_PER_LAYER) X(LN1_RSTD, "ln1_rstd", ZP_PER_LAYER)  \
+    X(QKV, "qkv", ZP_PER_LAYER) X(ATT, "att", ZP_PER_LAYER) X(ATTY, "atty", ZP_PER_LAYER)                    \
+    X(X1, "x1", ZP_PER_LAYER) X(LN2, "ln2", ZP_PER_LAYER) X(LN2_MEAN, "ln2_mean", ZP_PER_LAYER)              \
+    X(LN2_RSTD, "ln2_rstd", ZP_PER_LAYER) X(FCH, "fch", ZP_PER_LAYER) X(FCHG, "fchg", ZP_PER_LAYER)          \
+    X(RESID, "residual", ZP_PER_ONE) X(CK_REGION, "checkpoint_region", ZP_PER_ONE)                           \
+    X(CK, "checkpoint_block", ZP_PER_LAYER) X(XIN_WORK, "pa_gathered", ZP_PER_ONE)                           \
+    X(RES, "block_input", ZP_PER_LAYER1) X(PROJ, "proj", ZP_PER_ONE) X(LNF, "lnf", ZP_PER_ONE)               \
+    X(LNF_MEAN, "lnf_mean", ZP_PER_ONE) X(LNF_RSTD, "lnf_rstd", ZP_PER_ONE) X(LOGITS, "logits", ZP_PER_ONE)  \
+    X(XMX, "xent_max", ZP_PER_ONE) X(XSE, "xent_sumexp", ZP_PER_ONE) X(XLT, "xent_target", ZP_PER_ONE)       \
+    X(DRES, "d_residual", ZP_PER_ONE) X(DLN, "d_ln", ZP_PER_ONE) X(DQKV, "d_qkv", ZP_PER_ONE)                \
+    X(DATTY, "d_atty", ZP_PER_ONE) X(DATT, "d_att", ZP_PER_ONE) X(DFCH, "d_fch", ZP_PER_ONE)
+
+typedef enum {
+#define ZP_BUF_ENUM(id, name, per) ZP_BUF_##id,
+    ZP_BUFFERS(ZP_BUF_ENUM)
+#undef ZP_BUF_ENUM
+    ZP_NBUF
+} zp_buf;
+
+/* One operation of a schedule. */
+typedef struct {
+    int type;                  /* zp_opk (below) */
+    zp_stream stream;
+    zp_phase phase;
+    int id;                    /* position in the step's program order (zp_schedule_walk), from 0 */
+    int layer;                 /* block index, -1: embedding / LM head / whole model; alloc/free: the
+                                  buffer's index */
+    int micro;                 /* micro-batch index */
+    int item;                  /* parameter group of a stage-3 gather (0 the embedding, 1..L the blocks,
+                                  L+1 the tied embedding again as the LM head); -1 otherwise */
+    double m, n, k;            /* GEMM C(m, n) = A(m, k) . B(k, n) per batch entry */
+    double batch;              /* batched GEMM count (1 for a plain GEMM) */
+    double flops;              /* FLOPs of a compute op (2 per multiply-add) */
+    double elems;              /* element-wise: elements of the tensor the kernel walks (tokens x hidden,
+                                  tokens x ffn, heads x seq x seq, tokens x vocabulary), per MP rank */
+    double bytes;              /* element-wise: bytes moved; collective: buffer bytes per rank (nccl-tests
+                                  size); copy: bytes; Adam: parameters updated; alloc/free: bytes */
+    zp_channel channel;        /* signal / wait */
+    zp_mem_cat cat;            /* alloc / free */
+    zp_buf buf;                /* alloc / free */
+} zp_op;
+
+/* What a compute op costs, seconds, on a device profile; `gpus_per_cpu`: GPUs of a node whose CPU work
+ * shares the node's CPU (ZeRO-Offload's Adam). Defined in sim/zp_device.c. */
+struct zp_op_info;
+typedef double (*zp_cost_fn)(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_gemm(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+
+typedef struct zp_op_info {
+    const char *name;
+    zp_opc cls;
+    zp_stream stream;
+    zp_part part;
+    zp_cost_fn cost;
+    zp_profile_kernel kern[2];
+    int nkern;
+    zp_bias bias;
+    zp_coll_kind coll;
+    zp_group group;
+    int writes_new;            /* a collective whose output is a new buffer: over one rank it still costs a
+                                  local copy (a reduce-scatter's input to its partition, a stage-3 group
+                                  gathered from the shard) */
+    zp_copy_dir dir;
+} zp_op_info;
+
+typedef enum {
+#define ZP_OP(id, exec, ...) ZP_OPK_##id,
+#include "zp_ops.def"
+#undef ZP_OP
+    ZP_NOPK
+} zp_opk;
+
+extern const zp_op_info zp_op_table[ZP_NOPK];
+
+/* The row of an op kind (NULL outside the table). */
+const zp_op_info *zp_op_info_get(int type);
+/* The op kind named `name` (output names, e.g. in a schedule file), -1 when unknown. */
+int zp_op_find(const char *name);
+const char *zp_op_name(const zp_op *op);
+/* "compute", "collective", "copy", "alloc", "free", "signal", "wait". */
+const char *zp_opc_name(zp_opc c);
+const char *zp_stream_name(zp_stream s);
+const char *zp_phase_name(zp_phase p);        /* "forward", ..., "setup" */
+const char *zp_part_name(zp_part p);          /* "compute", "mp_comm", "dp_comm", "optimizer", "offload", "none" */
+const char *zp_channel_name(zp_channel c);
+zp_part zp_channel_part(zp_channel c);        /* the part a compute-stream wait on it counts in */
+const char *zp_mem_cat_name(zp_mem_cat c);    /* "params", ..., "fragmentation", "host" */
+const char *zp_buf_name(zp_buf b);
+zp_buf_per zp_buf_per_of(zp_buf b);
+/* The part an op's time counts in: its kind's, or for a wait its channel's. */
+zp_part zp_op_part(const zp_op *op);
+
+#endif
