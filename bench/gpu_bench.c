@@ -9,7 +9,8 @@
  *   nccl          the backend's NCCL collectives on a one-rank communicator (this GPU alone): time, algbw;
  *   host_device   pageable and pinned host <-> device copies.
  * Timing: CUDA events on the default stream around loops of calls lasting >= 20 ms, the median of 5.
- * usage: zp_gpu_bench [--quick] [-o FILE]     exit 0 ok, 1 run-time failure, 2 bad usage or no CUDA device */
+ * usage: zp_gpu_bench [--quick] [-o FILE]     exit 0 ok, 1 run-time failure, 2 bad usage or no CUDA device
+ *        zp_gpu_bench --probe                 only says whether the cuda backend can use a GPU (its name, or why not) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,15 +407,17 @@ static void bench_host_device(json_t *root, size_t bytes)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, probe = 0;
     const char *output = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
+        else if (strcmp(argv[i], "--probe") == 0)
+            probe = 1;
         else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             output = argv[++i];
         else {
-            fprintf(stderr, "usage: zp_gpu_bench [--quick] [-o FILE]\n");
+            fprintf(stderr, "usage: zp_gpu_bench [--quick] [-o FILE] | --probe\n");
             return 2;
         }
     }
@@ -422,6 +425,18 @@ int main(int argc, char **argv)
     if (be->init() != ZP_OK) {
         fprintf(stderr, "zp_gpu_bench: %s\n", zp_error_message());
         return 2;
+    }
+    if (probe) {
+        char name[256] = "";
+        int drv = 0, rt = 0;
+        if (be->device_name(name, sizeof name) != ZP_OK) {
+            fprintf(stderr, "zp_gpu_bench: %s\n", zp_error_message());
+            return 2;
+        }
+        cudaDriverGetVersion(&drv);
+        cudaRuntimeGetVersion(&rt);
+        printf("%s (CUDA driver API %d, runtime %d)\n", name, drv, rt);
+        return 0;
     }
     TRY(be->timer_create(&timer));
 
