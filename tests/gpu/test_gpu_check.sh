@@ -185,6 +185,9 @@ check "fake run, strict: a missed target exits 1, summary still written" \
 run_fake FAKE_TEST_FAILS=1
 check "fake run, a CUDA test failing: exit 1, the failure in the summary" \
   '[ $rc = 1 ] && grep -q "cuda::gemm_fp16 FAILED" "$T/w/run/summary.md"'
+run_fake ZP_GPU_CHECK_BUDGET_S=20
+check "fake run past its time budget: steps not run, named, exit 1" \
+  '[ $rc = 1 ] && grep -q "| tests_cuda | not run | .*time budget" "$T/w/run/summary.md"'
 echo keep >"$T/w/run/marker"
 run_fake FAKE_PROBE_FAIL=1
 check "fake run, the runtime cannot use the GPU: exit 2, OUTDIR untouched" \
