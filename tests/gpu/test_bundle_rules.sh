@@ -5,7 +5,7 @@
 # CUDA's names are allowed; a library resolved outside the bundle, a library not found, a bundle over the
 # size limit fail with a message naming what is wrong; compressed files (NAME.xz) are checked expanded and
 # expanded in place by unpack, which --clean undoes.
-# Usage: test_bundle_rules.sh SOURCE_ROOT [CC]
+# Usage: test_bundle_rules.sh SOURCE_ROOT [CC]   (CC may hold words: "ccache cc")
 set -uo pipefail
 S="$1"
 CC="${2:-cc}"
@@ -20,7 +20,7 @@ no() { echo "FAIL: $1"; fail=$((fail + 1)); }
 check() { if eval "$2"; then ok "$1"; else no "$1"; fi; }
 rules() { "$R" "$@" >"$T/out.txt" 2>&1; rc=$?; }
 
-command -v "$CC" >/dev/null || { echo "SKIP: no C compiler ($CC)"; exit 77; }
+command -v "${CC%% *}" >/dev/null || { echo "SKIP: no C compiler ($CC)"; exit 77; }
 B="$T/bundle"
 mkdir -p "$B/bin" "$B/lib" "$T/src" "$T/elsewhere"
 cat >"$T/src/fx.c" <<'EOF'
@@ -32,8 +32,8 @@ cat >"$T/src/main.c" <<'EOF'
 double fx(double);
 int main(void) { printf("%g\n", fx(4.0)); return 0; }
 EOF
-"$CC" -shared -fPIC -o "$B/lib/libfx.so.1" -Wl,-soname,libfx.so.1 -Wl,-rpath,'$ORIGIN' "$T/src/fx.c" -lm &&
-  "$CC" -o "$B/bin/prog" "$T/src/main.c" -L"$B/lib" -l:libfx.so.1 -Wl,-rpath,'$ORIGIN/../lib' ||
+$CC -shared -fPIC -o "$B/lib/libfx.so.1" -Wl,-soname,libfx.so.1 -Wl,-rpath,'$ORIGIN' "$T/src/fx.c" -lm &&
+  $CC -o "$B/bin/prog" "$T/src/main.c" -L"$B/lib" -l:libfx.so.1 -Wl,-rpath,'$ORIGIN/../lib' ||
   { echo "FAIL: cannot build the fixture"; exit 1; }
 check "fixture runs" '[ "$("$B/bin/prog")" = 3 ]'
 
@@ -43,7 +43,7 @@ check "it reports the size" 'grep -q "size: 0.0 MiB (limit 60 MiB)" "$T/out.txt"
 
 # the C++ runtime is allowed
 printf 'int main(void) { return 0; }\n' >"$T/src/cxx.c"
-if "$CC" -o "$B/bin/cxx" "$T/src/cxx.c" -Wl,--no-as-needed -lstdc++ -lgcc_s 2>/dev/null; then
+if $CC -o "$B/bin/cxx" "$T/src/cxx.c" -Wl,--no-as-needed -lstdc++ -lgcc_s 2>/dev/null; then
   rules --libs-only "$B"
   check "libstdc++ and libgcc_s are allowed" '[ $rc = 0 ]'
   rm -f "$B/bin/cxx"
@@ -51,7 +51,7 @@ fi
 
 # a library of the system that is not allowed (libz, or one found by the compiler)
 printf 'int main(void) { return 0; }\n' >"$T/src/sys.c"
-if "$CC" -o "$B/bin/sys" "$T/src/sys.c" -Wl,--no-as-needed -lz 2>/dev/null; then
+if $CC -o "$B/bin/sys" "$T/src/sys.c" -Wl,--no-as-needed -lz 2>/dev/null; then
   rules --libs-only "$B"
   check "a system library outside the allowed list fails" '[ $rc = 1 ]'
   check "and is named with where it resolved and who needs it" \
@@ -62,8 +62,8 @@ else
 fi
 
 # a library that is nowhere
-"$CC" -shared -fPIC -o "$T/elsewhere/libgone.so.3" -Wl,-soname,libgone.so.3 "$T/src/fx.c" -lm
-"$CC" -o "$B/bin/needs_gone" "$T/src/main.c" -L"$T/elsewhere" -l:libgone.so.3 -Wl,-rpath,'$ORIGIN/../lib'
+$CC -shared -fPIC -o "$T/elsewhere/libgone.so.3" -Wl,-soname,libgone.so.3 "$T/src/fx.c" -lm
+$CC -o "$B/bin/needs_gone" "$T/src/main.c" -L"$T/elsewhere" -l:libgone.so.3 -Wl,-rpath,'$ORIGIN/../lib'
 rules --libs-only "$B"
 check "a library not found fails, named" '[ $rc = 1 ] && grep -q "libgone.so.3 => not found (needed by bin/needs_gone)" "$T/out.txt"'
 rules --libs-only --extra-libdirs "$T/elsewhere" "$B"
@@ -72,8 +72,8 @@ check "found through --extra-libdirs but not allowed: still fails" \
 rm -f "$B/bin/needs_gone"
 
 # CUDA's libraries: allowed where they are found (here a stand-in, libcudart.so.99, that no system has)
-"$CC" -shared -fPIC -o "$T/elsewhere/libcudart.so.99" -Wl,-soname,libcudart.so.99 "$T/src/fx.c" -lm
-"$CC" -o "$B/bin/cuda_user" "$T/src/main.c" -L"$T/elsewhere" -l:libcudart.so.99 -Wl,-rpath,'$ORIGIN/../lib'
+$CC -shared -fPIC -o "$T/elsewhere/libcudart.so.99" -Wl,-soname,libcudart.so.99 "$T/src/fx.c" -lm
+$CC -o "$B/bin/cuda_user" "$T/src/main.c" -L"$T/elsewhere" -l:libcudart.so.99 -Wl,-rpath,'$ORIGIN/../lib'
 rules --libs-only --extra-libdirs "$T/elsewhere" "$B"
 check "a CUDA library found through --extra-libdirs is allowed" '[ $rc = 0 ]'
 rules --libs-only "$B"

@@ -158,7 +158,8 @@ static void *rand_in(size_t n, zp_dtype dt)
 
 /* C = alpha op(A) op(B) + beta C on the GPU against the double product of the same (rounded) inputs.
  * Bound per element: fp32 inputs run on TF32 tensor cores (10-bit mantissa: each product within ~2^-10
- * relative), 16-bit inputs multiply exactly and accumulate in fp32. */
+ * relative, 2^-10 if truncated), 16-bit inputs multiply exactly and accumulate in fp32 (tensor cores add
+ * with less than IEEE care: 1e-4 of the sum of magnitudes). */
 static void check_gemm(zp_dtype dt, int m, int n, int k, int ta, int tb, float alpha, float beta, int pad)
 {
     int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
@@ -172,7 +173,7 @@ static void check_gemm(zp_dtype dt, int m, int n, int k, int ta, int tb, float a
                       .lda = lda, .b = db, .ldb = ldb, .c = dc, .ldc = ldc, .in_dtype = dt};
     OK(g_be->gemm(&g));
     down(out, dc, nc * 4);
-    double rel = dt == ZP_DT_F32 ? 2e-3 : 1e-5;
+    double rel = dt == ZP_DT_F32 ? 5e-3 : 1e-4;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
             double s = 0, mag = 0;
