@@ -193,5 +193,20 @@ run_fake FAKE_PROBE_FAIL=1
 check "fake run, the runtime cannot use the GPU: exit 2, OUTDIR untouched" \
   '[ $rc = 2 ] && grep -q "cannot use the GPU: .*insufficient" "$T/out.txt" && [ -e "$T/w/run/marker" ] && [ "$(leftovers)" = 0 ]'
 
+# interrupted in the middle (a step that hangs; the whole process group told to stop): OUTDIR as it was,
+# no temporary left
+cp "$T/f/bin/test_kernels_cuda" "$T/f/bin/test_kernels_cuda.real"
+printf '#!/bin/sh\nsleep 30\n' >"$T/f/bin/test_kernels_cuda"
+(cd "$T/w" && exec setsid env ZP_GPU_CHECK_NVIDIA_SMI="$T/smi" ZP_GPU_CHECK_CUDA_LIBDIRS="$T/cudalibs" \
+  "$T/f/gpu-check" run >"$T/out.txt" 2>&1) &
+gpid=$!
+for _ in $(seq 50); do grep -q "gpu-check: tests_cuda" "$T/out.txt" 2>/dev/null && break; sleep 0.1; done
+kill -TERM -- "-$gpid" 2>/dev/null
+wait "$gpid"
+rc=$?
+mv "$T/f/bin/test_kernels_cuda.real" "$T/f/bin/test_kernels_cuda"
+check "interrupted: non-zero exit, OUTDIR as it was, no temporary left" \
+  '[ $rc != 0 ] && [ -e "$T/w/run/marker" ] && [ -e "$T/w/run/summary.md" ] && [ "$(leftovers)" = 0 ]'
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
