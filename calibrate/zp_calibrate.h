@@ -1,9 +1,9 @@
 /* zp_calibrate.h — `zplan calibrate`: times the project's kernels on this machine (alone or
  * under mpirun) and fits the cost models of a device profile (sim/zp_profile.h).
  *
- * The CLI calls zp_calibrate_main(argc, argv) with calibrate's own arguments; programs that
- * want the profile in memory call zp_calibrate_run. Every rank of MPI_COMM_WORLD must call
- * either; every rank returns the same profile. */
+ * The CLI (`zplan calibrate`, src/zp_cli_calibrate.c) and programs that want the profile in memory
+ * call zp_calibrate_run. Every rank of MPI_COMM_WORLD must call it; every rank returns the same
+ * profile. */
 #ifndef ZP_CALIBRATE_H
 #define ZP_CALIBRATE_H
 
@@ -51,11 +51,6 @@ int zp_calibrate_exec_shapes(double (*out)[3], int cap);
 /* Measures and fits; fills *out (the same on every rank). For the cpu backend also the executor's
  * layer kernels (profile "layer_kernels"). */
 zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out);
-
-/* `zplan calibrate [--backend cpu|cuda] [--quick] [-o FILE] ...`: argv[0] is the command's name.
- * Initialises MPI when needed; rank 0 writes the profile atomically and prints a summary on
- * stdout, errors go to stderr. Returns 0 ok, 1 run-time failure, 2 bad usage or no device. */
-int zp_calibrate_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -44,33 +44,6 @@ static zp_status partial(zp_exec_session *S, float *x)
     return ZP_OK;
 }
 
-/* A Megatron linear layer of block group `it`, over the BT tokens: y (BT, n) = x (BT, k) . W^T (+ bias);
- * W (n, k) is column-split (y is this rank's columns) or row-split (y is a partial sum: pending). */
-static zp_status linear(zp_exec_session *S, int it, const float *x, size_t k, int w, int bias, float *y, size_t n)
-{
-    NEED(S, it);
-    ZP_TRY(zp_exec_gemm(S, 0, 1, S->BT, n, k, 0.0f, x, k, W(S, it, w), k, y, n));
-    return bias >= 0 ? S->nn->bias_add(y, W(S, it, bias), S->BT, n) : partial(S, y);
-}
-
-/* Its input gradient dx (BT, k) = dy (BT, n) . W (n, k) (a partial sum over the MP ranks when W is
- * column-split: `is_partial`). */
-static zp_status linear_dgrad(zp_exec_session *S, int it, const float *dy, size_t n, int w, float *dx, size_t k,
-                              int is_partial)
-{
-    NEED(S, it);
-    ZP_TRY(zp_exec_gemm(S, 0, 0, S->BT, k, n, 0.0f, dy, n, W(S, it, w), k, dx, k));
-    return is_partial ? partial(S, dx) : ZP_OK;
-}
-
-/* Its weight gradient dW (n, k) += dy^T . x, and the bias gradient (the column sums of dy) unless bias < 0. */
-static zp_status linear_wgrad(zp_exec_session *S, int it, const float *dy, size_t n, const float *x, size_t k, int w,
-                              int bias)
-{
-    ZP_TRY(zp_exec_gemm(S, 1, 0, n, k, S->BT, 1.0f, dy, n, x, k, G(S, it, w), k));
-    return bias >= 0 ? S->nn->bias_grad(G(S, it, bias), dy, S->BT, n) : ZP_OK;
-}
-
 /* ---- a block ---- */
 
 /* Block l's stored activations and where it reads its input and writes its output in this phase. */
@@ -94,6 +67,69 @@ static block_io io_of(const zp_exec_session *S, const zp_op *o)
     return b;
 }
 
+/* ---- the block's four Megatron linear layers, y (BT, n) = x (BT, k) . W^T + b ----
+ * QKV and MLP-up are column-split (y holds this rank's columns; their bias is split with them); the
+ * projection and MLP-down are row-split (y is a partial sum for the MP all-reduce that follows; their bias
+ * is added after it, by the residual). Widths per MP rank; backward reads dY and writes dX. */
+typedef enum { D_C, D_CQ, D_3CQ, D_FL } width;
+typedef struct {
+    zp_buf x, y, dy, dx;  /* input, output, their gradients */
+    width k, n;           /* widths of x and y */
+    int w, bias;          /* the weight and bias tensors (bias -1: after the all-reduce) */
+} linear_layer;
+enum { L_QKV, L_PROJ, L_UP, L_DOWN };
+static const linear_layer LINEAR[] = {
+    [L_QKV] = {ZP_BUF_LN1, ZP_BUF_QKV, ZP_BUF_DQKV, ZP_BUF_DLN, D_C, D_3CQ, B_QKVW, B_QKVB},
+    [L_PROJ] = {ZP_BUF_ATTY, ZP_BUF_PROJ, ZP_BUF_DRES, ZP_BUF_DATTY, D_CQ, D_C, B_PROJW, -1},
+    [L_UP] = {ZP_BUF_LN2, ZP_BUF_FCH, ZP_BUF_DFCH, ZP_BUF_DLN, D_C, D_FL, B_FCW, B_FCB},
+    [L_DOWN] = {ZP_BUF_FCHG, ZP_BUF_PROJ, ZP_BUF_DRES, ZP_BUF_DFCH, D_FL, D_C, B_FCPW, -1},
+};
+
+static size_t dim(const zp_exec_session *S, width d)
+{
+    switch (d) {
+    case D_C: return S->C;
+    case D_CQ: return S->Cq;
+    case D_3CQ: return 3 * S->Cq;
+    default: return S->Fl;
+    }
+}
+
+/* A buffer of the block: its activation set's (stored per block), or the one working copy. */
+static float *buf(const zp_exec_session *S, zp_buf id, const block_io *b)
+{
+    return (float *)S->slot[id][zp_buf_per_of(id) == ZP_PER_LAYER ? b->set : 0];
+}
+
+/* One pass of linear layer `which` for block o->layer:
+ *  - FWD: y = x . W^T, then the bias (column-split) or the partial sum left for the all-reduce (row-split);
+ *  - DGRAD: dX (BT, k) = dY (BT, n) . W (n, k), a partial sum when W is column-split (its input is whole on
+ *    every rank);
+ *  - WGRAD: dW (n, k) += dY^T . X, and the bias gradient (the column sums of dY) into `bias` unless -1 (a
+ *    row-split layer's bias is added after the all-reduce: its gradient comes whole, elsewhere). */
+enum { FWD, DGRAD, WGRAD };
+
+static zp_status linear(zp_exec_session *S, const zp_op *o, int which, int pass, int bias)
+{
+    const linear_layer *L = &LINEAR[which];
+    block_io b = io_of(S, o);
+    if (pass != WGRAD)
+        NEED(S, b.it);
+    const size_t k = dim(S, L->k), n = dim(S, L->n), BT = S->BT;
+    float *x = buf(S, L->x, &b), *y = buf(S, L->y, &b), *dy = buf(S, L->dy, &b), *dx = buf(S, L->dx, &b);
+    switch (pass) {
+    case FWD:
+        ZP_TRY(zp_exec_gemm(S, 0, 1, BT, n, k, 0.0f, x, k, W(S, b.it, L->w), k, y, n));
+        return L->bias >= 0 ? S->nn->bias_add(y, W(S, b.it, L->bias), BT, n) : partial(S, y);
+    case DGRAD:
+        ZP_TRY(zp_exec_gemm(S, 0, 0, BT, k, n, 0.0f, dy, n, W(S, b.it, L->w), k, dx, k));
+        return L->bias >= 0 ? partial(S, dx) : ZP_OK;
+    default:
+        ZP_TRY(zp_exec_gemm(S, 1, 0, n, k, BT, 1.0f, dy, n, x, k, G(S, b.it, L->w), k));
+        return bias >= 0 ? S->nn->bias_grad(G(S, b.it, bias), dy, BT, n) : ZP_OK;
+    }
+}
+
 /* ln1 (BT, C) = LayerNorm(x); under checkpointing the forward first keeps x as the block's checkpoint
  * (Pa: this MP rank's partition only). */
 zp_status x_layernorm1(zp_exec_session *S, const zp_op *o)
@@ -112,11 +148,7 @@ zp_status x_layernorm1(zp_exec_session *S, const zp_op *o)
 }
 
 /* qkv (BT, 3Cq) = ln1 (BT, C) . qkv_w^T + qkv_b */
-zp_status x_qkv(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear(S, b.it, BUF(S, LN1, b.set), S->C, B_QKVW, B_QKVB, BUF(S, QKV, b.set), 3 * S->Cq);
-}
+zp_status x_qkv(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV, FWD, -1); }
 
 /* Per sequence and local head: scores att (T, T) = Q (T, hd) . K^T, or context atty (T, hd) = att . V. */
 static zp_status attention_fwd(zp_exec_session *S, const zp_op *o, int scores)
@@ -148,12 +180,8 @@ zp_status x_softmax(zp_exec_session *S, const zp_op *o)
 
 zp_status x_attn_context(zp_exec_session *S, const zp_op *o) { return attention_fwd(S, o, 0); }
 
-/* proj (BT, C) = atty (BT, Cq) . proj_w^T: partial over the MP ranks (its bias comes after the all-reduce) */
-zp_status x_attn_proj(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear(S, b.it, BUF(S, ATTY, b.set), S->Cq, B_PROJW, -1, BUF(S, PROJ, 0), S->C);
-}
+/* proj (BT, C) = atty (BT, Cq) . proj_w^T: partial over the MP ranks */
+zp_status x_attn_proj(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_PROJ, FWD, -1); }
 
 /* x1 = x + proj + proj_b; ln2 = LayerNorm(x1) */
 zp_status x_resid_ln2(zp_exec_session *S, const zp_op *o)
@@ -167,12 +195,8 @@ zp_status x_resid_ln2(zp_exec_session *S, const zp_op *o)
                                 W(S, b.it, B_LN2W), W(S, b.it, B_LN2B), BT, C);
 }
 
-/* fch (BT, Fl) = ln2 . fc_w^T + fc_b */
-zp_status x_mlp_up(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear(S, b.it, BUF(S, LN2, b.set), S->C, B_FCW, B_FCB, BUF(S, FCH, b.set), S->Fl);
-}
+/* fch (BT, Fl) = ln2 (BT, C) . fc_w^T + fc_b */
+zp_status x_mlp_up(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_UP, FWD, -1); }
 
 zp_status x_gelu(zp_exec_session *S, const zp_op *o)
 {
@@ -181,11 +205,7 @@ zp_status x_gelu(zp_exec_session *S, const zp_op *o)
 }
 
 /* proj (BT, C) = fchg (BT, Fl) . fcproj_w^T: partial over the MP ranks */
-zp_status x_mlp_down(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear(S, b.it, BUF(S, FCHG, b.set), S->Fl, B_FCPW, -1, BUF(S, PROJ, 0), S->C);
-}
+zp_status x_mlp_down(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_DOWN, FWD, -1); }
 
 /* the block's output = x1 + proj + fcproj_b */
 zp_status x_resid(zp_exec_session *S, const zp_op *o)
@@ -203,17 +223,10 @@ zp_status x_resid_bwd(zp_exec_session *S, const zp_op *o)
 }
 
 /* dfch (BT, Fl) = dres (BT, C) . fcproj_w (C, Fl) */
-zp_status x_mlp_down_dgrad(zp_exec_session *S, const zp_op *o)
-{
-    return linear_dgrad(S, o->layer + 1, BUF(S, DRES, 0), S->C, B_FCPW, BUF(S, DFCH, 0), S->Fl, 0);
-}
+zp_status x_mlp_down_dgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_DOWN, DGRAD, -1); }
 
-/* dfcproj_w (C, Fl) += dres^T . fchg (its bias gradient: residual_dropout_bwd) */
-zp_status x_mlp_down_wgrad(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear_wgrad(S, b.it, BUF(S, DRES, 0), S->C, BUF(S, FCHG, b.set), S->Fl, B_FCPW, -1);
-}
+/* dfcproj_w (C, Fl) += dres^T . fchg (its bias: residual_dropout_bwd) */
+zp_status x_mlp_down_wgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_DOWN, WGRAD, -1); }
 
 zp_status x_gelu_bwd(zp_exec_session *S, const zp_op *o)
 {
@@ -221,17 +234,10 @@ zp_status x_gelu_bwd(zp_exec_session *S, const zp_op *o)
 }
 
 /* dln (BT, C) = dfch (BT, Fl) . fc_w (Fl, C): partial over the MP ranks */
-zp_status x_mlp_up_dgrad(zp_exec_session *S, const zp_op *o)
-{
-    return linear_dgrad(S, o->layer + 1, BUF(S, DFCH, 0), S->Fl, B_FCW, BUF(S, DLN, 0), S->C, 1);
-}
+zp_status x_mlp_up_dgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_UP, DGRAD, -1); }
 
 /* dfc_w (Fl, C) += dfch^T . ln2; dfc_b = the column sums of dfch */
-zp_status x_mlp_up_wgrad(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear_wgrad(S, b.it, BUF(S, DFCH, 0), S->Fl, BUF(S, LN2, b.set), S->C, B_FCW, B_FCB);
-}
+zp_status x_mlp_up_wgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_UP, WGRAD, B_FCB); }
 
 zp_status x_layernorm2_bwd(zp_exec_session *S, const zp_op *o)
 {
@@ -243,17 +249,10 @@ zp_status x_layernorm2_bwd(zp_exec_session *S, const zp_op *o)
 }
 
 /* datty (BT, Cq) = dres (BT, C) . proj_w (C, Cq) */
-zp_status x_attn_proj_dgrad(zp_exec_session *S, const zp_op *o)
-{
-    return linear_dgrad(S, o->layer + 1, BUF(S, DRES, 0), S->C, B_PROJW, BUF(S, DATTY, 0), S->Cq, 0);
-}
+zp_status x_attn_proj_dgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_PROJ, DGRAD, -1); }
 
 /* dproj_w (C, Cq) += dres^T . atty; dproj_b = the column sums of dres */
-zp_status x_attn_proj_wgrad(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear_wgrad(S, b.it, BUF(S, DRES, 0), S->C, BUF(S, ATTY, b.set), S->Cq, B_PROJW, B_PROJB);
-}
+zp_status x_attn_proj_wgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_PROJ, WGRAD, B_PROJB); }
 
 /* The attention GEMMs' backward per sequence and local head. */
 enum { CTX_DGRAD, CTX_WGRAD, SCORES_DGRAD, SCORES_WGRAD };
@@ -293,17 +292,10 @@ zp_status x_attn_scores_dgrad(zp_exec_session *S, const zp_op *o) { return atten
 zp_status x_attn_scores_wgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, SCORES_WGRAD); }
 
 /* dln (BT, C) = dqkv (BT, 3Cq) . qkv_w (3Cq, C): partial over the MP ranks */
-zp_status x_qkv_dgrad(zp_exec_session *S, const zp_op *o)
-{
-    return linear_dgrad(S, o->layer + 1, BUF(S, DQKV, 0), 3 * S->Cq, B_QKVW, BUF(S, DLN, 0), S->C, 1);
-}
+zp_status x_qkv_dgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV, DGRAD, -1); }
 
 /* dqkv_w (3Cq, C) += dqkv^T . ln1; dqkv_b = the column sums of dqkv */
-zp_status x_qkv_wgrad(zp_exec_session *S, const zp_op *o)
-{
-    block_io b = io_of(S, o);
-    return linear_wgrad(S, b.it, BUF(S, DQKV, 0), 3 * S->Cq, BUF(S, LN1, b.set), S->C, B_QKVW, B_QKVB);
-}
+zp_status x_qkv_wgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV, WGRAD, B_QKVB); }
 
 zp_status x_layernorm1_bwd(zp_exec_session *S, const zp_op *o)
 {

@@ -132,10 +132,10 @@ static size_t slots_of(const zp_exec_session *S, zp_buf b)
 
 static zp_status buffer_slot(zp_exec_session *S, const zp_op *o, void ***slot)
 {
-    if ((unsigned)o->buf >= ZP_NBUF || o->layer < 0 || (size_t)o->layer >= slots_of(S, o->buf))
+    if ((unsigned)o->buf >= ZP_NBUF || o->item < 0 || (size_t)o->item >= slots_of(S, o->buf))
         return ZP_FAIL(ZP_ERUNTIME, "schedule: buffer %s[%d] is not one of the executor's", zp_buf_name(o->buf),
-                       o->layer);
-    *slot = &S->slot[o->buf][o->layer];
+                       o->item);
+    *slot = &S->slot[o->buf][o->item];
     return ZP_OK;
 }
 
@@ -145,7 +145,7 @@ zp_status x_alloc(zp_exec_session *S, const zp_op *o)
     void **slot;
     ZP_TRY(buffer_slot(S, o, &slot));
     if (*slot)
-        return ZP_FAIL(ZP_ERUNTIME, "schedule: %s[%d] allocated twice", zp_buf_name(o->buf), o->layer);
+        return ZP_FAIL(ZP_ERUNTIME, "schedule: %s[%d] allocated twice", zp_buf_name(o->buf), o->item);
     *slot = zp_exec_mem_alloc(&S->mem, o->cat, (size_t)o->bytes, o->buf != ZP_BUF_GATHERED);
     return *slot ? ZP_OK
                  : ZP_FAIL(ZP_ENOMEM, "out of memory allocating %s (%.0f bytes)", zp_buf_name(o->buf), o->bytes);

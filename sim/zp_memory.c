@@ -72,15 +72,29 @@ static zp_status replay_op(void *ctx, const zp_op *op)
     return ZP_OK;
 }
 
+static zp_status replay_result(const zp_memcount *c, zp_memory *out)
+{
+    zp_memcount_result(c, out);
+    if (!isfinite(out->total) || !isfinite(out->host))
+        return ZP_FAIL(ZP_ERANGE, "memory of this plan is beyond representable range");
+    return ZP_OK;
+}
+
 zp_status zp_memory_replay(const zp_schedule *s, zp_memory *out)
 {
     zp_memcount c;
     memset(&c, 0, sizeof c);
     ZP_TRY(zp_schedule_walk(s, 1, -1, replay_op, &c));
-    zp_memcount_result(&c, out);
-    if (!isfinite(out->total) || !isfinite(out->host))
-        return ZP_FAIL(ZP_ERANGE, "memory of this plan is beyond representable range");
-    return ZP_OK;
+    return replay_result(&c, out);
+}
+
+zp_status zp_memory_replay_ops(const zp_op *ops, int n, zp_memory *out)
+{
+    zp_memcount c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < n; i++)
+        replay_op(&c, &ops[i]);
+    return replay_result(&c, out);
 }
 
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)

@@ -51,6 +51,8 @@ void zp_memcount_result(const zp_memcount *c, zp_memory *out);
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out);
 /* The replay of any schedule (setup, then the step in program order). */
 zp_status zp_memory_replay(const zp_schedule *s, zp_memory *out);
+/* The replay of ops already in program order (a schedule read back from JSON). */
+zp_status zp_memory_replay_ops(const zp_op *ops, int n, zp_memory *out);
 
 /* Table 1: model-state bytes per GPU, (2 + 2 + K)Ψ partitioned by stage over nd, Ψ divided by nm. */
 double zp_memory_model_states(double psi, int stage, double nd, double nm, double k);

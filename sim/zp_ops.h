@@ -32,7 +32,7 @@ typedef enum {
     ZP_OPC_COMPUTE, /* a kernel (device or host CPU): costed by info->cost */
     ZP_OPC_COLL,    /* a collective on an MP or DP group */
     ZP_OPC_COPY,    /* a host<->device copy over PCIe */
-    ZP_OPC_ALLOC,   /* memory: `bytes` of `cat` become live (buffer `buf`, index `layer`) */
+    ZP_OPC_ALLOC,   /* memory: `bytes` of `cat` become live (buffer `buf`, index `item`) */
     ZP_OPC_FREE,    /* memory: the same buffer's bytes are released */
     ZP_OPC_SIGNAL,  /* adds a token to a channel */
     ZP_OPC_WAIT,    /* takes a token from a channel (blocks until one is there) */
@@ -91,7 +91,7 @@ typedef enum {
     ZP_MEM_NCAT
 } zp_mem_cat;
 
-/* Buffers that alloc and free ops name (index = the op's `layer`: a block, or a parameter group for
+/* Buffers that alloc and free ops name (index = the op's `item`: a block, or a parameter group for
  * GATHERED). DeepSpeed's memory as the planner models it uses the first group; zplan's executor the
  * second, one per tensor it holds. `per` sizes the executor's table of slots. */
 typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per;
@@ -134,11 +134,11 @@ typedef struct {
     zp_stream stream;
     zp_phase phase;
     int id;                    /* position in the step's program order (zp_schedule_walk), from 0 */
-    int layer;                 /* block index, -1: embedding / LM head / whole model; alloc/free: the
-                                  buffer's index */
+    int layer;                 /* block index, -1: embedding / LM head / whole model */
     int micro;                 /* micro-batch index */
     int item;                  /* parameter group of a stage-3 gather (0 the embedding, 1..L the blocks,
-                                  L+1 the tied embedding again as the LM head); -1 otherwise */
+                                  L+1 the tied embedding again as the LM head); alloc/free: the buffer's
+                                  index (a block, a group); -1 otherwise */
     double m, n, k;            /* GEMM C(m, n) = A(m, k) . B(k, n) per batch entry */
     double batch;              /* batched GEMM count (1 for a plain GEMM) */
     double flops;              /* FLOPs of a compute op (2 per multiply-add) */

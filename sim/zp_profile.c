@@ -443,6 +443,21 @@ static zp_status read_kernels(const rd *r, json_t *root, zp_profile *p)
         return ZP_OK;
     if (!json_is_object(o))
         return ZP_FAIL(ZP_EINVAL, "profile '%s': layer_kernels must be an object", r->name);
+    /* a kernel the cost model does not know would be silently unused: refused, naming it */
+    const char *key;
+    json_t *val;
+    json_object_foreach(o, key, val) {
+        int known = 0;
+        for (int k = 0; k < ZP_PROFILE_NKERNEL && !known; k++)
+            known = strcmp(key, kernel_names[k]) == 0;
+        if (!known) {
+            char list[256] = "";
+            for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", kernel_names[k]);
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': layer_kernels.%s is not a kernel zplan knows (%s)", r->name,
+                           key, list);
+        }
+    }
     for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
         json_t *e = json_object_get(o, kernel_names[k]);
         if (!e)

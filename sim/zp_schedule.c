@@ -42,7 +42,7 @@ void zp_builder_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_m
     zp_op *o = zp_builder_push(b, s, alloc ? ZP_OPK_ALLOC : ZP_OPK_FREE);
     if (o) {
         o->buf = buf;
-        o->layer = index;
+        o->item = index;
         o->cat = cat;
         o->bytes = bytes;
     }
@@ -89,23 +89,16 @@ static void move(zp_builder *b, int s, int type, double bytes)
     zp_builder_push(b, s, type)->bytes = bytes;
 }
 
-static void sig(zp_builder *b, int s, zp_channel c)
+/* A signal or wait on channel c (left out of a collapsed memory-only schedule: see zp_schedule_impl.h). */
+static void channel_op(zp_builder *b, int s, int type, zp_channel c)
 {
-    if (b->collapse)
-        return;
-    zp_op *o = zp_builder_push(b, s, ZP_OPK_SIGNAL);
+    zp_op *o = b->collapse ? NULL : zp_builder_push(b, s, type);
     if (o)
         o->channel = c;
 }
 
-static void wait_ch(zp_builder *b, int s, zp_channel c)
-{
-    if (b->collapse)
-        return;
-    zp_op *o = zp_builder_push(b, s, ZP_OPK_WAIT);
-    if (o)
-        o->channel = c;
-}
+static void sig(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_SIGNAL, c); }
+static void wait_ch(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_WAIT, c); }
 
 /* Forward of one block on the compute stream (also its recompute). Shapes per MP rank:
  * T = b*s tokens, t = MP degree, Megatron's column-split QKV and MLP-up, row-split projection and
@@ -419,6 +412,13 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int memory_on
     const double psi = b.f.psi;
     /* Without CB all gradients go through one fused buffer as large as the model: one bucket. */
     const double bucket = plan->cb ? fmin(plan->bucket, psi) : psi;
+    if (psi / bucket > ZP_SCHEDULE_MAX_BUCKETS) {
+        builder_free(&b);
+        return ZP_FAIL(ZP_EINVAL, "--bucket: %.4g elements cut the %.4g parameters of a rank into %.3g buckets per "
+                                  "step (at most %.0e): use a bucket of at least %.4g elements (DeepSpeed's "
+                                  "default is 5e8)",
+                       bucket, psi, psi / bucket, ZP_SCHEDULE_MAX_BUCKETS, ceil(psi / ZP_SCHEDULE_MAX_BUCKETS));
+    }
     b.lay->setup(&b);
     int nb = 0;
     const int ga = (int)plan->grad_accum;

@@ -35,6 +35,10 @@ typedef struct {
     int memory_only;           /* built by zp_schedule_build_memory: alloc, free and channel ops only */
 } zp_schedule;
 
+/* Most gradient buckets a rank's parameters may be cut into (a bucket of a few elements would make a
+ * schedule of billions of ops; real buckets hold millions of elements). */
+#define ZP_SCHEDULE_MAX_BUCKETS 1e6
+
 /* Builds the step of `plan` for one rank. plan->impl picks whose memory the alloc ops describe: the
  * DeepSpeed/Megatron system the planner models (fp16, the ZeRO paper's categories) or zplan's executor
  * (its exact tensors and Megatron layout, sim/zp_layout.h). */
@@ -52,5 +56,10 @@ void zp_schedule_free(zp_schedule *s); /* accepts NULL */
  * stream and channel. `fn` returning non-OK stops the walk with its status. */
 typedef zp_status (*zp_walk_fn)(void *ctx, const zp_op *op);
 zp_status zp_schedule_walk(const zp_schedule *s, int with_setup, int stop_phase, zp_walk_fn fn, void *ctx);
+
+/* The ops of a schedule written as JSON (`zplan schedule --format json`), in the file's (program) order:
+ * each op's name must be a kind of the op table and its "kind" that kind's class, alloc and free ops need
+ * a known "category"; ZP_EINVAL naming the op otherwise. *ops is malloc'ed (free it). */
+zp_status zp_schedule_read_ops(const char *path, zp_op **ops, int *n);
 
 #endif

@@ -20,6 +20,7 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->mp = ZP_SEARCH_ANY;
     r->micro_batch = ZP_SEARCH_ANY;
     r->global_batch = ZP_SEARCH_ANY;
+    r->grad_accum = ZP_SEARCH_ANY;
     r->pa = ZP_SEARCH_ANY;
     r->pa_cpu = ZP_SEARCH_ANY;
     r->offload = ZP_SEARCH_ANY;
@@ -63,6 +64,11 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_ERANGE, "--micro-batch: at most %lld", (long long)ZP_MAX_MICRO_BATCH);
     if (r->global_batch != ZP_SEARCH_ANY && r->global_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--global-batch: must be at least 1");
+    if (r->grad_accum != ZP_SEARCH_ANY && r->grad_accum < 1)
+        return ZP_FAIL(ZP_EINVAL, "--grad-accum: must be at least 1");
+    if (r->exact && r->stage == ZP_SEARCH_ANY)
+        return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
+                                  "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
     if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY) {
         int64_t dp = r->gpus / r->mp;
         if (r->global_batch % dp != 0)
@@ -293,15 +299,16 @@ static int64_t largest_divisor_le(int64_t n, int64_t limit)
 static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_t per_rank, evec *out)
 {
     p->micro_batch = b;
-    p->grad_accum = per_rank ? per_rank / b : 1;
+    p->grad_accum = per_rank ? per_rank / b : (r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1);
     zp_eval e;
     ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, p, &e));
     return evec_push(out, &e);
 }
 
-/* Evaluates one candidate: the micro-batch given, or the largest that fits (with a global batch: that
- * divides it) and the next smaller one (half of it, or the next divisor): a smaller micro-batch can
- * win when it lets gradient accumulation or communication overlap differ. */
+/* Evaluates one candidate: the micro-batch the options fix (given; the global batch over the
+ * accumulation given; with --exact the global batch over DP, else 1), or the largest that fits (with a
+ * global batch: that divides it) and the next smaller one (half of it, or the next divisor): a smaller
+ * micro-batch can win when it lets gradient accumulation or communication overlap differ. */
 static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
 {
     const double host = host_per_gpu(r->cluster);
@@ -311,10 +318,18 @@ static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
             return ZP_OK; /* this MP degree cannot keep the batch */
         per_rank = r->global_batch / p->dp;
     }
-    if (r->micro_batch != ZP_SEARCH_ANY) {
-        if (per_rank && per_rank % r->micro_batch != 0)
+    int64_t fixed = r->micro_batch;
+    if (fixed == ZP_SEARCH_ANY && per_rank && r->grad_accum != ZP_SEARCH_ANY) {
+        if (per_rank % r->grad_accum != 0)
             return ZP_OK;
-        return push_eval(r, p, r->micro_batch, per_rank, out);
+        fixed = per_rank / r->grad_accum;
+    }
+    if (fixed == ZP_SEARCH_ANY && r->exact)
+        fixed = per_rank ? per_rank : 1;
+    if (fixed != ZP_SEARCH_ANY) {
+        if (per_rank && per_rank % fixed != 0)
+            return ZP_OK;
+        return push_eval(r, p, fixed, per_rank, out);
     }
     int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
     int64_t b = zp_memory_max_micro_batch(r->model, p, r->gpu_mem, host, cap);
@@ -358,10 +373,10 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
 {
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_search_validate(r));
-    /* When the user fixed the stage, the MP degree and the batch, the plan is exactly theirs: the
-     * ZeRO-R options and offload they did not name are off, not searched. */
-    int exact = r->stage != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY &&
-                (r->micro_batch != ZP_SEARCH_ANY || r->global_batch != ZP_SEARCH_ANY);
+    /* Options given are constraints and the rest is searched; with --exact the rest takes its default
+     * (no Pa, no offload, MP 1), as a DeepSpeed config does. */
+    const int exact = r->exact;
+    const int64_t mp_fixed = r->mp != ZP_SEARCH_ANY ? r->mp : (exact ? 1 : ZP_SEARCH_ANY);
     int pa_fixed = r->pa != ZP_SEARCH_ANY ? r->pa : (exact ? 0 : ZP_SEARCH_ANY);
     int pacpu_fixed = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (exact ? 0 : ZP_SEARCH_ANY);
     int off_fixed = r->offload != ZP_SEARCH_ANY ? r->offload : (exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
@@ -372,8 +387,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
         if (r->stage != ZP_SEARCH_ANY && stage != r->stage)
             continue;
         for (int64_t mp = 1; mp <= r->gpus && st == ZP_OK; mp *= 2) {
-            if (r->mp != ZP_SEARCH_ANY) {
-                mp = r->mp;
+            if (mp_fixed != ZP_SEARCH_ANY) {
+                mp = mp_fixed;
             } else if (mp > (r->max_mp > 0 ? r->max_mp : r->cluster->gpus_per_node) || r->gpus % mp != 0 ||
                        r->model->heads % mp != 0 || (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
                 continue;
@@ -418,7 +433,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     st = eval_candidate(r, &p, &all);
                 }
             }
-            if (r->mp != ZP_SEARCH_ANY)
+            if (mp_fixed != ZP_SEARCH_ANY)
                 break;
         }
     }

@@ -43,6 +43,10 @@ typedef struct {
     int64_t mp;
     int64_t micro_batch;
     int64_t global_batch;
+    int64_t grad_accum;    /* micro-batches per step */
+    int exact;             /* 1: what is not given takes its default instead of being searched (a DeepSpeed
+                              config's semantics): MP 1, micro-batch from the global batch (or 1), no
+                              accumulation, no Pa, no offload; the stage must be given */
     int pa, pa_cpu;        /* -1 search, 0 off, 1 on */
     int offload;           /* -1 search, or a zp_offload */
     int checkpoint;        /* 0 / 1 */

@@ -10,14 +10,11 @@
 #include "zp_table.h"
 #include "zp_zoo.h"
 
-/* The what-if options (also taken by the plan-based reports). */
+#include "zp_cli_opts.h"
+
+/* A command's options with what they resolve to: the model, the cluster, the costs. */
 typedef struct {
-    const char *model_spec, *cluster_name, *gpus_text, *gpu_mem_text, *out, *profile_path, *preset;
-    const char *models_list, *report_html, *ds_config, *emit_ds;
-    int64_t seq;
-    zp_format fmt;
-    int fmt_given, top, help;
-    zp_search_req r;
+    zp_cli_args a;
     /* resolved by zp_cli_plan_resolve */
     zp_model model;
     zp_model_origin origin;
@@ -27,17 +24,26 @@ typedef struct {
     char model_note[200], profile_note[300];
 } zp_cli_plan;
 
-zp_status zp_cli_plan_parse(int argc, char **argv, zp_cli_plan *o);
+/* Parses the options of `cmd` (zp_cli_opts.h) into o->a. */
+zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_plan *o);
 /* Resolves cluster, profile, GPU memory and model; need_gpus 1 parses --gpus as one count. */
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus);
 void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *w);
+/* Parses, resolves and searches the plans of the what-if options (with a progress bar on a terminal),
+ * reading --ds-config when given; the result is the what-if's. */
+zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res);
 
 int zp_cli_whatif(int argc, char **argv, const char *usage);
 int zp_cli_list(int argc, char **argv);
 int zp_cli_report(int argc, char **argv);
+int zp_cli_schedule(int argc, char **argv);
+int zp_exec_main(int argc, char **argv);      /* zplan exec (argv[0] = "exec") */
+int zp_calibrate_main(int argc, char **argv); /* zplan calibrate */
 
 /* Prints "zplan: <message>" for a failed status and returns its exit code. */
 int zp_cli_fail(zp_status st);
+/* The same with the command's name: "zplan exec: <message>". */
+int zp_cli_fail_as(const char *name, zp_status st);
 /* Opens the output: stdout when path is NULL, else an atomic temporary beside path. */
 typedef struct {
     FILE *f;

@@ -3,12 +3,14 @@
 #include "zp_cli.h"
 #include "zp_io.h"
 
-int zp_cli_fail(zp_status st)
+int zp_cli_fail_as(const char *name, zp_status st)
 {
     const char *msg = zp_error_message();
-    fprintf(stderr, "zplan: %s\n", msg && *msg ? msg : zp_status_name(st));
+    fprintf(stderr, "%s: %s\n", name, msg && *msg ? msg : zp_status_name(st));
     return zp_status_exit_code(st);
 }
+
+int zp_cli_fail(zp_status st) { return zp_cli_fail_as("zplan", st); }
 
 zp_status zp_cli_out_open(const char *path, zp_cli_out *o)
 {

@@ -1,5 +1,4 @@
 /* `zplan report table1|table2`, `zplan models`, `zplan clusters`. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,42 +38,23 @@ static const char LIST_USAGE[] =
     "  models     the model zoo: layers, hidden, heads, sequence, vocabulary, parameters, source\n"
     "  clusters   the cluster presets with their hardware figures\n";
 
-enum { R_MODELS = 256, R_DP, R_MP, R_GPU_MEM, R_K, R_FORMAT, R_HELP };
-
-static const struct option g_ropts[] = {
-    {"models", required_argument, 0, R_MODELS}, {"dp", required_argument, 0, R_DP},
-    {"mp", required_argument, 0, R_MP},         {"gpu-mem", required_argument, 0, R_GPU_MEM},
-    {"k", required_argument, 0, R_K},           {"format", required_argument, 0, R_FORMAT},
-    {"output", required_argument, 0, 'o'},      {"help", no_argument, 0, R_HELP},
-    {0, 0, 0, 0},
-};
-
 int zp_cli_list(int argc, char **argv)
 {
-    zp_format fmt = ZP_FMT_TEXT;
-    const char *out = NULL;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:", g_ropts, NULL)) != -1) {
-        zp_status st = ZP_OK;
-        switch (c) {
-        case R_FORMAT: st = zp_format_parse(optarg, &fmt); break;
-        case 'o': out = optarg; break;
-        case R_HELP: fputs(LIST_USAGE, stdout); return 0;
-        case ':': st = ZP_FAIL(ZP_EINVAL, "option %s needs a value", argv[optind - 1]); break;
-        default: st = ZP_FAIL(ZP_EINVAL, "unknown option '%s' for %s (see zplan help %s)", argv[optind - 1], argv[0], argv[0]); break;
-        }
-        if (st != ZP_OK)
-            return zp_cli_fail(st);
-    }
-    if (optind < argc)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "unexpected argument '%s'", argv[optind]));
-    zp_table *t;
-    zp_status st = strcmp(argv[0], "models") == 0 ? zp_report_models(&t) : zp_report_clusters(&t);
+    zp_cli_args a;
+    char name[32];
+    snprintf(name, sizeof name, "zplan %s", argv[0]);
+    zp_status st = zp_cli_args_parse(ZP_CMD_LIST, name, argc, argv, &a);
     if (st != ZP_OK)
         return zp_cli_fail(st);
-    return zp_cli_write_table(t, fmt, out);
+    if (a.help) {
+        fputs(LIST_USAGE, stdout);
+        return 0;
+    }
+    zp_table *t;
+    st = strcmp(argv[0], "models") == 0 ? zp_report_models(&t) : zp_report_clusters(&t);
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    return zp_cli_write_table(t, a.fmt, a.out);
 }
 
 /* Resolves a Table-1 model: a size is exactly that many parameters; otherwise a zoo name. */
@@ -116,37 +96,36 @@ static zp_status model_list(const char *text, int64_t seq, zp_model *out, int ca
 static int report_plan_view(const char *kind, int argc, char **argv)
 {
     zp_cli_plan o;
-    zp_status st = zp_cli_plan_parse(argc, argv, &o);
+    char name[32];
+    snprintf(name, sizeof name, "zplan report %s", kind);
+    zp_status st = zp_cli_plan_parse(ZP_CMD_VIEW, name, argc, argv, &o);
     if (st != ZP_OK)
         return zp_cli_fail(st);
-    if (o.help) {
+    if (o.a.help) {
         fputs(REPORT_USAGE, stdout);
         return 0;
     }
     int scaling = strcmp(kind, "scaling") == 0, sizes = strcmp(kind, "models") == 0;
     int configs = strcmp(kind, "configs") == 0, memory = strcmp(kind, "memory") == 0;
-    if (o.r.trace_path || o.report_html || o.ds_config || o.emit_ds)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s: --trace, --report and the DeepSpeed options belong to the "
-                                              "what-if (zplan --model M --gpus N)", kind));
-    if (o.models_list && (scaling || memory))
+    if (o.a.models && (scaling || memory))
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s takes --model, not --models", kind));
-    if (o.model_spec && (sizes || configs))
+    if (o.a.model && (sizes || configs))
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s takes --models LIST, not --model", kind));
     const char *gpus_default = scaling ? "64,128,256,400" : "400";
-    if (!o.gpus_text)
-        o.gpus_text = gpus_default;
+    if (!o.a.gpus)
+        o.a.gpus = gpus_default;
     if ((st = zp_cli_plan_resolve(&o, scaling || memory, scaling ? 2 : 1)) != ZP_OK)
         return zp_cli_fail(st);
     zp_doc *d = NULL;
     zp_progress bar;
     zp_progress_init(&bar, kind);
-    o.r.progress = zp_progress_cb;
-    o.r.progress_ctx = &bar;
+    o.a.r.progress = zp_progress_cb;
+    o.a.r.progress_ctx = &bar;
     if (scaling) {
         double g[64];
         int n;
         int64_t gi[64];
-        if ((st = zp_size_parse_list(o.gpus_text, "--gpus", g, 64, &n)) != ZP_OK)
+        if ((st = zp_size_parse_list(o.a.gpus, "--gpus", g, 64, &n)) != ZP_OK)
             return zp_cli_fail(st);
         for (int i = 0; i < n; i++) {
             if (g[i] < 1 || g[i] > (double)ZP_MAX_GPUS || g[i] != (double)(int64_t)g[i])
@@ -154,34 +133,34 @@ static int report_plan_view(const char *kind, int argc, char **argv)
                                            (long long)ZP_MAX_GPUS));
             gi[i] = (int64_t)g[i];
         }
-        st = zp_view_scaling(&o.r, gi, n, &d);
+        st = zp_view_scaling(&o.a.r, gi, n, &d);
     } else if (memory) {
-        st = zp_view_memory(&o.r, o.top, &d);
+        st = zp_view_memory(&o.a.r, o.a.top, &d);
     } else {
         static zp_model models[32];
         int n = 0;
         const char *def = sizes ? "1.5B,8B,20B,40B,60B,80B,100B,120B,140B,170B" : "100B,60B";
-        if ((st = model_list(o.models_list ? o.models_list : def, o.seq, models, 32, &n)) != ZP_OK)
+        if ((st = model_list(o.a.models ? o.a.models : def, o.a.seq, models, 32, &n)) != ZP_OK)
             return zp_cli_fail(st);
         if (sizes) {
-            int64_t base_gpus = o.r.gpus >= 128 ? o.r.gpus / 128 * 128 : o.r.gpus;
-            st = zp_view_sizes(&o.r, models, n, base_gpus, &d);
+            int64_t base_gpus = o.a.r.gpus >= 128 ? o.a.r.gpus / 128 * 128 : o.a.r.gpus;
+            st = zp_view_sizes(&o.a.r, models, n, base_gpus, &d);
         } else {
             if (n != 2)
                 return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report configs: --models takes two models: the one whose "
                                                       "memory is shown and the one whose throughput is"));
-            int64_t b = o.r.micro_batch != ZP_SEARCH_ANY ? o.r.micro_batch : 16;
-            o.r.micro_batch = ZP_SEARCH_ANY;
-            st = zp_view_configs(&o.r, &models[0], b, &models[1], &d);
+            int64_t b = o.a.r.micro_batch != ZP_SEARCH_ANY ? o.a.r.micro_batch : 16;
+            o.a.r.micro_batch = ZP_SEARCH_ANY;
+            st = zp_view_configs(&o.a.r, &models[0], b, &models[1], &d);
         }
     }
     zp_progress_done(&bar);
     if (st != ZP_OK)
         return zp_cli_fail(st);
     zp_cli_out out;
-    st = zp_cli_out_open(o.out, &out);
+    st = zp_cli_out_open(o.a.out, &out);
     if (st == ZP_OK) {
-        st = zp_doc_write(d, out.f, o.fmt);
+        st = zp_doc_write(d, out.f, o.a.fmt);
         st = zp_cli_out_close(&out, st);
     }
     zp_doc_free(d);
@@ -211,48 +190,34 @@ int zp_cli_report(int argc, char **argv)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: unknown report '%s' (table1, table2, scaling, models, "
                                               "configs or memory)", kind));
 
+    zp_cli_args a;
+    char name[32];
+    snprintf(name, sizeof name, "zplan report %s", kind);
+    zp_status pst = zp_cli_args_parse(ZP_CMD_TABLE, name, argc - 1, argv + 1, &a);
+    if (pst != ZP_OK)
+        return zp_cli_fail(pst);
+    if (a.help) {
+        fputs(REPORT_USAGE, stdout);
+        return 0;
+    }
     char models_buf[1024] = "7.5B,128B,1T";
     double dp[64] = {1, 4, 16, 64, 256, 1024}, mp[64] = {1, 2, 4, 8, 16};
     int ndp = 6, nmp = 5;
-    double gpu_mem = 32e9, k = ZP_ADAM_K;
-    zp_format fmt = ZP_FMT_TEXT;
-    const char *out = NULL;
-    opterr = 0;
-    optind = 1;
-    int c;
-    argc--;
-    argv++;
-    while ((c = getopt_long(argc, argv, ":o:", g_ropts, NULL)) != -1) {
-        zp_status st = ZP_OK;
-        switch (c) {
-        case R_MODELS:
-            if (!is1 || strlen(optarg) >= sizeof models_buf)
-                st = ZP_FAIL(ZP_EINVAL, "--models applies to table1 (a comma-separated list)");
-            else
-                strcpy(models_buf, optarg);
-            break;
-        case R_DP:
-            st = zp_size_parse_list(optarg, "--dp", dp, 64, &ndp);
-            if (st == ZP_OK && is2 && ndp != 1)
-                st = ZP_FAIL(ZP_EINVAL, "--dp: table2 takes one DP degree");
-            break;
-        case R_MP:
-            st = is2 ? zp_size_parse_list(optarg, "--mp", mp, 64, &nmp)
-                     : ZP_FAIL(ZP_EINVAL, "--mp applies to table2");
-            break;
-        case R_GPU_MEM: st = zp_size_parse(optarg, "--gpu-mem", &gpu_mem); break;
-        case R_K: st = zp_size_parse(optarg, "--k", &k); break;
-        case R_FORMAT: st = zp_format_parse(optarg, &fmt); break;
-        case 'o': out = optarg; break;
-        case R_HELP: fputs(REPORT_USAGE, stdout); return 0;
-        case ':': st = ZP_FAIL(ZP_EINVAL, "option %s needs a value", argv[optind - 1]); break;
-        default: st = ZP_FAIL(ZP_EINVAL, "unknown option '%s' for report %s", argv[optind - 1], kind); break;
-        }
-        if (st != ZP_OK)
-            return zp_cli_fail(st);
-    }
-    if (optind < argc)
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "unexpected argument '%s'", argv[optind]));
+    double gpu_mem = 32e9, k = a.k;
+    if (a.models && (!is1 || strlen(a.models) >= sizeof models_buf))
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--models applies to table1 (a comma-separated list)"));
+    if (a.models)
+        strcpy(models_buf, a.models);
+    if (a.dp_list && (pst = zp_size_parse_list(a.dp_list, "--dp", dp, 64, &ndp)) != ZP_OK)
+        return zp_cli_fail(pst);
+    if (a.dp_list && is2 && ndp != 1)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--dp: table2 takes one DP degree"));
+    if (a.mp_list && !is2)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--mp applies to table2"));
+    if (a.mp_list && (pst = zp_size_parse_list(a.mp_list, "--mp", mp, 64, &nmp)) != ZP_OK)
+        return zp_cli_fail(pst);
+    if (a.gpu_mem && (pst = zp_size_parse(a.gpu_mem, "--gpu-mem", &gpu_mem)) != ZP_OK)
+        return zp_cli_fail(pst);
     double *lists[] = {dp, mp};
     int counts[] = {ndp, nmp};
     for (int l = 0; l < 2; l++)
@@ -260,8 +225,6 @@ int zp_cli_report(int argc, char **argv)
             if (lists[l][i] < 1 || lists[l][i] > 1e8 || lists[l][i] != (double)(long long)lists[l][i])
                 return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--%s: degrees must be whole numbers from 1 to 1e8",
                                            l == 0 ? "dp" : "mp"));
-    if (!(k > 0 && k < 1e6))
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--k: must be a positive number of bytes per parameter"));
     if (!(gpu_mem > 0))
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpu-mem: must be positive"));
 
@@ -291,5 +254,5 @@ int zp_cli_report(int argc, char **argv)
     }
     if (st != ZP_OK)
         return zp_cli_fail(st);
-    return zp_cli_write_table(t, fmt, out);
+    return zp_cli_write_table(t, a.fmt, a.out);
 }

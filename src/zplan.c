@@ -1,14 +1,11 @@
 /* zplan — the command line: parses options, calls the libraries, turns statuses into messages and
  * exit codes (0 ok, 1 run-time failure, 2 bad usage or input). The only place that exits. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "zp_calibrate.h"
 #include "zp_cli.h"
 #include "zp_config.h"
-#include "zp_exec_cli.h"
 
 static const char USAGE[] =
     "zplan " ZP_VERSION " - capacity planner and simulator for ZeRO training of large models\n"
@@ -18,7 +15,8 @@ static const char USAGE[] =
     "  zplan models [--format F]              the model zoo\n"
     "  zplan clusters [--format F]            the cluster presets\n"
     "  zplan report KIND [options]            table1, table2 (the ZeRO paper's), scaling, models, configs,\n"
-    "                                         memory (zplan report --help)\n"
+    "                                         memory, validation (zplan report --help)\n"
+    "  zplan schedule --model M --gpus N ...  the recommended plan's step, op by op (zplan schedule --help)\n"
     "  zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
     "                                         time the real kernels here, fit cost models (also under mpirun)\n"
     "  mpirun -np N zplan exec --model M [--stage S] [--mp M] [--validate --profile F] ...\n"
@@ -41,15 +39,23 @@ static const char USAGE[] =
     "                       up to the GPUs of a node\n"
     "  --micro-batch b      sequences per GPU per micro-step; default: the largest that fits\n"
     "  --global-batch B     sequences per step (micro-batch x accumulation x DP)\n"
+    "  --grad-accum k       micro-batches per step (gradient accumulation); default: what the batch gives\n"
     "  --seq s              sequence length (default: the model's, 1024 for the zoo)\n"
     "  --pa | --no-pa       ZeRO-R Pa: partition activation checkpoints across the MP group\n"
     "  --pa-cpu             ZeRO-R Pa+cpu: Pa with the partitions in host memory\n"
     "  --offload none|optimizer|params\n"
     "                       optimizer: ZeRO-Offload (stage >= 1); params: ZeRO-3 Offload (stage 3)\n"
-    "  --no-checkpoint      no activation checkpointing (default: one checkpoint per block)\n"
+    "  --checkpoint | --no-checkpoint\n"
+    "                       one activation checkpoint per block, recomputed in backward (default), or none\n"
+    "                       (--checkpoint-activations is the same as --checkpoint)\n"
     "  --no-cb              ZeRO-R CB off: fused buffers grow with the model (4 bytes per parameter)\n"
     "  --bucket N           CB bucket in elements (default 500M, DeepSpeed's reduce_bucket_size)\n"
     "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30%% of activations, gradients, buffers)\n"
+    "  --overlap-comm | --no-overlap-comm\n"
+    "                       ZeRO-DP collectives overlap compute on their own stream (default), or block it\n"
+    "  --exact              pin every option not given to its default instead of searching it, as a DeepSpeed\n"
+    "                       config does: MP 1, micro-batch = global batch / DP (or 1), no accumulation, no Pa,\n"
+    "                       no offload; needs --stage\n"
     "  --format F           text (default), md, csv, json or html\n"
     "  --top K              fitting plans to show (default 5)\n"
     "  --trace FILE         write the recommended plan's simulated step as Chrome trace JSON (Perfetto)\n"
@@ -60,9 +66,10 @@ static const char USAGE[] =
     "  --ds-config FILE     evaluate exactly the plan of a DeepSpeed JSON config (zero_optimization, batch\n"
     "                       sizes, fp16/bf16, activation_checkpointing; \"auto\" is resolved and reported)\n"
     "  --emit-ds-config FILE  write the recommended plan as a DeepSpeed config for deepspeed.initialize\n"
-    "Options left out are searched. When --stage, --mp and the batch are all given, the plan is exactly that\n"
-    "plan: ZeRO-R options and offload not named are off. Every plan that fits is simulated with SimGrid\n"
-    "(method simgrid) unless it provably cannot beat the best one.\n"
+    "Options given are constraints and everything not given is searched (stage, MP, micro-batch, ZeRO-R Pa\n"
+    "and Pa+cpu, offload); --exact pins the rest instead. Every plan that fits is simulated with SimGrid\n"
+    "(method simgrid) unless it provably cannot beat the best one. The same options, with the same names\n"
+    "and suffixes, select the plan of `zplan report`, `zplan schedule` and `zplan exec`.\n"
     "\n"
     "Sizes take decimal suffixes K, M, G (or B for billions), T; binary Ki, Mi, Gi. Memory is reported in\n"
     "GB = 1e9 bytes, as in the ZeRO paper. TFLOPs count executed FLOPs including recompute (Megatron-LM 2021).\n"
@@ -89,6 +96,8 @@ int main(int argc, char **argv)
                 return zp_calibrate_main(2, (char *[]){"calibrate", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "exec") == 0)
                 return zp_exec_main(2, (char *[]){"exec", "--help", NULL});
+            if (argc >= 3 && strcmp(argv[2], "schedule") == 0)
+                return zp_cli_schedule(2, (char *[]){"schedule", "--help", NULL});
             fputs(USAGE, stdout);
             return 0;
         }
@@ -100,8 +109,10 @@ int main(int argc, char **argv)
             return zp_calibrate_main(argc - 1, argv + 1);
         if (strcmp(cmd, "exec") == 0)
             return zp_exec_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "schedule") == 0)
+            return zp_cli_schedule(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, calibrate, exec; or --model M --gpus N; "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, schedule, calibrate, exec; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;
         }

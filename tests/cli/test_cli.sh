@@ -151,7 +151,7 @@ golden table2.txt report table2
 golden table2.csv report table2 --format csv
 golden models.txt models
 golden clusters.csv clusters --format csv
-golden whatif-100B.txt --model 100B --gpus 400 --stage 2 --mp 16 --global-batch 800 --pa
+golden whatif-100B.txt --model 100B --gpus 400 --stage 2 --mp 16 --global-batch 800 --pa --offload none
 
 echo "== CSV headers of the contract"
 "$Z" report table1 --format csv | head -1 | grep -qx 'model,params,dp,pos_gb,pos_g_gb,pos_g_p_gb' && ok || ko "table1 csv header"

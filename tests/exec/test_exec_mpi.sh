@@ -93,7 +93,7 @@ bad 1 "backend cuda" --model tiny --backend cuda
 bad 1 "needs ZeRO stage 1, 2 or 3" --model tiny --stage 0 --offload optimizer
 bad 1 "only optimizer offload" --model tiny --stage 3 --offload params
 bad 1 "needs --profile" --model tiny --validate
-bad 2 "unknown or incomplete option" --model tiny --frobnicate
+bad 2 "unknown option" --model tiny --frobnicate
 bad 1 "min-seconds" --model tiny --min-seconds -1
 bad 2 "min-seconds" --model tiny --min-seconds soon
 

@@ -30,7 +30,7 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" >"$ou
 fi
 
 libsrc=("$root"/common/*.c "$root"/models/*.c "$root"/sim/*.c "$root"/reports/*.c
-        "$root"/src/zp_cli_whatif.c "$root"/src/zp_cli_common.c "$root"/src/zp_progress.c)
+        "$root"/src/zp_cli_opts.c "$root"/src/zp_cli_plan.c "$root"/src/zp_cli_common.c "$root"/src/zp_progress.c)
 harnesses=("$root"/tests/fuzz/fuzz_*.c)
 hash=$( (echo "$CLANG"; cat "${libsrc[@]}" "$root"/common/*.h "$root"/models/*.h "$root"/sim/*.h "$root"/reports/*.h \
         "$root"/src/*.h "$root"/tests/fuzz/*.c "$root"/tests/fuzz/*.h "$0" "$root"/meson.build) | sha256sum | cut -d' ' -f1)

@@ -1,5 +1,6 @@
 /* fuzz_cli — the what-if's option values: the input is split on newlines into arguments of
- * `zplan ARGS`, parsed and resolved by the CLI's own functions (zp_cli_plan_parse, zp_cli_plan_resolve);
+ * `zplan ARGS`, parsed and resolved by the CLI's own functions (zp_cli_plan_parse: the option table of
+ * zp_cli_opts.c, zp_cli_plan_resolve);
  * an accepted request is searched with the analytic model and reported in every format, and no output
  * may show NaN or infinity. Files are neither written (-o, --report, --emit-ds-config are dropped) nor
  * platforms loaded (fuzz_platform does that). */
@@ -26,17 +27,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
     zp_cli_plan o;
-    if (zp_cli_plan_parse(argc, argv, &o) != ZP_OK || o.help)
+    if (zp_cli_plan_parse(ZP_CMD_WHATIF, "the what-if", argc, argv, &o) != ZP_OK || o.a.help)
         goto done;
-    if (strchr(o.cluster_name, '/') || strstr(o.cluster_name, ".xml"))
+    if (strchr(o.a.cluster, '/') || strstr(o.a.cluster, ".xml"))
         goto done;
-    o.r.simulate = 0;
-    o.r.trace_path = NULL;
+    o.a.r.simulate = 0;
+    o.a.r.trace_path = NULL;
     if (zp_cli_plan_resolve(&o, 1, 1) != ZP_OK)
         goto done;
-    o.r.simulate = 0;
+    o.a.r.simulate = 0;
     zp_search_result res;
-    if (zp_search_run(&o.r, &res) != ZP_OK)
+    if (zp_search_run(&o.a.r, &res) != ZP_OK)
         goto done;
     zp_whatif w;
     zp_cli_plan_whatif(&o, &res, &w);

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "zp_device.h"
+#include "zp_memory.h"
 #include "zp_schedule.h"
 #include "zp_search.h"
 #include "zp_simrun.h"
@@ -303,19 +304,29 @@ Test(engine, trace_is_chrome_json)
     cr_assert_not_null(root, "trace is not JSON: %s", err.text);
     json_t *ev = json_object_get(root, "traceEvents");
     cr_assert(json_is_array(ev));
-    size_t complete = 0;
-    double last_end = 0;
+    size_t complete = 0, counters = 0;
+    double last_end = 0, mem_peak = 0;
     for (size_t i = 0; i < json_array_size(ev); i++) {
         json_t *e = json_array_get(ev, i);
-        if (strcmp(json_string_value(json_object_get(e, "ph")), "X") == 0) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (strcmp(ph, "X") == 0) {
             complete++;
             double end = json_number_value(json_object_get(e, "ts")) + json_number_value(json_object_get(e, "dur"));
             last_end = fmax(last_end, end);
+        } else if (strcmp(ph, "C") == 0) { /* the memory curve: a counter track of live GB */
+            counters++;
+            mem_peak = fmax(mem_peak, json_number_value(json_object_get(json_object_get(e, "args"), "device")));
         }
     }
     cr_expect_gt(complete, 100);
     /* the events span the simulated step (microseconds) */
     cr_expect_float_eq(last_end, j.res.step_time * 1e6, 1e-6 * last_end + 1);
+    /* the memory curve peaks at the memory of the plan (the same alloc/free ops replayed in simulated time) */
+    zp_memory mem;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect_gt(counters, 10);
+    cr_expect(fabs(mem_peak - mem.total / 1e9) <= 1e-6 * mem_peak, "trace memory peak %.9g GB, plan %.9g GB", mem_peak,
+              mem.total / 1e9);
     json_decref(root);
     unlink(path);
 }

@@ -1,8 +1,8 @@
-/* zp_calibrate_cli.c — `zplan calibrate`: options, progress bar, summary, exit codes. The only
+/* zp_cli_calibrate.c — `zplan calibrate`: options, progress bar, summary, exit codes. The only
  * part of calibrate/ that prints: the profile or a summary on stdout (rank 0), errors on stderr. */
 #include "zp_calibrate.h"
+#include "zp_cli.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,48 +100,20 @@ static int fail(zp_status st)
 
 int zp_calibrate_main(int argc, char **argv)
 {
-    enum { OPT_BACKEND = 256, OPT_QUICK, OPT_REPS, OPT_WARMUP, OPT_MAXB, OPT_HIDDEN, OPT_TOKENS, OPT_TIMEOUT };
-    static const struct option longopts[] = {
-        {"backend", required_argument, NULL, OPT_BACKEND}, {"quick", no_argument, NULL, OPT_QUICK},
-        {"output", required_argument, NULL, 'o'},          {"reps", required_argument, NULL, OPT_REPS},
-        {"warmup", required_argument, NULL, OPT_WARMUP},   {"max-bytes", required_argument, NULL, OPT_MAXB},
-        {"hidden", required_argument, NULL, OPT_HIDDEN},   {"tokens", required_argument, NULL, OPT_TOKENS},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *backend = "cpu", *output = NULL, *reps = NULL, *warmup = NULL, *maxb = NULL, *hidden = NULL,
-               *tokens = NULL, *timeout = NULL;
-    int quick = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_BACKEND: backend = optarg; break;
-        case OPT_QUICK: quick = 1; break;
-        case 'o': output = optarg; break;
-        case OPT_REPS: reps = optarg; break;
-        case OPT_WARMUP: warmup = optarg; break;
-        case OPT_MAXB: maxb = optarg; break;
-        case OPT_HIDDEN: hidden = optarg; break;
-        case OPT_TOKENS: tokens = optarg; break;
-        case OPT_TIMEOUT: timeout = optarg; break;
-        case 'h': usage(stdout); return 0;
-        case ':':
-            fprintf(stderr, "zplan calibrate: option '%s' needs a value\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        default:
-            fprintf(stderr, "zplan calibrate: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "zplan calibrate: unexpected argument '%s'\n", argv[optind]);
+    zp_cli_args a;
+    zp_status pst = zp_cli_args_parse(ZP_CMD_CALIBRATE, "zplan calibrate", argc, argv, &a);
+    if (pst != ZP_OK) {
+        fail(pst);
         usage(stderr);
         return 2;
     }
-
+    if (a.help) {
+        usage(stdout);
+        return 0;
+    }
+    const char *backend = a.backend, *output = a.out, *reps = a.reps, *warmup = a.warmup, *maxb = a.max_bytes,
+               *hidden = a.hidden, *tokens = a.tokens;
+    const int quick = a.quick;
     zp_calibrate_opts o;
     zp_calibrate_opts_default(&o, quick);
     o.backend = backend;
@@ -187,15 +159,7 @@ int zp_calibrate_main(int argc, char **argv)
             return fail(st);
     }
 
-    double timeout_s = 120;
-    if (timeout) {
-        if (zp_size_parse(timeout, "--timeout", &timeout_s) != ZP_OK)
-            return fail(ZP_EINVAL);
-        if (timeout_s < 1 || timeout_s > 1e6) {
-            fprintf(stderr, "zplan calibrate: --timeout must be between 1 and 1e6 seconds\n");
-            return 2;
-        }
-    }
+    const double timeout_s = a.timeout_s;
 
     /* the backend first: "no CUDA device" before MPI is even started */
     const zp_kernels_backend *be;

@@ -1,4 +1,4 @@
-/* zp_exec_cli.c — `zplan exec`: options, the run under MPI, the report (text or JSON on rank 0), and
+/* zp_cli_exec.c — `zplan exec`: options, the run under MPI, the report (text or JSON on rank 0), and
  * --validate: the same configuration simulated on a platform that describes this machine (from a
  * `zplan calibrate` profile) and the memory model's prediction, against what was measured.
  *
@@ -7,9 +7,8 @@
  * failure after MPI started aborts the whole job (MPI_Abort): a rank never waits forever for a
  * failed peer. The simulation forks (SimGrid runs one simulation per process): it runs on rank 0
  * before MPI_Init, which Open MPI requires of fork. */
-#include "zp_exec_cli.h"
+#include "zp_cli.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,29 +38,38 @@ static const char USAGE[] =
     "and per-rank peak memory by category. Every tensor and kernel is on the backend: the host (cpu:\n"
     "OpenBLAS, OpenMP, MPI) or the GPU (cuda: cuBLAS, CUDA layer kernels, NCCL).\n"
     "\n"
+    "Plan options are the what-if's (same names, same K/M suffixes); exec runs exactly the plan given and\n"
+    "what is not given takes the default shown:\n"
     "  --model M                 zoo model (tiny, mini, small: a few million parameters; zplan models)\n"
     "  --stage S                 ZeRO stage 0-3 (default 0)\n"
     "  --mp M                    Megatron model-parallel degree; divides the ranks and the heads (default 1)\n"
     "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
     "  --grad-accum k            micro-steps per step (default 1)\n"
+    "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP)\n"
     "  --seq s                   sequence length (default: the model's)\n"
-    "  --steps k                 training steps (default 3)\n"
-    "  --min-seconds S           keep training past k steps until the steps after the first took S seconds\n"
-    "                            (default 0; a benchmark's median then spans a shared machine's noise)\n"
-    "  --checkpoint-activations  keep one checkpoint per block and recompute in backward\n"
+    "  --checkpoint | --no-checkpoint\n"
+    "                            one checkpoint per block, recomputed in backward (default off here;\n"
+    "                            --checkpoint-activations is the same)\n"
     "  --pa                      ZeRO-R Pa: partition checkpoints across the MP ranks (with checkpointing)\n"
     "  --bucket N                gradient bucket in elements (default 500M, capped at the model)\n"
+    "  --no-cb                   one bucket as large as the model\n"
     "  --no-md                   checkpoints allocated one by one instead of in one contiguous region\n"
-    "  --overlap-comm            ZeRO collectives on the schedule's comm stream (the default runs them in line)\n"
-    "  --backend cpu|cuda        kernels backend (default cpu; cuda needs a GPU)\n"
+    "  --overlap-comm | --no-overlap-comm\n"
+    "                            ZeRO collectives on the schedule's comm stream (default off: in line)\n"
     "  --offload optimizer       ZeRO-Offload (stages 1-3): fp32 master parameters and Adam states of the\n"
     "                            partition on the host (pinned), gradients down, CPU Adam, fp16 parameters\n"
     "                            back; on --backend cpu an emulation (the device is host memory, copies\n"
     "                            are memcpy)\n"
+    "Run options:\n"
+    "  --steps k                 training steps (default 3)\n"
+    "  --min-seconds S           keep training past k steps until the steps after the first took S seconds\n"
+    "                            (default 0; a benchmark's median then spans a shared machine's noise)\n"
+    "  --backend cpu|cuda        kernels backend (default cpu; cuda needs a GPU)\n"
     "  --seed n                  parameters and synthetic tokens (default 1)\n"
     "  --lr x                    Adam learning rate (default 1e-3)\n"
     "  --format text|json        report format (default text), printed by rank 0\n"
-    "  --validate                also predict the step (SimGrid) and the memory (memory model), with errors\n"
+    "  --validate                also predict the step (SimGrid) and the memory (the replay of the\n"
+    "                            executor's schedule), with errors\n"
     "  --profile FILE            device profile of this machine (zplan calibrate) for --validate\n"
     "  --timeout S               under mpirun: end the job, naming the rank, when a rank dies or makes no\n"
     "                            progress for S seconds (default 120); ranks must all get the same options\n"
@@ -76,25 +84,6 @@ static int env_int(const char *a, const char *b, int dflt)
     return v ? atoi(v) : dflt;
 }
 
-static int bad(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "zplan exec: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    return 2;
-}
-
-static int parse_int(const char *opt, const char *arg, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(arg, &end, 10);
-    if (*arg == '\0' || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "zplan exec: %s: '%s' is not an integer in [%ld, %ld]\n", opt, arg, lo, hi);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
 
 /* The platform of this machine for the simulator: one node holding every rank, link figures from
  * the profile's measured collectives (the engine reads them from the profile), compute from its fits. */
@@ -313,135 +302,77 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
         fprintf(f, "\nvalidation: %s\n", pr->err);
 }
 
+/* The exec configuration of the options: exactly the plan given, exec's defaults for the rest (stage 0,
+ * MP 1, micro-batch 1, no accumulation, no checkpointing, no overlap; the global batch sets the
+ * accumulation). */
+static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cfg)
+{
+    const zp_search_req *r = &a->r;
+    zp_exec_config_default(cfg);
+    zp_plan *p = &cfg->plan;
+    if (r->stage != ZP_SEARCH_ANY)
+        p->stage = r->stage;
+    if (r->mp != ZP_SEARCH_ANY)
+        p->mp = r->mp;
+    if (r->micro_batch != ZP_SEARCH_ANY)
+        p->micro_batch = r->micro_batch;
+    if (r->grad_accum != ZP_SEARCH_ANY)
+        p->grad_accum = r->grad_accum;
+    if (r->global_batch != ZP_SEARCH_ANY) {
+        const int64_t dp = ranks / (p->mp > 0 ? p->mp : 1), per = p->micro_batch * dp;
+        if (dp < 1 || r->global_batch % per != 0 ||
+            (r->grad_accum != ZP_SEARCH_ANY && r->global_batch != per * p->grad_accum))
+            return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not micro-batch %lld x accumulation x %lld "
+                                      "data-parallel ranks",
+                           (long long)r->global_batch, (long long)p->micro_batch, (long long)dp);
+        p->grad_accum = r->global_batch / per;
+    }
+    if (a->checkpoint_given)
+        p->checkpoint = r->checkpoint;
+    if (a->overlap_given)
+        p->overlap_comm = r->overlap_comm;
+    p->pa = r->pa == 1;
+    p->pa_cpu = r->pa_cpu == 1;
+    if (r->offload != ZP_SEARCH_ANY)
+        p->offload = (zp_offload)r->offload;
+    p->cb = r->cb;
+    p->bucket = r->bucket;
+    p->md = r->md;
+    cfg->steps = (int)a->steps;
+    cfg->seed = (uint64_t)a->seed;
+    cfg->lr = a->lr;
+    cfg->min_seconds = a->min_seconds;
+    cfg->backend = a->backend;
+    if (!a->model)
+        return ZP_FAIL(ZP_EINVAL, "--model is required (e.g. --model tiny; zplan models lists them)");
+    zp_model_origin origin;
+    zp_status st = zp_model_resolve(a->model, a->seq, &cfg->model, &origin);
+    if (st != ZP_OK)
+        return ZP_FAIL(st, "--model %s: %s", a->model, zp_error_message());
+    return ZP_OK;
+}
+
 static int exec_main(int argc, char **argv)
 {
-    enum {
-        O_MODEL = 256, O_STAGE, O_MP, O_MB, O_GA, O_SEQ, O_STEPS, O_CKPT, O_PA, O_BUCKET, O_NOMD, O_OVERLAP,
-        O_BACKEND, O_OFFLOAD, O_SEED, O_LR, O_FORMAT, O_VALIDATE, O_PROFILE, O_TIMEOUT, O_MINSEC
-    };
-    static const struct option opts[] = {
-        {"model", required_argument, 0, O_MODEL}, {"stage", required_argument, 0, O_STAGE},
-        {"mp", required_argument, 0, O_MP}, {"micro-batch", required_argument, 0, O_MB},
-        {"grad-accum", required_argument, 0, O_GA}, {"seq", required_argument, 0, O_SEQ},
-        {"steps", required_argument, 0, O_STEPS}, {"checkpoint-activations", no_argument, 0, O_CKPT},
-        {"pa", no_argument, 0, O_PA}, {"bucket", required_argument, 0, O_BUCKET}, {"no-md", no_argument, 0, O_NOMD},
-        {"overlap-comm", no_argument, 0, O_OVERLAP}, {"backend", required_argument, 0, O_BACKEND},
-        {"offload", required_argument, 0, O_OFFLOAD}, {"seed", required_argument, 0, O_SEED},
-        {"lr", required_argument, 0, O_LR}, {"min-seconds", required_argument, 0, O_MINSEC}, {"format", required_argument, 0, O_FORMAT},
-        {"validate", no_argument, 0, O_VALIDATE}, {"profile", required_argument, 0, O_PROFILE},
-        {"timeout", required_argument, 0, O_TIMEOUT},
-        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    zp_exec_config cfg;
-    zp_exec_config_default(&cfg);
-    const char *model = NULL, *format = "text", *profile_path = NULL, *output = NULL;
-    long seq = 0, v;
-    int validate = 0;
-    double timeout_s = 120; /* the watchdog's bound on a dead or hung rank, seconds */
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case O_MODEL: model = optarg; break;
-        case O_STAGE:
-            if (!parse_int("--stage", optarg, -1000, 1000, &v))
-                return 2;
-            if (v < 0 || v > 3)
-                return bad("--stage: %s is not a ZeRO stage (use 0, 1, 2 or 3)", optarg);
-            cfg.plan.stage = (int)v;
-            break;
-        case O_MP:
-            if (!parse_int("--mp", optarg, 1, 1 << 20, &v))
-                return 2;
-            cfg.plan.mp = v;
-            break;
-        case O_MB:
-            if (!parse_int("--micro-batch", optarg, 1, 1 << 20, &v))
-                return 2;
-            cfg.plan.micro_batch = v;
-            break;
-        case O_GA:
-            if (!parse_int("--grad-accum", optarg, 1, 1 << 20, &v))
-                return 2;
-            cfg.plan.grad_accum = v;
-            break;
-        case O_SEQ:
-            if (!parse_int("--seq", optarg, 1, 1 << 20, &seq))
-                return 2;
-            break;
-        case O_STEPS:
-            if (!parse_int("--steps", optarg, 1, 1 << 20, &v))
-                return 2;
-            cfg.steps = (int)v;
-            break;
-        case O_CKPT: cfg.plan.checkpoint = 1; break;
-        case O_PA: cfg.plan.pa = 1; break;
-        case O_BUCKET: {
-            double b;
-            if (zp_size_parse(optarg, "--bucket", &b) != ZP_OK || !(b >= 1))
-                return bad("--bucket: '%s' is not a number of elements (e.g. 500M)", optarg);
-            cfg.plan.bucket = b;
-            cfg.plan.cb = 1;
-            break;
-        }
-        case O_NOMD: cfg.plan.md = 0; break;
-        case O_OVERLAP: cfg.plan.overlap_comm = 1; break;
-        case O_BACKEND: cfg.backend = optarg; break;
-        case O_OFFLOAD:
-            if (zp_offload_parse(optarg, &cfg.plan.offload) != ZP_OK)
-                return bad("--offload: '%s' is not none, optimizer or params", optarg);
-            break;
-        case O_SEED:
-            if (!parse_int("--seed", optarg, 0, 0x7fffffffL, &v))
-                return 2;
-            cfg.seed = (uint64_t)v;
-            break;
-        case O_LR: {
-            char *end;
-            cfg.lr = strtod(optarg, &end);
-            if (*end || !(cfg.lr > 0))
-                return bad("--lr: '%s' is not a positive number", optarg);
-            break;
-        }
-        case O_MINSEC:
-            if (zp_size_parse_range(optarg, "--min-seconds", 0, 3600, &cfg.min_seconds) != ZP_OK)
-                return bad("%s", zp_error_message());
-            break;
-        case O_FORMAT:
-            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
-                return bad("--format: '%s' (use text or json)", optarg);
-            format = optarg;
-            break;
-        case O_VALIDATE: validate = 1; break;
-        case O_PROFILE: profile_path = optarg; break;
-        case O_TIMEOUT: {
-            char *end;
-            timeout_s = strtod(optarg, &end);
-            if (*end || !(timeout_s >= 1 && timeout_s <= 1e6))
-                return bad("--timeout: '%s' must be a number of seconds from 1 to 1e6", optarg);
-            break;
-        }
-        case 'o': output = optarg; break;
-        case 'h': fputs(USAGE, stdout); return 0;
-        default:
-            fprintf(stderr, "zplan exec: unknown or incomplete option '%s'\n%s", argv[optind - 1], USAGE);
-            return 2;
-        }
-    }
-    if (optind < argc)
-        return bad("unexpected argument '%s' (see zplan exec --help)", argv[optind]);
-    if (!model)
-        return bad("%s", "--model is required (e.g. --model tiny; zplan models lists them)");
-    zp_model_origin origin;
-    if (zp_model_resolve(model, seq, &cfg.model, &origin) != ZP_OK) {
-        fprintf(stderr, "zplan exec: --model %s: %s\n", model, zp_error_message());
-        return 2;
+    zp_cli_args a;
+    zp_status pst = zp_cli_args_parse(ZP_CMD_EXEC, "zplan exec", argc, argv, &a);
+    if (pst != ZP_OK)
+        return zp_cli_fail_as("zplan exec", pst);
+    if (a.help) {
+        fputs(USAGE, stdout);
+        return 0;
     }
     const int ranks = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1);
     const int rank0 = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0) == 0;
+    zp_exec_config cfg;
+    if ((pst = exec_config(&a, ranks, &cfg)) != ZP_OK)
+        return zp_cli_fail_as("zplan exec", pst);
+    const char *format = a.fmt == ZP_FMT_JSON ? "json" : "text", *profile_path = a.profile, *output = a.out;
+    const int validate = a.validate;
+    const double timeout_s = a.timeout_s; /* the watchdog's bound on a dead or hung rank, seconds */
 #if !ZP_HAVE_MPI
     if (ranks > 1)
-        return bad("%s", "this zplan was built without MPI: run it without mpirun");
+        return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI: run it without mpirun"));
 #endif
     if (zp_exec_config_check(&cfg, ranks) != ZP_OK) {
         if (rank0)
@@ -461,8 +392,8 @@ static int exec_main(int argc, char **argv)
     }
     zp_profile prof;
     if (validate && !profile_path)
-        return bad("%s", "--validate needs --profile FILE: the costs of this machine, from "
-                         "`mpirun -np N zplan calibrate --quick -o FILE`");
+        return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EINVAL, "--validate needs --profile FILE: the costs of this "
+                                                           "machine, from `mpirun -np N zplan calibrate --quick -o FILE`"));
     if (profile_path && zp_profile_read(profile_path, &prof) != ZP_OK) {
         if (rank0)
             fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());

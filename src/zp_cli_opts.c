@@ -1,0 +1,387 @@
+/* zp_cli_opts.c — the option table and its parser (see zp_cli_opts.h). One row per option: its name,
+ * whether it takes a value, the commands that take it, and the setter that reads the value into
+ * zp_cli_args (through zp_size.h, so every number takes the same suffixes and gives the same errors). */
+#include "zp_cli_opts.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "zp_size.h"
+
+/* ---- setters: (args, "--name", value or NULL) ---- */
+
+typedef zp_status (*setter)(zp_cli_args *a, const char *opt, const char *v);
+
+#define STR(fn, field)                                                \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        (void)opt;                                                    \
+        a->field = v;                                                 \
+        return ZP_OK;                                                 \
+    }
+#define FLAG(fn, field, value)                                        \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        (void)opt;                                                    \
+        (void)v;                                                      \
+        a->field = (value);                                           \
+        return ZP_OK;                                                 \
+    }
+#define INT(fn, field, lo, hi)                                        \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        return zp_size_parse_int(v, opt, (lo), (hi), &a->field);       \
+    }
+
+STR(set_model, model)
+STR(set_models, models)
+STR(set_cluster, cluster)
+STR(set_preset, preset)
+STR(set_profile, profile)
+STR(set_gpus, gpus)
+STR(set_gpu_mem, gpu_mem)
+STR(set_out, out)
+STR(set_trace, r.trace_path)
+STR(set_report_html, report_html)
+STR(set_ds_config, ds_config)
+STR(set_emit_ds, emit_ds)
+STR(set_backend, backend)
+STR(set_replay, replay)
+STR(set_dp_list, dp_list)
+STR(set_reps, reps)
+STR(set_warmup, warmup)
+STR(set_max_bytes, max_bytes)
+STR(set_hidden, hidden)
+STR(set_tokens, tokens)
+FLAG(set_help, help, 1)
+FLAG(set_no_md, r.md, 0)
+FLAG(set_analytic, r.simulate, 0)
+FLAG(set_exact, r.exact, 1)
+FLAG(set_validate, validate, 1)
+FLAG(set_quick, quick, 1)
+INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
+INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
+INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
+INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
+INT(set_seq, seq, 1, INT64_C(1) << 30)
+INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
+INT(set_steps, steps, 1, INT64_C(1) << 20)
+INT(set_seed, seed, 0, 0x7fffffffL)
+
+static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
+{
+    int64_t s;
+    ZP_TRY(zp_size_parse_int(v, opt, 0, 1000, &s));
+    if (s > 3)
+        return ZP_FAIL(ZP_EINVAL, "--stage: %s is not a ZeRO stage (use 0, 1, 2 or 3)", v);
+    a->r.stage = (int)s;
+    return ZP_OK;
+}
+
+static zp_status set_small_int(const char *opt, const char *v, int64_t lo, int64_t hi, int *out)
+{
+    int64_t x;
+    ZP_TRY(zp_size_parse_int(v, opt, lo, hi, &x));
+    *out = (int)x;
+    return ZP_OK;
+}
+
+static zp_status set_top(zp_cli_args *a, const char *opt, const char *v) { return set_small_int(opt, v, 1, 100000, &a->top); }
+static zp_status set_jobs(zp_cli_args *a, const char *opt, const char *v) { return set_small_int(opt, v, 1, 1024, &a->r.jobs); }
+
+/* ZeRO-R's activation option is one of none (--no-pa), Pa (--pa) and Pa+cpu (--pa-cpu). */
+static zp_status set_pa(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->r.pa = 1;
+    a->r.pa_cpu = 0;
+    return ZP_OK;
+}
+
+static zp_status set_no_pa(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->r.pa = a->r.pa_cpu = 0;
+    return ZP_OK;
+}
+
+static zp_status set_pa_cpu(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->r.pa = a->r.pa_cpu = 1;
+    return ZP_OK;
+}
+
+static zp_status set_checkpoint(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)v;
+    a->r.checkpoint = strncmp(opt, "--no-", 5) != 0;
+    a->checkpoint_given = 1;
+    return ZP_OK;
+}
+
+static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)v;
+    a->r.overlap_comm = strncmp(opt, "--no-", 5) != 0;
+    a->overlap_given = 1;
+    return ZP_OK;
+}
+
+static zp_status set_no_cb(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->r.cb = 0;
+    return ZP_OK;
+}
+
+static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
+{
+    ZP_TRY(zp_size_parse_range(v, opt, 1, 1e15, &a->r.bucket));
+    a->r.cb = 1;
+    return ZP_OK;
+}
+
+static zp_status set_offload(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    zp_offload off;
+    ZP_TRY(zp_offload_parse(v, &off));
+    a->r.offload = (int)off;
+    return ZP_OK;
+}
+
+/* Per command: text, md, csv, json and html for reports and the what-if; text and json where the
+ * output is one rank's step or run. */
+static zp_status set_format(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    ZP_TRY(zp_format_parse(v, &a->fmt));
+    if ((a->cmd & (ZP_CMD_SCHEDULE | ZP_CMD_EXEC)) && a->fmt != ZP_FMT_TEXT && a->fmt != ZP_FMT_JSON)
+        return ZP_FAIL(ZP_EINVAL, "--format: %s writes text or json, not '%s'", a->name, v);
+    if ((a->cmd & ZP_CMD_LIST) && a->fmt == ZP_FMT_HTML)
+        return ZP_FAIL(ZP_EINVAL, "--format: %s writes text, md, csv or json, not '%s'", a->name, v);
+    a->fmt_given = 1;
+    return ZP_OK;
+}
+
+/* --mp: the MP degree of a plan, or table2's list of degrees. */
+static zp_status set_mp_any(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (a->cmd & ZP_CMD_TABLE) {
+        a->mp_list = v;
+        return ZP_OK;
+    }
+    return set_mp(a, opt, v);
+}
+
+static zp_status set_min_seconds(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0, 3600, &a->min_seconds);
+}
+
+static zp_status set_lr(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 1e-12, 1e3, &a->lr);
+}
+
+static zp_status set_timeout(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 1, 1e6, &a->timeout_s);
+}
+
+static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
+{
+    ZP_TRY(zp_size_parse(v, opt, &a->k));
+    if (!(a->k > 0 && a->k < 1e6))
+        return ZP_FAIL(ZP_EINVAL, "--k: must be a positive number of bytes per parameter");
+    return ZP_OK;
+}
+
+/* ---- the table ---- */
+
+/* The commands that take a plan. */
+#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC)
+#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE)
+#define ALL (PLAN | ZP_CMD_TABLE | ZP_CMD_LIST | ZP_CMD_CALIBRATE)
+
+typedef struct {
+    const char *name;
+    char short_name;
+    int takes_value;
+    int cmds;
+    setter set;
+} zp_cli_opt;
+
+static const zp_cli_opt g_opts[] = {
+    {"help", 'h', 0, ALL, set_help},
+    {"output", 'o', 1, ALL, set_out},
+    {"format", 0, 1, ALL & ~ZP_CMD_CALIBRATE, set_format},
+    /* the model and the cluster */
+    {"model", 0, 1, PLAN, set_model},
+    {"models", 0, 1, ZP_CMD_VIEW | ZP_CMD_TABLE, set_models},
+    {"seq", 0, 1, PLAN | ZP_CMD_VIEW, set_seq},
+    {"gpus", 0, 1, SEARCH, set_gpus},
+    {"cluster", 0, 1, SEARCH, set_cluster},
+    {"preset", 0, 1, SEARCH, set_preset},
+    {"gpu-mem", 0, 1, SEARCH | ZP_CMD_TABLE, set_gpu_mem},
+    {"profile", 0, 1, PLAN, set_profile},
+    /* the plan */
+    {"stage", 0, 1, PLAN, set_stage},
+    {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
+    {"micro-batch", 0, 1, PLAN, set_micro},
+    {"global-batch", 0, 1, PLAN, set_global},
+    {"grad-accum", 0, 1, PLAN, set_accum},
+    {"pa", 0, 0, PLAN, set_pa},
+    {"no-pa", 0, 0, SEARCH, set_no_pa},
+    {"pa-cpu", 0, 0, SEARCH, set_pa_cpu},
+    {"offload", 0, 1, PLAN, set_offload},
+    {"checkpoint", 0, 0, PLAN, set_checkpoint},
+    {"checkpoint-activations", 0, 0, PLAN, set_checkpoint}, /* Megatron-LM's and DeepSpeed's name */
+    {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
+    {"overlap-comm", 0, 0, PLAN, set_overlap},
+    {"no-overlap-comm", 0, 0, PLAN, set_overlap},
+    {"no-cb", 0, 0, PLAN, set_no_cb},
+    {"bucket", 0, 1, PLAN, set_bucket},
+    {"no-md", 0, 0, PLAN, set_no_md},
+    {"exact", 0, 0, SEARCH, set_exact},
+    /* how the what-if answers */
+    {"analytic", 0, 0, SEARCH, set_analytic},
+    {"jobs", 0, 1, SEARCH, set_jobs},
+    {"top", 0, 1, ZP_CMD_WHATIF | ZP_CMD_VIEW, set_top},
+    {"trace", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_trace},
+    {"report", 0, 1, ZP_CMD_WHATIF, set_report_html},
+    {"ds-config", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_ds_config},
+    {"emit-ds-config", 0, 1, ZP_CMD_WHATIF, set_emit_ds},
+    /* schedule */
+    {"rank", 0, 1, ZP_CMD_SCHEDULE, set_rank},
+    {"replay", 0, 1, ZP_CMD_SCHEDULE, set_replay},
+    /* exec */
+    {"steps", 0, 1, ZP_CMD_EXEC, set_steps},
+    {"min-seconds", 0, 1, ZP_CMD_EXEC, set_min_seconds},
+    {"seed", 0, 1, ZP_CMD_EXEC, set_seed},
+    {"lr", 0, 1, ZP_CMD_EXEC, set_lr},
+    {"backend", 0, 1, ZP_CMD_EXEC | ZP_CMD_CALIBRATE, set_backend},
+    {"validate", 0, 0, ZP_CMD_EXEC, set_validate},
+    {"timeout", 0, 1, ZP_CMD_EXEC | ZP_CMD_CALIBRATE, set_timeout},
+    /* report table1 / table2 */
+    {"dp", 0, 1, ZP_CMD_TABLE, set_dp_list},
+    {"k", 0, 1, ZP_CMD_TABLE, set_k},
+    /* calibrate */
+    {"quick", 0, 0, ZP_CMD_CALIBRATE, set_quick},
+    {"reps", 0, 1, ZP_CMD_CALIBRATE, set_reps},
+    {"warmup", 0, 1, ZP_CMD_CALIBRATE, set_warmup},
+    {"max-bytes", 0, 1, ZP_CMD_CALIBRATE, set_max_bytes},
+    {"hidden", 0, 1, ZP_CMD_CALIBRATE, set_hidden},
+    {"tokens", 0, 1, ZP_CMD_CALIBRATE, set_tokens},
+};
+
+/* The commands that take an option, for "an option of zplan exec" messages. */
+static const char *owner(int cmds)
+{
+    if (cmds & ZP_CMD_EXEC && !(cmds & SEARCH))
+        return "zplan exec";
+    if (cmds & ZP_CMD_CALIBRATE && !(cmds & PLAN))
+        return "zplan calibrate";
+    if (cmds & ZP_CMD_SCHEDULE && !(cmds & ZP_CMD_WHATIF))
+        return "zplan schedule";
+    if (cmds & ZP_CMD_TABLE && !(cmds & PLAN))
+        return "zplan report table1|table2";
+    if (cmds & ZP_CMD_WHATIF)
+        return "the what-if (zplan --model M --gpus N)";
+    return "another command";
+}
+
+static const char *help_of(const zp_cli_args *a)
+{
+    switch (a->cmd) {
+    case ZP_CMD_WHATIF: return "zplan --help";
+    case ZP_CMD_VIEW:
+    case ZP_CMD_TABLE: return "zplan report --help";
+    case ZP_CMD_LIST: return "zplan models --help";
+    case ZP_CMD_SCHEDULE: return "zplan schedule --help";
+    case ZP_CMD_EXEC: return "zplan exec --help";
+    default: return "zplan calibrate --help";
+    }
+}
+
+static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    a->name = name;
+    a->fmt = ZP_FMT_TEXT;
+    a->top = 5;
+    a->cluster = "dgx2";
+    zp_search_req_default(&a->r, NULL, NULL, 0);
+    a->r.simulate = 1;
+    a->steps = 3;
+    a->seed = 1;
+    a->lr = 1e-3;
+    a->timeout_s = 120;
+    a->backend = "cpu";
+    a->k = ZP_ADAM_K;
+}
+
+zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_args *a)
+{
+    defaults(cmd, name, a);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        char opt[64];
+        const zp_cli_opt *o = NULL;
+        if (arg[0] == '-' && arg[1] == '-' && arg[2]) {
+            const char *eq = strchr(arg, '=');
+            size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+            if (len >= sizeof opt)
+                len = sizeof opt - 1;
+            memcpy(opt, arg, len);
+            opt[len] = '\0';
+            val = eq ? eq + 1 : NULL;
+            for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0] && !o; k++)
+                if (strcmp(opt + 2, g_opts[k].name) == 0)
+                    o = &g_opts[k];
+        } else if (arg[0] == '-' && arg[1] && !arg[2]) {
+            for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0] && !o; k++)
+                if (g_opts[k].short_name == arg[1])
+                    o = &g_opts[k];
+            snprintf(opt, sizeof opt, "--%s", o ? o->name : arg + 1);
+        } else {
+            return ZP_FAIL(ZP_EINVAL, "unexpected argument '%s' (see %s)", arg, help_of(a));
+        }
+        if (!o)
+            return ZP_FAIL(ZP_EINVAL, "unknown option '%s' (see %s)", arg, help_of(a));
+        if (!(o->cmds & (int)cmd))
+            return ZP_FAIL(ZP_EINVAL, "%s does not apply to %s: it is an option of %s (see %s)", opt, name,
+                           owner(o->cmds), help_of(a));
+        if (o->takes_value && !val) {
+            if (i + 1 >= argc)
+                return ZP_FAIL(ZP_EINVAL, "option %s needs a value (see %s)", opt, help_of(a));
+            val = argv[++i];
+        } else if (!o->takes_value && val) {
+            return ZP_FAIL(ZP_EINVAL, "option %s takes no value (got '%s')", opt, val);
+        }
+        ZP_TRY(o->set(a, opt, val));
+        if (a->help)
+            return ZP_OK;
+    }
+    return ZP_OK;
+}
+
+zp_status zp_cli_args_check_plan(const zp_cli_args *a)
+{
+    const zp_search_req *r = &a->r;
+    if (r->exact && r->stage == ZP_SEARCH_ANY)
+        return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
+                                  "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
+    if (r->grad_accum != ZP_SEARCH_ANY && r->micro_batch != ZP_SEARCH_ANY && r->global_batch != ZP_SEARCH_ANY &&
+        r->global_batch % (r->grad_accum * r->micro_batch) != 0)
+        return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not --micro-batch %lld x --grad-accum %lld x a "
+                                  "data-parallel degree",
+                       (long long)r->global_batch, (long long)r->micro_batch, (long long)r->grad_accum);
+    return ZP_OK;
+}

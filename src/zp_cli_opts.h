@@ -1,0 +1,67 @@
+/* zp_cli_opts.h — the one option parser of every command: one table of options (name, the commands
+ * that take it, how its value is read), so the what-if, `report`, `schedule`, `exec` and `calibrate`
+ * share names, size suffixes (K, M, G, T; Ki, Mi, Gi) and error messages.
+ *
+ * Plan options are constraints: what is given is fixed, everything else is searched (stage, MP degree,
+ * micro-batch, ZeRO-R Pa / Pa+cpu, offload); --exact pins what is not given to its default, as a
+ * DeepSpeed config does. `exec` runs exactly one plan: what is not given takes exec's defaults. */
+#ifndef ZP_CLI_OPTS_H
+#define ZP_CLI_OPTS_H
+
+#include <stdint.h>
+
+#include "zp_search.h"
+#include "zp_table.h"
+
+/* The commands, as a mask in the option table. */
+typedef enum {
+    ZP_CMD_WHATIF = 1 << 0,    /* zplan --model M --gpus N */
+    ZP_CMD_VIEW = 1 << 1,      /* zplan report scaling|models|configs|memory: plan searches */
+    ZP_CMD_TABLE = 1 << 2,     /* zplan report table1|table2 */
+    ZP_CMD_LIST = 1 << 3,      /* zplan models|clusters */
+    ZP_CMD_SCHEDULE = 1 << 4,  /* zplan schedule */
+    ZP_CMD_EXEC = 1 << 5,      /* zplan exec */
+    ZP_CMD_CALIBRATE = 1 << 6, /* zplan calibrate */
+} zp_cli_cmd;
+
+typedef struct {
+    zp_cli_cmd cmd;
+    const char *name;          /* "zplan", "zplan report table2", "zplan exec", ... for messages */
+    int help;                  /* --help / -h was given */
+    /* output */
+    zp_format fmt;
+    int fmt_given;
+    const char *out;           /* -o, --output */
+    int top;
+    /* the model, the cluster, and where costs come from */
+    const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
+    int64_t seq;               /* 0: the model's */
+    /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
+    zp_search_req r;
+    int checkpoint_given, overlap_given;
+    const char *ds_config, *emit_ds, *report_html;
+    /* schedule */
+    int64_t rank;
+    const char *replay;        /* a schedule JSON to replay instead of a plan */
+    /* exec */
+    int64_t steps, seed;
+    double min_seconds, lr, timeout_s;
+    const char *backend;
+    int validate;
+    /* report table1 / table2 */
+    const char *dp_list, *mp_list;
+    double k;
+    /* calibrate */
+    int quick;
+    const char *reps, *warmup, *max_bytes, *hidden, *tokens;
+} zp_cli_args;
+
+/* Parses argv[1..argc-1] for command `cmd` (messages name it as `name`). Defaults first: every plan
+ * option open, text format, top 5, exec's and calibrate's defaults. ZP_EINVAL with a message for an
+ * unknown option, an option of another command, a missing or bad value, or a stray argument. */
+zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_args *a);
+
+/* Checks the plan options against each other where that needs no model (e.g. --exact needs --stage). */
+zp_status zp_cli_args_check_plan(const zp_cli_args *a);
+
+#endif

@@ -1,0 +1,94 @@
+/* zp_cli_plan.c — what the plan options resolve to (the model, the cluster, the costs) and the search
+ * the what-if, `report` and `schedule` share. */
+#include <stdio.h>
+#include <string.h>
+
+#include "zp_cli.h"
+#include "zp_dsconfig.h"
+#include "zp_engine.h"
+#include "zp_progress.h"
+#include "zp_size.h"
+
+zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_plan *o)
+{
+    memset(o, 0, sizeof *o);
+    ZP_TRY(zp_cli_args_parse(cmd, name, argc, argv, &o->a));
+    o->a.r.model = &o->model;
+    return o->a.help ? ZP_OK : zp_cli_args_check_plan(&o->a);
+}
+
+zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
+{
+    zp_cli_args *a = &o->a;
+    zp_search_req *r = &a->r;
+    if (need_model && !a->model)
+        return ZP_FAIL(ZP_EINVAL, "--model is required (e.g. --model 100B; see zplan models)");
+    if (need_gpus && !a->gpus)
+        return ZP_FAIL(ZP_EINVAL, "--gpus is required (e.g. --gpus 400)");
+    /* --cluster takes a preset name or a SimGrid platform file (whose GPUs are --preset's, dgx2 by default) */
+    if (strchr(a->cluster, '/') || strstr(a->cluster, ".xml")) {
+        int gpn, nodes;
+        ZP_TRY(zp_engine_check_platform(a->cluster, &gpn, &nodes));
+        r->platform_file = a->cluster;
+        ZP_TRY(zp_cluster_find(a->preset ? a->preset : "dgx2", &o->cluster));
+    } else {
+        if (a->preset)
+            return ZP_FAIL(ZP_EINVAL, "--preset applies to a --cluster platform file");
+        ZP_TRY(zp_cluster_find(a->cluster, &o->cluster));
+    }
+    if (a->profile) {
+        ZP_TRY(zp_profile_read(a->profile, &o->profile));
+        r->profile = &o->profile;
+        snprintf(o->profile_note, sizeof o->profile_note, "costs from profile %s", a->profile);
+    }
+    if (r->trace_path && !r->simulate)
+        return ZP_FAIL(ZP_EINVAL, "--trace needs the simulation (drop --analytic)");
+    if (need_gpus == 1)
+        ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
+    o->gpu_mem = o->cluster->gpu_mem;
+    if (a->gpu_mem)
+        ZP_TRY(zp_size_parse(a->gpu_mem, "--gpu-mem", &o->gpu_mem));
+    if (a->model) {
+        ZP_TRY(zp_model_resolve(a->model, a->seq, &o->model, &o->origin));
+        if (o->origin == ZP_MODEL_FROM_SIZE)
+            snprintf(o->model_note, sizeof o->model_note, "generated from the size '%s': %lld layers x hidden %lld",
+                     a->model, (long long)o->model.layers, (long long)o->model.hidden);
+        else if (o->origin == ZP_MODEL_FROM_FILE)
+            snprintf(o->model_note, sizeof o->model_note, "read from %s", a->model);
+    }
+    r->model = &o->model;
+    r->cluster = o->cluster;
+    r->gpu_mem = o->gpu_mem;
+    return ZP_OK;
+}
+
+void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *w)
+{
+    *w = (zp_whatif){.model = &o->model,
+                     .model_note = o->model_note[0] ? o->model_note : NULL,
+                     .cluster = o->cluster,
+                     .gpus = o->a.r.gpus,
+                     .gpu_mem = o->gpu_mem,
+                     .result = res,
+                     .top = o->a.top,
+                     .profile_note = o->profile_note[0] ? o->profile_note : NULL};
+}
+
+zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
+{
+    ZP_TRY(zp_cli_plan_resolve(o, 1, 1));
+    if (o->a.ds_config) {
+        zp_ds_notes notes = {0};
+        zp_status st = zp_dsconfig_read(o->a.ds_config, &o->a.r, &notes);
+        for (int i = 0; i < notes.n; i++)
+            fprintf(stderr, "zplan: ds-config: %s\n", notes.line[i]);
+        ZP_TRY(st);
+    }
+    zp_progress bar;
+    zp_progress_init(&bar, "simulating plans");
+    o->a.r.progress = zp_progress_cb;
+    o->a.r.progress_ctx = &bar;
+    zp_status st = zp_search_run(&o->a.r, res);
+    zp_progress_done(&bar);
+    return st;
+}
