@@ -702,6 +702,15 @@ static void utf8_name(const char *src, char *dst, size_t len)
     dst[o] = '\0';
 }
 
+/* A string from the file, fit for a one-line message: control characters (a JSON key may hold "\n",
+ * jansson's error text may quote one) and bytes that are not UTF-8 shown as '?', cut to fit `len` at a
+ * character boundary. */
+static const char *printable(const char *src, char *buf, size_t len)
+{
+    utf8_name(src, buf, len);
+    return buf;
+}
+
 /* Reads every key of the object against the family; `implicit`: no model_type (GPT-2 keys only). */
 static zp_status read_keys(json_t *root, const hf_family *f, int implicit, hf_vals *x)
 {
@@ -720,15 +729,16 @@ static zp_status read_keys(json_t *root, const hf_family *f, int implicit, hf_va
             continue;
         if (!looks_like_size(key))
             continue;
+        char shown[64];
         if (implicit) {
             family_list(supported, sizeof supported);
             return ZP_FAIL(ZP_EINVAL, "%s: no \"model_type\", and key \"%s\" is not GPT-2's: families name it "
                                       "alike but size it differently; add \"model_type\" (one of %s)",
-                           x->path, key, supported);
+                           x->path, printable(key, shown, sizeof shown), supported);
         }
         return ZP_FAIL(ZP_EINVAL, "%s: key \"%s\" is not understood for model_type \"%s\" and may change the "
-                                  "model's size; zplan refuses rather than size a different model", x->path, key,
-                       f->model_type);
+                                  "model's size; zplan refuses rather than size a different model", x->path,
+                       printable(key, shown, sizeof shown), f->model_type);
     }
     return ZP_OK;
 }
@@ -741,9 +751,11 @@ zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *ou
         path = "config.json";
     json_error_t err;
     json_t *root = json_loads(text, 0, &err);
-    if (!root)
+    if (!root) {
+        char shown[sizeof err.text];
         return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON (line %d, column %d: %s)", path, err.line, err.column,
-                       err.text);
+                       printable(err.text, shown, sizeof shown));
+    }
     if (!json_is_object(root)) {
         json_decref(root);
         return ZP_FAIL(ZP_EINVAL, "%s: a HuggingFace config.json must be a JSON object", path);
@@ -764,10 +776,10 @@ zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *ou
     } else if (!json_is_string(mt)) {
         st = ZP_FAIL(ZP_EINVAL, "%s: key \"model_type\" must be a string", path);
     } else if ((f = family_find(json_string_value(mt))) == NULL) {
-        char supported[256];
+        char supported[256], shown[64];
         family_list(supported, sizeof supported);
         st = ZP_FAIL(ZP_EINVAL, "%s: model_type \"%s\" is not supported (supported: %s)", path,
-                     json_string_value(mt), supported);
+                     printable(json_string_value(mt), shown, sizeof shown), supported);
     }
     zp_model m;
     if (st == ZP_OK) {
