@@ -100,6 +100,8 @@ struct hf_family {
     zp_model arch;              /* the family's architecture (zp_arch.h); dimensions filled from the file */
     /* Family semantics beyond the mapping; NULL for none. */
     zp_status (*hook)(const hf_family *f, const hf_vals *x, zp_model *m);
+    int legacy;                 /* an old name of the family (Falcon's custom-code RefinedWeb*): not listed, and
+                                 * kv heads given (n_head_kv) mean the new decoder architecture */
 };
 
 /* ---- Values ------------------------------------------------------------------------------------ */
@@ -173,9 +175,8 @@ static zp_activation act_of(const char *s, zp_activation fallback)
  * means the new architecture (transformers' convert_custom_code_checkpoint.py). */
 static zp_status hook_falcon(const hf_family *f, const hf_vals *x, zp_model *m)
 {
-    int refined = strncmp(f->model_type, "RefinedWeb", 10) == 0;
     int new_arch = (int)val(f, x, K_NEW_ARCH, 0);
-    if (refined && !x->present[K_NEW_ARCH])
+    if (f->legacy && !x->present[K_NEW_ARCH])
         new_arch = x->present[K_KV_HEADS];
     int mq = (int)val(f, x, K_MULTI_QUERY, 1), par = (int)val(f, x, K_PARALLEL, 1);
     if (new_arch)
@@ -325,7 +326,8 @@ static const hf_key k_bloom[] = {{"n_layer", K_LAYERS, 0}, {"num_hidden_layers",
                                  {"hidden_size", K_HIDDEN, 0}, {"n_embed", K_HIDDEN, 1},
                                  {"n_head", K_HEADS, 0}, {"num_attention_heads", K_HEADS, 1},
                                  {"vocab_size", K_VOCAB, 0}, {"tie_word_embeddings", K_TIE, 0},
-                                 {"n_inner", K_FFN, 0}, {"seq_length", K_SEQ, 0}, {NULL, 0, 0}};
+                                 {"n_inner", K_FFN, 0}, {"seq_length", K_SEQ, 0},
+                                 {"max_position_embeddings", K_POSITIONS, 0}, {NULL, 0, 0}};
 
 /* transformers' defaults (configuration_<family>.py) for the keys a file may leave out. */
 #define END {K_COUNT, 0}
@@ -363,24 +365,24 @@ static const char *const n_latent[] = {"num_key_value_heads", "head_dim", NULL};
 static const char *const n_neox[] = {"rotary_pct", "rotary_emb_base", NULL};
 
 static const hf_family g_families[] = {
-    {"llama", k_llama, d_llama, NULL, {ZP_ARCH_LLAMA}, NULL},
-    {"mistral", k_mistral, d_mistral, NULL, {ZP_ARCH_LLAMA}, NULL},
-    {"mixtral", k_mixtral, d_mixtral, NULL, {ZP_ARCH_LLAMA}, NULL},
-    {"qwen2", k_qwen2, d_qwen2, NULL, {ZP_ARCH_QWEN2}, NULL},
-    {"qwen2_moe", k_qwen2_moe, d_qwen2_moe, NULL, {ZP_ARCH_QWEN2, .shared_experts = 1, .shared_gate = 1}, NULL},
-    {"gemma", k_gemma, d_gemma, NULL, {ZP_ARCH_GEMMA}, NULL},
-    {"gemma2", k_gemma, d_gemma2, NULL, {ZP_ARCH_GEMMA, .block_norms = 4}, NULL},
-    {"phi3", k_phi3, d_phi3, NULL, {ZP_ARCH_PHI3}, hook_phi3},
-    {"falcon", k_falcon, d_falcon, NULL, {ZP_ARCH_FALCON}, hook_falcon},
-    {"RefinedWebModel", k_falcon, d_falcon, NULL, {ZP_ARCH_FALCON}, hook_falcon},
-    {"RefinedWeb", k_falcon, d_falcon, NULL, {ZP_ARCH_FALCON}, hook_falcon},
-    {"gpt_neox", k_neox, d_neox, n_neox, {ZP_ARCH_NEOX}, NULL},
-    {"gptj", k_gptj, d_gptj, NULL, {ZP_ARCH_GPTJ}, NULL},
-    {"gpt2", k_gpt2, d_gpt2, NULL, {.pos = ZP_POS_LEARNED}, hook_gpt2},
-    {"opt", k_opt, d_opt, NULL, {ZP_ARCH_OPT}, hook_opt},
-    {"bloom", k_bloom, d_bloom, NULL, {ZP_ARCH_BLOOM}, hook_bloom},
-    {"deepseek_v2", k_deepseek_v2, d_deepseek_v2, n_latent, {ZP_ARCH_LLAMA, .attn = ZP_ATTN_MLA}, NULL},
-    {"deepseek_v3", k_deepseek_v3, d_deepseek_v3, n_latent, {ZP_ARCH_LLAMA, .attn = ZP_ATTN_MLA}, hook_deepseek_v3},
+    {"llama", k_llama, d_llama, NULL, {ZP_ARCH_LLAMA}, NULL, 0},
+    {"mistral", k_mistral, d_mistral, NULL, {ZP_ARCH_LLAMA}, NULL, 0},
+    {"mixtral", k_mixtral, d_mixtral, NULL, {ZP_ARCH_LLAMA}, NULL, 0},
+    {"qwen2", k_qwen2, d_qwen2, NULL, {ZP_ARCH_QWEN2}, NULL, 0},
+    {"qwen2_moe", k_qwen2_moe, d_qwen2_moe, NULL, {ZP_ARCH_QWEN2, .shared_experts = 1, .shared_gate = 1}, NULL, 0},
+    {"gemma", k_gemma, d_gemma, NULL, {ZP_ARCH_GEMMA}, NULL, 0},
+    {"gemma2", k_gemma, d_gemma2, NULL, {ZP_ARCH_GEMMA, .block_norms = 4}, NULL, 0},
+    {"phi3", k_phi3, d_phi3, NULL, {ZP_ARCH_PHI3}, hook_phi3, 0},
+    {"falcon", k_falcon, d_falcon, NULL, {ZP_ARCH_FALCON}, hook_falcon, 0},
+    {"RefinedWebModel", k_falcon, d_falcon, NULL, {ZP_ARCH_FALCON}, hook_falcon, 1},
+    {"RefinedWeb", k_falcon, d_falcon, NULL, {ZP_ARCH_FALCON}, hook_falcon, 1},
+    {"gpt_neox", k_neox, d_neox, n_neox, {ZP_ARCH_NEOX}, NULL, 0},
+    {"gptj", k_gptj, d_gptj, NULL, {ZP_ARCH_GPTJ}, NULL, 0},
+    {"gpt2", k_gpt2, d_gpt2, NULL, {.pos = ZP_POS_LEARNED}, hook_gpt2, 0},
+    {"opt", k_opt, d_opt, NULL, {ZP_ARCH_OPT}, hook_opt, 0},
+    {"bloom", k_bloom, d_bloom, NULL, {ZP_ARCH_BLOOM}, hook_bloom, 0},
+    {"deepseek_v2", k_deepseek_v2, d_deepseek_v2, n_latent, {ZP_ARCH_LLAMA, .attn = ZP_ATTN_MLA}, NULL, 0},
+    {"deepseek_v3", k_deepseek_v3, d_deepseek_v3, n_latent, {ZP_ARCH_LLAMA, .attn = ZP_ATTN_MLA}, hook_deepseek_v3, 0},
 };
 #define N_FAMILIES (sizeof g_families / sizeof g_families[0])
 
@@ -452,13 +454,13 @@ static const hf_family *family_find(const char *model_type)
     return NULL;
 }
 
-/* "llama, mistral, ..." for messages (the RefinedWeb aliases are left out). */
+/* "llama, mistral, ..." for messages (the legacy names are left out). */
 static void family_list(char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < N_FAMILIES && o < len; i++) {
-        if (strncmp(g_families[i].model_type, "RefinedWeb", 10) == 0)
+        if (g_families[i].legacy)
             continue;
         o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", g_families[i].model_type);
     }

@@ -322,6 +322,15 @@ Test(models, hf_family_semantics)
     m = load_fixture("falcon-40b.json");
     cr_expect_eq(zp_model_kv_heads(&m), 8);
     cr_expect_eq(m.block_norms, 2); /* new_decoder_architecture: ln_attn and ln_mlp */
+    /* the custom-code names of the same checkpoints: n_head_kv means the new decoder architecture */
+    cr_assert_eq(zp_model_from_hf_json("{\"model_type\":\"RefinedWebModel\",\"n_layer\":32,\"hidden_size\":4544,"
+                                       "\"n_head\":71,\"multi_query\":true,\"parallel_attn\":true,\"bias\":false,"
+                                       "\"vocab_size\":65024}", "rw7.json", &m), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(zp_model_params(&m), 6921720704.0);
+    cr_assert_eq(zp_model_from_hf_json("{\"model_type\":\"RefinedWeb\",\"n_layer\":60,\"hidden_size\":8192,"
+                                       "\"n_head\":128,\"n_head_kv\":8,\"parallel_attn\":true,\"bias\":false,"
+                                       "\"vocab_size\":65024}", "rw40.json", &m), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(zp_model_params(&m), 41303293952.0);
     m = load_fixture("opt-350m.json");
     cr_expect_eq(m.embed_dim, 512);
     cr_expect_eq(m.positions, 2050); /* OPT's offset of 2 */
