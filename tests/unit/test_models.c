@@ -673,3 +673,67 @@ Test(models, hf_accepts_keys_that_change_no_size)
                   zp_hf_family_name(i), zp_error_message());
     }
 }
+
+/* More published models, given by their size keys only (as their config.json has them), each family's
+ * variants: tied Qwen, MQA Gemma, GQA with 10 KV heads, a 2048-wide OPT, BLOOM, GPT-2 sizes. Expected
+ * counts: HF safetensors totals / model catalogues (Qwen2.5-3B 3,085,938,688, Qwen2.5-14B 14,770,033,664,
+ * Gemma-2-2B 2,614,341,888, Gemma-2-27B 27,227,128,320, CodeGemma-2B 2,506,172,416, Phi-3-medium
+ * 13,960,238,080, Phi-4 14,659,507,200, Mistral-7B-v0.3 7,248,023,552, Llama-3.2-3B 3,212,749,824,
+ * SmolLM-135M 134,515,008, TinyLlama 1,100,048,384, CodeLlama-7B 6,738,546,688), BigScience's BLOOM
+ * sizes (1,065,314,304 and 7,069,016,064), DeepSpeed-Chat's count of facebook/opt-1.3b (1,315,758,080),
+ * GPT-2 medium and large (354,823,168 and 774,030,080). */
+Test(models, hf_more_published_counts)
+{
+    static const struct {
+        const char *json;
+        double total;
+    } cases[] = {
+        {"{\"model_type\":\"qwen2\",\"hidden_size\":2048,\"intermediate_size\":11008,\"num_hidden_layers\":36,"
+         "\"num_attention_heads\":16,\"num_key_value_heads\":2,\"vocab_size\":151936,\"tie_word_embeddings\":true}",
+         3085938688.0},
+        {"{\"model_type\":\"qwen2\",\"hidden_size\":5120,\"intermediate_size\":13824,\"num_hidden_layers\":48,"
+         "\"num_attention_heads\":40,\"num_key_value_heads\":8,\"vocab_size\":152064,\"tie_word_embeddings\":false}",
+         14770033664.0},
+        {"{\"model_type\":\"gemma2\",\"hidden_size\":2304,\"intermediate_size\":9216,\"num_hidden_layers\":26,"
+         "\"num_attention_heads\":8,\"num_key_value_heads\":4,\"head_dim\":256,\"vocab_size\":256000}", 2614341888.0},
+        {"{\"model_type\":\"gemma2\",\"hidden_size\":4608,\"intermediate_size\":36864,\"num_hidden_layers\":46,"
+         "\"num_attention_heads\":32,\"num_key_value_heads\":16,\"head_dim\":128,\"vocab_size\":256000}",
+         27227128320.0},
+        {"{\"model_type\":\"gemma\",\"hidden_size\":2048,\"intermediate_size\":16384,\"num_hidden_layers\":18,"
+         "\"num_attention_heads\":8,\"num_key_value_heads\":1,\"head_dim\":256,\"vocab_size\":256000}", 2506172416.0},
+        {"{\"model_type\":\"phi3\",\"hidden_size\":5120,\"intermediate_size\":17920,\"num_hidden_layers\":40,"
+         "\"num_attention_heads\":40,\"num_key_value_heads\":10,\"vocab_size\":32064}", 13960238080.0},
+        {"{\"model_type\":\"phi3\",\"hidden_size\":5120,\"intermediate_size\":17920,\"num_hidden_layers\":40,"
+         "\"num_attention_heads\":40,\"num_key_value_heads\":10,\"vocab_size\":100352}", 14659507200.0},
+        {"{\"model_type\":\"mistral\",\"hidden_size\":4096,\"intermediate_size\":14336,\"num_hidden_layers\":32,"
+         "\"num_attention_heads\":32,\"num_key_value_heads\":8,\"vocab_size\":32768}", 7248023552.0},
+        {"{\"model_type\":\"llama\",\"hidden_size\":3072,\"intermediate_size\":8192,\"num_hidden_layers\":28,"
+         "\"num_attention_heads\":24,\"num_key_value_heads\":8,\"vocab_size\":128256,\"tie_word_embeddings\":true}",
+         3212749824.0},
+        {"{\"model_type\":\"llama\",\"hidden_size\":576,\"intermediate_size\":1536,\"num_hidden_layers\":30,"
+         "\"num_attention_heads\":9,\"num_key_value_heads\":3,\"vocab_size\":49152,\"tie_word_embeddings\":true}",
+         134515008.0},
+        {"{\"model_type\":\"llama\",\"hidden_size\":2048,\"intermediate_size\":5632,\"num_hidden_layers\":22,"
+         "\"num_attention_heads\":32,\"num_key_value_heads\":4,\"vocab_size\":32000}", 1100048384.0},
+        {"{\"model_type\":\"llama\",\"hidden_size\":4096,\"intermediate_size\":11008,\"num_hidden_layers\":32,"
+         "\"num_attention_heads\":32,\"num_key_value_heads\":32,\"vocab_size\":32016}", 6738546688.0},
+        {"{\"model_type\":\"bloom\",\"hidden_size\":1536,\"n_layer\":24,\"n_head\":16,\"vocab_size\":250880}",
+         1065314304.0},
+        {"{\"model_type\":\"bloom\",\"hidden_size\":4096,\"n_layer\":30,\"n_head\":32,\"vocab_size\":250880}",
+         7069016064.0},
+        {"{\"model_type\":\"opt\",\"hidden_size\":2048,\"ffn_dim\":8192,\"num_hidden_layers\":24,"
+         "\"num_attention_heads\":32,\"vocab_size\":50272,\"word_embed_proj_dim\":2048,\"do_layer_norm_before\":true}",
+         1315758080.0},
+        {"{\"model_type\":\"gpt2\",\"n_embd\":1024,\"n_layer\":24,\"n_head\":16,\"vocab_size\":50257,"
+         "\"n_positions\":1024}", 354823168.0},
+        {"{\"model_type\":\"gpt2\",\"n_embd\":1280,\"n_layer\":36,\"n_head\":20,\"vocab_size\":50257,"
+         "\"n_positions\":1024}", 774030080.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zp_model m;
+        cr_assert_eq(zp_model_from_hf_json(cases[i].json, "more.json", &m), ZP_OK, "case %zu: %s", i,
+                     zp_error_message());
+        cr_expect_eq(zp_model_params(&m), cases[i].total, "case %zu: %.0f, published %.0f", i, zp_model_params(&m),
+                     cases[i].total);
+    }
+}
