@@ -306,6 +306,15 @@ int64_t zp_model_moe_blocks(const zp_model *m)
     return n;
 }
 
+int zp_model_is_gpt(const zp_model *m)
+{
+    return m->attn == ZP_ATTN_STANDARD && zp_model_kv_heads(m) == m->heads &&
+           zp_model_head_dim(m) * m->heads == m->hidden && m->mlp == ZP_MLP_PLAIN && m->act == ZP_ACT_GELU &&
+           m->norm == ZP_NORM_LAYERNORM && block_norms(m) == 2 && !m->parallel && !m->no_final_norm &&
+           m->nobias == 0 && m->pos == ZP_POS_LEARNED && !m->untied && !m->lm_head_bias && !m->embed_norm &&
+           embed_dim(m) == m->hidden && m->experts == 0 && m->mtp_layers == 0;
+}
+
 int64_t zp_model_kv_heads(const zp_model *m)
 {
     return (m->attn == ZP_ATTN_MLA || m->kv_heads <= 0) ? m->heads : m->kv_heads;

@@ -212,6 +212,11 @@ double zp_tensor_numel_rank(const zp_tensor *t, int64_t mp);
 /* Whether block i (0-based) has an MoE MLP; the number of MoE blocks. */
 int zp_model_block_is_moe(const zp_model *m, int64_t i);
 int64_t zp_model_moe_blocks(const zp_model *m);
+/* 1 when the model computes exactly as GPT-2 (Megatron GPT): MHA with head size h/a, plain GeLU MLP, all
+ * biases, LayerNorm before attention and MLP, learned positions, tied LM head, dense; the executor's
+ * kernels and the simulator's per-block shapes assume it until they read the full description. The
+ * storage of Q/K/V (fused or not) and the rows of the position table do not matter. */
+int zp_model_is_gpt(const zp_model *m);
 /* Effective values of the defaulted fields. */
 int64_t zp_model_kv_heads(const zp_model *m);   /* kv_heads or heads; heads under MLA */
 int64_t zp_model_head_dim(const zp_model *m);   /* head_dim or hidden / heads; MLA: qk_nope + qk_rope */

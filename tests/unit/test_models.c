@@ -409,6 +409,12 @@ Test(models, zoo_published_models_exact)
 
 Test(models, gpt_counts_unchanged)
 {
+    cr_expect(zp_model_is_gpt(&zp_zoo_find("100B")->model));
+    cr_expect(zp_model_is_gpt(&zp_zoo_find("tiny")->model));
+    cr_expect(!zp_model_is_gpt(&zp_zoo_find("llama-2-7b")->model));
+    cr_expect(!zp_model_is_gpt(&zp_zoo_find("gpt-neox-20b")->model)); /* untied, rotary, parallel */
+    zp_model g2 = load_fixture("gpt2.json");
+    cr_expect(zp_model_is_gpt(&g2));
     /* every GPT in the zoo: the Megatron formulas zplan used before the enumeration */
     for (int i = 0; i < zp_zoo_count(); i++) {
         const zp_model *m = &zp_zoo_get(i)->model;
