@@ -1,18 +1,35 @@
-/* zp_model.h — a GPT-style decoder-only transformer and its exact arithmetic.
+/* zp_model.h — a decoder-only transformer and its exact arithmetic.
  *
- * Parameter, FLOP and activation counts follow:
- *  - parameters: Megatron-LM GPT (Shoeybi et al. 2019; Narayanan et al. 2021):
+ * The description holds the architectures in use today: multi-head, grouped-query and multi-query
+ * attention (kv_heads), a head size independent of hidden/heads (head_dim), plain or gated MLPs
+ * (SwiGLU, GeGLU), tied or untied embeddings, learned/rotary/ALiBi positions, LayerNorm or RMSNorm,
+ * per-linear biases, parallel attention+MLP blocks, an embedding norm, mixture-of-experts (routed and
+ * shared experts, dense layers, layer frequency), multi-head latent attention (DeepSeek-V2/V3) and
+ * multi-token-prediction modules (DeepSeek-V3).
+ *
+ * Every new field is zero for GPT-2 (Megatron-LM GPT): MHA, plain GeLU MLP with biases, tied LM head,
+ * learned positions (seq of them), LayerNorm with bias, two norms per block, a final norm. A model
+ * built by hand with only layers/hidden/heads/seq/vocab/ffn set, or by zp_model_init, is that GPT.
+ *
+ * Parameter counts come from ONE enumeration of the parameter tensors (zp_model_tensors: name,
+ * shape, per-expert copies, kind, Megatron tensor-parallel split), as llm.c's
+ * fill_in_parameter_sizes: totals, active-per-token, per block, embedding, head, largest group,
+ * small tensors and per-MP-rank counts are sums over it, and the GEMM FLOPs are its weight matrices.
+ *  - GPT parameters: Megatron-LM GPT (Shoeybi et al. 2019; Narayanan et al. 2021):
  *      per layer 4h^2 + 2h*f + 9h + f   (QKV 3h^2+3h, proj h^2+h, MLP h*f+f and f*h+h, 2 LayerNorms 4h)
  *      = 12h^2 + 13h with f = 4h; embeddings (V + s)h (LM head tied); final LayerNorm 2h.
- *  - FLOPs: Narayanan et al. 2021 (Megatron-LM, "Efficient large-scale language model training on GPU
- *      clusters", eq. 3): 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) per iteration with full activation
- *      recomputation, i.e. 2 FLOPs per multiply-add, forward counted once, backward twice, recompute once
- *      for the transformer layers and the logits counted forward + backward. zplan counts the FLOPs
- *      actually executed: without recomputation the layers' recompute term is dropped.
+ *  - FLOPs: 2 FLOPs per multiply-add of every GEMM a token passes through (active experts only, the
+ *      router included) plus attention's Q K^T and A V (2*s*heads*(qk head size + v head size) per
+ *      token, no causal halving). For GPT this is Narayanan et al. 2021 eq. 3:
+ *      96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) per iteration with full activation recomputation
+ *      (forward once, backward twice, recompute once for the blocks; logits forward + backward).
+ *      zplan counts the FLOPs actually executed: without recomputation the blocks' recompute term is
+ *      dropped.
  *  - activations: Korthikanti et al. 2022 ("Reducing activation recomputation in large transformer
- *      models", eq. 1-2): s*b*h*(34 + 5*a*s/h) bytes per layer in fp16 without recomputation;
- *      with tensor (model) parallelism t and no sequence parallelism s*b*h*(10 + 24/t + 5*a*s/(h*t));
- *      with full checkpointing the layer keeps only its fp16 input, 2*s*b*h bytes.
+ *      models", eq. 1-2), term by term from the description: for GPT s*b*h*(34 + 5*a*s/h) bytes per
+ *      layer in fp16 without recomputation; with tensor (model) parallelism t and no sequence
+ *      parallelism s*b*h*(10 + 24/t + 5*a*s/(h*t)); with full checkpointing the layer keeps only its
+ *      fp16 input, 2*s*b*h bytes.
  * All counts are doubles: exact integers up to 2^53 (9e15), far above any model zplan accepts. */
 #ifndef ZP_MODEL_H
 #define ZP_MODEL_H
@@ -26,54 +43,249 @@
 /* Largest parameter count zplan accepts (1e15 = 1000T): beyond it nothing physical exists. */
 #define ZP_MODEL_MAX_PARAMS 1e15
 
+/* The MLP of a block (and of every expert). */
+typedef enum {
+    ZP_MLP_PLAIN = 0, /* up (h -> f), activation, down (f -> h): GPT-2, NeoX, Falcon, OPT, BLOOM */
+    ZP_MLP_GATED,     /* act(gate(x)) * up(x), down: three matrices (SwiGLU: Llama; GeGLU: Gemma) */
+    ZP_MLP_COUNT
+} zp_mlp_kind;
+
+/* The MLP's activation (it changes no count; reported and used by the executor later). */
+typedef enum {
+    ZP_ACT_GELU = 0, /* exact or tanh-approximated GeLU (GPT-2's gelu_new) */
+    ZP_ACT_SILU,     /* SiLU / Swish (SwiGLU when gated) */
+    ZP_ACT_RELU,
+    ZP_ACT_OTHER,
+    ZP_ACT_COUNT
+} zp_activation;
+
+typedef enum {
+    ZP_POS_LEARNED = 0, /* a learned table of `positions` rows added to the token embedding (GPT-2, OPT) */
+    ZP_POS_ROTARY,      /* RoPE: no parameters */
+    ZP_POS_ALIBI,       /* ALiBi: no parameters (BLOOM, some Falcon) */
+    ZP_POS_COUNT
+} zp_position;
+
+typedef enum {
+    ZP_NORM_LAYERNORM = 0, /* gain and bias: 2 x width parameters */
+    ZP_NORM_RMSNORM,       /* gain only: width parameters */
+    ZP_NORM_PLAIN,         /* LayerNorm without affine parameters (OPT's layer_norm_elementwise_affine false) */
+    ZP_NORM_COUNT
+} zp_norm;
+
+typedef enum {
+    ZP_ATTN_STANDARD = 0, /* Q, K, V projections of heads/kv_heads x head_dim, output projection */
+    ZP_ATTN_MLA,          /* multi-head latent attention: low-rank Q and joint low-rank K/V (DeepSeek-V2/V3) */
+    ZP_ATTN_COUNT
+} zp_attention;
+
+/* The linear layers that can carry a bias; zp_model.nobias lists the ones WITHOUT one. Under MLA
+ * ZP_BIAS_QKV is the bias of the down-projections q_a and kv_a (DeepSeek's attention_bias). */
+enum {
+    ZP_BIAS_QKV = 1u << 0,      /* query/key/value projections */
+    ZP_BIAS_ATTN_OUT = 1u << 1, /* attention output projection */
+    ZP_BIAS_MLP_UP = 1u << 2,   /* MLP up and gate projections (experts' too) */
+    ZP_BIAS_MLP_DOWN = 1u << 3, /* MLP down projection (experts' too) */
+    ZP_BIAS_ALL = 0xFu          /* Llama, Mistral, Gemma, Phi-3, DeepSeek: no linear has a bias */
+};
+
+/* At most this many explicit dense (non-MoE) layers (Qwen2-MoE's mlp_only_layers). */
+#define ZP_MODEL_MAX_DENSE_LIST 32
+
 typedef struct {
     char name[ZP_MODEL_NAME_LEN];
     int64_t layers; /* l: transformer blocks */
     int64_t hidden; /* h: model width */
-    int64_t heads;  /* a: attention heads (h % a == 0) */
-    int64_t seq;    /* s: sequence length (tokens), also the number of position embeddings */
-    int64_t vocab;  /* V: vocabulary size (rows of the tied embedding / LM head) */
-    int64_t ffn;    /* f: MLP inner size (4h for GPT) */
+    int64_t heads;  /* a: query heads (h % a == 0 unless head_dim is set) */
+    int64_t seq;    /* s: sequence length (tokens); also the learned positions when `positions` is 0 */
+    int64_t vocab;  /* V: vocabulary size (rows of the token embedding and of the LM head) */
+    int64_t ffn;    /* f: MLP inner size of a dense block (4h for GPT) */
+
+    /* Attention. */
+    zp_attention attn;
+    int64_t kv_heads; /* key/value heads: 0 = heads (MHA); 1 = MQA; between = GQA (heads % kv_heads == 0) */
+    int64_t head_dim; /* width of one head of Q, K and V: 0 = hidden / heads */
+    int qkv_separate; /* Q, K, V are three tensors (Llama) rather than one fused (h, 3h) tensor (GPT-2) */
+    /* MLA (attn == ZP_ATTN_MLA): Q = q_b(norm(q_a(x))) or q_proj(x); [c_kv, k_rope] = kv_a(x);
+     * [k_nope, v] = kv_b(norm(c_kv)); output o (heads*v_head_dim -> h). */
+    int64_t q_lora_rank;  /* rank of Q's down-projection; 0 = a plain Q projection (DeepSeek-V2-Lite) */
+    int64_t kv_lora_rank; /* rank of the joint K/V latent (what the KV cache holds) */
+    int64_t qk_nope_dim;  /* per-head Q/K width without rotary */
+    int64_t qk_rope_dim;  /* per-head Q/K rotary width (K's is shared by all heads) */
+    int64_t v_head_dim;   /* per-head V width */
+
+    /* MLP and norms. */
+    zp_mlp_kind mlp;
+    zp_activation act;
+    int gate_up_fused; /* gated MLP's gate and up are one (2f, h) tensor (Phi-3) */
+    zp_norm norm;
+    int block_norms;   /* norms per block: 0 = 2 (before attention, before MLP); 1 = one shared by a parallel
+                        * block (GPT-J, Falcon-7B); 4 = also after attention and after MLP (Gemma 2) */
+    int parallel;      /* attention and MLP read the same input and their outputs are summed (GPT-J, NeoX,
+                        * Falcon): no count changes, the schedule can overlap them */
+    int no_final_norm; /* no norm after the last block (OPT-350m: post-LN) */
+    unsigned nobias;   /* ZP_BIAS_* of the linears WITHOUT a bias; 0 = all have one (GPT-2) */
+
+    /* Embeddings and positions. */
+    zp_position pos;
+    int64_t positions; /* rows of the learned position table; 0 = seq (GPT, today's behaviour) */
+    int untied;        /* the LM head (V x E) is its own tensor; 0 = tied to the token embedding (GPT-2) */
+    int lm_head_bias;  /* the LM head has a bias of V (GPT-J) */
+    int embed_norm;    /* a norm right after the token embedding (BLOOM's word_embeddings_layernorm) */
+    int64_t embed_dim; /* E: token-embedding width when it differs from h, with bias-less projections
+                        * E -> h in and h -> E out (OPT-350m's word_embed_proj_dim); 0 = hidden */
+
+    /* Mixture of experts: a block is MoE when experts > 0, i >= dense_layers,
+     * i % moe_every == moe_phase (moe_every 0 or 1: every block) and i is not in dense_list. */
+    int64_t experts;        /* routed experts per MoE block; 0 = dense model */
+    int64_t top_k;          /* routed experts a token passes through */
+    int64_t expert_ffn;     /* MLP inner size of one routed expert; 0 = ffn */
+    int64_t shared_experts; /* experts every token passes through (DeepSeek: n_shared_experts; Qwen2-MoE: 1) */
+    int64_t shared_ffn;     /* MLP inner size of one shared expert; 0 = expert_ffn */
+    int shared_gate;        /* a sigmoid gate (h -> 1) scales the shared experts' output (Qwen2-MoE) */
+    int router_bias;        /* the router has a per-expert bias (DeepSeek-V3's e_score_correction_bias) */
+    int64_t dense_layers;   /* the first blocks keep a dense MLP (DeepSeek's first_k_dense_replace) */
+    int64_t moe_every;      /* MoE every k-th block (DeepSeek moe_layer_freq, Qwen decoder_sparse_step) */
+    int64_t moe_phase;      /* ... at blocks with i % moe_every == moe_phase (Qwen: k-1, DeepSeek: 0) */
+    int n_dense_list;
+    int32_t dense_list[ZP_MODEL_MAX_DENSE_LIST]; /* blocks with a dense MLP (Qwen2-MoE mlp_only_layers) */
+
+    /* Multi-token prediction (DeepSeek-V3): each module is norms (2h), a projection (2h -> h), one more
+     * block (of the kind block `layers + k` would be) and a final norm; it shares the embedding and the
+     * LM head. Not part of zp_model_params (the published main-model size): zp_model_params_mtp. */
+    int64_t mtp_layers;
 } zp_model;
 
 /* Default GPT-2 vocabulary (50257 BPE tokens) and sequence length used when a source gives none. */
 #define ZP_MODEL_DEFAULT_VOCAB 50257
 #define ZP_MODEL_DEFAULT_SEQ 1024
 
-/* Fills a model with f = 4h and checks it; name may be NULL. */
+/* Fills a GPT model (every new field at its default) with f = 4h when ffn <= 0 and checks it;
+ * name may be NULL. */
 zp_status zp_model_init(zp_model *m, const char *name, int64_t layers, int64_t hidden, int64_t heads,
                         int64_t seq, int64_t vocab, int64_t ffn);
-/* Checks that every dimension is positive, heads divide hidden and the size is representable. */
+/* Checks every field: positive dimensions, heads divisible by kv_heads, top_k within the experts,
+ * MLA ranks, ... ZP_EINVAL with a message naming the field; ZP_ERANGE when too large. */
 zp_status zp_model_validate(const zp_model *m);
 
-/* Parameters of one transformer block (with its two LayerNorms and biases). */
-double zp_model_params_layer(const zp_model *m);
-/* Token + position embedding parameters (V + s) * h; the LM head is tied to the token embedding. */
-double zp_model_params_embedding(const zp_model *m);
-/* Total: l * layer + embedding + final LayerNorm (2h). */
-double zp_model_params(const zp_model *m);
-/* The largest single parameter group that must be materialised at once (stage 3 gathers it):
- * max(one block, the token embedding V*h). */
-double zp_model_params_largest_layer(const zp_model *m);
+/* ---- The parameter tensors ---------------------------------------------------------------- */
 
-/* Parameters held in tensors of fewer than `threshold` elements (biases, LayerNorms) per MP rank
- * of degree mp: what ZeRO stage 3 keeps whole on every rank (DeepSpeed's
- * stage3_param_persistence_threshold). */
+/* How Megatron-style tensor (model) parallelism over t ranks splits a tensor. */
+typedef enum {
+    ZP_TP_REPLICATED = 0, /* whole on every rank: norms, row-parallel biases, routers, positions */
+    ZP_TP_COLUMN,         /* output rows split (Q/K/V, MLP up/gate, their biases): 1/t per rank */
+    ZP_TP_ROW,            /* input columns split (attention output, MLP down): 1/t per rank */
+    ZP_TP_VOCAB           /* vocabulary rows split (token embedding, LM head): 1/t per rank */
+} zp_tp_split;
+
+typedef enum {
+    ZP_TENSOR_MATRIX = 0, /* a linear layer's weight: each token multiplies it (2 FLOPs an element) */
+    ZP_TENSOR_LOOKUP,     /* an embedding table: read by index, no GEMM */
+    ZP_TENSOR_BIAS,
+    ZP_TENSOR_NORM,       /* a norm's gain or bias */
+    ZP_TENSOR_ROUTER      /* an MoE router's or shared gate's weight (a GEMM), or the router's bias */
+} zp_tensor_kind;
+
+/* Which group of tensors. A model is EMBEDDING + its blocks (each DENSE or MOE) + HEAD; MTP is the
+ * extra of one multi-token-prediction module (its block is counted as a block of its kind). */
+typedef enum { ZP_SECTION_EMBEDDING = 0, ZP_SECTION_BLOCK_DENSE, ZP_SECTION_BLOCK_MOE, ZP_SECTION_HEAD, ZP_SECTION_MTP, ZP_NSECTIONS } zp_model_section;
+
+typedef struct {
+    const char *name;    /* as a checkpoint names it, e.g. "attn.q.weight", "moe.experts.up.weight" */
+    int64_t rows, cols;  /* shape: a weight is (out, in) as torch.nn.Linear; a vector is (n, 1) */
+    int64_t copies;      /* routed experts holding one each (experts); 1 otherwise */
+    int routed;          /* one per routed expert: a token passes through top_k of the copies */
+    zp_tensor_kind kind;
+    zp_tp_split split;
+} zp_tensor;
+
+/* Upper bound of the tensors of one part. */
+#define ZP_MODEL_MAX_TENSORS 48
+
+/* THE enumeration: writes the tensors of `part` to out (at most cap) and returns how many the part
+ * has (may exceed cap; 0 for a part the model lacks, e.g. MOE of a dense model). */
+int zp_model_tensors(const zp_model *m, zp_model_section part, zp_tensor *out, int cap);
+/* Elements of a tensor (all copies), and on one of `mp` tensor-parallel ranks. */
+double zp_tensor_numel(const zp_tensor *t);
+double zp_tensor_numel_rank(const zp_tensor *t, int64_t mp);
+
+/* Whether block i (0-based) has an MoE MLP; the number of MoE blocks. */
+int zp_model_block_is_moe(const zp_model *m, int64_t i);
+int64_t zp_model_moe_blocks(const zp_model *m);
+/* 1 when the model computes exactly as GPT-2 (Megatron GPT): MHA with head size h/a, plain GeLU MLP, all
+ * biases, LayerNorm before attention and MLP, learned positions, tied LM head, dense; the executor's
+ * kernels and the simulator's per-block shapes assume it until they read the full description. The
+ * storage of Q/K/V (fused or not) and the rows of the position table do not matter. */
+int zp_model_is_gpt(const zp_model *m);
+/* Effective values of the defaulted fields. */
+int64_t zp_model_kv_heads(const zp_model *m);   /* kv_heads or heads; heads under MLA */
+int64_t zp_model_head_dim(const zp_model *m);   /* head_dim or hidden / heads; MLA: qk_nope + qk_rope */
+int64_t zp_model_v_head_dim(const zp_model *m); /* V's head width: head_dim, or v_head_dim under MLA */
+/* Elements a token adds to one block's KV cache: 2*kv_heads*head_dim, or kv_lora_rank + qk_rope_dim
+ * (MLA caches the latent). */
+int64_t zp_model_kv_width(const zp_model *m);
+
+/* ---- Parameter counts (all sums over zp_model_tensors) -------------------------------------- */
+
+/* Total: embedding + every block + head (the published size; MTP modules excluded). */
+double zp_model_params(const zp_model *m);
+/* Parameters a token passes through: only top_k of the routed experts (published "active"). */
+double zp_model_params_active(const zp_model *m);
+/* Block i's parameters. */
+double zp_model_params_block(const zp_model *m, int64_t i);
+/* The mean block, so that layers x it is the blocks' total; for GPT one block with its two
+ * LayerNorms and biases. */
+double zp_model_params_layer(const zp_model *m);
+/* Input side: token embedding (V x E) + learned positions + embedding norm + projection E -> h;
+ * (V + s) * h for GPT. */
+double zp_model_params_embedding(const zp_model *m);
+/* Output side: final norm + projection h -> E + the untied LM head (and its bias); 2h for GPT. */
+double zp_model_params_head(const zp_model *m);
+/* One MTP module's extra parameters (norms, projection, its block, final norm) x mtp_layers. */
+double zp_model_params_mtp(const zp_model *m);
+/* The largest single parameter group that must be materialised at once (stage 3 gathers it):
+ * max(largest block, token embedding, untied LM head); for GPT max(one block, V*h). */
+double zp_model_params_largest_layer(const zp_model *m);
+/* Parameters of one of `mp` tensor-parallel ranks (Megatron splits; replicated tensors whole). */
+double zp_model_params_rank(const zp_model *m, int64_t mp);
+/* Parameters held in vectors (biases, norm gains, router biases) of fewer than `threshold` elements
+ * per MP rank of degree mp: what ZeRO stage 3 keeps whole on every rank (DeepSpeed's
+ * stage3_param_persistence_threshold). DeepSpeed applies the threshold to every tensor; zplan counts
+ * the vectors only, as the weight matrices of a model that needs stage 3 are far above it. */
 double zp_model_params_small_tensors(const zp_model *m, int64_t mp, double threshold);
 
-/* FLOPs of one forward pass over `tokens` = b*s tokens (2 FLOPs per multiply-add). */
-double zp_model_flops_forward_layer(const zp_model *m, double batch);   /* one block, batch sequences */
-double zp_model_flops_forward_logits(const zp_model *m, double batch);  /* LM head: 2*b*s*h*V */
+/* ---- FLOPs (2 per multiply-add) ------------------------------------------------------------ */
+
+/* Forward FLOPs of one token at context length seq: active GEMMs (blocks and LM head) + attention. */
+double zp_model_flops_token(const zp_model *m);
+/* Forward FLOPs of block i over `batch` sequences of seq tokens. */
+double zp_model_flops_forward_block(const zp_model *m, int64_t i, double batch);
+/* The mean block (layers x it = every block); for GPT 2*b*s*(4h^2 + 2hf) + 4*b*s^2*h. */
+double zp_model_flops_forward_layer(const zp_model *m, double batch);
+/* The GEMMs outside the blocks: LM head 2*b*s*E*V (+ OPT's projections). */
+double zp_model_flops_forward_logits(const zp_model *m, double batch);
 /* FLOPs of one iteration over `batch` sequences: forward + backward (2x forward) + the recomputed
- * forward of every block when `recompute` (activation checkpointing). With recompute and f = 4h
- * this equals 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)). */
+ * forward of every block when `recompute` (activation checkpointing); MTP modules included. With
+ * recompute and a GPT of f = 4h this equals 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)). */
 double zp_model_flops_iteration(const zp_model *m, double batch, int recompute);
 
-/* Activation bytes of one block for `batch` sequences with model-parallel degree mp (fp16),
- * without recomputation: s*b*h*(10 + 24/t + 5*a*s/(h*t)) (Korthikanti 2022, t = mp). */
+/* ---- Activations ---------------------------------------------------------------------------- */
+
+/* Activation bytes of block i for `batch` sequences with model-parallel degree mp (fp16), without
+ * recomputation, Korthikanti's terms from the description (Q/K/V widths, MLP kind and width, active
+ * experts, norms); GPT: s*b*h*(10 + 24/t + 5*a*s/(h*t)) (t = mp). */
+double zp_model_activation_bytes_block(const zp_model *m, int64_t i, double batch, int64_t mp);
+/* The mean block (layers x it = every block). */
 double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t mp);
 /* The checkpoint a block keeps under full activation checkpointing: its fp16 input, 2*s*b*h bytes
  * (replicated on each of the mp ranks unless partitioned with ZeRO-R Pa). */
 double zp_model_checkpoint_bytes_layer(const zp_model *m, double batch);
+
+/* Names of the enum values, for reports ("gated", "silu", "rotary", "rmsnorm", "mla"). */
+const char *zp_model_mlp_name(zp_mlp_kind k);
+const char *zp_model_activation_name(zp_activation a);
+const char *zp_model_position_name(zp_position p);
+const char *zp_model_norm_name(zp_norm n);
+const char *zp_model_attention_name(zp_attention a);
 
 #endif

@@ -9,15 +9,27 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include <jansson.h>
-
-#include "zp_io.h"
+#include "zp_arch.h"
 #include "zp_size.h"
 
 #define V ZP_MODEL_DEFAULT_VOCAB
 #define S ZP_MODEL_DEFAULT_SEQ
 #define ZOO(nm, l, h, a, s, v, pub, src) \
-    {{.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = 4 * (h)}, pub, src}
+    {{.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = 4 * (h)}, pub, src, 0}
+
+/* Published models: the family's architecture (zp_arch.h) and the dimensions of its HuggingFace
+ * config.json (tests/models/hf/ holds the files; tests/unit/test_models.c checks both against the
+ * published counts). seq is the pre-training context. */
+#define LLAMA(nm, l, h, a, kv, f, v, s)                                                                        \
+    {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .kv_heads = kv, ZP_ARCH_LLAMA}
+#define MOE(nm, l, h, a, kv, f, v, s, e, k)                                                                    \
+    {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .kv_heads = kv,          \
+     .experts = e, .top_k = k, ZP_ARCH_LLAMA}
+#define DEEPSEEK(nm, l, h, a, f, v, s, ql, ef, e, k, sh, dense, rb, mtp)                                        \
+    {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .attn = ZP_ATTN_MLA,       \
+     .q_lora_rank = ql, .kv_lora_rank = 512, .qk_nope_dim = 128, .qk_rope_dim = 64, .v_head_dim = 128,           \
+     .expert_ffn = ef, .experts = e, .top_k = k, .shared_experts = sh, .dense_layers = dense, .router_bias = rb,   \
+     .mtp_layers = mtp, ZP_ARCH_LLAMA}
 
 static const char ZERO_EXP[] = "ZeRO paper (Rajbhandari et al. SC'20), Table 4 experiment configuration";
 static const char ZERO_FIG[] = "ZeRO paper, Figure 3/4 and Table 4 model sizes";
@@ -54,6 +66,60 @@ static const zp_zoo_entry g_zoo[] = {
     ZOO("tiny", 2, 64, 4, 64, 512, 136960, "zplan exec test model: l=2 h=64 a=4 s=64 V=512"),
     ZOO("mini", 4, 128, 4, 128, 2048, 1071872, "zplan exec model: l=4 h=128 a=4 s=128 V=2048"),
     ZOO("small", 4, 256, 8, 128, 4096, 4240896, "zplan exec model: l=4 h=256 a=8 s=128 V=4096"),
+    /* Published models with their exact total (the HF checkpoint's count; sources in test_models.c) and the
+     * active count as published: exact for Mixtral 8x7B, rounded elsewhere. DeepSeek's active counts leave
+     * out the input embedding (a lookup), Mistral's and Qwen's keep it. */
+    {LLAMA("llama-2-7b", 32, 4096, 32, 0, 11008, 32000, 4096), 6738415616.0,
+     "Llama 2 7B (Touvron et al. 2023), HF meta-llama/Llama-2-7b-hf", 0},
+    {LLAMA("llama-2-13b", 40, 5120, 40, 0, 13824, 32000, 4096), 13015864320.0,
+     "Llama 2 13B (Touvron et al. 2023), HF meta-llama/Llama-2-13b-hf", 0},
+    {LLAMA("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096), 68976648192.0,
+     "Llama 2 70B (Touvron et al. 2023), GQA 8 KV heads, HF meta-llama/Llama-2-70b-hf", 0},
+    {LLAMA("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192), 8030261248.0,
+     "Llama 3 8B (Meta 2024), HF meta-llama/Meta-Llama-3-8B", 0},
+    {LLAMA("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192), 70553706496.0,
+     "Llama 3 70B (Meta 2024), HF meta-llama/Meta-Llama-3-70B", 0},
+    {LLAMA("llama-3-405b", 126, 16384, 128, 8, 53248, 128256, 8192), 405853388800.0,
+     "Llama 3.1 405B (Meta 2024), HF meta-llama/Llama-3.1-405B", 0},
+    {LLAMA("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 8192), 7241732096.0,
+     "Mistral 7B (Jiang et al. 2023), HF mistralai/Mistral-7B-v0.1", 0},
+    {MOE("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, 8, 2), 46702792704.0,
+     "Mixtral 8x7B (Jiang et al. 2024), top-2 of 8 experts, HF mistralai/Mixtral-8x7B-v0.1", 12879925248.0},
+    {MOE("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32000, 65536, 8, 2), 140620634112.0,
+     "Mixtral 8x22B (Mistral AI 2024), top-2 of 8 experts, HF mistralai/Mixtral-8x22B-v0.1", 39e9},
+    {{.name = "qwen2-72b", .layers = 80, .hidden = 8192, .heads = 64, .seq = 32768, .vocab = 152064, .ffn = 29568,
+      .kv_heads = 8, ZP_ARCH_QWEN2}, 72706203648.0, "Qwen2 72B (Qwen team 2024), QKV biases, HF Qwen/Qwen2-72B", 0},
+    {{.name = "qwen1.5-moe-a2.7b", .layers = 24, .hidden = 2048, .heads = 16, .seq = 8192, .vocab = 151936,
+      .ffn = 5632, .experts = 60, .top_k = 4, .expert_ffn = 1408, .shared_experts = 1, .shared_ffn = 5632,
+      .shared_gate = 1, ZP_ARCH_QWEN2}, 14315784192.0,
+     "Qwen1.5-MoE-A2.7B (Qwen team 2024), 4 of 60 experts + shared, HF Qwen/Qwen1.5-MoE-A2.7B", 2.7e9},
+    {{.name = "gemma-7b", .layers = 28, .hidden = 3072, .heads = 16, .seq = 8192, .vocab = 256000, .ffn = 24576,
+      .head_dim = 256, ZP_ARCH_GEMMA}, 8537680896.0, "Gemma 7B (Google 2024), head size 256, HF google/gemma-7b", 0},
+    {{.name = "gemma-2-9b", .layers = 42, .hidden = 3584, .heads = 16, .seq = 8192, .vocab = 256000, .ffn = 14336,
+      .kv_heads = 8, .head_dim = 256, .block_norms = 4, ZP_ARCH_GEMMA}, 9241705984.0,
+     "Gemma 2 9B (Google 2024), HF google/gemma-2-9b", 0},
+    {{.name = "phi-3-mini", .layers = 32, .hidden = 3072, .heads = 32, .seq = 4096, .vocab = 32064, .ffn = 8192,
+      ZP_ARCH_PHI3}, 3821079552.0, "Phi-3-mini 3.8B (Microsoft 2024), HF microsoft/Phi-3-mini-4k-instruct", 0},
+    {{.name = "falcon-7b", .layers = 32, .hidden = 4544, .heads = 71, .seq = 2048, .vocab = 65024, .ffn = 18176,
+      .kv_heads = 1, ZP_ARCH_FALCON}, 6921720704.0, "Falcon-7B (TII 2023), multi-query, HF tiiuae/falcon-7b", 0},
+    {{.name = "falcon-40b", .layers = 60, .hidden = 8192, .heads = 128, .seq = 2048, .vocab = 65024, .ffn = 32768,
+      .kv_heads = 8, .nobias = ZP_BIAS_ALL, .pos = ZP_POS_ROTARY, .parallel = 1, .block_norms = 2}, 41303293952.0,
+     "Falcon-40B (TII 2023), 8 KV heads, two norms, HF tiiuae/falcon-40b", 0},
+    {{.name = "gpt-neox-20b", .layers = 44, .hidden = 6144, .heads = 64, .seq = 2048, .vocab = 50432, .ffn = 24576,
+      ZP_ARCH_NEOX}, 20554567680.0, "GPT-NeoX-20B (Black et al. 2022), HF EleutherAI/gpt-neox-20b", 0},
+    {{.name = "gpt-j-6b", .layers = 28, .hidden = 4096, .heads = 16, .seq = 2048, .vocab = 50400, .ffn = 16384,
+      ZP_ARCH_GPTJ}, 6050882784.0, "GPT-J-6B (Wang and Komatsuzaki 2021), HF EleutherAI/gpt-j-6b", 0},
+    {{.name = "bloom-176b", .layers = 70, .hidden = 14336, .heads = 112, .seq = 2048, .vocab = 250880, .ffn = 57344,
+      ZP_ARCH_BLOOM}, 176247271424.0, "BLOOM 176B (BigScience 2022), ALiBi, HF bigscience/bloom", 0},
+    {DEEPSEEK("deepseek-v2-lite", 27, 2048, 16, 10944, 102400, 4096, 0, 1408, 64, 6, 2, 1, 0, 0), 15706484224.0,
+     "DeepSeek-V2-Lite (DeepSeek-AI 2024), MLA, 6 of 64 experts + 2 shared, HF deepseek-ai/DeepSeek-V2-Lite",
+     2.4e9},
+    {DEEPSEEK("deepseek-v2", 60, 5120, 128, 12288, 102400, 4096, 1536, 1536, 160, 6, 2, 1, 0, 0), 235741434880.0,
+     "DeepSeek-V2 (DeepSeek-AI 2024), MLA, 6 of 160 experts + 2 shared, HF deepseek-ai/DeepSeek-V2",
+     21e9},
+    {DEEPSEEK("deepseek-v3", 61, 7168, 128, 18432, 129280, 4096, 1536, 2048, 256, 8, 1, 3, 1, 1), 671026419200.0,
+     "DeepSeek-V3 (DeepSeek-AI 2024), MLA, 8 of 256 experts + 1 shared, 1 MTP module, HF deepseek-ai/DeepSeek-V3",
+     37e9},
 };
 
 int zp_zoo_count(void) { return (int)(sizeof g_zoo / sizeof g_zoo[0]); }
@@ -114,128 +180,6 @@ zp_status zp_model_from_size(double params, zp_model *out)
     char name[32];
     zp_size_format(params, name, sizeof name);
     return zp_model_init(out, name, (int64_t)l, h, g_classes[c].heads, S, V, 4 * h);
-}
-
-/* Integer value of the first of `keys` present in `obj`; 0 when none. */
-static zp_status hf_int(json_t *obj, const char *path, const char *const keys[], int64_t *out, int required)
-{
-    for (int i = 0; keys[i]; i++) {
-        json_t *v = json_object_get(obj, keys[i]);
-        if (!v || json_is_null(v))
-            continue;
-        if (json_is_integer(v)) {
-            *out = json_integer_value(v);
-        } else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
-                   fabs(json_real_value(v)) < 9e15) {
-            *out = (int64_t)json_real_value(v);
-        } else {
-            return ZP_FAIL(ZP_EINVAL, "%s: key \"%s\" must be an integer", path, keys[i]);
-        }
-        if (*out <= 0)
-            return ZP_FAIL(ZP_EINVAL, "%s: key \"%s\" must be positive (got %lld)", path, keys[i],
-                           (long long)*out);
-        return ZP_OK;
-    }
-    if (required)
-        return ZP_FAIL(ZP_EINVAL, "%s: missing key \"%s\"", path, keys[0]);
-    *out = 0;
-    return ZP_OK;
-}
-
-/* Length of the valid UTF-8 sequence at s (1-4), 0 when s does not start one. */
-static size_t utf8_len(const unsigned char *s)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4))
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    if ((n == 3 && s[0] == 0xE0 && s[1] < 0xA0) || (n == 3 && s[0] == 0xED && s[1] >= 0xA0) ||
-        (n == 4 && s[0] == 0xF0 && s[1] < 0x90) || (n == 4 && s[0] == 0xF4 && s[1] >= 0x90))
-        return 0;
-    return n;
-}
-
-/* The model's name from a file name: valid UTF-8 (a byte that is not is shown as '?'), control characters
- * as '?', cut at a character boundary to fit `len` (reports print it and write it into JSON). */
-static void utf8_name(const char *src, char *dst, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)src;
-    size_t o = 0;
-    while (*s) {
-        size_t n = utf8_len(s);
-        if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7F))) {
-            if (o + 1 >= len)
-                break;
-            dst[o++] = '?';
-            s++;
-            continue;
-        }
-        if (o + n >= len)
-            break;
-        memcpy(dst + o, s, n);
-        o += n;
-        s += n;
-    }
-    dst[o] = '\0';
-}
-
-zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *out)
-{
-    if (!text)
-        return ZP_FAIL(ZP_EINVAL, "%s: no text", path ? path : "config.json");
-    if (!path)
-        path = "config.json";
-    json_error_t err;
-    json_t *root = json_loads(text, 0, &err);
-    if (!root)
-        return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON (line %d, column %d: %s)", path, err.line, err.column,
-                       err.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return ZP_FAIL(ZP_EINVAL, "%s: a HuggingFace config.json must be a JSON object", path);
-    }
-    static const char *const k_layers[] = {"n_layer", "num_hidden_layers", "num_layers", "n_layers", NULL};
-    static const char *const k_hidden[] = {"n_embd", "hidden_size", "d_model", NULL};
-    static const char *const k_heads[] = {"n_head", "num_attention_heads", "n_heads", NULL};
-    static const char *const k_vocab[] = {"vocab_size", NULL};
-    static const char *const k_seq[] = {"n_positions", "max_position_embeddings", "n_ctx", "seq_length", NULL};
-    static const char *const k_ffn[] = {"n_inner", "intermediate_size", "ffn_hidden_size", NULL};
-    int64_t l, h, a, v, s, f;
-    zp_status st = hf_int(root, path, k_layers, &l, 1);
-    if (st == ZP_OK)
-        st = hf_int(root, path, k_hidden, &h, 1);
-    if (st == ZP_OK)
-        st = hf_int(root, path, k_heads, &a, 1);
-    if (st == ZP_OK)
-        st = hf_int(root, path, k_vocab, &v, 0);
-    if (st == ZP_OK)
-        st = hf_int(root, path, k_seq, &s, 0);
-    if (st == ZP_OK)
-        st = hf_int(root, path, k_ffn, &f, 0);
-    json_decref(root);
-    if (st != ZP_OK)
-        return st;
-    const int64_t lim = INT32_MAX; /* as zp_model_validate, and before 4h is computed */
-    if (l > lim || h > lim || a > lim || v > lim || s > lim || f > lim)
-        return ZP_FAIL(ZP_ERANGE, "%s: a dimension exceeds 2^31-1", path);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    char name[ZP_MODEL_NAME_LEN];
-    utf8_name(base, name, sizeof name);
-    return zp_model_init(out, name, l, h, a, s ? s : S, v ? v : V, f ? f : 4 * h);
-}
-
-zp_status zp_model_from_hf_config(const char *path, zp_model *out)
-{
-    char *text = NULL;
-    ZP_TRY(zp_io_read_file(path, 16u << 20, &text, NULL));
-    zp_status st = zp_model_from_hf_json(text, path, out);
-    free(text);
-    return st;
 }
 
 static int looks_like_size(const char *spec)

@@ -72,6 +72,23 @@ expect_bad "config.json without heads" --model "$T/nohead.json" --gpus 8
 expect_bad "config.json a directory"  --model "$T/" --gpus 8
 printf '{"n_layer": 4, "n_embd": 64, "n_head": 4}' >"$T/unreadable.json"; chmod 000 "$T/unreadable.json"
 if [ "$(id -u)" -ne 0 ]; then expect_bad "unreadable config.json" --model "$T/unreadable.json" --gpus 8; fi
+# A config.json zplan would size as a different model: exit 2 with ONE line that names the key.
+expect_bad_key() {
+  local what="$1" key="$2" file="$T/$3.json"; shift 3
+  printf '%s' "$1" >"$file"
+  expect_bad "$what" --model "$file" --gpus 8
+  if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "$key" "$T/err"; then ok; else ko "$what: not one line naming $key: $(cat "$T/err")"; fi
+}
+L='"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4'
+expect_bad_key "config.json size key wrong type" num_key_value_heads kvstr "{\"model_type\": \"llama\", $L, \"num_key_value_heads\": \"2\"}"
+expect_bad_key "config.json kv heads not dividing" num_key_value_heads kv3 "{\"model_type\": \"llama\", $L, \"num_key_value_heads\": 3}"
+expect_bad_key "config.json top-k above experts" num_experts_per_tok topk "{\"model_type\": \"mixtral\", $L, \"num_key_value_heads\": 4, \"num_local_experts\": 4, \"num_experts_per_tok\": 5}"
+expect_bad_key "config.json unknown size key" num_shared_layers unk "{\"model_type\": \"llama\", $L, \"num_shared_layers\": 2}"
+expect_bad_key "config.json unknown model_type" "supported" mamba "{\"model_type\": \"mamba\", $L}"
+expect_bad_key "config.json ambiguous, no model_type" model_type notype "{$L, \"intermediate_size\": 256}"
+# the published configs are read (the counts themselves are test_models' business)
+if "$Z" --model "$G/../models/hf/mixtral-8x7b.json" --gpus 64 --analytic >"$T/mx.txt" 2>"$T/err" && grep -q '46.7B' "$T/mx.txt"; then
+  ok; else ko "mixtral config.json: $(cat "$T/err")"; fi
 expect_bad "report kind unknown"      report table9
 expect_bad "report no kind"           report
 expect_bad "table1 bad model"         report table1 --models 7.5B,xyz
