@@ -17,6 +17,7 @@ enum {
     OPT_MODEL = 256, OPT_GPUS, OPT_CLUSTER, OPT_GPU_MEM, OPT_STAGE, OPT_MP, OPT_MICRO, OPT_GLOBAL, OPT_SEQ, OPT_PA,
     OPT_NO_PA, OPT_PA_CPU, OPT_OFFLOAD, OPT_NO_CKPT, OPT_NO_CB, OPT_BUCKET, OPT_NO_MD, OPT_FORMAT, OPT_TOP, OPT_HELP,
     OPT_TRACE, OPT_ANALYTIC, OPT_JOBS, OPT_PROFILE, OPT_PRESET, OPT_MODELS, OPT_REPORT, OPT_DS_CONFIG, OPT_EMIT_DS,
+    OPT_SIM, OPT_OVERSUB,
 };
 
 static const struct option g_opts[] = {
@@ -50,6 +51,8 @@ static const struct option g_opts[] = {
     {"report", required_argument, 0, OPT_REPORT},
     {"ds-config", required_argument, 0, OPT_DS_CONFIG},
     {"emit-ds-config", required_argument, 0, OPT_EMIT_DS},
+    {"sim", required_argument, 0, OPT_SIM},
+    {"oversubscription", required_argument, 0, OPT_OVERSUB},
     {0, 0, 0, 0},
 };
 
@@ -128,6 +131,8 @@ zp_status zp_cli_plan_parse(int argc, char **argv, zp_cli_plan *o)
         case OPT_REPORT: o->report_html = optarg; break;
         case OPT_DS_CONFIG: o->ds_config = optarg; break;
         case OPT_EMIT_DS: o->emit_ds = optarg; break;
+        case OPT_SIM: ZP_TRY(zp_sim_mode_parse(optarg, &r->sim)); break;
+        case OPT_OVERSUB: ZP_TRY(zp_size_parse_range(optarg, what, 1, 1e6, &r->oversubscription)); break;
         case ':': return ZP_FAIL(ZP_EINVAL, "option %s needs a value (see zplan --help)", argv[optind - 1]);
         default: return ZP_FAIL(ZP_EINVAL, "unknown option '%s' (see zplan --help)", argv[optind - 1]);
         }
