@@ -34,6 +34,7 @@ field() { # field FILE KEY: the first plan's KEY from a what-if JSON
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 
 echo "zplan at scale: GPT-3 175B on dgx-h100 ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg); best of 3; wall s)"
+echo "process start alone (zplan --version): $(best_of 3 "$Z" --version) s"
 declare -A P S
 for g in 1024 16384 102400; do
   # shellcheck disable=SC2046
