@@ -59,8 +59,10 @@ typedef struct {
     double up_bw;        /* a leaf's uplink capacity, B/s (effective, as rail_bw) */
     int crossing[NXS];   /* flows of the stream that cross a leaf uplink at the most loaded leaf */
     int exact;           /* the reduced simulation equals the full one (see zp_engine.h) */
-    int rep_cross[NXS];  /* reduced: the representative's flow of the stream crosses its leaf's uplink */
-    double rep_up_bw;    /* reduced: the capacity of the representative's share of that uplink, B/s */
+    int period;          /* nodes the reduced simulation instantiates: 1 (every node alike) or a period of
+                            the fat tree's pattern (nodes n and n + period alike) */
+    int rep_cross[NXS];  /* period 1: the representative's flow of the stream crosses its leaf's uplink */
+    double rep_up_bw;    /* period 1: the capacity of the representative's share of that uplink, B/s */
     char why[200];       /* why the reduction is not exact */
 } net;
 
@@ -124,21 +126,28 @@ static int successor(const net *N, const group_shape *gs, int node)
 
 static const group_shape *xs_shape(const net *N, int xs) { return xs == XS_COMPUTE ? &N->mp : &N->dp; }
 
-/* Which flows of a rail-optimized fat tree cross leaf uplinks, and whether the reduced simulation is
- * exact there. Every node sends one flow per stream with a cross-node group to its ring successor (the
- * same in the full simulation); a flow between nodes of different leaves crosses both leaves' uplinks.
- * Exact when either
+static int64_t gcd64(int64_t a, int64_t b) { return b ? gcd64(b, a % b) : a; }
+
+/* Which flows of a rail-optimized fat tree cross leaf uplinks, and which reduction is exact there.
+ * Every node sends one flow per stream with a cross-node group to its ring successor (the same in the
+ * full simulation); a flow between nodes of different leaves crosses both leaves' uplinks. Exact:
  *  (a) no uplink can bind: at every leaf, (crossing flows) x (a rail's bandwidth, the most one flow
  *      gets) <= the uplink's capacity; every flow is then limited by its own rails only, as every node's
- *      are alike; the representative's flows skip the uplinks; or
+ *      are alike: one node, its flows skip the uplinks;
  *  (b) every leaf is full and a stream's flows cross at every node or at none: each uplink carries
- *      leaf x (the node's crossing flows), and max-min sharing of identical flows gives each node 1/leaf
- *      of it: the representative's crossing flows share one uplink of capacity / leaf.
- * Otherwise the nodes at a leaf's edge are slower than the others (a mixed case), which only the full
- * simulation shows. */
+ *      leaf x (a node's crossing flows), and max-min sharing of identical flows gives each node 1/leaf
+ *      of it: one node, whose crossing flows share one uplink of capacity / leaf;
+ *  (c) otherwise nodes differ by their place in the leaf (a leaf's edge nodes cross, the others do not:
+ *      MP over part of a leaf, oversubscribed), but the pattern repeats: leaves, MP blocks (kmp nodes)
+ *      and rings (successor = n + stride, or the next in the block) are invariant under a shift by
+ *      T = lcm(leaf, kmp) nodes, so when T divides the nodes, node n + jT does what node n does at the
+ *      same instants: T nodes with rings closed modulo T, the leaves' real uplinks and each flow's
+ *      crossing taken from the whole cluster's numbering, are exact.
+ * Not exact: a last leaf left partly empty (no shift symmetry); the full simulation runs then. */
 static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
 {
     N->exact = 1;
+    N->period = 1;
     N->leaf = 0;
     if (c->fabric != ZP_FABRIC_RAIL_FAT_TREE || c->leaf_nodes < 1)
         return; /* non-blocking: every node alike */
@@ -148,49 +157,54 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
     N->up_bw = L / s * N->rail_bw;
     const int leaves = (N->nodes + L - 1) / L;
     int all[NXS] = {1, 1}, none[NXS] = {1, 1}, worst_total = 0;
-    for (int xs = 0; xs < NXS; xs++) {
-        const group_shape *gs = xs_shape(N, xs);
-        if (gs->k <= 1) {
-            all[xs] = 0;
-            continue;
-        }
-        for (int j = 0; j < leaves; j++) {
-            int lo = j * L, hi = lo + L < N->nodes ? lo + L : N->nodes, m = 0;
+    for (int j = 0; j < leaves; j++) {
+        int lo = j * L, hi = lo + L < N->nodes ? lo + L : N->nodes, total = 0;
+        for (int xs = 0; xs < NXS; xs++) {
+            const group_shape *gs = xs_shape(N, xs);
+            if (gs->k <= 1) {
+                all[xs] = 0;
+                continue;
+            }
+            int m = 0;
             for (int node = lo; node < hi; node++)
                 m += successor(N, gs, node) / L != j;
             if (m > N->crossing[xs])
                 N->crossing[xs] = m;
             all[xs] &= m == hi - lo;
             none[xs] &= m == 0;
+            total += m;
         }
-    }
-    /* (a): the most loaded leaf, all its crossing flows of both streams together */
-    for (int j = 0; j < leaves; j++) {
-        int lo = j * L, hi = lo + L < N->nodes ? lo + L : N->nodes, m = 0;
-        for (int xs = 0; xs < NXS; xs++)
-            for (int node = lo; node < hi && xs_shape(N, xs)->k > 1; node++)
-                m += successor(N, xs_shape(N, xs), node) / L != j;
-        if (m > worst_total)
-            worst_total = m;
+        if (total > worst_total)
+            worst_total = total;
     }
     if (worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
         return; /* (a) */
     int sym = N->nodes % L == 0;
     for (int xs = 0; xs < NXS; xs++)
         sym &= all[xs] || none[xs];
-    for (int xs = 0; xs < NXS; xs++)
-        N->rep_cross[xs] = N->crossing[xs] > 0;
-    N->rep_up_bw = N->up_bw / L;
-    if (sym)
-        return; /* (b) */
-    /* mixed: the representative takes the most loaded leaf's share (its ring paced by its slowest hop) */
+    if (sym) { /* (b) */
+        for (int xs = 0; xs < NXS; xs++)
+            N->rep_cross[xs] = N->crossing[xs] > 0;
+        N->rep_up_bw = N->up_bw / L;
+        return;
+    }
+    int64_t kmp = N->mp.k > 1 ? N->mp.k : 1;
+    int64_t T = L / gcd64(L, kmp) * kmp;
+    if (N->nodes % T == 0) { /* (c) */
+        N->period = (int)T;
+        return;
+    }
+    /* not exact; asked for anyway, one node takes the most loaded leaf's share: each ring paced by its
+     * slowest hop (an upper bound of the step) */
     N->exact = 0;
     int mmax = N->crossing[XS_COMPUTE] > N->crossing[XS_COMM] ? N->crossing[XS_COMPUTE] : N->crossing[XS_COMM];
+    for (int xs = 0; xs < NXS; xs++)
+        N->rep_cross[xs] = N->crossing[xs] > 0;
     N->rep_up_bw = N->up_bw / (mmax > 0 ? mmax : 1);
     snprintf(N->why, sizeof N->why,
-             "%d of a leaf's %d nodes send across its %.4g:1 uplinks and they bind: the leaves' edge nodes are "
-             "slower than the others",
-             worst_total, L, s);
+             "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple of "
+             "the pattern's period (%lld nodes)",
+             worst_total, L, s, N->nodes, (long long)T);
 }
 
 /* The derived figures of a simulation; platform_gpn: GPUs per node of a user platform, or 0. */
@@ -447,12 +461,12 @@ static void cross_node_flows(int node, int xs, const zp_op *op, const group_shap
 {
     static char token; /* a mailbox payload must not be NULL */
     double bytes = coll_rail_bytes(op, gs);
-    if (E.reduced) {
+    if (E.reduced && E.nsim == 1) {
         sg_host_sendto(E.gpu0[0], E.peer[xs], bytes > 1 ? bytes : 1);
         E.activities += 1;
         return;
     }
-    int succ = successor(&E.n, gs, node);
+    int succ = successor(&E.n, gs, node) % E.nsim; /* a period's ring closes on itself */
     sg_comm_t put = sg_mailbox_put_async(E.mb[(size_t)succ * NXS + (size_t)xs], &token, (long)(bytes > 1 ? bytes : 1));
     sg_mailbox_get(E.mb[(size_t)node * NXS + (size_t)xs]);
     sg_comm_wait(put);
@@ -649,8 +663,10 @@ static void write_route(FILE *f, const char *src, const char *dst, int n, int m,
 
 /* Full: every node, and the routes to its ring successors (DP and MP groups); on a rail-optimized fat
  * tree, one uplink per leaf (rail 0's), of the leaf's down bandwidth / oversubscription.
- * Reduced: node 0 alone, and per stream a peer host reached through node 0's own rail up and down
- * directions (and its leaf-uplink share, of capacity uplink / leaf when that stream's flows cross). */
+ * Reduced to one node: node 0 alone, and per stream a peer host reached through node 0's own rail up
+ * and down directions (and its leaf-uplink share, of capacity uplink / leaf when that stream's flows
+ * cross). Reduced to a period of T nodes: the first T nodes and their leaves, each ring closed modulo T
+ * (a successor m >= T is node m mod T), a flow crossing leaves when it does in the whole cluster. */
 static void write_platform(FILE *f)
 {
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -658,7 +674,7 @@ static void write_platform(FILE *f)
     double speed = E.in->profile->peak_flops_fp16 > 0 ? E.in->profile->peak_flops_fp16 : 1e12;
     const int L = E.n.leaf;
     fprintf(f, "<link id=\"core\" bandwidth=\"1e18Bps\" latency=\"0us\" sharing_policy=\"FATPIPE\"/>\n");
-    if (E.reduced) {
+    if (E.reduced && E.nsim == 1) {
         write_node(f, 0, speed);
         if (E.n.rep_cross[XS_COMPUTE] || E.n.rep_cross[XS_COMM])
             fprintf(f, "<link id=\"leaf-0\" bandwidth=\"%.17gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
@@ -672,12 +688,12 @@ static void write_platform(FILE *f)
             write_route(f, "gpu-0-0", peer, 0, 0, E.n.rep_cross[xs], 0, 0);
         }
     } else {
-        for (int n = 0; n < E.n.nodes; n++)
+        for (int n = 0; n < E.nsim; n++)
             write_node(f, n, speed);
-        for (int j = 0; L > 0 && j < (E.n.nodes + L - 1) / L; j++)
+        for (int j = 0; L > 0 && j < (E.nsim + L - 1) / L; j++)
             fprintf(f, "<link id=\"leaf-%d\" bandwidth=\"%.17gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                     j, E.n.up_bw);
-        for (int n = 0; n < E.n.nodes; n++) {
+        for (int n = 0; n < E.nsim; n++) {
             write_node_routes(f, n);
             int succ[2] = {E.n.dp.k > 1 ? successor(&E.n, &E.n.dp, n) : -1,
                            E.n.mp.k > 1 ? successor(&E.n, &E.n.mp, n) : -1};
@@ -687,10 +703,11 @@ static void write_platform(FILE *f)
                 int m = succ[j];
                 if (m < 0 || m == n)
                     continue;
+                int cross = L > 0 && n / L != m / L; /* in the whole cluster's numbering */
+                m %= E.nsim;
                 char src[32], dst[32];
                 snprintf(src, sizeof src, "gpu-%d-0", n);
                 snprintf(dst, sizeof dst, "gpu-%d-0", m);
-                int cross = L > 0 && n / L != m / L;
                 write_route(f, src, dst, n, m, cross, L > 0 ? n / L : 0, L > 0 ? m / L : 0);
             }
         }
@@ -718,7 +735,7 @@ static zp_status pick_mode(const zp_sim_input *in, const net *N, zp_sim_mode *mo
     if (in->sim == ZP_SIM_FULL || in->sim == ZP_SIM_REDUCED)
         *mode = in->sim;
     else
-        *mode = N->exact ? ZP_SIM_REDUCED : ZP_SIM_FULL;
+        *mode = N->exact && N->period < N->nodes ? ZP_SIM_REDUCED : ZP_SIM_FULL;
     return ZP_OK;
 }
 
@@ -794,7 +811,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     zp_sim_mode mode = ZP_SIM_FULL;
     ZP_TRY(pick_mode(in, &E.n, &mode));
     E.reduced = mode == ZP_SIM_REDUCED;
-    E.nsim = E.reduced ? 1 : E.n.nodes;
+    E.nsim = !E.reduced ? E.n.nodes : (E.n.exact ? (E.n.period < E.n.nodes ? E.n.period : E.n.nodes) : 1);
 
     simgrid_start();
     char path[64];
@@ -848,7 +865,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
             E.mb[n * NXS + x] = sg_mailbox_by_name(name);
         }
     }
-    for (int xs = 0; E.reduced && xs < NXS; xs++) {
+    for (int xs = 0; E.reduced && E.nsim == 1 && xs < NXS; xs++) {
         snprintf(name, sizeof name, "peer-%d", xs);
         E.peer[xs] = sg_host_by_name(name);
     }

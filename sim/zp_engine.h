@@ -41,9 +41,13 @@
  * (its successor's are symmetric); on a rail-optimized fat tree the reduced platform gives node 0 its
  * share of its leaf's uplink (capacity / leaf) when every node's flows of a stream cross (max-min
  * sharing of identical flows is a quotient), and leaves uplinks out when no uplink can bind (crossing
- * flows x a rail's bandwidth <= capacity at every leaf). Only a mixed case (some nodes of a leaf cross,
- * and the uplink binds: MP over >= a leaf of nodes with oversubscription) is not exact: AUTO runs it in
- * full. The reduced simulation costs one node's activities, whatever the cluster size.
+ * flows x a rail's bandwidth <= capacity at every leaf). In the mixed fat-tree case (some nodes of a
+ * leaf cross and the uplink binds: MP blocks over part of a leaf, oversubscribed) nodes differ by their
+ * place, but the pattern repeats every T = lcm(leaf, MP block) nodes: the reduced simulation runs one
+ * period, T nodes with their rings closed modulo T, exactly (tests compare both). Not exact, so AUTO
+ * runs them in full: a user platform, and a mixed case whose nodes are no multiple of T (a last leaf
+ * partly empty). The reduced simulation costs one node's (or one period's) activities, whatever the
+ * cluster size.
  *
  * PCIe copies are flows between a GPU and its node's CPU host. Compute and element-wise kernels
  * take the time of the device profile (sim/zp_device.h).
