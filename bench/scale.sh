@@ -52,16 +52,24 @@ echo "102,400 GPUs: method $(field "$T/big.json" method), simulation $(field "$T
 
 echo
 echo "reduced against full simulation, step time (s):"
-printf '  %-30s %14s %14s %10s %12s %12s\n' "plan" "reduced" "full" "diff" "reduced wall" "full wall"
+printf '  %-40s %14s %14s %10s %12s %12s\n' "plan" "reduced" "full" "diff" "reduced wall" "full wall"
+compare() { # compare LABEL zplan-args...: reduced and full step and wall time
+  local label=$1; shift
+  local wr wf r f
+  wr=$(best_of 1 "$Z" "$@" --sim reduced --format json -o "$T/r.json")
+  wf=$(best_of 1 "$Z" "$@" --sim full --format json -o "$T/f.json")
+  r=$(field "$T/r.json" step_time_s); f=$(field "$T/f.json" step_time_s)
+  printf '  %-40s %14.9g %14.9g %9.4f%% %12s %12s\n' "$label" "$r" "$f" \
+    "$(awk -v a="$r" -v b="$f" 'BEGIN{d=(a-b)/b*100; print d<0?-d:d}')" "$wr" "$wf"
+}
 cases=("1024 2" "1024 3" "2048 3")
 [ "$full16k" = 1 ] && cases+=("16384 3")
 for c in "${cases[@]}"; do
   read -r g st <<<"$c"
   # shellcheck disable=SC2046
-  wr=$(best_of 1 "$Z" "${M[@]}" $(plan "$g" "$st") --sim reduced --format json -o "$T/r.json")
-  # shellcheck disable=SC2046
-  wf=$(best_of 1 "$Z" "${M[@]}" $(plan "$g" "$st") --sim full --format json -o "$T/f.json")
-  r=$(field "$T/r.json" step_time_s); f=$(field "$T/f.json" step_time_s)
-  printf '  %-30s %14.9g %14.9g %9.4f%% %12s %12s\n' "$g GPUs, stage $st, MP 8" "$r" "$f" \
-    "$(awk -v a="$r" -v b="$f" 'BEGIN{d=(a-b)/b*100; print d<0?-d:d}')" "$wr" "$wf"
+  compare "$g GPUs, stage $st, MP 8" "${M[@]}" $(plan "$g" "$st")
 done
+# a rail-optimized fat tree's mixed case: MP 96 (12-node blocks) on 32-node leaves at 4:1, where the
+# reduced simulation runs one period of 96 nodes instead of 384
+compare "3072 GPUs, railopt 4:1, stage 1, MP 96" --model gpt3-175B --cluster dgx-h100-railopt --gpus 3072 \
+  --oversubscription 4 --stage 1 --mp 96 --micro-batch 1 --global-batch 64
