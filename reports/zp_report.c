@@ -282,6 +282,7 @@ json_t *zp_report_whatif_json(const zp_whatif *w)
                               "fits", e->fits, "step_time_s", e->time.total, "samples_per_s", e->samples_per_s,
                               "tflops_per_gpu", e->tflops_per_gpu, "pflops", e->pflops, "time_breakdown_s", time,
                               "method", e->method);
+        json_object_set_new(o, "sim", e->sim ? json_string(e->sim) : json_null()); /* which simulation ran */
         if (!e->fits)
             json_object_set_new(o, "reason", json_string(e->reason));
         json_array_append_new(plans, o);
@@ -436,8 +437,9 @@ zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w)
     else
         fprintf(f, "Method:  analytic first-order step time%s: compute at %.0f%% of the %.0f TFLOP/s fp16 peak, every "
                    "communication over its bandwidth, nothing overlapped.\n",
-                (w->gpus + w->cluster->gpus_per_node - 1) / w->cluster->gpus_per_node > ZP_SIM_MAX_NODES
-                    ? " (more nodes than the simulator takes)"
+                (w->gpus + w->cluster->gpus_per_node - 1) / w->cluster->gpus_per_node > ZP_SIM_MAX_FULL_NODES
+                    ? " (more nodes than the full simulator takes, and these plans are not symmetric enough for "
+                      "the reduced one)"
                     : "",
                 100 * w->cluster->gemm_efficiency, w->cluster->peak_flops / 1e12);
     fprintf(f, "FLOPs:   %s.\n\n", ZP_FLOP_CONVENTION);

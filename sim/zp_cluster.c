@@ -1,5 +1,6 @@
 #include "zp_cluster.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -25,7 +26,18 @@
  *  ring over the nodes). NCCL over InfiniBand reaches ~80% of EDR's 12.5 GB/s line rate (nccl-tests
  *  all-reduce across two DGX-1 with 4 EDR NICs: ~40 GB/s bus bandwidth of 50 GB/s) and ~90% on HDR/NDR.
  *  CPU Adam rate: DeepSpeed's CPU Adam (ZeRO-Offload paper, Ren et al. 2021, Table 3) updates ~1B
- *  parameters in ~0.3-0.5 s on a 2-socket Xeon: 2.5e9 params/s per node for dgx2, more for newer CPUs. */
+ *  parameters in ~0.3-0.5 s on a 2-socket Xeon: 2.5e9 params/s per node for dgx2, more for newer CPUs.
+ *  Trees: NCCL >= 2.4 runs an all-reduce across nodes as a double binary tree when its tuner predicts it
+ *  faster (small messages, many nodes); dgx-a100 / dgx-h100 model that choice (sim/zp_engine.h). dgx2
+ *  keeps the rings its fidelity figures (the ZeRO paper's runs on 25 nodes) were reproduced with.
+ *  [superpod] NVIDIA DGX SuperPOD reference architecture with DGX H100 (RA-11333-001, 2023): scalable units
+ *          (SU) of 32 DGX H100; compute fabric NDR 400 Gb/s InfiniBand, 8 ports per node, rail-optimized
+ *          (rail r of every node of an SU on the SU's leaf switch r), QM9700 switches of 64 NDR ports,
+ *          leaf-spine cables = node-leaf cables (non-blocking, 32 down / 32 up per leaf); two switch levels
+ *          up to 8 SU (256 nodes: a spine's 64 ports reach 64 leaves = 8 SU x 8 rails), a core level
+ *          beyond (the RA's table lists up to 64 SU, 2048 nodes). A fat tree of L levels of radix-R
+ *          switches connects 2(R/2)^L ports: 65,536 NIC ports = 8192 nodes at three levels. Oversubscribed
+ *          builds (e.g. 2:1) keep 32 nodes per leaf and remove uplinks (and spines): --oversubscription. */
 static const zp_cluster g_clusters[] = {
     {
         .name = "dgx2",
@@ -44,6 +56,7 @@ static const zp_cluster g_clusters[] = {
         .inter_channels = 1,
         .flat_rings = 1,
         .ib_efficiency = 0.80,
+        .tree_allreduce = 0,
         .pcie_bw = 16e9,
         .host_mem = 1.5e12,
         .cpu_adam_rate = 2.5e9,
@@ -66,6 +79,7 @@ static const zp_cluster g_clusters[] = {
         .inter_channels = 8,
         .flat_rings = 0,
         .ib_efficiency = 0.9,
+        .tree_allreduce = 1,
         .pcie_bw = 32e9,
         .host_mem = 2e12,
         .cpu_adam_rate = 4e9,
@@ -88,10 +102,43 @@ static const zp_cluster g_clusters[] = {
         .inter_channels = 8,
         .flat_rings = 0,
         .ib_efficiency = 0.9,
+        .tree_allreduce = 1,
         .pcie_bw = 64e9,
         .host_mem = 2e12,
         .cpu_adam_rate = 6e9,
         .sources = "DGX H100 and H100 datasheets",
+    },
+    {
+        /* dgx-h100's nodes on the fabric NVIDIA specifies for them: a preset of its own (not a fabric option
+         * on every preset) because the fabric bounds the cluster size and is what a SuperPOD is sold as;
+         * dgx-h100 stays the ideal non-blocking fabric of any size. */
+        .name = "dgx-h100-railopt",
+        .gpu_name = "H100-SXM5-80GB",
+        .description = "DGX H100 SuperPOD: 8x H100 80 GB, NVSwitch, 8x 400 Gb/s NDR rail-optimized fat tree "
+                       "(32-node leaves, <= 8192 nodes)",
+        .gpus_per_node = 8,
+        .gpu_mem = 80e9,
+        .peak_flops = 989e12,
+        .gemm_efficiency = 0.45,
+        .hbm_bw = 3350e9,
+        .nvlink_bw = 450e9,
+        .nvlink_latency = 4e-6,
+        .ib_rails = 8,
+        .ib_rail_bw = 50e9,
+        .ib_latency = 6e-6,
+        .inter_channels = 8,
+        .flat_rings = 0,
+        .ib_efficiency = 0.9,
+        .tree_allreduce = 1,
+        .fabric = ZP_FABRIC_RAIL_FAT_TREE,
+        .leaf_nodes = 32,
+        .switch_radix = 64,
+        .fabric_levels = 3,
+        .oversubscription = 1.0,
+        .pcie_bw = 64e9,
+        .host_mem = 2e12,
+        .cpu_adam_rate = 6e9,
+        .sources = "DGX H100 and H100 datasheets; DGX SuperPOD reference architecture (DGX H100)",
     },
 };
 
@@ -107,8 +154,42 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out)
             return ZP_OK;
         }
     }
-    return ZP_FAIL(ZP_EINVAL, "--cluster: unknown cluster '%s' (presets: dgx2, dgx-a100, dgx-h100; see `zplan clusters`)",
+    return ZP_FAIL(ZP_EINVAL,
+                   "--cluster: unknown cluster '%s' (presets: dgx2, dgx-a100, dgx-h100, dgx-h100-railopt; see "
+                   "`zplan clusters`)",
                    name);
 }
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
+
+int64_t zp_cluster_max_nodes(const zp_cluster *c)
+{
+    if (c->fabric != ZP_FABRIC_RAIL_FAT_TREE)
+        return 0;
+    double ports = 2.0 * pow(c->switch_radix / 2.0, c->fabric_levels); /* a fat tree's end ports */
+    int rails = c->ib_rails > 0 ? c->ib_rails : 1;
+    return (int64_t)(ports / rails);
+}
+
+zp_status zp_cluster_check_size(const zp_cluster *c, int64_t gpus, double oversubscription)
+{
+    if (oversubscription > 0) {
+        if (c->fabric != ZP_FABRIC_RAIL_FAT_TREE)
+            return ZP_FAIL(ZP_EINVAL, "--oversubscription: cluster %s has a non-blocking fabric without leaf switches "
+                                      "(use a rail-optimized fat tree, e.g. --cluster dgx-h100-railopt)",
+                           c->name);
+        if (!(oversubscription >= 1.0 && oversubscription <= c->leaf_nodes))
+            return ZP_FAIL(ZP_EINVAL, "--oversubscription: %g is not a leaf's down/up ratio between 1 and %d (its nodes)",
+                           oversubscription, c->leaf_nodes);
+    }
+    int64_t max = zp_cluster_max_nodes(c);
+    int64_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
+    int64_t nodes = (gpus + gpn - 1) / gpn;
+    if (max > 0 && nodes > max)
+        return ZP_FAIL(ZP_EINVAL,
+                       "--gpus: %lld GPUs are %lld nodes, more than the %s fabric holds: a %d-level fat tree of "
+                       "%d-port switches connects %lld NIC ports, %lld nodes of %d rails (%lld GPUs)",
+                       (long long)gpus, (long long)nodes, c->name, c->fabric_levels, c->switch_radix,
+                       (long long)(max * c->ib_rails), (long long)max, c->ib_rails, (long long)(max * gpn));
+    return ZP_OK;
+}

@@ -5,7 +5,17 @@
 #ifndef ZP_CLUSTER_H
 #define ZP_CLUSTER_H
 
+#include <stdint.h>
+
 #include "zp_status.h"
+
+/* How the nodes' InfiniBand rails are connected (per rail; every rail alike).
+ *  NONBLOCKING: an ideal full-bisection fabric of any size (every flow limited by its own NICs only);
+ *  RAIL_FAT_TREE: NVIDIA's rail-optimized fat tree (DGX SuperPOD): rail r of the `leaf_nodes` nodes of a
+ *      scalable unit share one leaf switch, whose uplinks carry 1/oversubscription of its down bandwidth
+ *      into a non-blocking spine/core; nodes are placed in rank order, so a ring's hop between
+ *      consecutive nodes stays under its leaf except at a scalable unit's edge. */
+typedef enum { ZP_FABRIC_NONBLOCKING = 0, ZP_FABRIC_RAIL_FAT_TREE } zp_fabric;
 
 typedef struct {
     const char *name;        /* "dgx2" */
@@ -24,6 +34,13 @@ typedef struct {
     int inter_channels;      /* NCCL channels (rings) a collective drives across nodes, each on one rail */
     int flat_rings;          /* 1: one flat ring through every GPU of a group (NCCL 2.4); 0: hierarchical */
     double ib_efficiency;    /* achievable fraction of a rail's line rate for NCCL (nccl-tests busbw / line rate) */
+    int tree_allreduce;      /* 1: an all-reduce across nodes runs as NCCL's double binary tree when its tuner
+                                predicts it faster than the ring (sim/zp_engine.h); 0: rings only */
+    zp_fabric fabric;
+    int leaf_nodes;          /* RAIL_FAT_TREE: nodes under one leaf switch of a rail (a scalable unit) */
+    int switch_radix;        /* RAIL_FAT_TREE: ports per switch */
+    int fabric_levels;       /* RAIL_FAT_TREE: switch levels (leaf, spine, core): 2*(radix/2)^levels NIC ports */
+    double oversubscription; /* RAIL_FAT_TREE: a leaf's down / up bandwidth (1: non-blocking) */
     double pcie_bw;          /* host<->GPU per GPU per direction, B/s */
     double host_mem;         /* host DRAM per node, bytes */
     double cpu_adam_rate;    /* CPU Adam parameters/s per node (all cores) for optimizer offload */
@@ -37,5 +54,12 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out);
 
 /* InfiniBand bandwidth of one node, B/s per direction. */
 double zp_cluster_node_ib_bw(const zp_cluster *c);
+
+/* Nodes the fabric can connect (0: any number). */
+int64_t zp_cluster_max_nodes(const zp_cluster *c);
+/* ZP_OK when `gpus` GPUs fit on the fabric with this leaf oversubscription (<= 0: the preset's);
+ * ZP_EINVAL saying why not (too many nodes for the switches, an oversubscription outside 1..leaf_nodes
+ * or on a fabric without leaves). */
+zp_status zp_cluster_check_size(const zp_cluster *c, int64_t gpus, double oversubscription);
 
 #endif

@@ -40,6 +40,32 @@ typedef struct {
     int stride; /* node distance between consecutive members' nodes (DP across MP blocks) */
 } group_shape;
 
+/* NCCL's tuner (src/graph/tuning.cc, ncclTopoTuneModel): a tree's bus bandwidth is 0.9 of the ring's
+ * (busBw * .9) and its algorithm bandwidth busBw/2, so a tree all-reduce of S bytes takes 2S/(0.9 busBw)
+ * against the ring's 2(k-1)/k S/busBw; its latency is 2 log2i(k) network steps against the ring's
+ * 2(k-1) (log2i: the floor). */
+#define ZP_TREE_BW_FRACTION 0.9
+
+/* What the engine derives from the plan, the cluster and the profile before SimGrid starts: the same
+ * for the full and the reduced simulation, so both cost every collective alike. */
+typedef struct {
+    int nodes;       /* nodes of the whole plan (the rings and trees span them all) */
+    int gpn, rails, gpr, channels, flat, tree;
+    int intra_flows; /* MP and DP groups both have members inside a node: NVSwitch flows contend */
+    double nv_bw, nv_lat, rail_bw, ib_lat;
+    group_shape mp, dp;
+    /* the fabric (rail 0; every rail alike) */
+    int leaf;            /* nodes per leaf switch, 0: a non-blocking fabric */
+    double up_bw;        /* a leaf's uplink capacity, B/s (effective, as rail_bw) */
+    int crossing[NXS];   /* flows of the stream that cross a leaf uplink at the most loaded leaf */
+    int exact;           /* the reduced simulation equals the full one (see zp_engine.h) */
+    int period;          /* nodes the reduced simulation instantiates: 1 (every node alike) or a period of
+                            the fat tree's pattern (nodes n and n + period alike) */
+    int rep_cross[NXS];  /* period 1: the representative's flow of the stream crosses its leaf's uplink */
+    double rep_up_bw;    /* period 1: the capacity of the representative's share of that uplink, B/s */
+    char why[200];       /* why the reduction is not exact */
+} net;
+
 typedef struct {
     double ts, dur;
     int stream;
@@ -50,14 +76,14 @@ typedef struct {
 static struct {
     const zp_sim_input *in;
     const zp_schedule *sc;
-    int nodes, gpn, rails, gpr, channels, flat;
-    int intra_flows; /* MP and DP groups both have members inside a node: NVSwitch flows contend */
-    double nv_bw, nv_lat, rail_bw, ib_lat;
-    group_shape mp, dp;
+    net n;
+    int reduced;                  /* 1: one node per role (node 0), its flows looped back to it */
+    int nsim;                     /* nodes instantiated: n.nodes, or 1 when reduced */
     sg_host_t *gpu0, *gpu1, *cpu; /* [node]: gpu-<n>-0 (also rail 0's GPU), gpu-<n>-1, cpu-<n> */
-    sg_sem_t *ch;                /* [node * ZP_NCHANNELS + c] */
-    sg_mutex_t *busy;            /* [node]: held while an op runs, in no-overlap mode */
-    sg_mailbox_t *mb;            /* [node * NXS + xs]: rail-0 flows of the compute and comm streams */
+    sg_host_t peer[NXS];          /* reduced: where node 0's cross-node flows of each stream go */
+    sg_sem_t *ch;                 /* [node * ZP_NCHANNELS + c] */
+    sg_mutex_t *busy;             /* [node]: held while an op runs, in no-overlap mode */
+    sg_mailbox_t *mb;             /* [node * NXS + xs]: rail-0 flows of the compute and comm streams */
     int streams_started, streams_finished;
     double end_time;
     zp_sim_result res;
@@ -71,60 +97,207 @@ static struct {
     double activities;
 } E;
 
-/* ---------------------------------------------------------------- groups and collectives */
+/* ---------------------------------------------------------------- groups and the fabric */
 
-static void shape_groups(void)
+static void shape_groups(const zp_plan *p, net *N)
 {
-    const zp_plan *p = E.in->plan;
-    int gpn = E.gpn;
+    int gpn = N->gpn;
     if (p->mp <= gpn) {
-        E.mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
+        N->mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
         if (p->dp * p->mp <= gpn)
-            E.dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
+            N->dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
         else
-            E.dp = (group_shape){.k = E.nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
+            N->dp = (group_shape){.k = N->nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
     } else {
         int kmp = (int)(p->mp / gpn);
-        E.mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
-        E.dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
+        N->mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
+        N->dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
     }
 }
 
-static int successor(const group_shape *gs, int node)
+static int successor(const net *N, const group_shape *gs, int node)
 {
-    if (gs->stride == 1 && gs->k < E.nodes) { /* contiguous block of k nodes (MP across nodes) */
+    if (gs->stride == 1 && gs->k < N->nodes) { /* contiguous block of k nodes (MP across nodes) */
         int base = node - node % gs->k;
         return base + (node - base + 1) % gs->k;
     }
-    return (node + gs->stride) % E.nodes;
+    return (node + gs->stride) % N->nodes;
 }
+
+static const group_shape *xs_shape(const net *N, int xs) { return xs == XS_COMPUTE ? &N->mp : &N->dp; }
+
+static int64_t gcd64(int64_t a, int64_t b) { return b ? gcd64(b, a % b) : a; }
+
+/* Which flows of a rail-optimized fat tree cross leaf uplinks, and which reduction is exact there.
+ * Every node sends one flow per stream with a cross-node group to its ring successor (the same in the
+ * full simulation); a flow between nodes of different leaves crosses both leaves' uplinks. Exact:
+ *  (a) no uplink can bind: at every leaf, (crossing flows) x (a rail's bandwidth, the most one flow
+ *      gets) <= the uplink's capacity; every flow is then limited by its own rails only, as every node's
+ *      are alike: one node, its flows skip the uplinks;
+ *  (b) every leaf is full and a stream's flows cross at every node or at none: each uplink carries
+ *      leaf x (a node's crossing flows), and max-min sharing of identical flows gives each node 1/leaf
+ *      of it: one node, whose crossing flows share one uplink of capacity / leaf;
+ *  (c) otherwise nodes differ by their place in the leaf (a leaf's edge nodes cross, the others do not:
+ *      MP over part of a leaf, oversubscribed), but the pattern repeats: leaves, MP blocks (kmp nodes)
+ *      and rings (successor = n + stride, or the next in the block) are invariant under a shift by
+ *      T = lcm(leaf, kmp) nodes, so when T divides the nodes, node n + jT does what node n does at the
+ *      same instants: T nodes with rings closed modulo T, the leaves' real uplinks and each flow's
+ *      crossing taken from the whole cluster's numbering, are exact.
+ * Not exact: a last leaf left partly empty (no shift symmetry); the full simulation runs then. */
+static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
+{
+    N->exact = 1;
+    N->period = 1;
+    N->leaf = 0;
+    if (c->fabric != ZP_FABRIC_RAIL_FAT_TREE || c->leaf_nodes < 1)
+        return; /* non-blocking: every node alike */
+    const int L = c->leaf_nodes;
+    const double s = oversubscription > 0 ? oversubscription : (c->oversubscription >= 1 ? c->oversubscription : 1);
+    N->leaf = L;
+    N->up_bw = L / s * N->rail_bw;
+    const int leaves = (N->nodes + L - 1) / L;
+    int all[NXS] = {1, 1}, none[NXS] = {1, 1}, worst_total = 0;
+    for (int j = 0; j < leaves; j++) {
+        int lo = j * L, hi = lo + L < N->nodes ? lo + L : N->nodes, total = 0;
+        for (int xs = 0; xs < NXS; xs++) {
+            const group_shape *gs = xs_shape(N, xs);
+            if (gs->k <= 1) {
+                all[xs] = 0;
+                continue;
+            }
+            int m = 0;
+            for (int node = lo; node < hi; node++)
+                m += successor(N, gs, node) / L != j;
+            if (m > N->crossing[xs])
+                N->crossing[xs] = m;
+            all[xs] &= m == hi - lo;
+            none[xs] &= m == 0;
+            total += m;
+        }
+        if (total > worst_total)
+            worst_total = total;
+    }
+    if (worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
+        return; /* (a) */
+    int sym = N->nodes % L == 0;
+    for (int xs = 0; xs < NXS; xs++)
+        sym &= all[xs] || none[xs];
+    if (sym) { /* (b) */
+        for (int xs = 0; xs < NXS; xs++)
+            N->rep_cross[xs] = N->crossing[xs] > 0;
+        N->rep_up_bw = N->up_bw / L;
+        return;
+    }
+    int64_t kmp = N->mp.k > 1 ? N->mp.k : 1;
+    int64_t T = L / gcd64(L, kmp) * kmp;
+    if (N->nodes % T == 0) { /* (c) */
+        N->period = (int)T;
+        return;
+    }
+    /* not exact; asked for anyway, one node takes the most loaded leaf's share: each ring paced by its
+     * slowest hop (an upper bound of the step) */
+    N->exact = 0;
+    int mmax = N->crossing[XS_COMPUTE] > N->crossing[XS_COMM] ? N->crossing[XS_COMPUTE] : N->crossing[XS_COMM];
+    for (int xs = 0; xs < NXS; xs++)
+        N->rep_cross[xs] = N->crossing[xs] > 0;
+    N->rep_up_bw = N->up_bw / (mmax > 0 ? mmax : 1);
+    snprintf(N->why, sizeof N->why,
+             "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple of "
+             "the pattern's period (%lld nodes)",
+             worst_total, L, s, N->nodes, (long long)T);
+}
+
+/* The derived figures of a simulation; platform_gpn: GPUs per node of a user platform, or 0. */
+static zp_status net_setup(const zp_sim_input *in, int platform_gpn, net *N)
+{
+    memset(N, 0, sizeof *N);
+    const zp_cluster *c = in->cluster;
+    const zp_plan *p = in->plan;
+    const zp_profile *prof = in->profile;
+    int64_t gpus = p->dp * p->mp;
+    int gpn = platform_gpn > 0 ? platform_gpn : c->gpus_per_node;
+    N->gpn = (int)(gpus < gpn ? gpus : gpn);
+    int64_t nodes = (gpus + N->gpn - 1) / N->gpn;
+    if (nodes > INT32_MAX / NXS)
+        return ZP_FAIL(ZP_ERANGE, "%lld nodes are beyond the simulator", (long long)nodes);
+    N->nodes = (int)nodes;
+    if (p->mp > N->gpn && p->mp % N->gpn != 0)
+        return ZP_FAIL(ZP_EINVAL, "MP %lld across nodes must be a multiple of the %d GPUs per node", (long long)p->mp,
+                       N->gpn);
+    N->rails = c->ib_rails < N->gpn ? c->ib_rails : N->gpn;
+    if (N->rails < 1)
+        N->rails = 1;
+    N->gpr = N->gpn / N->rails;
+    N->channels = c->inter_channels > 0 ? c->inter_channels : 1;
+    N->flat = c->flat_rings;
+    N->tree = c->tree_allreduce && !c->flat_rings;
+    /* Link figures from the profile's collective fits (the built-in profile holds the preset's). */
+    const zp_profile_coll_fit *intra = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    const zp_profile_coll_fit *inter = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTER_NODE];
+    N->nv_bw = intra->measured ? intra->busbw_gbs * 1e9 : c->nvlink_bw;
+    N->nv_lat = intra->measured ? intra->latency_s / (intra->nranks > 1 ? intra->nranks - 1 : 1) : c->nvlink_latency;
+    N->rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / N->channels : c->ib_rail_bw * c->ib_efficiency;
+    N->ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
+    shape_groups(p, N);
+    N->intra_flows = N->mp.g > 1 && N->dp.g > 1 && N->gpn > 1;
+    if (in->platform_file) {
+        N->exact = 0;
+        snprintf(N->why, sizeof N->why, "a user platform need not be symmetric");
+        return ZP_OK;
+    }
+    fabric_analyse(c, in->oversubscription, N);
+    return ZP_OK;
+}
+
+/* ---------------------------------------------------------------- collectives */
 
 static const zp_op_info *info_of(const zp_op *op) { return &zp_op_table[op->type]; }
 
 /* Ring passes over the buffer: 2 for an all-reduce (reduce-scatter + all-gather), 1 otherwise. */
 static double coll_factor(const zp_op *op) { return zp_coll_get(info_of(op)->coll)->passes; }
 
+/* Rails a cross-node collective of this group shape uses per node. */
+static int coll_rails(const group_shape *gs)
+{
+    int want = gs->G * E.n.channels;
+    return want < E.n.rails ? want : E.n.rails;
+}
+
+/* NCCL's choice for the inter-node part of a hierarchical collective: the double binary tree for an
+ * all-reduce when its tuner's time (latency + bytes / bandwidth, uncontended) beats the ring's, as
+ * ncclTopoGetAlgoTime does; rings otherwise (NCCL has trees for all-reduce only). */
+static int coll_tree(const zp_op *op, const group_shape *gs)
+{
+    if (!E.n.tree || gs->k < 2 || info_of(op)->coll != ZP_COLL_ALLREDUCE)
+        return 0;
+    double k = gs->k, per_rail = op->bytes * gs->G / coll_rails(gs) / E.n.rail_bw; /* s to send S once */
+    double ring = 2.0 * (k - 1.0) * E.n.ib_lat + 2.0 * (k - 1.0) / k * per_rail;
+    double tree = 2.0 * floor(log2(k)) * E.n.ib_lat + 2.0 * per_rail / ZP_TREE_BW_FRACTION;
+    return tree < ring;
+}
+
 /* Bytes each GPU sends over its NVSwitch port in the intra-node ring phase(s) of a collective:
  * f(g-1)/g of the buffer. A flat ring across nodes pipelines its NVSwitch hops behind the slower
  * InfiniBand hop: none counted. */
 static double coll_intra_bytes(const zp_op *op, const group_shape *gs)
 {
-    if (gs->g <= 1 || (gs->k > 1 && E.flat))
+    if (gs->g <= 1 || (gs->k > 1 && E.n.flat))
         return 0.0;
     return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes;
 }
 
 /* The step latencies of a collective, s: (g-1) NVSwitch steps per intra-node phase and (k-1)
- * InfiniBand steps; a flat ring's f(P-1) steps each last as long as its slowest hop. */
+ * InfiniBand steps (a tree: 2 log2i(k)); a flat ring's f(P-1) steps each last as long as its slowest
+ * hop. */
 static double coll_latency(const zp_op *op, const group_shape *gs)
 {
     double f = coll_factor(op), t = 0.0;
-    if (gs->k > 1 && E.flat)
-        return f * ((double)gs->g * gs->k - 1.0) * E.ib_lat;
+    if (gs->k > 1 && E.n.flat)
+        return f * ((double)gs->g * gs->k - 1.0) * E.n.ib_lat;
     if (gs->g > 1)
-        t += f * (gs->g - 1.0) * E.nv_lat;
+        t += f * (gs->g - 1.0) * E.n.nv_lat;
     if (gs->k > 1)
-        t += f * (gs->k - 1.0) * E.ib_lat;
+        t += (coll_tree(op, gs) ? 2.0 * floor(log2(gs->k)) : f * (gs->k - 1.0)) * E.n.ib_lat;
     return t;
 }
 
@@ -163,24 +336,23 @@ static double coll_local_time(const zp_op *op, const group_shape *gs)
     if (gs->g <= 1 && gs->k <= 1)
         return coll_self_time(op);
     double t = coll_profile_time(op, gs);
-    return t >= 0 ? t : coll_intra_bytes(op, gs) / E.nv_bw + coll_latency(op, gs);
+    return t >= 0 ? t : coll_intra_bytes(op, gs) / E.n.nv_bw + coll_latency(op, gs);
 }
 
-/* Rails a cross-node collective of this group shape uses per node. */
-static int coll_rails(const group_shape *gs)
-{
-    int want = gs->G * E.channels;
-    return want < E.rails ? want : E.rails;
-}
-
-/* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical) or
- * f(P-1)/P of it (a flat ring of P = g*k GPUs leaves each node once) over E.channels rings, spread
- * over the rails in use. */
+/* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical ring),
+ * f(P-1)/P of it (a flat ring of P = g*k GPUs leaves each node once) or, as a double binary tree, 2S
+ * (interior in one tree, a leaf in the other, every node sends half the buffer up and down once per
+ * tree: S up and S down) at 0.9 of the ring's bandwidth, over E.n.channels rings spread over the rails
+ * in use. */
 static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
 {
-    double P = (double)gs->g * gs->k;
-    double share = E.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
-    double node_bytes = coll_factor(op) * share * op->bytes * gs->G;
+    double P = (double)gs->g * gs->k, node_bytes;
+    if (!E.n.flat && coll_tree(op, gs)) {
+        node_bytes = 2.0 * op->bytes * gs->G / ZP_TREE_BW_FRACTION;
+    } else {
+        double share = E.n.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
+        node_bytes = coll_factor(op) * share * op->bytes * gs->G;
+    }
     return node_bytes / coll_rails(gs);
 }
 
@@ -280,13 +452,21 @@ static zp_status trace_write(const char *path)
 /* The flows of a cross-node collective from `node`. Every rail in use carries the same bytes and
  * rail 0 is used by every collective, so rail 0 is the most loaded one and sets the collective's end:
  * the engine simulates the flow on rail 0 (the stream actor's own host, gpu-<n>-0) and the others are
- * identical by symmetry. Sending to the ring successor and receiving from the predecessor through
- * mailboxes pairs neighbours as the ring does. */
+ * identical by symmetry. Full simulation: sending to the ring successor and receiving from the
+ * predecessor through mailboxes pairs neighbours as the ring does. Reduced: node 0 stands for every node,
+ * which all send and receive alike at the same instants; its flow leaves through its rail's up
+ * direction (and its leaf's uplink share when the stream's flows cross leaves) and comes back through
+ * the down directions, as its predecessor's flow would: the same links under the same load. */
 static void cross_node_flows(int node, int xs, const zp_op *op, const group_shape *gs)
 {
     static char token; /* a mailbox payload must not be NULL */
     double bytes = coll_rail_bytes(op, gs);
-    int succ = successor(gs, node);
+    if (E.reduced && E.nsim == 1) {
+        sg_host_sendto(E.gpu0[0], E.peer[xs], bytes > 1 ? bytes : 1);
+        E.activities += 1;
+        return;
+    }
+    int succ = successor(&E.n, gs, node) % E.nsim; /* a period's ring closes on itself */
     sg_comm_t put = sg_mailbox_put_async(E.mb[(size_t)succ * NXS + (size_t)xs], &token, (long)(bytes > 1 ? bytes : 1));
     sg_mailbox_get(E.mb[(size_t)node * NXS + (size_t)xs]);
     sg_comm_wait(put);
@@ -336,13 +516,13 @@ static void stream_actor(int argc, char *argv[])
         const zp_op *op = &E.sc->ops[s][oi];
         const zp_op_info *in = info_of(op);
         double local = -1.0; /* >= 0: the op is pure time on this stream */
-        const group_shape *gs = in->group == ZP_GROUP_MP ? &E.mp : &E.dp;
+        const group_shape *gs = in->group == ZP_GROUP_MP ? &E.n.mp : &E.n.dp;
         switch (in->cls) {
         case ZP_OPC_ALLOC:
         case ZP_OPC_FREE: trace_mem(node, run_start + pending, op, in->cls == ZP_OPC_ALLOC); continue;
-        case ZP_OPC_COMPUTE: local = zp_device_op_time(prof, op, E.gpn); break;
+        case ZP_OPC_COMPUTE: local = zp_device_op_time(prof, op, E.n.gpn); break;
         case ZP_OPC_COLL:
-            if (gs->k <= 1 && !E.intra_flows)
+            if (gs->k <= 1 && !E.n.intra_flows)
                 local = coll_local_time(op, gs);
             break;
         default: break;
@@ -385,7 +565,7 @@ static void stream_actor(int argc, char *argv[])
             /* with MP and DP groups sharing a node's NVSwitch ports, the intra-node phases are flows
              * between the node's two representative GPUs, so they contend */
             double lat = coll_latency(op, gs), ib = coll_intra_bytes(op, gs);
-            if (E.intra_flows) {
+            if (E.n.intra_flows) {
                 if (lat > 0)
                     sg_actor_sleep_for(lat);
                 if (ib > 0) {
@@ -395,12 +575,15 @@ static void stream_actor(int argc, char *argv[])
             } else {
                 double lt = coll_profile_time(op, gs);
                 if (lt < 0)
-                    lt = ib / E.nv_bw + lat;
+                    lt = ib / E.n.nv_bw + lat;
                 if (lt > 0)
                     sg_actor_sleep_for(lt);
             }
-            if (gs->k > 1)
+            if (gs->k > 1) {
+                if (rec && coll_tree(op, gs))
+                    R->tree_allreduces += 1;
                 cross_node_flows(node, xs, op, gs);
+            }
             break;
         }
         case ZP_OPC_COPY:
@@ -437,48 +620,99 @@ static void stream_actor(int argc, char *argv[])
 
 /* ---------------------------------------------------------------- platform */
 
-static void write_platform(FILE *f, int64_t gpus)
+/* One node's hosts and links: its GPUs, its CPU, PCIe, the NVSwitch ports of its two representative GPUs
+ * and rail 0's NIC (the only rail simulated: the others carry the same flows). */
+static void write_node(FILE *f, int n, double speed)
+{
+    for (int i = 0; i < E.n.gpn; i++)
+        fprintf(f, "<host id=\"gpu-%d-%d\" speed=\"%.6gf\"/>\n", n, i, speed);
+    fprintf(f, "<host id=\"cpu-%d\" speed=\"1e12f\"/>\n", n);
+    fprintf(f, "<link id=\"pcie-%d\" bandwidth=\"%.6gBps\" latency=\"1us\" sharing_policy=\"SPLITDUPLEX\"/>\n", n,
+            E.in->profile->h2d_gbs > 0 ? E.in->profile->h2d_gbs * 1e9 : 16e9);
+    for (int i = 0; i < 2 && i < E.n.gpn; i++)
+        fprintf(f, "<link id=\"nvs-%d-%d\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                n, i, E.n.nv_bw);
+    fprintf(f, "<link id=\"rail-%d-0\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n", n,
+            E.n.rail_bw);
+}
+
+/* Its routes inside: PCIe, and NVSwitch between the representative GPUs (SimGrid wants every host and
+ * link of a zone before its routes). */
+static void write_node_routes(FILE *f, int n)
+{
+    fprintf(f, "<route src=\"gpu-%d-0\" dst=\"cpu-%d\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"UP\"/></route>\n", n, n, n);
+    fprintf(f, "<route src=\"cpu-%d\" dst=\"gpu-%d-0\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"DOWN\"/></route>\n", n, n, n);
+    if (E.n.gpn > 1)
+        fprintf(f, "<route src=\"gpu-%d-0\" dst=\"gpu-%d-1\"><link_ctn id=\"nvs-%d-0\" direction=\"UP\"/>"
+                   "<link_ctn id=\"nvs-%d-1\" direction=\"DOWN\"/></route>\n", n, n, n, n);
+}
+
+/* The route of a flow from node n's rail 0 (up) to node m's (down): through the non-blocking core, and
+ * through both leaves' uplinks when `cross` (a rail-optimized fat tree, different leaves). */
+static void write_route(FILE *f, const char *src, const char *dst, int n, int m, int cross, int leaf_n, int leaf_m)
+{
+    fprintf(f, "<route src=\"%s\" dst=\"%s\" symmetrical=\"NO\"><link_ctn id=\"rail-%d-0\" direction=\"UP\"/>", src,
+            dst, n);
+    if (cross)
+        fprintf(f, "<link_ctn id=\"leaf-%d\" direction=\"UP\"/>", leaf_n);
+    fprintf(f, "<link_ctn id=\"core\"/>");
+    if (cross)
+        fprintf(f, "<link_ctn id=\"leaf-%d\" direction=\"DOWN\"/>", leaf_m);
+    fprintf(f, "<link_ctn id=\"rail-%d-0\" direction=\"DOWN\"/></route>\n", m);
+}
+
+/* Full: every node, and the routes to its ring successors (DP and MP groups); on a rail-optimized fat
+ * tree, one uplink per leaf (rail 0's), of the leaf's down bandwidth / oversubscription.
+ * Reduced to one node: node 0 alone, and per stream a peer host reached through node 0's own rail up
+ * and down directions (and its leaf-uplink share, of capacity uplink / leaf when that stream's flows
+ * cross). Reduced to a period of T nodes: the first T nodes and their leaves, each ring closed modulo T
+ * (a successor m >= T is node m mod T), a flow crossing leaves when it does in the whole cluster. */
+static void write_platform(FILE *f)
 {
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                "<platform version=\"4.1\">\n<zone id=\"cluster\" routing=\"Full\">\n");
     double speed = E.in->profile->peak_flops_fp16 > 0 ? E.in->profile->peak_flops_fp16 : 1e12;
-    for (int n = 0; n < E.nodes; n++) {
-        for (int i = 0; i < E.gpn; i++)
-            fprintf(f, "<host id=\"gpu-%d-%d\" speed=\"%.6gf\"/>\n", n, i, speed);
-        fprintf(f, "<host id=\"cpu-%d\" speed=\"1e12f\"/>\n", n);
-        fprintf(f, "<link id=\"pcie-%d\" bandwidth=\"%.6gBps\" latency=\"1us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                n, E.in->profile->h2d_gbs > 0 ? E.in->profile->h2d_gbs * 1e9 : 16e9);
-        for (int i = 0; i < 2 && i < E.gpn; i++) /* NVSwitch ports of the two representative GPUs */
-            fprintf(f, "<link id=\"nvs-%d-%d\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    n, i, E.nv_bw);
-        for (int r = 0; r < E.rails; r++)
-            fprintf(f, "<link id=\"rail-%d-%d\" bandwidth=\"%.6gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    n, r, E.rail_bw);
-    }
+    const int L = E.n.leaf;
     fprintf(f, "<link id=\"core\" bandwidth=\"1e18Bps\" latency=\"0us\" sharing_policy=\"FATPIPE\"/>\n");
-    for (int n = 0; n < E.nodes; n++) {
-        fprintf(f, "<route src=\"gpu-%d-0\" dst=\"cpu-%d\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"UP\"/></route>\n", n, n, n);
-        fprintf(f, "<route src=\"cpu-%d\" dst=\"gpu-%d-0\" symmetrical=\"NO\"><link_ctn id=\"pcie-%d\" direction=\"DOWN\"/></route>\n", n, n, n);
-        if (E.gpn > 1)
-            fprintf(f, "<route src=\"gpu-%d-0\" dst=\"gpu-%d-1\"><link_ctn id=\"nvs-%d-0\" direction=\"UP\"/>"
-                       "<link_ctn id=\"nvs-%d-1\" direction=\"DOWN\"/></route>\n", n, n, n, n);
-        /* the ring successors the engine uses: DP and MP groups */
-        int succ[2] = {E.dp.k > 1 ? successor(&E.dp, n) : -1, E.mp.k > 1 ? successor(&E.mp, n) : -1};
-        if (succ[1] == succ[0])
-            succ[1] = -1;
-        for (int j = 0; j < 2; j++) {
-            int m = succ[j];
-            if (m < 0 || m == n)
-                continue;
-            for (int r = 0; r < E.rails; r++)
-                fprintf(f,
-                        "<route src=\"gpu-%d-%d\" dst=\"gpu-%d-%d\" symmetrical=\"NO\"><link_ctn id=\"rail-%d-%d\" "
-                        "direction=\"UP\"/><link_ctn id=\"core\"/><link_ctn id=\"rail-%d-%d\" direction=\"DOWN\"/></route>\n",
-                        n, r * E.gpr, m, r * E.gpr, n, r, m, r);
+    if (E.reduced && E.nsim == 1) {
+        write_node(f, 0, speed);
+        if (E.n.rep_cross[XS_COMPUTE] || E.n.rep_cross[XS_COMM])
+            fprintf(f, "<link id=\"leaf-0\" bandwidth=\"%.17gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    E.n.rep_up_bw);
+        for (int xs = 0; xs < NXS; xs++)
+            fprintf(f, "<host id=\"peer-%d\" speed=\"1e12f\"/>\n", xs);
+        write_node_routes(f, 0);
+        for (int xs = 0; xs < NXS; xs++) {
+            char peer[32];
+            snprintf(peer, sizeof peer, "peer-%d", xs);
+            write_route(f, "gpu-0-0", peer, 0, 0, E.n.rep_cross[xs], 0, 0);
+        }
+    } else {
+        for (int n = 0; n < E.nsim; n++)
+            write_node(f, n, speed);
+        for (int j = 0; L > 0 && j < (E.nsim + L - 1) / L; j++)
+            fprintf(f, "<link id=\"leaf-%d\" bandwidth=\"%.17gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    j, E.n.up_bw);
+        for (int n = 0; n < E.nsim; n++) {
+            write_node_routes(f, n);
+            int succ[2] = {E.n.dp.k > 1 ? successor(&E.n, &E.n.dp, n) : -1,
+                           E.n.mp.k > 1 ? successor(&E.n, &E.n.mp, n) : -1};
+            if (succ[1] == succ[0])
+                succ[1] = -1;
+            for (int j = 0; j < 2; j++) {
+                int m = succ[j];
+                if (m < 0 || m == n)
+                    continue;
+                int cross = L > 0 && n / L != m / L; /* in the whole cluster's numbering */
+                m %= E.nsim;
+                char src[32], dst[32];
+                snprintf(src, sizeof src, "gpu-%d-0", n);
+                snprintf(dst, sizeof dst, "gpu-%d-0", m);
+                write_route(f, src, dst, n, m, cross, L > 0 ? n / L : 0, L > 0 ? m / L : 0);
+            }
         }
     }
     fprintf(f, "</zone>\n</platform>\n");
-    (void)gpus;
 }
 
 static void simgrid_start(void)
@@ -492,6 +726,52 @@ static void simgrid_start(void)
 }
 
 /* ---------------------------------------------------------------- run */
+
+static zp_status pick_mode(const zp_sim_input *in, const net *N, zp_sim_mode *mode)
+{
+    if (in->sim == ZP_SIM_REDUCED && in->platform_file)
+        return ZP_FAIL(ZP_EINVAL, "--sim reduced: a user platform (--cluster FILE) is simulated in full (its nodes "
+                                  "need not be alike)");
+    if (in->sim == ZP_SIM_FULL || in->sim == ZP_SIM_REDUCED)
+        *mode = in->sim;
+    else
+        *mode = N->exact && N->period < N->nodes ? ZP_SIM_REDUCED : ZP_SIM_FULL;
+    return ZP_OK;
+}
+
+zp_status zp_engine_pick(const zp_sim_input *in, zp_sim_mode *mode, char *why, size_t len)
+{
+    net N;
+    if (why && len)
+        why[0] = '\0';
+    if (in->platform_file) {
+        /* the platform's own node size does not change whether it is symmetric: not read here */
+        memset(&N, 0, sizeof N);
+        snprintf(N.why, sizeof N.why, "a user platform need not be symmetric");
+    } else {
+        ZP_TRY(net_setup(in, 0, &N));
+    }
+    ZP_TRY(pick_mode(in, &N, mode));
+    if (why && len && (in->platform_file || !N.exact))
+        snprintf(why, len, "%s", N.why);
+    return ZP_OK;
+}
+
+const char *zp_sim_mode_name(zp_sim_mode m)
+{
+    static const char *const names[] = {"auto", "full", "reduced"};
+    return (unsigned)m < sizeof names / sizeof names[0] ? names[m] : "?";
+}
+
+zp_status zp_sim_mode_parse(const char *s, zp_sim_mode *out)
+{
+    for (int m = ZP_SIM_AUTO; m <= ZP_SIM_REDUCED; m++)
+        if (s && strcmp(s, zp_sim_mode_name((zp_sim_mode)m)) == 0) {
+            *out = (zp_sim_mode)m;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "--sim: '%s' is not full, reduced or auto", s ? s : "");
+}
 
 zp_status zp_engine_run(const zp_sim_input *in, zp_sim_result *out)
 {
@@ -507,9 +787,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     memset(&E, 0, sizeof E);
     E.in = in;
     E.sc = sched;
-    const zp_cluster *c = in->cluster;
     const zp_plan *p = in->plan;
-    const zp_profile *prof = in->profile;
     for (int s = 0; s < ZP_NSTREAMS; s++)
         for (int i = 0; i < sched->n[s]; i++)
             if (!zp_op_info_get(sched->ops[s][i].type))
@@ -520,36 +798,20 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         trace_mem(0, 0.0, &sched->setup[i], zp_op_table[sched->setup[i].type].cls == ZP_OPC_ALLOC);
 
     int64_t gpus = p->dp * p->mp;
-    int platform_gpn = c->gpus_per_node, platform_nodes = 0;
+    int platform_gpn = 0, platform_nodes = 0;
     if (in->platform_file)
         ZP_TRY(zp_engine_check_platform(in->platform_file, &platform_gpn, &platform_nodes));
-    E.gpn = (int)(gpus < platform_gpn ? gpus : platform_gpn);
-    E.nodes = (int)((gpus + E.gpn - 1) / E.gpn);
-    if (in->platform_file && E.nodes > platform_nodes) {
+    ZP_TRY(net_setup(in, platform_gpn, &E.n));
+    if (in->platform_file && E.n.nodes > platform_nodes) {
         return ZP_FAIL(ZP_EINVAL, "--cluster %s has %d nodes of %d GPUs: too few for %lld GPUs", in->platform_file,
                        platform_nodes, platform_gpn, (long long)gpus);
     }
-    if (p->mp > E.gpn && p->mp % E.gpn != 0) {
-        return ZP_FAIL(ZP_EINVAL, "MP %lld across nodes must be a multiple of the %d GPUs per node", (long long)p->mp,
-                       E.gpn);
-    }
-    E.rails = c->ib_rails < E.gpn ? c->ib_rails : E.gpn;
-    if (E.rails < 1)
-        E.rails = 1;
-    E.gpr = E.gpn / E.rails;
-    E.channels = c->inter_channels > 0 ? c->inter_channels : 1;
-    E.flat = c->flat_rings;
-    /* Link figures from the profile's collective fits (the built-in profile holds the preset's). */
-    const zp_profile_coll_fit *intra = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
-    const zp_profile_coll_fit *inter = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTER_NODE];
-    E.nv_bw = intra->measured ? intra->busbw_gbs * 1e9 : c->nvlink_bw;
-    E.nv_lat = intra->measured ? intra->latency_s / (intra->nranks > 1 ? intra->nranks - 1 : 1) : c->nvlink_latency;
-    E.rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / E.channels : c->ib_rail_bw * c->ib_efficiency;
-    E.ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
-    shape_groups();
-    E.intra_flows = E.mp.g > 1 && E.dp.g > 1 && E.gpn > 1;
-    if (in->no_overlap && (E.mp.k > 1))
+    if (in->no_overlap && (E.n.mp.k > 1))
         return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP within a node");
+    zp_sim_mode mode = ZP_SIM_FULL;
+    ZP_TRY(pick_mode(in, &E.n, &mode));
+    E.reduced = mode == ZP_SIM_REDUCED;
+    E.nsim = !E.reduced ? E.n.nodes : (E.n.exact ? (E.n.period < E.n.nodes ? E.n.period : E.n.nodes) : 1);
 
     simgrid_start();
     char path[64];
@@ -563,13 +825,13 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         if (!f) {
                 return ZP_FAIL(ZP_ERUNTIME, "cannot create the platform file: %s", strerror(errno));
         }
-        write_platform(f, gpus);
+        write_platform(f);
         fclose(f);
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
         simgrid_load_platform(path);
     }
 
-    size_t N = (size_t)E.nodes;
+    size_t N = (size_t)E.nsim;
     E.gpu0 = calloc(N, sizeof *E.gpu0);
     E.gpu1 = calloc(N, sizeof *E.gpu1);
     E.cpu = calloc(N, sizeof *E.cpu);
@@ -594,7 +856,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
             return ZP_FAIL(ZP_EINVAL, "platform: host gpu-%zu-0 or cpu-%zu is missing", n, n);
         snprintf(name, sizeof name, "gpu-%zu-1", n);
         E.gpu1[n] = sg_host_by_name(name);
-        if (E.intra_flows && !E.gpu1[n])
+        if (E.n.intra_flows && !E.gpu1[n])
             return ZP_FAIL(ZP_EINVAL, "platform: host %s is missing", name);
         for (int k = 0; k < ZP_NCHANNELS; k++)
             E.ch[n * ZP_NCHANNELS + (size_t)k] = sg_sem_init(0);
@@ -602,6 +864,10 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
             snprintf(name, sizeof name, "mb-%zu-%zu", n, x);
             E.mb[n * NXS + x] = sg_mailbox_by_name(name);
         }
+    }
+    for (int xs = 0; E.reduced && E.nsim == 1 && xs < NXS; xs++) {
+        snprintf(name, sizeof name, "peer-%d", xs);
+        E.peer[xs] = sg_host_by_name(name);
     }
     for (size_t n = 0; n < N; n++) {
         char a1[24], a2[24];
@@ -627,6 +893,8 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     E.res.step_time = E.end_time;
     E.res.flops_per_gpu = E.sc->flops;
     E.res.activities = E.activities;
+    E.res.reduced = E.reduced;
+    E.res.nodes_simulated = E.nsim;
     zp_status st = ZP_OK;
     if (in->trace_path)
         st = trace_write(in->trace_path);

@@ -2,7 +2,7 @@
  *
  * The cluster is a SimGrid platform (generated from the preset, or the user's own file). Ranks of a
  * plan are symmetric, so each node runs one actor per stream (compute, comm, pcie, cpu) standing for
- * all its GPUs, plus one actor per InfiniBand rail and stream for the flows that leave the node.
+ * all its GPUs; a node's cross-node flows leave from its rail 0 (every rail in use carries the same).
  *
  * Collectives (NCCL's algorithms as modelled here):
  *  - inside a node: a ring over NVSwitch, (g-1)/g of the buffer per phase at the per-GPU NVSwitch
@@ -11,7 +11,44 @@
  *  - across nodes: hierarchical: the intra-node ring phase(s), and a ring over the group's nodes in
  *    which each node sends f(k-1)/k of the buffer (f = 2 for all-reduce, 1 otherwise) to the next
  *    node as real SimGrid flows over its rails (one flow per rail in use), so concurrent DP and MP
- *    groups contend for the InfiniBand links; plus (k-1) step latencies.
+ *    groups contend for the InfiniBand links; plus f(k-1) step latencies;
+ *  - trees (presets with tree_allreduce: NCCL >= 2.4 on dgx-a100 / dgx-h100): an all-reduce's inter-node
+ *    part may run as NCCL's double binary tree instead: 2 log2i(k) step latencies (up and down the
+ *    trees) instead of 2(k-1), and 2S per node (each node is interior in one tree and a leaf in the
+ *    other: half the buffer up and down per tree) at 0.9 of the ring's bus bandwidth instead of
+ *    2(k-1)/k S. As NCCL's tuner, the engine prices both uncontended (latency + bytes / bandwidth)
+ *    and runs the faster: trees for small buffers over many nodes, rings for large ones (the crossover
+ *    grows with k: ~ (k - 1 - log2 k) x latency x bandwidth). Rings only for reduce-scatter and
+ *    all-gather (NCCL has no tree for them) and on flat-ring presets (dgx2). The tree's flows go to
+ *    the ring neighbour, as every node's per-step traffic is the same;
+ *  - flat rings (dgx2, NCCL 2.4.8 of the ZeRO paper): one ring through all P GPUs, each node's egress
+ *    f(P-1)/P of the buffer, f(P-1) step latencies of the slowest hop.
+ *
+ * Fabrics (zp_cluster.h): non-blocking (every flow limited by its own rails: a FATPIPE core), or a
+ * rail-optimized fat tree: rail 0 of each scalable unit's `leaf_nodes` nodes hangs off one leaf
+ * switch whose uplink (SPLITDUPLEX, leaf_nodes x rail bandwidth / oversubscription) a flow crosses
+ * when its ring successor is under another leaf, the spine and core above being non-blocking. Nodes
+ * are placed in rank order, so a ring over consecutive nodes crosses one uplink per leaf; strided DP
+ * rings (MP across >= leaf_nodes nodes) cross at every node. Switch hop latencies (~0.1-0.2 us) are
+ * left out beside the ~6 us NCCL step.
+ *
+ * Simulation size (zp_sim_mode): every node of a symmetric plan does the same thing at the same instants,
+ * so the full simulation (every node, flows to ring successors through mailboxes) and the reduced one
+ * (node 0 alone: its flows loop back through its own rail's up and down directions, the links a
+ * predecessor's flow would load, to a peer host; the collectives keep the latencies and byte shares of
+ * the whole group: k, g, G of the full topology) give the same step. Contention carries over exactly:
+ * NVSwitch and PCIe are per node; on a non-blocking fabric a rail carries the node's own DP and MP flows
+ * (its successor's are symmetric); on a rail-optimized fat tree the reduced platform gives node 0 its
+ * share of its leaf's uplink (capacity / leaf) when every node's flows of a stream cross (max-min
+ * sharing of identical flows is a quotient), and leaves uplinks out when no uplink can bind (crossing
+ * flows x a rail's bandwidth <= capacity at every leaf). In the mixed fat-tree case (some nodes of a
+ * leaf cross and the uplink binds: MP blocks over part of a leaf, oversubscribed) nodes differ by their
+ * place, but the pattern repeats every T = lcm(leaf, MP block) nodes: the reduced simulation runs one
+ * period, T nodes with their rings closed modulo T, exactly (tests compare both). Not exact, so AUTO
+ * runs them in full: a user platform, and a mixed case whose nodes are no multiple of T (a last leaf
+ * partly empty). The reduced simulation costs one node's (or one period's) activities, whatever the
+ * cluster size.
+ *
  * PCIe copies are flows between a GPU and its node's CPU host. Compute and element-wise kernels
  * take the time of the device profile (sim/zp_device.h).
  *
@@ -25,6 +62,9 @@
 #include "zp_profile.h"
 #include "zp_schedule.h"
 
+/* Which simulation runs: AUTO = REDUCED where it is exact (zp_engine_pick), FULL otherwise. */
+typedef enum { ZP_SIM_AUTO = 0, ZP_SIM_FULL, ZP_SIM_REDUCED } zp_sim_mode;
+
 typedef struct {
     const zp_model *model;
     const zp_plan *plan;
@@ -34,6 +74,8 @@ typedef struct {
     const char *trace_path;     /* write one step as Chrome trace-event JSON, or NULL */
     int no_overlap;             /* 1: a node runs one operation at a time (streams still ordered): the
                                    baseline that shows what overlap buys; needs MP within a node */
+    zp_sim_mode sim;            /* full, reduced, or AUTO (0) */
+    double oversubscription;    /* a rail-optimized fat tree's leaf down/up ratio; <= 0: the preset's */
 } zp_sim_input;
 
 /* Seconds; the breakdown is of node 0's compute stream, the critical path of a symmetric step. */
@@ -48,10 +90,20 @@ typedef struct {
     double pcie_busy;        /* time the PCIe stream spent copying */
     double flops_per_gpu;    /* executed FLOPs per GPU in the step (from the schedule) */
     double activities;       /* simulated operations, for the benchmarks */
+    int reduced;             /* 1: the reduced simulation ran (one node per role), 0: every node */
+    int nodes_simulated;     /* nodes instantiated in SimGrid */
+    double tree_allreduces;  /* node 0's all-reduces across nodes run as NCCL trees (not rings) */
     double phase[ZP_NPHASES]; /* the compute stream's time by phase of what it ran or waited for (forward,
                                  recompute, backward, optimizer; the tail after it ended counts as optimizer):
                                  they add up to step_time */
 } zp_sim_result;
+
+/* The simulation `in` gets (in->sim when FULL or REDUCED; under AUTO: REDUCED where it is exact, FULL
+ * otherwise) without running it; `why` (may be NULL) says why the reduction is not exact (empty when it
+ * is). ZP_EINVAL for REDUCED on a user platform (its nodes need not be alike). */
+zp_status zp_engine_pick(const zp_sim_input *in, zp_sim_mode *mode, char *why, size_t len);
+const char *zp_sim_mode_name(zp_sim_mode m); /* "auto", "full", "reduced" */
+zp_status zp_sim_mode_parse(const char *s, zp_sim_mode *out);
 
 /* Runs one simulation in this process; call at most once per process. */
 zp_status zp_engine_run(const zp_sim_input *in, zp_sim_result *out);

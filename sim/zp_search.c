@@ -87,6 +87,19 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
     if (r->cb && !(r->bucket >= 1 && r->bucket <= 1e15))
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be between 1 and 1e15 elements");
+    if (r->cluster) {
+        ZP_TRY(zp_cluster_check_size(r->cluster, r->gpus, r->oversubscription));
+        int64_t gpn = r->cluster->gpus_per_node > 0 ? r->cluster->gpus_per_node : 1;
+        int64_t nodes = (r->gpus + gpn - 1) / gpn;
+        if (r->simulate && r->sim == ZP_SIM_FULL && nodes > ZP_SIM_MAX_FULL_NODES)
+            return ZP_FAIL(ZP_EINVAL,
+                           "--sim full: %lld nodes are more than the %d the full simulation takes (drop --sim full: "
+                           "the reduced simulation has no limit)",
+                           (long long)nodes, ZP_SIM_MAX_FULL_NODES);
+    }
+    if (r->simulate && r->sim == ZP_SIM_REDUCED && r->platform_file)
+        return ZP_FAIL(ZP_EINVAL, "--sim reduced: a user platform (--cluster FILE) is simulated in full (its nodes "
+                                  "need not be alike)");
     return zp_model_validate(r->model);
 }
 
@@ -125,6 +138,7 @@ static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
     e->tflops_per_gpu = zp_model_flops_iteration(model, e->global_batch, e->plan.checkpoint) / (s->step_time * gpus) / 1e12;
     e->pflops = e->tflops_per_gpu * gpus / 1e3;
     e->method = "simgrid";
+    e->sim = s->reduced ? "reduced" : "full";
 }
 
 static double wall_now(void)
@@ -197,8 +211,9 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     for (int i = 0; i < out->n; i++)
         nfit += out->plans[i].fits;
     int64_t gpn = r->cluster->gpus_per_node;
-    if (nfit == 0 || (r->gpus + gpn - 1) / gpn > ZP_SIM_MAX_NODES)
-        return ZP_OK; /* nothing to simulate, or too large: the analytic estimates stand */
+    const int too_large = (r->gpus + gpn - 1) / gpn > ZP_SIM_MAX_FULL_NODES; /* for the full simulation */
+    if (nfit == 0)
+        return ZP_OK; /* nothing to simulate */
     cand *c = calloc((size_t)nfit, sizeof *c);
     int jobs_at_once = r->jobs > 0 ? r->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs_at_once < 1)
@@ -212,9 +227,27 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     }
     int ncand = 0;
-    for (int i = 0; i < out->n; i++)
-        if (out->plans[i].fits && !dominated(out, i))
-            c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+    for (int i = 0; i < out->n; i++) {
+        if (!out->plans[i].fits || dominated(out, i))
+            continue;
+        if (too_large) { /* only plans whose reduced simulation is exact (or asked for): the others keep
+                            their analytic estimate */
+            zp_sim_input in = {.model = r->model, .plan = &out->plans[i].plan, .cluster = r->cluster,
+                               .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
+                               .oversubscription = r->oversubscription};
+            zp_sim_mode mode;
+            zp_status pst = zp_engine_pick(&in, &mode, NULL, 0);
+            if (pst != ZP_OK) {
+                free(c);
+                free(jobs);
+                free(which);
+                return pst;
+            }
+            if (mode != ZP_SIM_REDUCED)
+                continue;
+        }
+        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+    }
     nfit = ncand;
     qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
     double t0 = wall_now(), best = 0.0;
@@ -229,7 +262,8 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
                 break; /* sorted by bound: no later candidate can win either */
             which[n] = k->idx;
             jobs[n] = (zp_sim_job){.in = {.model = r->model, .plan = &out->plans[k->idx].plan, .cluster = r->cluster,
-                                          .profile = prof, .platform_file = r->platform_file}};
+                                          .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
+                                          .oversubscription = r->oversubscription}};
             n++;
         }
         if (n == 0)

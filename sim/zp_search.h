@@ -6,6 +6,7 @@
 
 #include "zp_analytic.h"
 #include "zp_cluster.h"
+#include "zp_engine.h"
 #include "zp_memory.h"
 #include "zp_model.h"
 #include "zp_plan.h"
@@ -14,9 +15,10 @@
 #define ZP_SEARCH_ANY (-1)
 #define ZP_MAX_GPUS INT64_C(100000000)       /* 1e8: beyond any machine */
 #define ZP_MAX_MICRO_BATCH INT64_C(1048576)  /* cap of the micro-batch search */
-/* Largest cluster simulated (nodes); beyond it plans keep the analytic estimate (the simulation
- * takes ~0.1 s per 400 nodes and one process per plan). */
-#define ZP_SIM_MAX_NODES 2048
+/* Largest cluster simulated in full (nodes; the full simulation takes ~0.05 s per node and plan). The
+ * reduced simulation (zp_engine.h) has no limit: its cost does not grow with the nodes. A plan whose
+ * reduction is not exact keeps the analytic estimate beyond this size. */
+#define ZP_SIM_MAX_FULL_NODES 2048
 
 /* One evaluated plan. */
 typedef struct {
@@ -31,6 +33,7 @@ typedef struct {
     double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */
     double pflops;         /* aggregate, 1e15 */
     const char *method;    /* "analytic" or "simgrid" */
+    const char *sim;       /* simgrid: "reduced" (one node per role) or "full" (every node); NULL otherwise */
 } zp_eval;
 
 typedef struct {
@@ -61,6 +64,8 @@ typedef struct {
     const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */
     const char *platform_file;  /* a user's SimGrid platform, or NULL */
     const char *trace_path;     /* write the recommended plan's step as a Chrome trace, or NULL */
+    zp_sim_mode sim;            /* full, reduced, or AUTO (0): reduced where exact (zp_engine_pick) */
+    double oversubscription;    /* a rail-optimized fat tree's leaf down/up ratio; <= 0: the preset's */
     int jobs;                   /* simulations at once; <= 0: the online CPUs */
     int max_simulated;          /* simulate at most this many fitting candidates (best analytic first) */
     int64_t max_mp;             /* largest MP degree searched; 0: the GPUs of a node (MP across nodes only

@@ -194,6 +194,17 @@ static zp_status set_timeout(zp_cli_args *a, const char *opt, const char *v)
     return zp_size_parse_range(v, opt, 1, 1e6, &a->timeout_s);
 }
 
+static zp_status set_sim(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    return zp_sim_mode_parse(v, &a->r.sim);
+}
+
+static zp_status set_oversubscription(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 1, 1e6, &a->r.oversubscription);
+}
+
 static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse(v, opt, &a->k));
@@ -251,6 +262,8 @@ static const zp_cli_opt g_opts[] = {
     {"exact", 0, 0, SEARCH, set_exact},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},
+    {"sim", 0, 1, SEARCH, set_sim},
+    {"oversubscription", 0, 1, SEARCH, set_oversubscription},
     {"jobs", 0, 1, SEARCH, set_jobs},
     {"top", 0, 1, ZP_CMD_WHATIF | ZP_CMD_VIEW, set_top},
     {"trace", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_trace},

@@ -121,9 +121,21 @@ expect_bad "report models with model" report models --model 8B
 expect_bad "report configs 3 models"  report configs --models 8B,20B,40B
 expect_bad "report memory no model"   report memory --gpus 64
 expect_bad "report kind with --trace" report scaling --model 8B --trace "$T/x.json"
+expect_bad "more nodes than the fabric" --model 8B --gpus 102400 --cluster dgx-h100-railopt
+expect_bad "oversubscription, no leaves" --model 8B --gpus 64 --cluster dgx-h100 --oversubscription 2
+expect_bad "oversubscription below 1" --model 8B --gpus 64 --cluster dgx-h100-railopt --oversubscription 0.5
+expect_bad "sim mode unknown"         --model 8B --gpus 64 --sim half
+expect_bad "sim full beyond its nodes" --model 8B --gpus 102400 --cluster dgx-h100 --sim full
 
 echo "== huge but valid"
 if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
+
+echo "== 102,400 GPUs simulated (the reduced simulation), not estimated"
+if "$Z" --model gpt3-175B --cluster dgx-h100 --gpus 102400 --stage 3 --mp 8 --micro-batch 1 --global-batch 25600 \
+     --format json >"$T/big.json" 2>"$T/err" && grep -q '"method": "simgrid"' "$T/big.json" &&
+   grep -q '"sim": "reduced"' "$T/big.json"; then ok; else ko "102,400 GPUs: $(cat "$T/err") $(head -c 300 "$T/big.json")"; fi
+if "$Z" --model 8B --cluster dgx2 --gpus 64 --stage 2 --mp 4 --micro-batch 2 --sim full --format json >"$T/full.json" \
+     2>"$T/err" && grep -q '"sim": "full"' "$T/full.json"; then ok; else ko "--sim full: $(cat "$T/err")"; fi
 
 echo "== user platform and trace"
 {

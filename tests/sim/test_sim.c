@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -345,4 +346,217 @@ Test(search, simulated_plans_rank_and_label)
         cr_expect_geq(res.plans[i - 1].samples_per_s, res.plans[i].samples_per_s);
     /* no plan left unsimulated could have beaten the best: its kernels alone are slower */
     zp_search_result_free(&res);
+}
+
+/* ---- the reduced simulation (one node per role) against the full one (every node) ---- */
+
+static zp_sim_result simulate_as(const zp_model *m, const zp_plan *p, const zp_cluster *c, zp_sim_mode mode,
+                                 double oversubscription)
+{
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .sim = mode,
+                           .oversubscription = oversubscription}};
+    zp_status st = zp_simrun_one(&j);
+    cr_assert_eq(st, ZP_OK, "simulation failed: %s", zp_error_message());
+    cr_assert_eq(j.res.reduced, mode == ZP_SIM_REDUCED);
+    return j.res;
+}
+
+/* Runs a plan both ways: the reduced step equals the full one within 1% (the reduction is exact: they
+ * agree to rounding), as do the parts of the breakdown; AUTO picks the reduced one, which instantiates
+ * fewer nodes (one, or a fat tree's period). */
+static void expect_reduction_exact(const char *what, const zp_model *m, const zp_plan *p, const zp_cluster *c,
+                                   double oversubscription)
+{
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    zp_sim_input in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .oversubscription = oversubscription};
+    zp_sim_mode mode;
+    char why[256];
+    cr_assert_eq(zp_engine_pick(&in, &mode, why, sizeof why), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(mode, ZP_SIM_REDUCED, "%s: AUTO picks the full simulation: %s", what, why);
+    zp_sim_result full = simulate_as(m, p, c, ZP_SIM_FULL, oversubscription);
+    zp_sim_result red = simulate_as(m, p, c, ZP_SIM_REDUCED, oversubscription);
+    cr_expect_gt(full.nodes_simulated, 1, "%s: one node only", what);
+    cr_expect_lt(red.nodes_simulated, full.nodes_simulated, "%s", what);
+    cr_expect(fabs(red.step_time - full.step_time) <= 0.01 * full.step_time, "%s: reduced %.9g s, full %.9g s", what,
+              red.step_time, full.step_time);
+    const double parts[][2] = {{red.compute, full.compute}, {red.mp_comm, full.mp_comm},
+                               {red.dp_exposed, full.dp_exposed}, {red.comm_busy, full.comm_busy}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        cr_expect(fabs(parts[i][0] - parts[i][1]) <= 0.01 * full.step_time, "%s: part %zu: reduced %g s, full %g s",
+                  what, i, parts[i][0], parts[i][1]);
+    cr_expect_eq(red.tree_allreduces, full.tree_allreduces, "%s", what);
+}
+
+static zp_plan plan_acc(int stage, int64_t dp, int64_t mp, int64_t b, int64_t accum)
+{
+    zp_plan p = plan_of(stage, dp, mp, b);
+    p.grad_accum = accum;
+    return p;
+}
+
+Test(reduced, gpt3_175B_on_dgx_h100_equals_full, .timeout = 600)
+{
+    const zp_model *m = &zp_zoo_find("gpt3-175B")->model;
+    const zp_cluster *c = preset("dgx-h100");
+    zp_plan s2 = plan_acc(2, 128, 8, 1, 2), s3 = plan_acc(3, 128, 8, 1, 2), big = plan_acc(3, 256, 8, 1, 2);
+    expect_reduction_exact("175B, 1024 GPUs, stage 2, MP 8", m, &s2, c, 0);
+    expect_reduction_exact("175B, 1024 GPUs, stage 3, MP 8", m, &s3, c, 0);
+    expect_reduction_exact("175B, 2048 GPUs, stage 3, MP 8", m, &big, c, 0);
+}
+
+Test(reduced, small_cases_equal_full, .timeout = 600)
+{
+    zp_plan p;
+    /* flat rings (dgx2, the paper's NCCL) with MP 16 in a node, DP across 25 nodes, Pa */
+    p = plan_of(2, 25, 16, 8);
+    p.pa = 1;
+    expect_reduction_exact("dgx2 100B stage 2 MP 16", &zp_zoo_find("100B")->model, &p, preset("dgx2"), 0);
+    /* MP and DP both inside a node: NVSwitch flows contend (intra_flows) */
+    p = plan_acc(1, 32, 4, 2, 2);
+    expect_reduction_exact("dgx2 8B MP 4 DP 32 (NVSwitch shared)", &zp_zoo_find("8B")->model, &p, preset("dgx2"), 0);
+    /* MP across nodes: flat (2 DGX-2) and hierarchical (2 DGX H100) with DP strided across MP blocks */
+    p = plan_of(0, 1, 32, 4);
+    expect_reduction_exact("dgx2 40B MP 32 across 2 nodes", &zp_zoo_find("40B")->model, &p, preset("dgx2"), 0);
+    p = plan_acc(2, 8, 16, 2, 2);
+    expect_reduction_exact("dgx-h100 20B MP 16 across nodes, DP 8", &zp_zoo_find("20B")->model, &p,
+                           preset("dgx-h100"), 0);
+    /* hierarchical all-reduces (stage 0) on dgx-a100 with MP 2 and DP 64 */
+    p = plan_acc(0, 64, 2, 2, 2);
+    expect_reduction_exact("dgx-a100 8B stage 0 MP 2", &zp_zoo_find("8B")->model, &p, preset("dgx-a100"), 0);
+    /* stage 1 over 128 DGX H100: gradient all-reduces as NCCL trees */
+    p = plan_of(1, 1024, 1, 8);
+    expect_reduction_exact("dgx-h100 1.5B stage 1 DP 1024 (trees)", &zp_zoo_find("1.5B")->model, &p,
+                           preset("dgx-h100"), 0);
+}
+
+/* A rail-optimized fat tree: the DP ring over consecutive nodes crosses one uplink per leaf, which never
+ * binds (case a); with MP over whole leaves every DP flow crosses (case b: each node's share of its
+ * leaf's uplink); both exact. Small leaves (2 nodes) keep the full simulation small. */
+Test(reduced, rail_optimized_fat_tree_equals_full, .timeout = 600)
+{
+    zp_cluster c = *preset("dgx-h100-railopt");
+    zp_plan p = plan_of(2, 256, 2, 2);
+    expect_reduction_exact("railopt 8B DP ring, 4:1", &zp_zoo_find("8B")->model, &p, &c, 4);
+    c.leaf_nodes = 2;
+    p = plan_acc(1, 8, 16, 2, 2);
+    expect_reduction_exact("railopt 20B MP 16 over 2-node leaves, 1:1", &zp_zoo_find("20B")->model, &p, &c, 1);
+    expect_reduction_exact("railopt 20B MP 16 over 2-node leaves, 4:1", &zp_zoo_find("20B")->model, &p, &c, 4);
+}
+
+/* Mixed cases: some nodes of a leaf cross and the uplink binds. When the pattern's period (lcm of the
+ * leaf and the MP block) divides the nodes, the reduction to one period is exact (4 of 16 nodes here);
+ * with a last leaf left partly empty it is not: AUTO simulates in full and says why. A user platform is
+ * always simulated in full. */
+Test(reduced, mixed_fat_tree_cases_reduce_to_a_period)
+{
+    zp_cluster c = *preset("dgx-h100-railopt");
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    c.leaf_nodes = 4;
+    zp_plan p = plan_acc(1, 8, 16, 2, 2); /* 16 nodes, MP blocks of 2, DP stride 2: 2 of 4 nodes cross */
+    expect_reduction_exact("2-node MP blocks, 4-node leaves, 4:1", m, &p, &c, 4);
+    cr_expect_eq(simulate_as(m, &p, &c, ZP_SIM_REDUCED, 4).nodes_simulated, 4);
+    zp_profile prof;
+    zp_device_profile_builtin(&c, &prof);
+    c.leaf_nodes = 8;
+    p = plan_acc(1, 6, 16, 2, 2); /* 12 nodes: the second leaf half empty */
+    zp_sim_input in = {.model = m, .plan = &p, .cluster = &c, .profile = &prof, .oversubscription = 8};
+    zp_sim_mode mode;
+    char why[256];
+    cr_assert_eq(zp_engine_pick(&in, &mode, why, sizeof why), ZP_OK);
+    cr_expect_eq(mode, ZP_SIM_FULL);
+    cr_expect(strstr(why, "period") != NULL, "why: %s", why);
+    /* asked for anyway, the one-node reduction takes the most loaded leaf's share: not faster than full */
+    zp_sim_result full = simulate_as(m, &p, &c, ZP_SIM_FULL, 8), red = simulate_as(m, &p, &c, ZP_SIM_REDUCED, 8);
+    cr_expect_geq(red.step_time, full.step_time * (1 - 1e-9));
+    in.oversubscription = 1; /* the crossing flows fit a non-blocking uplink */
+    cr_assert_eq(zp_engine_pick(&in, &mode, why, sizeof why), ZP_OK);
+    cr_expect_eq(mode, ZP_SIM_REDUCED, "%s", why);
+    in.platform_file = "/nonexistent/platform.xml";
+    cr_assert_eq(zp_engine_pick(&in, &mode, why, sizeof why), ZP_OK);
+    cr_expect_eq(mode, ZP_SIM_FULL);
+    in.sim = ZP_SIM_REDUCED;
+    cr_expect_eq(zp_engine_pick(&in, &mode, why, sizeof why), ZP_EINVAL);
+}
+
+/* Oversubscribed leaves slow a plan whose flows all cross them, never speed it up; a plan whose ring
+ * stays under its leaves does not notice. */
+Test(fabric, oversubscription_never_faster)
+{
+    zp_cluster c = *preset("dgx-h100-railopt");
+    c.leaf_nodes = 2;
+    zp_plan cross = plan_acc(1, 8, 16, 2, 2);
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    zp_sim_result r1 = simulate_as(m, &cross, &c, ZP_SIM_REDUCED, 1), r2 = simulate_as(m, &cross, &c, ZP_SIM_REDUCED, 2),
+                  r4 = simulate_as(m, &cross, &c, ZP_SIM_REDUCED, 4);
+    cr_expect_leq(r1.step_time, r2.step_time);
+    cr_expect_leq(r2.step_time, r4.step_time);
+    cr_expect_gt(r4.comm_busy, r1.comm_busy, "4:1 leaves: DP collectives not slower");
+    zp_sim_result h = simulate_as(m, &cross, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    cr_expect_eq(r1.step_time, h.step_time, "1:1 leaves: as the ideal fabric");
+    /* a ring over consecutive nodes: one crossing flow per leaf, never binding: as the ideal fabric */
+    zp_plan ring = plan_of(2, 256, 2, 2);
+    zp_sim_result a = simulate_as(&zp_zoo_find("8B")->model, &ring, preset("dgx-h100-railopt"), ZP_SIM_REDUCED, 8);
+    zp_sim_result b = simulate_as(&zp_zoo_find("8B")->model, &ring, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    cr_expect_eq(a.step_time, b.step_time);
+}
+
+/* NCCL's ring/tree choice for all-reduces across nodes: trees over many nodes (latency 2 log2 k instead of
+ * 2(k-1) steps), rings over few (same latency, more bandwidth); a preset without trees only has rings.
+ * The choice is the faster one by the tuner's estimate, so the simulated step is not slower. */
+Test(engine, tree_or_ring_per_allreduce)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_cluster rings = *preset("dgx-h100");
+    rings.tree_allreduce = 0;
+    zp_plan many = plan_of(1, 1024, 1, 8), few = plan_of(1, 16, 1, 8);
+    zp_sim_result t_many = simulate_as(m, &many, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    zp_sim_result r_many = simulate_as(m, &many, &rings, ZP_SIM_REDUCED, 0);
+    zp_sim_result t_few = simulate_as(m, &few, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    cr_expect_gt(t_many.tree_allreduces, 0, "128 nodes: trees");
+    cr_expect_eq(r_many.tree_allreduces, 0);
+    cr_expect_eq(t_few.tree_allreduces, 0, "2 nodes: rings");
+    cr_expect_leq(t_many.step_time, r_many.step_time);
+    /* stage 2 reduce-scatters and gathers: rings only */
+    zp_plan s2 = plan_of(2, 1024, 1, 8);
+    cr_expect_eq(simulate_as(m, &s2, preset("dgx-h100"), ZP_SIM_REDUCED, 0).tree_allreduces, 0);
+}
+
+/* 102,400 GPUs are answered by simulation (the reduced one), not the analytic fallback. */
+Test(search, gpus_102400_simulated)
+{
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find("gpt3-175B")->model, preset("dgx-h100"), 102400);
+    r.simulate = 1;
+    r.stage = 3;
+    r.mp = 8;
+    r.micro_batch = 1;
+    r.global_batch = 2 * 102400 / 8;
+    r.exact = 1; /* this one plan (not Pa, offload and the rest searched) */
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(res.n, 1);
+    cr_expect_str_eq(res.plans[0].method, "simgrid");
+    cr_expect_str_eq(res.plans[0].sim, "reduced");
+    cr_expect_gt(res.plans[0].time.total, 0);
+    zp_search_result_free(&res);
+    /* --sim full is refused there (2048 nodes at most) */
+    r.sim = ZP_SIM_FULL;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+}
+
+Test(fabric, sizes_the_fat_tree_holds)
+{
+    const zp_cluster *c = preset("dgx-h100-railopt");
+    cr_expect_eq(zp_cluster_max_nodes(c), 8192); /* 2 x 32^3 ports of 8 rails */
+    cr_expect_eq(zp_cluster_check_size(c, 65536, 0), ZP_OK);
+    cr_expect_eq(zp_cluster_check_size(c, 65537, 0), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "8192 nodes") != NULL, "%s", zp_error_message());
+    cr_expect_eq(zp_cluster_check_size(c, 1024, 2), ZP_OK);
+    cr_expect_eq(zp_cluster_check_size(c, 1024, 0.5), ZP_EINVAL);
+    cr_expect_eq(zp_cluster_check_size(preset("dgx-h100"), 1024, 2), ZP_EINVAL); /* no leaves to oversubscribe */
+    cr_expect_eq(zp_cluster_max_nodes(preset("dgx-h100")), 0);
+    cr_expect_eq(zp_cluster_check_size(preset("dgx-h100"), 100000000, 0), ZP_OK);
 }
