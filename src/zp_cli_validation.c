@@ -21,6 +21,7 @@
 #include "zp_cli.h"
 #include "zp_progress.h"
 #include "zp_size.h"
+#include "zp_stats.h"
 #include "zp_table.h"
 
 int zp_cli_report_validation(int argc, char **argv);
@@ -106,12 +107,6 @@ static double jnum(json_t *o, const char *a, const char *b)
     if (b)
         x = json_object_get(x, b);
     return json_is_number(x) ? json_number_value(x) : NAN;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int zp_cli_report_validation(int argc, char **argv)
@@ -285,8 +280,7 @@ int zp_cli_report_validation(int argc, char **argv)
     }
     zp_progress_done(&bar);
     if (nerr > 0) {
-        qsort(step_err, (size_t)nerr, sizeof *step_err, cmp_d);
-        double med = nerr % 2 ? step_err[nerr / 2] : 0.5 * (step_err[nerr / 2 - 1] + step_err[nerr / 2]);
+        double med = zp_stats_median(step_err, (size_t)nerr);
         zp_table_add_note(t, "median |step-time error| %.1f%% over %d runs (target <= 15%%: %s)", 100 * med, nerr,
                           med <= 0.15 ? "met" : "MISSED");
         for (int c = 0; c < 5; c++)
