@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zp_config.h"
+#include "zp_html.h"
 
 typedef enum { ITEM_TEXT, ITEM_TABLE, ITEM_CHART } item_kind;
 
@@ -94,70 +94,6 @@ zp_status zp_doc_add_chart(zp_doc *d, const zp_chart *c)
     return ZP_OK;
 }
 
-void zp_html_text(FILE *f, const char *text)
-{
-    fputs("<p>", f);
-    zp_xml_escape(f, text);
-    fputs("</p>\n", f);
-}
-
-void zp_html_begin(FILE *f, const char *title)
-{
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
-    zp_xml_escape(f, title);
-    fputs("</title>\n<style>\n"
-          "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
-          "h1{font-size:22px}h2{font-size:17px;margin-top:28px}\n"
-          "table{border-collapse:collapse;margin:8px 0 16px 0;font-size:13px}\n"
-          "th,td{border:1px solid #ccc;padding:3px 8px}th{background:#f0f0f0}\n"
-          "td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
-          "p.note{font-size:12px;color:#555}svg.chart{display:block;margin:12px 0;border:1px solid #eee}\n"
-          "</style>\n</head>\n<body>\n<h1>",
-          f);
-    zp_xml_escape(f, title);
-    fputs("</h1>\n", f);
-}
-
-void zp_html_end(FILE *f)
-{
-    fputs("<p class=\"note\">Written by zplan " ZP_VERSION ".</p>\n</body>\n</html>\n", f);
-}
-
-void zp_html_table(const zp_table *t, FILE *f)
-{
-    json_t *j = zp_table_to_json(t);
-    const char *title = json_string_value(json_object_get(j, "title"));
-    if (title && *title) {
-        fputs("<h2>", f);
-        zp_xml_escape(f, title);
-        fputs("</h2>\n", f);
-    }
-    fputs("<table>\n<tr>", f);
-    for (int c = 0; c < zp_table_cols(t); c++) {
-        fputs("<th>", f);
-        zp_xml_escape(f, zp_table_header(t, c));
-        fputs("</th>", f);
-    }
-    fputs("</tr>\n", f);
-    for (int r = 0; r < zp_table_rows(t); r++) {
-        fputs("<tr>", f);
-        for (int c = 0; c < zp_table_cols(t); c++) {
-            fputs(zp_table_cell_is_num(t, r, c) ? "<td class=\"num\">" : "<td>", f);
-            zp_xml_escape(f, zp_table_cell(t, r, c));
-            fputs("</td>", f);
-        }
-        fputs("</tr>\n", f);
-    }
-    fputs("</table>\n", f);
-    json_t *notes = json_object_get(j, "notes");
-    for (size_t i = 0; i < json_array_size(notes); i++) {
-        fputs("<p class=\"note\">", f);
-        zp_xml_escape(f, json_string_value(json_array_get(notes, i)));
-        fputs("</p>\n", f);
-    }
-    json_decref(j);
-}
-
 json_t *zp_doc_to_json(const zp_doc *d)
 {
     json_t *secs = json_array();
@@ -214,7 +150,7 @@ zp_status zp_doc_write(const zp_doc *d, FILE *f, zp_format fmt)
             if (it->kind == ITEM_TEXT)
                 zp_html_text(f, it->text);
             else if (it->kind == ITEM_TABLE)
-                zp_html_table(it->table, f);
+                zp_table_write_html(it->table, f);
             else
                 ZP_TRY(zp_svg_write(it->chart, f));
         }

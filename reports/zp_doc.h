@@ -22,11 +22,4 @@ zp_status zp_doc_write(const zp_doc *d, FILE *f, zp_format fmt);
 /* The JSON rendering (new reference). */
 json_t *zp_doc_to_json(const zp_doc *d);
 
-/* Writes one table as an HTML <table>. */
-void zp_html_table(const zp_table *t, FILE *f);
-/* The page's head and foot, with zplan's inline style sheet. */
-void zp_html_begin(FILE *f, const char *title);
-void zp_html_end(FILE *f);
-void zp_html_text(FILE *f, const char *text); /* escaped */
-
 #endif

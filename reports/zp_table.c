@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "zp_doc.h"
+#include "zp_html.h"
 
 typedef enum { CELL_EMPTY, CELL_NUM, CELL_STR, CELL_BOOL } cell_kind;
 
@@ -343,6 +343,37 @@ static void write_csv(const zp_table *t, FILE *f)
     }
 }
 
+void zp_table_write_html(const zp_table *t, FILE *f)
+{
+    if (t->title[0]) {
+        fputs("<h2>", f);
+        zp_xml_escape(f, t->title);
+        fputs("</h2>\n", f);
+    }
+    fputs("<table>\n<tr>", f);
+    for (int c = 0; c < t->ncols; c++) {
+        fputs("<th>", f);
+        zp_xml_escape(f, t->headers[c]);
+        fputs("</th>", f);
+    }
+    fputs("</tr>\n", f);
+    for (int r = 0; r < t->rows; r++) {
+        fputs("<tr>", f);
+        for (int c = 0; c < t->ncols; c++) {
+            fputs(t->cells[r * t->ncols + c].kind == CELL_NUM ? "<td class=\"num\">" : "<td>", f);
+            zp_xml_escape(f, cell_text(t, r, c));
+            fputs("</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+    for (int i = 0; i < t->nnotes; i++) {
+        fputs("<p class=\"note\">", f);
+        zp_xml_escape(f, t->notes[i]);
+        fputs("</p>\n", f);
+    }
+}
+
 json_t *zp_table_to_json(const zp_table *t)
 {
     json_t *root = json_object();
@@ -380,7 +411,7 @@ zp_status zp_table_write(const zp_table *t, FILE *f, zp_format fmt)
     case ZP_FMT_HTML: {
         char *title = t->title;
         zp_html_begin(f, title[0] ? title : "zplan");
-        zp_html_table(t, f);
+        zp_table_write_html(t, f);
         zp_html_end(f);
         break;
     }

@@ -1,4 +1,4 @@
-/* zp_table.h — one table, four renderings: aligned text, Markdown, CSV and JSON.
+/* zp_table.h — one table, five renderings: aligned text, Markdown, CSV, JSON and HTML.
  * Every report builds a zp_table and lets this module format it, so the formats never drift. */
 #ifndef ZP_TABLE_H
 #define ZP_TABLE_H
@@ -32,7 +32,10 @@ zp_status zp_table_set_bool(zp_table *t, int col, int value);
 /* A line printed under the table (text, Markdown) or in "notes" (JSON); CSV omits notes. */
 zp_status zp_table_add_note(zp_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ZP_FMT_HTML writes a whole page holding the table. */
 zp_status zp_table_write(const zp_table *t, FILE *f, zp_format fmt);
+/* The table as an HTML fragment: its title as <h2>, the <table>, its notes as <p class="note">. */
+void zp_table_write_html(const zp_table *t, FILE *f);
 
 int zp_table_rows(const zp_table *t);
 int zp_table_cols(const zp_table *t);
