@@ -15,28 +15,29 @@ void zp_xml_escape(FILE *f, const char *s)
     }
 }
 
-void zp_html_text(FILE *f, const char *text)
+void zp_html_wrap(FILE *f, const char *open, const char *text, const char *close)
 {
-    fputs("<p>", f);
+    fputs(open, f);
     zp_xml_escape(f, text);
-    fputs("</p>\n", f);
+    fputs(close, f);
 }
+
+void zp_html_text(FILE *f, const char *text) { zp_html_wrap(f, "<p>", text, "</p>\n"); }
 
 void zp_html_begin(FILE *f, const char *title)
 {
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
-    zp_xml_escape(f, title);
-    fputs("</title>\n<style>\n"
+    zp_html_wrap(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", title,
+                 "</title>\n");
+    fputs("<style>\n"
           "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
           "h1{font-size:22px}h2{font-size:17px;margin-top:28px}\n"
           "table{border-collapse:collapse;margin:8px 0 16px 0;font-size:13px}\n"
           "th,td{border:1px solid #ccc;padding:3px 8px}th{background:#f0f0f0}\n"
           "td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
           "p.note{font-size:12px;color:#555}svg.chart{display:block;margin:12px 0;border:1px solid #eee}\n"
-          "</style>\n</head>\n<body>\n<h1>",
+          "</style>\n</head>\n<body>\n",
           f);
-    zp_xml_escape(f, title);
-    fputs("</h1>\n", f);
+    zp_html_wrap(f, "<h1>", title, "</h1>\n");
 }
 
 void zp_html_end(FILE *f)

@@ -12,6 +12,8 @@ void zp_xml_escape(FILE *f, const char *s);
 void zp_html_begin(FILE *f, const char *title);
 /* The page's foot: which zplan wrote it. */
 void zp_html_end(FILE *f);
+/* open, then text escaped, then close: zp_html_wrap(f, "<h2>", title, "</h2>\n"). */
+void zp_html_wrap(FILE *f, const char *open, const char *text, const char *close);
 /* One paragraph, escaped. */
 void zp_html_text(FILE *f, const char *text);
 
