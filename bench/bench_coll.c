@@ -7,12 +7,7 @@
 #include <string.h>
 
 #include "zp_kernels.h"
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "zp_stats.h"
 
 #define CHECK(expr)                                                                  \
     do {                                                                             \
@@ -87,8 +82,7 @@ int main(int argc, char **argv)
                 if (r >= 0)
                     ts[r] = s;
             }
-            qsort(ts, (size_t)reps, sizeof ts[0], cmp);
-            double med = ts[reps / 2];
+            double med = zp_stats_median(ts, (size_t)reps);
             CHECK(zp_comm_allreduce_double(w, &med, ZP_OP_MAX));
             double alg = sz / med / 1e9, bus = alg * zp_coll_busbw_factor((zp_coll_kind)k, n);
             if (rank == 0)

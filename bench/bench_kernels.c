@@ -8,24 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cblas.h>
 
 #include "zp_kernels.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "zp_stats.h"
+#include "zp_time.h"
 
 static float *falloc(size_t n, float v)
 {
@@ -68,30 +56,27 @@ int main(int argc, char **argv)
         int inner = (int)((32u << 20) / n);
         double tc[64], tt[64], ta[64], tk[64];
         for (int r = -1; r < reps; r++) {
-            double t0 = now();
+            double t0 = zp_time_now_s();
             be->stream_copy(a, b, nb);
-            double t1 = now();
+            double t1 = zp_time_now_s();
             hp.grads_checked = 1; /* the trainer's overflow check, timed separately below */
             for (int i = 0; i < inner; i++)
                 zp_adam_step_cpu(&hp, &buf, NULL);
-            double t2 = now();
+            double t2 = zp_time_now_s();
             be->stream_triad(a, b, c, 3.0f, nb);
-            double t3 = now();
+            double t3 = zp_time_now_s();
             hp.grads_checked = 0;
             for (int i = 0; i < inner; i++)
                 zp_adam_step_cpu(&hp, &buf, NULL);
-            double t4 = now();
+            double t4 = zp_time_now_s();
             if (r >= 0)
                 tc[r] = t1 - t0, ta[r] = (t2 - t1) / inner, tt[r] = t3 - t2, tk[r] = (t4 - t3) / inner;
         }
-        qsort(tc, (size_t)reps, sizeof tc[0], cmp);
-        qsort(tt, (size_t)reps, sizeof tt[0], cmp);
-        qsort(ta, (size_t)reps, sizeof ta[0], cmp);
-        qsort(tk, (size_t)reps, sizeof tk[0], cmp);
-        double copy = 8.0 * nb / tc[reps / 2] / 1e9, triad = 12.0 * nb / tt[reps / 2] / 1e9;
-        double t = ta[reps / 2];
+        double copy = 8.0 * nb / zp_stats_median(tc, (size_t)reps) / 1e9;
+        double triad = 12.0 * nb / zp_stats_median(tt, (size_t)reps) / 1e9;
+        double t = zp_stats_median(ta, (size_t)reps);
         double gbs = (double)ZP_ADAM_BYTES_PER_PARAM * n / t / 1e9;
-        double gbs_chk = (double)(ZP_ADAM_BYTES_PER_PARAM + 4) * n / tk[reps / 2] / 1e9;
+        double gbs_chk = (double)(ZP_ADAM_BYTES_PER_PARAM + 4) * n / zp_stats_median(tk, (size_t)reps) / 1e9;
         printf("%10zu %12.4g %9.1f %9.1f %9.1f %8.0f%% %8.0f%% %14.1f\n", n, n / t, gbs, copy, triad,
                100 * gbs / triad, 100 * gbs / copy, gbs_chk);
         printf("adam %zu %.6g\n", n, n / t);
@@ -124,16 +109,16 @@ int main(int argc, char **argv)
             be->gemm(&g);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, k, B, n, 0.0f, C, n);
             for (int j = 0; j < r; j++) {
-                double t0 = now();
+                double t0 = zp_time_now_s();
                 be->gemm(&g);
-                tbs[j] = now() - t0;
-                t0 = now();
+                tbs[j] = zp_time_now_s() - t0;
+                t0 = zp_time_now_s();
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, k, B, n, 0.0f, C, n);
-                tos[j] = now() - t0;
+                tos[j] = zp_time_now_s() - t0;
             }
-            qsort(tbs, (size_t)r, sizeof tbs[0], cmp);
-            qsort(tos, (size_t)r, sizeof tos[0], cmp);
             tb = tbs[0], to = tos[0];
+            for (int j = 1; j < r; j++)
+                tb = fmin(tb, tbs[j]), to = fmin(to, tos[j]);
             double fl = 2.0 * m * n * k;
             char shape[32];
             snprintf(shape, sizeof shape, "(%d, %d, %d)", m, n, k);

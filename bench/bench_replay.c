@@ -5,17 +5,10 @@
  * Usage: bench_replay [model [gpus]]   (default 100B on 400 GPUs) */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "zp_memory.h"
+#include "zp_time.h"
 #include "zp_zoo.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -44,15 +37,15 @@ int main(int argc, char **argv)
                 }
     double sink = 0;
     int reps = 20;
-    double t0 = now();
+    double t0 = zp_time_now_s();
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < n; i++) {
             zp_memory mem;
             if (zp_memory_estimate(&m, &plans[i], &mem) == ZP_OK)
                 sink += mem.total;
         }
-    double mem_only = (now() - t0) / (reps * n);
-    t0 = now();
+    double mem_only = (zp_time_now_s() - t0) / (reps * n);
+    t0 = zp_time_now_s();
     int full_n = n < 40 ? n : 40;
     for (int i = 0; i < full_n; i++) {
         zp_schedule s;
@@ -61,7 +54,7 @@ int main(int argc, char **argv)
             sink += mem.total;
         zp_schedule_free(&s);
     }
-    double full = (now() - t0) / full_n;
+    double full = (zp_time_now_s() - t0) / full_n;
     printf("model %s (%lld layers) on %lld GPUs, %d plans\n", m.name, (long long)m.layers, (long long)gpus, n);
     printf("  memory of one plan (memory-only schedule, replayed)   %9.2f us\n", mem_only * 1e6);
     printf("  the full schedule built and replayed, for comparison  %9.2f us\n", full * 1e6);

@@ -24,6 +24,7 @@
 #include "zp_elementwise.h"
 #include "zp_io.h"
 #include "zp_kernels.h"
+#include "zp_stats.h"
 
 static const zp_kernels_backend *be;
 static zp_timer *timer;
@@ -60,12 +61,6 @@ static void die(const char *what)
         }                                                                                              \
     } while (0)
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef void (*op_fn)(void *arg);
 
 /* Seconds per call of fn: one warm call, a probe to size the loop (>= 20 ms), the median of 5 loops. */
@@ -96,8 +91,7 @@ static double per_call(op_fn fn, void *arg)
     double s[5];
     for (int r = 0; r < 5; r++)
         s[r] = time_loop(fn, arg, inner);
-    qsort(s, 5, sizeof s[0], cmp);
-    return s[2];
+    return zp_stats_median(s, 5);
 }
 
 /* Two operations timed alternately (a, b, a, b, ...): both see the same clocks and temperature. */
@@ -109,9 +103,7 @@ static void per_call_pair(op_fn fa, void *aa, op_fn fb, void *ab, double *ta, do
         sa[r] = time_loop(fa, aa, ia);
         sb[r] = time_loop(fb, ab, ib);
     }
-    qsort(sa, 5, sizeof sa[0], cmp);
-    qsort(sb, 5, sizeof sb[0], cmp);
-    *ta = sa[2], *tb = sb[2];
+    *ta = zp_stats_median(sa, 5), *tb = zp_stats_median(sb, 5);
 }
 
 static void *dalloc(size_t bytes)

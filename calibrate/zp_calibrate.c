@@ -15,6 +15,7 @@
 #include "zp_fit.h"
 #include "zp_kernels.h"
 #include "zp_nn.h"
+#include "zp_stats.h"
 
 typedef zp_status (*op_fn)(void *arg);
 
@@ -38,19 +39,6 @@ static void progress(cal *c, const char *what)
 {
     if (c->o->progress)
         c->o->progress(c->o->progress_arg, c->total > 0 ? c->done / c->total : 1.0, what);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of x[0..n), n >= 1; sorts x in place. */
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof x[0], cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 /* Warm-up, then repetitions each after a barrier of `sync_comm` (every rank takes part);
@@ -89,7 +77,8 @@ static zp_status time_op(cal *c, zp_comm *sync_comm, op_fn fn, void *arg, stat *
     memcpy(worst, samples, (size_t)reps * sizeof samples[0]);
     for (int i = 0; i < reps; i++)
         ZP_TRY(zp_comm_allreduce_double(c->world, &worst[i], ZP_OP_MAX));
-    double wmed = median(worst, reps), med = median(samples, reps); /* (median sorts: samples[0] is the min) */
+    /* (the median sorts: samples[0] is then the min) */
+    double wmed = zp_stats_median(worst, (size_t)reps), med = zp_stats_median(samples, (size_t)reps);
     stat s = {med, med, wmed, samples[0], samples[reps - 1]};
     ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_avg, ZP_OP_SUM));
     s.med_avg /= zp_comm_size(c->world);

@@ -100,7 +100,6 @@ float *zp_exec_ckpt(const zp_exec_session *S, int l);
 zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
                        const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc);
 zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op);
-double zp_exec_now(void);
 /* This DP rank's token sequences of step `step` into S->tok (host). */
 void zp_exec_tokens(zp_exec_session *S, int step);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "zp_exec_impl.h"
+#include "zp_time.h"
 
 enum { E_WTE = ZP_EXEC_E_WTE, E_WPE = ZP_EXEC_E_WPE, E_LNFW = ZP_EXEC_E_LNFW, E_LNFB = ZP_EXEC_E_LNFB };
 enum {
@@ -367,15 +368,15 @@ zp_status x_xent(zp_exec_session *S, const zp_op *o)
     const int *tgt = S->tok_d + BT;
     float *logits = BUF(S, LOGITS, 0), *mx = BUF(S, XMX, 0), *se = BUF(S, XSE, 0), *lt = BUF(S, XLT, 0);
     ZP_TRY(S->nn->xent_rowmax(mx, logits, BT, Vl));
-    double t0 = zp_exec_now();
+    double t0 = zp_time_now_s();
     ZP_TRY(zp_exec_mp_allreduce(S, mx, BT, ZP_OP_MAX));
-    S->t.part[ZP_PART_MP_COMM] += zp_exec_now() - t0;
+    S->t.part[ZP_PART_MP_COMM] += zp_time_now_s() - t0;
     ZP_TRY(S->nn->xent_sumexp(se, logits, mx, BT, Vl));
     ZP_TRY(S->nn->xent_pick(lt, logits, tgt, S->v0, BT, Vl));
-    t0 = zp_exec_now();
+    t0 = zp_time_now_s();
     ZP_TRY(zp_exec_mp_allreduce(S, se, BT, ZP_OP_SUM));
     ZP_TRY(zp_exec_mp_allreduce(S, lt, BT, ZP_OP_SUM));
-    S->t.part[ZP_PART_MP_COMM] += zp_exec_now() - t0;
+    S->t.part[ZP_PART_MP_COMM] += zp_time_now_s() - t0;
     double sum = 0;
     ZP_TRY(S->nn->xent_loss_sum(mx, se, lt, BT, &sum));
     S->loss_sum += sum;

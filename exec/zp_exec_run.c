@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "zp_exec_impl.h"
+#include "zp_stats.h"
+#include "zp_time.h"
 #include "zp_watchdog.h"
 
 /* signal and wait: the walk keeps the channels' tokens; nothing to run */
@@ -46,9 +48,9 @@ static zp_status exec_op(void *ctx, const zp_op *o)
     if (in->cls == ZP_OPC_SIGNAL || in->cls == ZP_OPC_WAIT)
         return ZP_OK;
     zp_comm_watchdog_beat(in->name); /* progress for the distributed-fault watchdog (a static label) */
-    const double t0 = zp_exec_now(), inner0 = S->t.part[ZP_PART_MP_COMM];
+    const double t0 = zp_time_now_s(), inner0 = S->t.part[ZP_PART_MP_COMM];
     zp_status st = g_exec[o->type](S, o);
-    const double dt = zp_exec_now() - t0, inner = S->t.part[ZP_PART_MP_COMM] - inner0;
+    const double dt = zp_time_now_s() - t0, inner = S->t.part[ZP_PART_MP_COMM] - inner0;
     const zp_part part = zp_op_part(o);
     if (part < ZP_PART_NONE) {
         S->t.part[part] += dt - (part == ZP_PART_MP_COMM ? 0.0 : inner);
@@ -109,12 +111,6 @@ void zp_exec_result_free(zp_exec_result *r)
     r->step = NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The measured run's summary, reduced over the ranks: rank 0's breakdown goes to everyone (rank 0
  * prints it), memory is the largest rank's. */
 static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *times, int first, int counted)
@@ -123,8 +119,7 @@ static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *time
     double *bd[] = {&out->time.compute, &out->time.mp_comm, &out->time.dp_comm, &out->time.optimizer,
                     &out->time.phase[0], &out->time.phase[1], &out->time.phase[2], &out->time.phase[3]};
     int n = out->steps - first;
-    qsort(times + first, (size_t)n, sizeof *times, cmp_double);
-    out->measured_step_s = n % 2 ? times[first + n / 2] : 0.5 * (times[first + n / 2 - 1] + times[first + n / 2]);
+    out->measured_step_s = zp_stats_median(times + first, (size_t)n);
     out->tokens_per_s = (double)S->BT * (double)S->GA * (double)S->dp / out->measured_step_s;
     for (size_t i = 0; i < sizeof bd / sizeof bd[0]; i++) {
         *bd[i] *= inv;
@@ -172,10 +167,10 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
         }
         zp_comm_watchdog_beat("a training step"); /* progress for the distributed-fault watchdog */
         st = zp_comm_barrier(world);
-        double t0 = zp_exec_now(), loss = 0;
+        double t0 = zp_time_now_s(), loss = 0;
         if (st == ZP_OK)
             st = step_run(S, k, -1, &loss);
-        double dt = zp_exec_now() - t0;
+        double dt = zp_time_now_s() - t0;
         if (st == ZP_OK)
             st = zp_comm_allreduce_double(world, &dt, ZP_OP_MAX);
         out->step[k].loss = loss;

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "zp_config.h"
 #include "zp_exec_impl.h"
@@ -74,13 +73,6 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
 }
 
 /* ---- helpers of the other parts ---- */
-
-double zp_exec_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
                        const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "zp_kernels_impl.h"
+#include "zp_time.h"
 
 uint64_t zp_config_hash(const void *data, size_t len, uint64_t seed)
 {
@@ -22,13 +23,6 @@ uint64_t zp_config_hash(const void *data, size_t len, uint64_t seed)
         h *= 1099511628211ull;
     }
     return h;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 #define PHASE_LEN 64
@@ -68,7 +62,7 @@ void zp_comm_watchdog_beat(const char *phase)
     snprintf(W.phase, sizeof W.phase, "%s", phase ? phase : "");
     pthread_mutex_unlock(&W.lock);
     atomic_fetch_add(&W.step, 1);
-    atomic_store(&W.last_beat, now_s());
+    atomic_store(&W.last_beat, zp_time_now_s());
 }
 
 static void my_phase(char *buf)
@@ -194,9 +188,9 @@ static void diagnose(double t, double idle)
 static void *watch(void *arg)
 {
     (void)arg;
-    double last_loop = now_s();
+    double last_loop = zp_time_now_s();
     while (!atomic_load(&W.stop)) {
-        double t = now_s();
+        double t = zp_time_now_s();
         if (t - last_loop > 2 * W.period + 1.0) {
             /* this process itself was stopped (SIGSTOP, a suspended VM): what it knows of the others is
              * stale, so it starts counting again rather than blame them */
@@ -245,7 +239,7 @@ zp_status zp_comm_watchdog_start(const zp_comm *c, double timeout_s, const char 
     snprintf(W.phase, sizeof W.phase, "start");
     atomic_store(&W.step, 0);
     atomic_store(&W.stop, 0);
-    atomic_store(&W.last_beat, now_s());
+    atomic_store(&W.last_beat, zp_time_now_s());
     /* the thread first watches this rank alone: the collective set-up below is covered too */
     W.running = 1;
     if (pthread_create(&W.thread, NULL, watch, NULL) != 0) {
@@ -276,7 +270,7 @@ zp_status zp_comm_watchdog_start(const zp_comm *c, double timeout_s, const char 
             return rc == MPI_ERR_NO_MEM ? ZP_FAIL(ZP_ENOMEM, "out of memory")
                                         : zp_mpi_fail(rc, "MPI_Comm_dup (watchdog)", __FILE__, __LINE__);
         }
-        double t = now_s();
+        double t = zp_time_now_s();
         for (size_t r = 0; r < n; r++) {
             W.req[r] = MPI_REQUEST_NULL;
             W.heard[r] = t; /* a peer gets the full timeout to send its first heartbeat */
@@ -313,10 +307,10 @@ void zp_comm_watchdog_stop(void)
                 MPI_Isend(&W.out[r], (int)sizeof W.out[r], MPI_BYTE, r, TAG_HB, W.comm, &W.req[r]);
             }
         }
-        double until = now_s() + 1.0;
+        double until = zp_time_now_s() + 1.0;
         for (int r = 0; r < W.size; r++) {
             int flag = W.req[r] == MPI_REQUEST_NULL;
-            while (!flag && now_s() < until)
+            while (!flag && zp_time_now_s() < until)
                 MPI_Test(&W.req[r], &flag, MPI_STATUS_IGNORE);
             if (!flag) {
                 MPI_Request_free(&W.req[r]);

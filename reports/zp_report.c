@@ -154,43 +154,96 @@ static void plan_options(const zp_plan *p, char *buf, size_t len)
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
 }
 
-static zp_status plans_table(const zp_whatif *w, int only_fit, int limit, zp_table **out)
+/* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
+ * fitting ones. Its JSON rows are the "plans" of the JSON contract (README), hence the data columns. */
+enum {
+    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_DP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
+    P_BUCKET, P_OFFLOAD, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS, P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG,
+    P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS, P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT,
+    P_T_OFFLOAD, P_METHOD, P_SIM, P_REASON, P_NCOLS
+};
+
+static zp_status plans_table(const zp_whatif *w, zp_table **out)
 {
-    static const char *const keys[] = {"rank", "stage", "mp", "dp", "micro_batch", "grad_accum", "global_batch",
-                                       "options", "gpu_mem_gb", "host_mem_gb", "fits", "step_time_s",
-                                       "samples_per_s", "tflops_per_gpu", "pflops", "method"};
-    static const char *const heads[] = {"#", "Stage", "MP", "DP", "Micro", "Accum", "Global", "ZeRO-R / options",
-                                        "GPU GB", "Host GB", "Fits", "Step (s)", "Samples/s", "TFLOPs/GPU",
-                                        "PFLOPs", "Method"};
-    zp_table *t = new_table(only_fit ? "Plans that fit, best first" : "Plans", 16, keys, heads);
+    /* {CSV key, header, JSON key ("" none, NULL the CSV key)}; DATA: a JSON-only column */
+#define DATA(json) {NULL, NULL, json, 0}
+    static const zp_col cols[P_NCOLS] = {
+        [P_RANK] = {"rank", "#", ""},
+        [P_STAGE] = {"stage", "Stage", ""}, /* "2 Pos+g"; JSON has the number */
+        [P_STAGE_NUM] = DATA("stage"),
+        [P_MP] = {"mp", "MP"},
+        [P_DP] = {"dp", "DP"},
+        [P_MICRO] = {"micro_batch", "Micro"},
+        [P_ACCUM] = {"grad_accum", "Accum"},
+        [P_GLOBAL] = {"global_batch", "Global"},
+        [P_PA] = DATA("pa"), [P_PA_CPU] = DATA("pa_cpu"), [P_CB] = DATA("cb"), [P_MD] = DATA("md"),
+        [P_CKPT] = DATA("checkpoint"), [P_BUCKET] = DATA("bucket"), [P_OFFLOAD] = DATA("offload"),
+        [P_OPTIONS] = {"options", "ZeRO-R / options", ""},
+        [P_MEM_PARAMS] = DATA("memory_gb.params"), [P_MEM_GRADS] = DATA("memory_gb.grads"),
+        [P_MEM_OPT] = DATA("memory_gb.optimizer"), [P_MEM_ACT] = DATA("memory_gb.activations"),
+        [P_MEM_BUF] = DATA("memory_gb.buffers"), [P_MEM_FRAG] = DATA("memory_gb.fragmentation"),
+        [P_GPU_GB] = {"gpu_mem_gb", "GPU GB", "memory_gb.total"},
+        [P_HOST_GB] = {"host_mem_gb", "Host GB", "host_memory_gb"},
+        [P_FITS] = {"fits", "Fits"},
+        [P_STEP] = {"step_time_s", "Step (s)"},
+        [P_SAMPLES] = {"samples_per_s", "Samples/s"},
+        [P_TFLOPS] = {"tflops_per_gpu", "TFLOPs/GPU"},
+        [P_PFLOPS] = {"pflops", "PFLOPs"},
+        [P_T_COMPUTE] = DATA("time_breakdown_s.compute"), [P_T_MP] = DATA("time_breakdown_s.mp_comm"),
+        [P_T_DP] = DATA("time_breakdown_s.dp_comm"), [P_T_OPT] = DATA("time_breakdown_s.optimizer"),
+        [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"),
+        [P_METHOD] = {"method", "Method"},
+        [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
+        [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
+    };
+#undef DATA
+    zp_table *t = zp_table_new_cols("Plans that fit, best first", P_NCOLS, cols);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     int shown = 0;
-    for (int i = 0; i < w->result->n && shown < limit; i++) {
+    for (int i = 0; i < w->result->n; i++) {
         const zp_eval *e = &w->result->plans[i];
-        if (only_fit && !e->fits)
-            continue;
+        const zp_plan *p = &e->plan;
         char opts[96], stage[32];
-        plan_options(&e->plan, opts, sizeof opts);
-        snprintf(stage, sizeof stage, "%d %s", e->plan.stage, zp_stage_get(e->plan.stage)->name);
+        plan_options(p, opts, sizeof opts);
+        snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
         TRY_T(zp_table_add_row(t));
-        TRY_T(zp_table_set_num(t, 0, i + 1, "%.0f"));
-        TRY_T(zp_table_set_str(t, 1, stage));
-        TRY_T(zp_table_set_num(t, 2, (double)e->plan.mp, "%.0f"));
-        TRY_T(zp_table_set_num(t, 3, (double)e->plan.dp, "%.0f"));
-        TRY_T(zp_table_set_num(t, 4, (double)e->plan.micro_batch, "%.0f"));
-        TRY_T(zp_table_set_num(t, 5, (double)e->plan.grad_accum, "%.0f"));
-        TRY_T(zp_table_set_num(t, 6, e->global_batch, "%.0f"));
-        TRY_T(zp_table_set_str(t, 7, opts));
-        TRY_T(zp_table_set_num(t, 8, e->mem.total / 1e9, "%.1f"));
-        TRY_T(zp_table_set_num(t, 9, e->mem.host / 1e9, "%.1f"));
-        TRY_T(zp_table_set_bool(t, 10, e->fits));
-        TRY_T(zp_table_set_num(t, 11, e->time.total, "%.3g"));
-        TRY_T(zp_table_set_num(t, 12, e->samples_per_s, "%.4g"));
-        TRY_T(zp_table_set_num(t, 13, e->tflops_per_gpu, "%.1f"));
-        TRY_T(zp_table_set_num(t, 14, e->pflops, "%.2f"));
-        TRY_T(zp_table_set_str(t, 15, e->method));
-        shown++;
+        if (e->fits && shown < w->top)
+            shown++;
+        else
+            zp_table_hide_row(t);
+        TRY_T(zp_table_set_num(t, P_RANK, i + 1, "%.0f"));
+        TRY_T(zp_table_set_str(t, P_STAGE, stage));
+        const long long ints[] = {p->stage, p->mp, p->dp, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+        for (int k = 0; k < 5; k++)
+            TRY_T(zp_table_set_int(t, P_STAGE_NUM + k, ints[k]));
+        TRY_T(zp_table_set_num(t, P_GLOBAL, e->global_batch, "%.0f"));
+        const int flags[] = {p->pa, p->pa_cpu, p->cb, p->md, p->checkpoint}; /* P_PA.. */
+        for (int k = 0; k < 5; k++)
+            TRY_T(zp_table_set_bool(t, P_PA + k, flags[k]));
+        TRY_T(zp_table_set_num(t, P_BUCKET, p->bucket, "%g"));
+        TRY_T(zp_table_set_str(t, P_OFFLOAD, zp_offload_name(p->offload)));
+        TRY_T(zp_table_set_str(t, P_OPTIONS, opts));
+        const double gb[] = {e->mem.params,      e->mem.grads,   e->mem.optimizer,
+                             e->mem.activations, e->mem.buffers, e->mem.fragmentation}; /* P_MEM_PARAMS.. */
+        for (int k = 0; k < 6; k++)
+            TRY_T(zp_table_set_num(t, P_MEM_PARAMS + k, gb[k] / 1e9, "%g"));
+        TRY_T(zp_table_set_num(t, P_GPU_GB, e->mem.total / 1e9, "%.1f"));
+        TRY_T(zp_table_set_num(t, P_HOST_GB, e->mem.host / 1e9, "%.1f"));
+        TRY_T(zp_table_set_bool(t, P_FITS, e->fits));
+        TRY_T(zp_table_set_num(t, P_STEP, e->time.total, "%.3g"));
+        TRY_T(zp_table_set_num(t, P_SAMPLES, e->samples_per_s, "%.4g"));
+        TRY_T(zp_table_set_num(t, P_TFLOPS, e->tflops_per_gpu, "%.1f"));
+        TRY_T(zp_table_set_num(t, P_PFLOPS, e->pflops, "%.2f"));
+        const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
+                             e->time.offload}; /* P_T_COMPUTE.. */
+        for (int k = 0; k < 5; k++)
+            TRY_T(zp_table_set_num(t, P_T_COMPUTE + k, ts[k], "%g"));
+        TRY_T(zp_table_set_str(t, P_METHOD, e->method));
+        if (e->sim)
+            TRY_T(zp_table_set_str(t, P_SIM, e->sim));
+        if (!e->fits)
+            TRY_T(zp_table_set_str(t, P_REASON, e->reason));
     }
     *out = t;
     return ZP_OK;
@@ -249,60 +302,6 @@ static void describe_plan(const zp_eval *e, char *buf, size_t len)
              (long long)e->plan.grad_accum, e->global_batch, opts);
 }
 
-json_t *zp_report_whatif_json(const zp_whatif *w)
-{
-    const zp_model *m = w->model;
-    json_t *root = json_object();
-    json_object_set_new(root, "model",
-                        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "layers",
-                                  (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads",
-                                  (json_int_t)m->heads, "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab,
-                                  "ffn", (json_int_t)m->ffn, "params", zp_model_params(m)));
-    json_object_set_new(root, "cluster",
-                        json_pack("{s:s, s:I, s:i, s:f}", "name", w->cluster->name, "gpus", (json_int_t)w->gpus,
-                                  "gpus_per_node", w->cluster->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9));
-    json_t *plans = json_array();
-    for (int i = 0; i < w->result->n; i++) {
-        const zp_eval *e = &w->result->plans[i];
-        const zp_plan *p = &e->plan;
-        json_t *mem = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "params", e->mem.params / 1e9, "grads",
-                                e->mem.grads / 1e9, "optimizer", e->mem.optimizer / 1e9, "activations",
-                                e->mem.activations / 1e9, "buffers", e->mem.buffers / 1e9, "fragmentation",
-                                e->mem.fragmentation / 1e9, "total", e->mem.total / 1e9);
-        json_t *time = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", e->time.compute, "mp_comm",
-                                 e->time.mp_comm, "dp_comm", e->time.dp_comm, "optimizer", e->time.optimizer,
-                                 "offload", e->time.offload);
-        json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:b, s:b, s:b, s:f, s:s, s:o, s:f, "
-                              "s:b, s:f, s:f, s:f, s:f, s:o, s:s}",
-                              "stage", p->stage, "mp", (json_int_t)p->mp, "dp", (json_int_t)p->dp, "micro_batch",
-                              (json_int_t)p->micro_batch, "grad_accum", (json_int_t)p->grad_accum, "global_batch",
-                              e->global_batch, "pa", p->pa, "pa_cpu", p->pa_cpu, "cb", p->cb, "md", p->md,
-                              "checkpoint", p->checkpoint, "bucket", p->bucket, "offload",
-                              zp_offload_name(p->offload), "memory_gb", mem, "host_memory_gb", e->mem.host / 1e9,
-                              "fits", e->fits, "step_time_s", e->time.total, "samples_per_s", e->samples_per_s,
-                              "tflops_per_gpu", e->tflops_per_gpu, "pflops", e->pflops, "time_breakdown_s", time,
-                              "method", e->method);
-        json_object_set_new(o, "sim", e->sim ? json_string(e->sim) : json_null()); /* which simulation ran */
-        if (!e->fits)
-            json_object_set_new(o, "reason", json_string(e->reason));
-        json_array_append_new(plans, o);
-    }
-    json_object_set_new(root, "plans", plans);
-    int best = best_index(w->result);
-    json_object_set_new(root, "best", best >= 0 ? json_integer(best) : json_null());
-    json_object_set_new(root, "flop_convention", json_string(ZP_FLOP_CONVENTION));
-    return root;
-}
-
-static zp_status write_tables(FILE *f, zp_format fmt, zp_table *t)
-{
-    zp_status st = zp_table_write(t, f, fmt);
-    zp_table_free(t);
-    if (st == ZP_OK && fmt != ZP_FMT_CSV)
-        fputc('\n', f);
-    return st;
-}
-
 /* Stacked bars of the memory categories of the first `n` fitting plans (GB per GPU). */
 void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c)
 {
@@ -328,156 +327,132 @@ void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_m
     snprintf(c->hline_label, sizeof c->hline_label, "GPU memory %.4g GB", gpu_mem / 1e9);
 }
 
-static zp_status whatif_html(FILE *f, const zp_whatif *w)
+/* The what-if's items, in order; every format renders them (README: text for reading, CSV the plans
+ * table, JSON the contract {"model", "cluster", "plans", "best"} from the items with keys, HTML a page
+ * with the memory chart). */
+static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
 {
     const zp_search_result *r = w->result;
     const zp_model *m = w->model;
-    char title[200];
-    snprintf(title, sizeof title, "zplan what-if: %s on %lld GPUs of %s", m->name, (long long)w->gpus, w->cluster->name);
-    zp_doc *d = zp_doc_new(title);
-    if (!d)
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    zp_status st = zp_doc_add_text(d, "Model %s: %lld layers, hidden %lld, %lld heads, sequence %lld, vocabulary %lld; "
-                                      "%.4g parameters%s%s.",
-                                   m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads,
-                                   (long long)m->seq, (long long)m->vocab, zp_model_params(m),
-                                   w->model_note ? "; " : "", w->model_note ? w->model_note : "");
-    if (st == ZP_OK)
-        st = zp_doc_add_text(d, "Cluster %s: %lld GPUs (%d per node, %s), %.4g GB per GPU. Step times: %s. %s.",
-                             w->cluster->name, (long long)w->gpus, w->cluster->gpus_per_node, w->cluster->gpu_name,
-                             w->gpu_mem / 1e9,
-                             r->n_simulated > 0 ? "SimGrid simulation of one step" : "analytic first-order estimate",
-                             ZP_FLOP_CONVENTION);
-    int best = best_index(r);
+    const zp_cluster *cl = w->cluster;
+    char ps[32];
+    zp_size_format(zp_model_params(m), ps, sizeof ps);
+    /* the facts, each with its part of the JSON contract */
+    ZP_TRY(zp_doc_add_fact(d, "Model",
+                           "%s: %lld layers, hidden %lld, %lld heads, seq %lld, vocab %lld, FFN %lld; "
+                           "%.4g parameters (%s)%s%s",
+                           m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads,
+                           (long long)m->seq, (long long)m->vocab, (long long)m->ffn, zp_model_params(m), ps,
+                           w->model_note ? "; " : "", w->model_note ? w->model_note : ""));
+    ZP_TRY(zp_doc_set_key(d, "model",
+                          json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "layers",
+                                    (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads",
+                                    (json_int_t)m->heads, "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab,
+                                    "ffn", (json_int_t)m->ffn, "params", zp_model_params(m))));
+    const int64_t nodes = (w->gpus + cl->gpus_per_node - 1) / cl->gpus_per_node;
+    ZP_TRY(zp_doc_add_fact(d, "Cluster", "%s, %lld GPUs (%lld nodes x %d %s), %.4g GB per GPU", cl->name,
+                           (long long)w->gpus, (long long)nodes, cl->gpus_per_node, cl->gpu_name, w->gpu_mem / 1e9));
+    ZP_TRY(zp_doc_set_key(d, "cluster",
+                          json_pack("{s:s, s:I, s:i, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
+                                    "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9)));
+    if (r->n_simulated > 0)
+        ZP_TRY(zp_doc_add_fact(d, "Method",
+                               "SimGrid simulation of one step (streams overlapped, collectives as flows: %s; %s) "
+                               "for %d of the %d plans that fit; the others cannot beat the best (their kernels "
+                               "alone take longer).",
+                               cl->flat_rings ? "flat NCCL rings across nodes"
+                                              : "rings in a node, hierarchical across nodes",
+                               w->profile_note ? w->profile_note : "built-in device profile", r->n_simulated,
+                               r->n_fit));
+    else
+        ZP_TRY(zp_doc_add_fact(d, "Method",
+                               "analytic first-order step time%s: compute at %.0f%% of the %.0f TFLOP/s fp16 "
+                               "peak, every communication over its bandwidth, nothing overlapped.",
+                               nodes > ZP_SIM_MAX_FULL_NODES
+                                   ? " (more nodes than the full simulator takes, and these plans are not "
+                                     "symmetric enough for the reduced one)"
+                                   : "",
+                               100 * cl->gemm_efficiency, cl->peak_flops / 1e12));
+    ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
+    ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
+
     zp_table *t;
-    if (st == ZP_OK && best >= 0) {
-        char desc[256];
-        describe_plan(&r->plans[best], desc, sizeof desc);
+    ZP_TRY(plans_table(w, &t));
+    ZP_TRY(zp_doc_add_table(d, t));
+    ZP_TRY(zp_doc_set_key(d, "plans", NULL));
+    const int best = best_index(r);
+    if (best < 0) {
+        zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_CSV) | ZP_FMT_BIT(ZP_FMT_JSON)); /* no plan for readers */
+        ZP_TRY(zp_doc_add_text(d, "No plan fits: %s on %lld GPUs with %.4g GB each.", m->name, (long long)w->gpus,
+                               w->gpu_mem / 1e9));
+        ZP_TRY(zp_doc_set_key(d, "best", json_null()));
+    } else {
         const zp_eval *e = &r->plans[best];
-        st = zp_doc_add_text(d, "Recommended: %s: step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs.", desc,
-                             e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops);
-        if (st == ZP_OK && (st = plans_table(w, 1, w->top, &t)) == ZP_OK)
-            st = zp_doc_add_table(d, t);
-        if (st == ZP_OK) {
-            zp_chart c;
-            zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
-            st = zp_doc_add_chart(d, &c);
-        }
-        if (st == ZP_OK && (st = zp_report_memory_table(e, w->gpu_mem, &t)) == ZP_OK)
-            st = zp_doc_add_table(d, t);
-    } else if (st == ZP_OK) {
-        st = zp_doc_add_text(d, "No plan fits.");
+        ZP_TRY(zp_doc_add_text(d, "%d of %d candidate plans fit; showing the best %d.", r->n_fit, r->n,
+                               r->n_fit < w->top ? r->n_fit : w->top));
+        zp_chart c;
+        zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
+        ZP_TRY(zp_doc_add_chart(d, &c));
+        zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
+        ZP_TRY(zp_report_memory_table(e, w->gpu_mem, &t));
+        ZP_TRY(zp_doc_add_table(d, t));
+        char desc[256];
+        describe_plan(e, desc, sizeof desc);
+        ZP_TRY(zp_doc_add_text(d,
+                               "Recommended: %s.\n  step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs "
+                               "aggregate (%s)",
+                               desc, e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops, e->method));
+        zp_doc_strong(d);
+        ZP_TRY(zp_doc_set_key(d, "best", json_integer(best)));
     }
-    if (st == ZP_OK && r->n_fit < r->n) {
-        static const char *const keys[] = {"stage", "mp", "options", "reason"};
-        static const char *const heads[] = {"Stage", "MP", "Options", "Why it does not fit"};
-        t = zp_table_new("Plans that do not fit", 4, keys, heads);
-        for (int i = 0; t && i < r->n && st == ZP_OK; i++) {
+    if (r->n_fit < r->n) {
+        ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given):", 12, "see --format json"));
+        for (int i = 0; i < r->n; i++) {
             const zp_eval *e = &r->plans[i];
             if (e->fits)
                 continue;
             char opts[96];
             plan_options(&e->plan, opts, sizeof opts);
-            st = zp_table_add_row(t);
-            if (st == ZP_OK)
-                st = zp_table_set_num(t, 0, e->plan.stage, "%.0f");
-            if (st == ZP_OK)
-                st = zp_table_set_num(t, 1, (double)e->plan.mp, "%.0f");
-            if (st == ZP_OK)
-                st = zp_table_set_str(t, 2, opts);
-            if (st == ZP_OK)
-                st = zp_table_set_str(t, 3, e->reason);
+            ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s", e->plan.stage,
+                                    zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason));
         }
-        if (st == ZP_OK)
-            st = zp_doc_add_table(d, t);
-        else
-            zp_table_free(t);
     }
-    if (st == ZP_OK)
-        st = zp_doc_write(d, f, ZP_FMT_HTML);
+    return ZP_OK;
+}
+
+zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)
+{
+    char title[256];
+    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPUs of %s", w->model->name, (long long)w->gpus,
+             w->cluster->name);
+    zp_doc *d = zp_doc_new(title);
+    if (!d)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_doc_set_json_digits(d, 8);
+    zp_status st = whatif_items(d, w);
+    if (st != ZP_OK) {
+        zp_doc_free(d);
+        return st;
+    }
+    *out = d;
+    return ZP_OK;
+}
+
+json_t *zp_report_whatif_json(const zp_whatif *w)
+{
+    zp_doc *d;
+    if (zp_report_whatif_doc(w, &d) != ZP_OK)
+        return NULL;
+    json_t *j = zp_doc_to_json(d);
     zp_doc_free(d);
-    return st;
+    return j;
 }
 
 zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w)
 {
-    const zp_search_result *r = w->result;
-    if (fmt == ZP_FMT_HTML)
-        return whatif_html(f, w);
-    if (fmt == ZP_FMT_JSON) {
-        json_t *j = zp_report_whatif_json(w);
-        int rc = j ? json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8)) : -1;
-        json_decref(j);
-        fputc('\n', f);
-        return rc == 0 ? ZP_OK : ZP_FAIL(ZP_EIO, "writing JSON failed");
-    }
-    zp_table *t;
-    if (fmt == ZP_FMT_CSV) {
-        ZP_TRY(plans_table(w, 0, r->n, &t));
-        return write_tables(f, fmt, t);
-    }
-    const zp_model *m = w->model;
-    char ps[32];
-    zp_size_format(zp_model_params(m), ps, sizeof ps);
-    const char *h = fmt == ZP_FMT_MD ? "## " : "";
-    fprintf(f, "%szplan what-if: model %s on %lld GPUs of %s\n\n", h, m->name, (long long)w->gpus, w->cluster->name);
-    fprintf(f, "Model:   %s: %lld layers, hidden %lld, %lld heads, seq %lld, vocab %lld, FFN %lld; %.4g parameters (%s)%s%s\n",
-            m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->seq,
-            (long long)m->vocab, (long long)m->ffn, zp_model_params(m), ps, w->model_note ? "; " : "",
-            w->model_note ? w->model_note : "");
-    int64_t nodes = (w->gpus + w->cluster->gpus_per_node - 1) / w->cluster->gpus_per_node;
-    fprintf(f, "Cluster: %s, %lld GPUs (%lld nodes x %d %s), %.4g GB per GPU\n", w->cluster->name,
-            (long long)w->gpus, (long long)nodes, w->cluster->gpus_per_node, w->cluster->gpu_name, w->gpu_mem / 1e9);
-    if (r->n_simulated > 0)
-        fprintf(f, "Method:  SimGrid simulation of one step (streams overlapped, collectives as flows: %s; %s) "
-                   "for %d of the %d plans that fit; the others cannot beat the best (their kernels alone take "
-                   "longer).\n",
-                w->cluster->flat_rings ? "flat NCCL rings across nodes" : "rings in a node, hierarchical across nodes",
-                w->profile_note ? w->profile_note : "built-in device profile", r->n_simulated, r->n_fit);
-    else
-        fprintf(f, "Method:  analytic first-order step time%s: compute at %.0f%% of the %.0f TFLOP/s fp16 peak, every "
-                   "communication over its bandwidth, nothing overlapped.\n",
-                (w->gpus + w->cluster->gpus_per_node - 1) / w->cluster->gpus_per_node > ZP_SIM_MAX_FULL_NODES
-                    ? " (more nodes than the full simulator takes, and these plans are not symmetric enough for "
-                      "the reduced one)"
-                    : "",
-                100 * w->cluster->gemm_efficiency, w->cluster->peak_flops / 1e12);
-    fprintf(f, "FLOPs:   %s.\n\n", ZP_FLOP_CONVENTION);
-
-    int best = best_index(r);
-    if (best >= 0) {
-        ZP_TRY(plans_table(w, 1, w->top, &t));
-        ZP_TRY(write_tables(f, fmt, t));
-        fprintf(f, "%s%d of %d candidate plans fit; showing the best %d.\n\n", fmt == ZP_FMT_MD ? "" : "",
-                r->n_fit, r->n, r->n_fit < w->top ? r->n_fit : w->top);
-        ZP_TRY(zp_report_memory_table(&r->plans[best], w->gpu_mem, &t));
-        ZP_TRY(write_tables(f, fmt, t));
-        char desc[256];
-        describe_plan(&r->plans[best], desc, sizeof desc);
-        fprintf(f, "%sRecommended: %s.\n", fmt == ZP_FMT_MD ? "**" : "", desc);
-        const zp_eval *e = &r->plans[best];
-        fprintf(f, "  step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs aggregate (%s)%s\n\n",
-                e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops, e->method,
-                fmt == ZP_FMT_MD ? "**" : "");
-    } else {
-        fprintf(f, "No plan fits: %s on %lld GPUs with %.4g GB each.\n\n", m->name, (long long)w->gpus,
-                w->gpu_mem / 1e9);
-    }
-    int shown = 0;
-    for (int i = 0; i < r->n; i++) {
-        const zp_eval *e = &r->plans[i];
-        if (e->fits)
-            continue;
-        if (shown == 0)
-            fprintf(f, "%sDoes not fit (at micro-batch %s):\n", h, "1 or the one given");
-        char opts[96];
-        plan_options(&e->plan, opts, sizeof opts);
-        if (shown < 12)
-            fprintf(f, "  - stage %d (%s), MP %lld, %s: %s\n", e->plan.stage, zp_stage_get(e->plan.stage)->name,
-                    (long long)e->plan.mp, opts, e->reason);
-        shown++;
-    }
-    if (shown > 12)
-        fprintf(f, "  ... and %d more (see --format json)\n", shown - 12);
-    return ferror(f) ? ZP_FAIL(ZP_EIO, "write failed") : ZP_OK;
+    zp_doc *d;
+    ZP_TRY(zp_report_whatif_doc(w, &d));
+    zp_status st = zp_doc_write(d, f, fmt);
+    zp_doc_free(d);
+    return st;
 }

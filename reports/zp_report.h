@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "zp_cluster.h"
+#include "zp_doc.h"
 #include "zp_search.h"
 #include "zp_svg.h"
 #include "zp_table.h"
@@ -35,12 +36,18 @@ typedef struct {
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
 } zp_whatif;
 
+/* The what-if answer in any format: one document (zp_report_whatif_doc) that every format renders. */
 zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w);
+/* That document: the model, cluster and method as facts, the plans table (readers see the best w->top
+ * fitting plans, CSV and JSON all), the memory of the recommended plan (table, and chart in HTML), the
+ * recommendation and the plans that do not fit. */
+zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out);
 /* The per-category memory table of one plan. */
 zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out);
 /* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */
 void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c);
-/* The what-if as the JSON contract: {"model", "cluster", "plans", "best"} (new reference). */
+/* The what-if as the JSON contract: {"model", "cluster", "plans", "best"}: the document's JSON (new
+ * reference; NULL when out of memory). */
 json_t *zp_report_whatif_json(const zp_whatif *w);
 
 #endif

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "zp_html.h"
+
 #define W 720.0
 #define H 400.0
 #define ML 70.0  /* margins: left, right, top, bottom (px) */
@@ -23,19 +25,6 @@ void zp_chart_init(zp_chart *c, zp_chart_kind kind, const char *title, const cha
     snprintf(c->xlabel, sizeof c->xlabel, "%s", xlabel);
     snprintf(c->ylabel, sizeof c->ylabel, "%s", ylabel);
     c->hline = NAN;
-}
-
-void zp_xml_escape(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
 }
 
 /* A "nice" axis maximum and tick step for values up to vmax. */

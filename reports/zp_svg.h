@@ -29,9 +29,6 @@ typedef struct {
 /* A chart with no series, no points and no reference line. */
 void zp_chart_init(zp_chart *c, zp_chart_kind kind, const char *title, const char *xlabel, const char *ylabel);
 
-/* Writes text escaped for XML and HTML (& < > "). */
-void zp_xml_escape(FILE *f, const char *s);
-
 /* Writes one <svg> element (720 x 400 px, viewBox-scaled). */
 zp_status zp_svg_write(const zp_chart *c, FILE *f);
 

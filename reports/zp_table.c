@@ -8,22 +8,32 @@
 
 #include <jansson.h>
 
-#include "zp_doc.h"
+#include "zp_html.h"
 
-typedef enum { CELL_EMPTY, CELL_NUM, CELL_STR, CELL_BOOL } cell_kind;
+/* CELL_UNSET: never set (JSON null, or left out in a ZP_COL_OMIT_UNSET column); CELL_EMPTY: a number that
+ * was not finite (shown "-", JSON null). */
+typedef enum { CELL_UNSET, CELL_EMPTY, CELL_NUM, CELL_INT, CELL_STR, CELL_BOOL } cell_kind;
 
 typedef struct {
     cell_kind kind;
     double num;
-    char *text; /* display text (numbers formatted with their display format) */
+    long long inum; /* CELL_INT */
+    char *text;     /* display text (numbers formatted with their display format) */
 } cell;
+
+typedef struct {
+    char *key;    /* CSV header; NULL: not in CSV */
+    char *header; /* text, Markdown and HTML header; NULL: not shown there */
+    char *json;   /* JSON key, "a.b" nested; NULL: not in JSON */
+    unsigned flags;
+} column;
 
 struct zp_table {
     char *title;
     int ncols;
-    char **keys;    /* owned copies */
-    char **headers;
-    cell *cells; /* rows x ncols */
+    column *cols;         /* owned copies of the names */
+    cell *cells;          /* rows x ncols */
+    unsigned char *hidden; /* per row: 1 = in CSV and JSON only */
     int rows, cap;
     char **notes;
     int nnotes;
@@ -49,22 +59,47 @@ zp_status zp_format_parse(const char *text, zp_format *out)
 
 const char *zp_format_name(zp_format f) { return g_fmt_names[f]; }
 
-zp_table *zp_table_new(const char *title, int ncols, const char *const *keys, const char *const *headers)
+/* A copy of s, or NULL for NULL; *ok = 0 when the copy failed. */
+static char *dup_or_null(const char *s, int *ok)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d)
+        *ok = 0;
+    return d;
+}
+
+zp_table *zp_table_new_cols(const char *title, int ncols, const zp_col *cols)
 {
     zp_table *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->title = strdup(title ? title : "");
     t->ncols = ncols;
-    t->keys = calloc((size_t)ncols, sizeof *t->keys);
-    t->headers = calloc((size_t)ncols, sizeof *t->headers);
-    int ok = t->title && t->keys && t->headers;
-    for (int c = 0; ok && c < ncols; c++)
-        ok = (t->keys[c] = strdup(keys[c])) && (t->headers[c] = strdup(headers[c]));
+    t->cols = calloc((size_t)ncols, sizeof *t->cols);
+    int ok = t->title && t->cols;
+    for (int c = 0; ok && c < ncols; c++) {
+        const char *json = cols[c].json ? (cols[c].json[0] ? cols[c].json : NULL) : cols[c].key;
+        t->cols[c].key = dup_or_null(cols[c].key, &ok);
+        t->cols[c].header = dup_or_null(cols[c].header, &ok);
+        t->cols[c].json = dup_or_null(json, &ok);
+        t->cols[c].flags = cols[c].flags;
+    }
     if (!ok) {
         zp_table_free(t);
         return NULL;
     }
+    return t;
+}
+
+zp_table *zp_table_new(const char *title, int ncols, const char *const *keys, const char *const *headers)
+{
+    zp_col *cols = calloc((size_t)(ncols > 0 ? ncols : 1), sizeof *cols);
+    if (!cols)
+        return NULL;
+    for (int c = 0; c < ncols; c++)
+        cols[c] = (zp_col){.key = keys[c], .header = headers[c]};
+    zp_table *t = zp_table_new_cols(title, ncols, cols);
+    free(cols);
     return t;
 }
 
@@ -78,21 +113,20 @@ void zp_table_free(zp_table *t)
         free(t->notes[i]);
     free(t->notes);
     free(t->cells);
-    for (int c = 0; c < t->ncols; c++) {
-        if (t->keys)
-            free(t->keys[c]);
-        if (t->headers)
-            free(t->headers[c]);
+    free(t->hidden);
+    for (int c = 0; t->cols && c < t->ncols; c++) {
+        free(t->cols[c].key);
+        free(t->cols[c].header);
+        free(t->cols[c].json);
     }
-    free(t->keys);
-    free(t->headers);
+    free(t->cols);
     free(t->title);
     free(t);
 }
 
 int zp_table_rows(const zp_table *t) { return t->rows; }
 int zp_table_cols(const zp_table *t) { return t->ncols; }
-const char *zp_table_header(const zp_table *t, int col) { return t->headers[col]; }
+const char *zp_table_header(const zp_table *t, int col) { return t->cols[col].header ? t->cols[col].header : ""; }
 
 const char *zp_table_cell(const zp_table *t, int row, int col)
 {
@@ -103,10 +137,12 @@ const char *zp_table_cell(const zp_table *t, int row, int col)
 double zp_table_cell_num(const zp_table *t, int row, int col)
 {
     const cell *c = &t->cells[row * t->ncols + col];
-    return c->kind == CELL_NUM ? c->num : NAN;
+    return c->kind == CELL_NUM || c->kind == CELL_INT ? c->num : NAN;
 }
 
-int zp_table_cell_is_num(const zp_table *t, int row, int col) { return t->cells[row * t->ncols + col].kind == CELL_NUM; }
+static int is_num(const cell *c) { return c->kind == CELL_NUM || c->kind == CELL_INT; }
+
+int zp_table_cell_is_num(const zp_table *t, int row, int col) { return is_num(&t->cells[row * t->ncols + col]); }
 
 zp_status zp_table_add_row(zp_table *t)
 {
@@ -116,11 +152,22 @@ zp_status zp_table_add_row(zp_table *t)
         if (!nc)
             return ZP_FAIL(ZP_ENOMEM, "out of memory");
         t->cells = nc;
+        unsigned char *nh = realloc(t->hidden, (size_t)cap);
+        if (!nh)
+            return ZP_FAIL(ZP_ENOMEM, "out of memory");
+        t->hidden = nh;
         t->cap = cap;
     }
     memset(&t->cells[t->rows * t->ncols], 0, (size_t)t->ncols * sizeof(cell));
+    t->hidden[t->rows] = 0;
     t->rows++;
     return ZP_OK;
+}
+
+void zp_table_hide_row(zp_table *t)
+{
+    if (t->rows > 0)
+        t->hidden[t->rows - 1] = 1;
 }
 
 static cell *last_cell(zp_table *t, int col)
@@ -149,6 +196,19 @@ zp_status zp_table_set_num(zp_table *t, int col, double value, const char *displ
         snprintf(buf, sizeof buf, "-");
     c->kind = isfinite(value) ? CELL_NUM : CELL_EMPTY;
     c->num = value;
+    return set_text(c, buf);
+}
+
+zp_status zp_table_set_int(zp_table *t, int col, long long value)
+{
+    cell *c = last_cell(t, col);
+    if (!c)
+        return ZP_FAIL(ZP_ERUNTIME, "table cell out of range");
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", value);
+    c->kind = CELL_INT;
+    c->num = (double)value;
+    c->inum = value;
     return set_text(c, buf);
 }
 
@@ -201,12 +261,26 @@ static const char *cell_text(const zp_table *t, int r, int c)
     return s ? s : "";
 }
 
+/* Text, Markdown and HTML show the columns with a header and the rows not hidden. */
+static int shown_col(const zp_table *t, int c) { return t->cols[c].header != NULL; }
+static int shown_row(const zp_table *t, int r) { return !t->hidden[r]; }
+
+/* Right-aligned: no shown cell is a string. */
 static int is_numeric_col(const zp_table *t, int c)
 {
     for (int r = 0; r < t->rows; r++)
-        if (t->cells[r * t->ncols + c].kind == CELL_STR)
+        if (shown_row(t, r) && t->cells[r * t->ncols + c].kind == CELL_STR)
             return 0;
     return 1;
+}
+
+static int last_shown_col(const zp_table *t)
+{
+    int last = -1;
+    for (int c = 0; c < t->ncols; c++)
+        if (shown_col(t, c))
+            last = c;
+    return last;
 }
 
 static void write_text_raw(const zp_table *t, FILE *f);
@@ -242,37 +316,54 @@ static void write_text_raw(const zp_table *t, FILE *f)
     if (!w)
         return;
     for (int c = 0; c < t->ncols; c++) {
-        w[c] = (int)strlen(t->headers[c]);
+        if (!shown_col(t, c))
+            continue;
+        w[c] = (int)strlen(t->cols[c].header);
         for (int r = 0; r < t->rows; r++) {
-            int n = (int)strlen(cell_text(t, r, c));
+            int n = shown_row(t, r) ? (int)strlen(cell_text(t, r, c)) : 0;
             if (n > w[c])
                 w[c] = n;
         }
     }
+    const int last = last_shown_col(t);
     if (t->title[0])
         fprintf(f, "%s\n", t->title);
+    const char *sep = "";
     for (int c = 0; c < t->ncols; c++) {
+        if (!shown_col(t, c))
+            continue;
         int right = is_numeric_col(t, c);
-        if (c == t->ncols - 1 && !right)
-            fprintf(f, "%s%s", c ? "  " : "", t->headers[c]);
+        if (c == last && !right)
+            fprintf(f, "%s%s", sep, t->cols[c].header);
         else
-            fprintf(f, "%s%*s", c ? "  " : "", right ? w[c] : -w[c], t->headers[c]);
+            fprintf(f, "%s%*s", sep, right ? w[c] : -w[c], t->cols[c].header);
+        sep = "  ";
     }
     fputc('\n', f);
+    sep = "";
     for (int c = 0; c < t->ncols; c++) {
-        fprintf(f, "%s", c ? "  " : "");
+        if (!shown_col(t, c))
+            continue;
+        fputs(sep, f);
         for (int i = 0; i < w[c]; i++)
             fputc('-', f);
+        sep = "  ";
     }
     fputc('\n', f);
     for (int r = 0; r < t->rows; r++) {
+        if (!shown_row(t, r))
+            continue;
+        sep = "";
         for (int c = 0; c < t->ncols; c++) {
+            if (!shown_col(t, c))
+                continue;
             int right = is_numeric_col(t, c);
             /* trailing spaces are noise in golden files: pad the last column only when right-aligned */
-            if (c == t->ncols - 1 && !right)
-                fprintf(f, "%s%s", c ? "  " : "", cell_text(t, r, c));
+            if (c == last && !right)
+                fprintf(f, "%s%s", sep, cell_text(t, r, c));
             else
-                fprintf(f, "%s%*s", c ? "  " : "", right ? w[c] : -w[c], cell_text(t, r, c));
+                fprintf(f, "%s%*s", sep, right ? w[c] : -w[c], cell_text(t, r, c));
+            sep = "  ";
         }
         fputc('\n', f);
     }
@@ -287,15 +378,20 @@ static void write_md(const zp_table *t, FILE *f)
         fprintf(f, "### %s\n\n", t->title);
     fputc('|', f);
     for (int c = 0; c < t->ncols; c++)
-        fprintf(f, " %s |", t->headers[c]);
+        if (shown_col(t, c))
+            fprintf(f, " %s |", t->cols[c].header);
     fputs("\n|", f);
     for (int c = 0; c < t->ncols; c++)
-        fputs(is_numeric_col(t, c) ? " ---: |" : " --- |", f);
+        if (shown_col(t, c))
+            fputs(is_numeric_col(t, c) ? " ---: |" : " --- |", f);
     fputc('\n', f);
     for (int r = 0; r < t->rows; r++) {
+        if (!shown_row(t, r))
+            continue;
         fputc('|', f);
         for (int c = 0; c < t->ncols; c++)
-            fprintf(f, " %s |", cell_text(t, r, c));
+            if (shown_col(t, c))
+                fprintf(f, " %s |", cell_text(t, r, c));
         fputc('\n', f);
     }
     if (t->nnotes)
@@ -319,21 +415,30 @@ static void csv_field(FILE *f, const char *s)
     }
 }
 
+/* CSV: the columns with a key, every row. */
 static void write_csv(const zp_table *t, FILE *f)
 {
+    const char *sep = "";
     for (int c = 0; c < t->ncols; c++) {
-        if (c)
-            fputc(',', f);
-        csv_field(f, t->keys[c]);
+        if (!t->cols[c].key)
+            continue;
+        fputs(sep, f);
+        csv_field(f, t->cols[c].key);
+        sep = ",";
     }
     fputc('\n', f);
     for (int r = 0; r < t->rows; r++) {
+        sep = "";
         for (int c = 0; c < t->ncols; c++) {
-            if (c)
-                fputc(',', f);
+            if (!t->cols[c].key)
+                continue;
+            fputs(sep, f);
+            sep = ",";
             const cell *x = &t->cells[r * t->ncols + c];
             if (x->kind == CELL_NUM)
                 fprintf(f, "%.10g", x->num);
+            else if (x->kind == CELL_INT)
+                fprintf(f, "%lld", x->inum);
             else if (x->kind == CELL_BOOL)
                 fputs(x->num != 0 ? "true" : "false", f);
             else
@@ -343,27 +448,88 @@ static void write_csv(const zp_table *t, FILE *f)
     }
 }
 
-json_t *zp_table_to_json(const zp_table *t)
+void zp_table_write_html(const zp_table *t, FILE *f)
 {
-    json_t *root = json_object();
-    json_object_set_new(root, "title", json_string(t->title));
-    json_t *rows = json_array();
+    if (t->title[0])
+        zp_html_wrap(f, "<h2>", t->title, "</h2>\n");
+    fputs("<table>\n<tr>", f);
+    for (int c = 0; c < t->ncols; c++) {
+        if (!shown_col(t, c))
+            continue;
+        zp_html_wrap(f, "<th>", t->cols[c].header, "</th>");
+    }
+    fputs("</tr>\n", f);
     for (int r = 0; r < t->rows; r++) {
-        json_t *o = json_object();
+        if (!shown_row(t, r))
+            continue;
+        fputs("<tr>", f);
         for (int c = 0; c < t->ncols; c++) {
+            if (!shown_col(t, c))
+                continue;
+            zp_html_wrap(f, is_num(&t->cells[r * t->ncols + c]) ? "<td class=\"num\">" : "<td>", cell_text(t, r, c),
+                         "</td>");
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+    for (int i = 0; i < t->nnotes; i++)
+        zp_html_wrap(f, "<p class=\"note\">", t->notes[i], "</p>\n");
+}
+
+/* Sets o[key], where "a.b" is key b of the object o["a"] (made when absent). -1 on failure. */
+static int json_set_path(json_t *o, const char *key, json_t *v)
+{
+    const char *dot = strchr(key, '.');
+    if (!dot)
+        return json_object_set_new(o, key, v);
+    char outer[64];
+    snprintf(outer, sizeof outer, "%.*s", (int)(dot - key), key);
+    json_t *inner = json_object_get(o, outer);
+    if (!inner) {
+        inner = json_object();
+        if (json_object_set_new(o, outer, inner) != 0) {
+            json_decref(v);
+            return -1;
+        }
+    }
+    return json_set_path(inner, dot + 1, v);
+}
+
+json_t *zp_table_rows_json(const zp_table *t)
+{
+    json_t *rows = json_array();
+    for (int r = 0; rows && r < t->rows; r++) {
+        json_t *o = json_object();
+        for (int c = 0; o && c < t->ncols; c++) {
             const cell *x = &t->cells[r * t->ncols + c];
+            if (!t->cols[c].json || (x->kind == CELL_UNSET && (t->cols[c].flags & ZP_COL_OMIT_UNSET)))
+                continue;
             json_t *v;
             switch (x->kind) {
             case CELL_NUM: v = json_real(x->num); break;
+            case CELL_INT: v = json_integer(x->inum); break;
             case CELL_BOOL: v = json_boolean(x->num != 0); break;
             case CELL_STR: v = json_string(x->text); break;
             default: v = json_null(); break;
             }
-            json_object_set_new(o, t->keys[c], v);
+            if (json_set_path(o, t->cols[c].json, v) != 0) {
+                json_decref(o);
+                o = NULL;
+            }
         }
-        json_array_append_new(rows, o);
+        if (json_array_append_new(rows, o) != 0) {
+            json_decref(rows);
+            rows = NULL;
+        }
     }
-    json_object_set_new(root, "rows", rows);
+    return rows;
+}
+
+json_t *zp_table_to_json(const zp_table *t)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "title", json_string(t->title));
+    json_object_set_new(root, "rows", zp_table_rows_json(t));
     json_t *notes = json_array();
     for (int i = 0; i < t->nnotes; i++)
         json_array_append_new(notes, json_string(t->notes[i]));
@@ -380,7 +546,7 @@ zp_status zp_table_write(const zp_table *t, FILE *f, zp_format fmt)
     case ZP_FMT_HTML: {
         char *title = t->title;
         zp_html_begin(f, title[0] ? title : "zplan");
-        zp_html_table(t, f);
+        zp_table_write_html(t, f);
         zp_html_end(f);
         break;
     }

@@ -3,16 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <poll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,6 +20,7 @@
 #include <simgrid/semaphore.h>
 #include <xbt/log.h>
 
+#include "zp_child.h"
 #include "zp_device.h"
 #include "zp_io.h"
 #include "zp_memory.h"
@@ -913,11 +909,33 @@ void zp_engine_set_platform_timeout(double seconds)
     g_platform_timeout_s = seconds > 0 ? seconds : ZP_PLATFORM_CHECK_TIMEOUT_S;
 }
 
-static double mono_now(void)
+/* The disposable loader, in a child process (SimGrid may abort on a bad file and allows one platform
+ * per process): into `result` (int[2]) the GPUs of node 0 and the nodes. */
+static int load_platform(void *ctx, void *result)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    const char *path = ctx;
+    int *counts = result;
+    static char *args[] = {"zplan", "--log=root.thres:error", "--log=xbt_cfg.thres:critical", NULL};
+    int argc = 3;
+    simgrid_init(&argc, args);
+    simgrid_load_platform(path);
+    char name[64];
+    while (counts[0] < 1000000) {
+        snprintf(name, sizeof name, "gpu-0-%d", counts[0]);
+        if (!sg_host_by_name(name))
+            break;
+        counts[0]++;
+    }
+    while (counts[1] < 100000000) {
+        snprintf(name, sizeof name, "cpu-%d", counts[1]);
+        if (!sg_host_by_name(name))
+            break;
+        snprintf(name, sizeof name, "gpu-%d-0", counts[1]);
+        if (!sg_host_by_name(name))
+            break;
+        counts[1]++;
+    }
+    return 0;
 }
 
 zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *nodes)
@@ -929,133 +947,22 @@ zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *no
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return ZP_FAIL(ZP_EINVAL, "--cluster: '%s' is a directory, not a platform file", path);
-    int res[2], err[2];
-    if (pipe(res) != 0)
-        return ZP_FAIL(ZP_ERUNTIME, "pipe: %s", strerror(errno));
-    if (pipe(err) != 0) {
-        int e = errno;
-        close(res[0]);
-        close(res[1]);
-        return ZP_FAIL(ZP_ERUNTIME, "pipe: %s", strerror(e));
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(res[0]);
-        close(res[1]);
-        close(err[0]);
-        close(err[1]);
-        return ZP_FAIL(ZP_ERUNTIME, "fork: %s", strerror(e));
-    }
-    if (pid == 0) {
-        /* A disposable loader: it dies of its own faults with the default action (not through handlers
-         * the parent installed, e.g. a fuzzer's), and with the parent. */
-        static const int fatal[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
-        for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
-            signal(fatal[i], SIG_DFL);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        close(res[0]);
-        close(err[0]);
-        dup2(err[1], 2);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, 1);
-        static char *args[] = {"zplan", "--log=root.thres:error", "--log=xbt_cfg.thres:critical", NULL};
-        int argc = 3;
-        simgrid_init(&argc, args);
-        simgrid_load_platform(path);
-        int counts[2] = {0, 0};
-        char name[64];
-        while (counts[0] < 1000000) {
-            snprintf(name, sizeof name, "gpu-0-%d", counts[0]);
-            if (!sg_host_by_name(name))
-                break;
-            counts[0]++;
-        }
-        while (counts[1] < 100000000) {
-            snprintf(name, sizeof name, "cpu-%d", counts[1]);
-            if (!sg_host_by_name(name))
-                break;
-            snprintf(name, sizeof name, "gpu-%d-0", counts[1]);
-            if (!sg_host_by_name(name))
-                break;
-            counts[1]++;
-        }
-        if (write(res[1], counts, sizeof counts) != (ssize_t)sizeof counts)
-            _exit(3);
-        _exit(0);
-    }
-    close(res[1]);
-    close(err[1]);
-    /* Read both pipes together until the child closes them (SimGrid may write more than a pipe holds
-     * to stderr before it writes the counts), within the time limit: a platform that takes longer to
-     * load (or a child that hangs) is killed. */
+    /* The loader dies of its own faults with the default action (not through handlers the parent
+     * installed, e.g. a fuzzer's), and with the parent. Its stderr is read together with the counts
+     * (SimGrid may write more than a pipe holds before the counts), within the time limit: a platform
+     * that takes longer to load (or a child that hangs) is killed. */
     int counts[2] = {0, 0};
-    size_t got = 0;
-    char msg[4096] = "";
-    size_t len = 0;
-    int open_fds = 2, timed_out = 0;
-    struct pollfd pf[2] = {{.fd = res[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
-    const double deadline = mono_now() + g_platform_timeout_s;
-    while (open_fds > 0) {
-        double left = deadline - mono_now();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        int rc = poll(pf, 2, (int)(left * 1000) + 1);
-        if (rc < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (rc == 0)
-            continue;
-        for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char chunk[4096];
-            ssize_t r;
-            if (i == 0) {
-                r = read(pf[i].fd, chunk, sizeof chunk);
-                if (r > 0) {
-                    size_t take = (size_t)r;
-                    if (got + take > sizeof counts)
-                        take = got < sizeof counts ? sizeof counts - got : 0;
-                    memcpy((char *)counts + got, chunk, take);
-                    got += take;
-                }
-            } else {
-                r = read(pf[i].fd, chunk, sizeof chunk);
-                if (r > 0 && len < sizeof msg - 1) {
-                    size_t take = (size_t)r < sizeof msg - 1 - len ? (size_t)r : sizeof msg - 1 - len;
-                    memcpy(msg + len, chunk, take);
-                    len += take;
-                }
-            }
-            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
-                close(pf[i].fd);
-                pf[i].fd = -1;
-                open_fds--;
-            }
-        }
-    }
-    msg[len] = '\0';
-    for (int i = 0; i < 2; i++)
-        if (pf[i].fd >= 0)
-            close(pf[i].fd);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (timed_out)
+    zp_child c = {.fn = load_platform, .ctx = (void *)path, .result = counts, .result_size = sizeof counts,
+                  .flags = ZP_CHILD_STDOUT_NULL | ZP_CHILD_CAPTURE_STDERR | ZP_CHILD_DEFAULT_FAULTS |
+                           ZP_CHILD_DIE_WITH_PARENT,
+                  .timeout_s = g_platform_timeout_s};
+    ZP_TRY(zp_child_run(&c));
+    if (c.timed_out)
         return ZP_FAIL(ZP_EINVAL, "--cluster: loading '%s' took more than %.0f s: refused (is it that large?)", path,
                        g_platform_timeout_s);
-    if (got != sizeof counts || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (!zp_child_ok(&c)) {
         /* keep SimGrid's own explanation: its first error line, without the log prefix */
-        char *line = msg, *best = NULL;
+        char *line = c.err, *best = NULL;
         while (line && *line) {
             char *nl = strchr(line, '\n');
             if (nl)

@@ -3,11 +3,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zp_device.h"
 #include "zp_simrun.h"
+#include "zp_time.h"
 
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus)
 {
@@ -141,13 +141,6 @@ static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
     e->sim = s->reduced ? "reduced" : "full";
 }
 
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Upper bound of a plan's simulated throughput: the compute stream runs every kernel of the schedule
  * one after the other, so the step lasts at least their summed time; everything else only adds. */
 static double throughput_bound(const zp_model *model, const zp_profile *prof, const zp_eval *e)
@@ -250,7 +243,7 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     }
     nfit = ncand;
     qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
-    double t0 = wall_now(), best = 0.0;
+    double t0 = zp_time_now_s(), best = 0.0;
     int best_idx = -1, next = 0, done = 0;
     zp_status st = ZP_OK;
     zp_sim_input best_in = {0};
@@ -293,7 +286,7 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         tj.in.trace_path = r->trace_path;
         st = zp_simrun_one(&tj);
     }
-    out->sim_wall_s = wall_now() - t0;
+    out->sim_wall_s = zp_time_now_s() - t0;
     free(c);
     free(jobs);
     free(which);

@@ -18,9 +18,11 @@
 
 #include <jansson.h>
 
+#include "zp_child.h"
 #include "zp_cli.h"
 #include "zp_progress.h"
 #include "zp_size.h"
+#include "zp_stats.h"
 #include "zp_table.h"
 
 int zp_cli_report_validation(int argc, char **argv);
@@ -41,31 +43,38 @@ static const char VAL_USAGE[] =
     "  --format F         text (default), md, csv, json, html\n"
     "  -o, --output FILE  write the table to FILE\n";
 
+typedef struct {
+    char *const *argv;
+    const char *out_path;
+    int threads;
+} run_req;
+
+/* In the child: the environment, stdout, then exec. */
+static int run_exec(void *ctx, void *result)
+{
+    (void)result;
+    const run_req *q = ctx;
+    char t[16];
+    snprintf(t, sizeof t, "%d", q->threads);
+    setenv("OMP_NUM_THREADS", t, 1);
+    setenv("OPENBLAS_NUM_THREADS", t, 1);
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+    if (!freopen(q->out_path ? q->out_path : "/dev/null", "w", stdout))
+        return 127;
+    execvp(q->argv[0], q->argv);
+    return 127;
+}
+
 /* Runs argv (NULL-terminated) with stdout to `out_path` (or /dev/null) and stderr kept; exit code,
- * -1 when it could not run. OMP_NUM_THREADS is set to `threads` in the child. */
+ * -1 when it could not run. OMP_NUM_THREADS is set to `threads` in the child. No time limit here: the
+ * command is `timeout` (which stops mpirun with SIGTERM, so that it takes its ranks down). */
 static int run(char *const argv[], const char *out_path, int threads)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
+    run_req q = {argv, out_path, threads};
+    zp_child c = {.fn = run_exec, .ctx = &q};
+    if (zp_child_run(&c) != ZP_OK)
         return -1;
-    if (pid == 0) {
-        char t[16];
-        snprintf(t, sizeof t, "%d", threads);
-        setenv("OMP_NUM_THREADS", t, 1);
-        setenv("OPENBLAS_NUM_THREADS", t, 1);
-        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
-        FILE *f = freopen(out_path ? out_path : "/dev/null", "w", stdout);
-        if (!f)
-            _exit(127);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1;
 }
 
 /* timeout SECONDS mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np N SELF args... */
@@ -106,12 +115,6 @@ static double jnum(json_t *o, const char *a, const char *b)
     if (b)
         x = json_object_get(x, b);
     return json_is_number(x) ? json_number_value(x) : NAN;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int zp_cli_report_validation(int argc, char **argv)
@@ -285,8 +288,7 @@ int zp_cli_report_validation(int argc, char **argv)
     }
     zp_progress_done(&bar);
     if (nerr > 0) {
-        qsort(step_err, (size_t)nerr, sizeof *step_err, cmp_d);
-        double med = nerr % 2 ? step_err[nerr / 2] : 0.5 * (step_err[nerr / 2 - 1] + step_err[nerr / 2]);
+        double med = zp_stats_median(step_err, (size_t)nerr);
         zp_table_add_note(t, "median |step-time error| %.1f%% over %d runs (target <= 15%%: %s)", 100 * med, nerr,
                           med <= 0.15 ? "met" : "MISSED");
         for (int c = 0; c < 5; c++)

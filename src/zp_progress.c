@@ -2,22 +2,16 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "zp_time.h"
 
 void zp_progress_init(zp_progress *p, const char *what)
 {
     memset(p, 0, sizeof *p);
     p->enabled = isatty(STDERR_FILENO);
     p->what = what;
-    p->started = now_s();
+    p->started = zp_time_now_s();
 }
 
 void zp_progress_update(zp_progress *p, int done, int total)
@@ -31,7 +25,7 @@ void zp_progress_update(zp_progress *p, int done, int total)
     memset(bar, '#', (size_t)fill);
     memset(bar + fill, '.', (size_t)(width - fill));
     bar[width] = '\0';
-    double t = now_s() - p->started;
+    double t = zp_time_now_s() - p->started;
     int n = fprintf(stderr, "\r%s [%s] %d/%d  %.1f s", p->what, bar, done, total, t);
     if (n < p->last_width)
         fprintf(stderr, "%*s", p->last_width - n, "");

@@ -144,6 +144,17 @@ Test(search, json_contract)
         cr_expect_not_null(json_object_get(p0, pk[i]), "plans[0].%s", pk[i]);
     for (size_t i = 0; i < 7; i++)
         cr_expect(json_is_number(json_object_get(json_object_get(p0, "memory_gb"), memk[i])), "memory_gb.%s", memk[i]);
+    /* the types a JSON consumer reads them with */
+    const char *ints[] = {"stage", "mp", "dp", "micro_batch", "grad_accum"};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        cr_expect(json_is_integer(json_object_get(p0, ints[i])), "plans[0].%s is an integer", ints[i]);
+    cr_expect(json_is_boolean(json_object_get(p0, "pa")) && json_is_boolean(json_object_get(p0, "fits")));
+    cr_expect(json_is_string(json_object_get(p0, "offload")));
+    cr_expect(json_is_number(json_object_get(json_object_get(p0, "time_breakdown_s"), "compute")));
+    cr_expect_null(json_object_get(p0, "reason"), "a plan that fits has no reason");
+    cr_expect_null(json_object_get(p0, "options"), "readers' columns stay out of the contract");
+    cr_expect(json_is_string(json_object_get(j, "flop_convention")));
+    cr_expect_eq(json_array_size(plans), (size_t)res.n, "every plan, not only the ones shown");
     json_t *best = json_object_get(j, "best");
     cr_assert(json_is_integer(best));
     cr_expect(json_is_true(json_object_get(json_array_get(plans, (size_t)json_integer_value(best)), "fits")));
