@@ -16,15 +16,8 @@ M=(--model gpt3-175B --cluster dgx-h100)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-best_of() { # best_of N cmd...: the fastest of N runs, seconds
-  local n=$1; shift; local best=999
-  for _ in $(seq "$n"); do
-    local t0 t1
-    t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
-    best=$(awk -v a="$best" -v b="$(awk -v x="$t0" -v y="$t1" 'BEGIN{print y-x}')" 'BEGIN{print (b<a)?b:a}')
-  done
-  printf '%.3f' "$best"
-}
+# shellcheck source=bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"
 plan() { # plan GPUS STAGE: the explicit plan (MP 8, micro-batch 1, two sequences per DP rank)
   echo --gpus "$1" --stage "$2" --mp 8 --micro-batch 1 --global-batch $(($1 / 4)) --exact
 }

@@ -4,15 +4,8 @@
 set -euo pipefail
 Z="${1:-build/src/zplan}"
 [ -x "$Z" ] || { echo "bench/sim_speed.sh: $Z not found: run scripts/build first" >&2; exit 2; }
-best_of() { # best_of N cmd...: the fastest of N runs, seconds
-  local n=$1; shift; local best=999
-  for _ in $(seq "$n"); do
-    local t0 t1
-    t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
-    best=$(awk -v a="$best" -v b="$(awk -v x="$t0" -v y="$t1" 'BEGIN{print y-x}')" 'BEGIN{print (b<a)?b:a}')
-  done
-  printf '%.3f' "$best"
-}
+# shellcheck source=bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"
 echo "zplan simulator speed ($(nproc) cores; best of 5 runs; the process start is included)"
 printf '%-64s %9s %9s\n' "case" "wall s" "target"
 t=$(best_of 5 "$Z" --model 100B --gpus 400 --stage 2 --mp 16 --micro-batch 32 --pa --exact --jobs 1)

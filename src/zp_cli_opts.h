@@ -22,6 +22,7 @@ typedef enum {
     ZP_CMD_SCHEDULE = 1 << 4,  /* zplan schedule */
     ZP_CMD_EXEC = 1 << 5,      /* zplan exec */
     ZP_CMD_CALIBRATE = 1 << 6, /* zplan calibrate */
+    ZP_CMD_VALIDATION = 1 << 7, /* zplan report validation: zplan exec --validate over a sweep */
 } zp_cli_cmd;
 
 typedef struct {
@@ -51,6 +52,8 @@ typedef struct {
     /* report table1 / table2 */
     const char *dp_list, *mp_list;
     double k;
+    /* report validation */
+    const char *ranks, *stages;
     /* calibrate */
     int quick;
     const char *reps, *warmup, *max_bytes, *hidden, *tokens;

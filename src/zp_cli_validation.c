@@ -8,7 +8,6 @@
  * simulation per process and MPI's one initialisation per process are both respected, and a run that
  * hangs is killed by `timeout`. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,55 +118,26 @@ static double jnum(json_t *o, const char *a, const char *b)
 
 int zp_cli_report_validation(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"models", required_argument, 0, 'm'}, {"ranks", required_argument, 0, 'r'},
-        {"stages", required_argument, 0, 's'}, {"micro-batch", required_argument, 0, 'b'},
-        {"steps", required_argument, 0, 'k'}, {"profile", required_argument, 0, 'p'},
-        {"min-seconds", required_argument, 0, 'S'}, {"quick", no_argument, 0, 'q'},
-        {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    char models_buf[512] = "mini,small", ranks_buf[128] = "1,2,4", stages_buf[64] = "0,1,2,3";
-    const char *profile = NULL, *out = NULL;
-    zp_format fmt = ZP_FMT_TEXT;
-    int64_t mb = 2, steps = 5;
-    /* step times on this VM swing by -20%..+40% in spells of several steps: 7 steps' median landed anywhere
-     * in 0.032-0.044 s for one configuration, 40 steps' (2 s) within 0.038-0.040 s (measured) */
-    double min_seconds = 2.0;
-    int quick = 0;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'm': snprintf(models_buf, sizeof models_buf, "%s", optarg); break;
-        case 'r': snprintf(ranks_buf, sizeof ranks_buf, "%s", optarg); break;
-        case 's': snprintf(stages_buf, sizeof stages_buf, "%s", optarg); break;
-        case 'b':
-            if (zp_size_parse_int(optarg, "--micro-batch", 1, 1 << 16, &mb) != ZP_OK)
-                return zp_cli_fail(ZP_EINVAL);
-            break;
-        case 'k':
-            if (zp_size_parse_int(optarg, "--steps", 2, 1000, &steps) != ZP_OK)
-                return zp_cli_fail(ZP_EINVAL);
-            break;
-        case 'S':
-            if (zp_size_parse_range(optarg, "--min-seconds", 0, 3600, &min_seconds) != ZP_OK)
-                return zp_cli_fail(ZP_EINVAL);
-            break;
-        case 'p': profile = optarg; break;
-        case 'q': quick = 1; break;
-        case 'f':
-            if (zp_format_parse(optarg, &fmt) != ZP_OK)
-                return zp_cli_fail(ZP_EINVAL);
-            break;
-        case 'o': out = optarg; break;
-        case 'h': fputs(VAL_USAGE, stdout); return 0;
-        default:
-            fputs(VAL_USAGE, stderr);
-            return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report validation: unknown or incomplete option '%s'",
-                                       argv[optind - 1]));
-        }
+    zp_cli_args a;
+    zp_status pst = zp_cli_args_parse(ZP_CMD_VALIDATION, "zplan report validation", argc, argv, &a);
+    if (pst != ZP_OK)
+        return zp_cli_fail(pst);
+    if (a.help) {
+        fputs(VAL_USAGE, stdout);
+        return 0;
     }
+    if (a.steps < 2 || a.steps > 1000)
+        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--steps: %lld is not 2 to 1000 (the first step is not measured)",
+                                   (long long)a.steps));
+    char models_buf[512], ranks_buf[128], stages_buf[64];
+    snprintf(models_buf, sizeof models_buf, "%s", a.models);
+    snprintf(ranks_buf, sizeof ranks_buf, "%s", a.ranks);
+    snprintf(stages_buf, sizeof stages_buf, "%s", a.stages);
+    const char *profile = a.profile, *out = a.out;
+    const zp_format fmt = a.fmt;
+    const int64_t mb = a.r.micro_batch != ZP_SEARCH_ANY ? a.r.micro_batch : 2, steps = a.steps;
+    const double min_seconds = a.min_seconds;
+    const int quick = a.quick;
     char *models[32], *ranks_s[16], *stages_s[8];
     int nm = split_list(models_buf, models, 32), nr = split_list(ranks_buf, ranks_s, 16);
     int ns = split_list(stages_buf, stages_s, 8);

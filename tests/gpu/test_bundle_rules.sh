@@ -13,11 +13,8 @@ R="$S/scripts/gpu-bundle.d/bundle-rules"
 U="$S/scripts/gpu-bundle.d/unpack"
 T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { echo "ok: $1"; pass=$((pass + 1)); }
-no() { echo "FAIL: $1"; fail=$((fail + 1)); }
-check() { if eval "$2"; then ok "$1"; else no "$1"; fi; }
+# shellcheck source=tests/gpu/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 rules() { "$R" "$@" >"$T/out.txt" 2>&1; rc=$?; }
 
 command -v "${CC%% *}" >/dev/null || { echo "SKIP: no C compiler ($CC)"; exit 77; }

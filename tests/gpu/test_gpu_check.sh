@@ -10,11 +10,8 @@ set -uo pipefail
 S="$1"
 T="$(mktemp -d)"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { echo "ok: $1"; pass=$((pass + 1)); }
-no() { echo "FAIL: $1"; fail=$((fail + 1)); }
-check() { if eval "$2"; then ok "$1"; else no "$1"; fi; }
+# shellcheck source=tests/gpu/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 leftovers() { find "$T/w" -maxdepth 1 -name '.*' ! -name . | grep -c . ; }
 
 "$S/scripts/gpu-bundle" --skeleton "$T/b" >/dev/null || { echo "FAIL: gpu-bundle --skeleton"; exit 1; }
