@@ -50,6 +50,9 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->k_optimizer = ZP_ADAM_K;
     p->param_bytes = 2.0;
     p->overlap_comm = 1;
+    p->ep = 1;
+    p->capacity_factor = 1.0;
+    p->moe_imbalance = 1.0;
 }
 
 double zp_plan_global_batch(const zp_plan *p)
@@ -82,5 +85,12 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "parameters are 2 (fp16/bf16) or 4 (fp32) bytes");
     if (p->stage3_max_live < 0 || p->persistence_threshold < 0)
         return ZP_FAIL(ZP_EINVAL, "stage-3 limits must not be negative");
+    if (p->ep < 1 || p->dp % p->ep != 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep: %lld must divide the data-parallel degree %lld (experts are sharded over "
+                                  "the DP ranks)", (long long)p->ep, (long long)p->dp);
+    if (!(p->capacity_factor > 0 && p->capacity_factor <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", p->capacity_factor);
+    if (!(p->moe_imbalance >= 1 && p->moe_imbalance <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", p->moe_imbalance);
     return ZP_OK;
 }

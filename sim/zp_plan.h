@@ -55,6 +55,11 @@ typedef struct {
     double stage3_max_live; /* stage 3: most parameters gathered at once (elements); 0: two blocks */
     double persistence_threshold; /* stage 3: tensors below this many elements stay whole on every rank */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
+    /* mixture of experts (DeepSpeed-MoE, Megatron-core): experts sharded over `ep` of the DP ranks */
+    int64_t ep;          /* expert-parallel degree: divides dp and the routed experts; 1: every rank holds all */
+    double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
+                               rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
+    double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
 } zp_plan;
 
 /* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on. */
