@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "zp_memory.h"
+#include "zp_shape.h"
 #include "zp_shard.h"
 
 void zp_layout_facts_free(zp_layout_facts *f)
@@ -15,6 +16,8 @@ void zp_layout_facts_free(zp_layout_facts *f)
         return;
     free(f->gather);
     free(f->grad);
+    free(f->gather_exp);
+    free(f->grad_exp);
     memset(f, 0, sizeof *f);
 }
 
@@ -22,8 +25,10 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 {
     memset(f, 0, sizeof *f);
     f->gather = calloc((size_t)m->layers + 2, sizeof *f->gather);
-    f->grad = calloc((size_t)m->layers + 1, sizeof *f->grad);
-    if (!f->gather || !f->grad) {
+    f->grad = calloc((size_t)m->layers + 2, sizeof *f->grad);
+    f->gather_exp = calloc((size_t)m->layers + 2, sizeof *f->gather_exp);
+    f->grad_exp = calloc((size_t)m->layers + 2, sizeof *f->grad_exp);
+    if (!f->gather || !f->grad || !f->gather_exp || !f->grad_exp) {
         zp_layout_facts_free(f);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     }
@@ -32,21 +37,32 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 
 /* ================================================================ DeepSpeed / Megatron-LM (the planner) */
 
-/* Groups per MP rank: a block is 1/mp of the model's block; the embedding group (gathered for the
- * embedding and again as the tied LM head) is (V + s)h/mp; its gradient group also completes the final
- * LayerNorm (2h/mp). */
+/* Groups per MP rank: block i is 1/mp of the model's block i; the embedding group (gathered for the
+ * embedding and, tied, again as the LM head) is (V + s)h/mp for GPT; the output side (final norm, an
+ * untied LM head) completes its gradients with the embedding's when tied (GPT: 2h/mp more), else as its
+ * own group right after the head's backward. */
 static zp_status ds_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
 {
     ZP_TRY(facts_alloc(m, f));
-    const double t = (double)p->mp, L = (double)m->layers;
-    const double emb = zp_model_params_embedding(m) / t, blk = zp_model_params_layer(m) / t;
-    for (int64_t i = 0; i <= m->layers + 1; i++)
-        f->gather[i] = (i == 0 || i == m->layers + 1) ? emb : blk;
-    f->grad[0] = emb + 2.0 * (double)m->hidden / t;
-    for (int64_t i = 1; i <= m->layers; i++)
-        f->grad[i] = blk;
-    f->psi = zp_model_params(m) / t;
-    (void)L;
+    const double t = (double)p->mp, emb = zp_model_params_embedding(m) / t, head = zp_model_params_head(m) / t;
+    const int64_t L = m->layers;
+    f->gather[0] = emb;
+    f->gather[L + 1] = m->untied ? head : emb;
+    f->grad[0] = m->untied ? emb : emb + head;
+    f->grad[L + 1] = m->untied ? head : 0.0;
+    const double ep = (double)p->ep;
+    for (int64_t i = 1; i <= L; i++) {
+        double all, experts;
+        zp_shape_block_params(m, i - 1, &all, &experts);
+        if (ep > 1 && experts > 0) { /* the rank holds 1/ep of the experts, reduced over their own group */
+            f->gather[i] = f->grad[i] = (all - experts) / t;
+            f->gather_exp[i] = f->grad_exp[i] = experts / t / ep;
+            f->psi_exp += f->grad_exp[i];
+        } else {
+            f->gather[i] = f->grad[i] = all / t;
+        }
+    }
+    zp_shape_params(m, p, &f->psi, &f->psi_all);
     return ZP_OK;
 }
 
@@ -77,19 +93,26 @@ static void ds_setup(zp_builder *b)
     const double nd = (double)p->dp, nm = (double)p->mp, psi = b->f.psi, k = p->k_optimizer;
     const double pb = p->param_bytes > 0 ? p->param_bytes : 2.0;
     const int offload = p->offload != ZP_OFFLOAD_NONE;
-    const double params = pb * psi / (si->partitions_params ? nd : 1.0);
+    const double psi_all = b->f.psi_all; /* partitioned: psi_all / nd per rank (EP: psi < psi_all) */
+    const double params = pb * (si->partitions_params ? psi_all / nd : psi);
     ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, p->offload == ZP_OFFLOAD_PARAMS ? ZP_MEM_HOST : ZP_MEM_PARAMS, params);
     if (si->partitions_params && p->persistence_threshold > 0) /* whole on every rank (DeepSpeed) */
         ds_mem(b, -1, 1, ZP_BUF_PERSISTENT, 0, ZP_MEM_PARAMS,
                pb * zp_model_params_small_tensors(b->m, p->mp, p->persistence_threshold) * (1.0 - 1.0 / nd));
-    ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, pb * psi / (si->partitions_grads ? nd : 1.0));
-    const double opt = k * psi / (si->partitions_optimizer ? nd : 1.0);
+    ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, pb * (si->partitions_grads ? psi_all / nd : psi));
+    const double opt = k * (si->partitions_optimizer ? psi_all / nd : psi);
     ds_mem(b, -1, 1, ZP_BUF_OPT_STATES, 0, offload ? ZP_MEM_HOST : ZP_MEM_OPTIMIZER, opt);
     if (offload)
         ds_mem(b, -1, 1, ZP_BUF_HOST_GRADS, 0, ZP_MEM_HOST, 4.0 * opt / k);
     ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? 2.0 * pb * fmin(p->bucket, psi) : 4.0 * psi);
     if (si->partitions_params) {
-        double live = fmin(2.0 * zp_model_params_largest_layer(b->m) / nm, psi);
+        double largest = zp_model_params_largest_layer(b->m) / nm;
+        if (p->ep > 1) { /* the groups as this rank gathers them: 1/ep of each MoE block's experts */
+            largest = (double)b->m->vocab * (double)(b->m->embed_dim > 0 ? b->m->embed_dim : b->m->hidden) / nm;
+            for (int64_t i = 1; i <= b->m->layers; i++)
+                largest = fmax(largest, b->f.gather[i] + b->f.gather_exp[i]);
+        }
+        double live = fmin(2.0 * largest, psi);
         if (p->stage3_max_live > 0)
             live = fmin(live, p->stage3_max_live);
         ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS, pb * live * (1.0 - 1.0 / nd));
@@ -217,7 +240,7 @@ static zp_status ex_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *
     for (size_t i = 0; i <= L; i++)
         f->grad[i] = (double)(i == 0 ? esz : bsz);
     f->n = esz + L * bsz;
-    f->psi = (double)f->n;
+    f->psi = f->psi_all = (double)f->n;
     f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : f->n;
     if (f->bucket < 1)
         f->bucket = 1;

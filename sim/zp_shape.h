@@ -23,7 +23,10 @@ typedef struct {
     double h;                 /* hidden */
     double qh, kvh;           /* query and key/value heads on this rank */
     double dqk, dv;           /* per-head Q/K width and V width */
+    double bh;                /* attention's batched GEMMs: sequences x this rank's query heads, B·a/t */
     double q_n, kv_n;         /* this rank's Q projection width (qh·dqk) and K+V width (kvh·(dqk + dv)) */
+    double qkv_n;             /* the fused projection's width on this rank: q_n + kv_n (3h/t for GPT) */
+    double rope_n;            /* elements per token the rotary embedding turns: Q and K heads' rotary part */
     double o_k;               /* the output projection's input width on this rank: qh·dv */
     double q_rank, kv_rank, rope; /* MLA: the query and key/value latents, the shared rotary key width */
     double f;                 /* MLP inner width on this rank (dense block, or the shared experts of an MoE one) */
@@ -34,9 +37,18 @@ typedef struct {
     double a2a_bytes;         /* bytes a rank sends in one all-to-all (its T·k·cf token copies of h, fp16) */
 } zp_block_shape;
 
+/* Parameters of block i: all of them and those of its routed experts (every expert), whole-model counts. */
+void zp_shape_block_params(const zp_model *m, int64_t i, double *all, double *experts);
+/* Parameters of one MP rank under plan p: `held`, what it holds before ZeRO partitions anything (the
+ * routed experts 1/ep of them), and `partitioned`, the model's parameters over the MP degree, which
+ * ZeRO spreads over the DP ranks (dense over DP, experts over the dp/ep ranks holding the same experts:
+ * either way partitioned / dp on each rank). Equal without EP. */
+void zp_shape_params(const zp_model *m, const zp_plan *p, double *held, double *partitioned);
+
 /* The shape of block `block` (0-based) of `m` under plan `p`. */
 void zp_shape_block(const zp_model *m, const zp_plan *p, int64_t block, zp_block_shape *out);
-/* Whether MP degree t splits the model's heads as Megatron-LM can (ZP_EINVAL naming why not). */
+/* Whether MP degree t splits the model's heads as Megatron-LM can: 1 / 0, and as a status naming why not. */
+int zp_shape_mp_ok(const zp_model *m, int64_t t);
 zp_status zp_shape_check_mp(const zp_model *m, int64_t t);
 /* Whether EP degree ep fits the model and the plan: divides the routed experts and the DP degree. */
 zp_status zp_shape_check_ep(const zp_model *m, const zp_plan *p);
