@@ -70,15 +70,7 @@ static void gemm_part(zp_builder *b, int type, double m, double n, double k, dou
 
 static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
 {
-    b->flops += 2.0 * m * n * k * batch;
-    if (skip(b))
-        return;
-    zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
-    o->m = m;
-    o->n = n;
-    o->k = k;
-    o->batch = batch;
-    o->flops = 2.0 * m * n * k * batch;
+    gemm_part(b, type, m, n, k, batch, 1.0);
 }
 
 /* A GEMM's backward: the input gradient dX(m, k) = dY(m, n) . W(n, k) and the weight gradient
