@@ -196,6 +196,16 @@ static void moe_a2a(zp_builder *b, int type, const zp_block_shape *S)
         move(b, ZP_STREAM_COMPUTE, type, S->a2a_bytes);
 }
 
+/* The experts' activation over their e_local x e_rows x e_f elements (bwd: its backward): GLU reads gate
+ * and up and writes one (its backward reads three, writes two), GeLU reads and writes one (three). */
+static void expert_act(zp_builder *b, const zp_block_shape *S, int bwd)
+{
+    static const int op[2][2] = {{ZP_OPK_EXPERT_GELU, ZP_OPK_EXPERT_GLU}, {ZP_OPK_EXPERT_GELU_BWD, ZP_OPK_EXPERT_GLU_BWD}};
+    static const double tensors[2][2] = {{2.0, 3.0}, {3.0, 5.0}};
+    const double n = S->e_local * S->e_rows * S->e_f;
+    eltwise(b, op[bwd][S->gated != 0], tensors[bwd][S->gated != 0] * 2.0 * n, n);
+}
+
 /* The MoE MLP: router (h -> E, whole on every rank), softmax and top-k, each token copied to its k experts'
  * slots, dispatched, the local experts' up (and gate), activation and down as batched GEMMs of e_rows rows
  * each, the outputs back and summed with the router's weights; then the shared experts as a dense MLP. */
@@ -208,10 +218,7 @@ static void moe_forward(zp_builder *b, const zp_block_shape *S)
     eltwise(b, ZP_OPK_MOE_PERMUTE, 2.0 * 2.0 * T * k * h, T * k * h);
     moe_a2a(b, ZP_OPK_A2A_DISPATCH, S);
     gemm_part(b, ZP_OPK_EXPERT_UP, rows, up, h, S->e_local, useful);
-    if (S->gated)
-        eltwise(b, ZP_OPK_EXPERT_GLU, 3.0 * 2.0 * S->e_local * rows * f, S->e_local * rows * f);
-    else
-        eltwise(b, ZP_OPK_EXPERT_GELU, 2.0 * 2.0 * S->e_local * rows * f, S->e_local * rows * f);
+    expert_act(b, S, 0);
     gemm_part(b, ZP_OPK_EXPERT_DOWN, rows, h, f, S->e_local, useful);
     moe_a2a(b, ZP_OPK_A2A_COMBINE, S);
     eltwise(b, ZP_OPK_MOE_COMBINE, 2.0 * (T * k * h + T * h), T * k * h);
@@ -229,10 +236,7 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
     moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, S);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_DGRAD, rows, f, h, S->e_local, useful);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_WGRAD, f, h, rows, S->e_local, useful);
-    if (S->gated)
-        eltwise(b, ZP_OPK_EXPERT_GLU_BWD, 5.0 * 2.0 * S->e_local * rows * f, S->e_local * rows * f);
-    else
-        eltwise(b, ZP_OPK_EXPERT_GELU_BWD, 3.0 * 2.0 * S->e_local * rows * f, S->e_local * rows * f);
+    expert_act(b, S, 1);
     gemm_part(b, ZP_OPK_EXPERT_UP_DGRAD, rows, h, up, S->e_local, useful);
     gemm_part(b, ZP_OPK_EXPERT_UP_WGRAD, h, up, rows, S->e_local, useful);
     moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, S);
