@@ -89,6 +89,15 @@ zp_status zp_nn_glu_bwd(float *du, const float *dout, const float *u, size_t N, 
  * ld, position = row % T, base (10000); inverse != 0 turns back (the backward of the gradient). */
 zp_status zp_nn_rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse);
 
+/* Mixture of experts (rows of C; idx and slot are int arrays): out (n, C) row j = in row idx[j]; out (N, C)
+ * row t = sum over j < k of gate[t k + j] (1 when gate is NULL) x rows row slot[t k + j]; its backward writes
+ * drows at the N k slots (gate x dout) and, when dgate is not NULL, dgate (N k) = dout row . rows slot. */
+zp_status zp_nn_moe_gather(float *out, const float *in, const int *idx, size_t n, size_t C);
+zp_status zp_nn_moe_combine(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                            size_t C);
+zp_status zp_nn_moe_combine_bwd(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                                const float *gate, size_t N, size_t k, size_t C);
+
 /* ---- the layer kernels of one backend ----
  * Buffers live in that backend's memory (zp_kernels_backend.alloc); token arrays (tok, tgt) too.
  * Shapes and semantics are those of the zp_nn_* functions above. */
@@ -122,6 +131,11 @@ typedef struct zp_nn_ops {
     zp_status (*glu_fwd)(float *out, const float *u, size_t N, size_t F, int act);
     zp_status (*glu_bwd)(float *du, const float *dout, const float *u, size_t N, size_t F, int act);
     zp_status (*rope)(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse);
+    zp_status (*moe_gather)(float *out, const float *in, const int *idx, size_t n, size_t C);
+    zp_status (*moe_combine)(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                             size_t C);
+    zp_status (*moe_combine_bwd)(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                                 const float *gate, size_t N, size_t k, size_t C);
     /* y (n) += x (n): gradient accumulation of later micro-batches into the shard */
     zp_status (*add)(float *y, const float *x, size_t n);
     /* dst (n) = fp32 of the IEEE fp16 values src (n): ZeRO-Offload's parameters back on the device */

@@ -166,6 +166,40 @@ zp_status zp_nn_rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, siz
     return ZP_OK;
 }
 
+zp_status zp_nn_moe_gather(float *out, const float *in, const int *idx, size_t n, size_t C)
+{
+    NN_CHECK(out && in && (idx || n == 0) && C > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t e = 0; e < n * C; e++)
+        zp_moe_gather_at(out, in, idx, C, e);
+    return ZP_OK;
+}
+
+zp_status zp_nn_moe_combine(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                            size_t C)
+{
+    NN_CHECK(out && rows && slot && k > 0 && C > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t e = 0; e < N * C; e++)
+        zp_moe_combine_at(out, rows, slot, gate, k, C, e);
+    return ZP_OK;
+}
+
+zp_status zp_nn_moe_combine_bwd(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                                const float *gate, size_t N, size_t k, size_t C)
+{
+    NN_CHECK(drows && dout && slot && k > 0 && C > 0 && (!dgate || rows), "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t e = 0; e < N * k * C; e++)
+        zp_moe_combine_bwd_at(drows, dout, slot, gate, k, C, e);
+    if (dgate) {
+        ZP_NN_PAR
+        for (size_t p = 0; p < N * k; p++)
+            zp_moe_gate_grad_at(dgate, dout, rows, slot, k, C, p);
+    }
+    return ZP_OK;
+}
+
 ZP_NN_CLONES static void gelu_range(float *out, const float *x, size_t n)
 {
     ZP_NN_SIMD
@@ -372,6 +406,9 @@ const zp_nn_ops zp_nn_ops_cpu = {
     .glu_fwd = zp_nn_glu_fwd,
     .glu_bwd = zp_nn_glu_bwd,
     .rope = zp_nn_rope,
+    .moe_gather = zp_nn_moe_gather,
+    .moe_combine = zp_nn_moe_combine,
+    .moe_combine_bwd = zp_nn_moe_combine_bwd,
     .add = cpu_add,
     .f16_to_f32 = cpu_f16_to_f32,
 };

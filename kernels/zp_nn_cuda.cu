@@ -179,6 +179,33 @@ __global__ void rope_k(float *x, size_t n, size_t ld, size_t heads, size_t hd, s
     zp_rope_at(x, ld, heads, hd, T, base, sign, i);
 }
 
+__global__ void moe_gather_k(float *out, const float *in, const int *idx, size_t n, size_t C)
+{
+    ZP_GRID_LOOP(e, n * C)
+    zp_moe_gather_at(out, in, idx, C, e);
+}
+
+__global__ void moe_combine_k(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                              size_t C)
+{
+    ZP_GRID_LOOP(e, N * C)
+    zp_moe_combine_at(out, rows, slot, gate, k, C, e);
+}
+
+__global__ void moe_combine_bwd_k(float *drows, const float *dout, const int *slot, const float *gate, size_t N,
+                                  size_t k, size_t C)
+{
+    ZP_GRID_LOOP(e, N * k * C)
+    zp_moe_combine_bwd_at(drows, dout, slot, gate, k, C, e);
+}
+
+__global__ void moe_gate_grad_k(float *dgate, const float *dout, const float *rows, const int *slot, size_t N, size_t k,
+                                size_t C)
+{
+    ZP_GRID_LOOP(p, N * k)
+    zp_moe_gate_grad_at(dgate, dout, rows, slot, k, C, p);
+}
+
 __global__ void add_k(float *y, const float *x, size_t n)
 {
     ZP_GRID_LOOP(i, n)
@@ -408,6 +435,38 @@ zp_status rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T,
     return launched("rope");
 }
 
+zp_status moe_gather(float *out, const float *in, const int *idx, size_t n, size_t C)
+{
+    NN_CHECK(out && in && (idx || n == 0) && C > 0, "NULL buffer or empty shape");
+    if (n == 0)
+        return ZP_OK;
+    moe_gather_k<<<grid_for(n * C), kThreads>>>(out, in, idx, n, C);
+    return launched("moe_gather");
+}
+
+zp_status moe_combine(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k, size_t C)
+{
+    NN_CHECK(out && rows && slot && k > 0 && C > 0, "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    moe_combine_k<<<grid_for(N * C), kThreads>>>(out, rows, slot, gate, N, k, C);
+    return launched("moe_combine");
+}
+
+zp_status moe_combine_bwd(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                          const float *gate, size_t N, size_t k, size_t C)
+{
+    NN_CHECK(drows && dout && slot && k > 0 && C > 0 && (!dgate || rows), "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    moe_combine_bwd_k<<<grid_for(N * k * C), kThreads>>>(drows, dout, slot, gate, N, k, C);
+    ZP_TRY(launched("moe_combine_bwd"));
+    if (!dgate)
+        return ZP_OK;
+    moe_gate_grad_k<<<grid_for(N * k), kThreads>>>(dgate, dout, rows, slot, N, k, C);
+    return launched("moe_combine_bwd (gates)");
+}
+
 zp_status add(float *y, const float *x, size_t n)
 {
     NN_CHECK(y && x, "NULL buffer");
@@ -452,6 +511,9 @@ zp_nn_ops make_ops()
     o.glu_fwd = glu_fwd;
     o.glu_bwd = glu_bwd;
     o.rope = rope;
+    o.moe_gather = moe_gather;
+    o.moe_combine = moe_combine;
+    o.moe_combine_bwd = moe_combine_bwd;
     o.add = add;
     o.f16_to_f32 = f16_to_f32;
     return o;

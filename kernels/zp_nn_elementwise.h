@@ -338,6 +338,43 @@ ZP_HD static inline void zp_rope_at(float *x, size_t ld, size_t heads, size_t hd
     v[j + half] = b * c + a * s;
 }
 
+/* Mixture of experts, rows of C elements: a token's k (token, expert) pairs sit in slots slot[t·k + j] of a
+ * row buffer (grouped by destination). gather: out row j = in row idx[j] (element e of n·C); combine: out
+ * row t = sum over j of gate[t·k + j] (1 when gate is NULL) x rows[slot[t·k + j]] (element e of N·C), the sum
+ * in j order; its backward per element (t, j, c) of N·k·C: drows[slot, c] = gate x dout[t, c], and per pair
+ * (t, j): dgate = dout row t . rows[slot]. */
+ZP_HD static inline void zp_moe_gather_at(float *out, const float *in, const int *idx, size_t C, size_t e)
+{
+    out[e] = in[(size_t)idx[e / C] * C + e % C];
+}
+
+ZP_HD static inline void zp_moe_combine_at(float *out, const float *rows, const int *slot, const float *gate, size_t k,
+                                           size_t C, size_t e)
+{
+    const size_t t = e / C, c = e % C;
+    float acc = 0.0f;
+    for (size_t j = 0; j < k; j++)
+        acc += (gate ? gate[t * k + j] : 1.0f) * rows[(size_t)slot[t * k + j] * C + c];
+    out[e] = acc;
+}
+
+ZP_HD static inline void zp_moe_combine_bwd_at(float *drows, const float *dout, const int *slot, const float *gate,
+                                               size_t k, size_t C, size_t e)
+{
+    const size_t p = e / C, c = e % C, t = p / k;
+    drows[(size_t)slot[p] * C + c] = (gate ? gate[p] : 1.0f) * dout[t * C + c];
+}
+
+ZP_HD static inline void zp_moe_gate_grad_at(float *dgate, const float *dout, const float *rows, const int *slot,
+                                             size_t k, size_t C, size_t p)
+{
+    const float *d = dout + (p / k) * C, *r = rows + (size_t)slot[p] * C;
+    float acc = 0.0f;
+    for (size_t c = 0; c < C; c++)
+        acc += d[c] * r[c];
+    dgate[p] = acc;
+}
+
 /* x[idx] += b[idx % C]. */
 ZP_HD static inline void zp_bias_add_at(float *x, const float *b, size_t C, size_t idx) { x[idx] += b[idx % C]; }
 

@@ -437,6 +437,36 @@ Test(cuda, nn_rmsnorm_glu_rope)
     free(r);
 }
 
+Test(cuda, nn_moe_routing)
+{
+    need_cuda();
+    const size_t Nt = 300, k = 2, C = 96, R = Nt * k;
+    int *slot = malloc(R * sizeof(int)), *idx = malloc(R * sizeof(int));
+    for (size_t p = 0; p < R; p++) {
+        slot[p] = (int)((p * 7919 + 11) % R);
+        idx[slot[p]] = (int)(p / k);
+    }
+    int *dslot = up(slot, R * sizeof(int)), *didx = up(idx, R * sizeof(int));
+    float *x = frand_vec(Nt * C, 1), *y = frand_vec(R * C, 1), *gate = frand_vec(R, 1), *dout = frand_vec(Nt * C, 1);
+    float *dx = up(x, Nt * C * 4), *dy = up(y, R * C * 4), *dg = up(gate, R * 4), *dd = up(dout, Nt * C * 4);
+    float *rows = zeros(R * C), *grows = dev_zeros(R * C), *out = zeros(Nt * C), *gout = dev_zeros(Nt * C);
+    OK(zp_nn_ops_cpu.moe_gather(rows, x, idx, R, C));
+    OK(g_nn->moe_gather(grows, dx, didx, R, C));
+    same(grows, rows, R * C, 0, 0, "moe_gather");
+    OK(zp_nn_ops_cpu.moe_combine(out, y, slot, gate, Nt, k, C));
+    OK(g_nn->moe_combine(gout, dy, dslot, dg, Nt, k, C));
+    same(gout, out, Nt * C, 1e-6, 1e-6, "moe_combine");
+    float *drows = zeros(R * C), *gdrows = dev_zeros(R * C), *dgt = zeros(R), *gdgt = dev_zeros(R);
+    OK(zp_nn_ops_cpu.moe_combine_bwd(drows, dgt, dout, y, slot, gate, Nt, k, C));
+    OK(g_nn->moe_combine_bwd(gdrows, gdgt, dd, dy, dslot, dg, Nt, k, C));
+    same(gdrows, drows, R * C, 1e-6, 1e-7, "moe_combine_bwd rows");
+    same(gdgt, dgt, R, 1e-5, 1e-6, "moe_combine_bwd gates");
+    void *dev[] = {dslot, didx, dx, dy, dg, dd, grows, gout, gdrows, gdgt};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        g_be->free(dev[i]);
+    free(slot), free(idx), free(x), free(y), free(gate), free(dout), free(rows), free(out), free(drows), free(dgt);
+}
+
 Test(cuda, nn_gelu)
 {
     need_cuda();

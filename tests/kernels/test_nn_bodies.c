@@ -426,6 +426,46 @@ Test(nn_bodies, rope_turns_and_turns_back)
     free(x), free(y), free(ref), free(orig);
 }
 
+/* MoE routing kernels against double references: a token's k rows at scattered slots, gathered, combined
+ * with gates (and without), and the combine's backward (row gradients at the slots, the gates' gradients). */
+Test(nn_bodies, moe_gather_combine_and_backward)
+{
+    const size_t Nt = 13, k = 3, Cc = 10, R = Nt * k;
+    int slot[Nt * k], idx[Nt * k];
+    for (size_t p = 0; p < R; p++) {
+        slot[p] = (int)((p * 7 + 3) % R); /* a permutation of the R slots */
+        idx[slot[p]] = (int)(p / k);      /* the row of slot s is token p / k's */
+    }
+    float *x = frand(Nt * Cc, 1.0), *rows = fzeros(R * Cc), *gate = frand(R, 1.0), *out = fzeros(Nt * Cc);
+    cr_assert(zp_nn_ops_cpu.moe_gather(rows, x, idx, R, Cc) == ZP_OK);
+    for (size_t s2 = 0; s2 < R; s2++)
+        cr_assert(memcmp(rows + s2 * Cc, x + (size_t)idx[s2] * Cc, Cc * sizeof(float)) == 0, "gathered row %zu", s2);
+    float *y = frand(R * Cc, 1.0); /* the experts' outputs at the slots */
+    double *ref = dzeros(Nt * Cc), *rsum = dzeros(Nt * Cc), *rdy = dzeros(R * Cc), *rdg = dzeros(R);
+    float *dout = frand(Nt * Cc, 1.0), *dy = fzeros(R * Cc), *dg = fzeros(R), *sum = fzeros(Nt * Cc);
+    for (size_t t = 0; t < Nt; t++)
+        for (size_t j = 0; j < k; j++) {
+            size_t p = t * k + j, sl = (size_t)slot[p];
+            for (size_t c = 0; c < Cc; c++) {
+                ref[t * Cc + c] += (double)gate[p] * y[sl * Cc + c];
+                rsum[t * Cc + c] += y[sl * Cc + c];
+                rdy[sl * Cc + c] = (double)gate[p] * dout[t * Cc + c];
+                rdg[p] += (double)dout[t * Cc + c] * y[sl * Cc + c];
+            }
+        }
+    cr_assert(zp_nn_ops_cpu.moe_combine(out, y, slot, gate, Nt, k, Cc) == ZP_OK);
+    expect_close("moe_combine", out, ref, Nt * Cc, 1e-6, 1e-6);
+    cr_assert(zp_nn_ops_cpu.moe_combine(sum, y, slot, NULL, Nt, k, Cc) == ZP_OK);
+    expect_close("moe_combine (no gates)", sum, rsum, Nt * Cc, 1e-6, 1e-6);
+    cr_assert(zp_nn_ops_cpu.moe_combine_bwd(dy, dg, dout, y, slot, gate, Nt, k, Cc) == ZP_OK);
+    expect_close("moe_combine_bwd rows", dy, rdy, R * Cc, 1e-6, 1e-7);
+    expect_close("moe_combine_bwd gates", dg, rdg, R, 1e-5, 1e-6);
+    check_rejects(1e-5, 1e-6, 1.0);
+    cr_assert(zp_nn_ops_cpu.moe_combine(out, y, NULL, gate, Nt, k, Cc) == ZP_EINVAL);
+    free(x), free(rows), free(gate), free(out), free(y), free(ref), free(rsum), free(rdy), free(rdg), free(dout);
+    free(dy), free(dg), free(sum);
+}
+
 Test(nn_bodies, tables)
 {
     const zp_nn_ops *o;
@@ -437,7 +477,8 @@ Test(nn_bodies, tables)
     cr_assert(o->embed_fwd && o->embed_bwd && o->layernorm_fwd && o->layernorm_bwd && o->gelu_fwd && o->gelu_bwd &&
               o->softmax_causal_fwd && o->softmax_causal_bwd && o->xent_rowmax && o->xent_sumexp && o->xent_pick &&
               o->xent_loss_sum && o->xent_bwd && o->bias_add && o->bias_grad && o->residual_add && o->add &&
-              o->f16_to_f32 && o->rmsnorm_fwd && o->rmsnorm_bwd && o->glu_fwd && o->glu_bwd && o->rope);
+              o->f16_to_f32 && o->rmsnorm_fwd && o->rmsnorm_bwd && o->glu_fwd && o->glu_bwd && o->rope && o->moe_gather &&
+              o->moe_combine && o->moe_combine_bwd);
 #else
     cr_assert(zp_nn_ops_get("cuda", &o) == ZP_EUNSUPPORTED);
 #endif
