@@ -76,14 +76,6 @@ static const char USAGE[] =
     "  -o, --output FILE         write the report to FILE\n"
     "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input (or no CUDA device).\n";
 
-static int env_int(const char *a, const char *b, int dflt)
-{
-    const char *v = getenv(a);
-    if (!v)
-        v = getenv(b);
-    return v ? atoi(v) : dflt;
-}
-
 
 /* The platform of this machine for the simulator: one node holding every rank, link figures from
  * the profile's measured collectives (the engine reads them from the profile), compute from its fits. */
@@ -362,8 +354,8 @@ static int exec_main(int argc, char **argv)
         fputs(USAGE, stdout);
         return 0;
     }
-    const int ranks = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1);
-    const int rank0 = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0) == 0;
+    const int ranks = zp_cli_launch_size();
+    const int rank0 = zp_cli_launch_rank() == 0;
     zp_exec_config cfg;
     if ((pst = exec_config(&a, ranks, &cfg)) != ZP_OK)
         return zp_cli_fail_as("zplan exec", pst);
@@ -519,24 +511,4 @@ static int exec_main(int argc, char **argv)
     return rc;
 }
 
-int zp_exec_main(int argc, char **argv)
-{
-    int rc = exec_main(argc, argv);
-#if ZP_HAVE_MPI
-    /* A bad configuration is refused before MPI starts, on every rank alike. Under mpirun, a rank that
-     * exits at once makes mpirun tear the job down, and the other ranks' messages can be lost on the way:
-     * meet the others in MPI first, so every rank has printed before any exits. */
-    int launched = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1) > 1, initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (rc == 2 && launched && !initialized && !finalized) {
-        int argc2 = argc;
-        char **argv2 = argv;
-        if (zp_kernels_mpi_init(&argc2, &argv2) == ZP_OK) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            zp_kernels_mpi_finalize();
-        }
-    }
-#endif
-    return rc;
-}
+int zp_exec_main(int argc, char **argv) { return zp_cli_launch_exit(argc, argv, exec_main(argc, argv)); }
