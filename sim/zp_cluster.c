@@ -162,6 +162,20 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out)
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
 
+/* GPUs of a job of `gpus` GPUs on one node. */
+static double gpus_on_node(const zp_cluster *c, int64_t gpus)
+{
+    int64_t used = c->gpus_per_node > 0 && gpus > c->gpus_per_node ? c->gpus_per_node : gpus;
+    return (double)(used > 0 ? used : 1);
+}
+
+double zp_cluster_host_per_gpu(const zp_cluster *c, double host_mem_node, int64_t gpus)
+{
+    return (host_mem_node > 0 ? host_mem_node : c->host_mem) / gpus_on_node(c, gpus);
+}
+
+double zp_cluster_nvme_per_gpu(const zp_cluster *c, int64_t gpus) { return c->nvme_bytes / gpus_on_node(c, gpus); }
+
 int64_t zp_cluster_max_nodes(const zp_cluster *c)
 {
     if (c->fabric != ZP_FABRIC_RAIL_FAT_TREE)

@@ -43,6 +43,9 @@ typedef struct {
     double oversubscription; /* RAIL_FAT_TREE: a leaf's down / up bandwidth (1: non-blocking) */
     double pcie_bw;          /* host<->GPU per GPU per direction, B/s */
     double host_mem;         /* host DRAM per node, bytes */
+    double nvme_bytes;       /* the node's internal NVMe drives, bytes (ZeRO-Infinity offload) */
+    double nvme_read_bw;     /* their aggregate sequential read bandwidth, B/s */
+    double nvme_write_bw;    /* ... and write bandwidth, B/s */
     double cpu_adam_rate;    /* CPU Adam parameters/s per node (all cores) for optimizer offload */
     const char *sources;     /* where the numbers come from */
 } zp_cluster;
@@ -51,6 +54,12 @@ int zp_cluster_count(void);
 const zp_cluster *zp_cluster_get(int i);
 /* Case-insensitive lookup of a preset; ZP_EINVAL naming the presets when absent. */
 zp_status zp_cluster_find(const char *name, const zp_cluster **out);
+
+/* Host memory each GPU of a job of `gpus` GPUs may use, bytes: the node's (`host_mem_node` bytes, or the
+ * preset's when <= 0) shared only by the GPUs the job runs on that node (a one-GPU job has all of it). */
+double zp_cluster_host_per_gpu(const zp_cluster *c, double host_mem_node, int64_t gpus);
+/* NVMe capacity each GPU of such a job may use, bytes (the node's drives shared the same way). */
+double zp_cluster_nvme_per_gpu(const zp_cluster *c, int64_t gpus);
 
 /* InfiniBand bandwidth of one node, B/s per direction. */
 double zp_cluster_node_ib_bw(const zp_cluster *c);

@@ -78,7 +78,7 @@ typedef enum {
 } zp_channel;
 
 /* Memory categories of alloc ops, of the memory replay (sim/zp_memory.h) and of the executor's tracking
- * allocator. The device total is every category but HOST. */
+ * allocator. The device total is every category but HOST and NVME. */
 typedef enum {
     ZP_MEM_PARAMS = 0,   /* parameters this rank holds (all, or its stage-3 shard) */
     ZP_MEM_GRADS,        /* gradients it keeps (all, or its stage-2/3 shard) */
@@ -88,6 +88,7 @@ typedef enum {
     ZP_MEM_BUFFERS,      /* communication buffers, gradient buckets, stage-3 gathered parameters */
     ZP_MEM_FRAGMENTATION,/* what fragmentation makes unusable without ZeRO-R MD (ZeRO §6.3) */
     ZP_MEM_HOST,         /* host memory: offloaded states, Pa+cpu checkpoints; not on the device */
+    ZP_MEM_NVME,         /* the node's NVMe drives: ZeRO-Infinity's offloaded states; not on the device */
     ZP_MEM_NCAT
 } zp_mem_cat;
 
@@ -102,7 +103,8 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     X(HOST_GRADS, "host_fp32_grads", ZP_PER_ONE) X(FUSED, "fused_buffers", ZP_PER_ONE)                       \
     X(GATHER_POOL, "stage3_gathered", ZP_PER_ONE) X(CKPT, "checkpoint", ZP_PER_LAYER)                        \
     X(BLOCK_WORK, "block_working_set", ZP_PER_ONE) X(BLOCK_ACTS, "block_activations", ZP_PER_LAYER)          \
-    X(FRAG, "fragmentation", ZP_PER_ONE)                                                                     \
+    X(FRAG, "fragmentation", ZP_PER_ONE) X(NVME_OPT, "nvme_optimizer_states", ZP_PER_ONE)                     \
+    X(NVME_PARAMS, "nvme_params", ZP_PER_ONE)                                                                \
     /* zplan's executor (exec/), one per tensor */                                                         \
     X(PARAMS, "params_flat", ZP_PER_ONE) X(PSHARD, "params_shard", ZP_PER_ONE)                               \
     X(GRADS, "grads_flat", ZP_PER_ONE) X(GSHARD, "grads_shard", ZP_PER_ONE) X(GWORK, "grad_bucket", ZP_PER_ONE) \
@@ -199,7 +201,7 @@ const char *zp_phase_name(zp_phase p);        /* "forward", ..., "setup" */
 const char *zp_part_name(zp_part p);          /* "compute", "mp_comm", "dp_comm", "optimizer", "offload", "none" */
 const char *zp_channel_name(zp_channel c);
 zp_part zp_channel_part(zp_channel c);        /* the part a compute-stream wait on it counts in */
-const char *zp_mem_cat_name(zp_mem_cat c);    /* "params", ..., "fragmentation", "host" */
+const char *zp_mem_cat_name(zp_mem_cat c);    /* "params", ..., "fragmentation", "host", "nvme" */
 const char *zp_buf_name(zp_buf b);
 zp_buf_per zp_buf_per_of(zp_buf b);
 /* The part an op's time counts in: its kind's, or for a wait its channel's. */
