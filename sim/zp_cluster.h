@@ -22,11 +22,20 @@ typedef struct {
     const char *gpu_name;    /* "V100-SXM3-32GB" */
     const char *description; /* one line for `zplan clusters` */
     int gpus_per_node;
-    double gpu_mem;          /* bytes of HBM per GPU */
+    double gpu_mem;          /* bytes of HBM per GPU (the vendor's GB are GiB: HBM stacks of 2^30-byte dies) */
     double peak_flops;       /* fp16/bf16 dense tensor-core peak, FLOP/s per GPU */
-    double gemm_efficiency;  /* achievable fraction of peak for large transformer GEMMs (analytic model) */
+    double gemm_efficiency;  /* fraction of peak cuBLAS reaches on large 16-bit GEMMs whose tiles fill whole
+                                waves (kernel benchmarks): the device model's gemm_max_efficiency, and the
+                                analytic model's compute rate */
+    int sms;                 /* streaming multiprocessors (the device model's waves) */
+    double kernel_launch;    /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
+    double dispatch;         /* host-side framework dispatch per kernel (PyTorch eager), s */
+    int nccl_ll128;          /* NCCL's LL128 protocol is available (NCCL >= 2.5 on NVLink); 0: LL and Simple */
+    int unfused_kernels;     /* the software the preset stands for runs Megatron-LM 2019's unfused memory-bound
+                                kernels (the ZeRO paper's stack) */
     double hbm_bw;           /* HBM bandwidth per GPU, B/s */
     double nvlink_bw;        /* NVSwitch bandwidth per GPU per direction, B/s */
+    double nvlink_efficiency;/* fraction of it a ring all-reduce reaches as bus bandwidth (nccl-tests) */
     double nvlink_latency;   /* s, per collective step within a node */
     int ib_rails;            /* InfiniBand NICs per node */
     double ib_rail_bw;       /* per NIC per direction, B/s */

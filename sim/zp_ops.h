@@ -162,6 +162,7 @@ double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const struct zp_op_in
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_nvme(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 
 typedef struct zp_op_info {
     const char *name;
@@ -171,6 +172,14 @@ typedef struct zp_op_info {
     zp_cost_fn cost;
     zp_profile_kernel kern[2];
     int nkern;
+    double eltbytes;           /* element-wise: bytes the op's kernels move per element of op->elems, in
+                                  16-bit activations (Megatron-LM's kernels, sim/zp_ops.def); 0: the
+                                  builder's op->bytes */
+    int launches;              /* kernels the op launches (0 counts as 1): each pays the device's launch and
+                                  at least its host dispatch (zp_profile_device) */
+    double eltbytes_unfused;   /* ... with Megatron-LM 2019's unfused kernels (a device model with
+                                  unfused_kernels: the ZeRO paper's stack); 0: as fused */
+    int launches_unfused;      /* ... and its launches; 0: as fused */
     zp_bias bias;
     zp_coll_kind coll;
     zp_group group;

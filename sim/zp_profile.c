@@ -51,8 +51,58 @@ double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double 
     return p->gemm_t0_s + p->gemm_s_per_flop * 2.0 * m * n * k + p->gemm_s_per_byte * zp_profile_gemm_bytes(p, m, n, k);
 }
 
+/* cuBLAS's CTA tiles for 16-bit tensor-core GEMMs (rows x columns of C; CUTLASS/cuBLAS kernel names
+ * ..._256x128_..., _128x128_, _128x64_, _64x64_) and their throughput relative to the largest: a tile of
+ * tm x tn loads (tm + tn) operands per k for tm tn multiply-adds, so smaller tiles reuse less and run
+ * further below the tensor cores' peak (NVIDIA, "Matrix Multiplication Background User's Guide": larger
+ * tiles are more efficient, smaller ones win only where they fill the GPU). */
+static const struct {
+    double m, n, rel;
+} g_tiles[] = {{256, 128, 1.0}, {128, 128, 0.95}, {128, 64, 0.85}, {64, 64, 0.70}};
+
+double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n, double k, double batch)
+{
+    const zp_profile_device *d = &p->dev;
+    if (d->sms <= 0 || !(m > 0 && n > 0 && k > 0))
+        return 0;
+    if (!(batch >= 1))
+        batch = 1;
+    double best = 0;
+    for (size_t i = 0; i < sizeof g_tiles / sizeof g_tiles[0]; i++) {
+        const double tm = ceil(m / g_tiles[i].m), tn = ceil(n / g_tiles[i].n);
+        const double tiles = tm * tn * batch;
+        const double tile_q = m * n / (tm * g_tiles[i].m * tn * g_tiles[i].n); /* padding of the last tiles */
+        const double waves = ceil(tiles / d->sms), wave_q = tiles / (waves * d->sms); /* the last wave's idle SMs */
+        const double e = g_tiles[i].rel * tile_q * wave_q;
+        if (e > best)
+            best = e;
+    }
+    return d->gemm_max_eff * best * k / (k + d->k_half);
+}
+
+/* The device model: the larger of the tensor cores' time at the shape's efficiency and the operands' and
+ * result's 16-bit traffic, plus the launch. */
+static double gemm_device_time(const zp_profile *p, double m, double n, double k, double batch)
+{
+    const double peak = p->peak_flops_fp16 > 0 ? p->peak_flops_fp16 : 1e12;
+    const double eff = zp_profile_gemm_shape_efficiency(p, m, n, k, batch);
+    const double flops = 2.0 * m * n * k * batch, bytes = 2.0 * (m * k + k * n + m * n) * batch;
+    const double bw = (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9;
+    return fmax(flops / (peak * eff), bytes / bw) + p->dev.launch_s;
+}
+
+double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, double k, double batch)
+{
+    if (p->dev.sms > 0 && p->ngemm == 0)
+        return gemm_device_time(p, m, n, k, batch);
+    double one = zp_profile_gemm_time(p, m, n, k) - p->gemm_t0_s;
+    return p->gemm_t0_s + batch * one;
+}
+
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
 {
+    if (p->dev.sms > 0 && p->ngemm == 0)
+        return gemm_device_time(p, m, n, k, 1);
     /* the two measured shapes nearest in log space */
     double d1 = INFINITY, d2 = INFINITY, r1 = 0, r2 = 0;
     if (m > 0 && n > 0 && k > 0)
@@ -184,6 +234,8 @@ zp_status zp_profile_scale_compute(zp_profile *p, double f)
         p->kernels[k].t0_s *= f;
         p->kernels[k].s_per_elem *= f;
     }
+    p->dev.launch_s *= f;
+    p->dev.dispatch_s *= f;
     return ZP_OK;
 }
 
@@ -253,6 +305,16 @@ zp_status zp_profile_validate(const zp_profile *p)
             !isfinite(f->elems) || f->elems < 0)
             return ZP_FAIL(ZP_EINVAL, "profile: layer_kernels.%s must hold finite numbers >= 0", kernel_names[k]);
     }
+    if (p->dev.sms < 0 || p->dev.sms > 100000)
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.sms must be 0 to 100000 (got %d)", p->dev.sms);
+    if (p->dev.sms > 0 && !(p->dev.gemm_max_eff > 0 && p->dev.gemm_max_eff <= 1))
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.gemm_max_efficiency must be in (0, 1] (got %g)",
+                       p->dev.gemm_max_eff);
+    CHECK_NUM(p->dev.k_half, "device_model.k_half");
+    CHECK_NUM(p->dev.launch_s, "device_model.launch_s");
+    CHECK_NUM(p->dev.dispatch_s, "device_model.dispatch_s");
+    CHECK_NUM(p->nvme_read_gbs, "nvme_gbs.read");
+    CHECK_NUM(p->nvme_write_gbs, "nvme_gbs.write");
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             const zp_profile_coll_fit *f = &p->coll[c][s];
@@ -475,6 +537,33 @@ static zp_status read_kernels(const rd *r, json_t *root, zp_profile *p)
     return ZP_OK;
 }
 
+/* "device_model" and "nvme_gbs": optional; complete when there. */
+static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
+{
+    json_t *o = json_object_get(root, "device_model");
+    if (o) {
+        if (!json_is_object(o))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model must be an object", r->name);
+        ZP_TRY(get_int(r, o, "device_model", "sms", &p->dev.sms));
+        ZP_TRY(get_num(r, o, "device_model", "gemm_max_efficiency", &p->dev.gemm_max_eff));
+        ZP_TRY(get_num(r, o, "device_model", "k_half", &p->dev.k_half));
+        ZP_TRY(get_num(r, o, "device_model", "launch_s", &p->dev.launch_s));
+        ZP_TRY(get_num(r, o, "device_model", "dispatch_s", &p->dev.dispatch_s));
+        json_t *u = json_object_get(o, "unfused_kernels");
+        if (u && !json_is_boolean(u))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model.unfused_kernels must be true or false", r->name);
+        p->dev.unfused_kernels = u && json_is_true(u);
+    }
+    o = json_object_get(root, "nvme_gbs");
+    if (o) {
+        if (!json_is_object(o))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': nvme_gbs must be an object", r->name);
+        ZP_TRY(get_num(r, o, "nvme_gbs", "read", &p->nvme_read_gbs));
+        ZP_TRY(get_num(r, o, "nvme_gbs", "write", &p->nvme_write_gbs));
+    }
+    return ZP_OK;
+}
+
 static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
 {
     if (!json_is_object(root))
@@ -548,6 +637,7 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
 
     ZP_TRY(read_collectives(r, root, p));
     ZP_TRY(read_kernels(r, root, p));
+    ZP_TRY(read_device(r, root, p));
     zp_status st = zp_profile_validate(p);
     if (st != ZP_OK) {
         char msg[512];
@@ -709,6 +799,23 @@ static json_t *to_json(const zp_profile *p)
             bad |= put(ks, kernel_names[k], e);
         }
         bad |= put(root, "layer_kernels", ks);
+    }
+    if (p->dev.sms > 0) {
+        json_t *d = json_object();
+        bad |= put(d, "sms", json_integer(p->dev.sms));
+        bad |= put(d, "gemm_max_efficiency", json_real(p->dev.gemm_max_eff));
+        bad |= put(d, "k_half", json_real(p->dev.k_half));
+        bad |= put(d, "launch_s", json_real(p->dev.launch_s));
+        bad |= put(d, "dispatch_s", json_real(p->dev.dispatch_s));
+        if (p->dev.unfused_kernels)
+            bad |= put(d, "unfused_kernels", json_true());
+        bad |= put(root, "device_model", d);
+    }
+    if (p->nvme_read_gbs > 0 || p->nvme_write_gbs > 0) {
+        json_t *d = json_object();
+        bad |= put(d, "read", json_real(p->nvme_read_gbs));
+        bad |= put(d, "write", json_real(p->nvme_write_gbs));
+        bad |= put(root, "nvme_gbs", d);
     }
     if (bad) {
         json_decref(root);

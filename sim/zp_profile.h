@@ -21,11 +21,14 @@
  *                        {"nranks", "latency_s", "busbw_gbs", "residual",
  *                         "points": [{"bytes", "time_s", "spread"}...]}}},
  *   "layer_kernels": {"layernorm_fwd" | "gelu_fwd" | ... (zp_profile_kernel_name):   OPTIONAL
- *                       {"t0_s", "s_per_elem", "elems"}}         time = t0 + elements * s_per_elem
+ *                       {"t0_s", "s_per_elem", "elems"}},        time = t0 + elements * s_per_elem
+ *   "device_model": {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",   OPTIONAL
+ *                    "unfused_kernels" (optional, false)},
+ *   "nvme_gbs": {"read", "write"}                                OPTIONAL: the node's drives (ZeRO-Infinity)
  * }
  * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
- * profiles written before it existed still load), and the scopes of a collective (optional: absent =
- * not measured);
+ * profiles written before it existed still load), "device_model", "nvme_gbs", and the scopes of a
+ * collective (optional: absent = not measured);
  * unknown keys are ignored, so tools may add their own. Numbers must be finite and >= 0.
  */
 #ifndef ZP_PROFILE_H
@@ -130,6 +133,23 @@ typedef struct {
     double elems;            /* largest element count measured (informative) */
 } zp_profile_kernel_fit;
 
+/* The per-kernel model of a GPU (the built-in presets carry one; a profile may): a GEMM takes
+ *   max(2mnk / (peak x efficiency), bytes(A, B, C) / copy bandwidth) + launch_s,
+ *   efficiency = gemm_max_efficiency x max over cuBLAS's CTA tiles of (the tile's relative throughput x tile
+ *                quantization x wave quantization over `sms` SMs) x k / (k + k_half),
+ * an element-wise kernel launch_s + its bytes / copy bandwidth, and every kernel at least dispatch_s (the
+ * framework's host-side dispatch: an op of many small kernels waits on the CPU). sms == 0: not set (the GEMM
+ * fit and the measured kernels alone, as `zplan calibrate` writes for the cpu backend). */
+typedef struct {
+    int sms;                 /* streaming multiprocessors: a GEMM's CTAs run in waves of this many */
+    double gemm_max_eff;     /* fraction of the 16-bit peak a GEMM reaches when its tiles fill whole waves */
+    double k_half;           /* the k at which a GEMM's main loop runs at half speed (prologue, epilogue) */
+    double launch_s;         /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
+    double dispatch_s;       /* host-side framework dispatch per kernel, s: the least a kernel takes */
+    int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused
+                                (sim/zp_ops.def: eltbytes_unfused) rather than 2020's fused ones */
+} zp_profile_device;
+
 typedef struct {
     zp_profile_machine machine;
     char backend[8];                 /* "cpu" or "cuda" */
@@ -160,6 +180,8 @@ typedef struct {
     zp_profile_coll_fit coll[ZP_PROFILE_NCOLL][ZP_PROFILE_NSCOPE];
 
     zp_profile_kernel_fit kernels[ZP_PROFILE_NKERNEL]; /* "layer_kernels", optional */
+    zp_profile_device dev;           /* "device_model", optional (sms 0: absent) */
+    double nvme_read_gbs, nvme_write_gbs; /* "nvme_gbs", optional (0: absent): a node's drives, GB/s */
 } zp_profile;
 
 /* An empty profile (zeros, nothing measured). */
@@ -192,6 +214,11 @@ double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
  * profiles without points, as the built-in presets) the fitted model. */
 #define ZP_PROFILE_GEMM_NEAR 1.3862943611198906 /* ln 4 */
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k);
+/* `batch` GEMMs of one shape in one launch (attention's): with a device model, their CTAs share the waves;
+ * otherwise launch overhead once and the rest per entry. */
+double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, double k, double batch);
+/* The device model's efficiency of a shape (zp_profile_device), in (0, 1]; 0 without a device model. */
+double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n, double k, double batch);
 /* The fitted model alone: t0 + s_per_flop * 2mnk + s_per_byte * bytes. */
 double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double k);
 /* Fraction of the peak (of the model's dtype) a GEMM of this shape reaches by the fitted model (smooth
