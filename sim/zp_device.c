@@ -39,6 +39,7 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->dev.launch_s = c->kernel_launch;
     p->dev.dispatch_s = c->dispatch;
     p->dev.unfused_kernels = c->unfused_kernels;
+    p->dev.flash_eff = c->flash_efficiency;
     p->nvme_read_gbs = c->nvme_read_bw / 1e9;
     p->nvme_write_gbs = c->nvme_write_bw / 1e9;
     const double lat[ZP_PROFILE_NSCOPE] = {c->nvlink_latency, c->ib_latency};
@@ -138,11 +139,28 @@ double zp_cost_nvme(const zp_profile *p, const zp_op *op, const zp_op_info *info
     return op->bytes * (double)(gpus_per_cpu > 0 ? gpus_per_cpu : 1) / ((gbs > 0 ? gbs : 3.0) * 1e9);
 }
 
+/* FlashAttention (Dao 2023): the causal forward computes the scores and the context over the unmasked half of
+ * the s x s blocks, 4 s^2 d / 2 FLOPs per head = the scores GEMM's own FLOPs, at the kernel's efficiency; the
+ * backward 2.5 times that (five GEMMs and the recomputed scores); the op's other attention GEMMs and the
+ * softmax are inside these two kernels. */
+static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
+{
+    if (info->flash == ZP_FLASH_FUSED)
+        return 0.0;
+    const double peak = p->peak_flops_fp16 > 0 ? p->peak_flops_fp16 : 1e12;
+    const double work = info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops;
+    return p->dev.launch_s + work / (peak * p->dev.flash_eff);
+}
+
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu)
 {
     const zp_op_info *i = zp_op_info_get(op->type);
     if (!i || !i->cost)
         return 0.0;
+    if (op->flash && p->dev.flash_eff > 0) {
+        double t = flash_time(p, op, i);
+        return t > 0 ? fmax(t, p->dev.dispatch_s) : 0.0;
+    }
     double t = i->cost(p, op, i, gpus_sharing_cpu);
     /* a device kernel is launched by the framework on the host: at least its dispatch each */
     if (i->stream != ZP_STREAM_CPU && p->dev.dispatch_s > 0)

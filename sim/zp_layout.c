@@ -134,7 +134,11 @@ double zp_layout_stage3_live(const zp_model *m, const zp_plan *p)
  * from the LM head to the end of the micro-batch's backward. */
 static double ds_block_acts(const zp_builder *b)
 {
-    return zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+    double acts = zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+    if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 bytes a score) */
+        acts -= 5.0 * (double)b->p->micro_batch * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
+                (double)b->m->seq;
+    return acts > 0 ? acts : 0.0;
 }
 
 static void ds_block_begin(zp_builder *b, int l)

@@ -54,6 +54,10 @@ typedef enum { ZP_GROUP_MP, ZP_GROUP_DP } zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
+/* An op's part of the attention core when the plan runs FlashAttention (one kernel forward, one backward,
+ * no s x s scores in memory): the op that carries the fused forward, the one that carries the backward,
+ * or one absorbed into them (0 time). */
+typedef enum { ZP_FLASH_NONE = 0, ZP_FLASH_FWD, ZP_FLASH_BWD, ZP_FLASH_FUSED } zp_flash;
 
 /* Channels (counting semaphores per rank): X(ID, name, the part a compute-stream wait on it counts in). */
 #define ZP_CHANNELS(X)                                                                                       \
@@ -146,6 +150,7 @@ typedef struct {
     double flops;              /* FLOPs of a compute op (2 per multiply-add) */
     double elems;              /* element-wise: elements of the tensor the kernel walks (tokens x hidden,
                                   tokens x ffn, heads x seq x seq, tokens x vocabulary), per MP rank */
+    int flash;                 /* 1: costed as part of FlashAttention (the plan runs it; zp_op_info.flash) */
     double bytes;              /* element-wise: bytes moved; collective: buffer bytes per rank (nccl-tests
                                   size); copy: bytes; Adam: parameters updated; alloc/free: bytes */
     zp_channel channel;        /* signal / wait */
@@ -180,6 +185,7 @@ typedef struct zp_op_info {
     double eltbytes_unfused;   /* ... with Megatron-LM 2019's unfused kernels (a device model with
                                   unfused_kernels: the ZeRO paper's stack); 0: as fused */
     int launches_unfused;      /* ... and its launches; 0: as fused */
+    zp_flash flash;            /* its part of FlashAttention's fused kernels */
     zp_bias bias;
     zp_coll_kind coll;
     zp_group group;

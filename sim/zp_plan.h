@@ -73,6 +73,8 @@ typedef struct {
                                stage3_prefetch_bucket_size, default 5e8); 0: one block ahead */
     double persistence_threshold; /* stage 3: tensors below this many elements stay whole on every rank */
     int nvme;            /* ZP_NVME_* mask: offloaded states on NVMe instead of host memory (ZeRO-Infinity) */
+    int flash_attn;      /* attention as one fused kernel (FlashAttention): no s x s scores in memory, the
+                            scores, softmax and context GEMMs costed as that kernel (zp_op_info.flash) */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
 } zp_plan;
 

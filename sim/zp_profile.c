@@ -93,7 +93,7 @@ static double gemm_device_time(const zp_profile *p, double m, double n, double k
 
 double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, double k, double batch)
 {
-    if (p->dev.sms > 0 && p->ngemm == 0)
+    if (p->dev.sms > 0)
         return gemm_device_time(p, m, n, k, batch);
     double one = zp_profile_gemm_time(p, m, n, k) - p->gemm_t0_s;
     return p->gemm_t0_s + batch * one;
@@ -101,8 +101,6 @@ double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, dou
 
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
 {
-    if (p->dev.sms > 0 && p->ngemm == 0)
-        return gemm_device_time(p, m, n, k, 1);
     /* the two measured shapes nearest in log space */
     double d1 = INFINITY, d2 = INFINITY, r1 = 0, r2 = 0;
     if (m > 0 && n > 0 && k > 0)
@@ -119,7 +117,7 @@ double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
             }
         }
     if (!(d1 <= ZP_PROFILE_GEMM_NEAR))
-        return zp_profile_gemm_fit_time(p, m, n, k);
+        return p->dev.sms > 0 ? gemm_device_time(p, m, n, k, 1) : zp_profile_gemm_fit_time(p, m, n, k);
     double rate = r1;
     if (d1 > 1e-9 && d2 <= ZP_PROFILE_GEMM_NEAR) {
         double w1 = 1.0 / d1, w2 = 1.0 / d2;
@@ -313,6 +311,8 @@ zp_status zp_profile_validate(const zp_profile *p)
     CHECK_NUM(p->dev.k_half, "device_model.k_half");
     CHECK_NUM(p->dev.launch_s, "device_model.launch_s");
     CHECK_NUM(p->dev.dispatch_s, "device_model.dispatch_s");
+    if (!(p->dev.flash_eff >= 0 && p->dev.flash_eff <= 1))
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.flash_efficiency must be in [0, 1] (got %g)", p->dev.flash_eff);
     CHECK_NUM(p->nvme_read_gbs, "nvme_gbs.read");
     CHECK_NUM(p->nvme_write_gbs, "nvme_gbs.write");
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
@@ -553,6 +553,8 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
         if (u && !json_is_boolean(u))
             return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model.unfused_kernels must be true or false", r->name);
         p->dev.unfused_kernels = u && json_is_true(u);
+        if (json_object_get(o, "flash_efficiency"))
+            ZP_TRY(get_num(r, o, "device_model", "flash_efficiency", &p->dev.flash_eff));
     }
     o = json_object_get(root, "nvme_gbs");
     if (o) {
@@ -809,6 +811,8 @@ static json_t *to_json(const zp_profile *p)
         bad |= put(d, "dispatch_s", json_real(p->dev.dispatch_s));
         if (p->dev.unfused_kernels)
             bad |= put(d, "unfused_kernels", json_true());
+        if (p->dev.flash_eff > 0)
+            bad |= put(d, "flash_efficiency", json_real(p->dev.flash_eff));
         bad |= put(root, "device_model", d);
     }
     if (p->nvme_read_gbs > 0 || p->nvme_write_gbs > 0) {

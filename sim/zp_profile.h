@@ -23,7 +23,7 @@
  *   "layer_kernels": {"layernorm_fwd" | "gelu_fwd" | ... (zp_profile_kernel_name):   OPTIONAL
  *                       {"t0_s", "s_per_elem", "elems"}},        time = t0 + elements * s_per_elem
  *   "device_model": {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",   OPTIONAL
- *                    "unfused_kernels" (optional, false)},
+ *                    "unfused_kernels" (optional, false), "flash_efficiency" (optional, 0)},
  *   "nvme_gbs": {"read", "write"}                                OPTIONAL: the node's drives (ZeRO-Infinity)
  * }
  * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
@@ -148,6 +148,9 @@ typedef struct {
     double dispatch_s;       /* host-side framework dispatch per kernel, s: the least a kernel takes */
     int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused
                                 (sim/zp_ops.def: eltbytes_unfused) rather than 2020's fused ones */
+    double flash_eff;        /* fraction of the 16-bit peak FlashAttention's causal kernels reach, forward and
+                                backward (0: the GPU has none; a plan's FlashAttention is then costed as the
+                                unfused attention) */
 } zp_profile_device;
 
 typedef struct {
@@ -211,7 +214,8 @@ double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
  * <= ZP_PROFILE_GEMM_NEAR over the measured points) the achieved rate of the nearest measured points
  * (inverse-distance weighted in log rate; exactly the measured rate at a measured shape), so per-call
  * overheads and small-shape inefficiency the straight-line fit misses are kept; elsewhere (and for
- * profiles without points, as the built-in presets) the fitted model. */
+ * profiles without points, as the built-in presets) the device model where the profile has one
+ * (zp_profile_device), else the fitted model. */
 #define ZP_PROFILE_GEMM_NEAR 1.3862943611198906 /* ln 4 */
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k);
 /* `batch` GEMMs of one shape in one launch (attention's): with a device model, their CTAs share the waves;

@@ -62,6 +62,7 @@ static void gemm(zp_builder *b, int type, double m, double n, double k, double b
     o->k = k;
     o->batch = batch;
     o->flops = 2.0 * m * n * k * batch;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
 }
 
 /* A GEMM's backward: the input gradient dX(m, k) = dY(m, n) . W(n, k) and the weight gradient
@@ -82,6 +83,7 @@ static void eltwise(zp_builder *b, int type, double bytes, double elems)
     const double per = zp_op_table[type].eltbytes;
     o->bytes = per > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
     o->elems = elems;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
 }
 
 /* A collective or copy of `bytes` on stream s (its kind's facts are the table's). */

@@ -469,6 +469,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.stage3_max_live = r->stage3_max_live;
                     p.stage3_prefetch = r->stage3_prefetch;
                     p.persistence_threshold = r->persistence_threshold;
+                    p.flash_attn = r->flash_attn;
                     p.nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
                     st = eval_candidate(r, &p, &all);
                 }

@@ -63,6 +63,7 @@ typedef struct {
     double stage3_max_live, stage3_prefetch, persistence_threshold; /* stage-3 limits (DeepSpeed's defaults;
                                                                         0: none) */
     int nvme;              /* ZP_NVME_* mask: offloaded states on NVMe (ZeRO-Infinity) */
+    int flash_attn;        /* the plans run FlashAttention (zp_plan.flash_attn) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;
     const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */

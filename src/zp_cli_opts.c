@@ -62,6 +62,7 @@ FLAG(set_analytic, r.simulate, 0)
 FLAG(set_exact, r.exact, 1)
 FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
+FLAG(set_flash, r.flash_attn, 1)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
@@ -290,6 +291,7 @@ static const zp_cli_opt g_opts[] = {
     {"no-cb", 0, 0, PLAN, set_no_cb},
     {"bucket", 0, 1, PLAN, set_bucket},
     {"no-md", 0, 0, PLAN, set_no_md},
+    {"flash-attention", 0, 0, SEARCH, set_flash},
     {"exact", 0, 0, SEARCH, set_exact},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},

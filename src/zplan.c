@@ -58,6 +58,8 @@ static const char USAGE[] =
     "                       (--checkpoint-activations is the same as --checkpoint)\n"
     "  --no-cb              ZeRO-R CB off: fused buffers grow with the model (4 bytes per parameter)\n"
     "  --bucket N           CB bucket in elements (default 500M, DeepSpeed's reduce_bucket_size)\n"
+    "  --flash-attention    attention as FlashAttention's fused kernels (no s x s scores in memory); default:\n"
+    "                       Megatron-LM's GEMMs and softmax\n"
     "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30%% of activations, gradients, buffers)\n"
     "  --overlap-comm | --no-overlap-comm\n"
     "                       ZeRO-DP collectives overlap compute on their own stream (default), or block it\n"
