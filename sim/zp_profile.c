@@ -101,27 +101,35 @@ double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, dou
 
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
 {
-    /* the two measured shapes nearest in log space */
-    double d1 = INFINITY, d2 = INFINITY, r1 = 0, r2 = 0;
+    /* the measured shapes nearest in log space (insertion into the ZP_PROFILE_GEMM_IDW best) */
+    double d[ZP_PROFILE_GEMM_IDW], r[ZP_PROFILE_GEMM_IDW];
+    int nb = 0;
     if (m > 0 && n > 0 && k > 0)
         for (int i = 0; i < p->ngemm; i++) {
             const zp_profile_gemm_point *q = &p->gemm[i];
             if (!(q->m > 0 && q->n > 0 && q->k > 0 && q->flops_per_s > 0))
                 continue;
-            double d = fabs(log(m / q->m)) + fabs(log(n / q->n)) + fabs(log(k / q->k));
-            if (d < d1) {
-                d2 = d1, r2 = r1;
-                d1 = d, r1 = q->flops_per_s;
-            } else if (d < d2) {
-                d2 = d, r2 = q->flops_per_s;
+            double di = fabs(log(m / q->m)) + fabs(log(n / q->n)) + fabs(log(k / q->k));
+            int at = nb < ZP_PROFILE_GEMM_IDW ? nb++ : ZP_PROFILE_GEMM_IDW;
+            while (at > 0 && d[at - 1] > di) {
+                if (at < ZP_PROFILE_GEMM_IDW)
+                    d[at] = d[at - 1], r[at] = r[at - 1];
+                at--;
             }
+            if (at < ZP_PROFILE_GEMM_IDW)
+                d[at] = di, r[at] = q->flops_per_s;
         }
-    if (!(d1 <= ZP_PROFILE_GEMM_NEAR))
+    if (nb == 0 || !(d[0] <= ZP_PROFILE_GEMM_NEAR))
         return p->dev.sms > 0 ? gemm_device_time(p, m, n, k, 1) : zp_profile_gemm_fit_time(p, m, n, k);
-    double rate = r1;
-    if (d1 > 1e-9 && d2 <= ZP_PROFILE_GEMM_NEAR) {
-        double w1 = 1.0 / d1, w2 = 1.0 / d2;
-        rate = exp((w1 * log(r1) + w2 * log(r2)) / (w1 + w2));
+    double rate = r[0];
+    if (d[0] > 1e-9) {
+        double sw = 0, sl = 0;
+        for (int i = 0; i < nb && d[i] <= 2.0 * ZP_PROFILE_GEMM_NEAR; i++) {
+            double w = 1.0 / (d[i] * d[i]);
+            sw += w;
+            sl += w * log(r[i]);
+        }
+        rate = exp(sl / sw);
     }
     return 2.0 * m * n * k / rate;
 }
@@ -240,7 +248,26 @@ zp_status zp_profile_scale_compute(zp_profile *p, double f)
 double zp_profile_adam_time(const zp_profile *p, double n, int cpu)
 {
     double rate = cpu ? p->cpu_adam_params_per_s : p->adam_params_per_s;
-    return rate > 0 ? n / rate : -1;
+    if (!(rate > 0))
+        return -1;
+    /* the device's measured sizes, in increasing order: a partition that stays in cache updates faster than
+     * the large ones the fitted rate comes from, so between points the rate is interpolated in log size,
+     * below the smallest the smallest's rate, beyond the largest the fit */
+    const zp_profile_adam_point *q = p->adam;
+    int np = cpu && p->adam_params_per_s != p->cpu_adam_params_per_s ? 0 : p->nadam;
+    for (int i = 0; i < np; i++)
+        if (!(q[i].n > 0 && q[i].params_per_s > 0) || (i > 0 && !(q[i].n > q[i - 1].n)))
+            np = 0;
+    if (np >= 2 && n > 0 && n < q[np - 1].n) {
+        if (n <= q[0].n)
+            return n / q[0].params_per_s;
+        int i = 1;
+        while (q[i].n < n)
+            i++;
+        double x = (log(n) - log(q[i - 1].n)) / (log(q[i].n) - log(q[i - 1].n));
+        rate = exp(log(q[i - 1].params_per_s) + x * (log(q[i].params_per_s) - log(q[i - 1].params_per_s)));
+    }
+    return n / rate;
 }
 
 /* ---- validation ---- */

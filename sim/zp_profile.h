@@ -44,7 +44,7 @@ extern "C" {
 
 #define ZP_PROFILE_FORMAT "zplan-profile"
 #define ZP_PROFILE_VERSION 1
-#define ZP_PROFILE_MAX_GEMM 64   /* measured GEMM shapes kept */
+#define ZP_PROFILE_MAX_GEMM 128  /* measured GEMM shapes kept */
 #define ZP_PROFILE_MAX_POINTS 40 /* measured sizes kept per collective and scope */
 #define ZP_PROFILE_MAX_ADAM 16   /* measured Adam sizes kept */
 
@@ -212,11 +212,13 @@ double zp_profile_busbw_factor(zp_profile_coll kind, int nranks);
 double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
 /* Time of a GEMM, seconds. Near measured shapes (log-space distance |ln m/m'| + |ln n/n'| + |ln k/k'|
  * <= ZP_PROFILE_GEMM_NEAR over the measured points) the achieved rate of the nearest measured points
- * (inverse-distance weighted in log rate; exactly the measured rate at a measured shape), so per-call
- * overheads and small-shape inefficiency the straight-line fit misses are kept; elsewhere (and for
+ * (up to ZP_PROFILE_GEMM_IDW of them within twice that distance, inverse-square-distance weighted in log
+ * rate; exactly the measured rate at a measured shape), so per-call overheads, cache effects and
+ * small-shape inefficiency the straight-line fit misses are kept; elsewhere (and for
  * profiles without points, as the built-in presets) the device model where the profile has one
  * (zp_profile_device), else the fitted model. */
 #define ZP_PROFILE_GEMM_NEAR 1.3862943611198906 /* ln 4 */
+#define ZP_PROFILE_GEMM_IDW 4
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k);
 /* `batch` GEMMs of one shape in one launch (attention's): with a device model, their CTAs share the waves;
  * otherwise launch overhead once and the rest per entry. */
@@ -243,7 +245,9 @@ double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_
 double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
                                            double bytes, int nranks);
 
-/* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0). */
+/* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0): the measured
+ * points' rate interpolated in log size where n lies among them (smaller partitions stay in cache), the
+ * fitted rate beyond the largest. */
 double zp_profile_adam_time(const zp_profile *p, double n, int cpu);
 
 /* "layernorm_fwd", ... (the JSON keys); "?" out of range. */
