@@ -10,12 +10,10 @@
 # within 3%). Each run trains >= 5 steps and >= 2 s of measured steps (the median step); one OpenMP/BLAS
 # thread per rank. About 6 minutes on 2 cores.
 set -u
-build="${1:-build}"
-Z="$build/src/zplan"
 here=$(cd "$(dirname "$0")" && pwd)
-[ -x "$Z" ] || { echo "bench/validate_heldout.sh: no $Z (build first: scripts/build)"; exit 2; }
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
-root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
+. "$here/bench_lib.sh"
+bench_exec_env "${1:-build}"
+Z="$zplan"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mpi() { timeout 900 mpirun $root --oversubscribe --bind-to none -np 2 "$@"; }

@@ -335,39 +335,21 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
     }
     /* the executor's own GEMMs (cpu backend): the layers of its zoo models (hidden 128 and 256, vocabulary
      * 16h) at micro-batch 2 x sequence 128 = 256 rows, forward, input- and weight-gradient shapes, and the
-     * per-head attention GEMMs (sequence 128, head width 32); timed in loops (time_loop) */
-    if (!cuda) {
-        double ex[32][3];
+     * per-head attention GEMMs (sequence 128, head width 32); then a grid in log space over the shapes a
+     * small model's layers have (rows: tokens; columns and depth: widths), so that a shape none of the
+     * others is near still has measured neighbours: the executor's shapes of models the calibration never
+     * saw are interpolated between them (zp_profile_gemm_time). Timed in loops (time_loop). */
+    if (!cuda && st == ZP_OK) {
+        double ex[32 + ZP_CALIBRATE_MAX_GRID][3];
         int nex = zp_calibrate_exec_shapes(ex, 32);
+        nex += zp_calibrate_grid_shapes(ex + nex, ZP_CALIBRATE_MAX_GRID);
+        gemm_arg g = {.be = c->be, .g = {.alpha = 1, .beta = 0, .a = A, .b = B, .c = C, .in_dtype = dt}};
         for (int i = 0; i < nex && st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM; i++) {
             int m = (int)ex[i][0], n = (int)ex[i][1], k = (int)ex[i][2];
             if ((double)m * k > amax || (double)k * n > bmax || (double)m * n > cmax)
                 continue;
-            gemm_arg g = {.be = c->be,
-                          .g = {.m = m, .n = n, .k = k, .alpha = 1, .beta = 0, .a = A, .lda = k, .b = B, .ldb = n,
-                                .c = C, .ldc = n, .in_dtype = dt}};
-            progress(c, "GEMM (executor shapes)");
-            double t, sp;
-            st = time_loop(c, op_gemm, &g, &t, &sp);
-            c->done += 1;
-            if (st == ZP_OK)
-                p->gemm[p->ngemm++] = (zp_profile_gemm_point){m, n, k, 2.0 * m * n * k / t, sp};
-        }
-    }
-    /* a grid in log space over the shapes a small model's layers have (rows: tokens; columns and depth:
-     * widths), so that a shape none of the above is near still has measured neighbours: the executor's
-     * shapes of models the calibration never saw are interpolated between them (zp_profile_gemm_time) */
-    if (!cuda) {
-        double grid[ZP_CALIBRATE_MAX_GRID][3];
-        int ng = zp_calibrate_grid_shapes(grid, ZP_CALIBRATE_MAX_GRID);
-        for (int i = 0; i < ng && st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM; i++) {
-            int m = (int)grid[i][0], n = (int)grid[i][1], k = (int)grid[i][2];
-            if ((double)m * k > amax || (double)k * n > bmax || (double)m * n > cmax)
-                continue;
-            gemm_arg g = {.be = c->be,
-                          .g = {.m = m, .n = n, .k = k, .alpha = 1, .beta = 0, .a = A, .lda = k, .b = B, .ldb = n,
-                                .c = C, .ldc = n, .in_dtype = dt}};
-            progress(c, "GEMM (grid)");
+            g.g.m = m, g.g.n = n, g.g.k = k, g.g.lda = k, g.g.ldb = n, g.g.ldc = n;
+            progress(c, "GEMM (executor and grid shapes)");
             double t, sp;
             st = time_loop(c, op_gemm, &g, &t, &sp);
             c->done += 1;
