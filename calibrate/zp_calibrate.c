@@ -419,6 +419,12 @@ static zp_status op_nn(void *p)
     case ZP_KERNEL_RESIDUAL_ADD: return zp_nn_residual_add(a->b, a->a, a->c, a->w, R, C);
     case ZP_KERNEL_BIAS_ADD: return zp_nn_bias_add(a->b, a->w, R, C);
     case ZP_KERNEL_BIAS_GRAD: return zp_nn_bias_grad(a->w, a->a, R, C);
+    case ZP_KERNEL_RMSNORM_FWD: return zp_nn_rmsnorm_fwd(a->b, a->st1, a->a, a->w, R, C);
+    case ZP_KERNEL_RMSNORM_BWD: return zp_nn_rmsnorm_bwd(a->c, a->wb, a->b, a->a, a->w, a->st2, R, C);
+    case ZP_KERNEL_GLU_FWD: return zp_nn_glu_fwd(a->b, a->a, R, C, ZP_GLU_SILU); /* u (R, 2C) -> (R, C) */
+    case ZP_KERNEL_GLU_BWD: return zp_nn_glu_bwd(a->st3, a->b, a->a, R, C, ZP_GLU_SILU);
+    case ZP_KERNEL_ROPE_FWD: /* Q and K of R tokens: heads of 64 over C columns, in place (a rotation) */
+    case ZP_KERNEL_ROPE_BWD: return zp_nn_rope(a->c, R, C, C / 64, 64, NN_T, 10000.0f, a->k == ZP_KERNEL_ROPE_BWD);
     default: return ZP_FAIL(ZP_EINVAL, "calibrate: layer kernel %d", (int)a->k);
     }
 }
@@ -436,7 +442,11 @@ static void nn_shape(zp_profile_kernel k, int big, size_t *rows, size_t *cols)
     case ZP_KERNEL_GELU_FWD:
     case ZP_KERNEL_GELU_BWD:
     case ZP_KERNEL_BIAS_ADD:
-    case ZP_KERNEL_BIAS_GRAD: *rows = 64 * f, *cols = 4 * NN_C; break;
+    case ZP_KERNEL_BIAS_GRAD:
+    case ZP_KERNEL_GLU_FWD:
+    case ZP_KERNEL_GLU_BWD: *rows = 64 * f, *cols = 4 * NN_C; break; /* GLU: the (tokens, ffn) output */
+    case ZP_KERNEL_ROPE_FWD:
+    case ZP_KERNEL_ROPE_BWD: *rows = 64 * f, *cols = 2 * NN_C; break; /* Q and K of width NN_C each */
     default: *rows = 64 * f, *cols = NN_C; break;
     }
 }
@@ -547,7 +557,7 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
     double sizes[ZP_PROFILE_MAX_POINTS];
     int ns = coll_sizes(c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
     int nr = zp_comm_size(comm);
-    for (int k = 0; k < ZP_COLL_COUNT; k++) {
+    for (int k = 0; k < ZP_COLL_MEASURED; k++) {
         zp_profile_coll_fit *f = &p->coll[k][scope];
         memset(f, 0, sizeof *f);
         double xs[ZP_PROFILE_MAX_POINTS], ts[ZP_PROFILE_MAX_POINTS];
@@ -783,7 +793,7 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + ZP_CALIBRATE_MAX_GRID : 0;
         c.total = 2 + (o->quick ? 5 : 6) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes + nex +
                   (c.be == &zp_kernels_cpu ? 2.0 * ZP_PROFILE_NKERNEL : 0) +
-                  (double)scopes * ZP_COLL_COUNT * ncoll;
+                  (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
         st = measure_bandwidth(&c, &p);
     }

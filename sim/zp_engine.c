@@ -51,7 +51,9 @@ typedef struct {
     double nv_bw, nv_lat, rail_bw, ib_lat;
     int nccl;        /* the profile is a GPU's device model: collectives by NCCL's cost model (protocols) */
     int ll128;       /* ... whose NCCL has the LL128 protocol */
-    group_shape mp, dp;
+    group_shape grp[ZP_NGROUPS]; /* by zp_group */
+    int xs_group[NXS];   /* the group whose ring a stream's cross-node flows follow in the fabric analysis:
+                            compute: MP, or EP when MP stays in a node; comm: DP */
     /* the fabric (rail 0; every rail alike) */
     int leaf;            /* nodes per leaf switch, 0: a non-blocking fabric */
     double up_bw;        /* a leaf's uplink capacity, B/s (effective, as rail_bw) */
@@ -100,17 +102,64 @@ static struct {
 static void shape_groups(const zp_plan *p, net *N)
 {
     int gpn = N->gpn;
+    group_shape *mp = &N->grp[ZP_GROUP_MP], *dp = &N->grp[ZP_GROUP_DP];
     if (p->mp <= gpn) {
-        N->mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
+        *mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
         if (p->dp * p->mp <= gpn)
-            N->dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
+            *dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
         else
-            N->dp = (group_shape){.k = N->nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
+            *dp = (group_shape){.k = N->nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
     } else {
         int kmp = (int)(p->mp / gpn);
-        N->mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
-        N->dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
+        *mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
+        *dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
     }
+    N->grp[ZP_GROUP_EP] = N->grp[ZP_GROUP_EDP] = (group_shape){.k = 1, .g = 1, .G = gpn, .stride = 1};
+}
+
+/* A group of n members whose consecutive members are S ranks apart (EP: ep members, S = mp; EDP: dp/ep
+ * members, S = ep·mp), on nodes of gpn GPUs: contiguous runs of g members per node over k nodes, or one
+ * member per node every S/gpn nodes. Refused when the group does not tile the nodes. */
+static zp_status group_of(const char *what, int64_t n, int64_t S, int gpn, group_shape *out)
+{
+    if (n <= 1) {
+        *out = (group_shape){.k = 1, .g = 1, .G = gpn, .stride = 1};
+        return ZP_OK;
+    }
+    if (S >= gpn) {
+        if (S % gpn != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s group: members %lld ranks apart do not line up with nodes of %d GPUs", what,
+                           (long long)S, gpn);
+        *out = (group_shape){.k = (int)n, .g = 1, .G = gpn, .stride = (int)(S / gpn)};
+        return ZP_OK;
+    }
+    int64_t per = gpn / S, g = n < per ? n : per;
+    if (gpn % S != 0 || n % g != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s group: %lld members %lld ranks apart do not tile nodes of %d GPUs", what,
+                       (long long)n, (long long)S, gpn);
+    *out = (group_shape){.k = (int)(n / g), .g = (int)g, .G = (int)(gpn / g), .stride = 1};
+    return ZP_OK;
+}
+
+/* Mixture of experts: the EP and EDP groups, and which group's ring each stream's cross-node flows follow.
+ * The compute stream carries MP's and EP's collectives, one after the other: at most one of them may
+ * cross nodes. */
+static zp_status shape_expert_groups(const zp_plan *p, net *N)
+{
+    N->xs_group[XS_COMPUTE] = ZP_GROUP_MP;
+    N->xs_group[XS_COMM] = ZP_GROUP_DP;
+    if (p->ep <= 1)
+        return ZP_OK;
+    ZP_TRY(group_of("EP", p->ep, p->mp, N->gpn, &N->grp[ZP_GROUP_EP]));
+    ZP_TRY(group_of("EDP", p->dp / p->ep, p->ep * p->mp, N->gpn, &N->grp[ZP_GROUP_EDP]));
+    if (N->grp[ZP_GROUP_EP].k > 1) {
+        if (N->grp[ZP_GROUP_MP].k > 1)
+            return ZP_FAIL(ZP_EINVAL, "--ep %lld with --mp %lld: MP and EP groups both span nodes; keep MP within a node "
+                                      "(--mp <= %d)",
+                           (long long)p->ep, (long long)p->mp, N->gpn);
+        N->xs_group[XS_COMPUTE] = ZP_GROUP_EP;
+    }
+    return ZP_OK;
 }
 
 static int successor(const net *N, const group_shape *gs, int node)
@@ -122,7 +171,7 @@ static int successor(const net *N, const group_shape *gs, int node)
     return (node + gs->stride) % N->nodes;
 }
 
-static const group_shape *xs_shape(const net *N, int xs) { return xs == XS_COMPUTE ? &N->mp : &N->dp; }
+static const group_shape *xs_shape(const net *N, int xs) { return &N->grp[N->xs_group[xs]]; }
 
 static int64_t gcd64(int64_t a, int64_t b) { return b ? gcd64(b, a % b) : a; }
 
@@ -153,6 +202,8 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
     const double s = oversubscription > 0 ? oversubscription : (c->oversubscription >= 1 ? c->oversubscription : 1);
     N->leaf = L;
     N->up_bw = L / s * N->rail_bw;
+    /* expert groups' rings cross leaves in patterns of their own: none of the symmetry arguments is made */
+    const int experts = N->grp[ZP_GROUP_EP].k > 1 || N->grp[ZP_GROUP_EDP].k > 1;
     const int leaves = (N->nodes + L - 1) / L;
     int all[NXS] = {1, 1}, none[NXS] = {1, 1}, worst_total = 0;
     for (int j = 0; j < leaves; j++) {
@@ -175,9 +226,9 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
         if (total > worst_total)
             worst_total = total;
     }
-    if (worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
+    if (!experts && worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
         return; /* (a) */
-    int sym = N->nodes % L == 0;
+    int sym = N->nodes % L == 0 && !experts;
     for (int xs = 0; xs < NXS; xs++)
         sym &= all[xs] || none[xs];
     if (sym) { /* (b) */
@@ -186,9 +237,9 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
         N->rep_up_bw = N->up_bw / L;
         return;
     }
-    int64_t kmp = N->mp.k > 1 ? N->mp.k : 1;
+    int64_t kmp = N->grp[ZP_GROUP_MP].k > 1 ? N->grp[ZP_GROUP_MP].k : 1;
     int64_t T = L / gcd64(L, kmp) * kmp;
-    if (N->nodes % T == 0) { /* (c) */
+    if (!experts && N->nodes % T == 0) { /* (c) */
         N->period = (int)T;
         return;
     }
@@ -199,10 +250,13 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
     for (int xs = 0; xs < NXS; xs++)
         N->rep_cross[xs] = N->crossing[xs] > 0;
     N->rep_up_bw = N->up_bw / (mmax > 0 ? mmax : 1);
-    snprintf(N->why, sizeof N->why,
-             "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple of "
-             "the pattern's period (%lld nodes)",
-             worst_total, L, s, N->nodes, (long long)T);
+    if (experts)
+        snprintf(N->why, sizeof N->why, "expert-parallel groups span nodes of a fat tree");
+    else
+        snprintf(N->why, sizeof N->why,
+                 "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple "
+                 "of the pattern's period (%lld nodes)",
+                 worst_total, L, s, N->nodes, (long long)T);
 }
 
 /* The derived figures of a simulation; platform_gpn: GPUs per node of a user platform, or 0. */
@@ -239,7 +293,8 @@ static zp_status net_setup(const zp_sim_input *in, int platform_gpn, net *N)
     N->nccl = prof->dev.sms > 0;
     N->ll128 = c->nccl_ll128;
     shape_groups(p, N);
-    N->intra_flows = N->mp.g > 1 && N->dp.g > 1 && N->gpn > 1;
+    ZP_TRY(shape_expert_groups(p, N));
+    N->intra_flows = N->grp[ZP_GROUP_MP].g > 1 && N->grp[ZP_GROUP_DP].g > 1 && N->gpn > 1;
     if (in->platform_file) {
         N->exact = 0;
         snprintf(N->why, sizeof N->why, "a user platform need not be symmetric");
@@ -355,7 +410,7 @@ static coll_plan coll_choose_measured(const zp_op *op, const group_shape *gs)
 static coll_plan coll_choose(const zp_op *op, const group_shape *gs)
 {
     coll_plan best = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
-    if (!E.n.nccl)
+    if (!E.n.nccl || info_of(op)->coll == ZP_COLL_ALLTOALL) /* all-to-all: grouped sends, no tuner */
         return coll_choose_measured(op, gs);
     double tbest = HUGE_VAL;
     const int trees = E.n.tree && gs->k > 1 && info_of(op)->coll == ZP_COLL_ALLREDUCE;
@@ -381,6 +436,8 @@ static double coll_intra_bytes(const zp_op *op, const group_shape *gs)
 {
     if (gs->g <= 1 || (gs->k > 1 && E.n.flat))
         return 0.0;
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL) /* S/(g·k) to each of the g-1 others in the node */
+        return (gs->g - 1.0) / ((double)gs->g * gs->k) * op->bytes;
     return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes / coll_choose(op, gs).frac;
 }
 
@@ -434,7 +491,11 @@ static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
 {
     double P = (double)gs->g * gs->k, node_bytes;
     const coll_plan c = coll_choose(op, gs);
-    if (!E.n.flat && c.tree) {
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL) {
+        /* no hierarchy helps an all-to-all: each of the node's g members sends (k-1)/k of its buffer to
+         * the other nodes */
+        node_bytes = (gs->k - 1.0) / gs->k * op->bytes * gs->g * gs->G;
+    } else if (!E.n.flat && c.tree) {
         node_bytes = 2.0 * op->bytes * gs->G;
     } else {
         double share = E.n.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
@@ -506,7 +567,7 @@ static zp_status trace_write(const char *path)
             } else if (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY) {
                 json_object_set_new(args, "bytes", json_real(op->bytes));
                 if (in->cls == ZP_OPC_COLL)
-                    json_object_set_new(args, "group", json_string(in->group == ZP_GROUP_MP ? "mp" : "dp"));
+                    json_object_set_new(args, "group", json_string(zp_group_name(in->group)));
             }
         }
         const char *cat = op ? zp_phase_name(op->phase) : "wait";
@@ -603,7 +664,7 @@ static void stream_actor(int argc, char *argv[])
         const zp_op *op = &E.sc->ops[s][oi];
         const zp_op_info *in = info_of(op);
         double local = -1.0; /* >= 0: the op is pure time on this stream */
-        const group_shape *gs = in->group == ZP_GROUP_MP ? &E.n.mp : &E.n.dp;
+        const group_shape *gs = &E.n.grp[in->group < ZP_NGROUPS ? in->group : ZP_GROUP_DP];
         switch (in->cls) {
         case ZP_OPC_ALLOC:
         case ZP_OPC_FREE: trace_mem(node, run_start + pending, op, in->cls == ZP_OPC_ALLOC); continue;
@@ -782,11 +843,16 @@ static void write_platform(FILE *f)
                     j, E.n.up_bw);
         for (int n = 0; n < E.nsim; n++) {
             write_node_routes(f, n);
-            int succ[2] = {E.n.dp.k > 1 ? successor(&E.n, &E.n.dp, n) : -1,
-                           E.n.mp.k > 1 ? successor(&E.n, &E.n.mp, n) : -1};
-            if (succ[1] == succ[0])
-                succ[1] = -1;
-            for (int j = 0; j < 2; j++) {
+            /* the ring successors of every group that spans nodes (DP, MP, EP, EDP), each route once */
+            int succ[ZP_NGROUPS];
+            for (int gi = 0; gi < ZP_NGROUPS; gi++) {
+                const group_shape *gs = &E.n.grp[gi];
+                succ[gi] = gs->k > 1 ? successor(&E.n, gs, n) : -1;
+                for (int j = 0; j < gi; j++)
+                    if (succ[j] == succ[gi])
+                        succ[gi] = -1;
+            }
+            for (int j = 0; j < ZP_NGROUPS; j++) {
                 int m = succ[j];
                 if (m < 0 || m == n)
                     continue;
@@ -893,8 +959,8 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         return ZP_FAIL(ZP_EINVAL, "--cluster %s has %d nodes of %d GPUs: too few for %lld GPUs", in->platform_file,
                        platform_nodes, platform_gpn, (long long)gpus);
     }
-    if (in->no_overlap && (E.n.mp.k > 1))
-        return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP within a node");
+    if (in->no_overlap && (E.n.grp[ZP_GROUP_MP].k > 1 || E.n.grp[ZP_GROUP_EP].k > 1))
+        return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP and EP within a node");
     zp_sim_mode mode = ZP_SIM_FULL;
     ZP_TRY(pick_mode(in, &E.n, &mode));
     E.reduced = mode == ZP_SIM_REDUCED;

@@ -48,6 +48,12 @@ const char *zp_part_name(zp_part p)
     return (unsigned)p < ZP_NPARTS ? n[p] : "?";
 }
 
+const char *zp_group_name(zp_group g)
+{
+    static const char *const n[ZP_NGROUPS] = {"mp", "dp", "ep", "edp"};
+    return (unsigned)g < ZP_NGROUPS ? n[g] : "?";
+}
+
 static const struct {
     const char *name;
     zp_part part;

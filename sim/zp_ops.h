@@ -50,7 +50,12 @@ typedef enum {
     ZP_NPARTS
 } zp_part;
 
-typedef enum { ZP_GROUP_MP, ZP_GROUP_DP } zp_group;
+/* The rank groups a collective runs over. Ranks are numbered MP fastest (Megatron): rank = d·mp + j for
+ * DP index d and MP index j. MP: the mp ranks of one d; DP: the dp ranks of one j; with mixture of experts
+ * (plan->ep > 1), EP: ep consecutive DP indices (the ranks that shard one block's experts between them,
+ * exchanging tokens by all-to-all) and EDP: the dp/ep ranks holding the same experts (DP indices equal
+ * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned. */
+typedef enum { ZP_GROUP_MP, ZP_GROUP_DP, ZP_GROUP_EP, ZP_GROUP_EDP, ZP_NGROUPS } zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
@@ -215,6 +220,7 @@ const char *zp_stream_name(zp_stream s);
 const char *zp_phase_name(zp_phase p);        /* "forward", ..., "setup" */
 const char *zp_part_name(zp_part p);          /* "compute", "mp_comm", "dp_comm", "optimizer", "offload", "none" */
 const char *zp_channel_name(zp_channel c);
+const char *zp_group_name(zp_group g);        /* "mp", "dp", "ep", "edp" */
 zp_part zp_channel_part(zp_channel c);        /* the part a compute-stream wait on it counts in */
 const char *zp_mem_cat_name(zp_mem_cat c);    /* "params", ..., "fragmentation", "host", "nvme" */
 const char *zp_buf_name(zp_buf b);

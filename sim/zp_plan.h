@@ -76,6 +76,11 @@ typedef struct {
     int flash_attn;      /* attention as one fused kernel (FlashAttention): no s x s scores in memory, the
                             scores, softmax and context GEMMs costed as that kernel (zp_op_info.flash) */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
+    /* mixture of experts (DeepSpeed-MoE, Megatron-core): experts sharded over `ep` of the DP ranks */
+    int64_t ep;          /* expert-parallel degree: divides dp and the routed experts; 1: every rank holds all */
+    double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
+                               rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
+    double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
 } zp_plan;
 
 /* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on,

@@ -123,6 +123,12 @@ typedef enum {
     ZP_KERNEL_RESIDUAL_ADD,
     ZP_KERNEL_BIAS_ADD,
     ZP_KERNEL_BIAS_GRAD,
+    ZP_KERNEL_RMSNORM_FWD,   /* today's architectures (Llama): tokens x hidden */
+    ZP_KERNEL_RMSNORM_BWD,
+    ZP_KERNEL_GLU_FWD,       /* act(gate) * up: tokens x ffn */
+    ZP_KERNEL_GLU_BWD,
+    ZP_KERNEL_ROPE_FWD,      /* rotary embedding of Q and K: tokens x (Q + K width) */
+    ZP_KERNEL_ROPE_BWD,
     ZP_PROFILE_NKERNEL
 } zp_profile_kernel;
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "zp_device.h"
+#include "zp_shape.h"
 #include "zp_simrun.h"
 #include "zp_time.h"
 
@@ -19,6 +20,9 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->gpus = gpus;
     r->stage = ZP_SEARCH_ANY;
     r->mp = ZP_SEARCH_ANY;
+    r->ep = ZP_SEARCH_ANY;
+    r->capacity_factor = 1.0;
+    r->moe_imbalance = 1.0;
     r->micro_batch = ZP_SEARCH_ANY;
     r->global_batch = ZP_SEARCH_ANY;
     r->grad_accum = ZP_SEARCH_ANY;
@@ -57,11 +61,21 @@ zp_status zp_search_validate(const zp_search_req *r)
         if (r->gpus % r->mp != 0)
             return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)r->mp,
                            (long long)r->gpus);
-        if (r->model->heads % r->mp != 0)
-            return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the model's %lld attention heads (Megatron splits "
-                                      "heads across MP ranks)",
-                           (long long)r->mp, (long long)r->model->heads);
+        ZP_TRY(zp_shape_check_mp(r->model, r->mp));
     }
+    if (r->ep != ZP_SEARCH_ANY) {
+        if (r->ep < 1)
+            return ZP_FAIL(ZP_EINVAL, "--ep: must be at least 1");
+        /* the experts must split; the DP degree too when MP (hence DP) is given */
+        zp_plan q;
+        zp_plan_default(&q, r->mp != ZP_SEARCH_ANY ? r->gpus / r->mp : r->ep);
+        q.ep = r->ep;
+        ZP_TRY(zp_shape_check_ep(r->model, &q));
+    }
+    if (!(r->capacity_factor > 0 && r->capacity_factor <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->capacity_factor);
+    if (!(r->moe_imbalance >= 1 && r->moe_imbalance <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", r->moe_imbalance);
     if (r->micro_batch != ZP_SEARCH_ANY && r->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (r->micro_batch > ZP_MAX_MICRO_BATCH)
@@ -179,7 +193,7 @@ static int dominated(const zp_search_result *out, int i)
     int work = p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
     for (int j = 0; j < out->n; j++) {
         const zp_plan *q = &out->plans[j].plan;
-        if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp ||
+        if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp || q->ep != p->ep ||
             q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint)
             continue;
         int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
@@ -402,6 +416,8 @@ static int cmp_eval(const void *a, const void *b)
         return (int)x->plan.offload - (int)y->plan.offload;
     if (x->plan.mp != y->plan.mp)
         return x->plan.mp < y->plan.mp ? -1 : 1;
+    if (x->plan.ep != y->plan.ep)
+        return x->plan.ep < y->plan.ep ? -1 : 1;
     return (x->plan.pa + x->plan.pa_cpu) - (y->plan.pa + y->plan.pa_cpu);
 }
 
@@ -416,6 +432,10 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     int pa_fixed = r->pa != ZP_SEARCH_ANY ? r->pa : (exact ? 0 : ZP_SEARCH_ANY);
     int pacpu_fixed = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (exact ? 0 : ZP_SEARCH_ANY);
     int off_fixed = r->offload != ZP_SEARCH_ANY ? r->offload : (exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
+    /* EP: an MoE model's experts sharded over 1, 2, 4, ... of the DP ranks (up to the experts); a dense
+     * model has none to shard */
+    const int64_t ep_fixed = r->ep != ZP_SEARCH_ANY ? r->ep : (exact || r->model->experts == 0 ? 1 : ZP_SEARCH_ANY);
+    const int64_t ep_max = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : r->model->experts;
 
     evec all = {0};
     zp_status st = ZP_OK;
@@ -426,7 +446,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
             if (mp_fixed != ZP_SEARCH_ANY) {
                 mp = mp_fixed;
             } else if (mp > (r->max_mp > 0 ? r->max_mp : r->cluster->gpus_per_node) || r->gpus % mp != 0 ||
-                       r->model->heads % mp != 0 || (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
+                       !zp_shape_mp_ok(r->model, mp) ||
+                       (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
                 continue;
             }
             /* ZeRO-R activation options: none, Pa, Pa+cpu (Pa only matters with MP > 1). */
@@ -445,13 +466,19 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     continue;
                 if (mp == 1 && ra > 0 && pa_fixed != 1 && pacpu_fixed != 1)
                     continue; /* no MP group to partition across */
-                for (int off = 0; off <= 2 && st == ZP_OK; off++) {
+                for (int off = 0; off <= 2 && st == ZP_OK; off++)
+                for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
                     if (off_fixed != ZP_SEARCH_ANY && off != off_fixed)
                         continue;
                     if (r->nvme && off == ZP_OFFLOAD_NONE)
                         continue; /* NVMe holds offloaded states: it implies offload */
                     if ((off == ZP_OFFLOAD_OPTIMIZER && stage < 1) || (off == ZP_OFFLOAD_PARAMS && stage != 3))
                         continue;
+                    if ((r->gpus / mp) % ep != 0 || (r->model->experts > 0 && r->model->experts % ep != 0)) {
+                        if (ep_fixed != ZP_SEARCH_ANY) /* a fixed EP that this MP's DP degree cannot take */
+                            break;
+                        continue;
+                    }
                     zp_plan p;
                     zp_plan_default(&p, r->gpus / mp);
                     p.stage = stage;
@@ -471,7 +498,12 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.persistence_threshold = r->persistence_threshold;
                     p.flash_attn = r->flash_attn;
                     p.nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
+                    p.ep = ep;
+                    p.capacity_factor = r->capacity_factor;
+                    p.moe_imbalance = r->moe_imbalance;
                     st = eval_candidate(r, &p, &all);
+                    if (ep_fixed != ZP_SEARCH_ANY)
+                        break;
                 }
             }
             if (mp_fixed != ZP_SEARCH_ANY)
@@ -484,6 +516,9 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     }
     if (all.n == 0) {
         free(all.v);
+        if (ep_fixed > 1)
+            return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options: --ep %lld must divide the data-parallel "
+                                      "degree (GPUs / MP) of some MP degree searched", (long long)ep_fixed);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
                                   "data-parallel degrees: GPUs / MP)");
     }

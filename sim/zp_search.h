@@ -46,6 +46,8 @@ typedef struct {
     /* ZP_SEARCH_ANY (-1) leaves an option to the search. */
     int stage;
     int64_t mp;
+    int64_t ep;            /* expert-parallel degree of an MoE model (-1: searched over powers of two) */
+    double capacity_factor, moe_imbalance; /* MoE: the experts' token capacity and the busiest rank's load */
     int64_t micro_batch;
     int64_t global_batch;
     int64_t grad_accum;    /* micro-batches per step */

@@ -64,6 +64,7 @@ FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_flash, r.flash_attn, 1)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
+INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
 INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
@@ -232,6 +233,16 @@ static zp_status set_oversubscription(zp_cli_args *a, const char *opt, const cha
     return zp_size_parse_range(v, opt, 1, 1e6, &a->r.oversubscription);
 }
 
+static zp_status set_capacity(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0.01, 64, &a->r.capacity_factor);
+}
+
+static zp_status set_imbalance(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 1, 64, &a->r.moe_imbalance);
+}
+
 static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse(v, opt, &a->k));
@@ -273,6 +284,9 @@ static const zp_cli_opt g_opts[] = {
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
     {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
+    {"ep", 0, 1, PLAN, set_ep},
+    {"capacity-factor", 0, 1, PLAN, set_capacity},
+    {"moe-imbalance", 0, 1, PLAN, set_imbalance},
     {"micro-batch", 0, 1, PLAN | VAL, set_micro},
     {"global-batch", 0, 1, PLAN, set_global},
     {"grad-accum", 0, 1, PLAN, set_accum},

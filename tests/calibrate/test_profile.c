@@ -181,10 +181,10 @@ Test(profile, layer_kernels_optional_and_checked)
     free(text);
     /* a kernel the cost model does not know would be silently unused: refused, naming it */
     json_object_set_new(json_object_get(ks, "gelu_fwd"), "s_per_elem", json_real(1e-9));
-    json_object_set_new(ks, "rmsnorm_fwd", json_pack("{s:f, s:f, s:f}", "t0_s", 1e-6, "s_per_elem", 1e-9, "elems", 1e6));
+    json_object_set_new(ks, "flash_attention_fwd", json_pack("{s:f, s:f, s:f}", "t0_s", 1e-6, "s_per_elem", 1e-9, "elems", 1e6));
     text = json_dumps(root, 0);
     cr_assert_eq(zp_profile_parse(text, strlen(text), "unknown.json", &q), ZP_EINVAL);
-    cr_assert(strstr(zp_error_message(), "layer_kernels.rmsnorm_fwd is not a kernel"), "%s", zp_error_message());
+    cr_assert(strstr(zp_error_message(), "layer_kernels.flash_attention_fwd is not a kernel"), "%s", zp_error_message());
     free(text);
     json_decref(root);
     /* time = t0 + elems * s_per_elem */
