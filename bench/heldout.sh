@@ -26,7 +26,7 @@ for r in rows:
                "n_head": int(r["heads"]), "n_positions": int(r["seq"]), "vocab_size": int(r["vocab"])}, open(cfg, "w"))
     argv = [z, "--model", cfg, "--cluster", r["cluster"], "--gpus", r["gpus"], "--stage", r["stage"],
             "--mp", r["mp"], "--micro-batch", r["micro"], "--grad-accum", r["accum"],
-            "--checkpoint" if r["ckpt"] == "1" else "--no-checkpoint", "--exact", "--gpu-mem", "1T"] + (["--flash-attention"] if r.get("flash") == "1" else []) + [
+            "--checkpoint" if r["ckpt"] == "1" else "--no-checkpoint", "--exact", "--gpu-mem", "1T"] + (["--flash-attention"] if r.get("flash") == "1" else []) + r.get("extra", "").split() + [
             "--top", "1", "--format", "csv"]
     p = subprocess.run(argv, capture_output=True, text=True)
     out = list(csv.DictReader(p.stdout.splitlines())) if p.returncode == 0 else []

@@ -37,17 +37,19 @@ def run(model, stage, mp, mb):
     mem = max(abs(e) for e in v["memory_error"].values() if e is not None)
     return (v["step_error"], mem, v["measured_step_s"], v["predicted_step_s"], v.get("phases_s", {})), ""
 sets = {"fitted": [], "held-out": []}
-for c in csv.DictReader(open(cases)):
-    model = c["model"]
-    if model.endswith(".json"):  # a GPT-2 config.json written from the row
-        path = os.path.join(tmp, model)
+cases = list(csv.DictReader(open(cases)))
+for c in cases:
+    if c["model"].endswith(".json"):  # a GPT-2 config.json written from the row
+        path = os.path.join(tmp, c["model"])
         json.dump({"model_type": "gpt2", "n_layer": int(c["layers"]), "n_embd": int(c["hidden"]),
                    "n_head": int(c["heads"]), "n_positions": int(c["seq"]), "vocab_size": int(c["vocab"])},
                   open(path, "w"))
-        model = path
-    for mp in (1, 2):
-        for stage in range(4):
-            r, err = run(model, stage, mp, int(c["micro"]))
+        c["model"] = path
+# the two sets interleaved, so that a spell of load on this shared machine falls on both alike
+for mp in (1, 2):
+    for stage in range(4):
+        for c in cases:
+            r, err = run(c["model"], stage, mp, int(c["micro"]))
             label = "%s mb%s MP%d stage %d" % (c["name"], c["micro"], mp, stage)
             if r is None:
                 print("FAIL %-40s %s" % (label, err))
