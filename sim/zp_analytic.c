@@ -10,7 +10,7 @@ double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, doub
     if (n * stride <= gpn) {
         /* the whole group inside one node: NVSwitch */
         *latency = c->nvlink_latency;
-        return c->nvlink_bw;
+        return c->nvlink_bw * (c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0);
     }
     /* The group spans nodes. Per node, the groups that share its InfiniBand rails are the `stride`
      * interleaved groups (at most one node's worth of GPUs): each gets node_bw / concurrent groups.

@@ -49,6 +49,8 @@ typedef struct {
     int gpn, rails, gpr, channels, flat, tree;
     int intra_flows; /* MP and DP groups both have members inside a node: NVSwitch flows contend */
     double nv_bw, nv_lat, rail_bw, ib_lat;
+    int nccl;        /* the profile is a GPU's device model: collectives by NCCL's cost model (protocols) */
+    int ll128;       /* ... whose NCCL has the LL128 protocol */
     group_shape grp[ZP_NGROUPS]; /* by zp_group */
     int xs_group[NXS];   /* the group whose ring a stream's cross-node flows follow in the fabric analysis:
                             compute: MP, or EP when MP stays in a node; comm: DP */
@@ -288,6 +290,8 @@ static zp_status net_setup(const zp_sim_input *in, int platform_gpn, net *N)
     N->nv_lat = intra->measured ? intra->latency_s / (intra->nranks > 1 ? intra->nranks - 1 : 1) : c->nvlink_latency;
     N->rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / N->channels : c->ib_rail_bw * c->ib_efficiency;
     N->ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
+    N->nccl = prof->dev.sms > 0;
+    N->ll128 = c->nccl_ll128;
     shape_groups(p, N);
     ZP_TRY(shape_expert_groups(p, N));
     N->intra_flows = N->grp[ZP_GROUP_MP].g > 1 && N->grp[ZP_GROUP_DP].g > 1 && N->gpn > 1;
@@ -314,45 +318,131 @@ static int coll_rails(const group_shape *gs)
     return want < E.n.rails ? want : E.n.rails;
 }
 
-/* NCCL's choice for the inter-node part of a hierarchical collective: the double binary tree for an
- * all-reduce when its tuner's time (latency + bytes / bandwidth, uncontended) beats the ring's, as
- * ncclTopoGetAlgoTime does; rings otherwise (NCCL has trees for all-reduce only). */
-static int coll_tree(const zp_op *op, const group_shape *gs)
+/* NCCL's cost model (src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime, NCCL 2.8-2.10), which
+ * NCCL's tuner uses to pick an algorithm (ring, tree) and a protocol per collective and message size:
+ *   time = baseLat[algo][proto] + steps inside nodes x hwLat[NVLink][algo][proto]
+ *                               + steps across nodes x hwLat[network][algo][proto] + bytes / (busBw x fraction)
+ * in us and GB/s. LL sends 4 bytes of data per 8 on the wire and flags every line (a quarter of the ring's
+ * bus bandwidth, a tree's /3.8), LL128 120 of 128 bytes (0.92), Simple all of it with the largest latency;
+ * a tree runs at 0.9 of the ring's bandwidth. Ring Simple all-reduces across nodes pay 1.9x their latency
+ * at large sizes (the tuner's "plateau" factor). LL's intra-node hops cost 1.8x when nodes > 1. */
+enum { P_LL = 0, P_LL128, P_SIMPLE, NPROTO };
+enum { A_TREE = 0, A_RING, NALGO };
+static const double nccl_base_us[NALGO][NPROTO] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
+static const double nccl_hw_nvlink_us[NALGO][NPROTO] = {{0.52, 1.2, 28.0}, {0.47, 1.9, 3.4}};
+static const double nccl_hw_net_us[NALGO][NPROTO] = {{5.0, 8.5, 50.0}, {2.7, 4.0, 9.6}};
+static const double nccl_bw_frac[NALGO][NPROTO] = {{0.9 / 3.8, 0.9 * 0.915, 0.9}, {0.25, 0.92, 1.0}};
+
+/* What NCCL runs for one collective op of node 0: algorithm, protocol, latency and the fraction of the
+ * links' bandwidth its protocol gets. */
+typedef struct {
+    int tree;      /* the inter-node part as NCCL's double binary tree (all-reduce only) */
+    int proto;     /* P_LL, P_LL128, P_SIMPLE */
+    double lat;    /* s */
+    double frac;   /* of the bus bandwidth */
+} coll_plan;
+
+/* Ring passes over the buffer: 2 for an all-reduce (reduce-scatter + all-gather), 1 otherwise. */
+static double coll_factor_kind(zp_coll_kind k) { return zp_coll_get(k)->passes; }
+
+/* The tuner's uncontended time of (algo, proto) for `bytes` over the group, and its latency. The links:
+ * the NVSwitch phase at nv_bw, the node's share over its rails at rail_bw (as the simulation's flows). */
+static double nccl_time(const zp_op *op, const group_shape *gs, int algo, int proto, double *lat_out)
 {
-    if (!E.n.tree || gs->k < 2 || info_of(op)->coll != ZP_COLL_ALLREDUCE)
-        return 0;
-    double k = gs->k, per_rail = op->bytes * gs->G / coll_rails(gs) / E.n.rail_bw; /* s to send S once */
-    double ring = 2.0 * (k - 1.0) * E.n.ib_lat + 2.0 * (k - 1.0) / k * per_rail;
-    double tree = 2.0 * floor(log2(k)) * E.n.ib_lat + 2.0 * per_rail / ZP_TREE_BW_FRACTION;
-    return tree < ring;
+    const zp_coll_kind kind = info_of(op)->coll;
+    const double f = coll_factor_kind(kind), P = (double)gs->g * gs->k, k = gs->k, g = gs->g;
+    const int multi = gs->k > 1;
+    double intra_steps, inter_steps;
+    if (algo == A_TREE) { /* up and down: 2 (g-1) intra, 2 log2(k) network */
+        intra_steps = 2.0 * (g - 1.0);
+        inter_steps = 2.0 * floor(log2(k));
+    } else {
+        intra_steps = f * (P - 1.0) - f * (k - 1.0);
+        inter_steps = f * (k - 1.0);
+    }
+    double hw_intra = nccl_hw_nvlink_us[algo][proto] * (multi && proto == P_LL ? 1.8 : 1.0);
+    double lat = (nccl_base_us[algo][proto] + intra_steps * hw_intra + inter_steps * nccl_hw_net_us[algo][proto]) *
+                 1e-6;
+    if (algo == A_RING && proto == P_SIMPLE && multi && kind == ZP_COLL_ALLREDUCE && op->bytes >= P / 16.0 * 65536)
+        lat *= 1.9;
+    const double frac = nccl_bw_frac[algo][proto];
+    double t = 0.0;
+    if (g > 1 && !(multi && E.n.flat))
+        t += f * (g - 1.0) / g * op->bytes / (E.n.nv_bw * frac);
+    if (multi) {
+        double node = algo == A_TREE ? 2.0 * op->bytes * gs->G
+                                     : f * (E.n.flat ? (P - 1.0) / P : (k - 1.0) / k) * op->bytes * gs->G;
+        t += node / coll_rails(gs) / (E.n.rail_bw * frac);
+    }
+    *lat_out = lat;
+    return lat + t;
 }
 
+/* A profile measured here (no GPU device model: MPI, or a calibrated machine): its fitted latency per ring
+ * step (nv_lat, ib_lat), the ring at full bandwidth, and across nodes the double binary tree where its time
+ * (2 log2i(k) steps, 2S per node at 0.9 of the bandwidth) beats the ring's 2(k-1) steps; a flat ring's
+ * f(P-1) steps each last as long as its slowest hop. */
+static coll_plan coll_choose_measured(const zp_op *op, const group_shape *gs)
+{
+    coll_plan c = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    const double f = coll_factor(op), k = gs->k;
+    if (E.n.tree && gs->k >= 2 && info_of(op)->coll == ZP_COLL_ALLREDUCE) {
+        double per_rail = op->bytes * gs->G / coll_rails(gs) / E.n.rail_bw; /* s to send S once */
+        double ring = 2.0 * (k - 1.0) * E.n.ib_lat + 2.0 * (k - 1.0) / k * per_rail;
+        double tree = 2.0 * floor(log2(k)) * E.n.ib_lat + 2.0 * per_rail / ZP_TREE_BW_FRACTION;
+        c.tree = tree < ring;
+    }
+    if (c.tree)
+        c.frac = ZP_TREE_BW_FRACTION;
+    if (gs->k > 1 && E.n.flat) {
+        c.lat = f * ((double)gs->g * gs->k - 1.0) * E.n.ib_lat;
+        return c;
+    }
+    if (gs->g > 1)
+        c.lat += f * (gs->g - 1.0) * E.n.nv_lat;
+    if (gs->k > 1)
+        c.lat += (c.tree ? 2.0 * floor(log2(k)) : f * (k - 1.0)) * E.n.ib_lat;
+    return c;
+}
+
+/* NCCL's choice: the (algorithm, protocol) of least estimated time; trees for all-reduces across nodes on
+ * presets that have them, LL128 where the preset's NCCL has it. */
+static coll_plan coll_choose(const zp_op *op, const group_shape *gs)
+{
+    coll_plan best = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    if (!E.n.nccl || info_of(op)->coll == ZP_COLL_ALLTOALL) /* all-to-all: grouped sends, no tuner */
+        return coll_choose_measured(op, gs);
+    double tbest = HUGE_VAL;
+    const int trees = E.n.tree && gs->k > 1 && info_of(op)->coll == ZP_COLL_ALLREDUCE;
+    for (int a = trees ? A_TREE : A_RING; a < NALGO; a++)
+        for (int p = 0; p < NPROTO; p++) {
+            if (p == P_LL128 && !E.n.ll128)
+                continue;
+            double lat, t = nccl_time(op, gs, a, p, &lat);
+            if (t < tbest) {
+                tbest = t;
+                best = (coll_plan){.tree = a == A_TREE, .proto = p, .lat = lat, .frac = nccl_bw_frac[a][p]};
+            }
+        }
+    return best;
+}
+
+static int coll_tree(const zp_op *op, const group_shape *gs) { return coll_choose(op, gs).tree; }
+
 /* Bytes each GPU sends over its NVSwitch port in the intra-node ring phase(s) of a collective:
- * f(g-1)/g of the buffer. A flat ring across nodes pipelines its NVSwitch hops behind the slower
- * InfiniBand hop: none counted. */
+ * f(g-1)/g of the buffer, at its protocol's fraction of the bandwidth (more bytes on the wire). A flat ring
+ * across nodes pipelines its NVSwitch hops behind the slower InfiniBand hop: none counted. */
 static double coll_intra_bytes(const zp_op *op, const group_shape *gs)
 {
     if (gs->g <= 1 || (gs->k > 1 && E.n.flat))
         return 0.0;
     if (info_of(op)->coll == ZP_COLL_ALLTOALL) /* S/(g·k) to each of the g-1 others in the node */
         return (gs->g - 1.0) / ((double)gs->g * gs->k) * op->bytes;
-    return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes;
+    return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes / coll_choose(op, gs).frac;
 }
 
-/* The step latencies of a collective, s: (g-1) NVSwitch steps per intra-node phase and (k-1)
- * InfiniBand steps (a tree: 2 log2i(k)); a flat ring's f(P-1) steps each last as long as its slowest
- * hop. */
-static double coll_latency(const zp_op *op, const group_shape *gs)
-{
-    double f = coll_factor(op), t = 0.0;
-    if (gs->k > 1 && E.n.flat)
-        return f * ((double)gs->g * gs->k - 1.0) * E.n.ib_lat;
-    if (gs->g > 1)
-        t += f * (gs->g - 1.0) * E.n.nv_lat;
-    if (gs->k > 1)
-        t += (coll_tree(op, gs) ? 2.0 * floor(log2(gs->k)) : f * (gs->k - 1.0)) * E.n.ib_lat;
-    return t;
-}
+/* The latency of a collective, s, by NCCL's model for its chosen algorithm and protocol. */
+static double coll_latency(const zp_op *op, const group_shape *gs) { return coll_choose(op, gs).lat; }
 
 /* A collective within one node whose kind the profile measured (points, not only a fit) on exactly this
  * many ranks: the measured time of that kind at that size (zp_profile_collective_time_measured). Reduce-
@@ -395,22 +485,23 @@ static double coll_local_time(const zp_op *op, const group_shape *gs)
 /* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical ring),
  * f(P-1)/P of it (a flat ring of P = g*k GPUs leaves each node once) or, as a double binary tree, 2S
  * (interior in one tree, a leaf in the other, every node sends half the buffer up and down once per
- * tree: S up and S down) at 0.9 of the ring's bandwidth, over E.n.channels rings spread over the rails
- * in use. */
+ * tree: S up and S down), over E.n.channels rings spread over the rails in use; divided by the protocol's
+ * fraction of the bandwidth (a tree's includes its 0.9). */
 static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
 {
     double P = (double)gs->g * gs->k, node_bytes;
+    const coll_plan c = coll_choose(op, gs);
     if (info_of(op)->coll == ZP_COLL_ALLTOALL) {
         /* no hierarchy helps an all-to-all: each of the node's g members sends (k-1)/k of its buffer to
          * the other nodes */
         node_bytes = (gs->k - 1.0) / gs->k * op->bytes * gs->g * gs->G;
-    } else if (!E.n.flat && coll_tree(op, gs)) {
-        node_bytes = 2.0 * op->bytes * gs->G / ZP_TREE_BW_FRACTION;
+    } else if (!E.n.flat && c.tree) {
+        node_bytes = 2.0 * op->bytes * gs->G;
     } else {
         double share = E.n.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
         node_bytes = coll_factor(op) * share * op->bytes * gs->G;
     }
-    return node_bytes / coll_rails(gs);
+    return node_bytes / coll_rails(gs) / c.frac;
 }
 
 /* ---------------------------------------------------------------- trace */

@@ -58,6 +58,10 @@ typedef struct {
 } zp_layout;
 
 const zp_layout *zp_layout_get(zp_impl impl);
+/* Stage 3 under DeepSpeed: parameters of one MP rank gathered at once (elements): the block in use and
+ * min(stage3_prefetch_bucket_size, a block) prefetched, at most stage3_max_live_parameters but never
+ * less than the largest tensor (DeepSpeed gathers an nn.Linear whole), at most the rank's parameters. */
+double zp_layout_stage3_live(const zp_model *m, const zp_plan *p);
 void zp_layout_facts_free(zp_layout_facts *f); /* accepts NULL */
 
 /* The executor's parameter tensors of one MP rank (Megatron: QKV and MLP-up column-split, projection and

@@ -69,7 +69,7 @@ zp_part zp_channel_part(zp_channel c) { return (unsigned)c < ZP_NCHANNELS ? g_ch
 const char *zp_mem_cat_name(zp_mem_cat c)
 {
     static const char *const n[ZP_MEM_NCAT] = {"params",      "grads",   "optimizer",     "activations",
-                                               "checkpoints", "buffers", "fragmentation", "host"};
+                                               "checkpoints", "buffers", "fragmentation", "host", "nvme"};
     return (unsigned)c < ZP_MEM_NCAT ? n[c] : "?";
 }
 

@@ -66,6 +66,7 @@ static void gemm_part(zp_builder *b, int type, double m, double n, double k, dou
     o->k = k;
     o->batch = batch;
     o->flops = 2.0 * m * n * k * batch;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
 }
 
 static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
@@ -81,13 +82,17 @@ static void gemm_bwd(zp_builder *b, int dgrad, int wgrad, double m, double n, do
     gemm(b, wgrad, k, n, m, batch);
 }
 
+/* An element-wise op over `elems` elements; its bytes are its row's (the kernels it stands for, in 16-bit
+ * activations, scaled to the plan's element size) where the row has them, else `bytes`. */
 static void eltwise(zp_builder *b, int type, double bytes, double elems)
 {
     if (skip(b))
         return;
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
-    o->bytes = bytes;
+    const double per = zp_op_table[type].eltbytes;
+    o->bytes = per > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
     o->elems = elems;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
 }
 
 /* A collective or copy of `bytes` on stream s (its kind's facts are the table's). */
@@ -298,8 +303,12 @@ static void gather_item(zp_builder *b, int first, int item)
     if (!first && ov)
         wait_ch(b, ZP_STREAM_COMM, ZP_CH_GATHER_GO);
     const double experts = b->f.gather_exp[item], edp = (double)(b->p->dp / b->p->ep);
-    if (b->p->offload == ZP_OFFLOAD_PARAMS) /* the local fp16 partition comes from the host first */
-        move(b, cs, ZP_OPK_PARAM_FETCH, b->p->param_bytes * (params / (double)b->p->dp + experts / edp));
+    if (b->p->offload == ZP_OFFLOAD_PARAMS) { /* the local fp16 partition comes from the host first */
+        const double local = b->p->param_bytes * (params / (double)b->p->dp + experts / edp);
+        if (b->p->nvme & ZP_NVME_PARAMS) /* ... and to the host from the drives */
+            move(b, cs, ZP_OPK_NVME_READ, local);
+        move(b, cs, ZP_OPK_PARAM_FETCH, local);
+    }
     b->lay->gather(b, cs, item);
     move(b, cs, ZP_OPK_PARAM_GATHER, b->p->param_bytes * params);
     if (!skip(b))
@@ -514,8 +523,15 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     } else {
         for (int i = 0; i < nb; i++)
             wait_ch(b, ZP_STREAM_CPU, ZP_CH_GRAD_HOST);
+        const int nvme = plan->nvme & ZP_NVME_OPTIMIZER;
+        if (nvme) /* ZeRO-Infinity: fp32 master, m, v and gradients in from the drives */
+            move(b, ZP_STREAM_CPU, ZP_OPK_NVME_READ, (plan->k_optimizer + 4.0) * part);
         if (!skip(b))
             zp_builder_push(b, ZP_STREAM_CPU, ZP_OPK_CPU_ADAM)->bytes = part;
+        if (nvme) /* ... and the updated states back */
+            move(b, ZP_STREAM_CPU, ZP_OPK_NVME_WRITE, plan->k_optimizer * part);
+        if (plan->nvme & ZP_NVME_PARAMS) /* the updated 16-bit parameters to the drives */
+            move(b, ZP_STREAM_CPU, ZP_OPK_NVME_WRITE, 2.0 * part);
         sig(b, ZP_STREAM_CPU, ZP_CH_OPT_DONE);
         wait_ch(b, ZP_STREAM_PCIE, ZP_CH_OPT_DONE);
         /* the CPU Adam writes a 16-bit copy of the updated partition and that is what goes up, whatever

@@ -1,6 +1,7 @@
 #include "zp_search.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +36,9 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->k_optimizer = ZP_ADAM_K;
     r->param_bytes = 2.0;
     r->overlap_comm = 1;
+    r->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
+    r->stage3_prefetch = ZP_DEFAULT_PREFETCH;
+    r->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
     r->max_simulated = 64;
 }
 
@@ -117,15 +121,20 @@ zp_status zp_search_validate(const zp_search_req *r)
     return zp_model_validate(r->model);
 }
 
-static double host_per_gpu(const zp_cluster *c) { return c->host_mem / (double)c->gpus_per_node; }
-
-zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, const zp_plan *plan,
-                         zp_eval *out)
+zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
+                         const zp_plan *plan, zp_eval *out)
 {
     memset(out, 0, sizeof *out);
     out->plan = *plan;
     ZP_TRY(zp_memory_estimate(model, plan, &out->mem));
-    out->fits = zp_memory_fits(&out->mem, gpu_mem, host_per_gpu(cluster), out->reason, sizeof out->reason);
+    const double host = zp_cluster_host_per_gpu(cluster, host_mem, plan->dp * plan->mp);
+    out->fits = zp_memory_fits(&out->mem, gpu_mem, host, out->reason, sizeof out->reason);
+    const double nvme = zp_cluster_nvme_per_gpu(cluster, plan->dp * plan->mp);
+    if (out->fits && out->mem.nvme > nvme) {
+        out->fits = 0;
+        snprintf(out->reason, sizeof out->reason, "NVMe %.0f GB > %.0f GB per GPU's share of the node's drives",
+                 out->mem.nvme / 1e9, nvme / 1e9);
+    }
     ZP_TRY(zp_analytic_step(model, plan, cluster, &out->time));
     out->global_batch = zp_plan_global_batch(plan);
     double gpus = (double)(plan->dp * plan->mp);
@@ -342,7 +351,7 @@ static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_
     p->micro_batch = b;
     p->grad_accum = per_rank ? per_rank / b : (r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1);
     zp_eval e;
-    ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, p, &e));
+    ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, r->host_mem, p, &e));
     return evec_push(out, &e);
 }
 
@@ -352,7 +361,7 @@ static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_
  * micro-batch can win when it lets gradient accumulation or communication overlap differ. */
 static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
 {
-    const double host = host_per_gpu(r->cluster);
+    const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus);
     int64_t per_rank = 0; /* sequences per DP rank per step, when the global batch is fixed */
     if (r->global_batch != ZP_SEARCH_ANY) {
         if (r->global_batch % p->dp != 0)
@@ -461,6 +470,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                 for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
                     if (off_fixed != ZP_SEARCH_ANY && off != off_fixed)
                         continue;
+                    if (r->nvme && off == ZP_OFFLOAD_NONE)
+                        continue; /* NVMe holds offloaded states: it implies offload */
                     if ((off == ZP_OFFLOAD_OPTIMIZER && stage < 1) || (off == ZP_OFFLOAD_PARAMS && stage != 3))
                         continue;
                     if ((r->gpus / mp) % ep != 0 || (r->model->experts > 0 && r->model->experts % ep != 0)) {
@@ -483,7 +494,10 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.param_bytes = r->param_bytes;
                     p.overlap_comm = r->overlap_comm;
                     p.stage3_max_live = r->stage3_max_live;
+                    p.stage3_prefetch = r->stage3_prefetch;
                     p.persistence_threshold = r->persistence_threshold;
+                    p.flash_attn = r->flash_attn;
+                    p.nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
                     p.ep = ep;
                     p.capacity_factor = r->capacity_factor;
                     p.moe_imbalance = r->moe_imbalance;

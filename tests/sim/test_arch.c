@@ -164,10 +164,13 @@ Test(arch, moe_compute_follows_the_active_parameters)
     double ex2, ex8;
     double t2 = compute_time(&m, &p, &prof, &ex2);
     (void)compute_time(&all, &p, &prof, &ex8);
-    cr_expect(fabs(ex8 / ex2 - 4.0) < 0.05, "experts' GEMMs: top-8 / top-2 = %.3f, want 4", ex8 / ex2);
+    /* 4x the tokens per expert, within the per-kernel model's wave quantization of the two shapes */
+    cr_expect(fabs(ex8 / ex2 - 4.0) < 0.12, "experts' GEMMs: top-8 / top-2 = %.3f, want 4", ex8 / ex2);
     const double tokens = 4096.0, active = zp_model_params_active(&m);
     const double ideal = 6.0 * active * tokens * prof.gemm_s_per_flop;
-    cr_expect(t2 / ideal > 1.0 && t2 / ideal < 1.35, "Mixtral step kernels %.4g s vs 6 x %.4g active x %g tokens = %.4g s",
+    /* beyond the GEMMs: the memory-bound kernels with their bytes and Megatron's unfused attention over 4096
+     * tokens (the per-kernel model of #15) */
+    cr_expect(t2 / ideal > 1.0 && t2 / ideal < 1.5, "Mixtral step kernels %.4g s vs 6 x %.4g active x %g tokens = %.4g s",
               t2, active, tokens, ideal);
     /* and a dense model of the same total size would take ~3.6x as long */
     cr_expect(t2 < 0.4 * 6.0 * zp_model_params(&m) * tokens * prof.gemm_s_per_flop);
