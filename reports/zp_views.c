@@ -56,29 +56,6 @@ static zp_status plan_row(zp_table *t, int col, const zp_eval *e, int found)
     return ZP_OK;
 }
 
-zp_status zp_view_scaling(const zp_search_req *base, const int64_t *gpus, int n, zp_doc **out)
-{
-    if (n > ZP_CHART_MAX_POINTS)
-        n = ZP_CHART_MAX_POINTS; /* the charts' points */
-    zp_eval *best = calloc((size_t)(n > 0 ? n : 1), sizeof *best);
-    int *found = calloc((size_t)(n > 0 ? n : 1), sizeof *found);
-    zp_status st = best && found ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (int i = 0; i < n && st == ZP_OK; i++) {
-        zp_search_req r = *base;
-        r.gpus = gpus[i];
-        r.trace_path = NULL;
-        r.progress = NULL; /* this view reports progress per GPU count */
-        st = best_plan(&r, &best[i], &found[i]);
-        if (st == ZP_OK && base->progress)
-            base->progress(base->progress_ctx, i + 1, n);
-    }
-    if (st == ZP_OK)
-        st = zp_view_scaling_doc(base->model, base->cluster, gpus, best, found, n, out);
-    free(best);
-    free(found);
-    return st;
-}
-
 zp_status zp_view_scaling_doc(const zp_model *model, const zp_cluster *cluster, const int64_t *gpus,
                               const zp_eval *best, const int *found, int n, zp_doc **out)
 {

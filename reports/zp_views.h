@@ -9,11 +9,9 @@
 #include "zp_search.h"
 #include "zp_sweep.h"
 
-/* The best plan of `base` (its model, cluster and options) on each GPU count (at most
- * ZP_CHART_MAX_POINTS of them). */
-zp_status zp_view_scaling(const zp_search_req *base, const int64_t *gpus, int n, zp_doc **out);
-/* Its document from the best plans already found: best[i] on gpus[i] GPUs when found[i], else none
- * fits (a sweep computes them over MPI ranks). */
+/* The scaling report (throughput against GPUs) from the best plans a sweep found (zplan sweep --report
+ * scaling, zplan report scaling): best[i] on gpus[i] GPUs when found[i], else none fits; at most
+ * ZP_CHART_MAX_POINTS counts. */
 zp_status zp_view_scaling_doc(const zp_model *model, const zp_cluster *cluster, const int64_t *gpus,
                               const zp_eval *best, const int *found, int n, zp_doc **out);
 /* Per model: ZeRO (base's options) on base->gpus GPUs, and the Megatron-LM baseline (stage 0, no

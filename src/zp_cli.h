@@ -40,6 +40,8 @@ int zp_cli_schedule(int argc, char **argv);
 int zp_exec_main(int argc, char **argv);      /* zplan exec (argv[0] = "exec") */
 int zp_calibrate_main(int argc, char **argv); /* zplan calibrate */
 int zp_cli_sweep(int argc, char **argv);      /* zplan sweep (argv[0] = "sweep") */
+/* zplan report KIND made by a sweep (argv[0] = KIND; KIND "scaling"); --help prints `usage`. */
+int zp_cli_sweep_report(const char *kind, int argc, char **argv, const char *usage);
 
 /* Prints "zplan: <message>" for a failed status and returns its exit code. */
 int zp_cli_fail(zp_status st);

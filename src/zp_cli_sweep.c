@@ -71,6 +71,7 @@ static const char USAGE[] =
 
 /* The sweep as every rank sees it. */
 typedef struct {
+    const char *name;      /* the command, for messages: "zplan sweep" or "zplan report scaling" */
     zp_cli_plan base;      /* the options, common to every cell */
     zp_sweep_cells cells;
     int rank, ranks;
@@ -99,6 +100,24 @@ static zp_status cell_resolve(const sweep *s, int i, zp_cli_plan *o)
                    zp_error_message());
 }
 
+/* The GPU counts of a scaling report without --gpus: the ZeRO paper's Figure 3 on its cluster, and the
+ * 1K-100K GPUs of today's frontier runs on any other (the last row: every cluster). */
+static const struct {
+    const char *cluster, *gpus;
+} g_scaling_gpus[] = {
+    {"dgx2", "64,128,256,400"},
+    {"", "1024,2048,4096,8192,16384,32768,65536,102400"},
+};
+
+static const char *scaling_gpus(const char *cluster)
+{
+    const int n = (int)(sizeof g_scaling_gpus / sizeof g_scaling_gpus[0]);
+    for (int i = 0; i < n - 1; i++)
+        if (strcmp(cluster, g_scaling_gpus[i].cluster) == 0)
+            return g_scaling_gpus[i].gpus;
+    return g_scaling_gpus[n - 1].gpus;
+}
+
 /* The cells, from the lists or the grid file, each checked; and what the output is made of. */
 static zp_status sweep_cells(sweep *s)
 {
@@ -106,6 +125,10 @@ static zp_status sweep_cells(sweep *s)
     const char *models = a->models ? a->models : a->model;
     if (a->model && a->models)
         return ZP_FAIL(ZP_EINVAL, "give --models LIST or --model M, not both");
+    if (a->sweep_report && a->models)
+        return ZP_FAIL(ZP_EINVAL, "the %s report takes --model M, not --models", a->sweep_report);
+    if (a->sweep_report && !a->gpus && !a->grid)
+        a->gpus = scaling_gpus(a->cluster);
     if (a->grid) {
         if (models || a->gpus)
             return ZP_FAIL(ZP_EINVAL, "--grid FILE lists the cells: drop --models/--model and --gpus");
@@ -226,12 +249,12 @@ static void stop_handlers(const sweep *s)
 {
     const char *out = s->base.a.out;
     if (s->partial)
-        snprintf(g_stop_msg, sizeof g_stop_msg, "zplan sweep: rank %d stopped by a signal; the rows done so far are "
-                                                "in %s%s%s\n", s->rank, s->partial, out ? ", and " : "",
+        snprintf(g_stop_msg, sizeof g_stop_msg, "%s: rank %d stopped by a signal; the rows done so far are "
+                                                "in %s%s%s\n", s->name, s->rank, s->partial, out ? ", and " : "",
                  out ? "the output was not written" : "");
     else
-        snprintf(g_stop_msg, sizeof g_stop_msg, "zplan sweep: rank %d stopped by a signal; nothing written (-o or "
-                                                "--partial keep the rows done as they finish)\n", s->rank);
+        snprintf(g_stop_msg, sizeof g_stop_msg, "%s: rank %d stopped by a signal; nothing written (-o or "
+                                                "--partial keep the rows done as they finish)\n", s->name, s->rank);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -266,9 +289,10 @@ static zp_status sweep_compute(sweep *s, int jobs, zp_sweep_row *rows)
     zp_status st = ZP_OK;
     for (int k = 0; k < share && st == ZP_OK; k++) {
         const int i = s->rank + k * s->ranks;
-        char phase[64];
-        snprintf(phase, sizeof phase, "cell %d", i + 1);
-        zp_comm_watchdog_beat(phase);
+        /* the watchdog keeps the phase's pointer: two buffers in turn, the one it holds is not rewritten */
+        static char phase[2][64];
+        snprintf(phase[k & 1], sizeof phase[k & 1], "cell %d", i + 1);
+        zp_comm_watchdog_beat(phase[k & 1]);
         st = cell_resolve(s, i, o);
         if (st != ZP_OK)
             break;
@@ -409,7 +433,7 @@ static int sweep_run(sweep *s, int argc, char **argv)
         if (st == ZP_OK && zp_comm_size(world) != s->ranks)
             st = ZP_FAIL(ZP_ERUNTIME, "the launcher announced %d ranks, MPI has %d", s->ranks, zp_comm_size(world));
         if (st == ZP_OK)
-            st = zp_comm_watchdog_start(world, s->base.a.timeout_s, "zplan sweep");
+            st = zp_comm_watchdog_start(world, s->base.a.timeout_s, s->name);
         watching = st == ZP_OK;
         if (st == ZP_OK)
             st = zp_comm_check_same_config(world, sweep_hash(s, argc, argv), "sweep (options or cells)");
@@ -453,7 +477,7 @@ static int sweep_run(sweep *s, int argc, char **argv)
         char who[32] = "";
         if (s->ranks > 1)
             snprintf(who, sizeof who, "rank %d: ", s->rank);
-        fprintf(stderr, "zplan sweep: %s%s%s%s%s\n", who, zp_error_message(),
+        fprintf(stderr, "%s: %s%s%s%s%s\n", s->name, who, zp_error_message(),
                 s->partial ? "; the rows done so far are in " : "", s->partial ? s->partial : "",
                 s->base.a.out ? " (the output was not written)" : "");
         rc = zp_status_exit_code(st);
@@ -470,22 +494,28 @@ static int sweep_run(sweep *s, int argc, char **argv)
     return rc;
 }
 
-static int sweep_main(int argc, char **argv)
+/* `name` runs the sweep (report: NULL, the rows; or the report it makes of them, as --report KIND). */
+static int sweep_main(int argc, char **argv, const char *name, const char *report, const char *usage)
 {
     sweep *s = calloc(1, sizeof *s);
     if (!s)
-        return zp_cli_fail_as("zplan sweep", ZP_FAIL(ZP_ENOMEM, "out of memory"));
+        return zp_cli_fail_as(name, ZP_FAIL(ZP_ENOMEM, "out of memory"));
+    s->name = name;
     s->rank = zp_cli_launch_rank();
     s->ranks = zp_cli_launch_size();
     s->partial_fd = -1;
     const int speak = s->rank == 0; /* bad input: every rank finds it, rank 0 says it */
-    zp_status st = zp_cli_plan_parse(ZP_CMD_SWEEP, "zplan sweep", argc, argv, &s->base);
+    zp_status st = zp_cli_plan_parse(ZP_CMD_SWEEP, name, argc, argv, &s->base);
     if (st == ZP_OK && s->base.a.help) {
         if (speak)
-            fputs(USAGE, stdout);
+            fputs(usage, stdout);
         free(s);
         return 0;
     }
+    if (st == ZP_OK && report && s->base.a.sweep_report)
+        st = ZP_FAIL(ZP_EINVAL, "--report: %s makes its report already", name);
+    if (st == ZP_OK && report)
+        s->base.a.sweep_report = report;
 #if !ZP_HAVE_MPI
     if (st == ZP_OK && s->ranks > 1)
         st = ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI: run it without mpirun");
@@ -510,7 +540,7 @@ static int sweep_main(int argc, char **argv)
     }
     int rc;
     if (st != ZP_OK)
-        rc = speak ? zp_cli_fail_as("zplan sweep", st) : zp_status_exit_code(st);
+        rc = speak ? zp_cli_fail_as(name, st) : zp_status_exit_code(st);
     else
         rc = sweep_run(s, argc, argv);
     zp_sweep_cells_free(&s->cells);
@@ -518,4 +548,14 @@ static int sweep_main(int argc, char **argv)
     return rc;
 }
 
-int zp_cli_sweep(int argc, char **argv) { return zp_cli_launch_exit(argc, argv, sweep_main(argc, argv)); }
+int zp_cli_sweep(int argc, char **argv)
+{
+    return zp_cli_launch_exit(argc, argv, sweep_main(argc, argv, "zplan sweep", NULL, USAGE));
+}
+
+int zp_cli_sweep_report(const char *kind, int argc, char **argv, const char *usage)
+{
+    char name[64];
+    snprintf(name, sizeof name, "zplan report %s", kind);
+    return zp_cli_launch_exit(argc, argv, sweep_main(argc, argv, name, kind, usage));
+}
