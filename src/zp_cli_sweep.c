@@ -71,7 +71,8 @@ static const char USAGE[] =
 
 /* The sweep as every rank sees it. */
 typedef struct {
-    const char *name;      /* the command, for messages: "zplan sweep" or "zplan report scaling" */
+    const char *name;      /* the command: "zplan sweep" or "zplan report scaling" */
+    const char *who;       /* the prefix of its error messages: "zplan sweep", or "zplan" as every report's */
     zp_cli_plan base;      /* the options, common to every cell */
     zp_sweep_cells cells;
     int rank, ranks;
@@ -235,10 +236,11 @@ static void partial_close(sweep *s)
 /* ---- a rank stopped by a signal (mpirun ends the job when a rank dies; ^C) says what is kept ---- */
 
 static char g_stop_msg[1024];
+static pid_t g_stop_pid; /* the rank's process: a simulation it forked inherits the handler, and is quiet */
 
 static void on_stop(int sig)
 {
-    if (write(STDERR_FILENO, g_stop_msg, strlen(g_stop_msg)) < 0) {
+    if (getpid() == g_stop_pid && write(STDERR_FILENO, g_stop_msg, strlen(g_stop_msg)) < 0) {
         /* nothing more to do: the process ends */
     }
     signal(sig, SIG_DFL);
@@ -255,6 +257,7 @@ static void stop_handlers(const sweep *s)
     else
         snprintf(g_stop_msg, sizeof g_stop_msg, "%s: rank %d stopped by a signal; nothing written (-o or "
                                                 "--partial keep the rows done as they finish)\n", s->name, s->rank);
+    g_stop_pid = getpid();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -477,7 +480,7 @@ static int sweep_run(sweep *s, int argc, char **argv)
         char who[32] = "";
         if (s->ranks > 1)
             snprintf(who, sizeof who, "rank %d: ", s->rank);
-        fprintf(stderr, "%s: %s%s%s%s%s\n", s->name, who, zp_error_message(),
+        fprintf(stderr, "%s: %s%s%s%s%s\n", s->who, who, zp_error_message(),
                 s->partial ? "; the rows done so far are in " : "", s->partial ? s->partial : "",
                 s->base.a.out ? " (the output was not written)" : "");
         rc = zp_status_exit_code(st);
@@ -497,10 +500,12 @@ static int sweep_run(sweep *s, int argc, char **argv)
 /* `name` runs the sweep (report: NULL, the rows; or the report it makes of them, as --report KIND). */
 static int sweep_main(int argc, char **argv, const char *name, const char *report, const char *usage)
 {
+    const char *prefix = report ? "zplan" : name;
     sweep *s = calloc(1, sizeof *s);
     if (!s)
-        return zp_cli_fail_as(name, ZP_FAIL(ZP_ENOMEM, "out of memory"));
+        return zp_cli_fail_as(prefix, ZP_FAIL(ZP_ENOMEM, "out of memory"));
     s->name = name;
+    s->who = prefix;
     s->rank = zp_cli_launch_rank();
     s->ranks = zp_cli_launch_size();
     s->partial_fd = -1;
@@ -540,7 +545,7 @@ static int sweep_main(int argc, char **argv, const char *name, const char *repor
     }
     int rc;
     if (st != ZP_OK)
-        rc = speak ? zp_cli_fail_as(name, st) : zp_status_exit_code(st);
+        rc = speak ? zp_cli_fail_as(prefix, st) : zp_status_exit_code(st);
     else
         rc = sweep_run(s, argc, argv);
     zp_sweep_cells_free(&s->cells);
