@@ -126,8 +126,6 @@ static zp_status sweep_cells(sweep *s)
     const char *models = a->models ? a->models : a->model;
     if (a->model && a->models)
         return ZP_FAIL(ZP_EINVAL, "give --models LIST or --model M, not both");
-    if (a->sweep_report && a->models)
-        return ZP_FAIL(ZP_EINVAL, "the %s report takes --model M, not --models", a->sweep_report);
     if (a->sweep_report && !a->gpus && !a->grid)
         a->gpus = scaling_gpus(a->cluster);
     if (a->grid) {
@@ -519,6 +517,11 @@ static int sweep_main(int argc, char **argv, const char *name, const char *repor
     }
     if (st == ZP_OK && report && s->base.a.sweep_report)
         st = ZP_FAIL(ZP_EINVAL, "--report: %s makes its report already", name);
+    if (st == ZP_OK && report && s->base.a.models)
+        st = ZP_FAIL(ZP_EINVAL, "report %s takes --model, not --models", report);
+    if (st == ZP_OK && report && s->base.a.grid)
+        st = ZP_FAIL(ZP_EINVAL, "report %s takes --model and --gpus LIST, not --grid (zplan sweep --grid FILE "
+                                "--report %s takes one)", report, report);
     if (st == ZP_OK && report)
         s->base.a.sweep_report = report;
 #if !ZP_HAVE_MPI
