@@ -67,7 +67,9 @@ static const char USAGE[] =
     "--preset, --profile, --oversubscription, --capacity-factor, --moe-imbalance, --analytic, --sim.\n"
     "A sweep has at most 4096 cells. Bad input exits 2 before any cell runs: a model, cluster or option\n"
     "a cell cannot take, a GPU count the cluster's fabric cannot hold, a bad grid row (file:line), too\n"
-    "many cells. A cell whose options leave no plan is a row saying so.\n";
+    "many cells. A cell whose options leave no plan is a row saying so. A rank that dies or hangs ends the\n"
+    "job (the watchdog names it): the output is not written, the rows done are kept in the partial file.\n"
+    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input.\n";
 
 /* The sweep as every rank sees it. */
 typedef struct {
