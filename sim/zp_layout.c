@@ -22,7 +22,7 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 {
     memset(f, 0, sizeof *f);
     f->gather = calloc((size_t)m->layers + 2, sizeof *f->gather);
-    f->grad = calloc((size_t)m->layers + 1, sizeof *f->grad);
+    f->grad = calloc((size_t)m->layers + 2, sizeof *f->grad);
     if (!f->gather || !f->grad) {
         zp_layout_facts_free(f);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -34,19 +34,35 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 
 /* Groups per MP rank: a block is 1/mp of the model's block; the embedding group (gathered for the
  * embedding and again as the tied LM head) is (V + s)h/mp; its gradient group also completes the final
- * LayerNorm (2h/mp). */
-static zp_status ds_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
+ * LayerNorm (2h/mp). With pipeline stages a stage holds its chunks' blocks; the first the embedding, the
+ * last (Megatron-LM) the final norm and the head with its own copy of the word embedding when they are
+ * tied, whose gradient is all-reduced with the first stage's. */
+static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f)
 {
     ZP_TRY(facts_alloc(m, f));
-    const double t = (double)p->mp, L = (double)m->layers;
+    const double t = (double)p->mp;
     const double emb = zp_model_params_embedding(m) / t, blk = zp_model_params_layer(m) / t;
+    if (st->stages == 1) {
+        for (int64_t i = 0; i <= m->layers + 1; i++)
+            f->gather[i] = (i == 0 || i == m->layers + 1) ? emb : blk;
+        f->grad[0] = emb + 2.0 * (double)m->hidden / t;
+        for (int64_t i = 1; i <= m->layers; i++)
+            f->grad[i] = blk;
+        f->psi = zp_model_params(m) / t;
+        return ZP_OK;
+    }
+    for (int c = 0; c < st->chunks; c++)
+        for (int l = st->first[c]; l < st->first[c] + st->layers[c]; l++)
+            f->gather[l + 1] = f->grad[l + 1] = blk;
+    if (st->embedding)
+        f->gather[0] = f->grad[0] = emb;
+    if (st->head) {
+        const double E = (double)(m->embed_dim > 0 ? m->embed_dim : m->hidden);
+        const double word = m->untied ? 0.0 : (double)m->vocab * E / t;
+        f->gather[m->layers + 1] = f->grad[m->layers + 1] = word + zp_model_params_head(m) / t;
+    }
     for (int64_t i = 0; i <= m->layers + 1; i++)
-        f->gather[i] = (i == 0 || i == m->layers + 1) ? emb : blk;
-    f->grad[0] = emb + 2.0 * (double)m->hidden / t;
-    for (int64_t i = 1; i <= m->layers; i++)
-        f->grad[i] = blk;
-    f->psi = zp_model_params(m) / t;
-    (void)L;
+        f->psi += f->grad[i];
     return ZP_OK;
 }
 
@@ -96,28 +112,52 @@ static void ds_setup(zp_builder *b)
     }
 }
 
-/* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without checkpointing every block keeps its
- * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes, from its forward to its backward; with it a block
- * keeps a checkpoint of 2·s·b·h (÷t with Pa, in host memory with Pa+cpu) and one block's working set is
- * live from the first forward to the end of backward. The logits and their gradient, 2·2·b·s·V/t, live
- * from the LM head to the end of the micro-batch's backward. */
+/* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without recompute every block keeps its
+ * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes (all of it ÷t with sequence parallelism: s·b·h·(34 +
+ * 5·a·s/h)/t), from its forward to its backward; with full recompute a block keeps a checkpoint of 2·s·b·h
+ * (÷t with Pa or SP, in host memory with Pa+cpu) and one block's working set is live from the first forward
+ * to the end of the pass's backward; selective recompute keeps everything but the attention core's
+ * 5·a·s²·b/t (softmax output, dropout mask and output), recomputed one block at a time in backward. The
+ * logits and their gradient, 2·2·b·s·V/t, live from the LM head to the end of the micro-batch's backward.
+ * With pipeline stages a stage holds these for every micro-batch in flight (its forward done, its backward
+ * not yet): the schedule's order says how many. */
 static double ds_block_acts(const zp_builder *b)
 {
-    return zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+    const double mb = (double)b->p->micro_batch;
+    if (b->p->sp)
+        return zp_model_activation_bytes_layer(b->m, mb, 1) / (double)b->p->mp;
+    return zp_model_activation_bytes_layer(b->m, mb, b->p->mp);
+}
+
+/* The attention core of one block: 5·a·s²·b/t bytes (selective recompute does not keep it). */
+static double ds_core_bytes(const zp_builder *b)
+{
+    const double s = (double)b->m->seq;
+    return 5.0 * (double)b->m->heads * s * s * (double)b->p->micro_batch / (double)b->p->mp;
+}
+
+/* What a block keeps from its forward to its backward without full recompute, and the working set of the
+ * block being (re)computed. */
+static double ds_block_kept(const zp_builder *b) { return ds_block_acts(b) - (b->p->selective ? ds_core_bytes(b) : 0.0); }
+static double ds_work_bytes(const zp_builder *b)
+{
+    return b->p->checkpoint ? ds_block_acts(b) : (b->p->selective ? ds_core_bytes(b) : 0.0);
 }
 
 static void ds_block_begin(zp_builder *b, int l)
 {
     if (!b->p->checkpoint)
-        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
-    else if (l == 0)
-        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_kept(b));
+    if (ds_work_bytes(b) > 0 && !b->work_live) {
+        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_work_bytes(b));
+        b->work_live = 1;
+    }
 }
 
 static double ds_ckpt_bytes(const zp_builder *b)
 {
     double c = zp_model_checkpoint_bytes_layer(b->m, (double)b->p->micro_batch);
-    return (b->p->pa || b->p->pa_cpu) ? c / (double)b->p->mp : c;
+    return (b->p->pa || b->p->pa_cpu || b->p->sp) ? c / (double)b->p->mp : c;
 }
 
 static void ds_ckpt(zp_builder *b, int l, int alloc)
@@ -126,7 +166,7 @@ static void ds_ckpt(zp_builder *b, int l, int alloc)
         ds_mem(b, ZP_STREAM_COMPUTE, alloc, ZP_BUF_CKPT, l, b->p->pa_cpu ? ZP_MEM_HOST : ZP_MEM_CHECKPOINTS,
                ds_ckpt_bytes(b));
     else if (!alloc)
-        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_kept(b));
 }
 
 static void ds_block_end(zp_builder *b, int l) { ds_ckpt(b, l, 1); }
@@ -144,9 +184,12 @@ static void ds_logits(zp_builder *b)
 
 static void ds_micro_end(zp_builder *b)
 {
-    ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_LOGITS, 0, ZP_MEM_ACTIVATIONS, ds_logits_bytes(b));
-    if (b->p->checkpoint)
-        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+    if (b->pass_head)
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_LOGITS, 0, ZP_MEM_ACTIVATIONS, ds_logits_bytes(b));
+    if (b->work_live) {
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_work_bytes(b));
+        b->work_live = 0;
+    }
 }
 
 /* Stage 3's gathered parameters live in the fixed pool allocated at setup. */
@@ -206,8 +249,10 @@ zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucke
 /* The flat layout of one MP rank: group 0 (the embedding group, also gathered as the LM head) then the
  * blocks; units cut at every group boundary and every bucket boundary from the top (zp_shard.h), each
  * sharded into dp pieces. */
-static zp_status ex_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
+static zp_status ex_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *pps, zp_layout_facts *f)
 {
+    if (pps->stages > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "the executor's layout has no pipeline stages");
     ZP_TRY(facts_alloc(m, f));
     size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
     zp_layout_exec_tensors(m, p->mp, e, k);

@@ -17,16 +17,19 @@
 #include <stddef.h>
 
 #include "zp_model.h"
+#include "zp_pipeline.h"
 #include "zp_plan.h"
 #include "zp_shard.h"
 
-/* What a layout knows of a plan's parameters, per MP rank. */
+/* What a layout knows of a plan's parameters, per MP rank (and pipeline stage: groups of other stages are
+ * 0). */
 typedef struct {
     double *gather;     /* [L + 2] parameters a stage-3 gather of group i brings (0 the embedding, 1..L the
                            blocks, L+1 the tied embedding as the LM head) */
-    double *grad;       /* [L + 1] parameters whose gradients group i completes in backward (0: the embedding
-                           group, last) */
-    double psi;         /* parameters of one MP rank: the sum of grad[] */
+    double *grad;       /* [L + 2] parameters whose gradients group i completes in backward (0: the embedding
+                           group, last; L+1: with pipeline stages, the last stage's copy of the word embedding
+                           and the final norm, complete after the head's backward) */
+    double psi;         /* parameters of one MP rank (of its stage): the sum of grad[] */
     /* the executor's flat layout (zplan-exec only) */
     size_t n;           /* flat parameters of one MP rank */
     size_t bucket;      /* elements per gradient bucket */
@@ -39,7 +42,7 @@ typedef struct {
     const char *name;
     int compute_only;          /* 1: the step's allocs and frees are all on the compute stream, so their
                                   program order is that stream's order whatever the others do */
-    zp_status (*facts)(const zp_model *m, const zp_plan *p, zp_layout_facts *f);
+    zp_status (*facts)(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f);
     void (*setup)(struct zp_builder *b);                  /* resident allocations, before the first step */
     void (*block_begin)(struct zp_builder *b, int l);      /* the forward (not the recompute) of block l starts */
     void (*block_end)(struct zp_builder *b, int l);        /* ... ends: block l's checkpoint is stored */

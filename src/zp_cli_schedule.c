@@ -96,8 +96,10 @@ int zp_cli_schedule(int argc, char **argv)
         st = ZP_FAIL(ZP_EINVAL, "--rank %lld: the plan has ranks 0 to %lld", (long long)o.a.rank,
                      (long long)o.a.r.gpus - 1);
     zp_schedule s = {0};
+    /* Megatron-LM's rank order: MP innermost, then DP, then the pipeline stage */
+    const int stage = best ? (int)(o.a.rank / (best->plan.dp * best->plan.mp)) : 0;
     if (st == ZP_OK)
-        st = zp_schedule_build(&o.model, &best->plan, &s);
+        st = zp_schedule_build_stage(&o.model, &best->plan, stage, &s);
     zp_cli_out out;
     if (st == ZP_OK && (st = zp_cli_out_open(o.a.out, &out)) == ZP_OK) {
         st = zp_report_schedule(out.f, o.a.fmt, &o.model, &best->plan, o.a.rank, &s);
