@@ -301,6 +301,34 @@ zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **ou
     return ZP_OK;
 }
 
+/* With pipeline stages: the memory of every stage of the recommended plan (the what-if reports the worst;
+ * JSON has them all as "pipeline_stages"). */
+static zp_status stages_table(const zp_whatif *w, zp_table **out)
+{
+    static const char *const keys[] = {"stage", "params", "grads", "optimizer", "activations", "buffers", "total"};
+    static const char *const heads[] = {"Stage", "Params GB", "Grads GB", "Optimizer GB", "Activations GB",
+                                        "Buffers GB", "Total GB"};
+    zp_table *t = new_table("Memory per GPU of each pipeline stage of the recommended plan", 7, keys, heads);
+    if (!t)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    int worst = 0;
+    for (int i = 0; i < w->nstages; i++) {
+        const zp_memory *m = &w->stage_mem[i];
+        if (m->total > w->stage_mem[worst].total)
+            worst = i;
+        TRY_T(zp_table_add_row(t));
+        TRY_T(zp_table_set_int(t, 0, i));
+        const double v[] = {m->params, m->grads, m->optimizer, m->activations, m->buffers, m->total};
+        for (int k = 0; k < 6; k++)
+            TRY_T(zp_table_set_num(t, 1 + k, v[k] / 1e9, "%.2f"));
+    }
+    TRY_T(zp_table_add_note(t, "stage %d needs the most (%.2f GB): the first stage holds the most micro-batches in "
+                               "flight, the last the LM head and its logits",
+                            worst, w->stage_mem[worst].total / 1e9));
+    *out = t;
+    return ZP_OK;
+}
+
 static int best_index(const zp_search_result *r)
 {
     for (int i = 0; i < r->n; i++)
@@ -419,6 +447,11 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
         ZP_TRY(zp_report_memory_table(e, w->gpu_mem, &t));
         ZP_TRY(zp_doc_add_table(d, t));
+        if (w->stage_mem && w->nstages > 1 && e->plan.pp == w->nstages) {
+            ZP_TRY(stages_table(w, &t));
+            ZP_TRY(zp_doc_add_table(d, t));
+            ZP_TRY(zp_doc_set_key(d, "pipeline_stages", NULL));
+        }
         char desc[384];
         describe_plan(e, desc, sizeof desc);
         ZP_TRY(zp_doc_add_text(d,

@@ -34,14 +34,14 @@ static zp_status validate_pipeline(const zp_search_req *r)
                                       "use --stage 1 (the distributed optimizer) or --pp 1",
                            r->stage, (long long)pp);
     }
-    const int no_pp = pp == 1 || (pp == ZP_SEARCH_ANY && r->exact);
+    const int no_pp = pp == ZP_SEARCH_ANY || pp == 1;
     if (r->pp_schedule != ZP_SEARCH_ANY && no_pp)
-        return ZP_FAIL(ZP_EINVAL, "--schedule %s: a pipeline schedule needs pipeline stages (--pp P >= 2)",
+        return ZP_FAIL(ZP_EINVAL, "--schedule %s: a pipeline schedule needs pipeline stages (give --pp P >= 2)",
                        zp_pp_schedule_name((zp_pp_schedule)r->pp_schedule));
     if (r->vstages != ZP_SEARCH_ANY) {
         if (no_pp)
-            return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks need pipeline stages (--pp P >= 2 "
-                                      "--schedule interleaved)",
+            return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks need pipeline stages (give --pp P >= 2; "
+                                      "the schedule is then interleaved)",
                            r->vstages);
         if (r->pp_schedule != ZP_SEARCH_ANY && r->pp_schedule != ZP_PP_INTERLEAVED && r->vstages > 1)
             return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks are the interleaved schedule's, not %s's",
@@ -221,12 +221,30 @@ static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
     e->sim = s->reduced ? "reduced" : "full";
 }
 
+/* Time the compute stream certainly spends in op: a kernel's, or a Megatron MP collective inside a node
+ * priced uncontended by the profile's fit (the simulator's ring is never faster: it adds a step latency per
+ * pass and may share NVSwitch ports). 0 for the rest, and for collectives of a profile with measured points
+ * (the simulator then takes those). */
+static double op_bound_s(const zp_profile *prof, const zp_op *op, int64_t mp, int gpus_per_node)
+{
+    const zp_op_info *in = zp_op_info_get(op->type);
+    if (!in || in->cls != ZP_OPC_COLL)
+        return zp_device_op_time(prof, op, 1);
+    if (in->group != ZP_GROUP_MP || mp < 2 || mp > gpus_per_node || (unsigned)in->coll >= ZP_PROFILE_NCOLL)
+        return 0.0;
+    const zp_profile_coll_fit *f = &prof->coll[in->coll][ZP_PROFILE_INTRA_NODE];
+    if (!f->measured || f->npoints >= 2)
+        return 0.0;
+    double t = zp_profile_collective_time(prof, (zp_profile_coll)in->coll, ZP_PROFILE_INTRA_NODE, op->bytes, (int)mp);
+    return t > 0 ? t : 0.0;
+}
+
 /* A lower bound of a pipeline plan's step (its kernels only): stage s runs its own kernels W_s, cannot
  * start before micro-batch 0 went forward through chunk 0 of the stages before it, and its last backward
  * (micro-batch m-1, chunk 0) still has to go back through them: step >= max_s (sum_{i<s} f_i + W_s +
  * sum_{i<s} b_i), f_i and b_i one micro-batch's forward and backward (recompute included) of chunk 0 of
  * stage i. For P stages alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. */
-static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan)
+static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpn)
 {
     zp_plan q = *plan;
     const int P = (int)plan->pp;
@@ -243,7 +261,7 @@ static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, co
             const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
             if (op->phase == ZP_PHASE_OPTIMIZER)
                 continue;
-            const double t = zp_device_op_time(prof, op, 1);
+            const double t = op_bound_s(prof, op, plan->mp, gpn);
             w += t;
             const int chunk0 = op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0]);
             if (chunk0 && op->micro == 0)
@@ -259,10 +277,10 @@ static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, co
 
 /* Upper bound of a plan's simulated throughput: the compute stream runs every kernel of the schedule
  * one after the other, so the step lasts at least their summed time; everything else only adds. */
-static double throughput_bound(const zp_model *model, const zp_profile *prof, const zp_eval *e)
+static double throughput_bound(const zp_model *model, const zp_profile *prof, const zp_eval *e, int gpn)
 {
     if (e->plan.pp > 1) {
-        double t = pipeline_bound_s(model, prof, &e->plan);
+        double t = pipeline_bound_s(model, prof, &e->plan, gpn);
         return t > 0 ? e->global_batch / t : HUGE_VAL;
     }
     zp_schedule sc;
@@ -270,7 +288,7 @@ static double throughput_bound(const zp_model *model, const zp_profile *prof, co
         return HUGE_VAL; /* cannot bound it: simulate it */
     double t = 0.0;
     for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
-        t += zp_device_op_time(prof, &sc.ops[ZP_STREAM_COMPUTE][i], 1); /* 0 for what is not a kernel */
+        t += op_bound_s(prof, &sc.ops[ZP_STREAM_COMPUTE][i], e->plan.mp, gpn);
     zp_schedule_free(&sc);
     return t > 0 ? e->global_batch / t : HUGE_VAL;
 }
@@ -361,7 +379,7 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
             if (mode != ZP_SIM_REDUCED)
                 continue;
         }
-        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i], r->cluster->gpus_per_node)};
     }
     nfit = ncand;
     qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
@@ -774,7 +792,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     if (all.n == 0) {
         free(all.v);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
-                                  "data-parallel degrees: GPUs / MP)");
+                                  "data-parallel degrees: GPUs / (MP x PP); the interleaved schedule needs the "
+                                  "micro-batches per step a multiple of --pp)");
     }
     qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
     out->plans = all.v;

@@ -14,7 +14,7 @@ static const char USAGE[] =
     "on. The plan is the what-if's recommended one for the same options (everything not given is searched;\n"
     "--exact pins it), so replaying the alloc and free ops gives the what-if's memory per GPU.\n"
     "\n"
-    "  --rank R             which rank (default 0; the ranks of a plan run the same schedule)\n"
+    "  --rank R             which rank (default 0; the ranks of a pipeline stage run the same schedule)\n"
     "  --format text|json   text (default): one line per op; json: {\"plan\", \"memory_gb\", \"ops\": [{\"id\",\n"
     "                       \"name\", \"kind\", \"stream\", \"part\", \"phase\", \"layer\", \"micro\", \"deps\", \"flops\",\n"
     "                       \"bytes\", \"category\", \"buffer\"}]}\n"
@@ -24,8 +24,9 @@ static const char USAGE[] =
     "                       its alloc and free ops hold at the peak, by category\n"
     "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --stage, --mp,\n"
     "--micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
-    "--checkpoint/--no-checkpoint, --no-cb, --bucket, --no-md, --overlap-comm, --exact, --analytic,\n"
-    "--profile, --ds-config, --trace.\n";
+    "--checkpoint/--no-checkpoint, --recompute, --pp, --schedule, --virtual-stages, --sp/--no-sp, --no-cb,\n"
+    "--bucket, --no-md, --overlap-comm, --exact, --analytic, --profile, --ds-config, --trace. With pipeline\n"
+    "stages, rank R runs stage R / (DP x MP) (Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
 
 /* --replay FILE: the memory of a schedule read back, by category at the device peak. */
 static zp_status replay(const zp_cli_args *a)
