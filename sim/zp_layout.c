@@ -226,19 +226,52 @@ static size_t sum(const size_t *v, int n)
     return s;
 }
 
-zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucket, int rank, zp_units *out)
+zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, zp_exec_stage *out)
 {
     size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
     zp_layout_exec_tensors(m, p->mp, e, k);
-    const size_t esz = sum(e, ZP_EXEC_E_N), bsz = sum(k, ZP_EXEC_B_N), L = (size_t)m->layers, n = esz + L * bsz;
-    const size_t nb = (n + bucket - 1) / bucket;
+    memset(out, 0, sizeof *out);
+    out->esz = sum(e, ZP_EXEC_E_N);
+    out->bsz = sum(k, ZP_EXEC_B_N);
+    out->slots = 1;
+    if (p->pp <= 1) {
+        out->nl = (int)m->layers;
+        out->emb = 1;
+        out->blk_off = out->esz;
+        out->n = out->esz + (size_t)out->nl * out->bsz;
+        return ZP_OK;
+    }
+    if (p->vstages > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "the executor runs one model chunk per pipeline stage (no interleaving)");
+    zp_pp_stage st;
+    ZP_TRY(zp_pp_stage_get(m, p, stage, &st));
+    out->l0 = st.first[0];
+    out->nl = st.layers[0];
+    out->emb = st.embedding || st.head;
+    out->emb_off = st.embedding ? 0 : (size_t)out->nl * out->bsz;
+    out->blk_off = st.embedding ? out->esz : 0;
+    out->n = (out->emb ? out->esz : 0) + (size_t)out->nl * out->bsz;
+    const int w = zp_pp_warmup(p, stage);
+    out->slots = w + 1 < (int)p->grad_accum ? w + 1 : (int)p->grad_accum;
+    return ZP_OK;
+}
+
+zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
+                               zp_units *out)
+{
+    zp_exec_stage x;
+    ZP_TRY(zp_layout_exec_stage(m, p, stage, &x));
+    const size_t n = x.n, nb = (n + bucket - 1) / bucket;
     if (bucket < 1 || nb > (size_t)1e8)
         return ZP_FAIL(ZP_ERANGE, "bucket of %zu elements: too many buckets", bucket);
-    size_t *cuts = malloc((L + 1 + nb) * sizeof *cuts), nc = 0;
+    size_t *cuts = malloc(((size_t)x.nl + 2 + nb) * sizeof *cuts), nc = 0;
     if (!cuts)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (size_t i = 1; i <= L; i++)
-        cuts[nc++] = esz + (i - 1) * bsz;
+    for (int i = 0; i < x.nl; i++) /* the start of every block but the layout's first place */
+        if (x.blk_off + (size_t)i * x.bsz > 0)
+            cuts[nc++] = x.blk_off + (size_t)i * x.bsz;
+    if (x.emb && x.emb_off > 0)
+        cuts[nc++] = x.emb_off;
     for (size_t j = 1; j < nb; j++)
         cuts[nc++] = n - j * bucket;
     zp_status st = zp_units_build(n, cuts, (int)nc, (int)p->dp, rank, out);
@@ -246,28 +279,30 @@ zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucke
     return st;
 }
 
-/* The flat layout of one MP rank: group 0 (the embedding group, also gathered as the LM head) then the
- * blocks; units cut at every group boundary and every bucket boundary from the top (zp_shard.h), each
- * sharded into dp pieces. */
+/* The flat layout of one MP rank (of its pipeline stage): group 0 (the embedding group, also gathered as
+ * the LM head) and the blocks, where zp_layout_exec_stage puts them; units cut at every group boundary and
+ * every bucket boundary from the top (zp_shard.h), each sharded into dp pieces. */
 static zp_status ex_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *pps, zp_layout_facts *f)
 {
-    if (pps->stages > 1)
-        return ZP_FAIL(ZP_EUNSUPPORTED, "the executor's layout has no pipeline stages");
+    zp_exec_stage x;
+    ZP_TRY(zp_layout_exec_stage(m, p, pps->stage, &x));
     ZP_TRY(facts_alloc(m, f));
-    size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
-    zp_layout_exec_tensors(m, p->mp, e, k);
-    const size_t esz = sum(e, ZP_EXEC_E_N), bsz = sum(k, ZP_EXEC_B_N), L = (size_t)m->layers;
-    for (size_t i = 0; i <= L + 1; i++)
-        f->gather[i] = (double)(i == 0 || i == L + 1 ? esz : bsz);
-    for (size_t i = 0; i <= L; i++)
-        f->grad[i] = (double)(i == 0 ? esz : bsz);
-    f->n = esz + L * bsz;
+    const size_t L = (size_t)m->layers;
+    if (x.emb) {
+        f->gather[0] = f->gather[L + 1] = (double)x.esz;
+        /* its gradient completes with the embedding's backward, or on the last of several stages with the
+         * head's */
+        f->grad[pps->embedding ? 0 : L + 1] = (double)x.esz;
+    }
+    for (int l = x.l0; l < x.l0 + x.nl; l++)
+        f->gather[l + 1] = f->grad[l + 1] = (double)x.bsz;
+    f->n = x.n;
     f->psi = (double)f->n;
     f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : f->n;
     if (f->bucket < 1)
         f->bucket = 1;
     zp_units u;
-    zp_status st = zp_layout_exec_units(m, p, f->bucket, 0, &u);
+    zp_status st = zp_layout_exec_units(m, p, pps->stage, f->bucket, 0, &u);
     if (st != ZP_OK) {
         zp_layout_facts_free(f);
         return st;
@@ -324,37 +359,46 @@ static void ex_setup(zp_builder *b)
         ex_tensor(b, ZP_BUF_TMP, 0, ZP_MEM_BUFFERS, piece);
     if (p->stage == 1 || p->stage == 2)
         ex_tensor(b, ZP_BUF_GBUF, 0, ZP_MEM_BUFFERS, piece * dp);
-    /* one block's stored activations: every block's without checkpointing, one set with it */
-    const int nsets = p->checkpoint ? 1 : (int)m->layers;
+    /* one block's stored activations: every block's without checkpointing, one set with it; with pipeline
+     * stages those of the stage's blocks, for each micro-batch in flight (index layer + L·slot) */
+    zp_exec_stage x;
+    if (zp_layout_exec_stage(m, p, b->pps.stage, &x) != ZP_OK) /* facts built it: cannot fail here */
+        x = (zp_exec_stage){.nl = (int)m->layers, .slots = 1};
+    const int Li = (int)m->layers, l1 = x.l0 + x.nl;
     static const zp_buf set_bufs[] = {ZP_BUF_LN1, ZP_BUF_LN1_MEAN, ZP_BUF_LN1_RSTD, ZP_BUF_QKV, ZP_BUF_ATT,
                                       ZP_BUF_ATTY, ZP_BUF_X1, ZP_BUF_LN2, ZP_BUF_LN2_MEAN, ZP_BUF_LN2_RSTD,
                                       ZP_BUF_FCH, ZP_BUF_FCHG};
     const double set_n[] = {BT * C, BT, BT, BT * 3 * Cq, att, BT * Cq, BT * C, BT * C, BT, BT, BT * Fl, BT * Fl};
-    for (int i = 0; i < nsets; i++)
-        for (size_t k = 0; k < sizeof set_n / sizeof set_n[0]; k++)
-            ex_tensor(b, set_bufs[k], i, ZP_MEM_ACTIVATIONS, set_n[k]);
+    for (int k = 0; k < (p->checkpoint ? 1 : x.slots); k++)
+        for (int l = p->checkpoint ? 0 : x.l0; l < (p->checkpoint ? 1 : l1); l++)
+            for (size_t j = 0; j < sizeof set_n / sizeof set_n[0]; j++)
+                ex_tensor(b, set_bufs[j], l + Li * k, ZP_MEM_ACTIVATIONS, set_n[j]);
     if (p->checkpoint) {
         ex_tensor(b, ZP_BUF_RESID, 0, ZP_MEM_ACTIVATIONS, BT * C);
         const int pa = p->pa && p->mp > 1;
         const double ck = pa ? (double)zp_shard_piece((size_t)(BT * C), (int)p->mp) : BT * C;
         if (p->md) /* MD: all checkpoints in one contiguous region */
-            ex_tensor(b, ZP_BUF_CK_REGION, 0, ZP_MEM_CHECKPOINTS, L * ck);
+            ex_tensor(b, ZP_BUF_CK_REGION, 0, ZP_MEM_CHECKPOINTS, (double)x.nl * x.slots * ck);
         else
-            for (int l = 0; l < (int)m->layers; l++)
-                ex_tensor(b, ZP_BUF_CK, l, ZP_MEM_CHECKPOINTS, ck);
+            for (int k = 0; k < x.slots; k++)
+                for (int l = x.l0; l < l1; l++)
+                    ex_tensor(b, ZP_BUF_CK, l + Li * k, ZP_MEM_CHECKPOINTS, ck);
         if (pa)
             ex_tensor(b, ZP_BUF_XIN_WORK, 0, ZP_MEM_ACTIVATIONS, ck * t);
     } else {
-        for (int l = 0; l <= (int)m->layers; l++) /* block inputs and the last block's output */
-            ex_tensor(b, ZP_BUF_RES, l, ZP_MEM_ACTIVATIONS, BT * C);
+        for (int k = 0; k < x.slots; k++)
+            for (int l = x.l0; l <= l1; l++) /* block inputs and the last block's output */
+                ex_tensor(b, ZP_BUF_RES, l + (Li + 1) * k, ZP_MEM_ACTIVATIONS, BT * C);
     }
-    /* the head and the backward working tensors of one block */
+    (void)L;
+    /* the head (on its stage) and the backward working tensors of one block */
     static const zp_buf bufs[] = {ZP_BUF_PROJ, ZP_BUF_LNF, ZP_BUF_LNF_MEAN, ZP_BUF_LNF_RSTD, ZP_BUF_LOGITS,
                                   ZP_BUF_XMX,  ZP_BUF_XSE, ZP_BUF_XLT,      ZP_BUF_DRES,     ZP_BUF_DLN,
                                   ZP_BUF_DQKV, ZP_BUF_DATTY, ZP_BUF_DATT,   ZP_BUF_DFCH};
     const double n[] = {BT * C, BT * C, BT, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, BT * 3 * Cq, BT * Cq, att, BT * Fl};
     for (size_t k = 0; k < sizeof n / sizeof n[0]; k++)
-        ex_tensor(b, bufs[k], 0, ZP_MEM_ACTIVATIONS, n[k]);
+        if (b->pps.head || (k < 1 || k > 7))
+            ex_tensor(b, bufs[k], 0, ZP_MEM_ACTIVATIONS, n[k]);
 }
 
 static void ex_nothing(zp_builder *b, int l)

@@ -69,9 +69,28 @@ enum {
  * proj_w (C, Cq), proj_b (C), ln2_w, ln2_b (C), fc_w (Fl, C), fc_b (Fl), fcproj_w (C, Fl), fcproj_b (C). */
 void zp_layout_exec_tensors(const zp_model *m, int64_t mp, size_t emb[ZP_EXEC_E_N], size_t blk[ZP_EXEC_B_N]);
 
-/* The units of the executor's flat layout of n = emb + L·blk elements: cut at every group boundary and at
- * every bucket boundary from the top (buckets of `bucket` elements), each split into plan->dp pieces;
- * `rank`'s pieces (zp_shard.h). */
-zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucket, int rank, zp_units *out);
+/* Where a pipeline stage's groups sit in its flat layout (the whole model without pipeline stages): the
+ * embedding group first on the first stage (and without stages), on top of the blocks on the last (its
+ * gradient, the LM head's, completes first there: buckets go from the top), absent between; the stage's
+ * blocks in order. In-flight micro-batches: a stage holds the activations of `slots` of them (1F1B: its
+ * warm-up + 1), in copies indexed layer + L·slot. */
+typedef struct {
+    size_t esz, bsz;    /* the embedding group's and a block's elements (per MP rank) */
+    size_t n;           /* the stage's flat parameters */
+    int l0, nl;         /* its first block and how many */
+    int emb;            /* 1: holds the embedding group */
+    size_t emb_off;     /* its offset (0, or nl·bsz on the last of several stages) */
+    size_t blk_off;     /* offset of block l0 */
+    int slots;          /* micro-batches in flight */
+} zp_exec_stage;
+
+/* The layout of `stage` of the plan (one model chunk per stage: the executor runs no interleaving). */
+zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, zp_exec_stage *out);
+
+/* The units of the executor's flat layout of a stage (n = emb + L·blk elements without stages): cut at
+ * every group boundary and at every bucket boundary from the top (buckets of `bucket` elements), each
+ * split into plan->dp pieces; `rank`'s pieces (zp_shard.h). */
+zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
+                               zp_units *out);
 
 #endif

@@ -317,7 +317,7 @@ static void pp_p2p(zp_builder *b, int type, int peer)
     o->bytes = pp_bytes(b);
     o->item = peer;
     if (zp_op_table[type].p2p == ZP_P2P_RECV && !b->p->sp && b->p->mp > 1)
-        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLGATHER, pp_bytes(b) * (double)b->p->mp);
+        move(b, ZP_STREAM_COMPUTE, ZP_OPK_PP_ALLGATHER, pp_bytes(b) * (double)b->p->mp);
 }
 
 /* The virtual stage of a chunk of this stage is the first (it gets tokens, not activations) or the last
