@@ -73,60 +73,62 @@ zp_status zp_pp_stage_get(const zp_model *m, const zp_plan *p, int stage, zp_pp_
     return ZP_OK;
 }
 
-int zp_pp_warmup(const zp_plan *p, int stage)
+int64_t zp_pp_warmup(const zp_plan *p, int stage)
 {
-    const int P = (int)p->pp, v = p->vstages, m = (int)p->grad_accum;
+    const int64_t P = p->pp, v = p->vstages, m = p->grad_accum;
     switch (p->pp > 1 ? p->schedule : ZP_PP_1F1B) {
     case ZP_PP_GPIPE: return m;
     case ZP_PP_INTERLEAVED: {
-        const int total = m * v;
+        const int64_t total = m * v;
         if (m == P)
             return total;
-        int w = (P - stage - 1) * 2 + (v - 1) * P;
+        int64_t w = (P - stage - 1) * 2 + (v - 1) * P;
         return w < total ? w : total;
     }
     default: {
-        int w = P - stage - 1;
+        int64_t w = P - stage - 1;
         return w < m ? w : m;
     }
     }
 }
 
-/* The k-th forward (or backward) virtual micro-batch of an interleaved stage: its chunk and micro-batch. */
-static zp_pp_pass interleaved_pass(const zp_plan *p, int k, int backward)
+/* The k-th forward (or backward) virtual micro-batch of a stage: its chunk and micro-batch (interleaved:
+ * Megatron-LM's get_model_chunk_id; otherwise the k-th micro-batch of the one chunk). */
+static zp_pp_pass pass_of(const zp_plan *p, int64_t k, int backward)
 {
-    const int P = (int)p->pp, v = p->vstages, in_group = k % (P * v);
-    int chunk = in_group / P;
+    if (p->pp <= 1 || p->schedule != ZP_PP_INTERLEAVED)
+        return (zp_pp_pass){.backward = backward, .micro = k, .chunk = 0};
+    const int64_t P = p->pp, v = p->vstages, in_group = k % (P * v);
+    int chunk = (int)(in_group / P);
     if (backward)
-        chunk = v - 1 - chunk;
+        chunk = (int)v - 1 - chunk;
     return (zp_pp_pass){.backward = backward, .micro = (k / (P * v)) * P + k % P, .chunk = chunk};
 }
 
-static zp_pp_pass pass_of(const zp_plan *p, int k, int backward)
+zp_pp_pass zp_pp_pass_at(const zp_plan *p, int stage, int64_t k)
 {
-    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
-        return interleaved_pass(p, k, backward);
-    return (zp_pp_pass){.backward = backward, .micro = k, .chunk = 0};
+    const int64_t v = p->pp > 1 ? p->vstages : 1, total = p->grad_accum * v, w = zp_pp_warmup(p, stage);
+    if (k < w)
+        return pass_of(p, k, 0);
+    if (k < w + 2 * (total - w)) {
+        const int64_t i = (k - w) / 2;
+        return (k - w) % 2 == 0 ? pass_of(p, w + i, 0) : pass_of(p, i, 1);
+    }
+    return pass_of(p, k - total, 1); /* the cool-down's backwards: total - w .. total - 1 */
 }
 
 zp_status zp_pp_order(const zp_plan *p, int stage, zp_pp_pass **out, int *n)
 {
-    const int v = p->pp > 1 ? p->vstages : 1, total = (int)p->grad_accum * v;
-    zp_pp_pass *o = malloc((size_t)(2 * total) * sizeof *o);
+    const int64_t v = p->pp > 1 ? p->vstages : 1, count = 2 * p->grad_accum * v;
+    if (count > (1 << 28))
+        return ZP_FAIL(ZP_ERANGE, "%lld passes in one step are beyond the schedule", (long long)count);
+    zp_pp_pass *o = malloc((size_t)count * sizeof *o);
     if (!o)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    const int w = zp_pp_warmup(p, stage);
-    int k = 0;
-    for (int i = 0; i < w; i++)
-        o[k++] = pass_of(p, i, 0);
-    for (int i = 0; i < total - w; i++) {
-        o[k++] = pass_of(p, w + i, 0);
-        o[k++] = pass_of(p, i, 1);
-    }
-    for (int i = total - w; i < total; i++)
-        o[k++] = pass_of(p, i, 1);
+    for (int64_t k = 0; k < count; k++)
+        o[k] = zp_pp_pass_at(p, stage, k);
     *out = o;
-    *n = k;
+    *n = (int)count;
     return ZP_OK;
 }
 

@@ -40,7 +40,7 @@ zp_status zp_pp_check(const zp_model *m, const zp_plan *p);
 /* One pass of a stage: forward or backward of micro-batch `micro` through chunk `chunk`. */
 typedef struct {
     int backward;
-    int micro;
+    int64_t micro;
     int chunk;
 } zp_pp_pass;
 
@@ -51,7 +51,10 @@ typedef struct {
  * virtual micro-batches; chunk of the k-th forward (k mod P·v) / P, of the k-th backward v - 1 - that). */
 zp_status zp_pp_order(const zp_plan *p, int stage, zp_pp_pass **out, int *n);
 /* How many of those passes are warm-up forwards (before the first backward). */
-int zp_pp_warmup(const zp_plan *p, int stage);
+int64_t zp_pp_warmup(const zp_plan *p, int stage);
+/* The k-th of those passes (0 <= k < 2·m·v), without building the list: a step of many micro-batches
+ * whose memory-only schedule keeps a few of them costs what those cost. */
+zp_pp_pass zp_pp_pass_at(const zp_plan *p, int stage, int64_t k);
 
 /* Where the stages are: Megatron-LM's rank order (tensor-parallel ranks innermost, then data-parallel,
  * then pipeline), so a stage's dp·mp GPUs are consecutive: stages span whole nodes when dp·mp is a

@@ -358,7 +358,7 @@ static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, 
 
 /* The forward pass of micro-batch u through chunk `chunk` of this stage: the activation from the stage
  * before (or the embedding), the chunk's blocks, then the activation to the next stage (or the head). */
-static void forward_pass(zp_builder *b, int u, int chunk)
+static void forward_pass(zp_builder *b, int64_t u, int chunk)
 {
     const zp_plan *p = b->p;
     const zp_model *m = b->m;
@@ -368,7 +368,7 @@ static void forward_pass(zp_builder *b, int u, int chunk)
     const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t; /* a checkpoint's bytes per MP rank with Pa */
     const chunk_items c = items_of(b, chunk);
-    b->micro = u;
+    b->micro = (int)u;
     b->phase = ZP_PHASE_FORWARD;
     b->layer = -1;
     b->pass_head = c.hi == L + 1;
@@ -421,7 +421,7 @@ static void forward_pass(zp_builder *b, int u, int chunk)
  * before the reductions of the current one, so a reduction never delays the next group's data. Gradient
  * buckets are reduced as they fill in the passes that `reduce` (stage 2-3: every micro-batch; else the
  * chunk's last). */
-static void backward_pass(zp_builder *b, int u, int chunk, double bucket_params)
+static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_params)
 {
     const zp_plan *p = b->p;
     const zp_model *m = b->m;
@@ -431,8 +431,8 @@ static void backward_pass(zp_builder *b, int u, int chunk, double bucket_params)
     const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t;
     const chunk_items c = items_of(b, chunk);
-    const int last_micro = u == (int)p->grad_accum - 1;
-    b->micro = u;
+    const int last_micro = u == p->grad_accum - 1;
+    b->micro = (int)u;
     b->phase = ZP_PHASE_BACKWARD;
     b->pass_head = c.hi == L + 1;
     buckets k = {.bucket = bucket_params, .reduce = (p->stage >= 2) || last_micro, .last_micro = last_micro};
@@ -575,19 +575,26 @@ static zp_status number(void *ctx, const zp_op *op)
     return ZP_OK;
 }
 
-/* A memory-only schedule leaves out the steady-state pass pairs that repeat the memory of the ones kept:
- * the state after every P·v pairs (each chunk P times forward and backward) is the same, so the first and
- * the last P·v pairs hold every peak (without pipeline stages: the first and the last micro-batch). */
-static int pass_skipped(const zp_plan *plan, int pos, int warmup, int npasses)
+/* The passes a schedule builds, as ranges of the stage's pass order (zp_pp_pass_at). A memory-only
+ * schedule leaves out the steady-state pass pairs that repeat the memory of the ones kept: the state after
+ * every P·v pairs (each chunk P times forward and backward) is the same, so the warm-up, the first and the
+ * last P·v pairs and the cool-down hold every peak (without pipeline stages: the first and the last
+ * micro-batch). GPipe keeps its passes (every forward is in flight at once). Returns the number of
+ * ranges (at most 3) in r[][2] = {first, end}. */
+static int pass_ranges(const zp_plan *plan, int stage, int memory_only, int64_t r[3][2])
 {
-    const int P = (int)plan->pp, v = plan->pp > 1 ? plan->vstages : 1, period = P * v;
-    const int steady = npasses / 2 - warmup; /* pairs */
-    if (plan->pp > 1 && plan->schedule == ZP_PP_GPIPE)
-        return 0;
-    if (pos < warmup || pos >= warmup + 2 * steady)
-        return 0;
-    const int pair = (pos - warmup) / 2;
-    return pair >= period && pair < steady - period;
+    const int64_t v = plan->pp > 1 ? plan->vstages : 1, total = 2 * plan->grad_accum * v;
+    const int64_t w = zp_pp_warmup(plan, stage), steady = total / 2 - w, period = (plan->pp > 1 ? plan->pp : 1) * v;
+    if (!memory_only || (plan->pp > 1 && plan->schedule == ZP_PP_GPIPE) || steady <= 2 * period) {
+        r[0][0] = 0;
+        r[0][1] = total;
+        return 1;
+    }
+    r[0][0] = 0;
+    r[0][1] = w + 2 * period;
+    r[1][0] = w + 2 * (steady - period);
+    r[1][1] = total;
+    return 2;
 }
 
 static zp_status build(const zp_model *model, const zp_plan *plan, int stage, int memory_only, zp_schedule *out)
@@ -603,36 +610,31 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     b.collapse = memory_only && b.lay->compute_only;
     ZP_TRY(b.lay->facts(model, plan, &b.pps, &b.f));
     b.live = calloc((size_t)model->layers + 2, 1);
-    zp_pp_pass *passes = NULL;
-    int npasses = 0;
-    zp_status pst = b.live ? zp_pp_order(plan, stage, &passes, &npasses)
-                           : ZP_FAIL(ZP_ENOMEM, "out of memory building the schedule");
-    if (pst != ZP_OK) {
+    if (!b.live) {
         builder_free(&b);
-        return pst;
+        return ZP_FAIL(ZP_ENOMEM, "out of memory building the schedule");
     }
     const double psi = b.f.psi;
     /* Without CB all gradients go through one fused buffer as large as the model: one bucket. */
     const double bucket = plan->cb ? fmin(plan->bucket, psi) : psi;
     if (psi / bucket > ZP_SCHEDULE_MAX_BUCKETS) {
         builder_free(&b);
-        free(passes);
         return ZP_FAIL(ZP_EINVAL, "--bucket: %.4g elements cut the %.4g parameters of a rank into %.3g buckets per "
                                   "step (at most %.0e): use a bucket of at least %.4g elements (DeepSpeed's "
                                   "default is 5e8)",
                        bucket, psi, psi / bucket, ZP_SCHEDULE_MAX_BUCKETS, ceil(psi / ZP_SCHEDULE_MAX_BUCKETS));
     }
     b.lay->setup(&b);
-    const int warmup = zp_pp_warmup(plan, stage);
-    for (int i = 0; i < npasses && b.st == ZP_OK; i++) {
-        if (memory_only && pass_skipped(plan, i, warmup, npasses))
-            continue;
-        if (passes[i].backward)
-            backward_pass(&b, passes[i].micro, passes[i].chunk, bucket);
-        else
-            forward_pass(&b, passes[i].micro, passes[i].chunk);
-    }
-    free(passes);
+    int64_t ranges[3][2];
+    const int nr = pass_ranges(plan, stage, memory_only, ranges);
+    for (int j = 0; j < nr; j++)
+        for (int64_t k = ranges[j][0]; k < ranges[j][1] && b.st == ZP_OK; k++) {
+            const zp_pp_pass x = zp_pp_pass_at(plan, stage, k);
+            if (x.backward)
+                backward_pass(&b, x.micro, x.chunk, bucket);
+            else
+                forward_pass(&b, x.micro, x.chunk);
+        }
     passes_end(&b);
     const int nb = b.last_buckets;
     optimizer(&b, bucket, nb);

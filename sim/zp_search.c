@@ -486,25 +486,35 @@ static int pipeline_micro_ok(const zp_plan *p, int64_t per_rank, int64_t b)
  * own m (memory never shrinks as b grows at a fixed per_rank: the micro-batches in flight x b do not).
  * The largest b that fits, and the smaller powers of two (a smaller micro-batch shrinks the bubble, and
  * can win over the GEMMs' efficiency). */
+static int pipeline_fits(const zp_search_req *r, zp_plan *p, int64_t per_rank, int64_t b)
+{
+    zp_memory m;
+    p->micro_batch = b;
+    p->grad_accum = per_rank / b > 0 ? per_rank / b : 1;
+    return zp_memory_estimate(r->model, p, &m) == ZP_OK &&
+           zp_memory_fits(&m, r->gpu_mem, host_per_gpu(r->cluster), NULL, 0);
+}
+
 static zp_status eval_pipeline(const zp_search_req *r, zp_plan *p, int64_t per_rank, evec *out)
 {
-    const double host = host_per_gpu(r->cluster);
+    if (p->schedule == ZP_PP_INTERLEAVED && per_rank % p->pp != 0)
+        return ZP_OK; /* no micro-batch makes the micro-batches a multiple of the stages */
+    /* the largest b that fits, by bisection (memory grows with b), then the largest b below it that the
+     * batch and the schedule take */
+    int64_t lo = 0, hi = (per_rank < ZP_MAX_MICRO_BATCH ? per_rank : ZP_MAX_MICRO_BATCH) + 1;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (pipeline_fits(r, p, per_rank, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
     int64_t best = 0;
-    for (int64_t b = per_rank; b >= 1 && !best; b--) {
-        if (!pipeline_micro_ok(p, per_rank, b))
-            continue;
-        zp_memory m;
-        p->micro_batch = b;
-        p->grad_accum = per_rank / b;
-        if (zp_memory_estimate(r->model, p, &m) == ZP_OK && zp_memory_fits(&m, r->gpu_mem, host, NULL, 0))
+    for (int64_t b = lo; b >= 1 && !best; b--)
+        if (pipeline_micro_ok(p, per_rank, b) && pipeline_fits(r, p, per_rank, b))
             best = b;
-    }
-    if (!best) { /* does not fit even at the smallest: evaluated there to say why */
-        for (int64_t b = 1; b <= per_rank; b++)
-            if (pipeline_micro_ok(p, per_rank, b))
-                return push_eval(r, p, b, per_rank, out);
-        return ZP_OK;
-    }
+    if (!best) /* does not fit even at 1: evaluated there to say why */
+        return push_eval(r, p, 1, per_rank, out);
     ZP_TRY(push_eval(r, p, best, per_rank, out));
     for (int64_t b = 1; b < best; b *= 2)
         if (pipeline_micro_ok(p, per_rank, b))
