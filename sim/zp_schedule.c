@@ -597,8 +597,12 @@ static int pass_ranges(const zp_plan *plan, int stage, int memory_only, int64_t 
     return 2;
 }
 
-static zp_status build(const zp_model *model, const zp_plan *plan, int stage, int memory_only, zp_schedule *out)
+/* What build() makes: the step, its memory-only form, or a sample of one micro-batch's passes. */
+enum { BUILD_STEP, BUILD_MEMORY, BUILD_SAMPLE };
+
+static zp_status build(const zp_model *model, const zp_plan *plan, int stage, int mode, zp_schedule *out)
 {
+    const int memory_only = mode == BUILD_MEMORY;
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_model_validate(model));
     ZP_TRY(zp_plan_validate(plan));
@@ -626,7 +630,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     }
     b.lay->setup(&b);
     int64_t ranges[3][2];
-    const int nr = pass_ranges(plan, stage, memory_only, ranges);
+    const int nr = mode == BUILD_SAMPLE ? 0 : pass_ranges(plan, stage, memory_only, ranges);
     for (int j = 0; j < nr; j++)
         for (int64_t k = ranges[j][0]; k < ranges[j][1] && b.st == ZP_OK; k++) {
             const zp_pp_pass x = zp_pp_pass_at(plan, stage, k);
@@ -635,9 +639,14 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
             else
                 forward_pass(&b, x.micro, x.chunk);
         }
+    for (int c = 0; mode == BUILD_SAMPLE && c < b.pps.chunks; c++)
+        forward_pass(&b, 0, c);
+    for (int c = b.pps.chunks - 1; mode == BUILD_SAMPLE && c >= 0; c--)
+        backward_pass(&b, 0, c, bucket);
     passes_end(&b);
     const int nb = b.last_buckets;
-    optimizer(&b, bucket, nb);
+    if (mode != BUILD_SAMPLE)
+        optimizer(&b, bucket, nb);
     if (b.st != ZP_OK) {
         zp_status st = b.st;
         builder_free(&b);
@@ -668,22 +677,27 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
 
 zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_schedule *out)
 {
-    return build(model, plan, 0, 0, out);
+    return build(model, plan, 0, BUILD_STEP, out);
 }
 
 zp_status zp_schedule_build_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out)
 {
-    return build(model, plan, stage, 0, out);
+    return build(model, plan, stage, BUILD_STEP, out);
 }
 
 zp_status zp_schedule_build_memory(const zp_model *model, const zp_plan *plan, zp_schedule *out)
 {
-    return build(model, plan, 0, 1, out);
+    return build(model, plan, 0, BUILD_MEMORY, out);
 }
 
 zp_status zp_schedule_build_memory_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out)
 {
-    return build(model, plan, stage, 1, out);
+    return build(model, plan, stage, BUILD_MEMORY, out);
+}
+
+zp_status zp_schedule_build_sample(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out)
+{
+    return build(model, plan, stage, BUILD_SAMPLE, out);
 }
 
 void zp_schedule_free(zp_schedule *s)

@@ -54,6 +54,10 @@ zp_status zp_schedule_build_stage(const zp_model *model, const zp_plan *plan, in
  * schedule's (a test checks it) at a small fraction of the cost: the search replays thousands of plans. */
 zp_status zp_schedule_build_memory(const zp_model *model, const zp_plan *plan, zp_schedule *out);
 zp_status zp_schedule_build_memory_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
+/* A sample of stage `stage`'s step: micro-batch 0's forward pass through each of its chunks, then their
+ * backward passes (last micro-batch's: its buckets reduced), no optimizer. What one micro-batch costs a stage,
+ * whatever the number of micro-batches (the search's bounds). */
+zp_status zp_schedule_build_sample(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
 void zp_schedule_free(zp_schedule *s); /* accepts NULL */
 
 /* Visits the setup ops (when with_setup) and then the step's ops in program order (see above). A

@@ -246,29 +246,23 @@ static double op_bound_s(const zp_profile *prof, const zp_op *op, int64_t mp, in
  * stage i. For P stages alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. */
 static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpn)
 {
-    zp_plan q = *plan;
     const int P = (int)plan->pp;
-    q.grad_accum = plan->schedule == ZP_PP_INTERLEAVED ? P : 1; /* one round of the passes */
-    const double scale = (double)plan->grad_accum / (double)q.grad_accum;
     double sum_f = 0, sum_b = 0, best = 0;
     for (int s = 0; s < P; s++) {
         zp_schedule sc;
         zp_pp_stage st;
-        if (zp_pp_stage_get(model, &q, s, &st) != ZP_OK || zp_schedule_build_stage(model, &q, s, &sc) != ZP_OK)
+        if (zp_pp_stage_get(model, plan, s, &st) != ZP_OK || zp_schedule_build_sample(model, plan, s, &sc) != ZP_OK)
             return 0.0;
-        double w = 0, f = 0, b = 0;
+        double w = 0, f = 0, b = 0; /* one micro-batch through every chunk; through chunk 0 */
         for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++) {
             const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
-            if (op->phase == ZP_PHASE_OPTIMIZER)
-                continue;
             const double t = op_bound_s(prof, op, plan->mp, gpn);
             w += t;
-            const int chunk0 = op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0]);
-            if (chunk0 && op->micro == 0)
+            if (op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0]))
                 *(op->phase == ZP_PHASE_FORWARD ? &f : &b) += t;
         }
         zp_schedule_free(&sc);
-        best = fmax(best, sum_f + w * scale + sum_b);
+        best = fmax(best, sum_f + w * (double)plan->grad_accum + sum_b);
         sum_f += f;
         sum_b += b;
     }
