@@ -148,12 +148,14 @@ zp_status zp_report_clusters(zp_table **out)
 
 static void plan_options(const zp_plan *p, char *buf, size_t len)
 {
-    char pipe[48] = "";
+    char pipe[48] = "", ep[32] = "";
+    if (p->ep > 1) /* MoE: experts sharded over EP ranks */
+        snprintf(ep, sizeof ep, "EP%lld ", (long long)p->ep);
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
         snprintf(pipe, sizeof pipe, " interleaved:v%d", p->vstages);
     else if (p->pp > 1)
         snprintf(pipe, sizeof pipe, " %s", zp_pp_schedule_name(p->schedule));
-    snprintf(buf, len, "%s%s%s%s%s%s%s%s", p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
              p->md ? "MD " : "", p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : "no-ckpt"), p->sp ? " SP" : "",
              pipe, p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
@@ -162,9 +164,9 @@ static void plan_options(const zp_plan *p, char *buf, size_t len)
 /* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
  * fitting ones. Its JSON rows are the "plans" of the JSON contract (README), hence the data columns. */
 enum {
-    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
-    P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS, P_MEM_OPT,
-    P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS,
+    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
+    P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
+    P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_REASON, P_NCOLS
 };
 
@@ -179,6 +181,7 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_MP] = {"mp", "MP"},
         [P_PP] = DATA("pp"), /* a reader column ("PP", and in CSV) when a plan has pipeline stages */
         [P_DP] = {"dp", "DP"},
+        [P_EP] = DATA("ep"), /* expert-parallel degree (1: dense, or every rank holds every expert) */
         [P_MICRO] = {"micro_batch", "Micro"},
         [P_ACCUM] = {"grad_accum", "Accum"},
         [P_GLOBAL] = {"global_batch", "Global"},
@@ -227,8 +230,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
             zp_table_hide_row(t);
         TRY_T(zp_table_set_num(t, P_RANK, i + 1, "%.0f"));
         TRY_T(zp_table_set_str(t, P_STAGE, stage));
-        const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
-        for (int k = 0; k < 6; k++)
+        const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+        for (int k = 0; k < 7; k++)
             TRY_T(zp_table_set_int(t, P_STAGE_NUM + k, ints[k]));
         TRY_T(zp_table_set_str(t, P_SCHEDULE, p->pp > 1 ? zp_pp_schedule_name(p->schedule) : "none"));
         TRY_T(zp_table_set_int(t, P_VSTAGES, p->vstages));

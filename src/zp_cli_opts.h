@@ -35,7 +35,7 @@ typedef struct {
     const char *out;           /* -o, --output */
     int top;
     /* the model, the cluster, and where costs come from */
-    const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
+    const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem, *host_mem;
     int64_t seq;               /* 0: the model's */
     /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
     zp_search_req r;

@@ -48,6 +48,11 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     o->gpu_mem = o->cluster->gpu_mem;
     if (a->gpu_mem)
         ZP_TRY(zp_size_parse(a->gpu_mem, "--gpu-mem", &o->gpu_mem));
+    if (a->host_mem) {
+        ZP_TRY(zp_size_parse(a->host_mem, "--host-mem", &r->host_mem));
+        if (!(r->host_mem >= 1e6 && r->host_mem <= 1e18))
+            return ZP_FAIL(ZP_EINVAL, "--host-mem: %s is not a node's host memory (e.g. 1.5T, 512Gi)", a->host_mem);
+    }
     if (a->model) {
         ZP_TRY(zp_model_resolve(a->model, a->seq, &o->model, &o->origin));
         if (o->origin == ZP_MODEL_FROM_SIZE)

@@ -22,11 +22,12 @@ static const char USAGE[] =
     "  --replay FILE        instead of a plan: read a schedule written by --format json (edited, or made by\n"
     "                       another tool), check every op against zplan's op kinds and print the memory\n"
     "                       its alloc and free ops hold at the peak, by category\n"
-    "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --stage, --mp,\n"
-    "--micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
-    "--checkpoint/--no-checkpoint, --recompute, --pp, --schedule, --virtual-stages, --sp/--no-sp, --no-cb,\n"
-    "--bucket, --no-md, --overlap-comm, --exact, --analytic, --profile, --ds-config, --trace. With pipeline\n"
-    "stages, rank R runs stage R / (DP x MP) (Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
+    "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --host-mem,\n"
+    "--stage, --mp, --ep, --micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
+    "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --recompute, --pp,\n"
+    "--schedule, --virtual-stages, --sp/--no-sp, --no-cb, --bucket, --no-md, --flash-attention, --overlap-comm,\n"
+    "--exact, --analytic, --profile, --ds-config, --trace. With pipeline stages, rank R runs stage R / (DP x MP)\n"
+    "(Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
 
 /* --replay FILE: the memory of a schedule read back, by category at the device peak. */
 static zp_status replay(const zp_cli_args *a)
