@@ -359,16 +359,18 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
 zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, zp_table **out)
 {
     enum { C_CELL, C_MODEL, C_CLUSTER, C_GPUS, C_PLAN }; /* then the plan's columns, then the counts */
-    const zp_col *plan;
-    const int np = zp_report_plan_cols(&plan), ncols = C_PLAN + np + 2;
+    const int np = zp_report_plan_ncols(), ncols = C_PLAN + np + 2;
     zp_col *cols = calloc((size_t)ncols, sizeof *cols);
     if (!cols)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    int pp = 0;
+    for (int i = 0; i < n; i++)
+        pp |= rows[i].found && rows[i].best.plan.pp > 1;
     cols[C_CELL] = (zp_col){"cell", "#", NULL, 0};
     cols[C_MODEL] = (zp_col){"model", "Model", NULL, 0};
     cols[C_CLUSTER] = (zp_col){"cluster", "Cluster", NULL, 0};
     cols[C_GPUS] = (zp_col){"gpus", "GPUs", NULL, 0};
-    memcpy(cols + C_PLAN, plan, (size_t)np * sizeof *cols);
+    zp_report_plan_cols(cols + C_PLAN, pp);
     cols[C_PLAN + np] = (zp_col){"plans", NULL, NULL, 0};
     cols[C_PLAN + np + 1] = (zp_col){"plans_fit", NULL, NULL, 0};
     zp_table *t = zp_table_new_cols("Best plan per cell", ncols, cols);
