@@ -69,8 +69,12 @@ static zp_status step_run(zp_exec_session *S, int step, int stop_phase, double *
         ZP_TRY(S->be->zero(BUF(S, GRADS, 0), S->N * sizeof(float)));
     if (S->slot[ZP_BUF_GSHARD][0])
         ZP_TRY(S->be->zero(BUF(S, GSHARD, 0), S->units.shard_size * sizeof(float)));
+    if (S->slot[ZP_BUF_XGRADS][0])
+        ZP_TRY(S->be->zero(BUF(S, XGRADS, 0), S->NX * sizeof(float)));
+    if (S->slot[ZP_BUF_XGSHARD][0])
+        ZP_TRY(S->be->zero(BUF(S, XGSHARD, 0), S->xunits.shard_size * sizeof(float)));
     S->loss_sum = 0;
-    S->gather_k = S->bucket_k = S->d2h_k = 0;
+    S->gather_k = S->bucket_k = S->d2h_k = S->gather_xk = S->bucket_xk = 0;
     S->tok_micro = -1; /* new tokens this step */
     S->pending = NULL;
     memset(&S->t, 0, sizeof S->t);

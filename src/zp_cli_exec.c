@@ -43,6 +43,8 @@ static const char USAGE[] =
     "  --model M                 zoo model (tiny, mini, small: a few million parameters; zplan models)\n"
     "  --stage S                 ZeRO stage 0-3 (default 0)\n"
     "  --mp M                    Megatron model-parallel degree; divides the ranks and the heads (default 1)\n"
+    "  --ep E                    expert parallelism of a mixture-of-experts model: each rank holds 1/E of\n"
+    "                            the experts, tokens exchanged by all-to-all; divides the DP ranks (default 1)\n"
     "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
     "  --grad-accum k            micro-steps per step (default 1)\n"
     "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP)\n"
@@ -361,6 +363,8 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     }
     if (r->sp != ZP_SEARCH_ANY)
         p->sp = r->sp;
+    if (r->ep != ZP_SEARCH_ANY)
+        p->ep = r->ep;
     if (r->micro_batch != ZP_SEARCH_ANY)
         p->micro_batch = r->micro_batch;
     if (r->grad_accum != ZP_SEARCH_ANY)
