@@ -98,6 +98,24 @@ zp_status zp_exec_params(zp_exec_session *S, float **params, size_t *n)
     return ZP_OK;
 }
 
+zp_status zp_exec_expert_params(zp_exec_session *S, float **params, size_t *n)
+{
+    if (S->plan.stage == 3)
+        return ZP_FAIL(ZP_EINVAL, "stage 3 holds only a shard of the parameters");
+    *params = S->NX ? BUF(S, XPARAMS, 0) : NULL;
+    *n = S->NX;
+    return ZP_OK;
+}
+
+zp_status zp_exec_expert_grad(zp_exec_session *S, const float **grad, size_t *n)
+{
+    if (S->plan.stage > 1)
+        return ZP_FAIL(ZP_EINVAL, "whole gradients exist at stages 0 and 1 only");
+    *grad = S->NX ? BUF(S, XGRADS, 0) : NULL;
+    *n = S->NX;
+    return ZP_OK;
+}
+
 zp_status zp_exec_loss_grad(zp_exec_session *S, int step, double *loss, const float **grad, size_t *n)
 {
     if (S->plan.stage > 1)
