@@ -76,6 +76,7 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     q.dp = ranks / p->mp / pp;
     ZP_TRY(zp_plan_validate(&q));
     zp_exec_shape sh; /* the architectures and splits the executor runs (named when it does not) */
+    ZP_TRY(zp_layout_exec_check(m, &q));
     ZP_TRY(zp_layout_exec_shape(m, &q, &sh));
     if (sh.moe && pp > 1)
         return ZP_FAIL(ZP_EUNSUPPORTED, "--pp with the mixture-of-experts model %s: the executor runs experts "

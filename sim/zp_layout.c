@@ -275,9 +275,8 @@ static void ds_use(zp_builder *b, int item)
 
 /* ================================================================ zplan's executor */
 
-zp_status zp_layout_exec_shape(const zp_model *m, const zp_plan *p, zp_exec_shape *o)
+zp_status zp_layout_exec_check(const zp_model *m, const zp_plan *p)
 {
-    memset(o, 0, sizeof *o);
     const char *nm = m->name;
     const int64_t t = p->mp > 0 ? p->mp : 1;
     /* what the executor's kernels and layout do not cover: refused by name, never run as another model */
@@ -317,6 +316,17 @@ zp_status zp_layout_exec_shape(const zp_model *m, const zp_plan *p, zp_exec_shap
     if (moe_blocks > 0 && m->experts % ep != 0)
         return ZP_FAIL(ZP_EINVAL, "--ep %lld does not divide the %lld experts of %s", (long long)ep,
                        (long long)m->experts, nm);
+    return ZP_OK;
+}
+
+/* The shapes (integer widths per rank: a model the executor would refuse still gets the layout its
+ * schedule's memory is replayed with). */
+zp_status zp_layout_exec_shape(const zp_model *m, const zp_plan *p, zp_exec_shape *o)
+{
+    memset(o, 0, sizeof *o);
+    const int64_t t = p->mp > 0 ? p->mp : 1, kv = zp_model_kv_heads(m);
+    const int64_t fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, ep = p->ep > 0 ? p->ep : 1;
+    const int moe_blocks = (int)zp_model_moe_blocks(m);
     o->rms = m->norm == ZP_NORM_RMSNORM;
     o->rotary = m->pos == ZP_POS_ROTARY;
     o->gated = m->mlp == ZP_MLP_GATED;

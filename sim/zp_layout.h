@@ -101,9 +101,11 @@ typedef struct {
     size_t emb[ZP_EXEC_E_N], blk[ZP_EXEC_B_N], xp[ZP_EXEC_X_N];
 } zp_exec_shape;
 
-/* The shape of `m` under `p` for the executor, or ZP_EUNSUPPORTED / ZP_EINVAL naming the option or the
+/* Whether the executor runs `m` under `p`: ZP_OK, or ZP_EUNSUPPORTED / ZP_EINVAL naming the option or the
  * architecture it does not run (MLA, shared experts, MoE blocks beside dense ones, parallel blocks, ALiBi,
- * an MP degree not dividing the KV heads or the widths, ...). */
+ * an MP degree not dividing the KV heads or the widths, EP not dividing the experts, ...). */
+zp_status zp_layout_exec_check(const zp_model *m, const zp_plan *p);
+/* The shape of `m` under `p` for the executor (widths divided as integers: checked by the above). */
 zp_status zp_layout_exec_shape(const zp_model *m, const zp_plan *p, zp_exec_shape *out);
 
 /* Where a pipeline stage's groups sit in its flat layout (the whole model without pipeline stages): the
