@@ -356,14 +356,15 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
     return ZP_OK;
 }
 
-zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, zp_table **out)
+zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, int every_column,
+                              zp_table **out)
 {
     enum { C_CELL, C_MODEL, C_CLUSTER, C_GPUS, C_PLAN }; /* then the plan's columns, then the counts */
     const int np = zp_report_plan_ncols(), ncols = C_PLAN + np + 2;
     zp_col *cols = calloc((size_t)ncols, sizeof *cols);
     if (!cols)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    int pp = 0;
+    int pp = every_column;
     for (int i = 0; i < n; i++)
         pp |= rows[i].found && rows[i].best.plan.pp > 1;
     cols[C_CELL] = (zp_col){"cell", "#", NULL, 0};
@@ -427,7 +428,7 @@ zp_status zp_view_sweep(const zp_sweep_cell *cells, const zp_sweep_row *rows, in
     TRY_D(zp_doc_add_text(d, "Each cell is a what-if search (options not given are searched): its best plan, or "
                              "\"nothing fits\". %s.", ZP_FLOP_CONVENTION));
     TRY_D(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
-    TRY_D(zp_view_sweep_table(cells, rows, n, &t));
+    TRY_D(zp_view_sweep_table(cells, rows, n, 0, &t));
     zp_status st = zp_doc_add_table(d, t);
     if (st == ZP_OK)
         st = zp_doc_set_key(d, "cells", NULL);

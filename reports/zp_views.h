@@ -27,7 +27,10 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
  * GPUs), then the columns of its best plan as the what-if's plans table has them (zp_report_plan_cols),
  * and how many plans were evaluated and fit (data); a cell where nothing fits says so, with the closest
  * plan's reason in JSON and in a note. */
-zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, zp_table **out);
+/* every_column: the pipeline columns whether or not a row has stages (the partial file, written row by row,
+ * keeps one header for rows not yet known). */
+zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, int every_column,
+                              zp_table **out);
 /* The sweep's document: the table, its FLOP convention; JSON {"flop_convention", "cells": [...]}. */
 zp_status zp_view_sweep(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, zp_doc **out);
 /* The memory per category of the recommended plan, and of the top `top` plans as stacked bars. */

@@ -192,11 +192,12 @@ static zp_status write_all(int fd, const char *p, size_t n)
     return ZP_OK;
 }
 
-/* The CSV of the sweep's table with `row` (the header alone when NULL): its header line or its row. */
+/* The CSV of the sweep's table with `row` (the header alone when NULL): its header line or its row, with
+ * every column (the pipeline ones too), so that each row lines up with the header written first. */
 static zp_status partial_write(const sweep *s, const zp_sweep_row *row)
 {
     zp_table *t;
-    ZP_TRY(zp_view_sweep_table(s->cells.cells, row, row ? 1 : 0, &t));
+    ZP_TRY(zp_view_sweep_table(s->cells.cells, row, row ? 1 : 0, 1, &t));
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
