@@ -20,7 +20,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mpi() { timeout 900 mpirun $root --oversubscribe --bind-to none -np 2 "$@"; }
 echo "== calibrating (mpirun -np 2 zplan calibrate --max-bytes 64Mi --hidden 256,512,1024 --tokens 512);" \
-  "load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores"
+  "load $(cut -d' ' -f1 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) cores"
 if ! mpi "$Z" calibrate --max-bytes 64Mi --hidden 256,512,1024 --tokens 512 -o "$T/profile.json" >/dev/null; then
   echo "calibration failed"; exit 1
 fi
