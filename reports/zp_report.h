@@ -34,6 +34,8 @@ typedef struct {
     const zp_search_result *result;
     int top;                   /* fitting plans to show */
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
+    const zp_memory *stage_mem; /* with pipeline stages: the recommended plan's memory of each stage, or NULL */
+    int nstages;
 } zp_whatif;
 
 /* The what-if answer in any format: one document (zp_report_whatif_doc) that every format renders. */

@@ -161,11 +161,20 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         r->mp = 1;
         note(notes, "model parallelism: 1 (DeepSpeed configs do not set it; give --mp for Megatron MP)");
     }
+    /* DeepSpeed builds pipelines in the model's code (PipelineModule), not from its config: one stage unless
+     * --pp. Sequence parallelism is a way to run the Megatron MP given with --mp: searched with it. */
+    if (r->pp == ZP_SEARCH_ANY)
+        r->pp = 1;
     if (r->gpus % r->mp != 0) {
         st = ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)r->mp, (long long)r->gpus);
         goto out;
     }
-    const double dp = (double)(r->gpus / r->mp);
+    if (r->gpus % (r->mp * r->pp) != 0) {
+        st = ZP_FAIL(ZP_EINVAL, "--mp %lld x --pp %lld do not divide the %lld GPUs", (long long)r->mp,
+                     (long long)r->pp, (long long)r->gpus);
+        goto out;
+    }
+    const double dp = (double)(r->gpus / r->mp / r->pp);
 
     /* precision */
     json_t *fp16 = json_object_get(root, "fp16"), *bf16 = json_object_get(root, "bf16");
@@ -313,9 +322,15 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         double nck;
         int a;
         CHECK(get_count(ac, "number_checkpoints", "activation_checkpointing.", 1e9, &nck, &present, &a));
-        if (present && !a && nck != (double)r->model->layers)
+        if (present && !a && nck == 0 && r->recompute == ZP_SEARCH_ANY) {
+            /* no block checkpointed: no full recompute (Megatron's selective recompute is not DeepSpeed's to
+             * say, so it stays open) */
+            r->checkpoint = 0;
+            r->recompute = ZP_SEARCH_ANY;
+        } else if (present && !a && nck != (double)r->model->layers) {
             note(notes, "note: number_checkpoints %.0f; zplan checkpoints every one of the %lld blocks", nck,
                  (long long)r->model->layers);
+        }
         if (pacpu && !pa) {
             note(notes, "cpu_checkpointing implies partitioned checkpoints here (ZeRO-R Pa+cpu)");
             pa = 1;
@@ -327,6 +342,8 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
     }
     r->pa = pa;
     r->pa_cpu = pacpu;
+    if (r->recompute == ZP_SEARCH_ANY && r->checkpoint)
+        r->recompute = ZP_RECOMPUTE_FULL;
     /* ZeRO-R MD: contiguous gradients and contiguous checkpoints */
     r->md = contiguous_grads && (contiguous_ckpt || !r->checkpoint);
     if (!r->md)
@@ -431,7 +448,8 @@ json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
                              "fp16", "enabled", half, "loss_scale", 0, "loss_scale_window", 1000, "hysteresis", 2,
                              "min_loss_scale", 1, "zero_optimization", zo, "activation_checkpointing",
                              "partition_activations", p->pa || p->pa_cpu, "cpu_checkpointing", p->pa_cpu,
-                             "contiguous_memory_optimization", p->md, "number_checkpoints", (json_int_t)layers);
+                             "contiguous_memory_optimization", p->md, "number_checkpoints",
+                             (json_int_t)(p->checkpoint ? layers : 0));
     return root;
 }
 

@@ -56,7 +56,14 @@ typedef struct {
                               accumulation, no Pa, no offload; the stage must be given */
     int pa, pa_cpu;        /* -1 search, 0 off, 1 on */
     int offload;           /* -1 search, or a zp_offload */
-    int checkpoint;        /* 0 / 1 */
+    int checkpoint;        /* 0 / 1: 0 pins no recompute (--no-checkpoint) */
+    int recompute;         /* -1 search (full, selective, none; with checkpoint 0 none only), or a zp_recompute */
+    int64_t pp;            /* pipeline stages: -1 search (needs a global batch or an accumulation: micro-batches
+                              to fill the pipeline), or P */
+    int pp_schedule;       /* -1 search (1F1B and interleaved; GPipe runs the same passes with more memory, so
+                              it is only taken when given), or a zp_pp_schedule */
+    int vstages;           /* -1 search (the divisors of the layers per stage), or v */
+    int sp;                /* -1 search (with MP > 1 and no Pa), 0 off, 1 on */
     int cb, md;            /* 0 / 1 */
     double bucket;         /* elements */
     double k_optimizer;

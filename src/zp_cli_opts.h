@@ -40,7 +40,7 @@ typedef struct {
     /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;
-    const char *ds_config, *emit_ds, *report_html;
+    const char *ds_config, *emit_ds, *emit_megatron, *report_html;
     /* schedule */
     int64_t rank;
     const char *replay;        /* a schedule JSON to replay instead of a plan */
