@@ -33,16 +33,21 @@
 
 static const char USAGE[] =
     "Usage: mpirun -np N zplan exec --model M [options]\n"
-    "Trains a GPT-style decoder for real (fp32) with ZeRO, Megatron MP, activation checkpointing and\n"
-    "ZeRO-Offload, driven by the same step schedule the simulator uses; reports per-step loss, step time\n"
+    "Trains a decoder for real (fp32) with ZeRO, Megatron MP, expert parallelism, activation checkpointing\n"
+    "and ZeRO-Offload, driven by the same step schedule the simulator uses: GPT's block, or today's (GQA,\n"
+    "RMSNorm, rotary, SwiGLU, untied head; mixture-of-experts with top-k routing; e.g. tiny-llama,\n"
+    "tiny-moe); reports per-step loss, step time\n"
     "and per-rank peak memory by category. Every tensor and kernel is on the backend: the host (cpu:\n"
     "OpenBLAS, OpenMP, MPI) or the GPU (cuda: cuBLAS, CUDA layer kernels, NCCL).\n"
     "\n"
     "Plan options are the what-if's (same names, same K/M suffixes); exec runs exactly the plan given and\n"
     "what is not given takes the default shown:\n"
-    "  --model M                 zoo model (tiny, mini, small: a few million parameters; zplan models)\n"
+    "  --model M                 zoo model (tiny, mini, small, tiny-llama, tiny-moe: a few million\n"
+    "                            parameters at most; zplan models)\n"
     "  --stage S                 ZeRO stage 0-3 (default 0)\n"
     "  --mp M                    Megatron model-parallel degree; divides the ranks and the heads (default 1)\n"
+    "  --ep E                    expert parallelism of a mixture-of-experts model: each rank holds 1/E of\n"
+    "                            the experts, tokens exchanged by all-to-all; divides the DP ranks (default 1)\n"
     "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
     "  --grad-accum k            micro-steps per step (default 1)\n"
     "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP)\n"
@@ -75,14 +80,6 @@ static const char USAGE[] =
     "                            progress for S seconds (default 120); ranks must all get the same options\n"
     "  -o, --output FILE         write the report to FILE\n"
     "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input (or no CUDA device).\n";
-
-static int env_int(const char *a, const char *b, int dflt)
-{
-    const char *v = getenv(a);
-    if (!v)
-        v = getenv(b);
-    return v ? atoi(v) : dflt;
-}
 
 
 /* The platform of this machine for the simulator: one node holding every rank, link figures from
@@ -361,6 +358,8 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     }
     if (r->sp != ZP_SEARCH_ANY)
         p->sp = r->sp;
+    if (r->ep != ZP_SEARCH_ANY)
+        p->ep = r->ep;
     if (r->micro_batch != ZP_SEARCH_ANY)
         p->micro_batch = r->micro_batch;
     if (r->grad_accum != ZP_SEARCH_ANY)
@@ -410,8 +409,8 @@ static int exec_main(int argc, char **argv)
         fputs(USAGE, stdout);
         return 0;
     }
-    const int ranks = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1);
-    const int rank0 = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0) == 0;
+    const int ranks = zp_cli_launch_size();
+    const int rank0 = zp_cli_launch_rank() == 0;
     zp_exec_config cfg;
     if ((pst = exec_config(&a, ranks, &cfg)) != ZP_OK)
         return zp_cli_fail_as("zplan exec", pst);
@@ -571,24 +570,4 @@ static int exec_main(int argc, char **argv)
     return rc;
 }
 
-int zp_exec_main(int argc, char **argv)
-{
-    int rc = exec_main(argc, argv);
-#if ZP_HAVE_MPI
-    /* A bad configuration is refused before MPI starts, on every rank alike. Under mpirun, a rank that
-     * exits at once makes mpirun tear the job down, and the other ranks' messages can be lost on the way:
-     * meet the others in MPI first, so every rank has printed before any exits. */
-    int launched = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1) > 1, initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (rc == 2 && launched && !initialized && !finalized) {
-        int argc2 = argc;
-        char **argv2 = argv;
-        if (zp_kernels_mpi_init(&argc2, &argv2) == ZP_OK) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            zp_kernels_mpi_finalize();
-        }
-    }
-#endif
-    return rc;
-}
+int zp_exec_main(int argc, char **argv) { return zp_cli_launch_exit(argc, argv, exec_main(argc, argv)); }
