@@ -48,7 +48,7 @@ for r in rows:
         err = meas / tflops - 1.0
         shown = "%7.1f TF  %7.1f TF" % (tflops, meas)
     group = r["id"].split("-")[0] + (" " + r["cluster"] if r["id"].startswith("mpt") else "")
-    res.append((r["id"], group, err, shown, o["method"]))
+    res.append((r["id"], group, err, shown, o["method"], r["cluster"]))
     print("%-34s %-16s zplan %s  error %+6.1f%%  fits %s" % (r["id"], r["cluster"], shown, 100 * err, fits))
 
 def summary(name, errs):
@@ -58,9 +58,12 @@ def summary(name, errs):
              100 * statistics.median(errs), 100 * max(errs, key=abs)))
 print()
 print("Held-out judgement (targets: median |error| <= 15%, at most 10% of runs beyond 35%)")
-groups = sorted(set(g for _, g, _, _, _ in res))
-for g in groups:
-    summary(g, [e for _, gg, e, _, _ in res if gg == g])
-summary("all", [e for _, _, e, _, _ in res])
+print("by source (MosaicML's by preset):")
+for g in sorted(set(x[1] for x in res)):
+    summary(g, [x[2] for x in res if x[1] == g])
+print("by GPU (preset), every source:")
+for c in sorted(set(x[5] for x in res)):
+    summary(c, [x[2] for x in res if x[5] == c])
+summary("all", [x[2] for x in res])
 print("runs zplan's memory model says do not fit the GPU they ran on: %d of %d" % (nofit, len(res)))
 PY

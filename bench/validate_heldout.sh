@@ -8,7 +8,9 @@
 #             bench/validate_heldout.csv;
 # and prints both sets' step-time and memory errors side by side with the targets (step within 15%, memory
 # within 3%). Each run trains >= 5 steps and >= 2 s of measured steps (the median step); one OpenMP/BLAS
-# thread per rank. About 6 minutes on 2 cores.
+# thread per rank. About 6 minutes on 2 cores. The machine's load (1-minute average, before the calibration
+# and before each run) is printed beside every result: a run that started with more load than cores
+# ("busy") measured other people's work too, and the summary gives the quiet runs' figures on their own.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/bench_lib.sh"
@@ -17,7 +19,8 @@ Z="$zplan"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mpi() { timeout 900 mpirun $root --oversubscribe --bind-to none -np 2 "$@"; }
-echo "== calibrating (mpirun -np 2 zplan calibrate --max-bytes 64Mi --hidden 256,512,1024 --tokens 512)"
+echo "== calibrating (mpirun -np 2 zplan calibrate --max-bytes 64Mi --hidden 256,512,1024 --tokens 512);" \
+  "load $(cut -d' ' -f1 /proc/loadavg) on $(getconf _NPROCESSORS_ONLN) cores"
 if ! mpi "$Z" calibrate --max-bytes 64Mi --hidden 256,512,1024 --tokens 512 -o "$T/profile.json" >/dev/null; then
   echo "calibration failed"; exit 1
 fi
@@ -37,6 +40,7 @@ def run(model, stage, mp, mb):
     mem = max(abs(e) for e in v["memory_error"].values() if e is not None)
     return (v["step_error"], mem, v["measured_step_s"], v["predicted_step_s"], v.get("phases_s", {})), ""
 sets = {"fitted": [], "held-out": []}
+cores = os.cpu_count() or 1
 cases = list(csv.DictReader(open(cases)))
 for c in cases:
     if c["model"].endswith(".json"):  # a GPT-2 config.json written from the row
@@ -49,25 +53,29 @@ for c in cases:
 for mp in (1, 2):
     for stage in range(4):
         for c in cases:
+            load = os.getloadavg()[0]
             r, err = run(c["model"], stage, mp, int(c["micro"]))
             label = "%s mb%s MP%d stage %d" % (c["name"], c["micro"], mp, stage)
             if r is None:
                 print("FAIL %-40s %s" % (label, err))
                 continue
             se, me, meas, pred, ph = r
-            print("%-9s %-40s measured %.4f s predicted %.4f s  step %+6.1f%%  memory %5.2f%%" %
-                  (c["set"], label, meas, pred, 100 * se, 100 * me), flush=True)
-            sets[c["set"]].append((label, se, me, ph))
+            busy = load > cores
+            print("%-9s %-40s measured %.4f s predicted %.4f s  step %+6.1f%%  memory %5.2f%%  load %4.1f%s" %
+                  (c["set"], label, meas, pred, 100 * se, 100 * me, load, " busy" if busy else ""), flush=True)
+            sets[c["set"]].append((label, se, me, ph, busy))
 print()
-print("%-10s %5s %14s %14s %12s %16s %16s" % ("set", "runs", "median |step|", "worst |step|", "within 15%",
+print("%-16s %5s %14s %14s %12s %16s %16s" % ("set", "runs", "median |step|", "worst |step|", "within 15%",
                                                 "largest |memory|", "memory <= 3%"))
-for name, rows in sets.items():
+quiet = {n + " quiet": [r for r in rows if not r[4]] for n, rows in sets.items()}
+for name, rows in list(sets.items()) + list(quiet.items()):
     if not rows:
         continue
     s = [abs(r[1]) for r in rows]
     m = [r[2] for r in rows]
-    print("%-10s %5d %13.1f%% %13.1f%% %7d of %2d %15.2f%% %10d of %2d" %
+    print("%-16s %5d %13.1f%% %13.1f%% %7d of %2d %15.2f%% %10d of %2d" %
           (name, len(rows), 100 * statistics.median(s), 100 * max(s), sum(x <= 0.15 for x in s), len(s),
            100 * max(m), sum(x <= 0.03 for x in m), len(m)))
 print("targets: every step within 15%, every memory category within 3% (fp32, cpu backend, 2 ranks)")
+print("quiet: the runs that started with a load average <= %d (the cores); load now %.1f" % (cores, os.getloadavg()[0]))
 PY
