@@ -160,8 +160,17 @@ enum {
     P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_DP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
     P_BUCKET, P_OFFLOAD, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS, P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG,
     P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS, P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT,
-    P_T_OFFLOAD, P_METHOD, P_SIM, P_REASON, P_NCOLS
+    P_T_OFFLOAD, P_METHOD, P_SIM, P_UNSIM, P_REASON, P_NCOLS
 };
+
+/* A number shown as `mark` and the number (">=14.1"), exact in CSV and JSON. */
+static zp_status set_bounded(zp_table *t, int col, double v, const char *mark, const char *fmt)
+{
+    char num[48], text[64];
+    snprintf(num, sizeof num, fmt, v);
+    snprintf(text, sizeof text, "%s%s", mark, num);
+    return zp_table_set_num_text(t, col, v, text);
+}
 
 static zp_status plans_table(const zp_whatif *w, zp_table **out)
 {
@@ -194,6 +203,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"),
         [P_METHOD] = {"method", "Method"},
         [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
+        /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
+        [P_UNSIM] = {NULL, NULL, "unsimulated", ZP_COL_OMIT_UNSET},
         [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
     };
 #undef DATA
@@ -208,8 +219,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         plan_options(p, opts, sizeof opts);
         snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
         TRY_T(zp_table_add_row(t));
-        if (e->fits && shown < w->top)
-            shown++;
+        if (e->fits && !e->dominated && shown < w->top)
+            shown++; /* dominated plans (the same batch with more extra work) are data only */
         else
             zp_table_hide_row(t);
         TRY_T(zp_table_set_num(t, P_RANK, i + 1, "%.0f"));
@@ -231,10 +242,12 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         TRY_T(zp_table_set_num(t, P_GPU_GB, e->mem.total / 1e9, "%.1f"));
         TRY_T(zp_table_set_num(t, P_HOST_GB, e->mem.host / 1e9, "%.1f"));
         TRY_T(zp_table_set_bool(t, P_FITS, e->fits));
-        TRY_T(zp_table_set_num(t, P_STEP, e->time.total, "%.3g"));
-        TRY_T(zp_table_set_num(t, P_SAMPLES, e->samples_per_s, "%.4g"));
-        TRY_T(zp_table_set_num(t, P_TFLOPS, e->tflops_per_gpu, "%.1f"));
-        TRY_T(zp_table_set_num(t, P_PFLOPS, e->pflops, "%.2f"));
+        /* a bound reads as one: the step at least, the throughputs at most */
+        const int bound = strcmp(e->method, "bound") == 0;
+        TRY_T(set_bounded(t, P_STEP, e->time.total, bound ? ">=" : "", "%.3g"));
+        TRY_T(set_bounded(t, P_SAMPLES, e->samples_per_s, bound ? "<=" : "", "%.4g"));
+        TRY_T(set_bounded(t, P_TFLOPS, e->tflops_per_gpu, bound ? "<=" : "", "%.1f"));
+        TRY_T(set_bounded(t, P_PFLOPS, e->pflops, bound ? "<=" : "", "%.2f"));
         const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
                              e->time.offload}; /* P_T_COMPUTE.. */
         for (int k = 0; k < 5; k++)
@@ -242,6 +255,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         TRY_T(zp_table_set_str(t, P_METHOD, e->method));
         if (e->sim)
             TRY_T(zp_table_set_str(t, P_SIM, e->sim));
+        if (e->unsimulated)
+            TRY_T(zp_table_set_str(t, P_UNSIM, e->unsimulated));
         if (!e->fits)
             TRY_T(zp_table_set_str(t, P_REASON, e->reason));
     }
@@ -355,23 +370,37 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
     ZP_TRY(zp_doc_set_key(d, "cluster",
                           json_pack("{s:s, s:I, s:i, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
                                     "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9)));
-    if (r->n_simulated > 0)
+    if (r->n_simulated > 0 || r->n_pruned + r->n_dominated + r->n_capped + r->n_too_large > 0) {
+        /* every fitting plan is simulated or shows a bound of what its simulation could give */
+        char why[640];
+        int len = 0;
+        if (r->n_pruned)
+            len += snprintf(why + len, sizeof why - (size_t)len,
+                            " %d cannot beat the best: their kernels alone take longer than its step (shown as "
+                            "bounds, >=).", r->n_pruned);
+        if (r->n_dominated && len < (int)sizeof why)
+            len += snprintf(why + len, sizeof why - (size_t)len,
+                            " %d run the same batch as another plan with more extra work (Pa, Pa+cpu, offload buy "
+                            "memory, not speed; listed in --format json).", r->n_dominated);
+        if (r->n_capped && len < (int)sizeof why)
+            len += snprintf(why + len, sizeof why - (size_t)len,
+                            " %d were left unsimulated, beyond the simulations allowed (shown as bounds, >=).",
+                            r->n_capped);
+        if (r->n_too_large && len < (int)sizeof why)
+            snprintf(why + len, sizeof why - (size_t)len,
+                     " %d need the full simulation, which takes at most %d nodes (shown as bounds, >=).",
+                     r->n_too_large, ZP_SIM_MAX_FULL_NODES);
         ZP_TRY(zp_doc_add_fact(d, "Method",
                                "SimGrid simulation of one step (streams overlapped, collectives as flows: %s; %s) "
-                               "for %d of the %d plans that fit; the others cannot beat the best (their kernels "
-                               "alone take longer).",
+                               "for %d of the %d plans that fit.%s",
                                cl->flat_rings ? "flat NCCL rings across nodes"
                                               : "rings in a node, hierarchical across nodes",
                                w->profile_note ? w->profile_note : "built-in device profile", r->n_simulated,
-                               r->n_fit));
-    else
+                               r->n_fit, why));
+    } else
         ZP_TRY(zp_doc_add_fact(d, "Method",
-                               "analytic first-order step time%s: compute at %.0f%% of the %.0f TFLOP/s fp16 "
-                               "peak, every communication over its bandwidth, nothing overlapped.",
-                               nodes > ZP_SIM_MAX_FULL_NODES
-                                   ? " (more nodes than the full simulator takes, and these plans are not "
-                                     "symmetric enough for the reduced one)"
-                                   : "",
+                               "analytic first-order step time (--analytic): compute at %.0f%% of the %.0f TFLOP/s "
+                               "fp16 peak, every communication over its bandwidth, nothing overlapped.",
                                100 * cl->gemm_efficiency, cl->peak_flops / 1e12));
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));

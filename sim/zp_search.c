@@ -141,18 +141,40 @@ static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
     e->sim = s->reduced ? "reduced" : "full";
 }
 
-/* Upper bound of a plan's simulated throughput: the compute stream runs every kernel of the schedule
- * one after the other, so the step lasts at least their summed time; everything else only adds. */
-static double throughput_bound(const zp_model *model, const zp_profile *prof, const zp_eval *e)
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan)
 {
     zp_schedule sc;
-    if (zp_schedule_build(model, &e->plan, &sc) != ZP_OK)
-        return HUGE_VAL; /* cannot bound it: simulate it */
+    if (zp_schedule_build(model, plan, &sc) != ZP_OK)
+        return 0.0;
     double t = 0.0;
     for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
         t += zp_device_op_time(prof, &sc.ops[ZP_STREAM_COMPUTE][i], 1); /* 0 for what is not a kernel */
     zp_schedule_free(&sc);
-    return t > 0 ? e->global_batch / t : HUGE_VAL;
+    /* SimGrid's clock adds the same durations in another order (coalesced runs of local ops): allow its
+     * rounding, far below any difference that matters */
+    return t * (1.0 - 1e-9);
+}
+
+/* Upper bound of a plan's simulated throughput, samples/s (HUGE_VAL: no bound known). */
+static double throughput_bound(const zp_eval *e)
+{
+    return e->bound_s > 0 ? e->global_batch / e->bound_s : HUGE_VAL;
+}
+
+/* A plan left unsimulated shows its bound: the step at least bound_s, the throughputs at most. */
+static void apply_bound(const zp_model *model, zp_eval *e, const char *why)
+{
+    e->unsimulated = why;
+    if (!(e->bound_s > 0))
+        return; /* no bound known: it keeps its analytic estimate */
+    double gpus = (double)(e->plan.dp * e->plan.mp);
+    memset(&e->time, 0, sizeof e->time);
+    e->time.compute = e->time.total = e->bound_s;
+    e->samples_per_s = e->global_batch / e->bound_s;
+    e->tflops_per_gpu =
+        zp_model_flops_iteration(model, e->global_batch, e->plan.checkpoint) / (e->bound_s * gpus) / 1e12;
+    e->pflops = e->tflops_per_gpu * gpus / 1e3;
+    e->method = "bound";
 }
 
 typedef struct {
@@ -191,7 +213,9 @@ static int cmp_cand(const void *a, const void *b)
 
 /* Simulates the fitting plans, most promising first, in rounds of `jobs` processes; a plan whose
  * throughput bound is below the best simulated throughput cannot win and is not simulated (branch and
- * bound). Then simulates the recommended plan once more to write its trace. */
+ * bound). Every fitting plan left unsimulated shows its bound (method "bound"), so no figure shown is
+ * better than what the simulation could give it. Then simulates the recommended plan once more to write
+ * its trace. */
 static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
 {
     zp_profile builtin;
@@ -221,11 +245,20 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     }
     int ncand = 0;
     for (int i = 0; i < out->n; i++) {
-        if (!out->plans[i].fits || dominated(out, i))
+        zp_eval *e = &out->plans[i];
+        if (!e->fits)
             continue;
+        e->bound_s = zp_search_step_bound(r->model, prof, &e->plan);
+        if (dominated(out, i)) {
+            e->unsimulated = "the same batch as a plan with less extra work (Pa, Pa+cpu and offload buy "
+                             "memory, not speed)";
+            e->dominated = 1;
+            out->n_dominated++;
+            continue;
+        }
         if (too_large) { /* only plans whose reduced simulation is exact (or asked for): the others keep
-                            their analytic estimate */
-            zp_sim_input in = {.model = r->model, .plan = &out->plans[i].plan, .cluster = r->cluster,
+                            their bound */
+            zp_sim_input in = {.model = r->model, .plan = &e->plan, .cluster = r->cluster,
                                .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
                                .oversubscription = r->oversubscription};
             zp_sim_mode mode;
@@ -236,10 +269,13 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
                 free(which);
                 return pst;
             }
-            if (mode != ZP_SIM_REDUCED)
+            if (mode != ZP_SIM_REDUCED) {
+                e->unsimulated = "it needs the full simulation, which takes at most 2048 nodes";
+                out->n_too_large++;
                 continue;
+            }
         }
-        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i])};
+        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(e)};
     }
     nfit = ncand;
     qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
@@ -250,9 +286,10 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     while (st == ZP_OK && next < nfit && done < r->max_simulated) {
         int n = 0;
         while (n < jobs_at_once && next < nfit && done + n < r->max_simulated) {
-            const cand *k = &c[next++];
+            const cand *k = &c[next];
             if (k->bound <= best)
                 break; /* sorted by bound: no later candidate can win either */
+            next++;
             which[n] = k->idx;
             jobs[n] = (zp_sim_job){.in = {.model = r->model, .plan = &out->plans[k->idx].plan, .cluster = r->cluster,
                                           .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
@@ -277,10 +314,24 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
             }
         }
         done += n;
-        if (r->progress)
-            r->progress(r->progress_ctx, done, nfit < r->max_simulated ? nfit : r->max_simulated);
+        if (r->progress) /* the total shrinks to what will run once the bound ends the search */
+            r->progress(r->progress_ctx, done,
+                        next >= nfit || c[next].bound <= best ? done : (nfit < r->max_simulated ? nfit : r->max_simulated));
     }
     out->n_simulated = done;
+    for (int k = next; k < nfit; k++) {
+        zp_eval *e = &out->plans[c[k].idx];
+        if (c[k].bound <= best) {
+            e->unsimulated = "its kernels alone take longer than the best simulated step";
+            out->n_pruned++;
+        } else {
+            e->unsimulated = "more plans than the simulations allowed";
+            out->n_capped++;
+        }
+    }
+    for (int i = 0; i < out->n; i++)
+        if (out->plans[i].fits && out->plans[i].unsimulated)
+            apply_bound(r->model, &out->plans[i], out->plans[i].unsimulated);
     if (st == ZP_OK && r->trace_path && best_idx >= 0) {
         zp_sim_job tj = {.in = best_in};
         tj.in.trace_path = r->trace_path;
@@ -371,15 +422,21 @@ static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
     return ZP_OK;
 }
 
+static int method_rank(const zp_eval *e)
+{
+    return strcmp(e->method, "simgrid") == 0 ? 0 : e->dominated ? 2 : strcmp(e->method, "bound") == 0 ? 1 : 3;
+}
+
 static int cmp_eval(const void *a, const void *b)
 {
     const zp_eval *x = a, *y = b;
     if (x->fits != y->fits)
         return y->fits - x->fits;
-    /* simulated plans before those only estimated */
-    int xs = strcmp(x->method, "simgrid") == 0, ys = strcmp(y->method, "simgrid") == 0;
+    /* simulated plans before those bounded, bounded before those dominated and those only estimated: a
+     * bound is never ranked above a simulated plan it has not beaten */
+    int xs = method_rank(x), ys = method_rank(y);
     if (x->fits && xs != ys)
-        return ys - xs;
+        return xs - ys;
     if (x->fits) {
         if (x->samples_per_s != y->samples_per_s)
             return x->samples_per_s < y->samples_per_s ? 1 : -1;

@@ -28,11 +28,16 @@ typedef struct {
     char reason[192];     /* why it does not fit */
     zp_step_time time;    /* seconds per step (analytic terms, or the simulated breakdown) */
     double analytic_step_s; /* the analytic estimate, kept beside a simulated time */
+    double bound_s;       /* a lower bound of the simulated step, s: the compute stream's kernels alone
+                             (zp_search_step_bound); 0 when not computed */
     double global_batch;  /* sequences per step */
     double samples_per_s;
     double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */
     double pflops;         /* aggregate, 1e15 */
-    const char *method;    /* "analytic" or "simgrid" */
+    const char *method;    /* "simgrid" (simulated), "bound" (not simulated: time.total is bound_s, a lower
+                              bound, and the throughputs are upper bounds) or "analytic" (--analytic) */
+    const char *unsimulated; /* "bound": why it was not simulated (one phrase), else NULL */
+    int dominated;         /* not simulated: another fitting plan runs the same batch with less extra work */
     const char *sim;       /* simgrid: "reduced" (one node per role) or "full" (every node); NULL otherwise */
 } zp_eval;
 
@@ -80,6 +85,10 @@ typedef struct {
     int n;
     int n_fit;
     int n_simulated;
+    /* fitting plans not simulated, by why: their kernels alone take longer than the best simulated step
+       (branch and bound); the same batch as another plan with more extra work (dominated); past
+       max_simulated; needing the full simulation beyond ZP_SIM_MAX_FULL_NODES nodes */
+    int n_pruned, n_dominated, n_capped, n_too_large;
     double sim_wall_s; /* wall time of the simulations */
 } zp_search_result;
 
@@ -91,6 +100,11 @@ zp_status zp_search_validate(const zp_search_req *r);
 zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, const zp_plan *plan,
                          zp_eval *out);
 zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
+/* A lower bound of the simulated step time of `plan`, s: the compute stream runs every kernel of the
+ * schedule one after the other, each priced by the cost function the simulator uses, so the step lasts
+ * at least their sum (less a relative 1e-9 for the simulator's clock rounding); 0 (a bound still) when
+ * the schedule cannot be built. */
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan);
 void zp_search_result_free(zp_search_result *r);
 
 #endif
