@@ -264,33 +264,40 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
     return ZP_OK;
 }
 
-zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out)
+zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out)
 {
     static const char *const keys[] = {"category", "gb", "share"};
     static const char *const heads[] = {"Category", "GB per GPU", "Share"};
     zp_table *t = new_table("Memory per GPU of the recommended plan", 3, keys, heads);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    const char *dt = zp_plan_precision_name(&e->plan);
+    char pname[48], gname[48];
+    snprintf(pname, sizeof pname, "%s parameters", dt);
+    snprintf(gname, sizeof gname, "%s gradients", zp_plan_grad_bytes(&e->plan) == 4.0 ? "fp32" : dt);
     const struct {
         const char *name;
         double v;
+        int share; /* of the GPU's memory */
     } rows[] = {
-        {"fp16 parameters", e->mem.params},
-        {"fp16 gradients", e->mem.grads},
-        {"optimizer states", e->mem.optimizer},
-        {"activations", e->mem.activations},
-        {"  of which checkpoints", e->mem.checkpoints},
-        {"buffers", e->mem.buffers},
-        {"fragmentation", e->mem.fragmentation},
-        {"total", e->mem.total},
-        {"GPU memory", gpu_mem},
-        {"host memory (per GPU)", e->mem.host},
+        {pname, e->mem.params, 1},
+        {gname, e->mem.grads, 1},
+        {"optimizer states", e->mem.optimizer, 1},
+        {"activations", e->mem.activations, 1},
+        {"  of which checkpoints", e->mem.checkpoints, 1},
+        {"buffers", e->mem.buffers, 1},
+        {"fragmentation", e->mem.fragmentation, 1},
+        {"total of the plan", e->mem.total, 1},
+        {"reserve (CUDA context, NCCL, workspaces)", reserve, 1},
+        {"free", gpu_mem - reserve - e->mem.total, 1},
+        {"GPU memory", gpu_mem, 1},
+        {"host memory (per GPU)", e->mem.host, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         TRY_T(zp_table_add_row(t));
         TRY_T(zp_table_set_str(t, 0, rows[i].name));
         TRY_T(zp_table_set_num(t, 1, rows[i].v / 1e9, "%.2f"));
-        if (i < 8)
+        if (rows[i].share)
             TRY_T(zp_table_set_num(t, 2, 100.0 * rows[i].v / gpu_mem, "%.1f%%"));
         else
             TRY_T(zp_table_set_str(t, 2, ""));
@@ -365,11 +372,22 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                     (json_int_t)m->heads, "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab,
                                     "ffn", (json_int_t)m->ffn, "params", zp_model_params(m))));
     const int64_t nodes = (w->gpus + cl->gpus_per_node - 1) / cl->gpus_per_node;
-    ZP_TRY(zp_doc_add_fact(d, "Cluster", "%s, %lld GPUs (%lld nodes x %d %s), %.4g GB per GPU", cl->name,
-                           (long long)w->gpus, (long long)nodes, cl->gpus_per_node, cl->gpu_name, w->gpu_mem / 1e9));
+    char mem[200];
+    if (w->gpu_mem != cl->gpu_mem) /* --gpu-mem: say so beside the GPU's name, whose memory differs */
+        snprintf(mem, sizeof mem, "%.4g GB per GPU (--gpu-mem; the %s has %.4g GB)", w->gpu_mem / 1e9, cl->gpu_name,
+                 cl->gpu_mem / 1e9);
+    else
+        snprintf(mem, sizeof mem, "%.4g GB per GPU", w->gpu_mem / 1e9);
+    ZP_TRY(zp_doc_add_fact(d, "Cluster",
+                           "%s, %lld GPU%s (%lld node%s x %d %s), %s, %.4g GB usable (%.4g GB reserved for the CUDA "
+                           "context, library workspaces and NCCL buffers: --reserve)",
+                           cl->name, (long long)w->gpus, w->gpus == 1 ? "" : "s", (long long)nodes,
+                           nodes == 1 ? "" : "s", cl->gpus_per_node, cl->gpu_name, mem,
+                           (w->gpu_mem - w->reserve) / 1e9, w->reserve / 1e9));
     ZP_TRY(zp_doc_set_key(d, "cluster",
-                          json_pack("{s:s, s:I, s:i, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
-                                    "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9)));
+                          json_pack("{s:s, s:I, s:i, s:f, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
+                                    "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9,
+                                    "reserve_gb", w->reserve / 1e9)));
     if (r->n_simulated > 0 || r->n_pruned + r->n_dominated + r->n_capped + r->n_too_large > 0) {
         /* every fitting plan is simulated or shows a bound of what its simulation could give */
         char why[640];
@@ -402,6 +420,14 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                "analytic first-order step time (--analytic): compute at %.0f%% of the %.0f TFLOP/s "
                                "fp16 peak, every communication over its bandwidth, nothing overlapped.",
                                100 * cl->gemm_efficiency, cl->peak_flops / 1e12));
+    if (r->default_batch > 0) {
+        const double tokens = zp_search_default_batch_tokens(zp_model_params(m));
+        ZP_TRY(zp_doc_add_fact(d, "Batch",
+                               "%lld sequences of %lld tokens per step (%.3gM tokens: GPT-3's batch for a model of "
+                               "this size, Brown et al. 2020), rounded up for each plan to whole sequences per DP "
+                               "rank; --global-batch sets it.",
+                               (long long)r->default_batch, (long long)m->seq, tokens / 1e6));
+    }
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
 
@@ -423,7 +449,7 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
         ZP_TRY(zp_doc_add_chart(d, &c));
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
-        ZP_TRY(zp_report_memory_table(e, w->gpu_mem, &t));
+        ZP_TRY(zp_report_memory_table(e, w->gpu_mem, w->reserve, &t));
         ZP_TRY(zp_doc_add_table(d, t));
         char desc[256];
         describe_plan(e, desc, sizeof desc);

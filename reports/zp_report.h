@@ -31,6 +31,7 @@ typedef struct {
     const zp_cluster *cluster;
     int64_t gpus;
     double gpu_mem;
+    double reserve;            /* bytes per GPU left free (--reserve) */
     const zp_search_result *result;
     int top;                   /* fitting plans to show */
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
@@ -42,8 +43,8 @@ zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w);
  * fitting plans, CSV and JSON all), the memory of the recommended plan (table, and chart in HTML), the
  * recommendation and the plans that do not fit. */
 zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out);
-/* The per-category memory table of one plan. */
-zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out);
+/* The per-category memory table of one plan on GPUs of gpu_mem bytes of which `reserve` are left free. */
+zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out);
 /* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */
 void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c);
 /* The what-if as the JSON contract: {"model", "cluster", "plans", "best"}: the document's JSON (new

@@ -320,7 +320,7 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
     zp_search_result res;
     ZP_TRY(zp_search_run(base, &res));
     zp_whatif w = {.model = base->model, .cluster = base->cluster, .gpus = base->gpus, .gpu_mem = base->gpu_mem,
-                   .result = &res, .top = top};
+                   .reserve = base->reserve, .result = &res, .top = top};
     char title[200];
     snprintf(title, sizeof title, "Memory of %s on %lld GPUs of %s", base->model->name, (long long)base->gpus,
              base->cluster->name);
@@ -343,7 +343,7 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
                  e->plan.offload ? ", offload" : "");
         st = zp_doc_add_text(d, "%s plan: %s. GB = 1e9 bytes.", best >= 0 ? "Recommended" : "Closest", desc);
         if (st == ZP_OK)
-            st = zp_report_memory_table(e, base->gpu_mem, &t);
+            st = zp_report_memory_table(e, base->gpu_mem, base->reserve, &t);
         if (st == ZP_OK) {
             st = zp_doc_add_table(d, t);
             t = NULL;

@@ -32,6 +32,8 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->param_bytes = 2.0;
     r->overlap_comm = 1;
     r->max_simulated = 64;
+    r->reserve = ZP_DEFAULT_RESERVE;
+    r->default_batch = 1;
 }
 
 zp_status zp_search_validate(const zp_search_req *r)
@@ -43,6 +45,10 @@ zp_status zp_search_validate(const zp_search_req *r)
                        (long long)ZP_MAX_GPUS);
     if (!(r->gpu_mem >= 1e6))
         return ZP_FAIL(ZP_EINVAL, "--gpu-mem: %.0f bytes is too small to hold anything (use e.g. 32G)", r->gpu_mem);
+    if (!(r->reserve >= 0) || !(zp_search_usable_mem(r) >= 1e6))
+        return ZP_FAIL(ZP_EINVAL, "--reserve: %.4g GB leaves nothing of the %.4g GB per GPU (the reserve is what the "
+                                  "CUDA context, library workspaces and NCCL take; e.g. --reserve 2G)",
+                       r->reserve / 1e9, r->gpu_mem / 1e9);
     if (r->stage != ZP_SEARCH_ANY && !zp_stage_get(r->stage))
         return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", r->stage);
     if (r->mp != ZP_SEARCH_ANY) {
@@ -374,22 +380,39 @@ static int64_t largest_divisor_le(int64_t n, int64_t limit)
     return 1;
 }
 
-static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_t per_rank, evec *out)
+static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_t accum, evec *out)
 {
     p->micro_batch = b;
-    p->grad_accum = per_rank ? per_rank / b : (r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1);
+    p->grad_accum = accum;
     zp_eval e;
-    ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, p, &e));
+    ZP_TRY(zp_search_eval(r->model, r->cluster, zp_search_usable_mem(r), p, &e));
     return evec_push(out, &e);
 }
 
 /* Evaluates one candidate: the micro-batch the options fix (given; the global batch over the
  * accumulation given; with --exact the global batch over DP, else 1), or the largest that fits (with a
  * global batch: that divides it) and the next smaller one (half of it, or the next divisor): a smaller
- * micro-batch can win when it lets gradient accumulation or communication overlap differ. */
-static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
+ * micro-batch can win when it lets gradient accumulation or communication overlap differ. With the
+ * default batch (`target` sequences, no batch option given) each DP rank runs ceil(target / DP)
+ * sequences or a little more: the fewest accumulation steps whose micro-batch fits, the micro-batch
+ * balanced over them (and one step more as the smaller candidate). */
+static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan *p, evec *out)
 {
-    const double host = host_per_gpu(r->cluster);
+    const double host = host_per_gpu(r->cluster), usable = zp_search_usable_mem(r);
+    const int64_t given_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
+    if (target > 0) {
+        const int64_t per = (target + p->dp - 1) / p->dp;
+        int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, per);
+        if (b < 1)
+            return push_eval(r, p, 1, per, out); /* does not fit even at 1: evaluated there to say why */
+        int64_t accum = (per + b - 1) / b;
+        b = (per + accum - 1) / accum;
+        ZP_TRY(push_eval(r, p, b, accum, out));
+        int64_t smaller = (per + accum) / (accum + 1); /* ceil(per / (accum + 1)) */
+        if (b > 1 && smaller < b)
+            ZP_TRY(push_eval(r, p, smaller, accum + 1, out));
+        return ZP_OK;
+    }
     int64_t per_rank = 0; /* sequences per DP rank per step, when the global batch is fixed */
     if (r->global_batch != ZP_SEARCH_ANY) {
         if (r->global_batch % p->dp != 0)
@@ -407,19 +430,33 @@ static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
     if (fixed != ZP_SEARCH_ANY) {
         if (per_rank && per_rank % fixed != 0)
             return ZP_OK;
-        return push_eval(r, p, fixed, per_rank, out);
+        return push_eval(r, p, fixed, per_rank ? per_rank / fixed : given_accum, out);
     }
     int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
-    int64_t b = zp_memory_max_micro_batch(r->model, p, r->gpu_mem, host, cap);
+    int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, cap);
     if (b < 1)
-        return push_eval(r, p, 1, per_rank, out); /* does not fit even at 1: evaluated there to say why */
+        return push_eval(r, p, 1, per_rank ? per_rank : given_accum, out); /* evaluated at 1 to say why */
     if (per_rank)
         b = largest_divisor_le(per_rank, b);
-    ZP_TRY(push_eval(r, p, b, per_rank, out));
+    ZP_TRY(push_eval(r, p, b, per_rank ? per_rank / b : given_accum, out));
     int64_t smaller = per_rank ? largest_divisor_le(per_rank, b - 1) : b / 2;
     if (b > 1 && smaller >= 1 && smaller < b)
-        ZP_TRY(push_eval(r, p, smaller, per_rank, out));
+        ZP_TRY(push_eval(r, p, smaller, per_rank ? per_rank / smaller : given_accum, out));
     return ZP_OK;
+}
+
+/* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
+ * (Brown et al. 2020, Table 2.1: 0.5M tokens from 125M to 760M parameters, 1M at 1.3B and 2.7B, 2M at
+ * 6.7B and 13B, 3.2M at 175B), the batch a team training a model of that size would start from. */
+double zp_search_default_batch_tokens(double params)
+{
+    return params >= 175e9 ? 3.2e6 : params >= 6.7e9 ? 2e6 : params >= 1.3e9 ? 1e6 : 0.5e6;
+}
+
+int64_t zp_search_default_batch(const zp_model *model)
+{
+    double seqs = floor(zp_search_default_batch_tokens(zp_model_params(model)) / (double)model->seq + 0.5);
+    return seqs < 1 ? 1 : (int64_t)seqs;
 }
 
 static int method_rank(const zp_eval *e)
@@ -465,6 +502,11 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     int pacpu_fixed = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (exact ? 0 : ZP_SEARCH_ANY);
     int off_fixed = r->offload != ZP_SEARCH_ANY ? r->offload : (exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
 
+    /* no batch option given: every candidate runs about the default batch, not the largest that fits */
+    const int64_t target = r->default_batch && !exact && r->global_batch == ZP_SEARCH_ANY &&
+                                   r->micro_batch == ZP_SEARCH_ANY && r->grad_accum == ZP_SEARCH_ANY
+                               ? zp_search_default_batch(r->model)
+                               : 0;
     evec all = {0};
     zp_status st = ZP_OK;
     for (int stage = 0; stage <= 3 && st == ZP_OK; stage++) {
@@ -514,7 +556,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.overlap_comm = r->overlap_comm;
                     p.stage3_max_live = r->stage3_max_live;
                     p.persistence_threshold = r->persistence_threshold;
-                    st = eval_candidate(r, &p, &all);
+                    st = eval_candidate(r, target, &p, &all);
                 }
             }
             if (mp_fixed != ZP_SEARCH_ANY)
@@ -531,6 +573,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                                   "data-parallel degrees: GPUs / MP)");
     }
     qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
+    out->default_batch = target;
     out->plans = all.v;
     out->n = all.n;
     for (int i = 0; i < all.n; i++)

@@ -207,6 +207,11 @@ static zp_status set_oversubscription(zp_cli_args *a, const char *opt, const cha
     return zp_size_parse_range(v, opt, 1, 1e6, &a->r.oversubscription);
 }
 
+static zp_status set_reserve(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.reserve);
+}
+
 static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse(v, opt, &a->k));
@@ -243,6 +248,7 @@ static const zp_cli_opt g_opts[] = {
     {"cluster", 0, 1, SEARCH, set_cluster},
     {"preset", 0, 1, SEARCH, set_preset},
     {"gpu-mem", 0, 1, SEARCH | ZP_CMD_TABLE, set_gpu_mem},
+    {"reserve", 0, 1, SEARCH, set_reserve},
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},

@@ -69,6 +69,7 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
                      .cluster = o->cluster,
                      .gpus = o->a.r.gpus,
                      .gpu_mem = o->gpu_mem,
+                     .reserve = o->a.r.reserve,
                      .result = res,
                      .top = o->a.top,
                      .profile_note = o->profile_note[0] ? o->profile_note : NULL};

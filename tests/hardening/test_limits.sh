@@ -84,7 +84,8 @@ try "1e8 GPUs (the limit)"                 0  --model 100B --gpus 1e8 --analytic
 try "1e8 GPUs of a 1T model"               0  --model 1T --gpus 1e8
 try "0 GPUs"                               2  --model 100B --gpus 0
 try "1 byte of GPU memory"                 2  --model 100B --gpus 400 --gpu-mem 1
-try "1 MB of GPU memory (nothing fits)"    0  --model 100B --gpus 400 --gpu-mem 1M
+try "1 MB of GPU memory, 2 GB reserved"    2  --model 100B --gpus 400 --gpu-mem 1M
+try "1 MB of GPU memory (nothing fits)"    0  --model 100B --gpus 400 --gpu-mem 1M --reserve 0
 try "1e300 bytes of GPU memory"            0  --model 100B --gpus 400 --gpu-mem 1e300 --analytic
 try "1e301 bytes of GPU memory"            2  --model 100B --gpus 400 --gpu-mem 1e301
 try "MP 1e8 on 1e8 GPUs"                   2  --model 100B --gpus 1e8 --mp 1e8

@@ -162,3 +162,43 @@ Test(search, json_contract)
     json_decref(j);
     zp_search_result_free(&res);
 }
+
+/* Issue #18 case 3: with no batch option the what-if proposes the batch a team would pick (GPT-3's tokens
+ * per step by size), not the largest that fits, and every plan leaves the reserve free. 13B on 8 x 80 GB
+ * used to get micro-batch 50 at 79.9 GB. */
+Test(search, default_batch_and_reserve)
+{
+    const zp_cluster *a100;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    const zp_model *m = &zp_zoo_find("13B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, a100, 8);
+    cr_expect_float_eq(r.reserve, ZP_DEFAULT_RESERVE, 1);
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    const int64_t target = zp_search_default_batch(m); /* 2M tokens of 1024 */
+    cr_expect_eq(target, 1953);
+    cr_expect_eq(res.default_batch, target);
+    cr_assert_gt(res.n_fit, 0);
+    for (int i = 0; i < res.n; i++) {
+        const zp_eval *e = &res.plans[i];
+        const int64_t per = (target + e->plan.dp - 1) / e->plan.dp;
+        cr_expect_geq(e->global_batch, target);
+        cr_expect_lt(e->global_batch, (double)(per + e->plan.grad_accum) * e->plan.dp, "plan %d: %g", i,
+                     e->global_batch);
+        if (e->fits)
+            cr_expect_leq(e->mem.total, 80e9 - ZP_DEFAULT_RESERVE, "plan %d eats into the reserve", i);
+    }
+    zp_search_result_free(&res);
+    /* the rule by size: GPT-3's batches (Brown et al. 2020, Table 2.1) */
+    cr_expect_float_eq(zp_search_default_batch_tokens(125e6), 0.5e6, 1);
+    cr_expect_float_eq(zp_search_default_batch_tokens(1.5e9), 1e6, 1);
+    cr_expect_float_eq(zp_search_default_batch_tokens(13e9), 2e6, 1);
+    cr_expect_float_eq(zp_search_default_batch_tokens(175e9), 3.2e6, 1);
+    /* a reserve larger than the GPU is refused; none at all is allowed */
+    zp_search_req_default(&r, m, a100, 8);
+    r.reserve = 80e9;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+    r.reserve = 0;
+    cr_expect_eq(zp_search_validate(&r), ZP_OK);
+}
