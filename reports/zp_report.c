@@ -349,6 +349,80 @@ void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_m
     snprintf(c->hline_label, sizeof c->hline_label, "GPU memory %.4g GB", gpu_mem / 1e9);
 }
 
+static json_t *fix_json(const zp_fix *f)
+{
+    const zp_eval *e = &f->plan;
+    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:s, s:f, s:f, s:f, s:f, s:s}", "change",
+                     f->change, "what", f->what, "stage", e->plan.stage, "mp", (json_int_t)e->plan.mp, "dp",
+                     (json_int_t)e->plan.dp, "micro_batch", (json_int_t)e->plan.micro_batch, "grad_accum",
+                     (json_int_t)e->plan.grad_accum, "global_batch", e->global_batch, "pa", e->plan.pa, "pa_cpu",
+                     e->plan.pa_cpu, "offload", zp_offload_name(e->plan.offload), "memory_gb", e->mem.total / 1e9,
+                     "host_memory_gb", e->mem.host / 1e9, "step_time_s", e->time.total, "tflops_per_gpu",
+                     e->tflops_per_gpu, "method", e->method);
+}
+
+/* No plan fits: why (the plan nearest to fitting), the largest micro-batch, sequence and model that fit
+ * as given, and the changes of one option that make a plan fit (JSON: "near_miss"). */
+static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
+{
+    const zp_near_miss *nm = w->near;
+    if (!nm) {
+        ZP_TRY(zp_doc_add_text(d, "No plan fits: %s on %lld GPUs with %.4g GB each.", w->model->name,
+                               (long long)w->gpus, w->gpu_mem / 1e9));
+        return ZP_OK;
+    }
+    const zp_eval *c = &nm->closest;
+    char desc[256];
+    describe_plan(c, desc, sizeof desc);
+    ZP_TRY(zp_doc_add_text(d, "No plan fits the options given (exit status 3). The nearest: %s: %s.", desc, c->reason));
+    zp_doc_strong(d);
+    ZP_TRY(zp_doc_add_list(d, "As given, what fits instead:", 8, NULL));
+    if (nm->max_micro_batch > 0)
+        ZP_TRY(zp_doc_add_entry(d, "micro-batch %lld or less (--micro-batch %lld)", (long long)nm->max_micro_batch,
+                                (long long)nm->max_micro_batch));
+    if (nm->max_seq > 0)
+        ZP_TRY(zp_doc_add_entry(d, "sequences of %lld tokens or less (--seq %lld)", (long long)nm->max_seq,
+                                (long long)nm->max_seq));
+    if (nm->max_layers > 0) {
+        char ps[32];
+        zp_size_format(nm->max_params, ps, sizeof ps);
+        ZP_TRY(zp_doc_add_entry(d, "a model of this shape with %lld blocks or fewer (%s parameters; was %lld blocks)",
+                                (long long)nm->max_layers, ps, (long long)w->model->layers));
+    }
+    if (nm->max_micro_batch <= 0 && nm->max_seq <= 0 && nm->max_layers <= 0)
+        ZP_TRY(zp_doc_add_entry(d, "nothing: not one block of this model at micro-batch 1 and one token"));
+    if (nm->nfix > 0) {
+        ZP_TRY(zp_doc_add_list(d, "What fits with one change (the fastest first; more GPUs last):", ZP_NEAR_MAX_FIXES,
+                               NULL));
+        for (int i = 0; i < nm->nfix; i++) {
+            const zp_fix *f = &nm->fix[i];
+            const zp_eval *e = &f->plan;
+            char opts[96];
+            plan_options(&e->plan, opts, sizeof opts);
+            const int bound = strcmp(e->method, "bound") == 0;
+            ZP_TRY(zp_doc_add_entry(d,
+                                    "%s (%s): stage %d, MP %lld, DP %lld, micro-batch %lld x %lld = %.0f, %s; "
+                                    "%.1f GB of %.1f GB usable; step %s%.3g s, %s%.1f TFLOPs/GPU (%s)",
+                                    f->change, f->what, e->plan.stage, (long long)e->plan.mp, (long long)e->plan.dp,
+                                    (long long)e->plan.micro_batch, (long long)e->plan.grad_accum, e->global_batch,
+                                    opts, e->mem.total / 1e9, (w->gpu_mem - w->reserve) / 1e9, bound ? ">=" : "",
+                                    e->time.total, bound ? "<=" : "", e->tflops_per_gpu, e->method));
+        }
+    } else {
+        ZP_TRY(zp_doc_add_text(d, "No change of one option makes a plan fit, nor up to 64 times the GPUs: the model "
+                                  "is too large for this cluster (see the largest that fits above)."));
+    }
+    json_t *fixes = json_array();
+    for (int i = 0; i < nm->nfix && fixes; i++)
+        json_array_append_new(fixes, fix_json(&nm->fix[i]));
+    ZP_TRY(zp_doc_set_key(d, "near_miss",
+                          json_pack("{s:f, s:s, s:I, s:I, s:I, s:f, s:o*}", "closest_memory_gb", c->mem.total / 1e9,
+                                    "reason", c->reason, "max_micro_batch", (json_int_t)nm->max_micro_batch, "max_seq",
+                                    (json_int_t)nm->max_seq, "max_layers", (json_int_t)nm->max_layers, "max_params",
+                                    nm->max_params, "fixes", fixes)));
+    return ZP_OK;
+}
+
 /* The what-if's items, in order; every format renders them (README: text for reading, CSV the plans
  * table, JSON the contract {"model", "cluster", "plans", "best"} from the items with keys, HTML a page
  * with the memory chart). */
@@ -415,7 +489,10 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                               : "rings in a node, hierarchical across nodes",
                                w->profile_note ? w->profile_note : "built-in device profile", r->n_simulated,
                                r->n_fit, why));
-    } else
+    } else if (r->n_fit == 0)
+        ZP_TRY(zp_doc_add_fact(d, "Method", "the memory model (the replay of each plan's step); no plan fits, so none "
+                                            "was simulated."));
+    else
         ZP_TRY(zp_doc_add_fact(d, "Method",
                                "analytic first-order step time (--analytic): compute at %.0f%% of the %.0f TFLOP/s "
                                "fp16 peak, every communication over its bandwidth, nothing overlapped.",
@@ -438,9 +515,8 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
     const int best = best_index(r);
     if (best < 0) {
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_CSV) | ZP_FMT_BIT(ZP_FMT_JSON)); /* no plan for readers */
-        ZP_TRY(zp_doc_add_text(d, "No plan fits: %s on %lld GPUs with %.4g GB each.", m->name, (long long)w->gpus,
-                               w->gpu_mem / 1e9));
         ZP_TRY(zp_doc_set_key(d, "best", json_null()));
+        ZP_TRY(near_miss_items(d, w));
     } else {
         const zp_eval *e = &r->plans[best];
         ZP_TRY(zp_doc_add_text(d, "%d of %d candidate plans fit; showing the best %d.", r->n_fit, r->n,
@@ -461,15 +537,32 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         ZP_TRY(zp_doc_set_key(d, "best", json_integer(best)));
     }
     if (r->n_fit < r->n) {
-        ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given):", 12, "see --format json"));
+        /* one line per stage and MP degree: the variant (ZeRO-R, offload) nearest to fitting, the others
+         * counted (they differ in options, not in why) */
+        ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given; per stage and MP, the variant "
+                                  "nearest to fitting):", 12, "see --format json"));
         for (int i = 0; i < r->n; i++) {
             const zp_eval *e = &r->plans[i];
             if (e->fits)
                 continue;
-            char opts[96];
+            int first = 1, others = 0;
+            for (int j = 0; j < r->n; j++) {
+                const zp_eval *x = &r->plans[j];
+                if (j == i || x->fits || x->plan.stage != e->plan.stage || x->plan.mp != e->plan.mp)
+                    continue;
+                if (j < i)
+                    first = 0; /* sorted by memory: the earlier one is nearer to fitting */
+                else
+                    others++;
+            }
+            if (!first)
+                continue;
+            char opts[96], more[64] = "";
             plan_options(&e->plan, opts, sizeof opts);
-            ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s", e->plan.stage,
-                                    zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason));
+            if (others)
+                snprintf(more, sizeof more, " (and %d variant%s needing more)", others, others == 1 ? "" : "s");
+            ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s%s", e->plan.stage,
+                                    zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason, more));
         }
     }
     return ZP_OK;

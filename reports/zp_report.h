@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "zp_cluster.h"
+#include "zp_nearmiss.h"
 #include "zp_doc.h"
 #include "zp_search.h"
 #include "zp_svg.h"
@@ -33,6 +34,7 @@ typedef struct {
     double gpu_mem;
     double reserve;            /* bytes per GPU left free (--reserve) */
     const zp_search_result *result;
+    const zp_near_miss *near;  /* when no plan fits: what would (zp_near_miss_find), or NULL */
     int top;                   /* fitting plans to show */
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
 } zp_whatif;

@@ -423,8 +423,10 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int memory_on
     int nb = 0;
     const int ga = (int)plan->grad_accum;
     for (int u = 0; u < ga && b.st == ZP_OK; u++) {
-        if (memory_only && u > 0 && u < ga - 1)
-            continue; /* the micro-batches between the first and the last allocate exactly as the first */
+        if (memory_only && u > 0 && u < ga - 1) {
+            u = ga - 2; /* the micro-batches between the first and the last allocate exactly as the first */
+            continue;
+        }
         micro_batch(&b, u, u == ga - 1, bucket, &nb);
     }
     optimizer(&b, bucket, nb);

@@ -22,12 +22,19 @@ typedef struct {
     zp_profile profile;
     double gpu_mem;
     char model_note[200], profile_note[300];
+    int prepared;  /* zp_cli_plan_prepare ran */
 } zp_cli_plan;
 
 /* Parses the options of `cmd` (zp_cli_opts.h) into o->a. */
 zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_plan *o);
 /* Resolves cluster, profile, GPU memory and model; need_gpus 1 parses --gpus as one count. */
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus);
+/* Resolves (zp_cli_plan_resolve(o, 1, 1)) and applies --ds-config: the request of the what-if options,
+ * ready to search (zp_cli_plan_search calls it unless it ran). */
+zp_status zp_cli_plan_prepare(zp_cli_plan *o);
+/* ZP_EINVAL, naming the option, when `path` cannot be an output file (a directory, or in a directory that
+ * does not exist): checked before any work, so that a bad path never follows a printed answer. */
+zp_status zp_cli_check_output(const char *option, const char *path);
 void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *w);
 /* Parses, resolves and searches the plans of the what-if options (with a progress bar on a terminal),
  * reading --ds-config when given; the result is the what-if's. */

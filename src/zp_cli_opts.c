@@ -61,6 +61,7 @@ FLAG(set_analytic, r.simulate, 0)
 FLAG(set_exact, r.exact, 1)
 FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
+FLAG(set_max_model, max_model, 1)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
@@ -279,6 +280,7 @@ static const zp_cli_opt g_opts[] = {
     {"report", 0, 1, ZP_CMD_WHATIF, set_report_html},
     {"ds-config", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_ds_config},
     {"emit-ds-config", 0, 1, ZP_CMD_WHATIF, set_emit_ds},
+    {"max-model", 0, 0, ZP_CMD_WHATIF, set_max_model},
     /* schedule */
     {"rank", 0, 1, ZP_CMD_SCHEDULE, set_rank},
     {"replay", 0, 1, ZP_CMD_SCHEDULE, set_replay},

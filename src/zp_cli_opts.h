@@ -41,6 +41,7 @@ typedef struct {
     zp_search_req r;
     int checkpoint_given, overlap_given;
     const char *ds_config, *emit_ds, *report_html;
+    int max_model;             /* --max-model: the largest model of --model's shape that fits */
     /* schedule */
     int64_t rank;
     const char *replay;        /* a schedule JSON to replay instead of a plan */

@@ -43,6 +43,10 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     }
     if (r->trace_path && !r->simulate)
         return ZP_FAIL(ZP_EINVAL, "--trace needs the simulation (drop --analytic)");
+    ZP_TRY(zp_cli_check_output("--output", a->out));
+    ZP_TRY(zp_cli_check_output("--trace", r->trace_path));
+    ZP_TRY(zp_cli_check_output("--report", a->report_html));
+    ZP_TRY(zp_cli_check_output("--emit-ds-config", a->emit_ds));
     if (need_gpus == 1)
         ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
     o->gpu_mem = o->cluster->gpu_mem;
@@ -75,7 +79,7 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
                      .profile_note = o->profile_note[0] ? o->profile_note : NULL};
 }
 
-zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
+zp_status zp_cli_plan_prepare(zp_cli_plan *o)
 {
     ZP_TRY(zp_cli_plan_resolve(o, 1, 1));
     if (o->a.ds_config) {
@@ -85,6 +89,15 @@ zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
             fprintf(stderr, "zplan: ds-config: %s\n", notes.line[i]);
         ZP_TRY(st);
     }
+    ZP_TRY(zp_search_validate(&o->a.r));
+    o->prepared = 1;
+    return ZP_OK;
+}
+
+zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
+{
+    if (!o->prepared)
+        ZP_TRY(zp_cli_plan_prepare(o));
     zp_progress bar;
     zp_progress_init(&bar, "simulating plans");
     o->a.r.progress = zp_progress_cb;

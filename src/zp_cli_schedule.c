@@ -90,8 +90,8 @@ int zp_cli_schedule(int argc, char **argv)
         if (res.plans[i].fits)
             best = &res.plans[i];
     if (!best)
-        st = ZP_FAIL(ZP_EINVAL, "no plan fits these options, so there is no step to print (zplan with the same "
-                                "options says why)");
+        st = ZP_FAIL(ZP_ENOFIT, "no plan fits these options, so there is no step to print (zplan with the same "
+                                "options says why and what would fit; exit 3)");
     else if (o.a.rank >= o.a.r.gpus)
         st = ZP_FAIL(ZP_EINVAL, "--rank %lld: the plan has ranks 0 to %lld", (long long)o.a.rank,
                      (long long)o.a.r.gpus - 1);

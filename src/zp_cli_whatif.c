@@ -1,8 +1,40 @@
-/* `zplan --model M --gpus N ...`: the what-if search, and the answer in every format. */
+/* `zplan --model M --gpus N ...`: the what-if search, and the answer in every format. Exit status 3 when
+ * no plan fits (the answer then says what would). */
 #include <stdio.h>
 
 #include "zp_cli.h"
 #include "zp_dsconfig.h"
+#include "zp_nearmiss.h"
+#include "zp_size.h"
+
+/* --max-model: the model becomes the largest of its shape (blocks varied) that a plan fits. */
+static zp_status max_model(zp_cli_plan *o)
+{
+    zp_model big;
+    int64_t layers;
+    const int64_t asked = o->model.layers;
+    ZP_TRY(zp_near_miss_max_model(&o->a.r, &big, &layers));
+    if (layers == 0) {
+        o->model.layers = 1; /* not one block fits: the answer is the near miss of a one-block model */
+        snprintf(o->model_note, sizeof o->model_note, "--max-model: not one block of this shape fits");
+        return ZP_OK;
+    }
+    o->model = big;
+    char ps[32];
+    zp_size_format(zp_model_params(&big), ps, sizeof ps);
+    snprintf(o->model_note, sizeof o->model_note,
+             "--max-model: the largest of this shape that fits has %lld blocks (%s parameters; %lld blocks do "
+             "not fit; --model gave %lld)",
+             (long long)layers, ps, (long long)layers + 1, (long long)asked);
+    return ZP_OK;
+}
+
+static zp_status write_answer(const char *path, zp_format fmt, const zp_whatif *w)
+{
+    zp_cli_out out;
+    ZP_TRY(zp_cli_out_open(path, &out));
+    return zp_cli_out_close(&out, zp_report_whatif(out.f, fmt, w));
+}
 
 int zp_cli_whatif(int argc, char **argv, const char *usage)
 {
@@ -14,18 +46,23 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
         fputs(usage, stdout);
         return 0;
     }
+    if (o.a.max_model) {
+        if ((st = zp_cli_plan_prepare(&o)) != ZP_OK || (st = max_model(&o)) != ZP_OK)
+            return zp_cli_fail(st);
+    }
     zp_search_result res;
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);
-    if (o.a.emit_ds) {
-        if (res.n_fit == 0) {
-            zp_search_result_free(&res);
-            return zp_cli_fail(ZP_FAIL(ZP_ERUNTIME, "no plan fits: no DeepSpeed config written to %s", o.a.emit_ds));
-        }
-        const zp_eval *best = NULL;
-        for (int i = 0; i < res.n && !best; i++)
-            if (res.plans[i].fits)
-                best = &res.plans[i];
+    const zp_eval *best = NULL;
+    for (int i = 0; i < res.n && !best; i++)
+        if (res.plans[i].fits)
+            best = &res.plans[i];
+    zp_near_miss near;
+    if (!best && (st = zp_near_miss_find(&o.a.r, &res, &near)) != ZP_OK) {
+        zp_search_result_free(&res);
+        return zp_cli_fail(st);
+    }
+    if (o.a.emit_ds && best) {
         if ((st = zp_dsconfig_write(&best->plan, o.model.layers, o.a.emit_ds)) != ZP_OK) {
             zp_search_result_free(&res);
             return zp_cli_fail(st);
@@ -37,19 +74,17 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
     }
     zp_whatif w;
     zp_cli_plan_whatif(&o, &res, &w);
-    zp_cli_out out;
-    st = zp_cli_out_open(o.a.out, &out);
-    if (st == ZP_OK) {
-        st = zp_report_whatif(out.f, o.a.fmt, &w);
-        st = zp_cli_out_close(&out, st);
-    }
-    if (st == ZP_OK && o.a.report_html) {
-        st = zp_cli_out_open(o.a.report_html, &out);
-        if (st == ZP_OK) {
-            st = zp_report_whatif(out.f, ZP_FMT_HTML, &w);
-            st = zp_cli_out_close(&out, st);
-        }
-    }
+    w.near = best ? NULL : &near;
+    st = write_answer(o.a.out, o.a.fmt, &w);
+    if (st == ZP_OK && o.a.report_html)
+        st = write_answer(o.a.report_html, ZP_FMT_HTML, &w);
     zp_search_result_free(&res);
-    return st == ZP_OK ? 0 : zp_cli_fail(st);
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    if (!best) {
+        if (o.a.emit_ds)
+            fprintf(stderr, "zplan: no plan fits: no DeepSpeed config written to %s\n", o.a.emit_ds);
+        return zp_status_exit_code(ZP_ENOFIT);
+    }
+    return 0;
 }

@@ -73,6 +73,8 @@ static const char USAGE[] =
     "  --ds-config FILE     evaluate exactly the plan of a DeepSpeed JSON config (zero_optimization, batch\n"
     "                       sizes, fp16/bf16, activation_checkpointing; \"auto\" is resolved and reported)\n"
     "  --emit-ds-config FILE  write the recommended plan as a DeepSpeed config for deepspeed.initialize\n"
+    "  --max-model          answer for the largest model of --model's shape (hidden, heads, sequence, vocabulary\n"
+    "                       kept; blocks added) that some plan fits, and say how many blocks that is\n"
     "Options given are constraints and everything not given is searched (stage, MP, micro-batch, ZeRO-R Pa\n"
     "and Pa+cpu, offload); --exact pins the rest instead. Every plan that fits is simulated with SimGrid\n"
     "(method simgrid) unless it provably cannot beat the best one. The same options, with the same names\n"
@@ -80,7 +82,9 @@ static const char USAGE[] =
     "\n"
     "Sizes take decimal suffixes K, M, G (or B for billions), T; binary Ki, Mi, Gi. Memory is reported in\n"
     "GB = 1e9 bytes, as in the ZeRO paper. TFLOPs count executed FLOPs including recompute (Megatron-LM 2021).\n"
-    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input.\n";
+    "When no plan fits, the answer says what would: the largest micro-batch, sequence and model that fit as\n"
+    "given, and the changes of one option (stage, MP, offload, Pa, batch, more GPUs) that make a plan fit.\n"
+    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input, 3 no plan fits (the answer is printed).\n";
 
 int main(int argc, char **argv)
 {

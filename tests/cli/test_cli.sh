@@ -126,6 +126,39 @@ expect_bad "oversubscription, no leaves" --model 8B --gpus 64 --cluster dgx-h100
 expect_bad "oversubscription below 1" --model 8B --gpus 64 --cluster dgx-h100-railopt --oversubscription 0.5
 expect_bad "sim mode unknown"         --model 8B --gpus 64 --sim half
 expect_bad "sim full beyond its nodes" --model 8B --gpus 102400 --cluster dgx-h100 --sim full
+# issue #18 case 6: a bad output path is refused before the answer is printed (it used to print, then exit 2)
+expect_bad "--report into a directory" --model 1.5B --gpus 16 --analytic --report "$T"
+expect_bad "--trace in a missing dir"  --model 1.5B --gpus 16 --trace "$T/no/such/step.json"
+expect_bad "--emit-ds-config a dir"    --model 1.5B --gpus 16 --analytic --emit-ds-config "$T"
+expect_bad "reserve above the GPU"     --model 1.5B --gpus 16 --reserve 40G
+
+echo "== nothing fits: exit 3 and what would (issue #18 case 2)"
+"$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 >"$T/nm.txt" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 3 ] && grep -q 'No plan fits the options given (exit status 3)' "$T/nm.txt" &&
+   grep -q -- '- micro-batch [0-9]* or less (--micro-batch' "$T/nm.txt" && grep -q -- '- --mp 16 ' "$T/nm.txt" &&
+   grep -q 'sequences of [0-9]* tokens or less' "$T/nm.txt"; then ok; else ko "near miss: rc=$rc $(cat "$T/err") $(cat "$T/nm.txt")"; fi
+"$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 --format json >"$T/nm.json" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 3 ] && python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["best"] is None
+nm = j["near_miss"]
+assert nm["max_micro_batch"] > 0 and nm["max_seq"] > 0
+assert any(f["change"].startswith("--mp ") for f in nm["fixes"])
+assert all(f["memory_gb"] <= 30.0 for f in nm["fixes"])
+' "$T/nm.json"; then ok; else ko "near miss json: rc=$rc $(cat "$T/err") $(head -c 400 "$T/nm.json")"; fi
+"$Z" --model 1T --gpus 16 --stage 2 --mp 16 --analytic >"$T/nm2.txt" 2>&1
+rc=$?
+[ "$rc" -eq 3 ] && grep -q -- '--gpus [0-9]*, drop the plan options' "$T/nm2.txt" && ok || ko "near miss, more GPUs: rc=$rc $(cat "$T/nm2.txt")"
+"$Z" schedule --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 >/dev/null 2>"$T/err"
+[ $? -eq 3 ] && ok || ko "schedule of nothing that fits: not exit 3: $(cat "$T/err")"
+
+echo "== --max-model (issue #18 case 4)"
+if "$Z" --model 13B --gpus 8 --cluster dgx-a100 --offload none --max-model --analytic >"$T/mm.txt" 2>"$T/err" &&
+   grep -q -- '--max-model: the largest of this shape that fits has [0-9]* blocks' "$T/mm.txt"; then ok; else
+  ko "--max-model: $(cat "$T/err") $(head -5 "$T/mm.txt")"; fi
 
 echo "== huge but valid"
 if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
@@ -164,7 +197,7 @@ if "$Z" --model 20B --gpus 64 --mp 4 --analytic --emit-ds-config "$T/ds.json" --
    "$Z" --model 20B --gpus 64 --mp 4 --analytic --ds-config "$T/ds.json" --format csv >"$T/b.csv" 2>>"$T/err" &&
    [ "$(sed -n 2p "$T/a.csv")" = "$(sed -n 2p "$T/b.csv")" ]; then ok; else ko "emit/read back: $(cat "$T/err")"; fi
 echo '{"train_batch_size": 64, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}, "frob": 1}}' >"$T/ds-n.json"
-if "$Z" --model 8B --gpus 64 --analytic --ds-config "$T/ds-n.json" >/dev/null 2>"$T/err" &&
+if "$Z" --model 1.5B --gpus 64 --analytic --ds-config "$T/ds-n.json" >/dev/null 2>"$T/err" &&
    grep -q 'nvme" is not modelled' "$T/err" && grep -q 'unknown key zero_optimization.frob' "$T/err"; then ok; else
   ko "ds-config warnings: $(cat "$T/err")"; fi
 

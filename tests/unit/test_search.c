@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include <string.h>
+
+#include "zp_nearmiss.h"
 #include "zp_report.h"
 #include "zp_search.h"
 #include "zp_zoo.h"
@@ -201,4 +204,65 @@ Test(search, default_batch_and_reserve)
     cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
     r.reserve = 0;
     cr_expect_eq(zp_search_validate(&r), ZP_OK);
+}
+
+/* Issue #18 case 2: a plan that does not fit says what would: the largest micro-batch and sequence that
+ * fit as given (and one more does not), and changes of one option whose best plan fits. */
+Test(search, near_miss)
+{
+    const zp_model *m = &zp_zoo_find("100B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 400);
+    r.stage = 3;
+    r.mp = 1;
+    r.micro_batch = 200;
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(res.n_fit, 0);
+    zp_near_miss nm;
+    cr_assert_eq(zp_near_miss_find(&r, &res, &nm), ZP_OK, "%s", zp_error_message());
+    const double usable = zp_search_usable_mem(&r), host = dgx2()->host_mem / dgx2()->gpus_per_node;
+    cr_assert_gt(nm.max_micro_batch, 0);
+    zp_plan p = nm.closest.plan;
+    zp_memory mem;
+    p.micro_batch = nm.max_micro_batch;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect(zp_memory_fits(&mem, usable, host, NULL, 0));
+    p.micro_batch = nm.max_micro_batch + 1;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect(!zp_memory_fits(&mem, usable, host, NULL, 0));
+    cr_assert_gt(nm.max_seq, 0);
+    cr_expect_lt(nm.max_seq, m->seq);
+    cr_assert_gt(nm.nfix, 0);
+    int mp_fix = 0;
+    for (int i = 0; i < nm.nfix; i++) {
+        cr_expect(nm.fix[i].plan.fits, "fix %s does not fit", nm.fix[i].change);
+        mp_fix |= strncmp(nm.fix[i].change, "--mp ", 5) == 0;
+    }
+    cr_expect(mp_fix, "more model parallelism keeps micro-batch 200 and fits");
+    zp_search_result_free(&res);
+}
+
+/* --max-model: the largest model of a shape that a plan fits; one block more fits none. */
+Test(search, max_model)
+{
+    const zp_cluster *a100;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find("13B")->model, a100, 8);
+    r.offload = ZP_OFFLOAD_NONE;
+    zp_model big;
+    int64_t layers;
+    cr_assert_eq(zp_near_miss_max_model(&r, &big, &layers), ZP_OK, "%s", zp_error_message());
+    cr_assert_gt(layers, 62);
+    cr_expect_eq(big.layers, layers);
+    zp_search_result res;
+    r.model = &big;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    cr_expect_gt(res.n_fit, 0);
+    zp_search_result_free(&res);
+    big.layers = layers + 1;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    cr_expect_eq(res.n_fit, 0);
+    zp_search_result_free(&res);
 }
