@@ -146,6 +146,43 @@ zp_status zp_report_clusters(zp_table **out)
 
 /* ---- what-if ---- */
 
+void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len)
+{
+    char mp[64] = "";
+    if (p->mp > 1)
+        snprintf(mp, sizeof mp, "; Megatron --tensor-model-parallel-size %lld", (long long)p->mp);
+    snprintf(buf, len, "stage=%d%s%s%s%s%s%s", p->stage, p->offload != ZP_OFFLOAD_NONE ? " offload_optimizer=cpu" : "",
+             p->offload == ZP_OFFLOAD_PARAMS ? " offload_param=cpu" : "",
+             p->pa || p->pa_cpu ? " partition_activations=true" : "", p->pa_cpu ? " cpu_checkpointing=true" : "",
+             p->md ? "" : " contiguous_gradients=false", mp);
+}
+
+zp_status zp_report_legend(zp_doc *d)
+{
+    static const char *const rows[][2] = {
+        {"baseline / stage 0", "zero_optimization.stage 0: plain data parallelism, every GPU holds all states"},
+        {"Pos / stage 1", "zero_optimization.stage 1: optimizer states partitioned across the DP ranks"},
+        {"Pos+g / stage 2", "zero_optimization.stage 2: optimizer states and gradients partitioned"},
+        {"Pos+g+p / stage 3", "zero_optimization.stage 3: optimizer states, gradients and parameters partitioned"},
+        {"offload:optimizer", "zero_optimization.offload_optimizer.device \"cpu\" (ZeRO-Offload)"},
+        {"offload:params", "zero_optimization.offload_param.device \"cpu\" (ZeRO-3 Offload, with the optimizer's)"},
+        {"ckpt", "activation checkpointing: Megatron-LM --checkpoint-activations, DeepSpeed activation_checkpointing"},
+        {"Pa", "activation_checkpointing.partition_activations: checkpoints split across the MP ranks"},
+        {"Pa+cpu", "activation_checkpointing.cpu_checkpointing: the partitions in host memory"},
+        {"CB", "zero_optimization.reduce_bucket_size / allgather_bucket_size: constant-size buffers (--bucket)"},
+        {"MD", "zero_optimization.contiguous_gradients + activation_checkpointing.contiguous_memory_optimization"},
+        {"MP", "Megatron-LM --tensor-model-parallel-size (DeepSpeed configs do not set it)"},
+        {"DP", "the data-parallel degree: GPUs / MP"},
+    };
+    const int n = (int)(sizeof rows / sizeof rows[0]);
+    ZP_TRY(zp_doc_add_list(d, "Legend (the ZeRO paper's names, and the DeepSpeed and Megatron-LM keys that set them):",
+                           n, NULL));
+    for (int i = 0; i < n; i++)
+        ZP_TRY(zp_doc_add_entry(d, "%-19s %s", rows[i][0], rows[i][1]));
+    zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_TEXT) | ZP_FMT_BIT(ZP_FMT_MD) | ZP_FMT_BIT(ZP_FMT_HTML));
+    return ZP_OK;
+}
+
 static void plan_options(const zp_plan *p, char *buf, size_t len)
 {
     snprintf(buf, len, "%s%s%s%s%s%s", p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
@@ -565,7 +602,7 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                     zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason, more));
         }
     }
-    return ZP_OK;
+    return zp_report_legend(d);
 }
 
 zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)

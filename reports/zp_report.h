@@ -49,6 +49,29 @@ zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out);
 zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out);
 /* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */
 void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c);
+/* The DeepSpeed config keys that select a plan's ZeRO options, as one line:
+ * "stage=3 offload_optimizer=cpu partition_activations=true ..." (and Megatron-LM's MP). */
+void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len);
+/* A legend of the paper's names (Pos, Pos+g, Pos+g+p, Pa, Pa+cpu, CB, MD, offload, ckpt, MP) with the
+ * DeepSpeed and Megatron-LM keys that set them (text, Markdown and HTML; not in CSV or JSON). */
+zp_status zp_report_legend(zp_doc *d);
+
+/* zplan compare: the best plan of each choice (stage, MP, offload, micro-batch), side by side. */
+typedef struct {
+    char label[96];       /* the choice, as options: "--stage 2 --mp 4" */
+    int found;            /* a plan fits */
+    zp_eval plan;         /* the best plan, or the nearest to fitting */
+} zp_compare_entry;
+typedef struct {
+    const zp_model *model;
+    const zp_cluster *cluster;
+    int64_t gpus;
+    double gpu_mem, reserve;
+    int n;
+    const zp_compare_entry *entries;
+} zp_compare;
+zp_status zp_report_compare_doc(const zp_compare *c, zp_doc **out);
+
 /* The what-if as the JSON contract: {"model", "cluster", "plans", "best"}: the document's JSON (new
  * reference; NULL when out of memory). */
 json_t *zp_report_whatif_json(const zp_whatif *w);

@@ -44,6 +44,7 @@ int zp_cli_whatif(int argc, char **argv, const char *usage);
 int zp_cli_list(int argc, char **argv);
 int zp_cli_report(int argc, char **argv);
 int zp_cli_schedule(int argc, char **argv);
+int zp_cli_compare(int argc, char **argv);   /* zplan compare */
 int zp_exec_main(int argc, char **argv);      /* zplan exec (argv[0] = "exec") */
 int zp_calibrate_main(int argc, char **argv); /* zplan calibrate */
 

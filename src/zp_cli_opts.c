@@ -224,8 +224,8 @@ static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 /* ---- the table ---- */
 
 /* The commands that take a plan. */
-#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC)
-#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE)
+#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC | ZP_CMD_COMPARE)
+#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_COMPARE)
 #define VAL ZP_CMD_VALIDATION
 #define ALL (PLAN | ZP_CMD_TABLE | ZP_CMD_LIST | ZP_CMD_CALIBRATE | VAL)
 
@@ -333,6 +333,7 @@ static const char *help_of(const zp_cli_args *a)
     case ZP_CMD_SCHEDULE: return "zplan schedule --help";
     case ZP_CMD_EXEC: return "zplan exec --help";
     case ZP_CMD_VALIDATION: return "zplan report validation --help";
+    case ZP_CMD_COMPARE: return "zplan compare --help";
     default: return "zplan calibrate --help";
     }
 }
@@ -362,6 +363,52 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
         a->ranks = "1,2,4";
         a->stages = "0,1,2,3";
     }
+}
+
+const char *const zp_cli_compare_opts[4] = {"stage", "mp", "offload", "micro-batch"};
+
+static const zp_cli_opt *find_long(const char *name)
+{
+    for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0]; k++)
+        if (strcmp(name, g_opts[k].name) == 0)
+            return &g_opts[k];
+    return NULL;
+}
+
+zp_status zp_cli_args_apply(zp_cli_args *a, const char *opt, const char *val)
+{
+    const zp_cli_opt *o = strncmp(opt, "--", 2) == 0 ? find_long(opt + 2) : NULL;
+    if (!o)
+        return ZP_FAIL(ZP_EINVAL, "unknown option '%s'", opt);
+    return o->set(a, opt, val);
+}
+
+/* compare: a list option keeps its text; every item goes through the option's setter on a scratch copy,
+ * so an item is refused with the same message as the value alone. */
+static zp_status compare_list(zp_cli_args *a, const zp_cli_opt *o, const char *opt, const char *val, int *taken)
+{
+    *taken = 0;
+    if (a->cmd != ZP_CMD_COMPARE)
+        return ZP_OK;
+    for (int k = 0; k < 4; k++) {
+        if (strcmp(o->name, zp_cli_compare_opts[k]) != 0)
+            continue;
+        char buf[256];
+        if (strlen(val) >= sizeof buf)
+            return ZP_FAIL(ZP_EINVAL, "%s: list too long", opt);
+        strcpy(buf, val);
+        char *save = NULL;
+        int n = 0;
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++) {
+            zp_cli_args scratch = *a;
+            ZP_TRY(o->set(&scratch, opt, tok));
+        }
+        if (n == 0)
+            return ZP_FAIL(ZP_EINVAL, "%s: an empty list", opt);
+        a->cmp_list[k] = val;
+        *taken = 1;
+    }
+    return ZP_OK;
 }
 
 zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_args *a)
@@ -402,7 +449,10 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
         } else if (!o->takes_value && val) {
             return ZP_FAIL(ZP_EINVAL, "option %s takes no value (got '%s')", opt, val);
         }
-        ZP_TRY(o->set(a, opt, val));
+        int taken;
+        ZP_TRY(compare_list(a, o, opt, val, &taken));
+        if (!taken)
+            ZP_TRY(o->set(a, opt, val));
         if (a->help)
             return ZP_OK;
     }

@@ -16,6 +16,8 @@ static const char USAGE[] =
     "  zplan clusters [--format F]            the cluster presets\n"
     "  zplan report KIND [options]            table1, table2 (the ZeRO paper's), scaling, models, configs,\n"
     "                                         memory, validation (zplan report --help)\n"
+    "  zplan compare --model M --gpus N [--stage 0,1,2,3] [--mp LIST] [--offload LIST] ...\n"
+    "                                         the best plan of each choice, side by side (zplan compare --help)\n"
     "  zplan schedule --model M --gpus N ...  the recommended plan's step, op by op (zplan schedule --help)\n"
     "  zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
     "                                         time the real kernels here, fit cost models (also under mpirun)\n"
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
                 return zp_exec_main(2, (char *[]){"exec", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "schedule") == 0)
                 return zp_cli_schedule(2, (char *[]){"schedule", "--help", NULL});
+            if (argc >= 3 && strcmp(argv[2], "compare") == 0)
+                return zp_cli_compare(2, (char *[]){"compare", "--help", NULL});
             fputs(USAGE, stdout);
             return 0;
         }
@@ -122,8 +126,10 @@ int main(int argc, char **argv)
             return zp_exec_main(argc - 1, argv + 1);
         if (strcmp(cmd, "schedule") == 0)
             return zp_cli_schedule(argc - 1, argv + 1);
+        if (strcmp(cmd, "compare") == 0)
+            return zp_cli_compare(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, schedule, calibrate, exec; or --model M --gpus N; "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, compare, schedule, calibrate, exec; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;
         }

@@ -21,7 +21,7 @@ expect_bad() {
   local rc=$?
   local lines
   lines=$(wc -l <"$T/err")
-  if [ "$rc" -eq 2 ] && [ "$lines" -ge 1 ] && grep -q '^zplan: ' "$T/err" && [ ! -s "$T/out" ]; then
+  if [ "$rc" -eq 2 ] && [ "$lines" -ge 1 ] && grep -Eq '^zplan( [a-z]+)?: ' "$T/err" && [ ! -s "$T/out" ]; then
     ok
     printf '  bad input %-42s -> exit 2: %s\n' "$what" "$(head -1 "$T/err" | cut -c1-110)"
   else
@@ -154,6 +154,24 @@ rc=$?
 [ "$rc" -eq 3 ] && grep -q -- '--gpus [0-9]*, drop the plan options' "$T/nm2.txt" && ok || ko "near miss, more GPUs: rc=$rc $(cat "$T/nm2.txt")"
 "$Z" schedule --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 >/dev/null 2>"$T/err"
 [ $? -eq 3 ] && ok || ko "schedule of nothing that fits: not exit 3: $(cat "$T/err")"
+
+echo "== compare (issue #18 case 8)"
+if "$Z" compare --model 13B --gpus 64 --cluster dgx-a100 --analytic >"$T/cmp.txt" 2>"$T/err" &&
+   [ "$(grep -c '^--stage [0-3] ' "$T/cmp.txt")" -eq 4 ] && grep -q 'DeepSpeed keys' "$T/cmp.txt" &&
+   grep -q 'Pos+g+p / stage 3' "$T/cmp.txt"; then ok; else ko "compare stages: $(cat "$T/err") $(cat "$T/cmp.txt")"; fi
+"$Z" compare --model 13B --gpus 64 --mp 1,2 --offload none,optimizer --stage 2 --analytic --format json >"$T/cmp.json" 2>"$T/err"
+if python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = j["plans"]
+assert len(rows) == 4, rows
+assert sorted((r["mp"], r["options"].endswith("offload:optimizer")) for r in rows) == [(1, False), (1, True), (2, False), (2, True)]
+assert all(r["deepspeed"].startswith("stage=2") for r in rows)
+' "$T/cmp.json"; then ok; else ko "compare lists: $(cat "$T/err") $(head -c 300 "$T/cmp.json")"; fi
+"$Z" compare --model 100B --gpus 16 --stage 1,2 --offload none --analytic >/dev/null 2>"$T/err"
+[ $? -eq 3 ] && ok || ko "compare where nothing fits: not exit 3"
+expect_bad "compare: a bad item"      compare --model 13B --gpus 64 --stage 1,7
+expect_bad "compare: a what-if-only option" compare --model 13B --gpus 64 --trace "$T/t.json"
 
 echo "== --max-model (issue #18 case 4)"
 if "$Z" --model 13B --gpus 8 --cluster dgx-a100 --offload none --max-model --analytic >"$T/mm.txt" 2>"$T/err" &&
