@@ -605,22 +605,30 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
     return zp_report_legend(d);
 }
 
-zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)
+zp_status zp_report_doc_build(const char *title, zp_status (*items)(zp_doc *d, const void *ctx), const void *ctx,
+                              zp_doc **out)
 {
-    char title[256];
-    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPUs of %s", w->model->name, (long long)w->gpus,
-             w->cluster->name);
     zp_doc *d = zp_doc_new(title);
     if (!d)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     zp_doc_set_json_digits(d, 8);
-    zp_status st = whatif_items(d, w);
+    zp_status st = items(d, ctx);
     if (st != ZP_OK) {
         zp_doc_free(d);
         return st;
     }
     *out = d;
     return ZP_OK;
+}
+
+static zp_status whatif_items_cb(zp_doc *d, const void *w) { return whatif_items(d, w); }
+
+zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)
+{
+    char title[256];
+    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPUs of %s", w->model->name, (long long)w->gpus,
+             w->cluster->name);
+    return zp_report_doc_build(title, whatif_items_cb, w, out);
 }
 
 json_t *zp_report_whatif_json(const zp_whatif *w)

@@ -56,6 +56,10 @@ void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len);
  * DeepSpeed and Megatron-LM keys that set them (text, Markdown and HTML; not in CSV or JSON). */
 zp_status zp_report_legend(zp_doc *d);
 
+/* A document titled `title` (JSON reals to 8 digits) filled by items(d, ctx); freed on failure. */
+zp_status zp_report_doc_build(const char *title, zp_status (*items)(zp_doc *d, const void *ctx), const void *ctx,
+                              zp_doc **out);
+
 /* zplan compare: the best plan of each choice (stage, MP, offload, micro-batch), side by side. */
 typedef struct {
     char label[96];       /* the choice, as options: "--stage 2 --mp 4" */

@@ -96,45 +96,34 @@ fail:
     return st;
 }
 
+static zp_status compare_items(zp_doc *d, const void *ctx)
+{
+    const zp_compare *c = ctx;
+    zp_table *t = NULL;
+    ZP_TRY(compare_table(c, &t));
+    ZP_TRY(zp_doc_add_table(d, t));
+    ZP_TRY(zp_doc_set_key(d, "plans", NULL));
+    zp_eval fit[ZP_CHART_MAX_POINTS];
+    int nfit = 0;
+    for (int i = 0; i < c->n && nfit < ZP_CHART_MAX_POINTS; i++)
+        if (c->entries[i].found)
+            fit[nfit++] = c->entries[i].plan;
+    if (nfit > 0) { /* HTML: the memory of each choice's plan as stacked bars */
+        zp_chart ch;
+        zp_report_memory_chart(fit, nfit, nfit, c->gpu_mem, &ch);
+        for (int i = 0, k = 0; i < c->n && k < nfit; i++)
+            if (c->entries[i].found)
+                snprintf(ch.xcat[k++], sizeof ch.xcat[0], "%.39s", c->entries[i].label);
+        ZP_TRY(zp_doc_add_chart(d, &ch));
+        zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
+    }
+    return zp_report_legend(d);
+}
+
 zp_status zp_report_compare_doc(const zp_compare *c, zp_doc **out)
 {
     char title[256];
     snprintf(title, sizeof title, "zplan compare: model %s on %lld GPUs of %s", c->model->name, (long long)c->gpus,
              c->cluster->name);
-    zp_doc *d = zp_doc_new(title);
-    if (!d)
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    zp_doc_set_json_digits(d, 8);
-    zp_table *t = NULL;
-    zp_status st = compare_table(c, &t);
-    if (st == ZP_OK) {
-        st = zp_doc_add_table(d, t);
-        if (st == ZP_OK)
-            st = zp_doc_set_key(d, "plans", NULL);
-    }
-    if (st == ZP_OK) {
-        zp_eval fit[ZP_CHART_MAX_POINTS];
-        int nfit = 0;
-        for (int i = 0; i < c->n && nfit < ZP_CHART_MAX_POINTS; i++)
-            if (c->entries[i].found)
-                fit[nfit++] = c->entries[i].plan;
-        if (nfit > 0) {
-            zp_chart ch;
-            zp_report_memory_chart(fit, nfit, nfit, c->gpu_mem, &ch);
-            for (int i = 0, k = 0; i < c->n && k < nfit; i++)
-                if (c->entries[i].found)
-                    snprintf(ch.xcat[k++], sizeof ch.xcat[0], "%.39s", c->entries[i].label);
-            st = zp_doc_add_chart(d, &ch);
-            if (st == ZP_OK)
-                zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
-        }
-    }
-    if (st == ZP_OK)
-        st = zp_report_legend(d);
-    if (st != ZP_OK) {
-        zp_doc_free(d);
-        return st;
-    }
-    *out = d;
-    return ZP_OK;
+    return zp_report_doc_build(title, compare_items, c, out);
 }

@@ -69,60 +69,57 @@ static void apply(zp_search_req *q, relax k)
     }
 }
 
+/* Each change: the option to give (NULL: a phrase instead) and what it is, in words. */
+static const struct {
+    const char *opt, *what;
+} g_relax[R_NKIND] = {
+    [R_MICRO] = {"--micro-batch", "micro-batch"},
+    [R_STAGE] = {"--stage", "ZeRO stage"},
+    [R_MP] = {"--mp", "model parallelism"},
+    [R_OFFLOAD] = {"--offload", "offload"},
+    [R_PA] = {NULL, "ZeRO-R activation partitioning"},
+    [R_CKPT] = {NULL, "activation checkpointing, was off"},
+    [R_CB] = {NULL, "constant-size buckets (CB)"},
+    [R_MD] = {NULL, "contiguous memory (MD)"},
+    [R_ACCUM] = {"--grad-accum", "gradient accumulation"},
+    [R_GLOBAL] = {"--global-batch", "global batch (changes the training)"},
+    [R_EXACT] = {NULL, "the options not given searched instead of pinned"},
+    [R_ALL] = {NULL, "stage, MP, micro-batch, ZeRO-R and offload all searched"},
+};
+
+/* The value of a change's option in plan e (new) or in request r (given), as typed. */
+static void value_of(relax k, const zp_search_req *r, const zp_eval *e, char *buf, size_t len)
+{
+    const zp_plan *p = e ? &e->plan : NULL;
+    switch (k) {
+    case R_MICRO: snprintf(buf, len, "%lld", (long long)(p ? p->micro_batch : r->micro_batch)); break;
+    case R_STAGE: snprintf(buf, len, "%d", p ? p->stage : r->stage); break;
+    case R_MP: snprintf(buf, len, "%lld", (long long)(p ? p->mp : r->mp)); break;
+    case R_OFFLOAD: snprintf(buf, len, "%s", zp_offload_name(p ? p->offload : (zp_offload)r->offload)); break;
+    case R_ACCUM: snprintf(buf, len, "%lld", (long long)(p ? p->grad_accum : r->grad_accum)); break;
+    case R_GLOBAL: snprintf(buf, len, "%.0f", p ? e->global_batch : (double)r->global_batch); break;
+    case R_PA: snprintf(buf, len, "%s", !p ? "" : p->pa_cpu ? "--pa-cpu" : p->pa ? "--pa" : "--no-pa"); break;
+    case R_CKPT: snprintf(buf, len, "--checkpoint"); break;
+    case R_CB: snprintf(buf, len, "drop --no-cb"); break;
+    case R_MD: snprintf(buf, len, "drop --no-md"); break;
+    case R_EXACT: snprintf(buf, len, "drop --exact"); break;
+    default: snprintf(buf, len, "drop the plan options"); break;
+    }
+}
+
 /* The change, as options, read off the plan the relaxed search chose. */
 static void describe(relax k, const zp_search_req *r, const zp_eval *e, zp_fix *f)
 {
-    const zp_plan *p = &e->plan;
-    switch (k) {
-    case R_MICRO:
-        snprintf(f->change, sizeof f->change, "--micro-batch %lld", (long long)p->micro_batch);
-        snprintf(f->what, sizeof f->what, "micro-batch, was %lld", (long long)r->micro_batch);
-        break;
-    case R_STAGE:
-        snprintf(f->change, sizeof f->change, "--stage %d", p->stage);
-        snprintf(f->what, sizeof f->what, "ZeRO stage, was %d", r->stage);
-        break;
-    case R_MP:
-        snprintf(f->change, sizeof f->change, "--mp %lld", (long long)p->mp);
-        snprintf(f->what, sizeof f->what, "model parallelism, was %lld", (long long)r->mp);
-        break;
-    case R_OFFLOAD:
-        snprintf(f->change, sizeof f->change, "--offload %s", zp_offload_name(p->offload));
-        snprintf(f->what, sizeof f->what, "offload, was %s", zp_offload_name((zp_offload)r->offload));
-        break;
-    case R_PA:
-        snprintf(f->change, sizeof f->change, "%s", p->pa_cpu ? "--pa-cpu" : p->pa ? "--pa" : "--no-pa");
-        snprintf(f->what, sizeof f->what, "ZeRO-R activation partitioning");
-        break;
-    case R_CKPT:
-        snprintf(f->change, sizeof f->change, "--checkpoint");
-        snprintf(f->what, sizeof f->what, "activation checkpointing, was off");
-        break;
-    case R_CB:
-        snprintf(f->change, sizeof f->change, "drop --no-cb");
-        snprintf(f->what, sizeof f->what, "constant-size buckets (CB)");
-        break;
-    case R_MD:
-        snprintf(f->change, sizeof f->change, "drop --no-md");
-        snprintf(f->what, sizeof f->what, "contiguous memory (MD)");
-        break;
-    case R_ACCUM:
-        snprintf(f->change, sizeof f->change, "--grad-accum %lld", (long long)p->grad_accum);
-        snprintf(f->what, sizeof f->what, "gradient accumulation, was %lld", (long long)r->grad_accum);
-        break;
-    case R_GLOBAL:
-        snprintf(f->change, sizeof f->change, "--global-batch %.0f", e->global_batch);
-        snprintf(f->what, sizeof f->what, "global batch, was %lld: changes the training", (long long)r->global_batch);
-        break;
-    case R_EXACT:
-        snprintf(f->change, sizeof f->change, "drop --exact");
-        snprintf(f->what, sizeof f->what, "the options not given searched instead of pinned");
-        break;
-    default:
-        snprintf(f->change, sizeof f->change, "drop the plan options");
-        snprintf(f->what, sizeof f->what, "stage, MP, micro-batch, ZeRO-R and offload all searched");
-        break;
+    char now[48], was[48];
+    value_of(k, r, e, now, sizeof now);
+    if (!g_relax[k].opt) {
+        snprintf(f->change, sizeof f->change, "%s", now);
+        snprintf(f->what, sizeof f->what, "%s", g_relax[k].what);
+        return;
     }
+    value_of(k, r, NULL, was, sizeof was);
+    snprintf(f->change, sizeof f->change, "%s %s", g_relax[k].opt, now);
+    snprintf(f->what, sizeof f->what, "%s, was %s", g_relax[k].what, was);
 }
 
 /* The search of q: memory first, then (when r simulates) the figures of its best few plans. *found = 0

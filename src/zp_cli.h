@@ -27,6 +27,10 @@ typedef struct {
 
 /* Parses the options of `cmd` (zp_cli_opts.h) into o->a. */
 zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_plan *o);
+/* A plan command: parses (messages name it `name`; bad options reported as `fail_as`, exit 2), prints
+ * `usage` for --help (exit 0), else returns body(o)'s exit code. */
+int zp_cli_plan_main(zp_cli_cmd cmd, const char *name, const char *fail_as, const char *usage, int argc, char **argv,
+                     int (*body)(zp_cli_plan *o));
 /* Resolves cluster, profile, GPU memory and model; need_gpus 1 parses --gpus as one count. */
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus);
 /* Resolves (zp_cli_plan_resolve(o, 1, 1)) and applies --ds-config: the request of the what-if options,

@@ -48,21 +48,13 @@ static zp_status split(const char *opt, const char *text, list *l)
     return ZP_OK;
 }
 
-int zp_cli_compare(int argc, char **argv)
+static int zp_cli_compare_body(zp_cli_plan *op)
 {
-    zp_cli_plan o;
-    zp_status st = zp_cli_plan_parse(ZP_CMD_COMPARE, "zplan compare", argc, argv, &o);
-    if (st != ZP_OK)
-        return zp_cli_fail_as("zplan compare", st);
-    if (o.a.help) {
-        fputs(COMPARE_USAGE, stdout);
-        return 0;
-    }
-    int any = 0;
-    for (int k = 0; k < 4; k++)
-        any |= o.a.cmp_list[k] != NULL;
-    if (!any)
-        o.a.cmp_list[0] = "0,1,2,3";
+    zp_cli_plan o = *op; /* by value: the request points at o.model */
+    o.a.r.model = &o.model;
+    if (!o.a.cmp_list[0] && !o.a.cmp_list[1] && !o.a.cmp_list[2] && !o.a.cmp_list[3])
+        o.a.cmp_list[0] = "0,1,2,3"; /* no list: the four ZeRO stages */
+    zp_status st = ZP_OK;
     list lists[4];
     int combos = 1;
     for (int k = 0; k < 4 && st == ZP_OK; k++) {
@@ -134,4 +126,9 @@ int zp_cli_compare(int argc, char **argv)
     if (st != ZP_OK)
         return zp_cli_fail_as("zplan compare", st);
     return nfound > 0 ? 0 : zp_status_exit_code(ZP_ENOFIT);
+}
+
+int zp_cli_compare(int argc, char **argv)
+{
+    return zp_cli_plan_main(ZP_CMD_COMPARE, "zplan compare", "zplan compare", COMPARE_USAGE, argc, argv, zp_cli_compare_body);
 }

@@ -17,6 +17,20 @@ zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
     return o->a.help ? ZP_OK : zp_cli_args_check_plan(&o->a);
 }
 
+int zp_cli_plan_main(zp_cli_cmd cmd, const char *name, const char *fail_as, const char *usage, int argc, char **argv,
+                     int (*body)(zp_cli_plan *o))
+{
+    zp_cli_plan o;
+    zp_status st = zp_cli_plan_parse(cmd, name, argc, argv, &o);
+    if (st != ZP_OK)
+        return zp_cli_fail_as(fail_as, st);
+    if (o.a.help) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    return body(&o);
+}
+
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
 {
     zp_cli_args *a = &o->a;

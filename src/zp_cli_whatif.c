@@ -36,16 +36,11 @@ static zp_status write_answer(const char *path, zp_format fmt, const zp_whatif *
     return zp_cli_out_close(&out, zp_report_whatif(out.f, fmt, w));
 }
 
-int zp_cli_whatif(int argc, char **argv, const char *usage)
+static int zp_cli_whatif_body(zp_cli_plan *op)
 {
-    zp_cli_plan o;
-    zp_status st = zp_cli_plan_parse(ZP_CMD_WHATIF, "the what-if", argc, argv, &o);
-    if (st != ZP_OK)
-        return zp_cli_fail(st);
-    if (o.a.help) {
-        fputs(usage, stdout);
-        return 0;
-    }
+    zp_cli_plan o = *op; /* by value: the request points at o.model */
+    o.a.r.model = &o.model;
+    zp_status st = ZP_OK;
     if (o.a.max_model) {
         if ((st = zp_cli_plan_prepare(&o)) != ZP_OK || (st = max_model(&o)) != ZP_OK)
             return zp_cli_fail(st);
@@ -87,4 +82,9 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
         return zp_status_exit_code(ZP_ENOFIT);
     }
     return 0;
+}
+
+int zp_cli_whatif(int argc, char **argv, const char *usage)
+{
+    return zp_cli_plan_main(ZP_CMD_WHATIF, "the what-if", "zplan", usage, argc, argv, zp_cli_whatif_body);
 }

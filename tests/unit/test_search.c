@@ -16,19 +16,26 @@ static const zp_cluster *dgx2(void)
     return c;
 }
 
+/* 100B on 400 GPUs of dgx2 with stage, MP and micro-batch given, searched into *res. */
+static void search_100b(int stage, int64_t mp, int64_t micro, zp_search_req *r, zp_search_result *res)
+{
+    zp_search_req_default(r, &zp_zoo_find("100B")->model, dgx2(), 400);
+    r->stage = stage;
+    r->mp = mp;
+    r->micro_batch = micro;
+    if (stage == 2) { /* the paper's plan: Pa, no offload */
+        r->pa = 1;
+        r->pa_cpu = 0;
+        r->offload = ZP_OFFLOAD_NONE;
+    }
+    cr_assert_eq(zp_search_run(r, res), ZP_OK, "%s", zp_error_message());
+}
+
 Test(search, every_option_given_is_plans0)
 {
-    const zp_model *m = &zp_zoo_find("100B")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, dgx2(), 400);
-    r.stage = 2;
-    r.mp = 16;
-    r.micro_batch = 32;
-    r.pa = 1;
-    r.pa_cpu = 0;
-    r.offload = ZP_OFFLOAD_NONE;
     zp_search_result res;
-    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    search_100b(2, 16, 32, &r, &res);
     cr_assert_eq(res.n, 1);
     const zp_plan *p = &res.plans[0].plan;
     cr_expect_eq(p->stage, 2);
@@ -210,14 +217,10 @@ Test(search, default_batch_and_reserve)
  * fit as given (and one more does not), and changes of one option whose best plan fits. */
 Test(search, near_miss)
 {
-    const zp_model *m = &zp_zoo_find("100B")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, dgx2(), 400);
-    r.stage = 3;
-    r.mp = 1;
-    r.micro_batch = 200;
     zp_search_result res;
-    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    search_100b(3, 1, 200, &r, &res);
+    const zp_model *m = r.model;
     cr_assert_eq(res.n_fit, 0);
     zp_near_miss nm;
     cr_assert_eq(zp_near_miss_find(&r, &res, &nm), ZP_OK, "%s", zp_error_message());
