@@ -197,7 +197,7 @@ enum {
     P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_DP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
     P_BUCKET, P_OFFLOAD, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS, P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG,
     P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS, P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT,
-    P_T_OFFLOAD, P_METHOD, P_SIM, P_UNSIM, P_REASON, P_NCOLS
+    P_T_OFFLOAD, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES, P_REASON, P_NCOLS
 };
 
 /* A number shown as `mark` and the number (">=14.1"), exact in CSV and JSON. */
@@ -242,6 +242,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
         /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
         [P_UNSIM] = {NULL, NULL, "unsimulated", ZP_COL_OMIT_UNSET},
+        [P_PRECISION] = {"precision", NULL}, /* "fp16", "bf16" or "fp32" */
+        [P_GRAD_BYTES] = {"grad_bytes", NULL}, /* bytes of a gradient element: 2, or 4 (fp32) */
         [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
     };
 #undef DATA
@@ -294,6 +296,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
             TRY_T(zp_table_set_str(t, P_SIM, e->sim));
         if (e->unsimulated)
             TRY_T(zp_table_set_str(t, P_UNSIM, e->unsimulated));
+        TRY_T(zp_table_set_str(t, P_PRECISION, zp_plan_precision_name(p)));
+        TRY_T(zp_table_set_num(t, P_GRAD_BYTES, zp_plan_grad_bytes(p), "%g"));
         if (!e->fits)
             TRY_T(zp_table_set_str(t, P_REASON, e->reason));
     }
@@ -541,6 +545,21 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                "this size, Brown et al. 2020), rounded up for each plan to whole sequences per DP "
                                "rank; --global-batch sets it.",
                                (long long)r->default_batch, (long long)m->seq, tokens / 1e6));
+    }
+    if (r->n > 0) {
+        const zp_plan *p0 = &r->plans[0].plan;
+        const char *dt = zp_plan_precision_name(p0);
+        const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
+        ZP_TRY(zp_doc_add_fact(
+            d, "Precision",
+            "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "
+            "%.0f TFLOP/s peak%s (--precision, --grad-accum-dtype)",
+            dt, p0->param_bytes == 2.0 ? " mixed precision" : " training", p0->param_bytes,
+            zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : dt, p0->k_optimizer, per_param,
+            zp_cluster_peak_flops(cl, dt) / 1e12,
+            p0->param_bytes == 2.0 && p0->bf16 && !zp_cluster_has_bf16(cl)
+                ? ", the fp32 rate: this GPU has no bf16 tensor cores (use fp16)"
+                : ""));
     }
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));

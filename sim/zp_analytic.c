@@ -39,7 +39,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
 
     /* Compute: the executed FLOPs of one micro-batch split over the MP group. */
     double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm;
-    t.compute = accum * flops / (c->peak_flops * c->gemm_efficiency);
+    t.compute = accum * flops / (zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency);
 
     /* Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
      * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */

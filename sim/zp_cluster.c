@@ -69,6 +69,7 @@ static const zp_cluster g_clusters[] = {
         .gpus_per_node = 8,
         .gpu_mem = 80e9,
         .peak_flops = 312e12,
+        .peak_flops_bf16 = 312e12,
         .gemm_efficiency = 0.50,
         .hbm_bw = 2039e9,
         .nvlink_bw = 300e9,
@@ -92,6 +93,7 @@ static const zp_cluster g_clusters[] = {
         .gpus_per_node = 8,
         .gpu_mem = 80e9,
         .peak_flops = 989e12,
+        .peak_flops_bf16 = 989e12,
         .gemm_efficiency = 0.45,
         .hbm_bw = 3350e9,
         .nvlink_bw = 450e9,
@@ -119,6 +121,7 @@ static const zp_cluster g_clusters[] = {
         .gpus_per_node = 8,
         .gpu_mem = 80e9,
         .peak_flops = 989e12,
+        .peak_flops_bf16 = 989e12,
         .gemm_efficiency = 0.45,
         .hbm_bw = 3350e9,
         .nvlink_bw = 450e9,
@@ -159,6 +162,17 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out)
                    "`zplan clusters`)",
                    name);
 }
+
+double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
+{
+    if (strcmp(dtype, "fp16") == 0)
+        return c->peak_flops;
+    if (strcmp(dtype, "bf16") == 0 && c->peak_flops_bf16 > 0)
+        return c->peak_flops_bf16;
+    return c->peak_flops / 8.0;
+}
+
+int zp_cluster_has_bf16(const zp_cluster *c) { return c->peak_flops_bf16 > 0; }
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
 

@@ -24,6 +24,8 @@ typedef struct {
     int gpus_per_node;
     double gpu_mem;          /* bytes of HBM per GPU */
     double peak_flops;       /* fp16/bf16 dense tensor-core peak, FLOP/s per GPU */
+    double peak_flops_bf16;  /* bf16 dense tensor-core peak; 0: the GPU has no bf16 tensor cores (V100: bf16
+                                GEMMs run without them, at the fp32 rate) */
     double gemm_efficiency;  /* achievable fraction of peak for large transformer GEMMs (analytic model) */
     double hbm_bw;           /* HBM bandwidth per GPU, B/s */
     double nvlink_bw;        /* NVSwitch bandwidth per GPU per direction, B/s */
@@ -51,6 +53,14 @@ int zp_cluster_count(void);
 const zp_cluster *zp_cluster_get(int i);
 /* Case-insensitive lookup of a preset; ZP_EINVAL naming the presets when absent. */
 zp_status zp_cluster_find(const char *name, const zp_cluster **out);
+
+/* Dense GEMM peak for "fp16", "bf16" or "fp32" training, FLOP/s per GPU: the tensor-core peak for 16-bit
+ * types that have tensor cores, else the fp32 (CUDA-core) peak, an eighth of the fp16 tensor peak on V100,
+ * A100 and H100 alike (V100 15.7 of 125, A100 19.5 of 312 without TF32, H100 SXM 67 of 989: datasheets,
+ * rounded to 1/8). */
+double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype);
+/* The GPU has bf16 tensor cores (A100, H100): mixed precision defaults to bf16 there, fp16 elsewhere. */
+int zp_cluster_has_bf16(const zp_cluster *c);
 
 /* InfiniBand bandwidth of one node, B/s per direction. */
 double zp_cluster_node_ib_bw(const zp_cluster *c);

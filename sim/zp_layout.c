@@ -64,9 +64,10 @@ static void ds_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_me
 }
 
 /* Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
- * fp16 gradients 2Ψ (÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1); ZeRO-Offload keeps the
+ * fp16 gradients 2Ψ (4Ψ with fp32 gradients, Megatron-LM's recipe: 2 + 4 + 12 = 18 bytes a parameter
+ * with Adam; ÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1); ZeRO-Offload keeps the
  * optimizer states and an fp32 gradient partition (4 bytes a parameter) on the host, ZeRO-3 Offload the
- * fp16 parameters too. Buffers (ZeRO §6.2): CB's two fp16 buckets (reduce and all-gather) of
+ * fp16 parameters too. Buffers (ZeRO §6.2): CB's two buckets (reduce, in the gradients' type, and all-gather) of
  * min(bucket, Ψ) elements, or without CB an fp32 fused buffer of 4Ψ; stage 3 holds the gathered fp16
  * parameters of the block in use and of the prefetched one less the 1/Nd it owns: 2 bytes x min(2 x the
  * largest group, Ψ) x (1 - 1/Nd), at most DeepSpeed's stage3_max_live_parameters. */
@@ -82,12 +83,14 @@ static void ds_setup(zp_builder *b)
     if (si->partitions_params && p->persistence_threshold > 0) /* whole on every rank (DeepSpeed) */
         ds_mem(b, -1, 1, ZP_BUF_PERSISTENT, 0, ZP_MEM_PARAMS,
                pb * zp_model_params_small_tensors(b->m, p->mp, p->persistence_threshold) * (1.0 - 1.0 / nd));
-    ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, pb * psi / (si->partitions_grads ? nd : 1.0));
+    const double gb = zp_plan_grad_bytes(p); /* 4: fp32 gradients (Megatron-LM's main_grad: 18 B/param) */
+    ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, gb * psi / (si->partitions_grads ? nd : 1.0));
     const double opt = k * psi / (si->partitions_optimizer ? nd : 1.0);
     ds_mem(b, -1, 1, ZP_BUF_OPT_STATES, 0, offload ? ZP_MEM_HOST : ZP_MEM_OPTIMIZER, opt);
     if (offload)
         ds_mem(b, -1, 1, ZP_BUF_HOST_GRADS, 0, ZP_MEM_HOST, 4.0 * opt / k);
-    ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? 2.0 * pb * fmin(p->bucket, psi) : 4.0 * psi);
+    /* CB: a reduce bucket of gradients and an all-gather bucket of parameters */
+    ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? (gb + pb) * fmin(p->bucket, psi) : 4.0 * psi);
     if (si->partitions_params) {
         double live = fmin(2.0 * zp_model_params_largest_layer(b->m) / nm, psi);
         if (p->stage3_max_live > 0)

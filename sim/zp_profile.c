@@ -755,3 +755,16 @@ zp_status zp_profile_write(const zp_profile *p, const char *path)
     free(text);
     return zp_io_atomic_commit(a);
 }
+
+void zp_profile_for_dtype(const zp_profile *in, const char *dtype, zp_profile *out)
+{
+    *out = *in;
+    const double have = zp_profile_peak_flops(in, in->gemm_dtype), want = zp_profile_peak_flops(in, dtype);
+    if (!(have > 0 && want > 0) || have == want)
+        return;
+    const double slower = have / want; /* > 1: the training type computes slower than the measured one */
+    out->gemm_s_per_flop *= slower;
+    for (int i = 0; i < out->ngemm; i++)
+        out->gemm[i].flops_per_s /= slower;
+    snprintf(out->gemm_dtype, sizeof out->gemm_dtype, "%s", dtype);
+}

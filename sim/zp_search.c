@@ -30,6 +30,7 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->bucket = ZP_DEFAULT_BUCKET;
     r->k_optimizer = ZP_ADAM_K;
     r->param_bytes = 2.0;
+    r->bf16 = ZP_SEARCH_ANY;
     r->overlap_comm = 1;
     r->max_simulated = 64;
     r->reserve = ZP_DEFAULT_RESERVE;
@@ -91,6 +92,8 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--offload optimizer needs ZeRO stage 1, 2 or 3 (as in DeepSpeed)");
     if (r->offload == ZP_OFFLOAD_PARAMS && r->stage != ZP_SEARCH_ANY && r->stage != 3)
         return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
+    if (r->grad_bytes != 0 && r->grad_bytes != 4.0 && r->grad_bytes != r->param_bytes)
+        return ZP_FAIL(ZP_EINVAL, "--grad-accum-dtype: gradients are fp32 or the parameters' type");
     if (r->cb && !(r->bucket >= 1 && r->bucket <= 1e15))
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be between 1 and 1e15 elements");
     if (r->cluster) {
@@ -230,6 +233,14 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         zp_device_profile_builtin(r->cluster, &builtin);
         prof = &builtin;
     }
+    /* the plans' precision prices their GEMMs (bf16 without bf16 tensor cores, fp32 training) */
+    zp_profile typed;
+    zp_plan probe;
+    zp_plan_default(&probe, 1);
+    probe.param_bytes = r->param_bytes;
+    probe.bf16 = zp_search_bf16(r);
+    zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), &typed);
+    prof = &typed;
     int nfit = 0;
     for (int i = 0; i < out->n; i++)
         nfit += out->plans[i].fits;
@@ -448,6 +459,11 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
 /* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
  * (Brown et al. 2020, Table 2.1: 0.5M tokens from 125M to 760M parameters, 1M at 1.3B and 2.7B, 2M at
  * 6.7B and 13B, 3.2M at 175B), the batch a team training a model of that size would start from. */
+int zp_search_bf16(const zp_search_req *r)
+{
+    return r->bf16 != ZP_SEARCH_ANY ? r->bf16 : (r->cluster && zp_cluster_has_bf16(r->cluster));
+}
+
 double zp_search_default_batch_tokens(double params)
 {
     return params >= 175e9 ? 3.2e6 : params >= 6.7e9 ? 2e6 : params >= 1.3e9 ? 1e6 : 0.5e6;
@@ -553,6 +569,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.offload = (zp_offload)off;
                     p.k_optimizer = r->k_optimizer;
                     p.param_bytes = r->param_bytes;
+                    p.bf16 = zp_search_bf16(r);
+                    p.grad_bytes = r->grad_bytes;
                     p.overlap_comm = r->overlap_comm;
                     p.stage3_max_live = r->stage3_max_live;
                     p.persistence_threshold = r->persistence_threshold;

@@ -71,6 +71,9 @@ typedef struct {
     double bucket;         /* elements */
     double k_optimizer;
     double param_bytes;    /* 2 (fp16/bf16) or 4 (fp32) */
+    int bf16;              /* 16-bit type: 1 bf16, 0 fp16, ZP_SEARCH_ANY: by the GPU (bf16 where it has bf16
+                              tensor cores: A100, H100; fp16 on V100), as DeepSpeed's "auto" is resolved */
+    double grad_bytes;     /* 4: fp32 gradients and accumulation (Megatron-LM); 0: as the parameters */
     int overlap_comm;      /* 0 / 1 */
     double stage3_max_live, persistence_threshold; /* stage-3 limits (0: none) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
@@ -107,6 +110,9 @@ typedef struct {
 
 /* Memory per GPU a plan may use, bytes: the GPU's less the reserve. */
 static inline double zp_search_usable_mem(const zp_search_req *r) { return r->gpu_mem - r->reserve; }
+
+/* The 16-bit type of the request's plans: r->bf16, or by the GPU (zp_cluster_has_bf16). */
+int zp_search_bf16(const zp_search_req *r);
 
 /* The default global batch of a model when no batch option is given: the tokens per step of GPT-3's
  * runs by model size (zp_search_default_batch_tokens, Brown et al. 2020), in sequences of the model's

@@ -208,6 +208,37 @@ static zp_status set_oversubscription(zp_cli_args *a, const char *opt, const cha
     return zp_size_parse_range(v, opt, 1, 1e6, &a->r.oversubscription);
 }
 
+/* --precision: the training recipe's types (mixed precision keeps fp32 master weights and Adam's m, v:
+ * 12 bytes a parameter; fp32 training keeps 4-byte parameters and gradients, m and v: K = 8). */
+static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0) {
+        a->r.param_bytes = 2.0;
+        a->r.k_optimizer = ZP_ADAM_K;
+        a->r.bf16 = v[0] == 'b';
+    } else if (strcmp(v, "fp32") == 0) {
+        a->r.param_bytes = 4.0;
+        a->r.k_optimizer = 8.0;
+        a->r.bf16 = 0;
+    } else {
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16 or fp32)", opt, v);
+    }
+    return ZP_OK;
+}
+
+/* --grad-accum-dtype (DeepSpeed's data_types.grad_accum_dtype): fp32 gradients beside 16-bit parameters
+ * (Megatron-LM's default), or the parameters' own type. */
+static zp_status set_grad_dtype(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "fp32") == 0)
+        a->r.grad_bytes = 4.0;
+    else if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0 || strcmp(v, "16") == 0)
+        a->r.grad_bytes = 0.0;
+    else
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a gradient type (use fp32, or fp16/bf16 as the parameters)", opt, v);
+    return ZP_OK;
+}
+
 static zp_status set_reserve(zp_cli_args *a, const char *opt, const char *v)
 {
     return zp_size_parse_range(v, opt, 0, 1e15, &a->r.reserve);
@@ -250,6 +281,8 @@ static const zp_cli_opt g_opts[] = {
     {"preset", 0, 1, SEARCH, set_preset},
     {"gpu-mem", 0, 1, SEARCH | ZP_CMD_TABLE, set_gpu_mem},
     {"reserve", 0, 1, SEARCH, set_reserve},
+    {"precision", 0, 1, SEARCH, set_precision},
+    {"grad-accum-dtype", 0, 1, SEARCH, set_grad_dtype},
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
