@@ -219,6 +219,27 @@ if "$Z" --model 1.5B --gpus 64 --analytic --ds-config "$T/ds-n.json" >/dev/null 
    grep -q 'nvme" is not modelled' "$T/err" && grep -q 'unknown key zero_optimization.frob' "$T/err"; then ok; else
   ko "ds-config warnings: $(cat "$T/err")"; fi
 
+# issue #18 case 5: a HuggingFace-style config (HJSON comments, trailing commas, "auto") on A100s is bf16,
+# priced and labelled so; emitted back it stays bf16
+cat >"$T/hf-ds.json" <<'EOF2'
+{
+  // written by the HuggingFace integration's docs, edited by hand
+  "bf16": {"enabled": "auto"},
+  "fp16": {"enabled": "auto",},
+  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},},
+  "train_micro_batch_size_per_gpu": "auto",
+  "gradient_accumulation_steps": "auto",
+}
+EOF2
+if "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-ds.json" --format json \
+     --emit-ds-config "$T/hf-out.json" >"$T/hf.json" 2>"$T/err" && grep -q 'bf16.enabled "auto" -> true' "$T/err" &&
+   grep -q '"precision": "bf16"' "$T/hf.json" && grep -q '"bf16"' "$T/hf-out.json" && ! grep -q '"fp16"' "$T/hf-out.json" &&
+   "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-out.json" 2>/dev/null | grep -q '^Precision: bf16 mixed'
+then ok; else ko "HF auto config: $(cat "$T/err") $(cat "$T/hf-out.json")"; fi
+printf '{"bfloat16": {"enabled": true}, "zero_optimization": {"stage": 2}}' >"$T/bfloat16.json"
+"$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/bfloat16.json" 2>/dev/null | grep -q '^Precision: bf16 mixed' \
+  && ok || ko "legacy bfloat16 key"
+
 echo "== golden reports"
 golden() {
   local name="$1"; shift
