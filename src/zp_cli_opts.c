@@ -39,7 +39,6 @@ STR(set_cluster, cluster)
 STR(set_preset, preset)
 STR(set_profile, profile)
 STR(set_gpus, gpus)
-STR(set_gpu_mem, gpu_mem)
 STR(set_out, out)
 STR(set_trace, r.trace_path)
 STR(set_report_html, report_html)
@@ -236,6 +235,20 @@ static zp_status set_grad_dtype(zp_cli_args *a, const char *opt, const char *v)
         a->r.grad_bytes = 0.0;
     else
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a gradient type (use fp32, or fp16/bf16 as the parameters)", opt, v);
+    return ZP_OK;
+}
+
+/* --gpu-mem, for every command that takes it (the what-if, report, schedule, compare, table2): bytes, so a
+ * bare 80 is 80 bytes; anything below 1 MB is refused with the size it was probably meant to be. */
+static zp_status set_gpu_mem(zp_cli_args *a, const char *opt, const char *v)
+{
+    double x;
+    ZP_TRY(zp_size_parse(v, opt, &x));
+    if (!(x >= 1e6))
+        return ZP_FAIL(ZP_EINVAL, "%s: %s is %.4g bytes, too small to hold anything; sizes are bytes (did you mean "
+                                  "%sG = %s GB?)", opt, v, x, v, v);
+    a->gpu_mem = v;
+    a->gpu_mem_bytes = x;
     return ZP_OK;
 }
 

@@ -37,6 +37,7 @@ typedef struct {
     int top;
     /* the model, the cluster, and where costs come from */
     const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
+    double gpu_mem_bytes;      /* --gpu-mem parsed (0: not given) */
     int64_t seq;               /* 0: the model's */
     /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
     zp_search_req r;

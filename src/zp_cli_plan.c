@@ -31,6 +31,24 @@ int zp_cli_plan_main(zp_cli_cmd cmd, const char *name, const char *fail_as, cons
     return body(&o);
 }
 
+/* A profile prices the cluster's GPUs: one measured on the cpu backend would price each GPU as this CPU
+ * (0.0 TFLOPs) and is refused; one of another GPU is used with a warning that says so. */
+static zp_status check_profile(const char *path, const zp_profile *p, const zp_cluster *c)
+{
+    if (strcmp(p->backend, "cpu") == 0)
+        return ZP_FAIL(ZP_EINVAL,
+                       "--profile %s was calibrated on the cpu backend (%s, %d rank%s): it would price each %s as "
+                       "this CPU. Calibrate on the GPUs (zplan calibrate --backend cuda on a node of the cluster) or "
+                       "drop --profile for the preset's costs; cpu profiles go with `zplan exec --validate`",
+                       path, p->machine.cpu_model[0] ? p->machine.cpu_model : "a CPU", p->machine.ranks,
+                       p->machine.ranks == 1 ? "" : "s", c->gpu_name);
+    if (p->machine.gpu[0] && strstr(p->machine.gpu, c->gpu_name) == NULL && strstr(c->gpu_name, p->machine.gpu) == NULL)
+        fprintf(stderr, "zplan: warning: --profile %s was measured on %s, the cluster %s has %s: its GPUs are priced "
+                        "as the profile's\n",
+                path, p->machine.gpu, c->name, c->gpu_name);
+    return ZP_OK;
+}
+
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
 {
     zp_cli_args *a = &o->a;
@@ -52,6 +70,7 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     }
     if (a->profile) {
         ZP_TRY(zp_profile_read(a->profile, &o->profile));
+        ZP_TRY(check_profile(a->profile, &o->profile, o->cluster));
         r->profile = &o->profile;
         snprintf(o->profile_note, sizeof o->profile_note, "costs from profile %s", a->profile);
     }
@@ -65,7 +84,7 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
         ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
     o->gpu_mem = o->cluster->gpu_mem;
     if (a->gpu_mem)
-        ZP_TRY(zp_size_parse(a->gpu_mem, "--gpu-mem", &o->gpu_mem));
+        o->gpu_mem = a->gpu_mem_bytes;
     if (a->model) {
         ZP_TRY(zp_model_resolve(a->model, a->seq, &o->model, &o->origin));
         if (o->origin == ZP_MODEL_FROM_SIZE)

@@ -216,8 +216,8 @@ int zp_cli_report(int argc, char **argv)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--mp applies to table2"));
     if (a.mp_list && (pst = zp_size_parse_list(a.mp_list, "--mp", mp, 64, &nmp)) != ZP_OK)
         return zp_cli_fail(pst);
-    if (a.gpu_mem && (pst = zp_size_parse(a.gpu_mem, "--gpu-mem", &gpu_mem)) != ZP_OK)
-        return zp_cli_fail(pst);
+    if (a.gpu_mem)
+        gpu_mem = a.gpu_mem_bytes; /* checked by the option's setter, as for every command */
     double *lists[] = {dp, mp};
     int counts[] = {ndp, nmp};
     for (int l = 0; l < 2; l++)
@@ -225,8 +225,6 @@ int zp_cli_report(int argc, char **argv)
             if (lists[l][i] < 1 || lists[l][i] > 1e8 || lists[l][i] != (double)(long long)lists[l][i])
                 return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--%s: degrees must be whole numbers from 1 to 1e8",
                                            l == 0 ? "dp" : "mp"));
-    if (!(gpu_mem > 0))
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpu-mem: must be positive"));
 
     zp_table *t = NULL;
     zp_status st;

@@ -83,6 +83,7 @@ L='"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4'
 expect_bad_key "config.json size key wrong type" num_key_value_heads kvstr "{\"model_type\": \"llama\", $L, \"num_key_value_heads\": \"2\"}"
 expect_bad_key "config.json kv heads not dividing" num_key_value_heads kv3 "{\"model_type\": \"llama\", $L, \"num_key_value_heads\": 3}"
 expect_bad_key "config.json top-k above experts" num_experts_per_tok topk "{\"model_type\": \"mixtral\", $L, \"num_key_value_heads\": 4, \"num_local_experts\": 4, \"num_experts_per_tok\": 5}"
+expect_bad_key "config.json llama without layers" num_hidden_layers nolayers "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4}"
 expect_bad_key "config.json unknown size key" num_shared_layers unk "{\"model_type\": \"llama\", $L, \"num_shared_layers\": 2}"
 expect_bad_key "config.json unknown model_type" "supported" mamba "{\"model_type\": \"mamba\", $L}"
 expect_bad_key "config.json ambiguous, no model_type" model_type notype "{$L, \"intermediate_size\": 256}"
@@ -131,6 +132,16 @@ expect_bad "--report into a directory" --model 1.5B --gpus 16 --analytic --repor
 expect_bad "--trace in a missing dir"  --model 1.5B --gpus 16 --trace "$T/no/such/step.json"
 expect_bad "--emit-ds-config a dir"    --model 1.5B --gpus 16 --analytic --emit-ds-config "$T"
 expect_bad "reserve above the GPU"     --model 1.5B --gpus 16 --reserve 40G
+# issue #18 case 6: one check per option for every command (table2 used to print zeros "on 8e-08 GB")
+expect_bad "table2 --gpu-mem 80 (bytes)" report table2 --gpu-mem 80
+grep -q 'did you mean 80G' "$T/err" && ok || ko "table2 --gpu-mem 80: no hint: $(cat "$T/err")"
+expect_bad "what-if --gpu-mem 80"      --model 1.5B --gpus 16 --gpu-mem 80
+grep -q 'did you mean 80G' "$T/err" && ok || ko "what-if --gpu-mem 80: no hint: $(cat "$T/err")"
+# exec of 13B (229 GB in fp32) used to die "out of memory allocating S->params"
+if [ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 200 ]; then
+  expect_bad "exec of a model too large here" exec --model 13B
+  grep -q 'GB are available: use a smaller model' "$T/err" && ok || ko "exec 13B: $(cat "$T/err")"
+fi
 
 echo "== nothing fits: exit 3 and what would (issue #18 case 2)"
 "$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 >"$T/nm.txt" 2>"$T/err"
