@@ -7,12 +7,9 @@
 #     model, batch and ranks, side by side: target >= 1x.
 # Both use one OpenMP/BLAS thread per rank (the validation report explains why).
 set -u
-build="${1:-build}"
-zplan="$build/src/zplan"
 here=$(cd "$(dirname "$0")" && pwd)
-[ -x "$zplan" ] || { echo "bench/validate.sh: no $zplan (build first: scripts/build)"; exit 2; }
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
-root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
+. "$here/bench_lib.sh"
+bench_exec_env "${1:-build}"
 models="${ZP_VALIDATE_MODELS:-mini,small}"
 
 echo "== 1. zplan report validation (models $models, N = 1 2 4, stages 0-3) =="

@@ -265,10 +265,12 @@ static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const dou
 
 static zp_status measure_adam(cal *c, zp_profile *p)
 {
-    static const double full[] = {1 << 20, 4 << 20, 16 << 20, 32 << 20};
-    static const double quick[] = {1 << 20, 4 << 20, 8 << 20};
+    /* from partitions that stay in cache (64K parameters: 1.4 MB of states) to ones far beyond it: a ZeRO rank's
+     * partition is the model over the ranks, often small on this machine */
+    static const double full[] = {1 << 16, 1 << 18, 1 << 20, 4 << 20, 16 << 20, 32 << 20};
+    static const double quick[] = {1 << 16, 1 << 18, 1 << 20, 4 << 20, 8 << 20};
     const double *sizes = c->o->quick ? quick : full;
-    int n = c->o->quick ? 3 : 4;
+    int n = c->o->quick ? 5 : 6;
     ZP_TRY(measure_adam_on(c, c->be, sizes, n, p->adam, &p->adam_params_per_s));
     p->nadam = n;
     p->adam_bytes_per_param = ZP_ADAM_BYTES_PER_PARAM;
@@ -333,18 +335,21 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
     }
     /* the executor's own GEMMs (cpu backend): the layers of its zoo models (hidden 128 and 256, vocabulary
      * 16h) at micro-batch 2 x sequence 128 = 256 rows, forward, input- and weight-gradient shapes, and the
-     * per-head attention GEMMs (sequence 128, head width 32); timed in loops (time_loop) */
-    if (!cuda) {
-        double ex[32][3];
+     * per-head attention GEMMs (sequence 128, head width 32); then a grid in log space over the shapes a
+     * small model's layers have (rows: tokens; columns and depth: widths), so that a shape none of the
+     * others is near still has measured neighbours: the executor's shapes of models the calibration never
+     * saw are interpolated between them (zp_profile_gemm_time). Timed in loops (time_loop). */
+    if (!cuda && st == ZP_OK) {
+        double ex[32 + ZP_CALIBRATE_MAX_GRID][3];
         int nex = zp_calibrate_exec_shapes(ex, 32);
+        nex += zp_calibrate_grid_shapes(ex + nex, ZP_CALIBRATE_MAX_GRID);
+        gemm_arg g = {.be = c->be, .g = {.alpha = 1, .beta = 0, .a = A, .b = B, .c = C, .in_dtype = dt}};
         for (int i = 0; i < nex && st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM; i++) {
             int m = (int)ex[i][0], n = (int)ex[i][1], k = (int)ex[i][2];
             if ((double)m * k > amax || (double)k * n > bmax || (double)m * n > cmax)
                 continue;
-            gemm_arg g = {.be = c->be,
-                          .g = {.m = m, .n = n, .k = k, .alpha = 1, .beta = 0, .a = A, .lda = k, .b = B, .ldb = n,
-                                .c = C, .ldc = n, .in_dtype = dt}};
-            progress(c, "GEMM (executor shapes)");
+            g.g.m = m, g.g.n = n, g.g.k = k, g.g.lda = k, g.g.ldb = n, g.g.ldc = n;
+            progress(c, "GEMM (executor and grid shapes)");
             double t, sp;
             st = time_loop(c, op_gemm, &g, &t, &sp);
             c->done += 1;
@@ -352,11 +357,12 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
                 p->gemm[p->ngemm++] = (zp_profile_gemm_point){m, n, k, 2.0 * m * n * k / t, sp};
         }
     }
+    if (st == ZP_OK)
+        st = zp_fit_gemm(p);
     c->be->free(A);
     c->be->free(B);
     c->be->free(C);
     ZP_TRY(st);
-    ZP_TRY(zp_fit_gemm(p));
     double best = 0;
     for (int i = 0; i < p->ngemm; i++)
         best = fmax(best, p->gemm[i].flops_per_s);
@@ -413,6 +419,12 @@ static zp_status op_nn(void *p)
     case ZP_KERNEL_RESIDUAL_ADD: return zp_nn_residual_add(a->b, a->a, a->c, a->w, R, C);
     case ZP_KERNEL_BIAS_ADD: return zp_nn_bias_add(a->b, a->w, R, C);
     case ZP_KERNEL_BIAS_GRAD: return zp_nn_bias_grad(a->w, a->a, R, C);
+    case ZP_KERNEL_RMSNORM_FWD: return zp_nn_rmsnorm_fwd(a->b, a->st1, a->a, a->w, R, C);
+    case ZP_KERNEL_RMSNORM_BWD: return zp_nn_rmsnorm_bwd(a->c, a->wb, a->b, a->a, a->w, a->st2, R, C);
+    case ZP_KERNEL_GLU_FWD: return zp_nn_glu_fwd(a->b, a->a, R, C, ZP_GLU_SILU); /* u (R, 2C) -> (R, C) */
+    case ZP_KERNEL_GLU_BWD: return zp_nn_glu_bwd(a->st3, a->b, a->a, R, C, ZP_GLU_SILU);
+    case ZP_KERNEL_ROPE_FWD: /* Q and K of R tokens: heads of 64 over C columns, in place (a rotation) */
+    case ZP_KERNEL_ROPE_BWD: return zp_nn_rope(a->c, R, C, C / 64, 64, NN_T, 10000.0f, a->k == ZP_KERNEL_ROPE_BWD);
     default: return ZP_FAIL(ZP_EINVAL, "calibrate: layer kernel %d", (int)a->k);
     }
 }
@@ -430,7 +442,11 @@ static void nn_shape(zp_profile_kernel k, int big, size_t *rows, size_t *cols)
     case ZP_KERNEL_GELU_FWD:
     case ZP_KERNEL_GELU_BWD:
     case ZP_KERNEL_BIAS_ADD:
-    case ZP_KERNEL_BIAS_GRAD: *rows = 64 * f, *cols = 4 * NN_C; break;
+    case ZP_KERNEL_BIAS_GRAD:
+    case ZP_KERNEL_GLU_FWD:
+    case ZP_KERNEL_GLU_BWD: *rows = 64 * f, *cols = 4 * NN_C; break; /* GLU: the (tokens, ffn) output */
+    case ZP_KERNEL_ROPE_FWD:
+    case ZP_KERNEL_ROPE_BWD: *rows = 64 * f, *cols = 2 * NN_C; break; /* Q and K of width NN_C each */
     default: *rows = 64 * f, *cols = NN_C; break;
     }
 }
@@ -541,7 +557,7 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
     double sizes[ZP_PROFILE_MAX_POINTS];
     int ns = coll_sizes(c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
     int nr = zp_comm_size(comm);
-    for (int k = 0; k < ZP_COLL_COUNT; k++) {
+    for (int k = 0; k < ZP_COLL_MEASURED; k++) {
         zp_profile_coll_fit *f = &p->coll[k][scope];
         memset(f, 0, sizeof *f);
         double xs[ZP_PROFILE_MAX_POINTS], ts[ZP_PROFILE_MAX_POINTS];
@@ -637,6 +653,20 @@ static zp_status measure_host_device(cal *c, zp_profile *p)
 }
 
 /* ---- options ---- */
+
+int zp_calibrate_grid_shapes(double (*out)[3], int cap)
+{
+    static const double rows[] = {128, 512, 2048}, cols[] = {64, 256, 1024, 4096}, depth[] = {32, 128, 512, 2048};
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 4 && n < cap; l++, n++) {
+                out[n][0] = rows[i];
+                out[n][1] = cols[j];
+                out[n][2] = depth[l];
+            }
+    return n;
+}
 
 int zp_calibrate_exec_shapes(double (*out)[3], int cap)
 {
@@ -760,10 +790,10 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         int ncoll = coll_sizes(&c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
         int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
         double ex[32][3];
-        int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) : 0;
-        c.total = 2 + (o->quick ? 3 : 4) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes + nex +
+        int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + ZP_CALIBRATE_MAX_GRID : 0;
+        c.total = 2 + (o->quick ? 5 : 6) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes + nex +
                   (c.be == &zp_kernels_cpu ? 2.0 * ZP_PROFILE_NKERNEL : 0) +
-                  (double)scopes * ZP_COLL_COUNT * ncoll;
+                  (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
         st = measure_bandwidth(&c, &p);
     }

@@ -48,6 +48,12 @@ zp_status zp_calibrate_set_layer_shapes(zp_calibrate_opts *o, const double *hidd
  * --validate` has the executor's own small GEMMs measured. Writes up to cap (m, n, k); returns the count. */
 int zp_calibrate_exec_shapes(double (*out)[3], int cap);
 
+/* A log-spaced grid of (m, n, k): rows 128, 512, 2048 x columns 64 .. 4096 x depth 32 .. 2048 (x4 steps), timed
+ * in loops by the cpu calibration besides the layer and executor shapes, so that any small model's GEMM has
+ * measured neighbours. Writes up to cap; returns the count (48). */
+#define ZP_CALIBRATE_MAX_GRID 48
+int zp_calibrate_grid_shapes(double (*out)[3], int cap);
+
 /* Measures and fits; fills *out (the same on every rank). For the cpu backend also the executor's
  * layer kernels (profile "layer_kernels"). */
 zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out);

@@ -5,6 +5,7 @@ static const zp_coll_info g_coll[ZP_COLL_COUNT] = {
     [ZP_COLL_REDUCE_SCATTER] = {"reduce_scatter", 1.0, 1},
     [ZP_COLL_ALLGATHER] = {"allgather", 1.0, 1},
     [ZP_COLL_BROADCAST] = {"broadcast", 1.0, 0},
+    [ZP_COLL_ALLTOALL] = {"alltoall", 1.0, 1},
 };
 
 const zp_coll_info *zp_coll_get(zp_coll_kind kind) { return (unsigned)kind < ZP_COLL_COUNT ? &g_coll[kind] : 0; }

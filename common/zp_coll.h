@@ -4,8 +4,9 @@
  *
  * A ring collective over n ranks of a buffer of S bytes (nccl-tests' "size": the all-reduced buffer,
  * the gathered output, the reduce-scattered input) moves passes·(n-1)/n·S bytes through each rank's link:
- * passes = 2 for all-reduce (reduce-scatter then all-gather), 1 for reduce-scatter and all-gather. That
- * factor is also nccl-tests' busbw/algbw; a broadcast's is 1. */
+ * passes = 2 for all-reduce (reduce-scatter then all-gather), 1 for reduce-scatter and all-gather; an
+ * all-to-all of S bytes per rank sends (n-1)/n of them. That factor is also nccl-tests' busbw/algbw; a
+ * broadcast's is 1. */
 #ifndef ZP_COLL_H
 #define ZP_COLL_H
 
@@ -14,8 +15,13 @@ typedef enum {
     ZP_COLL_REDUCE_SCATTER,
     ZP_COLL_ALLGATHER,
     ZP_COLL_BROADCAST,
+    ZP_COLL_ALLTOALL, /* every rank sends 1/n of its buffer to each rank (MoE's token dispatch and combine) */
     ZP_COLL_COUNT
 } zp_coll_kind;
+
+/* The kinds `zplan calibrate` measures and a device profile holds (its "collectives" keys), in this
+ * order: all but the all-to-all, which the simulator costs from the same link figures. */
+#define ZP_COLL_MEASURED ZP_COLL_ALLTOALL
 
 typedef struct {
     const char *name;  /* "allreduce", "reduce_scatter", "allgather", "broadcast" (profile JSON keys) */

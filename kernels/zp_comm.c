@@ -67,6 +67,16 @@ static zp_status self_copy(const void *send, void *recv, size_t count, zp_dtype 
     return ZP_OK;
 }
 
+/* The one-rank all-to-all: what rank 0 sends to itself, checked against what it expects. */
+static zp_status self_alltoallv(const void *send, const size_t *scount, const size_t *sdispl, void *recv,
+                                const size_t *rcount, const size_t *rdispl, zp_dtype dt)
+{
+    if (scount[0] != rcount[0])
+        return ZP_FAIL(ZP_EINVAL, "alltoallv: sends %zu elements to itself and expects %zu", scount[0], rcount[0]);
+    const size_t es = zp_dtype_size(dt);
+    return self_copy((const char *)send + sdispl[0] * es, (char *)recv + rdispl[0] * es, scount[0], dt, "alltoallv");
+}
+
 #if ZP_HAVE_MPI
 
 static int g_we_initialised;
@@ -451,6 +461,38 @@ zp_status zp_cpu_broadcast(zp_comm *c, void *buf, size_t count, zp_dtype dt, int
     return ZP_OK;
 }
 
+zp_status zp_cpu_alltoallv(zp_comm *c, const void *send, const size_t *scount, const size_t *sdispl, void *recv,
+                           const size_t *rcount, const size_t *rdispl, zp_dtype dt)
+{
+    if (!c || !scount || !sdispl || !rcount || !rdispl)
+        return ZP_FAIL(ZP_EINVAL, "alltoallv: NULL communicator or count array");
+    if (c->size == 1)
+        return self_alltoallv(send, scount, sdispl, recv, rcount, rdispl, dt);
+    const int n = c->size;
+    int *v = malloc(4 * (size_t)n * sizeof *v); /* MPI counts and displacements are ints */
+    if (!v)
+        return ZP_FAIL(ZP_ENOMEM, "alltoallv: out of memory");
+    zp_status st = ZP_OK;
+    for (int q = 0; q < n && st == ZP_OK; q++) {
+        const size_t x[4] = {scount[q], sdispl[q], rcount[q], rdispl[q]};
+        for (int k = 0; k < 4; k++) {
+            if (x[k] > (size_t)INT32_MAX) {
+                st = ZP_FAIL(ZP_ERANGE, "alltoallv: %zu elements exceed MPI's int counts", x[k]);
+                break;
+            }
+            v[k * n + q] = (int)x[k];
+        }
+    }
+    if (st == ZP_OK) {
+        MPI_Datatype type = raw_type(dt);
+        int rc = MPI_Alltoallv(send, v, v + n, type, recv, v + 2 * n, v + 3 * n, type, c->mpi);
+        if (rc != MPI_SUCCESS)
+            st = zp_mpi_fail(rc, "MPI_Alltoallv", __FILE__, __LINE__);
+    }
+    free(v);
+    return st;
+}
+
 #else /* no MPI: one rank */
 
 zp_status zp_kernels_mpi_init(int *argc, char ***argv)
@@ -538,6 +580,15 @@ zp_status zp_cpu_broadcast(zp_comm *c, void *buf, size_t count, zp_dtype dt, int
     if (root != 0)
         return ZP_FAIL(ZP_EINVAL, "broadcast: root %d outside 0..0", root);
     return zp_count_check(count, dt, "broadcast");
+}
+
+zp_status zp_cpu_alltoallv(zp_comm *c, const void *send, const size_t *scount, const size_t *sdispl, void *recv,
+                           const size_t *rcount, const size_t *rdispl, zp_dtype dt)
+{
+    (void)c;
+    if (!scount || !sdispl || !rcount || !rdispl)
+        return ZP_FAIL(ZP_EINVAL, "alltoallv: NULL count array");
+    return self_alltoallv(send, scount, sdispl, recv, rcount, rdispl, dt);
 }
 
 #endif

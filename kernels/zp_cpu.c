@@ -318,6 +318,8 @@ zp_status zp_cpu_reduce_scatter(zp_comm *c, const void *send, void *recv, size_t
                                 zp_redop op);
 zp_status zp_cpu_allgather(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt);
 zp_status zp_cpu_broadcast(zp_comm *c, void *buf, size_t count, zp_dtype dt, int root);
+zp_status zp_cpu_alltoallv(zp_comm *c, const void *send, const size_t *scount, const size_t *sdispl, void *recv,
+                           const size_t *rcount, const size_t *rdispl, zp_dtype dt);
 
 const zp_kernels_backend zp_kernels_cpu = {
     .name = "cpu",
@@ -342,6 +344,7 @@ const zp_kernels_backend zp_kernels_cpu = {
     .reduce_scatter = zp_cpu_reduce_scatter,
     .allgather = zp_cpu_allgather,
     .broadcast = zp_cpu_broadcast,
+    .alltoallv = zp_cpu_alltoallv,
     .comm_attach = NULL,
     .comm_detach = NULL,
     .timer_create = cpu_timer_create,

@@ -313,6 +313,29 @@ static zp_status cuda_broadcast(zp_comm *c, void *buf, size_t count, zp_dtype dt
     ZP_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)c->stream));
     return ZP_OK;
 }
+/* Grouped point-to-point sends and receives (NCCL has no all-to-all-v): one group, so they progress
+ * together. */
+static zp_status cuda_alltoallv(zp_comm *c, const void *send, const size_t *scount, const size_t *sdispl, void *recv,
+                                const size_t *rcount, const size_t *rdispl, zp_dtype dt)
+{
+    ncclDataType_t t = ncclFloat32;
+    ZP_TRY(coll_begin(c, 0, dt, "alltoallv", &t));
+    if (!scount || !sdispl || !rcount || !rdispl)
+        return ZP_FAIL(ZP_EINVAL, "alltoallv: NULL count array");
+    const size_t es = zp_dtype_size(dt);
+    ZP_NCCL_CHECK(ncclGroupStart());
+    for (int q = 0; q < c->size; q++) {
+        if (scount[q] > 0)
+            ZP_NCCL_CHECK(ncclSend((const char *)send + sdispl[q] * es, scount[q], t, q, (ncclComm_t)c->nccl,
+                                   (cudaStream_t)c->stream));
+        if (rcount[q] > 0)
+            ZP_NCCL_CHECK(ncclRecv((char *)recv + rdispl[q] * es, rcount[q], t, q, (ncclComm_t)c->nccl,
+                                   (cudaStream_t)c->stream));
+    }
+    ZP_NCCL_CHECK(ncclGroupEnd());
+    ZP_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)c->stream));
+    return ZP_OK;
+}
 #else
 static zp_status no_nccl(void)
 {
@@ -336,6 +359,12 @@ static zp_status cuda_allgather(zp_comm *c, const void *s, void *r, size_t n, zp
 static zp_status cuda_broadcast(zp_comm *c, void *b, size_t n, zp_dtype dt, int root)
 {
     (void)c, (void)b, (void)n, (void)dt, (void)root;
+    return no_nccl();
+}
+static zp_status cuda_alltoallv(zp_comm *c, const void *s, const size_t *sc, const size_t *sd, void *r,
+                                const size_t *rc, const size_t *rd, zp_dtype dt)
+{
+    (void)c, (void)s, (void)sc, (void)sd, (void)r, (void)rc, (void)rd, (void)dt;
     return no_nccl();
 }
 #endif
@@ -411,6 +440,7 @@ const zp_kernels_backend zp_kernels_cuda = {
     .reduce_scatter = cuda_reduce_scatter,
     .allgather = cuda_allgather,
     .broadcast = cuda_broadcast,
+    .alltoallv = cuda_alltoallv,
 #if ZP_HAVE_NCCL
     .comm_attach = cuda_comm_attach,
     .comm_detach = cuda_comm_detach,

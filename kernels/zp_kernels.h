@@ -171,12 +171,17 @@ struct zp_kernels_backend {
      *   allreduce:      send (count) -> recv (count)
      *   reduce_scatter: send (count * nranks) -> recv (count), rank r gets block r
      *   allgather:      send (count) -> recv (count * nranks), block r from rank r
-     *   broadcast:      buf (count) from root to all */
+     *   broadcast:      buf (count) from root to all
+     *   alltoallv:      rank r sends scount[q] elements from send + sdispl[q] to each rank q and receives
+     *                   rcount[q] elements from each q at recv + rdispl[q] (arrays of nranks; element
+     *                   counts and offsets; rcount[q] must be what q sends to r): MoE's token exchange */
     zp_status (*allreduce)(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt, zp_redop op);
     zp_status (*reduce_scatter)(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt,
                                 zp_redop op);
     zp_status (*allgather)(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt);
     zp_status (*broadcast)(zp_comm *c, void *buf, size_t count, zp_dtype dt, int root);
+    zp_status (*alltoallv)(zp_comm *c, const void *send, const size_t *scount, const size_t *sdispl, void *recv,
+                           const size_t *rcount, const size_t *rdispl, zp_dtype dt);
 
     /* Per-communicator set-up once the MPI communicator exists (cuda: the NCCL communicator,
      * bootstrapped over MPI); NULL when the backend needs none. Called by zp_comm_*. */

@@ -70,6 +70,34 @@ zp_status zp_nn_bias_grad(float *db, const float *d, size_t N, size_t C);
 /* out (N, C) = a + b + bias (bias (C) may be NULL); out may alias a or b. */
 zp_status zp_nn_residual_add(float *out, const float *a, const float *b, const float *bias, size_t N, size_t C);
 
+/* Today's architectures (Llama and after). The gated MLP's activations: */
+#ifndef ZP_GLU_SILU
+#define ZP_GLU_SILU 0 /* SwiGLU (Llama, Mistral, Qwen, DeepSeek) */
+#define ZP_GLU_GELU 1 /* GeGLU (Gemma) */
+#endif
+/* out (N, C) = RMSNorm(x) * w; rstd (N) kept for the backward. */
+zp_status zp_nn_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C);
+/* dx (N, C) += d RMSNorm / dx . dout; dw (C) += the gain's gradient. */
+zp_status zp_nn_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                            size_t N, size_t C);
+/* Gated MLP activation: out (N, F) = act(gate) * up from u (N, 2F) = [gate | up] per row; act ZP_GLU_SILU
+ * (SwiGLU) or ZP_GLU_GELU (GeGLU). */
+zp_status zp_nn_glu_fwd(float *out, const float *u, size_t N, size_t F, int act);
+/* du (N, 2F) = the gradient of u given dout (N, F) (overwritten, not accumulated). */
+zp_status zp_nn_glu_bwd(float *du, const float *dout, const float *u, size_t N, size_t F, int act);
+/* Rotary embedding, in place, of the first `heads` heads (width hd) of each of N rows of leading dimension
+ * ld, position = row % T, base (10000); inverse != 0 turns back (the backward of the gradient). */
+zp_status zp_nn_rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse);
+
+/* Mixture of experts (rows of C; idx and slot are int arrays): out (n, C) row j = in row idx[j]; out (N, C)
+ * row t = sum over j < k of gate[t k + j] (1 when gate is NULL) x rows row slot[t k + j]; its backward writes
+ * drows at the N k slots (gate x dout) and, when dgate is not NULL, dgate (N k) = dout row . rows slot. */
+zp_status zp_nn_moe_gather(float *out, const float *in, const int *idx, size_t n, size_t C);
+zp_status zp_nn_moe_combine(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                            size_t C);
+zp_status zp_nn_moe_combine_bwd(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                                const float *gate, size_t N, size_t k, size_t C);
+
 /* ---- the layer kernels of one backend ----
  * Buffers live in that backend's memory (zp_kernels_backend.alloc); token arrays (tok, tgt) too.
  * Shapes and semantics are those of the zp_nn_* functions above. */
@@ -97,6 +125,17 @@ typedef struct zp_nn_ops {
     zp_status (*bias_add)(float *x, const float *b, size_t N, size_t C);
     zp_status (*bias_grad)(float *db, const float *d, size_t N, size_t C);
     zp_status (*residual_add)(float *out, const float *a, const float *b, const float *bias, size_t N, size_t C);
+    zp_status (*rmsnorm_fwd)(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C);
+    zp_status (*rmsnorm_bwd)(float *dx, float *dw, const float *dout, const float *x, const float *w,
+                             const float *rstd, size_t N, size_t C);
+    zp_status (*glu_fwd)(float *out, const float *u, size_t N, size_t F, int act);
+    zp_status (*glu_bwd)(float *du, const float *dout, const float *u, size_t N, size_t F, int act);
+    zp_status (*rope)(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse);
+    zp_status (*moe_gather)(float *out, const float *in, const int *idx, size_t n, size_t C);
+    zp_status (*moe_combine)(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                             size_t C);
+    zp_status (*moe_combine_bwd)(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                                 const float *gate, size_t N, size_t k, size_t C);
     /* y (n) += x (n): gradient accumulation of later micro-batches into the shard */
     zp_status (*add)(float *y, const float *x, size_t n);
     /* dst (n) = fp32 of the IEEE fp16 values src (n): ZeRO-Offload's parameters back on the device */

@@ -119,6 +119,87 @@ zp_status zp_nn_layernorm_bwd(float *dx, float *dw, float *db, const float *dout
     return ZP_OK;
 }
 
+zp_status zp_nn_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C)
+{
+    NN_CHECK(out && rstd && x && w && C > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t i = 0; i < N; i++)
+        zp_rmsnorm_row(out + i * C, rstd + i, x + i * C, w, C);
+    return ZP_OK;
+}
+
+zp_status zp_nn_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                            size_t N, size_t C)
+{
+    NN_CHECK(dx && dw && dout && x && w && rstd && C > 0, "NULL buffer or empty shape");
+    /* serial: dw accumulates over rows (the sum order must not depend on the thread count) */
+    for (size_t i = 0; i < N; i++)
+        zp_rmsnorm_row_bwd(dx + i * C, dw, dout + i * C, x + i * C, w, rstd[i], C);
+    return ZP_OK;
+}
+
+zp_status zp_nn_glu_fwd(float *out, const float *u, size_t N, size_t F, int act)
+{
+    NN_CHECK(out && u && F > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t i = 0; i < N * F; i++)
+        zp_glu_at(out, u, F, act, i);
+    return ZP_OK;
+}
+
+zp_status zp_nn_glu_bwd(float *du, const float *dout, const float *u, size_t N, size_t F, int act)
+{
+    NN_CHECK(du && dout && u && F > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t i = 0; i < N * F; i++)
+        zp_glu_bwd_at(du, dout, u, F, act, i);
+    return ZP_OK;
+}
+
+zp_status zp_nn_rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse)
+{
+    NN_CHECK(x && hd >= 2 && hd % 2 == 0 && T > 0 && heads * hd <= ld, "NULL buffer or bad shape");
+    const size_t n = N * heads * (hd / 2);
+    ZP_NN_PAR
+    for (size_t i = 0; i < n; i++)
+        zp_rope_at(x, ld, heads, hd, T, base, inverse ? -1.0f : 1.0f, i);
+    return ZP_OK;
+}
+
+zp_status zp_nn_moe_gather(float *out, const float *in, const int *idx, size_t n, size_t C)
+{
+    NN_CHECK(out && in && (idx || n == 0) && C > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t e = 0; e < n * C; e++)
+        zp_moe_gather_at(out, in, idx, C, e);
+    return ZP_OK;
+}
+
+zp_status zp_nn_moe_combine(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                            size_t C)
+{
+    NN_CHECK(out && rows && slot && k > 0 && C > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t e = 0; e < N * C; e++)
+        zp_moe_combine_at(out, rows, slot, gate, k, C, e);
+    return ZP_OK;
+}
+
+zp_status zp_nn_moe_combine_bwd(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                                const float *gate, size_t N, size_t k, size_t C)
+{
+    NN_CHECK(drows && dout && slot && k > 0 && C > 0 && (!dgate || rows), "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t e = 0; e < N * k * C; e++)
+        zp_moe_combine_bwd_at(drows, dout, slot, gate, k, C, e);
+    if (dgate) {
+        ZP_NN_PAR
+        for (size_t p = 0; p < N * k; p++)
+            zp_moe_gate_grad_at(dgate, dout, rows, slot, k, C, p);
+    }
+    return ZP_OK;
+}
+
 ZP_NN_CLONES static void gelu_range(float *out, const float *x, size_t n)
 {
     ZP_NN_SIMD
@@ -320,6 +401,14 @@ const zp_nn_ops zp_nn_ops_cpu = {
     .bias_add = zp_nn_bias_add,
     .bias_grad = zp_nn_bias_grad,
     .residual_add = zp_nn_residual_add,
+    .rmsnorm_fwd = zp_nn_rmsnorm_fwd,
+    .rmsnorm_bwd = zp_nn_rmsnorm_bwd,
+    .glu_fwd = zp_nn_glu_fwd,
+    .glu_bwd = zp_nn_glu_bwd,
+    .rope = zp_nn_rope,
+    .moe_gather = zp_nn_moe_gather,
+    .moe_combine = zp_nn_moe_combine,
+    .moe_combine_bwd = zp_nn_moe_combine_bwd,
     .add = cpu_add,
     .f16_to_f32 = cpu_f16_to_f32,
 };

@@ -141,6 +141,71 @@ __global__ void residual_add_k(float *out, const float *a, const float *b, const
     zp_residual_add_at(out, a, b, bias, C, idx);
 }
 
+__global__ void rmsnorm_fwd_k(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C)
+{
+    ZP_GRID_LOOP(i, N)
+    zp_rmsnorm_row(out + i * C, rstd + i, x + i * C, w, C);
+}
+
+/* dx per row, then dw per column (the column sum in row order, as the CPU's) */
+__global__ void rmsnorm_bwd_dx_k(float *dx, const float *dout, const float *x, const float *w, const float *rstd,
+                                 size_t N, size_t C)
+{
+    ZP_GRID_LOOP(i, N)
+    zp_rmsnorm_row_bwd(dx + i * C, NULL, dout + i * C, x + i * C, w, rstd[i], C);
+}
+
+__global__ void rmsnorm_bwd_dw_k(float *dw, const float *dout, const float *x, const float *rstd, size_t N, size_t C)
+{
+    ZP_GRID_LOOP(c, C)
+    zp_rmsnorm_col_bwd(dw, dout, x, rstd, N, C, c);
+}
+
+__global__ void glu_fwd_k(float *out, const float *u, size_t N, size_t F, int act)
+{
+    ZP_GRID_LOOP(i, N * F)
+    zp_glu_at(out, u, F, act, i);
+}
+
+__global__ void glu_bwd_k(float *du, const float *dout, const float *u, size_t N, size_t F, int act)
+{
+    ZP_GRID_LOOP(i, N * F)
+    zp_glu_bwd_at(du, dout, u, F, act, i);
+}
+
+__global__ void rope_k(float *x, size_t n, size_t ld, size_t heads, size_t hd, size_t T, float base, float sign)
+{
+    ZP_GRID_LOOP(i, n)
+    zp_rope_at(x, ld, heads, hd, T, base, sign, i);
+}
+
+__global__ void moe_gather_k(float *out, const float *in, const int *idx, size_t n, size_t C)
+{
+    ZP_GRID_LOOP(e, n * C)
+    zp_moe_gather_at(out, in, idx, C, e);
+}
+
+__global__ void moe_combine_k(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k,
+                              size_t C)
+{
+    ZP_GRID_LOOP(e, N * C)
+    zp_moe_combine_at(out, rows, slot, gate, k, C, e);
+}
+
+__global__ void moe_combine_bwd_k(float *drows, const float *dout, const int *slot, const float *gate, size_t N,
+                                  size_t k, size_t C)
+{
+    ZP_GRID_LOOP(e, N * k * C)
+    zp_moe_combine_bwd_at(drows, dout, slot, gate, k, C, e);
+}
+
+__global__ void moe_gate_grad_k(float *dgate, const float *dout, const float *rows, const int *slot, size_t N, size_t k,
+                                size_t C)
+{
+    ZP_GRID_LOOP(p, N * k)
+    zp_moe_gate_grad_at(dgate, dout, rows, slot, k, C, p);
+}
+
 __global__ void add_k(float *y, const float *x, size_t n)
 {
     ZP_GRID_LOOP(i, n)
@@ -321,6 +386,87 @@ zp_status residual_add(float *out, const float *a, const float *b, const float *
     return launched("residual_add");
 }
 
+zp_status rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C)
+{
+    NN_CHECK(out && rstd && x && w && C > 0, "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    rmsnorm_fwd_k<<<grid_for(N), kThreads>>>(out, rstd, x, w, N, C);
+    return launched("rmsnorm_fwd");
+}
+
+zp_status rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                      size_t N, size_t C)
+{
+    NN_CHECK(dx && dw && dout && x && w && rstd && C > 0, "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    rmsnorm_bwd_dx_k<<<grid_for(N), kThreads>>>(dx, dout, x, w, rstd, N, C);
+    ZP_TRY(launched("rmsnorm_bwd (dx)"));
+    rmsnorm_bwd_dw_k<<<grid_for(C), kThreads>>>(dw, dout, x, rstd, N, C);
+    return launched("rmsnorm_bwd (dw)");
+}
+
+zp_status glu_fwd(float *out, const float *u, size_t N, size_t F, int act)
+{
+    NN_CHECK(out && u && F > 0, "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    glu_fwd_k<<<grid_for(N * F), kThreads>>>(out, u, N, F, act);
+    return launched("glu_fwd");
+}
+
+zp_status glu_bwd(float *du, const float *dout, const float *u, size_t N, size_t F, int act)
+{
+    NN_CHECK(du && dout && u && F > 0, "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    glu_bwd_k<<<grid_for(N * F), kThreads>>>(du, dout, u, N, F, act);
+    return launched("glu_bwd");
+}
+
+zp_status rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse)
+{
+    NN_CHECK(x && hd >= 2 && hd % 2 == 0 && T > 0 && heads * hd <= ld, "NULL buffer or bad shape");
+    const size_t n = N * heads * (hd / 2);
+    if (n == 0)
+        return ZP_OK;
+    rope_k<<<grid_for(n), kThreads>>>(x, n, ld, heads, hd, T, base, inverse ? -1.0f : 1.0f);
+    return launched("rope");
+}
+
+zp_status moe_gather(float *out, const float *in, const int *idx, size_t n, size_t C)
+{
+    NN_CHECK(out && in && (idx || n == 0) && C > 0, "NULL buffer or empty shape");
+    if (n == 0)
+        return ZP_OK;
+    moe_gather_k<<<grid_for(n * C), kThreads>>>(out, in, idx, n, C);
+    return launched("moe_gather");
+}
+
+zp_status moe_combine(float *out, const float *rows, const int *slot, const float *gate, size_t N, size_t k, size_t C)
+{
+    NN_CHECK(out && rows && slot && k > 0 && C > 0, "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    moe_combine_k<<<grid_for(N * C), kThreads>>>(out, rows, slot, gate, N, k, C);
+    return launched("moe_combine");
+}
+
+zp_status moe_combine_bwd(float *drows, float *dgate, const float *dout, const float *rows, const int *slot,
+                          const float *gate, size_t N, size_t k, size_t C)
+{
+    NN_CHECK(drows && dout && slot && k > 0 && C > 0 && (!dgate || rows), "NULL buffer or empty shape");
+    if (N == 0)
+        return ZP_OK;
+    moe_combine_bwd_k<<<grid_for(N * k * C), kThreads>>>(drows, dout, slot, gate, N, k, C);
+    ZP_TRY(launched("moe_combine_bwd"));
+    if (!dgate)
+        return ZP_OK;
+    moe_gate_grad_k<<<grid_for(N * k), kThreads>>>(dgate, dout, rows, slot, N, k, C);
+    return launched("moe_combine_bwd (gates)");
+}
+
 zp_status add(float *y, const float *x, size_t n)
 {
     NN_CHECK(y && x, "NULL buffer");
@@ -360,6 +506,14 @@ zp_nn_ops make_ops()
     o.bias_add = bias_add;
     o.bias_grad = bias_grad;
     o.residual_add = residual_add;
+    o.rmsnorm_fwd = rmsnorm_fwd;
+    o.rmsnorm_bwd = rmsnorm_bwd;
+    o.glu_fwd = glu_fwd;
+    o.glu_bwd = glu_bwd;
+    o.rope = rope;
+    o.moe_gather = moe_gather;
+    o.moe_combine = moe_combine;
+    o.moe_combine_bwd = moe_combine_bwd;
     o.add = add;
     o.f16_to_f32 = f16_to_f32;
     return o;

@@ -115,6 +115,40 @@ ZP_HD static inline void zp_layernorm_row_bwd(float *dx, float *dw, float *db, c
     }
 }
 
+/* RMSNorm epsilon (Llama's rms_norm_eps for the models zplan's executor runs). */
+#define ZP_RMS_EPS 1e-5f
+
+/* One row of RMSNorm (Zhang & Sennrich 2019; Llama): out = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps). */
+ZP_HD static inline void zp_rmsnorm_row(float *out, float *rstd_out, const float *x, const float *w, size_t C)
+{
+    float q = 0.0f;
+    ZP_NN_SIMD_RED(+, q)
+    for (size_t i = 0; i < C; i++)
+        q += x[i] * x[i];
+    float r = 1.0f / sqrtf(q / (float)C + ZP_RMS_EPS);
+    for (size_t i = 0; i < C; i++)
+        out[i] = x[i] * r * w[i];
+    *rstd_out = r;
+}
+
+/* Backward of one row: dx += rstd * (g - xhat * mean(g * xhat)), g = dout * w, xhat = x * rstd;
+ * dw += dout * xhat when dw != NULL (the caller owns the accumulation across rows). */
+ZP_HD static inline void zp_rmsnorm_row_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w,
+                                            float rstd, size_t C)
+{
+    float gx_mean = 0.0f;
+    ZP_NN_SIMD_RED(+, gx_mean)
+    for (size_t i = 0; i < C; i++)
+        gx_mean += dout[i] * w[i] * x[i] * rstd;
+    gx_mean /= (float)C;
+    for (size_t i = 0; i < C; i++) {
+        const float xhat = x[i] * rstd;
+        if (dw)
+            dw[i] += dout[i] * xhat;
+        dx[i] += rstd * (dout[i] * w[i] - xhat * gx_mean);
+    }
+}
+
 /* Causal softmax of row t (positions 0..t visible) of `scale * scores`, in place; the masked tail
  * t+1..T-1 is set to 0 so the next GEMM (probabilities . V) can run over the full row. */
 ZP_HD static inline void zp_softmax_causal_row(float *row, size_t t, size_t T, float scale)
@@ -244,6 +278,101 @@ ZP_HD static inline void zp_layernorm_col_bwd(float *dw, float *db, const float 
     }
     dw[c] = w;
     db[c] = b;
+}
+
+/* Column c of the RMSNorm gain gradient over N rows in order: dw += dout * x * rstd. */
+ZP_HD static inline void zp_rmsnorm_col_bwd(float *dw, const float *dout, const float *x, const float *rstd, size_t N,
+                                            size_t C, size_t c)
+{
+    float w = dw[c];
+    for (size_t i = 0; i < N; i++)
+        w += dout[i * C + c] * (x[i * C + c] * rstd[i]); /* as the row's dout * xhat */
+    dw[c] = w;
+}
+
+/* The gated MLP's activation (Shazeer 2020): out (N, F) = act(gate) * up from u (N, 2F) = [gate | up] per
+ * row, act SiLU (x sigmoid(x): SwiGLU, Llama) or GeLU (GeGLU, Gemma): ZP_GLU_* (kernels/zp_nn.h). */
+#ifndef ZP_GLU_SILU
+#define ZP_GLU_SILU 0
+#define ZP_GLU_GELU 1
+#endif
+
+ZP_HD static inline float zp_silu(float x) { return x / (1.0f + zp_expf(-x)); }
+ZP_HD static inline float zp_silu_grad(float x)
+{
+    const float sg = 1.0f / (1.0f + zp_expf(-x));
+    return sg * (1.0f + x * (1.0f - sg));
+}
+
+ZP_HD static inline void zp_glu_at(float *out, const float *u, size_t F, int act, size_t idx)
+{
+    const size_t i = idx / F, c = idx % F;
+    const float g = u[i * 2 * F + c], v = u[i * 2 * F + F + c];
+    out[idx] = (act == ZP_GLU_GELU ? zp_gelu(g) : zp_silu(g)) * v;
+}
+
+/* du (N, 2F) = [dout * up * act'(gate) | dout * act(gate)] at element idx of dout (N, F). */
+ZP_HD static inline void zp_glu_bwd_at(float *du, const float *dout, const float *u, size_t F, int act, size_t idx)
+{
+    const size_t i = idx / F, c = idx % F;
+    const float g = u[i * 2 * F + c], v = u[i * 2 * F + F + c], d = dout[idx];
+    const float a = act == ZP_GLU_GELU ? zp_gelu(g) : zp_silu(g);
+    const float da = act == ZP_GLU_GELU ? zp_gelu_grad(g) : zp_silu_grad(g);
+    du[i * 2 * F + c] = d * v * da;
+    du[i * 2 * F + F + c] = d * a;
+}
+
+/* Rotary position embedding (Su et al. 2021, the "rotate half" layout of GPT-NeoX and Llama): in each of
+ * the first `heads` head vectors (width hd, even) of a row of leading dimension ld, element j < hd/2 pairs
+ * with j + hd/2 and both turn by theta = pos * base^(-2j/hd), pos = row % T; sign -1 turns back (the
+ * backward: a rotation's transpose is its inverse). idx runs over rows x heads x hd/2 pairs. */
+ZP_HD static inline void zp_rope_at(float *x, size_t ld, size_t heads, size_t hd, size_t T, float base, float sign,
+                                    size_t idx)
+{
+    const size_t half = hd / 2, j = idx % half, hh = (idx / half) % heads, row = idx / (half * heads);
+    const float theta = (float)(row % T) * powf(base, -2.0f * (float)j / (float)hd) * sign;
+    const float c = cosf(theta), s = sinf(theta);
+    float *v = x + row * ld + hh * hd;
+    const float a = v[j], b = v[j + half];
+    v[j] = a * c - b * s;
+    v[j + half] = b * c + a * s;
+}
+
+/* Mixture of experts, rows of C elements: a token's k (token, expert) pairs sit in slots slot[t·k + j] of a
+ * row buffer (grouped by destination). gather: out row j = in row idx[j] (element e of n·C); combine: out
+ * row t = sum over j of gate[t·k + j] (1 when gate is NULL) x rows[slot[t·k + j]] (element e of N·C), the sum
+ * in j order; its backward per element (t, j, c) of N·k·C: drows[slot, c] = gate x dout[t, c], and per pair
+ * (t, j): dgate = dout row t . rows[slot]. */
+ZP_HD static inline void zp_moe_gather_at(float *out, const float *in, const int *idx, size_t C, size_t e)
+{
+    out[e] = in[(size_t)idx[e / C] * C + e % C];
+}
+
+ZP_HD static inline void zp_moe_combine_at(float *out, const float *rows, const int *slot, const float *gate, size_t k,
+                                           size_t C, size_t e)
+{
+    const size_t t = e / C, c = e % C;
+    float acc = 0.0f;
+    for (size_t j = 0; j < k; j++)
+        acc += (gate ? gate[t * k + j] : 1.0f) * rows[(size_t)slot[t * k + j] * C + c];
+    out[e] = acc;
+}
+
+ZP_HD static inline void zp_moe_combine_bwd_at(float *drows, const float *dout, const int *slot, const float *gate,
+                                               size_t k, size_t C, size_t e)
+{
+    const size_t p = e / C, c = e % C, t = p / k;
+    drows[(size_t)slot[p] * C + c] = (gate ? gate[p] : 1.0f) * dout[t * C + c];
+}
+
+ZP_HD static inline void zp_moe_gate_grad_at(float *dgate, const float *dout, const float *rows, const int *slot,
+                                             size_t k, size_t C, size_t p)
+{
+    const float *d = dout + (p / k) * C, *r = rows + (size_t)slot[p] * C;
+    float acc = 0.0f;
+    for (size_t c = 0; c < C; c++)
+        acc += d[c] * r[c];
+    dgate[p] = acc;
 }
 
 /* x[idx] += b[idx % C]. */

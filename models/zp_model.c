@@ -413,6 +413,21 @@ double zp_model_params_largest_layer(const zp_model *m)
     return best > emb ? best : emb;
 }
 
+double zp_model_params_largest_tensor_rank(const zp_model *m, int64_t mp)
+{
+    double best = 0;
+    for (int part = ZP_SECTION_EMBEDDING; part <= ZP_SECTION_HEAD; part++) {
+        zp_tensor t[ZP_MODEL_MAX_TENSORS];
+        int n = zp_model_tensors(m, (zp_model_section)part, t, ZP_MODEL_MAX_TENSORS);
+        for (int i = 0; i < n && i < ZP_MODEL_MAX_TENSORS; i++) {
+            double one = zp_tensor_numel_rank(&t[i], mp) / (double)(t[i].copies > 0 ? t[i].copies : 1);
+            if (one > best)
+                best = one;
+        }
+    }
+    return best;
+}
+
 static double rank_sum(const zp_model *m, zp_model_section part, int64_t mp, double threshold)
 {
     zp_tensor t[ZP_MODEL_MAX_TENSORS];

@@ -246,6 +246,10 @@ double zp_model_params_mtp(const zp_model *m);
 /* The largest single parameter group that must be materialised at once (stage 3 gathers it):
  * max(largest block, token embedding, untied LM head); for GPT max(one block, V*h). */
 double zp_model_params_largest_layer(const zp_model *m);
+/* The largest single parameter tensor on one of `mp` tensor-parallel ranks (one expert's copy of a
+ * routed tensor): the least ZeRO stage 3 must gather at once, as DeepSpeed fetches parameters module by
+ * module (an nn.Linear at a time), whatever stage3_max_live_parameters says. */
+double zp_model_params_largest_tensor_rank(const zp_model *m, int64_t mp);
 /* Parameters of one of `mp` tensor-parallel ranks (Megatron splits; replicated tensors whole). */
 double zp_model_params_rank(const zp_model *m, int64_t mp);
 /* Parameters held in vectors (biases, norm gains, router biases) of fewer than `threshold` elements

@@ -66,6 +66,12 @@ static const zp_zoo_entry g_zoo[] = {
     ZOO("tiny", 2, 64, 4, 64, 512, 136960, "zplan exec test model: l=2 h=64 a=4 s=64 V=512"),
     ZOO("mini", 4, 128, 4, 128, 2048, 1071872, "zplan exec model: l=4 h=128 a=4 s=128 V=2048"),
     ZOO("small", 4, 256, 8, 128, 4096, 4240896, "zplan exec model: l=4 h=256 a=8 s=128 V=4096"),
+    /* ... and of today's architectures: Llama's (GQA 4/2, SwiGLU, RMSNorm, rotary, untied head, no biases) and
+     * Mixtral's (4 experts, top-2) */
+    {LLAMA("tiny-llama", 2, 64, 4, 2, 176, 512, 64), 158016, "zplan exec test model: Llama layout, l=2 h=64 a=4 kv=2 "
+     "f=176 s=64 V=512", 0},
+    {MOE("tiny-moe", 2, 64, 4, 2, 128, 512, 64, 4, 2), 287552, "zplan exec test model: Mixtral layout, l=2 h=64 a=4 kv=2, "
+     "4 experts of f=128, top-2, s=64 V=512", 189248},
     /* Published models with their exact total (the HF checkpoint's count; sources in test_models.c) and the
      * active count as published: exact for Mixtral 8x7B, rounded elsewhere. DeepSeek's active counts leave
      * out the input embedding (a lookup), Mistral's and Qwen's keep it. */

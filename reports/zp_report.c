@@ -185,7 +185,10 @@ zp_status zp_report_legend(zp_doc *d)
 
 static void plan_options(const zp_plan *p, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s%s%s%s%s", p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
+    char ep[32] = "";
+    if (p->ep > 1) /* MoE: experts sharded over EP ranks */
+        snprintf(ep, sizeof ep, "EP%lld ", (long long)p->ep);
+    snprintf(buf, len, "%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
              p->md ? "MD " : "", p->checkpoint ? "ckpt" : "no-ckpt",
              p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
@@ -194,7 +197,7 @@ static void plan_options(const zp_plan *p, char *buf, size_t len)
 /* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
  * fitting ones. Its JSON rows are the "plans" of the JSON contract (README), hence the data columns. */
 enum {
-    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_DP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
+    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
     P_BUCKET, P_OFFLOAD, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS, P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG,
     P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS, P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT,
     P_T_OFFLOAD, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES, P_REASON, P_NCOLS
@@ -219,6 +222,7 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_STAGE_NUM] = DATA("stage"),
         [P_MP] = {"mp", "MP"},
         [P_DP] = {"dp", "DP"},
+        [P_EP] = DATA("ep"), /* expert-parallel degree (1: dense, or every rank holds every expert) */
         [P_MICRO] = {"micro_batch", "Micro"},
         [P_ACCUM] = {"grad_accum", "Accum"},
         [P_GLOBAL] = {"global_batch", "Global"},
@@ -264,8 +268,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
             zp_table_hide_row(t);
         TRY_T(zp_table_set_num(t, P_RANK, i + 1, "%.0f"));
         TRY_T(zp_table_set_str(t, P_STAGE, stage));
-        const long long ints[] = {p->stage, p->mp, p->dp, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
-        for (int k = 0; k < 5; k++)
+        const long long ints[] = {p->stage, p->mp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+        for (int k = 0; k < 6; k++)
             TRY_T(zp_table_set_int(t, P_STAGE_NUM + k, ints[k]));
         TRY_T(zp_table_set_num(t, P_GLOBAL, e->global_batch, "%.0f"));
         const int flags[] = {p->pa, p->pa_cpu, p->cb, p->md, p->checkpoint}; /* P_PA.. */

@@ -37,7 +37,7 @@ static void details(const zp_op *o, const zp_op_info *in, char *buf, size_t len)
             snprintf(buf, len, "%.0f parameters", o->bytes);
         break;
     case ZP_OPC_COLL:
-        snprintf(buf, len, "%s over %s, %.0f bytes", zp_coll_name(in->coll), in->group == ZP_GROUP_MP ? "mp" : "dp",
+        snprintf(buf, len, "%s over %s, %.0f bytes", zp_coll_name(in->coll), zp_group_name(in->group),
                  o->bytes);
         break;
     case ZP_OPC_COPY: snprintf(buf, len, "%s, %.0f bytes", in->dir == ZP_COPY_D2H ? "d2h" : "h2d", o->bytes); break;

@@ -242,7 +242,7 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
     snprintf(big.series[0], sizeof big.series[0], "MP %lld", (long long)mp);
     snprintf(speed.series[0], sizeof speed.series[0], "%.60s", speed_model->name);
     zp_eval mems[5];
-    double host = base->cluster->host_mem / base->cluster->gpus_per_node;
+    double host = zp_cluster_host_per_gpu(base->cluster, base->host_mem, base->gpus);
     for (int i = 0; i < 5; i++) {
         zp_plan p;
         zp_plan_default(&p, base->gpus / mp);
@@ -255,7 +255,7 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
         double largest = 0;
         TRY_D(zp_memory_largest_fitting(&p, base->gpu_mem, host, &largest));
         p.micro_batch = mem_batch;
-        TRY_D(zp_search_eval(mem_model, base->cluster, base->gpu_mem, &p, &mems[i]));
+        TRY_D(zp_search_eval(mem_model, base->cluster, base->gpu_mem, base->host_mem, &p, &mems[i]));
         zp_search_req r = *base;
         r.model = speed_model;
         r.mp = mp;

@@ -2,13 +2,15 @@
 
 #include <math.h>
 
+#include "zp_shape.h"
+
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
 {
     int64_t gpn = c->gpus_per_node;
     if (n * stride <= gpn) {
         /* the whole group inside one node: NVSwitch */
         *latency = c->nvlink_latency;
-        return c->nvlink_bw;
+        return c->nvlink_bw * (c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0);
     }
     /* The group spans nodes. Per node, the groups that share its InfiniBand rails are the `stride`
      * interleaved groups (at most one node's worth of GPUs): each gets node_bw / concurrent groups.
@@ -34,7 +36,8 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     ZP_TRY(zp_plan_validate(plan));
     const zp_stage_info *si = zp_stage_get(plan->stage);
     const double b = (double)plan->micro_batch, nm = (double)plan->mp, accum = (double)plan->grad_accum;
-    const double psi = zp_model_params(model) / nm;
+    double psi, psi_all; /* held by a rank (EP shards the experts), and what ZeRO partitions over DP */
+    zp_shape_params(model, plan, &psi, &psi_all);
     zp_step_time t = {0};
 
     /* Compute: the executed FLOPs of one micro-batch split over the MP group. */
@@ -50,14 +53,28 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     t.mp_comm = accum * (double)model->layers * n_ar * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
     if (plan->pa || plan->pa_cpu)
         t.mp_comm += accum * (double)model->layers * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
+    /* MoE with EP: per MoE block a dispatch and a combine all-to-all in forward, their gradients in
+     * backward, again in the recompute; each rank sends (ep-1)/ep of its T·k·cf tokens of h fp16 */
+    const int64_t moe = zp_model_moe_blocks(model);
+    if (plan->ep > 1 && moe > 0) {
+        double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
+        double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
+        double one = ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
+        t.mp_comm += accum * (double)moe * (plan->checkpoint ? 6.0 : 4.0) * one;
+    }
 
     /* ZeRO-DP: fp16 elements of the local parameters. Stage 0-1 all-reduce once per step; stage 2
      * reduce-scatters each micro-batch's gradients and all-gathers the updated parameters once;
      * stage 3 also all-gathers every parameter before forward and before backward of each micro-batch. */
     double lat_dp;
     double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
-    double bytes = plan->param_bytes * psi;
+    double experts = psi_all - psi > 0 ? (psi_all - psi) / (double)(plan->ep - 1) : 0.0; /* a rank's experts */
+    double bytes = plan->param_bytes * (psi - experts);
     double rs = ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
+    if (experts > 0) { /* the local experts' gradients over the dp/ep ranks holding the same experts */
+        double lat_x, bw_x = zp_analytic_group_bw(c, plan->dp / plan->ep, plan->ep * plan->mp, &lat_x);
+        rs += ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
+    }
     double ag = rs;
     switch (plan->stage) {
     case 0:
@@ -70,7 +87,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
      * param, fp16 grad, m, v = 14; writes param, m, v, fp16 copy = 14) at HBM bandwidth. With offload
      * the CPU Adam of the node is shared by its GPUs, and gradients go down and fp16 parameters come
      * back over PCIe (2 bytes each way per parameter). */
-    double part = psi / (si->partitions_optimizer ? (double)plan->dp : 1.0);
+    double part = si->partitions_optimizer ? psi_all / (double)plan->dp : psi;
     if (plan->offload == ZP_OFFLOAD_NONE) {
         t.optimizer = 28.0 * part / c->hbm_bw;
     } else {

@@ -4,29 +4,52 @@
 #include <string.h>
 #include <strings.h>
 
-/* Sources:
- *  [dgx2]  NVIDIA DGX-2 datasheet (2018): 16x V100-SXM3 32 GB, NVSwitch 2.4 TB/s bisection
- *          (300 GB/s bidirectional per GPU), 8x 100 Gb/s EDR IB, 1.5 TB DDR4, 2x Xeon Platinum 8168;
- *          V100 datasheet: 125 TFLOP/s fp16 tensor, 900 GB/s HBM2 (SXM3: 980 GB/s); PCIe gen3 x16 ~16 GB/s.
- *          Achievable GEMM fraction 0.42: chosen so that the simulated single-V100 step of Megatron-LM's
- *          1.2B model (40 layers x 1536, micro-batch 8) runs at the 39 TFLOP/s Megatron-LM 2019 measured
- *          end to end (30% of peak); see bench/fidelity.
- *  [a100]  NVIDIA DGX A100 datasheet: 8x A100-SXM4 80 GB, 312 TFLOP/s bf16, 2039 GB/s HBM2e, NVLink3
- *          600 GB/s bidirectional per GPU, 8x 200 Gb/s HDR IB, 2 TB DDR4, PCIe gen4 x16 ~32 GB/s.
- *  [h100]  NVIDIA DGX H100 datasheet: 8x H100-SXM5 80 GB, 989 TFLOP/s bf16 dense, 3.35 TB/s HBM3,
- *          NVLink4 900 GB/s bidirectional per GPU, 8x 400 Gb/s NDR IB, 2 TB DDR5, PCIe gen5 x16 ~64 GB/s.
- *  Latencies: NCCL per-step latency within a node ~5 us (NVSwitch), across nodes ~10 us (IB verbs +
- *  proxy), the orders of magnitude nccl-tests shows for small messages.
+/* Sources. Every figure is a datasheet's or a kernel-level measurement's; none is fitted to an end-to-end
+ * training time (those judge the model: bench/heldout.sh).
+ *  Memory: HBM stacks are built of 2^30-byte dies, and the vendors' "GB" of HBM are GiB (nvidia-smi shows
+ *  32 GB V100s and 80 GB A100/H100 as 32768 and 81920 MiB before the driver's reservation): 32, 40, 80 GiB;
+ *  the H200's 141 GB of HBM3e likewise (143771 MiB visible).
+ *  [dgx2]  NVIDIA DGX-2 datasheet (2018): 16x V100-SXM3 32 GB, NVSwitch (6 NVLink2 x 25 GB/s = 150 GB/s per GPU
+ *          per direction), 8x 100 Gb/s EDR IB, 1.5 TB DDR4, 2x Xeon Platinum 8168, 30 TB NVMe (8x 3.84 TB);
+ *          V100 datasheet: 125 TFLOP/s fp16 tensor, 900 GB/s HBM2, 80 SMs; PCIe gen3 x16 ~16 GB/s.
+ *  [a100]  DGX A100 datasheet: 8x A100-SXM4 80 GB (320 GB model: 40 GB), 312 TFLOP/s bf16, 2039 GB/s HBM2e (40 GB:
+ *          1555 GB/s), 108 SMs, NVLink3 600 GB/s bidirectional per GPU, 8x 200 Gb/s HDR IB, 2 TB DDR4 (320 GB
+ *          model: 1 TB), PCIe gen4 x16 ~32 GB/s, 30 TB NVMe (8x 3.84 TB; 320 GB model 15 TB, 4 drives).
+ *  [h100]  DGX H100 datasheet: 8x H100-SXM5 80 GB, 989 TFLOP/s bf16 dense, 3.35 TB/s HBM3, 132 SMs, NVLink4
+ *          900 GB/s bidirectional per GPU, 8x 400 Gb/s NDR IB, 2 TB DDR5, PCIe gen5 x16 ~64 GB/s, 8x 3.84 TB NVMe.
+ *  [h200]  DGX H200 datasheet: the same system with 8x H200 141 GB HBM3e at 4.8 TB/s (the same GH100 die).
+ *  GEMM (kernel benchmarks of cuBLAS on large 16-bit GEMMs): V100 83 TFLOP/s of 125 (Markidis et al.,
+ *  "NVIDIA Tensor Core Programmability, Performance & Precision", IPDPSW 2018: 0.66); A100-SXM4 ~271 of 312
+ *  (stas00/ml-engineering's mamf-finder, the maximum achievable matmul FLOPS over shapes: 0.87); H100-SXM5
+ *  759-786 of 989 on 8 GPUs of an AWS p5 node (mamf-finder, torch 2.5: 0.78; the H200, the same die: 0.78).
+ *  The shape's tile and wave quantization and the main loop's k/(k + 64) come on top (sim/zp_profile.c).
+ *  Software: dgx2 stands for the ZeRO paper's stack (PyTorch 1.2, CUDA 10.0, NCCL 2.4.8, Megatron-LM 2019, whose
+ *  attention scaling, masking, softmax and dropout and whose bias, dropout and residual adds are separate
+ *  kernels: unfused_kernels); the A100 and H100 presets the fused kernels of Megatron-LM 2020 onwards.
+ *  FlashAttention-2 (Dao 2023, Fig. 4-7: causal forward+backward at head dimensions 64-128, 2k-16k tokens): up to
+ *  ~190 TFLOP/s of 312 on an A100-SXM4 (0.60) and ~335 of 989 on an H100-SXM5 (0.34); none on the V100.
+ *  Kernels: ~3 us of GPU time per kernel beyond its work (launch, ramp, tail of back-to-back kernels) and a host
+ *  dispatch of ~10 us per kernel for a PyTorch eager framework (operator micro-benchmarks: 3.3 us for a bare
+ *  op; autograd recording, Python module calls and the CUDA launch add the rest).
+ *  Collectives: NCCL's own cost model (src/graph/tuning.cc: latency per protocol LL/LL128/Simple and per hop
+ *  kind NVLink/PCIe/network, bandwidth fractions per protocol; sim/zp_engine.c); NCCL 2.4.8 of the ZeRO paper
+ *  predates LL128 (2.5). Latencies of the links themselves: NVSwitch ~5 us and InfiniBand ~6-10 us per ring
+ *  step on the Simple protocol.
  *  Channels across nodes: the paper's NCCL 2.4.8 drove one ring per collective across DGX-2 nodes, so a
- *  group's inter-node traffic crossed one 100 Gb/s rail (the ZeRO paper measures Megatron-LM at ~5 TFLOP/s
- *  per GPU with MP across two DGX-2 nodes: the cross-node all-reduces run at a single rail's speed).
- *  NCCL 2.4 ran large collectives as flat rings through every GPU of the group, so each node's egress
- *  carries 2(P-1)/P of the buffer per all-reduce; NCCL >= 2.7 with rail-optimised rings uses one
- *  channel per NIC on DGX A100 / H100, and zplan models those as hierarchical (intra-node ring, then a
- *  ring over the nodes). NCCL over InfiniBand reaches ~80% of EDR's 12.5 GB/s line rate (nccl-tests
- *  all-reduce across two DGX-1 with 4 EDR NICs: ~40 GB/s bus bandwidth of 50 GB/s) and ~90% on HDR/NDR.
+ *  group's inter-node traffic crossed one 100 Gb/s rail; NCCL 2.4 ran large collectives as flat rings through
+ *  every GPU of the group, so each node's egress carries 2(P-1)/P of the buffer per all-reduce; NCCL >= 2.7 with
+ *  rail-optimised rings uses one channel per NIC on DGX A100 / H100, and zplan models those as hierarchical
+ *  (intra-node ring, then a ring over the nodes). NCCL over InfiniBand: ~80% of EDR's 12.5 GB/s line rate
+ *  (nccl-tests all-reduce across two DGX-1 with 4 EDR NICs: ~40 GB/s bus bandwidth of 50 GB/s) and ~90% on
+ *  HDR/NDR (nccl-tests across two HGX A100 with 4 HDR NICs: 91 GB/s of 100, nccl-tests issue #100).
+ *  NVSwitch: a ring all-reduce reaches 0.78 of a GPU's NVLink bandwidth per direction as bus bandwidth
+ *  (nccl-tests all_reduce_perf on 8 A100-SXM4: 200-230 GB/s of 300, nccl-tests issue #149; NCCL's tuner caps
+ *  sm_80 at 235 GB/s; rings on DGX H100 ~360 of 450): 117 GB/s on a DGX-2, 234 on a DGX A100, 351 on a DGX H100
+ *  (NVLink SHARP's all-reduce, NCCL >= 2.17 on H100, is not modelled).
  *  CPU Adam rate: DeepSpeed's CPU Adam (ZeRO-Offload paper, Ren et al. 2021, Table 3) updates ~1B
  *  parameters in ~0.3-0.5 s on a 2-socket Xeon: 2.5e9 params/s per node for dgx2, more for newer CPUs.
+ *  NVMe drives: PCIe gen3 x4 enterprise drives (DGX-2) ~3.2 GB/s sequential read and ~2 GB/s write each, gen4 x4
+ *  (DGX A100 / H100 / H200) ~6.5 and ~3.5 GB/s each (drive datasheets), aggregated over the node's drives.
  *  Trees: NCCL >= 2.4 runs an all-reduce across nodes as a double binary tree when its tuner predicts it
  *  faster (small messages, many nodes); dgx-a100 / dgx-h100 model that choice (sim/zp_engine.h). dgx2
  *  keeps the rings its fidelity figures (the ZeRO paper's runs on 25 nodes) were reproduced with.
@@ -38,17 +61,44 @@
  *          beyond (the RA's table lists up to 64 SU, 2048 nodes). A fat tree of L levels of radix-R
  *          switches connects 2(R/2)^L ports: 65,536 NIC ports = 8192 nodes at three levels. Oversubscribed
  *          builds (e.g. 2:1) keep 32 nodes per leaf and remove uplinks (and spines): --oversubscription. */
+#define GiB 1073741824.0
+
+/* The GPU and node figures every DGX of a generation shares (a preset's rows: its memory, fabric). */
+#define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
+    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
+    .gemm_efficiency = 0.87, .sms = 108,           \
+    .flash_efficiency = 0.60, .kernel_launch = 3e-6, .dispatch = 10e-6, .nccl_ll128 = 1, .hbm_bw = (hbm),      \
+    .nvlink_bw = 300e9,                                                                                       \
+    .nvlink_efficiency = 0.78, .nvlink_latency = 5e-6, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,     \
+    .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 32e9, .host_mem = (host),         \
+    .nvme_bytes = (drives) * 3.84e12, .nvme_read_bw = (drives) * 6.5e9, .nvme_write_bw = (drives) * 3.5e9,    \
+    .cpu_adam_rate = 4e9
+#define ZP_DGX_H100(mem, hbm)                                                                                  \
+    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
+    .gemm_efficiency = 0.78, .sms = 132,           \
+    .flash_efficiency = 0.34, .kernel_launch = 3e-6, .dispatch = 10e-6, .nccl_ll128 = 1, .hbm_bw = (hbm),      \
+    .nvlink_bw = 450e9,                                                                                       \
+    .nvlink_efficiency = 0.78, .nvlink_latency = 4e-6, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,     \
+    .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 64e9, .host_mem = 2e12,           \
+    .nvme_bytes = 8 * 3.84e12, .nvme_read_bw = 8 * 6.5e9, .nvme_write_bw = 8 * 3.5e9, .cpu_adam_rate = 6e9
+
 static const zp_cluster g_clusters[] = {
     {
         .name = "dgx2",
         .gpu_name = "V100-SXM3-32GB",
         .description = "NVIDIA DGX-2: 16x V100 32 GB, NVSwitch, 8x 100 Gb/s EDR InfiniBand (the ZeRO paper's)",
         .gpus_per_node = 16,
-        .gpu_mem = 32e9,
+        .gpu_mem = 32 * GiB,
         .peak_flops = 125e12,
-        .gemm_efficiency = 0.42,
+        .gemm_efficiency = 0.66,
+        .sms = 80,
+        .kernel_launch = 3e-6,
+        .dispatch = 10e-6,
+        .nccl_ll128 = 0,
+        .unfused_kernels = 1,
         .hbm_bw = 900e9,
         .nvlink_bw = 150e9,
+        .nvlink_efficiency = 0.78,
         .nvlink_latency = 5e-6,
         .ib_rails = 8,
         .ib_rail_bw = 12.5e9,
@@ -59,56 +109,33 @@ static const zp_cluster g_clusters[] = {
         .tree_allreduce = 0,
         .pcie_bw = 16e9,
         .host_mem = 1.5e12,
+        .nvme_bytes = 8 * 3.84e12,
+        .nvme_read_bw = 8 * 3.2e9,
+        .nvme_write_bw = 8 * 2.0e9,
         .cpu_adam_rate = 2.5e9,
-        .sources = "DGX-2 and V100 datasheets; Megatron-LM 2019 for achievable efficiency",
+        .sources = "DGX-2 and V100 datasheets; cuBLAS tensor-core GEMM (Markidis et al. 2018); nccl-tests; NCCL's "
+                   "tuning model",
     },
     {
         .name = "dgx-a100",
         .gpu_name = "A100-SXM4-80GB",
         .description = "NVIDIA DGX A100: 8x A100 80 GB, NVSwitch, 8x 200 Gb/s HDR InfiniBand",
-        .gpus_per_node = 8,
-        .gpu_mem = 80e9,
-        .peak_flops = 312e12,
-        .peak_flops_bf16 = 312e12,
-        .gemm_efficiency = 0.50,
-        .hbm_bw = 2039e9,
-        .nvlink_bw = 300e9,
-        .nvlink_latency = 5e-6,
-        .ib_rails = 8,
-        .ib_rail_bw = 25e9,
-        .ib_latency = 8e-6,
-        .inter_channels = 8,
-        .flat_rings = 0,
-        .ib_efficiency = 0.9,
-        .tree_allreduce = 1,
-        .pcie_bw = 32e9,
-        .host_mem = 2e12,
-        .cpu_adam_rate = 4e9,
-        .sources = "DGX A100 and A100 datasheets",
+        ZP_DGX_A100(80 * GiB, 2039e9, 2e12, 8),
+        .sources = "DGX A100 and A100 datasheets; mamf-finder GEMM; nccl-tests; NCCL's tuning model",
+    },
+    {
+        .name = "dgx-a100-40gb",
+        .gpu_name = "A100-SXM4-40GB",
+        .description = "NVIDIA DGX A100 320GB: 8x A100 40 GB, NVSwitch, 8x 200 Gb/s HDR InfiniBand",
+        ZP_DGX_A100(40 * GiB, 1555e9, 1e12, 4),
+        .sources = "DGX A100 and A100 datasheets; mamf-finder GEMM; nccl-tests; NCCL's tuning model",
     },
     {
         .name = "dgx-h100",
         .gpu_name = "H100-SXM5-80GB",
         .description = "NVIDIA DGX H100: 8x H100 80 GB, NVSwitch, 8x 400 Gb/s NDR InfiniBand",
-        .gpus_per_node = 8,
-        .gpu_mem = 80e9,
-        .peak_flops = 989e12,
-        .peak_flops_bf16 = 989e12,
-        .gemm_efficiency = 0.45,
-        .hbm_bw = 3350e9,
-        .nvlink_bw = 450e9,
-        .nvlink_latency = 4e-6,
-        .ib_rails = 8,
-        .ib_rail_bw = 50e9,
-        .ib_latency = 6e-6,
-        .inter_channels = 8,
-        .flat_rings = 0,
-        .ib_efficiency = 0.9,
-        .tree_allreduce = 1,
-        .pcie_bw = 64e9,
-        .host_mem = 2e12,
-        .cpu_adam_rate = 6e9,
-        .sources = "DGX H100 and H100 datasheets",
+        ZP_DGX_H100(80 * GiB, 3350e9),
+        .sources = "DGX H100 and H100 datasheets; mamf-finder GEMM; nccl-tests; NCCL's tuning model",
     },
     {
         /* dgx-h100's nodes on the fabric NVIDIA specifies for them: a preset of its own (not a fabric option
@@ -118,32 +145,23 @@ static const zp_cluster g_clusters[] = {
         .gpu_name = "H100-SXM5-80GB",
         .description = "DGX H100 SuperPOD: 8x H100 80 GB, NVSwitch, 8x 400 Gb/s NDR rail-optimized fat tree "
                        "(32-node leaves, <= 8192 nodes)",
-        .gpus_per_node = 8,
-        .gpu_mem = 80e9,
-        .peak_flops = 989e12,
-        .peak_flops_bf16 = 989e12,
-        .gemm_efficiency = 0.45,
-        .hbm_bw = 3350e9,
-        .nvlink_bw = 450e9,
-        .nvlink_latency = 4e-6,
-        .ib_rails = 8,
-        .ib_rail_bw = 50e9,
-        .ib_latency = 6e-6,
-        .inter_channels = 8,
-        .flat_rings = 0,
-        .ib_efficiency = 0.9,
-        .tree_allreduce = 1,
+        ZP_DGX_H100(80 * GiB, 3350e9),
         .fabric = ZP_FABRIC_RAIL_FAT_TREE,
         .leaf_nodes = 32,
         .switch_radix = 64,
         .fabric_levels = 3,
         .oversubscription = 1.0,
-        .pcie_bw = 64e9,
-        .host_mem = 2e12,
-        .cpu_adam_rate = 6e9,
         .sources = "DGX H100 and H100 datasheets; DGX SuperPOD reference architecture (DGX H100)",
     },
+    {
+        .name = "dgx-h200",
+        .gpu_name = "H200-SXM5-141GB",
+        .description = "NVIDIA DGX H200: 8x H200 141 GB, NVSwitch, 8x 400 Gb/s NDR InfiniBand",
+        ZP_DGX_H100(141 * GiB, 4800e9),
+        .sources = "DGX H200 and H200 datasheets; the H100's GEMM (same die); nccl-tests; NCCL's tuning model",
+    },
 };
+#undef GiB
 
 int zp_cluster_count(void) { return (int)(sizeof g_clusters / sizeof g_clusters[0]); }
 
@@ -158,8 +176,8 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out)
         }
     }
     return ZP_FAIL(ZP_EINVAL,
-                   "--cluster: unknown cluster '%s' (presets: dgx2, dgx-a100, dgx-h100, dgx-h100-railopt; see "
-                   "`zplan clusters`)",
+                   "--cluster: unknown cluster '%s' (presets: dgx2, dgx-a100, dgx-a100-40gb, dgx-h100, "
+                   "dgx-h100-railopt, dgx-h200; see `zplan clusters`)",
                    name);
 }
 
@@ -175,6 +193,20 @@ double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
 int zp_cluster_has_bf16(const zp_cluster *c) { return c->peak_flops_bf16 > 0; }
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
+
+/* GPUs of a job of `gpus` GPUs on one node. */
+static double gpus_on_node(const zp_cluster *c, int64_t gpus)
+{
+    int64_t used = c->gpus_per_node > 0 && gpus > c->gpus_per_node ? c->gpus_per_node : gpus;
+    return (double)(used > 0 ? used : 1);
+}
+
+double zp_cluster_host_per_gpu(const zp_cluster *c, double host_mem_node, int64_t gpus)
+{
+    return (host_mem_node > 0 ? host_mem_node : c->host_mem) / gpus_on_node(c, gpus);
+}
+
+double zp_cluster_nvme_per_gpu(const zp_cluster *c, int64_t gpus) { return c->nvme_bytes / gpus_on_node(c, gpus); }
 
 int64_t zp_cluster_max_nodes(const zp_cluster *c)
 {

@@ -22,13 +22,23 @@ typedef struct {
     const char *gpu_name;    /* "V100-SXM3-32GB" */
     const char *description; /* one line for `zplan clusters` */
     int gpus_per_node;
-    double gpu_mem;          /* bytes of HBM per GPU */
+    double gpu_mem;          /* bytes of HBM per GPU (the vendor's GB are GiB: HBM stacks of 2^30-byte dies) */
     double peak_flops;       /* fp16/bf16 dense tensor-core peak, FLOP/s per GPU */
     double peak_flops_bf16;  /* bf16 dense tensor-core peak; 0: the GPU has no bf16 tensor cores (V100: bf16
                                 GEMMs run without them, at the fp32 rate) */
-    double gemm_efficiency;  /* achievable fraction of peak for large transformer GEMMs (analytic model) */
+    double gemm_efficiency;  /* fraction of peak cuBLAS reaches on large 16-bit GEMMs whose tiles fill whole
+                                waves (kernel benchmarks): the device model's gemm_max_efficiency, and the
+                                analytic model's compute rate */
+    int sms;                 /* streaming multiprocessors (the device model's waves) */
+    double kernel_launch;    /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
+    double dispatch;         /* host-side framework dispatch per kernel (PyTorch eager), s */
+    int nccl_ll128;          /* NCCL's LL128 protocol is available (NCCL >= 2.5 on NVLink); 0: LL and Simple */
+    int unfused_kernels;     /* the software the preset stands for runs Megatron-LM 2019's unfused memory-bound
+                                kernels (the ZeRO paper's stack) */
+    double flash_efficiency; /* fraction of peak FlashAttention-2's causal forward+backward reaches (0: none) */
     double hbm_bw;           /* HBM bandwidth per GPU, B/s */
     double nvlink_bw;        /* NVSwitch bandwidth per GPU per direction, B/s */
+    double nvlink_efficiency;/* fraction of it a ring all-reduce reaches as bus bandwidth (nccl-tests) */
     double nvlink_latency;   /* s, per collective step within a node */
     int ib_rails;            /* InfiniBand NICs per node */
     double ib_rail_bw;       /* per NIC per direction, B/s */
@@ -45,6 +55,9 @@ typedef struct {
     double oversubscription; /* RAIL_FAT_TREE: a leaf's down / up bandwidth (1: non-blocking) */
     double pcie_bw;          /* host<->GPU per GPU per direction, B/s */
     double host_mem;         /* host DRAM per node, bytes */
+    double nvme_bytes;       /* the node's internal NVMe drives, bytes (ZeRO-Infinity offload) */
+    double nvme_read_bw;     /* their aggregate sequential read bandwidth, B/s */
+    double nvme_write_bw;    /* ... and write bandwidth, B/s */
     double cpu_adam_rate;    /* CPU Adam parameters/s per node (all cores) for optimizer offload */
     const char *sources;     /* where the numbers come from */
 } zp_cluster;
@@ -61,6 +74,11 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out);
 double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype);
 /* The GPU has bf16 tensor cores (A100, H100): mixed precision defaults to bf16 there, fp16 elsewhere. */
 int zp_cluster_has_bf16(const zp_cluster *c);
+/* Host memory each GPU of a job of `gpus` GPUs may use, bytes: the node's (`host_mem_node` bytes, or the
+ * preset's when <= 0) shared only by the GPUs the job runs on that node (a one-GPU job has all of it). */
+double zp_cluster_host_per_gpu(const zp_cluster *c, double host_mem_node, int64_t gpus);
+/* NVMe capacity each GPU of such a job may use, bytes (the node's drives shared the same way). */
+double zp_cluster_nvme_per_gpu(const zp_cluster *c, int64_t gpus);
 
 /* InfiniBand bandwidth of one node, B/s per direction. */
 double zp_cluster_node_ib_bw(const zp_cluster *c);

@@ -1,5 +1,6 @@
 #include "zp_device.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "zp_config.h"
@@ -28,11 +29,22 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->adam_params_per_s = stream / 28.0;
     p->cpu_adam_params_per_s = c->cpu_adam_rate;
     snprintf(p->gemm_dtype, sizeof p->gemm_dtype, "fp16");
-    p->gemm_t0_s = 8e-6; /* launch + wave-quantisation tail of a cuBLAS GEMM */
+    p->gemm_t0_s = c->kernel_launch;
     p->gemm_s_per_flop = 1.0 / (c->peak_flops * c->gemm_efficiency);
     p->gemm_s_per_byte = 1.0 / stream;
+    /* the per-kernel model (zp_profile_device): GEMMs by shape, element-wise kernels by their bytes */
+    p->dev.sms = c->sms;
+    p->dev.gemm_max_eff = c->gemm_efficiency;
+    p->dev.k_half = ZP_DEVICE_K_HALF;
+    p->dev.launch_s = c->kernel_launch;
+    p->dev.dispatch_s = c->dispatch;
+    p->dev.unfused_kernels = c->unfused_kernels;
+    p->dev.flash_eff = c->flash_efficiency;
+    p->nvme_read_gbs = c->nvme_read_bw / 1e9;
+    p->nvme_write_gbs = c->nvme_write_bw / 1e9;
     const double lat[ZP_PROFILE_NSCOPE] = {c->nvlink_latency, c->ib_latency};
-    const double bw[ZP_PROFILE_NSCOPE] = {c->nvlink_bw, c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
+    const double nv_eff = c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0;
+    const double bw[ZP_PROFILE_NSCOPE] = {c->nvlink_bw * nv_eff, c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
     for (int k = 0; k < ZP_PROFILE_NCOLL; k++) {
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             zp_profile_coll_fit *f = &p->coll[k][s];
@@ -48,9 +60,10 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
 
 static double stream_bw(const zp_profile *p) { return (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9; }
 
-/* The bias a GEMM carries on the host (GPU libraries fuse it into the epilogue): forward QKV and MLP-up
- * add it over C (m, n); the weight gradients of QKV, MLP-up and the projection also sum dY (k, n) over
- * its rows. 0 without the measured kernels. */
+/* The bias a GEMM carries: measured kernels on the host (a calibrated profile): forward QKV and MLP-up add
+ * it over C (m, n); the weight gradients of QKV, MLP-up and the projection also sum dY (k, n) over its rows.
+ * On a GPU (the device model) a forward bias rides in the GEMM's epilogue (addmm, or the fused bias-GeLU and
+ * bias-dropout-add) and a bias gradient is one more kernel reading dY once. */
 static double bias_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
 {
     double t = -1;
@@ -58,6 +71,8 @@ static double bias_time(const zp_profile *p, const zp_op *op, const zp_op_info *
         t = zp_profile_kernel_time(p, ZP_KERNEL_BIAS_ADD, op->m * op->n);
     else if (info->bias == ZP_BIAS_WGRAD)
         t = zp_profile_kernel_time(p, ZP_KERNEL_BIAS_GRAD, op->k * op->n);
+    if (t < 0 && p->dev.sms > 0 && info->bias == ZP_BIAS_WGRAD)
+        t = p->dev.launch_s + 2.0 * op->k * op->n / stream_bw(p);
     return t > 0 ? t : 0.0;
 }
 
@@ -67,17 +82,16 @@ double zp_cost_gemm(const zp_profile *p, const zp_op *op, const zp_op_info *info
     return zp_profile_gemm_time(p, op->m, op->n, op->k) + bias_time(p, op, info);
 }
 
-/* One launch of `batch` small GEMMs: the launch overhead once, the rest per entry. */
+/* One launch of `batch` small GEMMs (attention's). */
 double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
     (void)info;
     (void)gpus_per_cpu;
-    double one = zp_profile_gemm_time(p, op->m, op->n, op->k) - p->gemm_t0_s;
-    return p->gemm_t0_s + op->batch * one;
+    return zp_profile_gemm_time_batched(p, op->m, op->n, op->k, op->batch);
 }
 
-/* A profile with the layer kernels behind the op: their measured cost over op->elems; else the bytes at
- * the copy bandwidth plus a launch. */
+/* A profile with the layer kernels behind the op: their measured cost over op->elems; else the op's bytes at
+ * the copy bandwidth plus a launch per kernel. */
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
     (void)gpus_per_cpu;
@@ -86,7 +100,19 @@ double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *i
         double ti = zp_profile_kernel_time(p, info->kern[i], op->elems);
         t = ti < 0 ? -1.0 : t + ti;
     }
-    return t >= 0 ? t : ZP_DEVICE_ELTWISE_T0 + op->bytes / stream_bw(p);
+    if (t >= 0)
+        return t;
+    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
+    double bytes = op->bytes;
+    if (p->dev.unfused_kernels && info->eltbytes_unfused > 0 && info->eltbytes > 0)
+        bytes *= info->eltbytes_unfused / info->eltbytes;
+    return launch * zp_device_launches(p, info) + bytes / stream_bw(p);
+}
+
+int zp_device_launches(const zp_profile *p, const zp_op_info *info)
+{
+    int n = p->dev.unfused_kernels && info->launches_unfused > 0 ? info->launches_unfused : info->launches;
+    return n > 0 ? n : 1;
 }
 
 double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
@@ -105,8 +131,39 @@ double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const zp_op_info *
     return op->bytes * (double)(gpus_per_cpu > 0 ? gpus_per_cpu : 1) / rate;
 }
 
+/* ZeRO-Infinity's swaps: `bytes` read from (H2D) or written to (D2H) the node's drives, which the node's
+ * GPUs share. A profile without drive figures: a 3 GB/s drive (PCIe gen3 x4). */
+double zp_cost_nvme(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    double gbs = info->dir == ZP_COPY_H2D ? p->nvme_read_gbs : p->nvme_write_gbs;
+    return op->bytes * (double)(gpus_per_cpu > 0 ? gpus_per_cpu : 1) / ((gbs > 0 ? gbs : 3.0) * 1e9);
+}
+
+/* FlashAttention (Dao 2023): the causal forward computes the scores and the context over the unmasked half of
+ * the s x s blocks, 4 s^2 d / 2 FLOPs per head = the scores GEMM's own FLOPs, at the kernel's efficiency; the
+ * backward 2.5 times that (five GEMMs and the recomputed scores); the op's other attention GEMMs and the
+ * softmax are inside these two kernels. */
+static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
+{
+    if (info->flash == ZP_FLASH_FUSED)
+        return 0.0;
+    const double peak = zp_profile_gemm_peak(p);
+    const double work = info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops;
+    return p->dev.launch_s + work / (peak * p->dev.flash_eff);
+}
+
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu)
 {
     const zp_op_info *i = zp_op_info_get(op->type);
-    return i && i->cost ? i->cost(p, op, i, gpus_sharing_cpu) : 0.0;
+    if (!i || !i->cost)
+        return 0.0;
+    if (op->flash && p->dev.flash_eff > 0) {
+        double t = flash_time(p, op, i);
+        return t > 0 ? fmax(t, p->dev.dispatch_s) : 0.0;
+    }
+    double t = i->cost(p, op, i, gpus_sharing_cpu);
+    /* a device kernel is launched by the framework on the host: at least its dispatch each */
+    if (i->stream != ZP_STREAM_CPU && p->dev.dispatch_s > 0)
+        t = fmax(t, p->dev.dispatch_s * zp_device_launches(p, i));
+    return t;
 }

@@ -13,10 +13,14 @@
 #define ZP_DEVICE_ELTWISE_T0 5e-6
 /* Achievable fraction of HBM bandwidth for streaming kernels (STREAM copy on V100/A100/H100 ~85-90%). */
 #define ZP_DEVICE_STREAM_FRACTION 0.85
+/* A GEMM's main loop runs at k / (k + 64) of its speed: the prologue and epilogue of a CTA cost about two
+ * of cuBLAS's 32-deep k-steps (the pipeline fill of its multistage kernels). */
+#define ZP_DEVICE_K_HALF 64.0
 
-/* The preset's built-in profile: GEMM model t = t0 + 2mnk/(peak * gemm_efficiency) + bytes/HBM,
- * element-wise and Adam at the achievable HBM bandwidth, CPU Adam at the node's rate, collectives
- * with NVSwitch / InfiniBand latency and bandwidth, PCIe copies. */
+/* The preset's built-in profile: the per-kernel device model (zp_profile_device: GEMMs by shape with tile
+ * and wave quantization, max of compute and memory traffic, launch; element-wise kernels by their bytes;
+ * the host's dispatch floor per kernel), Adam at the achievable HBM bandwidth, CPU Adam at the node's rate,
+ * collectives with NVSwitch / InfiniBand latency and bandwidth, PCIe copies, NVMe drives. */
 void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
 
 /* Seconds of a compute op on a device profile: its kind's cost function (sim/zp_ops.def; GEMM, batched
@@ -24,5 +28,7 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
  * bandwidth, Adam, the host CPU's Adam where `gpus_sharing_cpu` GPUs of the node share the CPU); 0 for an
  * op that is not a kernel. */
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu);
+/* Kernels an op of this kind launches under the profile (its row's, or its unfused row's). */
+int zp_device_launches(const zp_profile *p, const zp_op_info *info);
 
 #endif

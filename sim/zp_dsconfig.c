@@ -122,10 +122,11 @@ static zp_status get_enabled(json_t *root, const char *key, const char *name, in
 }
 
 /* offload_optimizer / offload_param: {"device": "cpu"|"nvme"|"none", "pin_memory": bool} */
-static zp_status get_offload(json_t *zo, const char *key, int *on, zp_ds_notes *n)
+static zp_status get_offload(json_t *zo, const char *key, int *on, int *nvme, zp_ds_notes *n)
 {
     json_t *o = json_object_get(zo, key);
     *on = 0;
+    *nvme = 0;
     if (!o || json_is_null(o))
         return ZP_OK;
     if (!json_is_object(o))
@@ -140,8 +141,7 @@ static zp_status get_offload(json_t *zo, const char *key, int *on, zp_ds_notes *
         *on = 1;
     } else if (strcmp(dev, "nvme") == 0) {
         *on = 1;
-        note(n, "warning: zero_optimization.%s.device \"nvme\" is not modelled: evaluated as \"cpu\" offload (host "
-                "memory and PCIe), which is faster than NVMe and needs the host memory NVMe would have saved", key);
+        *nvme = 1; /* ZeRO-Infinity: the states on NVMe, swap buffers in host memory */
     } else {
         return ZP_FAIL(ZP_EINVAL, "zero_optimization.%s.device \"%s\": use \"cpu\", \"nvme\" or \"none\"", key, dev);
     }
@@ -427,9 +427,10 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
                                     "and let zplan search the stage)");
             goto out;
         }
-        int off_opt, off_par, b;
-        CHECK(get_offload(zo, "offload_optimizer", &off_opt, notes));
-        CHECK(get_offload(zo, "offload_param", &off_par, notes));
+        int off_opt, off_par, b, nvme_opt, nvme_par;
+        CHECK(get_offload(zo, "offload_optimizer", &off_opt, &nvme_opt, notes));
+        CHECK(get_offload(zo, "offload_param", &off_par, &nvme_par, notes));
+        r->nvme = (nvme_opt ? ZP_NVME_OPTIMIZER : 0) | (nvme_par ? ZP_NVME_PARAMS : 0);
         /* DeepSpeed's deprecated booleans (zero/config.py): cpu_offload, cpu_offload_param; zplan used to
          * read a misspelt cpu_offload_params, still accepted */
         static const char *const legacy[] = {"cpu_offload", "cpu_offload_param", "cpu_offload_params"};
@@ -471,15 +472,20 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
             note(notes, "note: allgather_bucket_size %.0f differs from reduce_bucket_size %.0f: zplan sizes both "
                         "buckets as reduce_bucket_size", v, r->bucket);
         CHECK(get_count(zo, "stage3_prefetch_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
-        if (present && a)
+        r->stage3_prefetch = ZP_DEFAULT_PREFETCH; /* DeepSpeed's default */
+        if (present && a) {
+            r->stage3_prefetch = 0.9 * (double)r->model->hidden * (double)r->model->hidden;
             note(notes, "zero_optimization.stage3_prefetch_bucket_size \"auto\" -> 0.9 hidden^2 = %.0f elements",
-                 0.9 * (double)r->model->hidden * (double)r->model->hidden);
+                 r->stage3_prefetch);
+        } else if (present) {
+            r->stage3_prefetch = v;
+        }
         CHECK(get_count(zo, "stage3_max_live_parameters", "zero_optimization.", 1e15, &v, &present, &a));
-        r->stage3_max_live = stage == 3 ? 1e9 : 0; /* DeepSpeed's default */
+        r->stage3_max_live = ZP_DEFAULT_MAX_LIVE; /* DeepSpeed's default */
         if (present && !a)
             r->stage3_max_live = v;
         CHECK(get_count(zo, "stage3_param_persistence_threshold", "zero_optimization.", 1e15, &v, &present, &a));
-        r->persistence_threshold = stage == 3 ? 1e5 : 0; /* DeepSpeed's default */
+        r->persistence_threshold = ZP_DEFAULT_PERSISTENCE; /* DeepSpeed's default */
         if (present && a) {
             r->persistence_threshold = 10.0 * (double)r->model->hidden;
             note(notes, "zero_optimization.stage3_param_persistence_threshold \"auto\" -> 10 hidden = %.0f",
@@ -610,12 +616,15 @@ json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
                            "contiguous_gradients", p->md, "reduce_bucket_size", (json_int_t)p->bucket,
                            "allgather_bucket_size", (json_int_t)p->bucket);
     if (p->offload != ZP_OFFLOAD_NONE)
-        json_object_set_new(zo, "offload_optimizer", json_pack("{s:s, s:b}", "device", "cpu", "pin_memory", 1));
+        json_object_set_new(zo, "offload_optimizer", json_pack("{s:s, s:b}", "device",
+                                                               p->nvme & ZP_NVME_OPTIMIZER ? "nvme" : "cpu",
+                                                               "pin_memory", 1));
     if (p->offload == ZP_OFFLOAD_PARAMS)
-        json_object_set_new(zo, "offload_param", json_pack("{s:s, s:b}", "device", "cpu", "pin_memory", 1));
+        json_object_set_new(zo, "offload_param", json_pack("{s:s, s:b}", "device",
+                                                           p->nvme & ZP_NVME_PARAMS ? "nvme" : "cpu", "pin_memory", 1));
     if (p->stage == 3) {
-        json_object_set_new(zo, "stage3_max_live_parameters",
-                            json_integer((json_int_t)(p->stage3_max_live > 0 ? p->stage3_max_live : 1e9)));
+        json_object_set_new(zo, "stage3_max_live_parameters", json_integer((json_int_t)p->stage3_max_live));
+        json_object_set_new(zo, "stage3_prefetch_bucket_size", json_integer((json_int_t)p->stage3_prefetch));
         json_object_set_new(zo, "stage3_param_persistence_threshold",
                             json_integer((json_int_t)p->persistence_threshold));
     }

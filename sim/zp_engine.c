@@ -49,7 +49,11 @@ typedef struct {
     int gpn, rails, gpr, channels, flat, tree;
     int intra_flows; /* MP and DP groups both have members inside a node: NVSwitch flows contend */
     double nv_bw, nv_lat, rail_bw, ib_lat;
-    group_shape mp, dp;
+    int nccl;        /* the profile is a GPU's device model: collectives by NCCL's cost model (protocols) */
+    int ll128;       /* ... whose NCCL has the LL128 protocol */
+    group_shape grp[ZP_NGROUPS]; /* by zp_group */
+    int xs_group[NXS];   /* the group whose ring a stream's cross-node flows follow in the fabric analysis:
+                            compute: MP, or EP when MP stays in a node; comm: DP */
     /* the fabric (rail 0; every rail alike) */
     int leaf;            /* nodes per leaf switch, 0: a non-blocking fabric */
     double up_bw;        /* a leaf's uplink capacity, B/s (effective, as rail_bw) */
@@ -98,17 +102,64 @@ static struct {
 static void shape_groups(const zp_plan *p, net *N)
 {
     int gpn = N->gpn;
+    group_shape *mp = &N->grp[ZP_GROUP_MP], *dp = &N->grp[ZP_GROUP_DP];
     if (p->mp <= gpn) {
-        N->mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
+        *mp = (group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
         if (p->dp * p->mp <= gpn)
-            N->dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
+            *dp = (group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
         else
-            N->dp = (group_shape){.k = N->nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
+            *dp = (group_shape){.k = N->nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
     } else {
         int kmp = (int)(p->mp / gpn);
-        N->mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
-        N->dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
+        *mp = (group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
+        *dp = (group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
     }
+    N->grp[ZP_GROUP_EP] = N->grp[ZP_GROUP_EDP] = (group_shape){.k = 1, .g = 1, .G = gpn, .stride = 1};
+}
+
+/* A group of n members whose consecutive members are S ranks apart (EP: ep members, S = mp; EDP: dp/ep
+ * members, S = ep·mp), on nodes of gpn GPUs: contiguous runs of g members per node over k nodes, or one
+ * member per node every S/gpn nodes. Refused when the group does not tile the nodes. */
+static zp_status group_of(const char *what, int64_t n, int64_t S, int gpn, group_shape *out)
+{
+    if (n <= 1) {
+        *out = (group_shape){.k = 1, .g = 1, .G = gpn, .stride = 1};
+        return ZP_OK;
+    }
+    if (S >= gpn) {
+        if (S % gpn != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s group: members %lld ranks apart do not line up with nodes of %d GPUs", what,
+                           (long long)S, gpn);
+        *out = (group_shape){.k = (int)n, .g = 1, .G = gpn, .stride = (int)(S / gpn)};
+        return ZP_OK;
+    }
+    int64_t per = gpn / S, g = n < per ? n : per;
+    if (gpn % S != 0 || n % g != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s group: %lld members %lld ranks apart do not tile nodes of %d GPUs", what,
+                       (long long)n, (long long)S, gpn);
+    *out = (group_shape){.k = (int)(n / g), .g = (int)g, .G = (int)(gpn / g), .stride = 1};
+    return ZP_OK;
+}
+
+/* Mixture of experts: the EP and EDP groups, and which group's ring each stream's cross-node flows follow.
+ * The compute stream carries MP's and EP's collectives, one after the other: at most one of them may
+ * cross nodes. */
+static zp_status shape_expert_groups(const zp_plan *p, net *N)
+{
+    N->xs_group[XS_COMPUTE] = ZP_GROUP_MP;
+    N->xs_group[XS_COMM] = ZP_GROUP_DP;
+    if (p->ep <= 1)
+        return ZP_OK;
+    ZP_TRY(group_of("EP", p->ep, p->mp, N->gpn, &N->grp[ZP_GROUP_EP]));
+    ZP_TRY(group_of("EDP", p->dp / p->ep, p->ep * p->mp, N->gpn, &N->grp[ZP_GROUP_EDP]));
+    if (N->grp[ZP_GROUP_EP].k > 1) {
+        if (N->grp[ZP_GROUP_MP].k > 1)
+            return ZP_FAIL(ZP_EINVAL, "--ep %lld with --mp %lld: MP and EP groups both span nodes; keep MP within a node "
+                                      "(--mp <= %d)",
+                           (long long)p->ep, (long long)p->mp, N->gpn);
+        N->xs_group[XS_COMPUTE] = ZP_GROUP_EP;
+    }
+    return ZP_OK;
 }
 
 static int successor(const net *N, const group_shape *gs, int node)
@@ -120,7 +171,7 @@ static int successor(const net *N, const group_shape *gs, int node)
     return (node + gs->stride) % N->nodes;
 }
 
-static const group_shape *xs_shape(const net *N, int xs) { return xs == XS_COMPUTE ? &N->mp : &N->dp; }
+static const group_shape *xs_shape(const net *N, int xs) { return &N->grp[N->xs_group[xs]]; }
 
 static int64_t gcd64(int64_t a, int64_t b) { return b ? gcd64(b, a % b) : a; }
 
@@ -151,6 +202,8 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
     const double s = oversubscription > 0 ? oversubscription : (c->oversubscription >= 1 ? c->oversubscription : 1);
     N->leaf = L;
     N->up_bw = L / s * N->rail_bw;
+    /* expert groups' rings cross leaves in patterns of their own: none of the symmetry arguments is made */
+    const int experts = N->grp[ZP_GROUP_EP].k > 1 || N->grp[ZP_GROUP_EDP].k > 1;
     const int leaves = (N->nodes + L - 1) / L;
     int all[NXS] = {1, 1}, none[NXS] = {1, 1}, worst_total = 0;
     for (int j = 0; j < leaves; j++) {
@@ -173,9 +226,9 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
         if (total > worst_total)
             worst_total = total;
     }
-    if (worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
+    if (!experts && worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
         return; /* (a) */
-    int sym = N->nodes % L == 0;
+    int sym = N->nodes % L == 0 && !experts;
     for (int xs = 0; xs < NXS; xs++)
         sym &= all[xs] || none[xs];
     if (sym) { /* (b) */
@@ -184,9 +237,9 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
         N->rep_up_bw = N->up_bw / L;
         return;
     }
-    int64_t kmp = N->mp.k > 1 ? N->mp.k : 1;
+    int64_t kmp = N->grp[ZP_GROUP_MP].k > 1 ? N->grp[ZP_GROUP_MP].k : 1;
     int64_t T = L / gcd64(L, kmp) * kmp;
-    if (N->nodes % T == 0) { /* (c) */
+    if (!experts && N->nodes % T == 0) { /* (c) */
         N->period = (int)T;
         return;
     }
@@ -197,10 +250,13 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, net *N)
     for (int xs = 0; xs < NXS; xs++)
         N->rep_cross[xs] = N->crossing[xs] > 0;
     N->rep_up_bw = N->up_bw / (mmax > 0 ? mmax : 1);
-    snprintf(N->why, sizeof N->why,
-             "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple of "
-             "the pattern's period (%lld nodes)",
-             worst_total, L, s, N->nodes, (long long)T);
+    if (experts)
+        snprintf(N->why, sizeof N->why, "expert-parallel groups span nodes of a fat tree");
+    else
+        snprintf(N->why, sizeof N->why,
+                 "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple "
+                 "of the pattern's period (%lld nodes)",
+                 worst_total, L, s, N->nodes, (long long)T);
 }
 
 /* The derived figures of a simulation; platform_gpn: GPUs per node of a user platform, or 0. */
@@ -234,8 +290,11 @@ static zp_status net_setup(const zp_sim_input *in, int platform_gpn, net *N)
     N->nv_lat = intra->measured ? intra->latency_s / (intra->nranks > 1 ? intra->nranks - 1 : 1) : c->nvlink_latency;
     N->rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / N->channels : c->ib_rail_bw * c->ib_efficiency;
     N->ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
+    N->nccl = prof->dev.sms > 0;
+    N->ll128 = c->nccl_ll128;
     shape_groups(p, N);
-    N->intra_flows = N->mp.g > 1 && N->dp.g > 1 && N->gpn > 1;
+    ZP_TRY(shape_expert_groups(p, N));
+    N->intra_flows = N->grp[ZP_GROUP_MP].g > 1 && N->grp[ZP_GROUP_DP].g > 1 && N->gpn > 1;
     if (in->platform_file) {
         N->exact = 0;
         snprintf(N->why, sizeof N->why, "a user platform need not be symmetric");
@@ -259,43 +318,131 @@ static int coll_rails(const group_shape *gs)
     return want < E.n.rails ? want : E.n.rails;
 }
 
-/* NCCL's choice for the inter-node part of a hierarchical collective: the double binary tree for an
- * all-reduce when its tuner's time (latency + bytes / bandwidth, uncontended) beats the ring's, as
- * ncclTopoGetAlgoTime does; rings otherwise (NCCL has trees for all-reduce only). */
-static int coll_tree(const zp_op *op, const group_shape *gs)
+/* NCCL's cost model (src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime, NCCL 2.8-2.10), which
+ * NCCL's tuner uses to pick an algorithm (ring, tree) and a protocol per collective and message size:
+ *   time = baseLat[algo][proto] + steps inside nodes x hwLat[NVLink][algo][proto]
+ *                               + steps across nodes x hwLat[network][algo][proto] + bytes / (busBw x fraction)
+ * in us and GB/s. LL sends 4 bytes of data per 8 on the wire and flags every line (a quarter of the ring's
+ * bus bandwidth, a tree's /3.8), LL128 120 of 128 bytes (0.92), Simple all of it with the largest latency;
+ * a tree runs at 0.9 of the ring's bandwidth. Ring Simple all-reduces across nodes pay 1.9x their latency
+ * at large sizes (the tuner's "plateau" factor). LL's intra-node hops cost 1.8x when nodes > 1. */
+enum { P_LL = 0, P_LL128, P_SIMPLE, NPROTO };
+enum { A_TREE = 0, A_RING, NALGO };
+static const double nccl_base_us[NALGO][NPROTO] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
+static const double nccl_hw_nvlink_us[NALGO][NPROTO] = {{0.52, 1.2, 28.0}, {0.47, 1.9, 3.4}};
+static const double nccl_hw_net_us[NALGO][NPROTO] = {{5.0, 8.5, 50.0}, {2.7, 4.0, 9.6}};
+static const double nccl_bw_frac[NALGO][NPROTO] = {{0.9 / 3.8, 0.9 * 0.915, 0.9}, {0.25, 0.92, 1.0}};
+
+/* What NCCL runs for one collective op of node 0: algorithm, protocol, latency and the fraction of the
+ * links' bandwidth its protocol gets. */
+typedef struct {
+    int tree;      /* the inter-node part as NCCL's double binary tree (all-reduce only) */
+    int proto;     /* P_LL, P_LL128, P_SIMPLE */
+    double lat;    /* s */
+    double frac;   /* of the bus bandwidth */
+} coll_plan;
+
+/* Ring passes over the buffer: 2 for an all-reduce (reduce-scatter + all-gather), 1 otherwise. */
+static double coll_factor_kind(zp_coll_kind k) { return zp_coll_get(k)->passes; }
+
+/* The tuner's uncontended time of (algo, proto) for `bytes` over the group, and its latency. The links:
+ * the NVSwitch phase at nv_bw, the node's share over its rails at rail_bw (as the simulation's flows). */
+static double nccl_time(const zp_op *op, const group_shape *gs, int algo, int proto, double *lat_out)
 {
-    if (!E.n.tree || gs->k < 2 || info_of(op)->coll != ZP_COLL_ALLREDUCE)
-        return 0;
-    double k = gs->k, per_rail = op->bytes * gs->G / coll_rails(gs) / E.n.rail_bw; /* s to send S once */
-    double ring = 2.0 * (k - 1.0) * E.n.ib_lat + 2.0 * (k - 1.0) / k * per_rail;
-    double tree = 2.0 * floor(log2(k)) * E.n.ib_lat + 2.0 * per_rail / ZP_TREE_BW_FRACTION;
-    return tree < ring;
+    const zp_coll_kind kind = info_of(op)->coll;
+    const double f = coll_factor_kind(kind), P = (double)gs->g * gs->k, k = gs->k, g = gs->g;
+    const int multi = gs->k > 1;
+    double intra_steps, inter_steps;
+    if (algo == A_TREE) { /* up and down: 2 (g-1) intra, 2 log2(k) network */
+        intra_steps = 2.0 * (g - 1.0);
+        inter_steps = 2.0 * floor(log2(k));
+    } else {
+        intra_steps = f * (P - 1.0) - f * (k - 1.0);
+        inter_steps = f * (k - 1.0);
+    }
+    double hw_intra = nccl_hw_nvlink_us[algo][proto] * (multi && proto == P_LL ? 1.8 : 1.0);
+    double lat = (nccl_base_us[algo][proto] + intra_steps * hw_intra + inter_steps * nccl_hw_net_us[algo][proto]) *
+                 1e-6;
+    if (algo == A_RING && proto == P_SIMPLE && multi && kind == ZP_COLL_ALLREDUCE && op->bytes >= P / 16.0 * 65536)
+        lat *= 1.9;
+    const double frac = nccl_bw_frac[algo][proto];
+    double t = 0.0;
+    if (g > 1 && !(multi && E.n.flat))
+        t += f * (g - 1.0) / g * op->bytes / (E.n.nv_bw * frac);
+    if (multi) {
+        double node = algo == A_TREE ? 2.0 * op->bytes * gs->G
+                                     : f * (E.n.flat ? (P - 1.0) / P : (k - 1.0) / k) * op->bytes * gs->G;
+        t += node / coll_rails(gs) / (E.n.rail_bw * frac);
+    }
+    *lat_out = lat;
+    return lat + t;
 }
 
+/* A profile measured here (no GPU device model: MPI, or a calibrated machine): its fitted latency per ring
+ * step (nv_lat, ib_lat), the ring at full bandwidth, and across nodes the double binary tree where its time
+ * (2 log2i(k) steps, 2S per node at 0.9 of the bandwidth) beats the ring's 2(k-1) steps; a flat ring's
+ * f(P-1) steps each last as long as its slowest hop. */
+static coll_plan coll_choose_measured(const zp_op *op, const group_shape *gs)
+{
+    coll_plan c = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    const double f = coll_factor(op), k = gs->k;
+    if (E.n.tree && gs->k >= 2 && info_of(op)->coll == ZP_COLL_ALLREDUCE) {
+        double per_rail = op->bytes * gs->G / coll_rails(gs) / E.n.rail_bw; /* s to send S once */
+        double ring = 2.0 * (k - 1.0) * E.n.ib_lat + 2.0 * (k - 1.0) / k * per_rail;
+        double tree = 2.0 * floor(log2(k)) * E.n.ib_lat + 2.0 * per_rail / ZP_TREE_BW_FRACTION;
+        c.tree = tree < ring;
+    }
+    if (c.tree)
+        c.frac = ZP_TREE_BW_FRACTION;
+    if (gs->k > 1 && E.n.flat) {
+        c.lat = f * ((double)gs->g * gs->k - 1.0) * E.n.ib_lat;
+        return c;
+    }
+    if (gs->g > 1)
+        c.lat += f * (gs->g - 1.0) * E.n.nv_lat;
+    if (gs->k > 1)
+        c.lat += (c.tree ? 2.0 * floor(log2(k)) : f * (k - 1.0)) * E.n.ib_lat;
+    return c;
+}
+
+/* NCCL's choice: the (algorithm, protocol) of least estimated time; trees for all-reduces across nodes on
+ * presets that have them, LL128 where the preset's NCCL has it. */
+static coll_plan coll_choose(const zp_op *op, const group_shape *gs)
+{
+    coll_plan best = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    if (!E.n.nccl || info_of(op)->coll == ZP_COLL_ALLTOALL) /* all-to-all: grouped sends, no tuner */
+        return coll_choose_measured(op, gs);
+    double tbest = HUGE_VAL;
+    const int trees = E.n.tree && gs->k > 1 && info_of(op)->coll == ZP_COLL_ALLREDUCE;
+    for (int a = trees ? A_TREE : A_RING; a < NALGO; a++)
+        for (int p = 0; p < NPROTO; p++) {
+            if (p == P_LL128 && !E.n.ll128)
+                continue;
+            double lat, t = nccl_time(op, gs, a, p, &lat);
+            if (t < tbest) {
+                tbest = t;
+                best = (coll_plan){.tree = a == A_TREE, .proto = p, .lat = lat, .frac = nccl_bw_frac[a][p]};
+            }
+        }
+    return best;
+}
+
+static int coll_tree(const zp_op *op, const group_shape *gs) { return coll_choose(op, gs).tree; }
+
 /* Bytes each GPU sends over its NVSwitch port in the intra-node ring phase(s) of a collective:
- * f(g-1)/g of the buffer. A flat ring across nodes pipelines its NVSwitch hops behind the slower
- * InfiniBand hop: none counted. */
+ * f(g-1)/g of the buffer, at its protocol's fraction of the bandwidth (more bytes on the wire). A flat ring
+ * across nodes pipelines its NVSwitch hops behind the slower InfiniBand hop: none counted. */
 static double coll_intra_bytes(const zp_op *op, const group_shape *gs)
 {
     if (gs->g <= 1 || (gs->k > 1 && E.n.flat))
         return 0.0;
-    return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes;
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL) /* S/(g·k) to each of the g-1 others in the node */
+        return (gs->g - 1.0) / ((double)gs->g * gs->k) * op->bytes;
+    return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes / coll_choose(op, gs).frac;
 }
 
-/* The step latencies of a collective, s: (g-1) NVSwitch steps per intra-node phase and (k-1)
- * InfiniBand steps (a tree: 2 log2i(k)); a flat ring's f(P-1) steps each last as long as its slowest
- * hop. */
-static double coll_latency(const zp_op *op, const group_shape *gs)
-{
-    double f = coll_factor(op), t = 0.0;
-    if (gs->k > 1 && E.n.flat)
-        return f * ((double)gs->g * gs->k - 1.0) * E.n.ib_lat;
-    if (gs->g > 1)
-        t += f * (gs->g - 1.0) * E.n.nv_lat;
-    if (gs->k > 1)
-        t += (coll_tree(op, gs) ? 2.0 * floor(log2(gs->k)) : f * (gs->k - 1.0)) * E.n.ib_lat;
-    return t;
-}
+/* The latency of a collective, s, by NCCL's model for its chosen algorithm and protocol. */
+static double coll_latency(const zp_op *op, const group_shape *gs) { return coll_choose(op, gs).lat; }
 
 /* A collective within one node whose kind the profile measured (points, not only a fit) on exactly this
  * many ranks: the measured time of that kind at that size (zp_profile_collective_time_measured). Reduce-
@@ -338,18 +485,23 @@ static double coll_local_time(const zp_op *op, const group_shape *gs)
 /* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical ring),
  * f(P-1)/P of it (a flat ring of P = g*k GPUs leaves each node once) or, as a double binary tree, 2S
  * (interior in one tree, a leaf in the other, every node sends half the buffer up and down once per
- * tree: S up and S down) at 0.9 of the ring's bandwidth, over E.n.channels rings spread over the rails
- * in use. */
+ * tree: S up and S down), over E.n.channels rings spread over the rails in use; divided by the protocol's
+ * fraction of the bandwidth (a tree's includes its 0.9). */
 static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
 {
     double P = (double)gs->g * gs->k, node_bytes;
-    if (!E.n.flat && coll_tree(op, gs)) {
-        node_bytes = 2.0 * op->bytes * gs->G / ZP_TREE_BW_FRACTION;
+    const coll_plan c = coll_choose(op, gs);
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL) {
+        /* no hierarchy helps an all-to-all: each of the node's g members sends (k-1)/k of its buffer to
+         * the other nodes */
+        node_bytes = (gs->k - 1.0) / gs->k * op->bytes * gs->g * gs->G;
+    } else if (!E.n.flat && c.tree) {
+        node_bytes = 2.0 * op->bytes * gs->G;
     } else {
         double share = E.n.flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
         node_bytes = coll_factor(op) * share * op->bytes * gs->G;
     }
-    return node_bytes / coll_rails(gs);
+    return node_bytes / coll_rails(gs) / c.frac;
 }
 
 /* ---------------------------------------------------------------- trace */
@@ -415,7 +567,7 @@ static zp_status trace_write(const char *path)
             } else if (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY) {
                 json_object_set_new(args, "bytes", json_real(op->bytes));
                 if (in->cls == ZP_OPC_COLL)
-                    json_object_set_new(args, "group", json_string(in->group == ZP_GROUP_MP ? "mp" : "dp"));
+                    json_object_set_new(args, "group", json_string(zp_group_name(in->group)));
             }
         }
         const char *cat = op ? zp_phase_name(op->phase) : "wait";
@@ -512,7 +664,7 @@ static void stream_actor(int argc, char *argv[])
         const zp_op *op = &E.sc->ops[s][oi];
         const zp_op_info *in = info_of(op);
         double local = -1.0; /* >= 0: the op is pure time on this stream */
-        const group_shape *gs = in->group == ZP_GROUP_MP ? &E.n.mp : &E.n.dp;
+        const group_shape *gs = &E.n.grp[in->group < ZP_NGROUPS ? in->group : ZP_GROUP_DP];
         switch (in->cls) {
         case ZP_OPC_ALLOC:
         case ZP_OPC_FREE: trace_mem(node, run_start + pending, op, in->cls == ZP_OPC_ALLOC); continue;
@@ -691,11 +843,16 @@ static void write_platform(FILE *f)
                     j, E.n.up_bw);
         for (int n = 0; n < E.nsim; n++) {
             write_node_routes(f, n);
-            int succ[2] = {E.n.dp.k > 1 ? successor(&E.n, &E.n.dp, n) : -1,
-                           E.n.mp.k > 1 ? successor(&E.n, &E.n.mp, n) : -1};
-            if (succ[1] == succ[0])
-                succ[1] = -1;
-            for (int j = 0; j < 2; j++) {
+            /* the ring successors of every group that spans nodes (DP, MP, EP, EDP), each route once */
+            int succ[ZP_NGROUPS];
+            for (int gi = 0; gi < ZP_NGROUPS; gi++) {
+                const group_shape *gs = &E.n.grp[gi];
+                succ[gi] = gs->k > 1 ? successor(&E.n, gs, n) : -1;
+                for (int j = 0; j < gi; j++)
+                    if (succ[j] == succ[gi])
+                        succ[gi] = -1;
+            }
+            for (int j = 0; j < ZP_NGROUPS; j++) {
                 int m = succ[j];
                 if (m < 0 || m == n)
                     continue;
@@ -802,8 +959,8 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         return ZP_FAIL(ZP_EINVAL, "--cluster %s has %d nodes of %d GPUs: too few for %lld GPUs", in->platform_file,
                        platform_nodes, platform_gpn, (long long)gpus);
     }
-    if (in->no_overlap && (E.n.mp.k > 1))
-        return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP within a node");
+    if (in->no_overlap && (E.n.grp[ZP_GROUP_MP].k > 1 || E.n.grp[ZP_GROUP_EP].k > 1))
+        return ZP_FAIL(ZP_EINVAL, "the no-overlap mode needs MP and EP within a node");
     zp_sim_mode mode = ZP_SIM_FULL;
     ZP_TRY(pick_mode(in, &E.n, &mode));
     E.reduced = mode == ZP_SIM_REDUCED;

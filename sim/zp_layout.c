@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "zp_memory.h"
+#include "zp_shape.h"
 #include "zp_shard.h"
 
 void zp_layout_facts_free(zp_layout_facts *f)
@@ -15,6 +16,8 @@ void zp_layout_facts_free(zp_layout_facts *f)
         return;
     free(f->gather);
     free(f->grad);
+    free(f->gather_exp);
+    free(f->grad_exp);
     memset(f, 0, sizeof *f);
 }
 
@@ -22,8 +25,10 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 {
     memset(f, 0, sizeof *f);
     f->gather = calloc((size_t)m->layers + 2, sizeof *f->gather);
-    f->grad = calloc((size_t)m->layers + 1, sizeof *f->grad);
-    if (!f->gather || !f->grad) {
+    f->grad = calloc((size_t)m->layers + 2, sizeof *f->grad);
+    f->gather_exp = calloc((size_t)m->layers + 2, sizeof *f->gather_exp);
+    f->grad_exp = calloc((size_t)m->layers + 2, sizeof *f->grad_exp);
+    if (!f->gather || !f->grad || !f->gather_exp || !f->grad_exp) {
         zp_layout_facts_free(f);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     }
@@ -32,21 +37,32 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 
 /* ================================================================ DeepSpeed / Megatron-LM (the planner) */
 
-/* Groups per MP rank: a block is 1/mp of the model's block; the embedding group (gathered for the
- * embedding and again as the tied LM head) is (V + s)h/mp; its gradient group also completes the final
- * LayerNorm (2h/mp). */
+/* Groups per MP rank: block i is 1/mp of the model's block i; the embedding group (gathered for the
+ * embedding and, tied, again as the LM head) is (V + s)h/mp for GPT; the output side (final norm, an
+ * untied LM head) completes its gradients with the embedding's when tied (GPT: 2h/mp more), else as its
+ * own group right after the head's backward. */
 static zp_status ds_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
 {
     ZP_TRY(facts_alloc(m, f));
-    const double t = (double)p->mp, L = (double)m->layers;
-    const double emb = zp_model_params_embedding(m) / t, blk = zp_model_params_layer(m) / t;
-    for (int64_t i = 0; i <= m->layers + 1; i++)
-        f->gather[i] = (i == 0 || i == m->layers + 1) ? emb : blk;
-    f->grad[0] = emb + 2.0 * (double)m->hidden / t;
-    for (int64_t i = 1; i <= m->layers; i++)
-        f->grad[i] = blk;
-    f->psi = zp_model_params(m) / t;
-    (void)L;
+    const double t = (double)p->mp, emb = zp_model_params_embedding(m) / t, head = zp_model_params_head(m) / t;
+    const int64_t L = m->layers;
+    f->gather[0] = emb;
+    f->gather[L + 1] = m->untied ? head : emb;
+    f->grad[0] = m->untied ? emb : emb + head;
+    f->grad[L + 1] = m->untied ? head : 0.0;
+    const double ep = (double)p->ep;
+    for (int64_t i = 1; i <= L; i++) {
+        double all, experts;
+        zp_shape_block_params(m, i - 1, &all, &experts);
+        if (ep > 1 && experts > 0) { /* the rank holds 1/ep of the experts, reduced over their own group */
+            f->gather[i] = f->grad[i] = (all - experts) / t;
+            f->gather_exp[i] = f->grad_exp[i] = experts / t / ep;
+            f->psi_exp += f->grad_exp[i];
+        } else {
+            f->gather[i] = f->grad[i] = all / t;
+        }
+    }
+    zp_shape_params(m, p, &f->psi, &f->psi_all);
     return ZP_OK;
 }
 
@@ -63,14 +79,33 @@ static void ds_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_me
         zp_builder_mem(b, s, alloc, ZP_BUF_FRAG, index, ZP_MEM_FRAGMENTATION, ZP_FRAGMENTATION_FRACTION * bytes);
 }
 
+/* Stage 3: DeepSpeed fetches module by module and prefetches up to stage3_prefetch_bucket_size parameters
+ * ahead, releasing what exceeds stage3_max_live_parameters; at least the largest tensor is whole. zplan's
+ * step gathers a group (`largest`: the largest one a rank gathers) at a time: the group in use plus the
+ * prefetched part of the next, at most the rank's `psi` parameters. */
+static double stage3_live(const zp_model *m, const zp_plan *p, double largest, double psi)
+{
+    const double ahead = p->stage3_prefetch > 0 ? fmin(p->stage3_prefetch, largest) : largest;
+    double live = largest + ahead;
+    if (p->stage3_max_live > 0)
+        live = fmax(fmin(live, p->stage3_max_live), zp_model_params_largest_tensor_rank(m, p->mp));
+    return fmin(live, psi);
+}
+
 /* Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
- * fp16 gradients 2Ψ (4Ψ with fp32 gradients, Megatron-LM's recipe: 2 + 4 + 12 = 18 bytes a parameter
- * with Adam; ÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1); ZeRO-Offload keeps the
- * optimizer states and an fp32 gradient partition (4 bytes a parameter) on the host, ZeRO-3 Offload the
- * fp16 parameters too. Buffers (ZeRO §6.2): CB's two buckets (reduce, in the gradients' type, and all-gather) of
- * min(bucket, Ψ) elements, or without CB an fp32 fused buffer of 4Ψ; stage 3 holds the gathered fp16
- * parameters of the block in use and of the prefetched one less the 1/Nd it owns: 2 bytes x min(2 x the
- * largest group, Ψ) x (1 - 1/Nd), at most DeepSpeed's stage3_max_live_parameters. */
+ * fp16 gradients 2Ψ (4Ψ with fp32 gradients, Megatron-LM's recipe: 2 + 4 + 12 = 18 bytes a parameter with
+ * Adam; ÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1). Buffers (ZeRO §6.2): CB's two buckets
+ * (reduce, in the gradients' type, and all-gather) of min(bucket, Ψ) elements, or without CB an fp32 fused
+ * buffer of 4Ψ.
+ *
+ * Offload as DeepSpeed runs it (ZeRO-Offload, Ren et al. 2021 §4; deepspeed/runtime/zero/stage_1_and_2.py
+ * and stage3.py with offload_optimizer): the optimizer states and an fp32 gradient partition (4 bytes a
+ * parameter) live in pinned host memory, and from stage 2 on each reduced gradient bucket is copied into
+ * that partition as soon as it is reduced, so the device keeps no gradient partition of its own, only the
+ * buckets (stage 1 all-reduces whole gradients at the end and keeps them). ZeRO-3 Offload moves the
+ * fp16 parameters to the host too. ZeRO-Infinity (offload device "nvme") keeps the offloaded states on
+ * NVMe and only DeepSpeed's swap buffers in host memory (ZP_NVME_*: optimizer states and gradients are
+ * swapped per sub-group, parameters through fixed buffers). */
 static void ds_setup(zp_builder *b)
 {
     const zp_plan *p = b->p;
@@ -78,25 +113,50 @@ static void ds_setup(zp_builder *b)
     const double nd = (double)p->dp, nm = (double)p->mp, psi = b->f.psi, k = p->k_optimizer;
     const double pb = p->param_bytes > 0 ? p->param_bytes : 2.0;
     const int offload = p->offload != ZP_OFFLOAD_NONE;
-    const double params = pb * psi / (si->partitions_params ? nd : 1.0);
-    ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, p->offload == ZP_OFFLOAD_PARAMS ? ZP_MEM_HOST : ZP_MEM_PARAMS, params);
+    const double psi_all = b->f.psi_all; /* partitioned: psi_all / nd per rank (EP: psi < psi_all) */
+    const double params = pb * (si->partitions_params ? psi_all / nd : psi);
+    if (p->offload != ZP_OFFLOAD_PARAMS)
+        ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, ZP_MEM_PARAMS, params);
+    else if (p->nvme & ZP_NVME_PARAMS) {
+        ds_mem(b, -1, 1, ZP_BUF_NVME_PARAMS, 0, ZP_MEM_NVME, params);
+        ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, ZP_MEM_HOST,
+               pb * fmin(params / pb, ZP_NVME_PARAM_BUFFERS * ZP_NVME_PARAM_BUFFER_SIZE));
+    } else
+        ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, ZP_MEM_HOST, params);
     if (si->partitions_params && p->persistence_threshold > 0) /* whole on every rank (DeepSpeed) */
         ds_mem(b, -1, 1, ZP_BUF_PERSISTENT, 0, ZP_MEM_PARAMS,
                pb * zp_model_params_small_tensors(b->m, p->mp, p->persistence_threshold) * (1.0 - 1.0 / nd));
     const double gb = zp_plan_grad_bytes(p); /* 4: fp32 gradients (Megatron-LM's main_grad: 18 B/param) */
-    ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, gb * psi / (si->partitions_grads ? nd : 1.0));
-    const double opt = k * psi / (si->partitions_optimizer ? nd : 1.0);
-    ds_mem(b, -1, 1, ZP_BUF_OPT_STATES, 0, offload ? ZP_MEM_HOST : ZP_MEM_OPTIMIZER, opt);
-    if (offload)
-        ds_mem(b, -1, 1, ZP_BUF_HOST_GRADS, 0, ZP_MEM_HOST, 4.0 * opt / k);
-    /* CB: a reduce bucket of gradients and an all-gather bucket of parameters */
+    if (!(offload && si->partitions_grads)) /* offloaded from stage 2 on: streamed to the host per bucket */
+        ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, gb * (si->partitions_grads ? psi_all / nd : psi));
+    const double part = si->partitions_optimizer ? psi_all / nd : psi;
+    if (offload && (p->nvme & ZP_NVME_OPTIMIZER)) {
+        /* on the drives: the fp32 master, m, v and gradients; in host memory the swap buffers of a sub-group */
+        ds_mem(b, -1, 1, ZP_BUF_NVME_OPT, 0, ZP_MEM_NVME, (k + 4.0) * part);
+        ds_mem(b, -1, 1, ZP_BUF_OPT_STATES, 0, ZP_MEM_HOST,
+               4.0 * ZP_NVME_OPT_BUFFERS * fmin(part, ZP_NVME_SUB_GROUP));
+    } else {
+        ds_mem(b, -1, 1, ZP_BUF_OPT_STATES, 0, offload ? ZP_MEM_HOST : ZP_MEM_OPTIMIZER, k * part);
+        if (offload)
+            ds_mem(b, -1, 1, ZP_BUF_HOST_GRADS, 0, ZP_MEM_HOST, 4.0 * part);
+    }
     ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? (gb + pb) * fmin(p->bucket, psi) : 4.0 * psi);
     if (si->partitions_params) {
-        double live = fmin(2.0 * zp_model_params_largest_layer(b->m) / nm, psi);
-        if (p->stage3_max_live > 0)
-            live = fmin(live, p->stage3_max_live);
-        ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS, pb * live * (1.0 - 1.0 / nd));
+        double largest = zp_model_params_largest_layer(b->m) / nm;
+        if (p->ep > 1) { /* the groups as this rank gathers them: 1/ep of each MoE block's experts */
+            largest = (double)b->m->vocab * (double)(b->m->embed_dim > 0 ? b->m->embed_dim : b->m->hidden) / nm;
+            for (int64_t i = 1; i <= b->m->layers; i++)
+                largest = fmax(largest, b->f.gather[i] + b->f.gather_exp[i]);
+        }
+        ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS,
+               pb * stage3_live(b->m, p, largest, psi) * (1.0 - 1.0 / nd));
     }
+}
+
+double zp_layout_stage3_live(const zp_model *m, const zp_plan *p)
+{
+    const double nm = (double)p->mp;
+    return stage3_live(m, p, zp_model_params_largest_layer(m) / nm, zp_model_params(m) / nm);
 }
 
 /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without checkpointing every block keeps its
@@ -106,7 +166,11 @@ static void ds_setup(zp_builder *b)
  * from the LM head to the end of the micro-batch's backward. */
 static double ds_block_acts(const zp_builder *b)
 {
-    return zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+    double acts = zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+    if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 bytes a score) */
+        acts -= 5.0 * (double)b->p->micro_batch * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
+                (double)b->m->seq;
+    return acts > 0 ? acts : 0.0;
 }
 
 static void ds_block_begin(zp_builder *b, int l)
@@ -220,7 +284,7 @@ static zp_status ex_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *
     for (size_t i = 0; i <= L; i++)
         f->grad[i] = (double)(i == 0 ? esz : bsz);
     f->n = esz + L * bsz;
-    f->psi = (double)f->n;
+    f->psi = f->psi_all = (double)f->n;
     f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : f->n;
     if (f->bucket < 1)
         f->bucket = 1;

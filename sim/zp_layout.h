@@ -24,9 +24,16 @@
 typedef struct {
     double *gather;     /* [L + 2] parameters a stage-3 gather of group i brings (0 the embedding, 1..L the
                            blocks, L+1 the tied embedding as the LM head) */
-    double *grad;       /* [L + 1] parameters whose gradients group i completes in backward (0: the embedding
-                           group, last) */
-    double psi;         /* parameters of one MP rank: the sum of grad[] */
+    double *grad;       /* [L + 2] parameters whose gradients group i completes in backward (0: the embedding
+                           group, last; L+1: an untied LM head and the final norm, first; 0 when tied) */
+    double *gather_exp; /* [L + 2] with EP > 1: the local experts' parameters of group i (an EDP gather); 0
+                           otherwise (the experts are then in gather[]) */
+    double *grad_exp;   /* [L + 2] ... and their gradients (reduced over the EDP group) */
+    double psi_exp;     /* the sum of grad_exp[]: the routed experts' parameters one rank holds (EP > 1) */
+    double psi;         /* parameters one MP rank holds before ZeRO partitions them: the sum of grad[] and
+                           grad_exp[] */
+    double psi_all;     /* the model's parameters over the MP degree, which ZeRO partitions over the DP ranks
+                           (psi_all / dp each); psi_all = psi without expert parallelism */
     /* the executor's flat layout (zplan-exec only) */
     size_t n;           /* flat parameters of one MP rank */
     size_t bucket;      /* elements per gradient bucket */
@@ -51,6 +58,10 @@ typedef struct {
 } zp_layout;
 
 const zp_layout *zp_layout_get(zp_impl impl);
+/* Stage 3 under DeepSpeed: parameters of one MP rank gathered at once (elements): the block in use and
+ * min(stage3_prefetch_bucket_size, a block) prefetched, at most stage3_max_live_parameters but never
+ * less than the largest tensor (DeepSpeed gathers an nn.Linear whole), at most the rank's parameters. */
+double zp_layout_stage3_live(const zp_model *m, const zp_plan *p);
 void zp_layout_facts_free(zp_layout_facts *f); /* accepts NULL */
 
 /* The executor's parameter tensors of one MP rank (Megatron: QKV and MLP-up column-split, projection and

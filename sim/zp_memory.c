@@ -36,7 +36,7 @@ void zp_memcount_add(zp_memcount *c, zp_mem_cat cat, double bytes)
         if (c->cur_act > c->peak_act)
             c->peak_act = c->cur_act;
     }
-    if (cat == ZP_MEM_HOST)
+    if (cat == ZP_MEM_HOST || cat == ZP_MEM_NVME)
         return;
     c->cur_dev += bytes;
     if (c->cur_dev > c->peak_dev) {
@@ -58,6 +58,7 @@ void zp_memcount_result(const zp_memcount *c, zp_memory *out)
     out->fragmentation = a[ZP_MEM_FRAGMENTATION];
     out->total = c->peak_dev;
     out->host = c->peak[ZP_MEM_HOST];
+    out->nvme = c->peak[ZP_MEM_NVME];
     memcpy(out->peak, c->peak, sizeof out->peak);
     out->peak_activations = c->peak_act;
 }
@@ -219,18 +220,22 @@ zp_status zp_memory_largest_fitting(const zp_plan *plan, double gpu_mem, double 
                                     double *params_out)
 {
     ZP_TRY(zp_plan_validate(plan));
-    double lo = 0, hi = zp_memory_max_params(plan->stage, (double)plan->dp, (double)plan->mp, plan->k_optimizer,
-                                             gpu_mem) * 1.01; /* model states alone bound it */
-    if (hi > ZP_MODEL_MAX_PARAMS)
-        hi = ZP_MODEL_MAX_PARAMS;
-    double best = 0, actual;
-    double small = 1e7;
-    if (!fits_size(plan, gpu_mem, host_mem_per_gpu, small, &actual)) {
+    /* Memory grows with the size: double until a size does not fit (offload moves the bound far above the
+     * device's model states: the host's), then bisect. */
+    double lo = 1e7, best = 0, actual;
+    if (!fits_size(plan, gpu_mem, host_mem_per_gpu, lo, &actual)) {
         *params_out = 0;
         return ZP_OK;
     }
-    lo = small;
     best = actual;
+    double hi = 2.0 * lo;
+    while (hi < ZP_MODEL_MAX_PARAMS && fits_size(plan, gpu_mem, host_mem_per_gpu, hi, &actual)) {
+        lo = hi;
+        best = fmax(best, actual);
+        hi *= 2.0;
+    }
+    if (hi > ZP_MODEL_MAX_PARAMS)
+        hi = ZP_MODEL_MAX_PARAMS;
     while (hi / lo > 1.005) {
         double mid = sqrt(lo * hi);
         if (fits_size(plan, gpu_mem, host_mem_per_gpu, mid, &actual)) {

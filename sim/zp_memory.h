@@ -25,6 +25,7 @@ typedef struct {
     double fragmentation; /* reserve lost to fragmentation without MD */
     double total;         /* the sum of the six categories above (checkpoints is inside activations) */
     double host;          /* host (CPU) memory per GPU: offloaded states, Pa+cpu checkpoints */
+    double nvme;          /* NVMe per GPU: ZeRO-Infinity's offloaded states */
     /* each category's own peak over the step, what a tracking allocator reports per category (the fields
      * above are the categories at the moment the device total peaks, so they add up to it) */
     double peak[ZP_MEM_NCAT];

@@ -162,8 +162,6 @@ static int fits_seq(const zp_eval *c, const zp_model *shape, int64_t seq, double
            zp_memory_fits(&mem, usable, host, NULL, 0);
 }
 
-static double host_per_gpu(const zp_search_req *r) { return r->cluster->host_mem / (double)r->cluster->gpus_per_node; }
-
 static int cmp_fix(const void *a, const void *b)
 {
     const zp_fix *x = a, *y = b;
@@ -179,7 +177,7 @@ zp_status zp_near_miss_find(const zp_search_req *r, const zp_search_result *res,
     if (res->n_fit > 0 || res->n == 0)
         return ZP_OK;
     out->closest = res->plans[0]; /* no plan fits: sorted by memory, least first */
-    const double usable = zp_search_usable_mem(r), host = host_per_gpu(r);
+    const double usable = zp_search_usable_mem(r), host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus);
     const zp_eval *c = &out->closest;
     /* as given: the largest micro-batch, sequence and model that fit the closest plan */
     out->max_micro_batch = zp_memory_max_micro_batch(r->model, &c->plan, usable, host, ZP_MAX_MICRO_BATCH);

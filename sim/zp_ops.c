@@ -48,6 +48,12 @@ const char *zp_part_name(zp_part p)
     return (unsigned)p < ZP_NPARTS ? n[p] : "?";
 }
 
+const char *zp_group_name(zp_group g)
+{
+    static const char *const n[ZP_NGROUPS] = {"mp", "dp", "ep", "edp"};
+    return (unsigned)g < ZP_NGROUPS ? n[g] : "?";
+}
+
 static const struct {
     const char *name;
     zp_part part;
@@ -63,7 +69,7 @@ zp_part zp_channel_part(zp_channel c) { return (unsigned)c < ZP_NCHANNELS ? g_ch
 const char *zp_mem_cat_name(zp_mem_cat c)
 {
     static const char *const n[ZP_MEM_NCAT] = {"params",      "grads",   "optimizer",     "activations",
-                                               "checkpoints", "buffers", "fragmentation", "host"};
+                                               "checkpoints", "buffers", "fragmentation", "host", "nvme"};
     return (unsigned)c < ZP_MEM_NCAT ? n[c] : "?";
 }
 

@@ -50,10 +50,19 @@ typedef enum {
     ZP_NPARTS
 } zp_part;
 
-typedef enum { ZP_GROUP_MP, ZP_GROUP_DP } zp_group;
+/* The rank groups a collective runs over. Ranks are numbered MP fastest (Megatron): rank = d·mp + j for
+ * DP index d and MP index j. MP: the mp ranks of one d; DP: the dp ranks of one j; with mixture of experts
+ * (plan->ep > 1), EP: ep consecutive DP indices (the ranks that shard one block's experts between them,
+ * exchanging tokens by all-to-all) and EDP: the dp/ep ranks holding the same experts (DP indices equal
+ * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned. */
+typedef enum { ZP_GROUP_MP, ZP_GROUP_DP, ZP_GROUP_EP, ZP_GROUP_EDP, ZP_NGROUPS } zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
+/* An op's part of the attention core when the plan runs FlashAttention (one kernel forward, one backward,
+ * no s x s scores in memory): the op that carries the fused forward, the one that carries the backward,
+ * or one absorbed into them (0 time). */
+typedef enum { ZP_FLASH_NONE = 0, ZP_FLASH_FWD, ZP_FLASH_BWD, ZP_FLASH_FUSED } zp_flash;
 
 /* Channels (counting semaphores per rank): X(ID, name, the part a compute-stream wait on it counts in). */
 #define ZP_CHANNELS(X)                                                                                       \
@@ -78,7 +87,7 @@ typedef enum {
 } zp_channel;
 
 /* Memory categories of alloc ops, of the memory replay (sim/zp_memory.h) and of the executor's tracking
- * allocator. The device total is every category but HOST. */
+ * allocator. The device total is every category but HOST and NVME. */
 typedef enum {
     ZP_MEM_PARAMS = 0,   /* parameters this rank holds (all, or its stage-3 shard) */
     ZP_MEM_GRADS,        /* gradients it keeps (all, or its stage-2/3 shard) */
@@ -88,6 +97,7 @@ typedef enum {
     ZP_MEM_BUFFERS,      /* communication buffers, gradient buckets, stage-3 gathered parameters */
     ZP_MEM_FRAGMENTATION,/* what fragmentation makes unusable without ZeRO-R MD (ZeRO §6.3) */
     ZP_MEM_HOST,         /* host memory: offloaded states, Pa+cpu checkpoints; not on the device */
+    ZP_MEM_NVME,         /* the node's NVMe drives: ZeRO-Infinity's offloaded states; not on the device */
     ZP_MEM_NCAT
 } zp_mem_cat;
 
@@ -102,7 +112,8 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     X(HOST_GRADS, "host_fp32_grads", ZP_PER_ONE) X(FUSED, "fused_buffers", ZP_PER_ONE)                       \
     X(GATHER_POOL, "stage3_gathered", ZP_PER_ONE) X(CKPT, "checkpoint", ZP_PER_LAYER)                        \
     X(BLOCK_WORK, "block_working_set", ZP_PER_ONE) X(BLOCK_ACTS, "block_activations", ZP_PER_LAYER)          \
-    X(FRAG, "fragmentation", ZP_PER_ONE)                                                                     \
+    X(FRAG, "fragmentation", ZP_PER_ONE) X(NVME_OPT, "nvme_optimizer_states", ZP_PER_ONE)                     \
+    X(NVME_PARAMS, "nvme_params", ZP_PER_ONE)                                                                \
     /* zplan's executor (exec/), one per tensor */                                                         \
     X(PARAMS, "params_flat", ZP_PER_ONE) X(PSHARD, "params_shard", ZP_PER_ONE)                               \
     X(GRADS, "grads_flat", ZP_PER_ONE) X(GSHARD, "grads_shard", ZP_PER_ONE) X(GWORK, "grad_bucket", ZP_PER_ONE) \
@@ -144,6 +155,7 @@ typedef struct {
     double flops;              /* FLOPs of a compute op (2 per multiply-add) */
     double elems;              /* element-wise: elements of the tensor the kernel walks (tokens x hidden,
                                   tokens x ffn, heads x seq x seq, tokens x vocabulary), per MP rank */
+    int flash;                 /* 1: costed as part of FlashAttention (the plan runs it; zp_op_info.flash) */
     double bytes;              /* element-wise: bytes moved; collective: buffer bytes per rank (nccl-tests
                                   size); copy: bytes; Adam: parameters updated; alloc/free: bytes */
     zp_channel channel;        /* signal / wait */
@@ -160,6 +172,7 @@ double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const struct zp_op_in
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_nvme(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 
 typedef struct zp_op_info {
     const char *name;
@@ -169,6 +182,15 @@ typedef struct zp_op_info {
     zp_cost_fn cost;
     zp_profile_kernel kern[2];
     int nkern;
+    double eltbytes;           /* element-wise: bytes the op's kernels move per element of op->elems, in
+                                  16-bit activations (Megatron-LM's kernels, sim/zp_ops.def); 0: the
+                                  builder's op->bytes */
+    int launches;              /* kernels the op launches (0 counts as 1): each pays the device's launch and
+                                  at least its host dispatch (zp_profile_device) */
+    double eltbytes_unfused;   /* ... with Megatron-LM 2019's unfused kernels (a device model with
+                                  unfused_kernels: the ZeRO paper's stack); 0: as fused */
+    int launches_unfused;      /* ... and its launches; 0: as fused */
+    zp_flash flash;            /* its part of FlashAttention's fused kernels */
     zp_bias bias;
     zp_coll_kind coll;
     zp_group group;
@@ -198,8 +220,9 @@ const char *zp_stream_name(zp_stream s);
 const char *zp_phase_name(zp_phase p);        /* "forward", ..., "setup" */
 const char *zp_part_name(zp_part p);          /* "compute", "mp_comm", "dp_comm", "optimizer", "offload", "none" */
 const char *zp_channel_name(zp_channel c);
+const char *zp_group_name(zp_group g);        /* "mp", "dp", "ep", "edp" */
 zp_part zp_channel_part(zp_channel c);        /* the part a compute-stream wait on it counts in */
-const char *zp_mem_cat_name(zp_mem_cat c);    /* "params", ..., "fragmentation", "host" */
+const char *zp_mem_cat_name(zp_mem_cat c);    /* "params", ..., "fragmentation", "host", "nvme" */
 const char *zp_buf_name(zp_buf b);
 zp_buf_per zp_buf_per_of(zp_buf b);
 /* The part an op's time counts in: its kind's, or for a wait its channel's. */

@@ -50,6 +50,12 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->k_optimizer = ZP_ADAM_K;
     p->param_bytes = 2.0;
     p->overlap_comm = 1;
+    p->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
+    p->stage3_prefetch = ZP_DEFAULT_PREFETCH;
+    p->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
+    p->ep = 1;
+    p->capacity_factor = 1.0;
+    p->moe_imbalance = 1.0;
 }
 
 double zp_plan_grad_bytes(const zp_plan *p) { return p->grad_bytes > 0 ? p->grad_bytes : p->param_bytes; }
@@ -89,7 +95,19 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "parameters are 2 (fp16/bf16) or 4 (fp32) bytes");
     if (p->grad_bytes != 0 && p->grad_bytes != 2.0 && p->grad_bytes != 4.0)
         return ZP_FAIL(ZP_EINVAL, "gradients are 2 (16-bit) or 4 (fp32) bytes");
-    if (p->stage3_max_live < 0 || p->persistence_threshold < 0)
+    if (p->stage3_max_live < 0 || p->persistence_threshold < 0 || p->stage3_prefetch < 0)
         return ZP_FAIL(ZP_EINVAL, "stage-3 limits must not be negative");
+    if ((p->nvme & ZP_NVME_OPTIMIZER) && p->offload == ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EINVAL, "NVMe offload needs --offload optimizer or params (it is where offloaded states "
+                                  "go)");
+    if ((p->nvme & ZP_NVME_PARAMS) && p->offload != ZP_OFFLOAD_PARAMS)
+        return ZP_FAIL(ZP_EINVAL, "parameters on NVMe need --offload params (ZeRO-3 Offload)");
+    if (p->ep < 1 || p->dp % p->ep != 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep: %lld must divide the data-parallel degree %lld (experts are sharded over "
+                                  "the DP ranks)", (long long)p->ep, (long long)p->dp);
+    if (!(p->capacity_factor > 0 && p->capacity_factor <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", p->capacity_factor);
+    if (!(p->moe_imbalance >= 1 && p->moe_imbalance <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", p->moe_imbalance);
     return ZP_OK;
 }

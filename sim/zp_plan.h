@@ -35,6 +35,21 @@ zp_status zp_offload_parse(const char *text, zp_offload *out);
 /* Defaults: DeepSpeed's reduce/allgather bucket of 5e8 elements; Adam's K = 12. */
 #define ZP_DEFAULT_BUCKET 5e8
 #define ZP_ADAM_K 12.0
+/* DeepSpeed's stage-3 defaults (deepspeed/runtime/zero/config.py): stage3_max_live_parameters 1e9,
+ * stage3_prefetch_bucket_size 5e8, stage3_param_persistence_threshold 1e5 (elements). */
+#define ZP_DEFAULT_MAX_LIVE 1e9
+#define ZP_DEFAULT_PREFETCH 5e8
+#define ZP_DEFAULT_PERSISTENCE 1e5
+/* ZeRO-Infinity's NVMe swap buffers (DeepSpeed defaults): offload_param buffer_count 5 x buffer_size 1e8
+ * fp16 elements; offload_optimizer buffer_count 4 x sub_group_size (1e9 elements) of fp32. */
+#define ZP_NVME_PARAM_BUFFERS 5.0
+#define ZP_NVME_PARAM_BUFFER_SIZE 1e8
+#define ZP_NVME_OPT_BUFFERS 4.0
+#define ZP_NVME_SUB_GROUP 1e9
+
+/* Where offloaded states live (zp_plan.nvme, a mask): host memory unless their bit is set (ZeRO-Infinity:
+ * offload_optimizer / offload_param device "nvme"). */
+enum { ZP_NVME_OPTIMIZER = 1, ZP_NVME_PARAMS = 2 };
 
 typedef struct {
     int stage;           /* ZeRO-DP stage 0..3 */
@@ -57,12 +72,24 @@ typedef struct {
                             the gradients (and their accumulation) in fp32 as Megatron-LM does (18 bytes per
                             parameter with Adam); 0: param_bytes (DeepSpeed's default: 16 bytes) */
     int overlap_comm;    /* gradient reductions (and stage-3 gathers) overlap compute on their own stream */
-    double stage3_max_live; /* stage 3: most parameters gathered at once (elements); 0: two blocks */
+    double stage3_max_live; /* stage 3: most parameters gathered at once (elements; DeepSpeed's
+                               stage3_max_live_parameters, default 1e9); 0: no limit */
+    double stage3_prefetch; /* stage 3: parameters gathered ahead of use (elements; DeepSpeed's
+                               stage3_prefetch_bucket_size, default 5e8); 0: one block ahead */
     double persistence_threshold; /* stage 3: tensors below this many elements stay whole on every rank */
+    int nvme;            /* ZP_NVME_* mask: offloaded states on NVMe instead of host memory (ZeRO-Infinity) */
+    int flash_attn;      /* attention as one fused kernel (FlashAttention): no s x s scores in memory, the
+                            scores, softmax and context GEMMs costed as that kernel (zp_op_info.flash) */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
+    /* mixture of experts (DeepSpeed-MoE, Megatron-core): experts sharded over `ep` of the DP ranks */
+    int64_t ep;          /* expert-parallel degree: divides dp and the routed experts; 1: every rank holds all */
+    double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
+                               rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
+    double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
 } zp_plan;
 
-/* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on. */
+/* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on,
+ * DeepSpeed's stage-3 limits. */
 void zp_plan_default(zp_plan *p, int64_t gpus);
 /* Bytes of one gradient element (grad_bytes, else param_bytes). */
 double zp_plan_grad_bytes(const zp_plan *p);

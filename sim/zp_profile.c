@@ -51,29 +51,91 @@ double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double 
     return p->gemm_t0_s + p->gemm_s_per_flop * 2.0 * m * n * k + p->gemm_s_per_byte * zp_profile_gemm_bytes(p, m, n, k);
 }
 
+/* cuBLAS's CTA tiles for 16-bit tensor-core GEMMs (rows x columns of C; CUTLASS/cuBLAS kernel names
+ * ..._256x128_..., _128x128_, _128x64_, _64x64_) and their throughput relative to the largest: a tile of
+ * tm x tn loads (tm + tn) operands per k for tm tn multiply-adds, so smaller tiles reuse less and run
+ * further below the tensor cores' peak (NVIDIA, "Matrix Multiplication Background User's Guide": larger
+ * tiles are more efficient, smaller ones win only where they fill the GPU). */
+static const struct {
+    double m, n, rel;
+} g_tiles[] = {{256, 128, 1.0}, {128, 128, 0.95}, {128, 64, 0.85}, {64, 64, 0.70}};
+
+double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n, double k, double batch)
+{
+    const zp_profile_device *d = &p->dev;
+    if (d->sms <= 0 || !(m > 0 && n > 0 && k > 0))
+        return 0;
+    if (!(batch >= 1))
+        batch = 1;
+    double best = 0;
+    for (size_t i = 0; i < sizeof g_tiles / sizeof g_tiles[0]; i++) {
+        const double tm = ceil(m / g_tiles[i].m), tn = ceil(n / g_tiles[i].n);
+        const double tiles = tm * tn * batch;
+        const double tile_q = m * n / (tm * g_tiles[i].m * tn * g_tiles[i].n); /* padding of the last tiles */
+        const double waves = ceil(tiles / d->sms), wave_q = tiles / (waves * d->sms); /* the last wave's idle SMs */
+        const double e = g_tiles[i].rel * tile_q * wave_q;
+        if (e > best)
+            best = e;
+    }
+    return d->gemm_max_eff * best * k / (k + d->k_half);
+}
+
+double zp_profile_gemm_peak(const zp_profile *p)
+{
+    const double typed = zp_profile_peak_flops(p, p->gemm_dtype);
+    return typed > 0 ? typed : p->peak_flops_fp16 > 0 ? p->peak_flops_fp16 : 1e12;
+}
+
+/* The device model: the larger of the tensor cores' time at the shape's efficiency and the operands' and
+ * result's 16-bit traffic, plus the launch. */
+static double gemm_device_time(const zp_profile *p, double m, double n, double k, double batch)
+{
+    const double peak = zp_profile_gemm_peak(p);
+    const double eff = zp_profile_gemm_shape_efficiency(p, m, n, k, batch);
+    const double flops = 2.0 * m * n * k * batch, bytes = 2.0 * (m * k + k * n + m * n) * batch;
+    const double bw = (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9;
+    return fmax(flops / (peak * eff), bytes / bw) + p->dev.launch_s;
+}
+
+double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, double k, double batch)
+{
+    if (p->dev.sms > 0)
+        return gemm_device_time(p, m, n, k, batch);
+    double one = zp_profile_gemm_time(p, m, n, k) - p->gemm_t0_s;
+    return p->gemm_t0_s + batch * one;
+}
+
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k)
 {
-    /* the two measured shapes nearest in log space */
-    double d1 = INFINITY, d2 = INFINITY, r1 = 0, r2 = 0;
+    /* the measured shapes nearest in log space (insertion into the ZP_PROFILE_GEMM_IDW best) */
+    double d[ZP_PROFILE_GEMM_IDW], r[ZP_PROFILE_GEMM_IDW];
+    int nb = 0;
     if (m > 0 && n > 0 && k > 0)
         for (int i = 0; i < p->ngemm; i++) {
             const zp_profile_gemm_point *q = &p->gemm[i];
             if (!(q->m > 0 && q->n > 0 && q->k > 0 && q->flops_per_s > 0))
                 continue;
-            double d = fabs(log(m / q->m)) + fabs(log(n / q->n)) + fabs(log(k / q->k));
-            if (d < d1) {
-                d2 = d1, r2 = r1;
-                d1 = d, r1 = q->flops_per_s;
-            } else if (d < d2) {
-                d2 = d, r2 = q->flops_per_s;
+            double di = fabs(log(m / q->m)) + fabs(log(n / q->n)) + fabs(log(k / q->k));
+            int at = nb < ZP_PROFILE_GEMM_IDW ? nb++ : ZP_PROFILE_GEMM_IDW;
+            while (at > 0 && d[at - 1] > di) {
+                if (at < ZP_PROFILE_GEMM_IDW)
+                    d[at] = d[at - 1], r[at] = r[at - 1];
+                at--;
             }
+            if (at < ZP_PROFILE_GEMM_IDW)
+                d[at] = di, r[at] = q->flops_per_s;
         }
-    if (!(d1 <= ZP_PROFILE_GEMM_NEAR))
-        return zp_profile_gemm_fit_time(p, m, n, k);
-    double rate = r1;
-    if (d1 > 1e-9 && d2 <= ZP_PROFILE_GEMM_NEAR) {
-        double w1 = 1.0 / d1, w2 = 1.0 / d2;
-        rate = exp((w1 * log(r1) + w2 * log(r2)) / (w1 + w2));
+    if (nb == 0 || !(d[0] <= ZP_PROFILE_GEMM_NEAR))
+        return p->dev.sms > 0 ? gemm_device_time(p, m, n, k, 1) : zp_profile_gemm_fit_time(p, m, n, k);
+    double rate = r[0];
+    if (d[0] > 1e-9) {
+        double sw = 0, sl = 0;
+        for (int i = 0; i < nb && d[i] <= 2.0 * ZP_PROFILE_GEMM_NEAR; i++) {
+            double w = 1.0 / (d[i] * d[i]);
+            sw += w;
+            sl += w * log(r[i]);
+        }
+        rate = exp(sl / sw);
     }
     return 2.0 * m * n * k / rate;
 }
@@ -148,7 +210,8 @@ double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll 
 
 static const char *const kernel_names[ZP_PROFILE_NKERNEL] = {
     "layernorm_fwd", "layernorm_bwd", "gelu_fwd",  "gelu_bwd",     "softmax_fwd", "softmax_bwd", "xent_fwd",
-    "xent_bwd",      "embed_fwd",     "embed_bwd", "residual_add", "bias_add",    "bias_grad"};
+    "xent_bwd",      "embed_fwd",     "embed_bwd", "residual_add", "bias_add",    "bias_grad",
+    "rmsnorm_fwd",   "rmsnorm_bwd",   "glu_fwd",   "glu_bwd",      "rope_fwd",    "rope_bwd"};
 
 const char *zp_profile_kernel_name(zp_profile_kernel k)
 {
@@ -184,13 +247,34 @@ zp_status zp_profile_scale_compute(zp_profile *p, double f)
         p->kernels[k].t0_s *= f;
         p->kernels[k].s_per_elem *= f;
     }
+    p->dev.launch_s *= f;
+    p->dev.dispatch_s *= f;
     return ZP_OK;
 }
 
 double zp_profile_adam_time(const zp_profile *p, double n, int cpu)
 {
     double rate = cpu ? p->cpu_adam_params_per_s : p->adam_params_per_s;
-    return rate > 0 ? n / rate : -1;
+    if (!(rate > 0))
+        return -1;
+    /* the device's measured sizes, in increasing order: a partition that stays in cache updates faster than
+     * the large ones the fitted rate comes from, so between points the rate is interpolated in log size,
+     * below the smallest the smallest's rate, beyond the largest the fit */
+    const zp_profile_adam_point *q = p->adam;
+    int np = cpu && p->adam_params_per_s != p->cpu_adam_params_per_s ? 0 : p->nadam;
+    for (int i = 0; i < np; i++)
+        if (!(q[i].n > 0 && q[i].params_per_s > 0) || (i > 0 && !(q[i].n > q[i - 1].n)))
+            np = 0;
+    if (np >= 2 && n > 0 && n < q[np - 1].n) {
+        if (n <= q[0].n)
+            return n / q[0].params_per_s;
+        int i = 1;
+        while (q[i].n < n)
+            i++;
+        double x = (log(n) - log(q[i - 1].n)) / (log(q[i].n) - log(q[i - 1].n));
+        rate = exp(log(q[i - 1].params_per_s) + x * (log(q[i].params_per_s) - log(q[i - 1].params_per_s)));
+    }
+    return n / rate;
 }
 
 /* ---- validation ---- */
@@ -253,6 +337,18 @@ zp_status zp_profile_validate(const zp_profile *p)
             !isfinite(f->elems) || f->elems < 0)
             return ZP_FAIL(ZP_EINVAL, "profile: layer_kernels.%s must hold finite numbers >= 0", kernel_names[k]);
     }
+    if (p->dev.sms < 0 || p->dev.sms > 100000)
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.sms must be 0 to 100000 (got %d)", p->dev.sms);
+    if (p->dev.sms > 0 && !(p->dev.gemm_max_eff > 0 && p->dev.gemm_max_eff <= 1))
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.gemm_max_efficiency must be in (0, 1] (got %g)",
+                       p->dev.gemm_max_eff);
+    CHECK_NUM(p->dev.k_half, "device_model.k_half");
+    CHECK_NUM(p->dev.launch_s, "device_model.launch_s");
+    CHECK_NUM(p->dev.dispatch_s, "device_model.dispatch_s");
+    if (!(p->dev.flash_eff >= 0 && p->dev.flash_eff <= 1))
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.flash_efficiency must be in [0, 1] (got %g)", p->dev.flash_eff);
+    CHECK_NUM(p->nvme_read_gbs, "nvme_gbs.read");
+    CHECK_NUM(p->nvme_write_gbs, "nvme_gbs.write");
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             const zp_profile_coll_fit *f = &p->coll[c][s];
@@ -475,6 +571,35 @@ static zp_status read_kernels(const rd *r, json_t *root, zp_profile *p)
     return ZP_OK;
 }
 
+/* "device_model" and "nvme_gbs": optional; complete when there. */
+static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
+{
+    json_t *o = json_object_get(root, "device_model");
+    if (o) {
+        if (!json_is_object(o))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model must be an object", r->name);
+        ZP_TRY(get_int(r, o, "device_model", "sms", &p->dev.sms));
+        ZP_TRY(get_num(r, o, "device_model", "gemm_max_efficiency", &p->dev.gemm_max_eff));
+        ZP_TRY(get_num(r, o, "device_model", "k_half", &p->dev.k_half));
+        ZP_TRY(get_num(r, o, "device_model", "launch_s", &p->dev.launch_s));
+        ZP_TRY(get_num(r, o, "device_model", "dispatch_s", &p->dev.dispatch_s));
+        json_t *u = json_object_get(o, "unfused_kernels");
+        if (u && !json_is_boolean(u))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model.unfused_kernels must be true or false", r->name);
+        p->dev.unfused_kernels = u && json_is_true(u);
+        if (json_object_get(o, "flash_efficiency"))
+            ZP_TRY(get_num(r, o, "device_model", "flash_efficiency", &p->dev.flash_eff));
+    }
+    o = json_object_get(root, "nvme_gbs");
+    if (o) {
+        if (!json_is_object(o))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': nvme_gbs must be an object", r->name);
+        ZP_TRY(get_num(r, o, "nvme_gbs", "read", &p->nvme_read_gbs));
+        ZP_TRY(get_num(r, o, "nvme_gbs", "write", &p->nvme_write_gbs));
+    }
+    return ZP_OK;
+}
+
 static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
 {
     if (!json_is_object(root))
@@ -548,6 +673,7 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
 
     ZP_TRY(read_collectives(r, root, p));
     ZP_TRY(read_kernels(r, root, p));
+    ZP_TRY(read_device(r, root, p));
     zp_status st = zp_profile_validate(p);
     if (st != ZP_OK) {
         char msg[512];
@@ -709,6 +835,25 @@ static json_t *to_json(const zp_profile *p)
             bad |= put(ks, kernel_names[k], e);
         }
         bad |= put(root, "layer_kernels", ks);
+    }
+    if (p->dev.sms > 0) {
+        json_t *d = json_object();
+        bad |= put(d, "sms", json_integer(p->dev.sms));
+        bad |= put(d, "gemm_max_efficiency", json_real(p->dev.gemm_max_eff));
+        bad |= put(d, "k_half", json_real(p->dev.k_half));
+        bad |= put(d, "launch_s", json_real(p->dev.launch_s));
+        bad |= put(d, "dispatch_s", json_real(p->dev.dispatch_s));
+        if (p->dev.unfused_kernels)
+            bad |= put(d, "unfused_kernels", json_true());
+        if (p->dev.flash_eff > 0)
+            bad |= put(d, "flash_efficiency", json_real(p->dev.flash_eff));
+        bad |= put(root, "device_model", d);
+    }
+    if (p->nvme_read_gbs > 0 || p->nvme_write_gbs > 0) {
+        json_t *d = json_object();
+        bad |= put(d, "read", json_real(p->nvme_read_gbs));
+        bad |= put(d, "write", json_real(p->nvme_write_gbs));
+        bad |= put(root, "nvme_gbs", d);
     }
     if (bad) {
         json_decref(root);

@@ -21,11 +21,14 @@
  *                        {"nranks", "latency_s", "busbw_gbs", "residual",
  *                         "points": [{"bytes", "time_s", "spread"}...]}}},
  *   "layer_kernels": {"layernorm_fwd" | "gelu_fwd" | ... (zp_profile_kernel_name):   OPTIONAL
- *                       {"t0_s", "s_per_elem", "elems"}}         time = t0 + elements * s_per_elem
+ *                       {"t0_s", "s_per_elem", "elems"}},        time = t0 + elements * s_per_elem
+ *   "device_model": {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",   OPTIONAL
+ *                    "unfused_kernels" (optional, false), "flash_efficiency" (optional, 0)},
+ *   "nvme_gbs": {"read", "write"}                                OPTIONAL: the node's drives (ZeRO-Infinity)
  * }
  * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
- * profiles written before it existed still load), and the scopes of a collective (optional: absent =
- * not measured);
+ * profiles written before it existed still load), "device_model", "nvme_gbs", and the scopes of a
+ * collective (optional: absent = not measured);
  * unknown keys are ignored, so tools may add their own. Numbers must be finite and >= 0.
  */
 #ifndef ZP_PROFILE_H
@@ -41,7 +44,7 @@ extern "C" {
 
 #define ZP_PROFILE_FORMAT "zplan-profile"
 #define ZP_PROFILE_VERSION 1
-#define ZP_PROFILE_MAX_GEMM 64   /* measured GEMM shapes kept */
+#define ZP_PROFILE_MAX_GEMM 128  /* measured GEMM shapes kept */
 #define ZP_PROFILE_MAX_POINTS 40 /* measured sizes kept per collective and scope */
 #define ZP_PROFILE_MAX_ADAM 16   /* measured Adam sizes kept */
 
@@ -120,6 +123,12 @@ typedef enum {
     ZP_KERNEL_RESIDUAL_ADD,
     ZP_KERNEL_BIAS_ADD,
     ZP_KERNEL_BIAS_GRAD,
+    ZP_KERNEL_RMSNORM_FWD,   /* today's architectures (Llama): tokens x hidden */
+    ZP_KERNEL_RMSNORM_BWD,
+    ZP_KERNEL_GLU_FWD,       /* act(gate) * up: tokens x ffn */
+    ZP_KERNEL_GLU_BWD,
+    ZP_KERNEL_ROPE_FWD,      /* rotary embedding of Q and K: tokens x (Q + K width) */
+    ZP_KERNEL_ROPE_BWD,
     ZP_PROFILE_NKERNEL
 } zp_profile_kernel;
 
@@ -129,6 +138,26 @@ typedef struct {
     double s_per_elem;       /* seconds per element */
     double elems;            /* largest element count measured (informative) */
 } zp_profile_kernel_fit;
+
+/* The per-kernel model of a GPU (the built-in presets carry one; a profile may): a GEMM takes
+ *   max(2mnk / (peak x efficiency), bytes(A, B, C) / copy bandwidth) + launch_s,
+ *   efficiency = gemm_max_efficiency x max over cuBLAS's CTA tiles of (the tile's relative throughput x tile
+ *                quantization x wave quantization over `sms` SMs) x k / (k + k_half),
+ * an element-wise kernel launch_s + its bytes / copy bandwidth, and every kernel at least dispatch_s (the
+ * framework's host-side dispatch: an op of many small kernels waits on the CPU). sms == 0: not set (the GEMM
+ * fit and the measured kernels alone, as `zplan calibrate` writes for the cpu backend). */
+typedef struct {
+    int sms;                 /* streaming multiprocessors: a GEMM's CTAs run in waves of this many */
+    double gemm_max_eff;     /* fraction of the 16-bit peak a GEMM reaches when its tiles fill whole waves */
+    double k_half;           /* the k at which a GEMM's main loop runs at half speed (prologue, epilogue) */
+    double launch_s;         /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
+    double dispatch_s;       /* host-side framework dispatch per kernel, s: the least a kernel takes */
+    int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused
+                                (sim/zp_ops.def: eltbytes_unfused) rather than 2020's fused ones */
+    double flash_eff;        /* fraction of the 16-bit peak FlashAttention's causal kernels reach, forward and
+                                backward (0: the GPU has none; a plan's FlashAttention is then costed as the
+                                unfused attention) */
+} zp_profile_device;
 
 typedef struct {
     zp_profile_machine machine;
@@ -160,6 +189,8 @@ typedef struct {
     zp_profile_coll_fit coll[ZP_PROFILE_NCOLL][ZP_PROFILE_NSCOPE];
 
     zp_profile_kernel_fit kernels[ZP_PROFILE_NKERNEL]; /* "layer_kernels", optional */
+    zp_profile_device dev;           /* "device_model", optional (sms 0: absent) */
+    double nvme_read_gbs, nvme_write_gbs; /* "nvme_gbs", optional (0: absent): a node's drives, GB/s */
 } zp_profile;
 
 /* An empty profile (zeros, nothing measured). */
@@ -187,11 +218,19 @@ double zp_profile_busbw_factor(zp_profile_coll kind, int nranks);
 double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
 /* Time of a GEMM, seconds. Near measured shapes (log-space distance |ln m/m'| + |ln n/n'| + |ln k/k'|
  * <= ZP_PROFILE_GEMM_NEAR over the measured points) the achieved rate of the nearest measured points
- * (inverse-distance weighted in log rate; exactly the measured rate at a measured shape), so per-call
- * overheads and small-shape inefficiency the straight-line fit misses are kept; elsewhere (and for
- * profiles without points, as the built-in presets) the fitted model. */
+ * (up to ZP_PROFILE_GEMM_IDW of them within twice that distance, inverse-square-distance weighted in log
+ * rate; exactly the measured rate at a measured shape), so per-call overheads, cache effects and
+ * small-shape inefficiency the straight-line fit misses are kept; elsewhere (and for
+ * profiles without points, as the built-in presets) the device model where the profile has one
+ * (zp_profile_device), else the fitted model. */
 #define ZP_PROFILE_GEMM_NEAR 1.3862943611198906 /* ln 4 */
+#define ZP_PROFILE_GEMM_IDW 4
 double zp_profile_gemm_time(const zp_profile *p, double m, double n, double k);
+/* `batch` GEMMs of one shape in one launch (attention's): with a device model, their CTAs share the waves;
+ * otherwise launch overhead once and the rest per entry. */
+double zp_profile_gemm_time_batched(const zp_profile *p, double m, double n, double k, double batch);
+/* The device model's efficiency of a shape (zp_profile_device), in (0, 1]; 0 without a device model. */
+double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n, double k, double batch);
 /* The fitted model alone: t0 + s_per_flop * 2mnk + s_per_byte * bytes. */
 double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double k);
 /* Fraction of the peak (of the model's dtype) a GEMM of this shape reaches by the fitted model (smooth
@@ -212,13 +251,19 @@ double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_
 double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
                                            double bytes, int nranks);
 
-/* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0). */
+/* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0): the measured
+ * points' rate interpolated in log size where n lies among them (smaller partitions stay in cache), the
+ * fitted rate beyond the largest. */
 double zp_profile_adam_time(const zp_profile *p, double n, int cpu);
 
 /* "layernorm_fwd", ... (the JSON keys); "?" out of range. */
 const char *zp_profile_kernel_name(zp_profile_kernel k);
 /* Seconds of one call of layer kernel k over `elems` elements; -1 when the profile lacks it. */
 double zp_profile_kernel_time(const zp_profile *p, zp_profile_kernel k, double elems);
+
+/* The tensor-core peak the device model prices GEMMs at, FLOP/s: the peak of gemm_dtype (after
+ * zp_profile_for_dtype: the plan's training type), else the fp16 peak (1e12 when none is known). */
+double zp_profile_gemm_peak(const zp_profile *p);
 
 /* The profile's GEMM costs for training in `dtype` ("fp16", "bf16", "fp32"): its GEMM model and points are
  * of gemm_dtype; when both types' peaks are known and differ, the FLOP-bound part is scaled by their

@@ -5,6 +5,8 @@
  * layout (zp_layout.c); the program order is zp_schedule_walk's. */
 #include "zp_schedule_impl.h"
 
+#include "zp_shape.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +53,11 @@ void zp_builder_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_m
 /* Ops that take no memory and do not order the streams: left out of a memory-only schedule. */
 static int skip(const zp_builder *b) { return b->memory_only || b->st != ZP_OK; }
 
-static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
+/* A GEMM whose FLOPs count `useful` of their executed amount in the step's FLOPs (an expert's rows padded
+ * to its capacity and the busiest rank's extra tokens run but are no model FLOPs). */
+static void gemm_part(zp_builder *b, int type, double m, double n, double k, double batch, double useful)
 {
-    b->flops += 2.0 * m * n * k * batch;
+    b->flops += 2.0 * m * n * k * batch * useful;
     if (skip(b))
         return;
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
@@ -62,6 +66,12 @@ static void gemm(zp_builder *b, int type, double m, double n, double k, double b
     o->k = k;
     o->batch = batch;
     o->flops = 2.0 * m * n * k * batch;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
+}
+
+static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
+{
+    gemm_part(b, type, m, n, k, batch, 1.0);
 }
 
 /* A GEMM's backward: the input gradient dX(m, k) = dY(m, n) . W(n, k) and the weight gradient
@@ -72,13 +82,17 @@ static void gemm_bwd(zp_builder *b, int dgrad, int wgrad, double m, double n, do
     gemm(b, wgrad, k, n, m, batch);
 }
 
+/* An element-wise op over `elems` elements; its bytes are its row's (the kernels it stands for, in 16-bit
+ * activations, scaled to the plan's element size) where the row has them, else `bytes`. */
 static void eltwise(zp_builder *b, int type, double bytes, double elems)
 {
     if (skip(b))
         return;
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
-    o->bytes = bytes;
+    const double per = zp_op_table[type].eltbytes;
+    o->bytes = per > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
     o->elems = elems;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
 }
 
 /* A collective or copy of `bytes` on stream s (its kind's facts are the table's). */
@@ -100,53 +114,182 @@ static void channel_op(zp_builder *b, int s, int type, zp_channel c)
 static void sig(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_SIGNAL, c); }
 static void wait_ch(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_WAIT, c); }
 
-/* Forward of one block on the compute stream (also its recompute). Shapes per MP rank:
- * T = b*s tokens, t = MP degree, Megatron's column-split QKV and MLP-up, row-split projection and
- * MLP-down, one all-reduce of T*h fp16 after each row-split GEMM. */
+/* An MP all-reduce of a row-split GEMM's partial outputs, T·h fp16 (nothing without MP). */
+static void mp_reduce(zp_builder *b, double bytes)
+{
+    if (b->p->mp > 1)
+        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, bytes);
+}
+
+/* Attention's projections in (Q, K, V: fused, or MLA's low-rank pairs), the rotary turn, scores, softmax,
+ * context. Shapes per MP rank (sim/zp_shape.h). */
+static void attention_forward(zp_builder *b, const zp_block_shape *S)
+{
+    const double T = S->T, h = S->h, s = S->s;
+    if (S->mla) {
+        if (S->q_rank > 0) {
+            gemm(b, ZP_OPK_Q_DOWN, T, S->q_rank, h, 1);
+            eltwise(b, ZP_OPK_MLA_NORM, 2.0 * 2.0 * T * S->q_rank, T * S->q_rank);
+            gemm(b, ZP_OPK_Q_UP, T, S->q_n, S->q_rank, 1);
+        } else {
+            gemm(b, ZP_OPK_QKV, T, S->q_n, h, 1); /* a plain Q projection (DeepSeek-V2-Lite) */
+        }
+        gemm(b, ZP_OPK_KV_DOWN, T, S->kv_rank + S->rope, h, 1);
+        eltwise(b, ZP_OPK_MLA_NORM, 2.0 * 2.0 * T * S->kv_rank, T * S->kv_rank);
+        gemm(b, ZP_OPK_KV_UP, T, S->kv_n, S->kv_rank, 1);
+    } else {
+        gemm(b, ZP_OPK_QKV, T, S->qkv_n, h, 1);
+    }
+    if (S->rotary)
+        eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S->rope_n, T * S->rope_n);
+    gemm(b, ZP_OPK_ATTN_SCORES, s, s, S->dqk, S->bh);
+    eltwise(b, ZP_OPK_SOFTMAX, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
+    gemm(b, ZP_OPK_ATTN_CONTEXT, s, S->dv, s, S->bh);
+}
+
+static void attention_backward(zp_builder *b, const zp_block_shape *S)
+{
+    const double T = S->T, h = S->h, s = S->s;
+    gemm_bwd(b, ZP_OPK_ATTN_CONTEXT_DGRAD, ZP_OPK_ATTN_CONTEXT_WGRAD, s, S->dv, s, S->bh);
+    eltwise(b, ZP_OPK_SOFTMAX_BWD, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
+    gemm_bwd(b, ZP_OPK_ATTN_SCORES_DGRAD, ZP_OPK_ATTN_SCORES_WGRAD, s, s, S->dqk, S->bh);
+    if (S->rotary)
+        eltwise(b, ZP_OPK_ROPE_BWD, 2.0 * 2.0 * T * S->rope_n, T * S->rope_n);
+    if (S->mla) {
+        gemm_bwd(b, ZP_OPK_KV_UP_DGRAD, ZP_OPK_KV_UP_WGRAD, T, S->kv_n, S->kv_rank, 1);
+        eltwise(b, ZP_OPK_MLA_NORM_BWD, 3.0 * 2.0 * T * S->kv_rank, T * S->kv_rank);
+        gemm_bwd(b, ZP_OPK_KV_DOWN_DGRAD, ZP_OPK_KV_DOWN_WGRAD, T, S->kv_rank + S->rope, h, 1);
+        if (S->q_rank > 0) {
+            gemm_bwd(b, ZP_OPK_Q_UP_DGRAD, ZP_OPK_Q_UP_WGRAD, T, S->q_n, S->q_rank, 1);
+            eltwise(b, ZP_OPK_MLA_NORM_BWD, 3.0 * 2.0 * T * S->q_rank, T * S->q_rank);
+            gemm_bwd(b, ZP_OPK_Q_DOWN_DGRAD, ZP_OPK_Q_DOWN_WGRAD, T, S->q_rank, h, 1);
+        } else {
+            gemm_bwd(b, ZP_OPK_QKV_DGRAD, ZP_OPK_QKV_WGRAD, T, S->q_n, h, 1);
+        }
+    } else {
+        gemm_bwd(b, ZP_OPK_QKV_DGRAD, ZP_OPK_QKV_WGRAD, T, S->qkv_n, h, 1);
+    }
+}
+
+/* A dense MLP of inner width f per rank: up (and gate: 2f columns), the activation, down. */
+static void mlp_forward(zp_builder *b, const zp_block_shape *S, double f)
+{
+    const double T = S->T, h = S->h;
+    gemm(b, ZP_OPK_MLP_UP, T, S->gated ? 2.0 * f : f, h, 1);
+    if (S->gated)
+        eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * f, T * f); /* reads gate and up, writes f */
+    else
+        eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * f, T * f);
+    gemm(b, ZP_OPK_MLP_DOWN, T, h, f, 1);
+}
+
+static void mlp_backward(zp_builder *b, const zp_block_shape *S, double f)
+{
+    const double T = S->T, h = S->h;
+    gemm_bwd(b, ZP_OPK_MLP_DOWN_DGRAD, ZP_OPK_MLP_DOWN_WGRAD, T, h, f, 1);
+    if (S->gated)
+        eltwise(b, ZP_OPK_GLU_BWD, 5.0 * 2.0 * T * f, T * f); /* reads gate, up, dout; writes both grads */
+    else
+        eltwise(b, ZP_OPK_GELU_BWD, 3.0 * 2.0 * T * f, T * f);
+    gemm_bwd(b, ZP_OPK_MLP_UP_DGRAD, ZP_OPK_MLP_UP_WGRAD, T, S->gated ? 2.0 * f : f, h, 1);
+}
+
+/* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay). */
+static void moe_a2a(zp_builder *b, int type, const zp_block_shape *S)
+{
+    if (b->p->ep > 1)
+        move(b, ZP_STREAM_COMPUTE, type, S->a2a_bytes);
+}
+
+/* The experts' activation over their e_local x e_rows x e_f elements (bwd: its backward): GLU reads gate
+ * and up and writes one (its backward reads three, writes two), GeLU reads and writes one (three). */
+static void expert_act(zp_builder *b, const zp_block_shape *S, int bwd)
+{
+    static const int op[2][2] = {{ZP_OPK_EXPERT_GELU, ZP_OPK_EXPERT_GLU}, {ZP_OPK_EXPERT_GELU_BWD, ZP_OPK_EXPERT_GLU_BWD}};
+    static const double tensors[2][2] = {{2.0, 3.0}, {3.0, 5.0}};
+    const double n = S->e_local * S->e_rows * S->e_f;
+    eltwise(b, op[bwd][S->gated != 0], tensors[bwd][S->gated != 0] * 2.0 * n, n);
+}
+
+/* The MoE MLP: router (h -> E, whole on every rank), softmax and top-k, each token copied to its k experts'
+ * slots, dispatched, the local experts' up (and gate), activation and down as batched GEMMs of e_rows rows
+ * each, the outputs back and summed with the router's weights; then the shared experts as a dense MLP. */
+static void moe_forward(zp_builder *b, const zp_block_shape *S)
+{
+    const double T = S->T, h = S->h, E = S->E, k = S->k, rows = S->e_rows, f = S->e_f;
+    const double up = S->gated ? 2.0 * f : f, useful = 1.0 / (b->p->capacity_factor * b->p->moe_imbalance);
+    gemm(b, ZP_OPK_ROUTER, T, E, h, 1);
+    eltwise(b, ZP_OPK_TOPK, 2.0 * 2.0 * T * E, T * E);
+    eltwise(b, ZP_OPK_MOE_PERMUTE, 2.0 * 2.0 * T * k * h, T * k * h);
+    moe_a2a(b, ZP_OPK_A2A_DISPATCH, S);
+    gemm_part(b, ZP_OPK_EXPERT_UP, rows, up, h, S->e_local, useful);
+    expert_act(b, S, 0);
+    gemm_part(b, ZP_OPK_EXPERT_DOWN, rows, h, f, S->e_local, useful);
+    moe_a2a(b, ZP_OPK_A2A_COMBINE, S);
+    eltwise(b, ZP_OPK_MOE_COMBINE, 2.0 * (T * k * h + T * h), T * k * h);
+    if (S->f > 0)
+        mlp_forward(b, S, S->f);
+}
+
+static void moe_backward(zp_builder *b, const zp_block_shape *S)
+{
+    const double T = S->T, h = S->h, E = S->E, k = S->k, rows = S->e_rows, f = S->e_f;
+    const double up = S->gated ? 2.0 * f : f, useful = 1.0 / (b->p->capacity_factor * b->p->moe_imbalance);
+    if (S->f > 0)
+        mlp_backward(b, S, S->f);
+    eltwise(b, ZP_OPK_MOE_COMBINE_BWD, 2.0 * (T * h + 2.0 * T * k * h), T * k * h);
+    moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, S);
+    gemm_part(b, ZP_OPK_EXPERT_DOWN_DGRAD, rows, f, h, S->e_local, useful);
+    gemm_part(b, ZP_OPK_EXPERT_DOWN_WGRAD, f, h, rows, S->e_local, useful);
+    expert_act(b, S, 1);
+    gemm_part(b, ZP_OPK_EXPERT_UP_DGRAD, rows, h, up, S->e_local, useful);
+    gemm_part(b, ZP_OPK_EXPERT_UP_WGRAD, h, up, rows, S->e_local, useful);
+    moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, S);
+    eltwise(b, ZP_OPK_MOE_PERMUTE_BWD, 2.0 * 2.0 * T * k * h, T * k * h);
+    eltwise(b, ZP_OPK_TOPK_BWD, 3.0 * 2.0 * T * E, T * E);
+    gemm_bwd(b, ZP_OPK_ROUTER_DGRAD, ZP_OPK_ROUTER_WGRAD, T, E, h, 1);
+}
+
+/* Forward of one block on the compute stream (also its recompute), Megatron's layout: column-split Q/K/V
+ * and MLP-up, row-split projection and MLP-down, one all-reduce of T·h fp16 after each row-split GEMM.
+ * The shapes are the model description's (sim/zp_shape.c): GQA, MLA, RMSNorm, rotary, gated MLPs;
+ * a parallel block (GPT-J, NeoX) feeds attention and MLP the same input, with one norm or two. */
 static void block_forward(zp_builder *b)
 {
-    const zp_model *m = b->m;
-    const double t = (double)b->p->mp, bs = (double)b->p->micro_batch, s = (double)m->seq;
-    const double h = (double)m->hidden, f = (double)m->ffn, a = (double)m->heads, T = bs * s;
-    const int mp = b->p->mp > 1;
-    eltwise(b, ZP_OPK_LAYERNORM1, 2.0 * 2.0 * T * h, T * h);
-    gemm(b, ZP_OPK_QKV, T, 3.0 * h / t, h, 1);
-    gemm(b, ZP_OPK_ATTN_SCORES, s, s, h / a, bs * a / t);
-    eltwise(b, ZP_OPK_SOFTMAX, 3.0 * 2.0 * bs * (a / t) * s * s, bs * (a / t) * s * s);
-    gemm(b, ZP_OPK_ATTN_CONTEXT, s, h / a, s, bs * a / t);
-    gemm(b, ZP_OPK_ATTN_PROJ, T, h, h / t, 1);
-    if (mp)
-        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
-    eltwise(b, ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * T * h, T * h);
-    gemm(b, ZP_OPK_MLP_UP, T, f / t, h, 1);
-    eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * f / t, T * f / t);
-    gemm(b, ZP_OPK_MLP_DOWN, T, h, f / t, 1);
-    if (mp)
-        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
+    zp_block_shape S;
+    zp_shape_block(b->m, b->p, b->layer, &S);
+    const double T = S.T, h = S.h;
+    eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * T * h, T * h);
+    attention_forward(b, &S);
+    gemm(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 1);
+    mp_reduce(b, 2.0 * T * h);
+    if (!S.one_norm)
+        eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * T * h, T * h);
+    if (S.moe)
+        moe_forward(b, &S);
+    else
+        mlp_forward(b, &S, S.f);
+    mp_reduce(b, 2.0 * T * h);
     eltwise(b, ZP_OPK_RESID, 2.0 * 2.0 * 2.0 * T * h, T * h);
 }
 
 static void block_backward(zp_builder *b)
 {
-    const zp_model *m = b->m;
-    const double t = (double)b->p->mp, bs = (double)b->p->micro_batch, s = (double)m->seq;
-    const double h = (double)m->hidden, f = (double)m->ffn, a = (double)m->heads, T = bs * s;
-    const int mp = b->p->mp > 1;
+    zp_block_shape S;
+    zp_shape_block(b->m, b->p, b->layer, &S);
+    const double T = S.T, h = S.h;
     eltwise(b, ZP_OPK_RESID_BWD, 2.0 * 2.0 * 2.0 * T * h, T * h);
-    gemm_bwd(b, ZP_OPK_MLP_DOWN_DGRAD, ZP_OPK_MLP_DOWN_WGRAD, T, h, f / t, 1);
-    eltwise(b, ZP_OPK_GELU_BWD, 3.0 * 2.0 * T * f / t, T * f / t);
-    gemm_bwd(b, ZP_OPK_MLP_UP_DGRAD, ZP_OPK_MLP_UP_WGRAD, T, f / t, h, 1);
-    if (mp)
-        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
-    eltwise(b, ZP_OPK_LAYERNORM2_BWD, 3.0 * 2.0 * 2.0 * T * h, T * h);
-    gemm_bwd(b, ZP_OPK_ATTN_PROJ_DGRAD, ZP_OPK_ATTN_PROJ_WGRAD, T, h, h / t, 1);
-    gemm_bwd(b, ZP_OPK_ATTN_CONTEXT_DGRAD, ZP_OPK_ATTN_CONTEXT_WGRAD, s, h / a, s, bs * a / t);
-    eltwise(b, ZP_OPK_SOFTMAX_BWD, 3.0 * 2.0 * bs * (a / t) * s * s, bs * (a / t) * s * s);
-    gemm_bwd(b, ZP_OPK_ATTN_SCORES_DGRAD, ZP_OPK_ATTN_SCORES_WGRAD, s, s, h / a, bs * a / t);
-    gemm_bwd(b, ZP_OPK_QKV_DGRAD, ZP_OPK_QKV_WGRAD, T, 3.0 * h / t, h, 1);
-    if (mp)
-        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
-    eltwise(b, ZP_OPK_LAYERNORM1_BWD, 2.0 * 2.0 * 2.0 * T * h, T * h);
+    if (S.moe)
+        moe_backward(b, &S);
+    else
+        mlp_backward(b, &S, S.f);
+    mp_reduce(b, 2.0 * T * h);
+    if (!S.one_norm)
+        eltwise(b, S.rms ? ZP_OPK_RMSNORM2_BWD : ZP_OPK_LAYERNORM2_BWD, 3.0 * 2.0 * 2.0 * T * h, T * h);
+    gemm_bwd(b, ZP_OPK_ATTN_PROJ_DGRAD, ZP_OPK_ATTN_PROJ_WGRAD, T, h, S.o_k, 1);
+    attention_backward(b, &S);
+    mp_reduce(b, 2.0 * T * h);
+    eltwise(b, S.rms ? ZP_OPK_RMSNORM1_BWD : ZP_OPK_LAYERNORM1_BWD, 2.0 * 2.0 * 2.0 * T * h, T * h);
 }
 
 /* Stage 3: the comm stream gathers the groups of one pass ahead of the compute stream (prefetch of
@@ -159,12 +302,22 @@ static void gather_item(zp_builder *b, int first, int item)
     const int ov = b->p->overlap_comm, cs = ov ? ZP_STREAM_COMM : ZP_STREAM_COMPUTE;
     if (!first && ov)
         wait_ch(b, ZP_STREAM_COMM, ZP_CH_GATHER_GO);
-    if (b->p->offload == ZP_OFFLOAD_PARAMS) /* the local fp16 partition comes from the host first */
-        move(b, cs, ZP_OPK_PARAM_FETCH, b->p->param_bytes * params / (double)b->p->dp);
+    const double experts = b->f.gather_exp[item], edp = (double)(b->p->dp / b->p->ep);
+    if (b->p->offload == ZP_OFFLOAD_PARAMS) { /* the local fp16 partition comes from the host first */
+        const double local = b->p->param_bytes * (params / (double)b->p->dp + experts / edp);
+        if (b->p->nvme & ZP_NVME_PARAMS) /* ... and to the host from the drives */
+            move(b, cs, ZP_OPK_NVME_READ, local);
+        move(b, cs, ZP_OPK_PARAM_FETCH, local);
+    }
     b->lay->gather(b, cs, item);
     move(b, cs, ZP_OPK_PARAM_GATHER, b->p->param_bytes * params);
     if (!skip(b))
         b->s[cs].v[b->s[cs].n - 1].item = item;
+    if (experts > 0) { /* EP: the local experts' parameters from the ranks holding the same experts */
+        move(b, cs, ZP_OPK_PARAM_GATHER_EXP, b->p->param_bytes * experts);
+        if (!skip(b))
+            b->s[cs].v[b->s[cs].n - 1].item = item;
+    }
     if (ov)
         sig(b, ZP_STREAM_COMM, ZP_CH_GATHERED);
 }
@@ -185,6 +338,7 @@ typedef struct {
     int closed;     /* buckets closed this micro-batch */
     int reduce;     /* reduce this micro-batch's buckets */
     int last_micro;
+    int experts;    /* the routed experts' gradients with EP > 1: reduced over the EDP group */
 } buckets;
 
 /* Adds `params` gradients to the open bucket; closes (signals) full buckets. */
@@ -195,7 +349,10 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
         double n = fmin(k->filled, k->bucket);
         k->filled -= n;
         if (k->reduce) {
-            const int type = b->p->stage >= 2 ? ZP_OPK_GRAD_REDUCE_SCATTER : ZP_OPK_GRAD_ALLREDUCE;
+            const int rs = b->p->stage >= 2;
+            const int type = k->experts ? (rs ? ZP_OPK_GRAD_REDUCE_SCATTER_EXP : ZP_OPK_GRAD_ALLREDUCE_EXP)
+                                        : (rs ? ZP_OPK_GRAD_REDUCE_SCATTER : ZP_OPK_GRAD_ALLREDUCE);
+            const double group = (double)(k->experts ? b->p->dp / b->p->ep : b->p->dp);
             const double bytes = zp_plan_grad_bytes(b->p) * n; /* fp32 gradients reduce in fp32 */
             if (!b->p->overlap_comm) {
                 /* overlap_comm off: the reduction blocks the compute stream */
@@ -212,7 +369,7 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
                 /* ZeRO-Offload: the reduced partition of the bucket goes to the host as soon as it is ready */
                 sig(b, ZP_STREAM_COMM, ZP_CH_BUCKET_D2H);
                 wait_ch(b, ZP_STREAM_PCIE, ZP_CH_BUCKET_D2H);
-                move(b, ZP_STREAM_PCIE, ZP_OPK_GRAD_D2H, bytes / (double)b->p->dp);
+                move(b, ZP_STREAM_PCIE, ZP_OPK_GRAD_D2H, bytes / group);
                 sig(b, ZP_STREAM_PCIE, ZP_CH_GRAD_HOST);
             }
             k->closed++;
@@ -270,7 +427,8 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
                 move(b, ZP_STREAM_PCIE, ZP_OPK_CKPT_D2H, ckpt_part);
             }
         } else {
-            eltwise(b, ZP_OPK_FINAL_LN, 2.0 * 2.0 * T * h, T * h);
+            if (!m->no_final_norm)
+                eltwise(b, m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS : ZP_OPK_FINAL_LN, 2.0 * 2.0 * T * h, T * h);
             b->lay->logits(b);
             gemm(b, ZP_OPK_LM_HEAD, T, V / t, h, 1);
             eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
@@ -282,6 +440,8 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
      * current one, so a reduction never delays the next group's data. ---- */
     b->phase = ZP_PHASE_BACKWARD;
     buckets k = {.bucket = bucket_params, .reduce = (p->stage >= 2) || last_micro, .last_micro = last_micro};
+    buckets kx = k; /* the experts' own buckets (EP > 1) */
+    kx.experts = 1;
     b->layer = -1;
     if (stage3)
         gather_item(b, 1, L + 1);
@@ -304,8 +464,13 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
             gemm_bwd(b, ZP_OPK_LM_HEAD_DGRAD, ZP_OPK_LM_HEAD_WGRAD, T, V / t, h, 1);
             if (p->mp > 1)
                 move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
-            eltwise(b, ZP_OPK_FINAL_LN_BWD, 3.0 * 2.0 * T * h, T * h);
-            continue; /* the tied embedding's gradient completes with the embedding backward */
+            if (!m->no_final_norm)
+                eltwise(b, m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS_BWD : ZP_OPK_FINAL_LN_BWD, 3.0 * 2.0 * T * h,
+                        T * h);
+            /* a tied LM head's gradient completes with the embedding backward; an untied head's is done */
+            if (b->f.grad[L + 1] > 0)
+                bucket_add(b, &k, b->f.grad[L + 1], 0);
+            continue;
         }
         if (p->checkpoint) {
             b->phase = ZP_PHASE_RECOMPUTE;
@@ -322,6 +487,8 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
         block_backward(b);
         b->lay->block_done(b, item - 1);
         bucket_add(b, &k, b->f.grad[item], 0);
+        if (b->f.grad_exp[item] > 0)
+            bucket_add(b, &kx, b->f.grad_exp[item], 0);
     }
     /* embedding backward: scatter-add into the tied embedding's gradient (stage 3 gathers nothing for
      * it: a scatter-add needs no weights), then the last bucket */
@@ -331,10 +498,11 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
         b->lay->use(b, -1);
     eltwise(b, ZP_OPK_EMBEDDING_BWD, 2.0 * 2.0 * T * h, T * h);
     bucket_add(b, &k, b->f.grad[0], 1);
+    bucket_add(b, &kx, 0.0, 1);
     b->lay->micro_end(b);
-    *nbuckets = k.closed;
+    *nbuckets = k.closed + kx.closed;
     if (k.reduce)
-        for (int i = 0; i < k.closed; i++)
+        for (int i = 0; i < k.closed + kx.closed; i++)
             wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_REDUCED);
 }
 
@@ -345,7 +513,7 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     b->phase = ZP_PHASE_OPTIMIZER;
     b->layer = -1;
     b->micro = (int)plan->grad_accum - 1;
-    const double psi = b->f.psi, part = psi / (plan->stage >= 1 ? (double)plan->dp : 1.0);
+    const double psi = b->f.psi, part = plan->stage >= 1 ? b->f.psi_all / (double)plan->dp : psi;
     const int stage12 = plan->stage == 1 || plan->stage == 2;
     if (plan->offload == ZP_OFFLOAD_NONE) {
         if (!skip(b))
@@ -355,8 +523,15 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     } else {
         for (int i = 0; i < nb; i++)
             wait_ch(b, ZP_STREAM_CPU, ZP_CH_GRAD_HOST);
+        const int nvme = plan->nvme & ZP_NVME_OPTIMIZER;
+        if (nvme) /* ZeRO-Infinity: fp32 master, m, v and gradients in from the drives */
+            move(b, ZP_STREAM_CPU, ZP_OPK_NVME_READ, (plan->k_optimizer + 4.0) * part);
         if (!skip(b))
             zp_builder_push(b, ZP_STREAM_CPU, ZP_OPK_CPU_ADAM)->bytes = part;
+        if (nvme) /* ... and the updated states back */
+            move(b, ZP_STREAM_CPU, ZP_OPK_NVME_WRITE, plan->k_optimizer * part);
+        if (plan->nvme & ZP_NVME_PARAMS) /* the updated 16-bit parameters to the drives */
+            move(b, ZP_STREAM_CPU, ZP_OPK_NVME_WRITE, 2.0 * part);
         sig(b, ZP_STREAM_CPU, ZP_CH_OPT_DONE);
         wait_ch(b, ZP_STREAM_PCIE, ZP_CH_OPT_DONE);
         /* the CPU Adam writes a 16-bit copy of the updated partition and that is what goes up, whatever
@@ -371,8 +546,11 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     if (stage12) {
         /* every rank updated its partition: all-gather the fp16 parameters, bucket by bucket */
         wait_ch(b, ZP_STREAM_COMM, ZP_CH_UPDATED);
-        for (double left = psi; left > 0; left -= bucket)
+        const double experts = b->f.psi_exp; /* EP: the local experts' parameters, over the EDP group */
+        for (double left = psi - experts; left > 0; left -= bucket)
             move(b, ZP_STREAM_COMM, ZP_OPK_PARAM_ALLGATHER, plan->param_bytes * fmin(left, bucket));
+        for (double left = experts; left > 0; left -= bucket)
+            move(b, ZP_STREAM_COMM, ZP_OPK_PARAM_ALLGATHER_EXP, plan->param_bytes * fmin(left, bucket));
     }
 }
 

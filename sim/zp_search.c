@@ -1,11 +1,13 @@
 #include "zp_search.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "zp_device.h"
+#include "zp_shape.h"
 #include "zp_simrun.h"
 #include "zp_time.h"
 
@@ -18,6 +20,9 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->gpus = gpus;
     r->stage = ZP_SEARCH_ANY;
     r->mp = ZP_SEARCH_ANY;
+    r->ep = ZP_SEARCH_ANY;
+    r->capacity_factor = 1.0;
+    r->moe_imbalance = 1.0;
     r->micro_batch = ZP_SEARCH_ANY;
     r->global_batch = ZP_SEARCH_ANY;
     r->grad_accum = ZP_SEARCH_ANY;
@@ -32,6 +37,9 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->param_bytes = 2.0;
     r->bf16 = ZP_SEARCH_ANY;
     r->overlap_comm = 1;
+    r->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
+    r->stage3_prefetch = ZP_DEFAULT_PREFETCH;
+    r->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
     r->max_simulated = 64;
     r->reserve = ZP_DEFAULT_RESERVE;
     r->default_batch = 1;
@@ -60,11 +68,21 @@ zp_status zp_search_validate(const zp_search_req *r)
         if (r->gpus % r->mp != 0)
             return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)r->mp,
                            (long long)r->gpus);
-        if (r->model->heads % r->mp != 0)
-            return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the model's %lld attention heads (Megatron splits "
-                                      "heads across MP ranks)",
-                           (long long)r->mp, (long long)r->model->heads);
+        ZP_TRY(zp_shape_check_mp(r->model, r->mp));
     }
+    if (r->ep != ZP_SEARCH_ANY) {
+        if (r->ep < 1)
+            return ZP_FAIL(ZP_EINVAL, "--ep: must be at least 1");
+        /* the experts must split; the DP degree too when MP (hence DP) is given */
+        zp_plan q;
+        zp_plan_default(&q, r->mp != ZP_SEARCH_ANY ? r->gpus / r->mp : r->ep);
+        q.ep = r->ep;
+        ZP_TRY(zp_shape_check_ep(r->model, &q));
+    }
+    if (!(r->capacity_factor > 0 && r->capacity_factor <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->capacity_factor);
+    if (!(r->moe_imbalance >= 1 && r->moe_imbalance <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", r->moe_imbalance);
     if (r->micro_batch != ZP_SEARCH_ANY && r->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (r->micro_batch > ZP_MAX_MICRO_BATCH)
@@ -112,15 +130,20 @@ zp_status zp_search_validate(const zp_search_req *r)
     return zp_model_validate(r->model);
 }
 
-static double host_per_gpu(const zp_cluster *c) { return c->host_mem / (double)c->gpus_per_node; }
-
-zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, const zp_plan *plan,
-                         zp_eval *out)
+zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
+                         const zp_plan *plan, zp_eval *out)
 {
     memset(out, 0, sizeof *out);
     out->plan = *plan;
     ZP_TRY(zp_memory_estimate(model, plan, &out->mem));
-    out->fits = zp_memory_fits(&out->mem, gpu_mem, host_per_gpu(cluster), out->reason, sizeof out->reason);
+    const double host = zp_cluster_host_per_gpu(cluster, host_mem, plan->dp * plan->mp);
+    out->fits = zp_memory_fits(&out->mem, gpu_mem, host, out->reason, sizeof out->reason);
+    const double nvme = zp_cluster_nvme_per_gpu(cluster, plan->dp * plan->mp);
+    if (out->fits && out->mem.nvme > nvme) {
+        out->fits = 0;
+        snprintf(out->reason, sizeof out->reason, "NVMe %.0f GB > %.0f GB per GPU's share of the node's drives",
+                 out->mem.nvme / 1e9, nvme / 1e9);
+    }
     ZP_TRY(zp_analytic_step(model, plan, cluster, &out->time));
     out->global_batch = zp_plan_global_batch(plan);
     double gpus = (double)(plan->dp * plan->mp);
@@ -201,7 +224,7 @@ static int dominated(const zp_search_result *out, int i)
     int work = p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
     for (int j = 0; j < out->n; j++) {
         const zp_plan *q = &out->plans[j].plan;
-        if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp ||
+        if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp || q->ep != p->ep ||
             q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint)
             continue;
         int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
@@ -396,7 +419,7 @@ static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_
     p->micro_batch = b;
     p->grad_accum = accum;
     zp_eval e;
-    ZP_TRY(zp_search_eval(r->model, r->cluster, zp_search_usable_mem(r), p, &e));
+    ZP_TRY(zp_search_eval(r->model, r->cluster, zp_search_usable_mem(r), r->host_mem, p, &e));
     return evec_push(out, &e);
 }
 
@@ -409,7 +432,7 @@ static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_
  * balanced over them (and one step more as the smaller candidate). */
 static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan *p, evec *out)
 {
-    const double host = host_per_gpu(r->cluster), usable = zp_search_usable_mem(r);
+    const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), usable = zp_search_usable_mem(r);
     const int64_t given_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
     if (target > 0) {
         const int64_t per = (target + p->dp - 1) / p->dp;
@@ -456,14 +479,14 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
     return ZP_OK;
 }
 
-/* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
- * (Brown et al. 2020, Table 2.1: 0.5M tokens from 125M to 760M parameters, 1M at 1.3B and 2.7B, 2M at
- * 6.7B and 13B, 3.2M at 175B), the batch a team training a model of that size would start from. */
 int zp_search_bf16(const zp_search_req *r)
 {
     return r->bf16 != ZP_SEARCH_ANY ? r->bf16 : (r->cluster && zp_cluster_has_bf16(r->cluster));
 }
 
+/* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
+ * (Brown et al. 2020, Table 2.1: 0.5M tokens from 125M to 760M parameters, 1M at 1.3B and 2.7B, 2M at
+ * 6.7B and 13B, 3.2M at 175B), the batch a team training a model of that size would start from. */
 double zp_search_default_batch_tokens(double params)
 {
     return params >= 175e9 ? 3.2e6 : params >= 6.7e9 ? 2e6 : params >= 1.3e9 ? 1e6 : 0.5e6;
@@ -503,6 +526,8 @@ static int cmp_eval(const void *a, const void *b)
         return (int)x->plan.offload - (int)y->plan.offload;
     if (x->plan.mp != y->plan.mp)
         return x->plan.mp < y->plan.mp ? -1 : 1;
+    if (x->plan.ep != y->plan.ep)
+        return x->plan.ep < y->plan.ep ? -1 : 1;
     return (x->plan.pa + x->plan.pa_cpu) - (y->plan.pa + y->plan.pa_cpu);
 }
 
@@ -517,6 +542,10 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     int pa_fixed = r->pa != ZP_SEARCH_ANY ? r->pa : (exact ? 0 : ZP_SEARCH_ANY);
     int pacpu_fixed = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (exact ? 0 : ZP_SEARCH_ANY);
     int off_fixed = r->offload != ZP_SEARCH_ANY ? r->offload : (exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
+    /* EP: an MoE model's experts sharded over 1, 2, 4, ... of the DP ranks (up to the experts); a dense
+     * model has none to shard */
+    const int64_t ep_fixed = r->ep != ZP_SEARCH_ANY ? r->ep : (exact || r->model->experts == 0 ? 1 : ZP_SEARCH_ANY);
+    const int64_t ep_max = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : r->model->experts;
 
     /* no batch option given: every candidate runs about the default batch, not the largest that fits */
     const int64_t target = r->default_batch && !exact && r->global_batch == ZP_SEARCH_ANY &&
@@ -532,7 +561,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
             if (mp_fixed != ZP_SEARCH_ANY) {
                 mp = mp_fixed;
             } else if (mp > (r->max_mp > 0 ? r->max_mp : r->cluster->gpus_per_node) || r->gpus % mp != 0 ||
-                       r->model->heads % mp != 0 || (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
+                       !zp_shape_mp_ok(r->model, mp) ||
+                       (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
                 continue;
             }
             /* ZeRO-R activation options: none, Pa, Pa+cpu (Pa only matters with MP > 1). */
@@ -551,11 +581,19 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     continue;
                 if (mp == 1 && ra > 0 && pa_fixed != 1 && pacpu_fixed != 1)
                     continue; /* no MP group to partition across */
-                for (int off = 0; off <= 2 && st == ZP_OK; off++) {
+                for (int off = 0; off <= 2 && st == ZP_OK; off++)
+                for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
                     if (off_fixed != ZP_SEARCH_ANY && off != off_fixed)
                         continue;
+                    if (r->nvme && off == ZP_OFFLOAD_NONE)
+                        continue; /* NVMe holds offloaded states: it implies offload */
                     if ((off == ZP_OFFLOAD_OPTIMIZER && stage < 1) || (off == ZP_OFFLOAD_PARAMS && stage != 3))
                         continue;
+                    if ((r->gpus / mp) % ep != 0 || (r->model->experts > 0 && r->model->experts % ep != 0)) {
+                        if (ep_fixed != ZP_SEARCH_ANY) /* a fixed EP that this MP's DP degree cannot take */
+                            break;
+                        continue;
+                    }
                     zp_plan p;
                     zp_plan_default(&p, r->gpus / mp);
                     p.stage = stage;
@@ -573,8 +611,16 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                     p.grad_bytes = r->grad_bytes;
                     p.overlap_comm = r->overlap_comm;
                     p.stage3_max_live = r->stage3_max_live;
+                    p.stage3_prefetch = r->stage3_prefetch;
                     p.persistence_threshold = r->persistence_threshold;
+                    p.flash_attn = r->flash_attn;
+                    p.nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
+                    p.ep = ep;
+                    p.capacity_factor = r->capacity_factor;
+                    p.moe_imbalance = r->moe_imbalance;
                     st = eval_candidate(r, target, &p, &all);
+                    if (ep_fixed != ZP_SEARCH_ANY)
+                        break;
                 }
             }
             if (mp_fixed != ZP_SEARCH_ANY)
@@ -587,6 +633,9 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     }
     if (all.n == 0) {
         free(all.v);
+        if (ep_fixed > 1)
+            return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options: --ep %lld must divide the data-parallel "
+                                      "degree (GPUs / MP) of some MP degree searched", (long long)ep_fixed);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
                                   "data-parallel degrees: GPUs / MP)");
     }

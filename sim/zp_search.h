@@ -54,10 +54,14 @@ typedef struct {
     const zp_model *model;
     const zp_cluster *cluster;
     double gpu_mem;        /* bytes per GPU (the preset's unless overridden) */
+    double host_mem;       /* host memory per node, bytes (<= 0: the preset's), shared by the job's GPUs
+                              on the node (zp_cluster_host_per_gpu) */
     int64_t gpus;
     /* ZP_SEARCH_ANY (-1) leaves an option to the search. */
     int stage;
     int64_t mp;
+    int64_t ep;            /* expert-parallel degree of an MoE model (-1: searched over powers of two) */
+    double capacity_factor, moe_imbalance; /* MoE: the experts' token capacity and the busiest rank's load */
     int64_t micro_batch;
     int64_t global_batch;
     int64_t grad_accum;    /* micro-batches per step */
@@ -75,7 +79,10 @@ typedef struct {
                               tensor cores: A100, H100; fp16 on V100), as DeepSpeed's "auto" is resolved */
     double grad_bytes;     /* 4: fp32 gradients and accumulation (Megatron-LM); 0: as the parameters */
     int overlap_comm;      /* 0 / 1 */
-    double stage3_max_live, persistence_threshold; /* stage-3 limits (0: none) */
+    double stage3_max_live, stage3_prefetch, persistence_threshold; /* stage-3 limits (DeepSpeed's defaults;
+                                                                        0: none) */
+    int nvme;              /* ZP_NVME_* mask: offloaded states on NVMe (ZeRO-Infinity) */
+    int flash_attn;        /* the plans run FlashAttention (zp_plan.flash_attn) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;
     const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */
@@ -124,9 +131,10 @@ int64_t zp_search_default_batch(const zp_model *model);
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus);
 /* Checks the fixed options against each other and the model (MP divides GPUs and heads, ...). */
 zp_status zp_search_validate(const zp_search_req *r);
-/* Evaluates one fully specified plan (memory, fit, step time, throughput). */
-zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, const zp_plan *plan,
-                         zp_eval *out);
+/* Evaluates one fully specified plan (memory, fit, step time, throughput); host_mem: per node (<= 0: the
+ * preset's). */
+zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
+                         const zp_plan *plan, zp_eval *out);
 zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
 /* A lower bound of the simulated step time of `plan`, s: the compute stream runs every kernel of the
  * schedule one after the other, each priced by the cost function the simulator uses, so the step lasts

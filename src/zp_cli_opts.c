@@ -61,7 +61,9 @@ FLAG(set_exact, r.exact, 1)
 FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_max_model, max_model, 1)
+FLAG(set_flash, r.flash_attn, 1)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
+INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
 INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
@@ -155,6 +157,29 @@ static zp_status set_offload(zp_cli_args *a, const char *opt, const char *v)
     ZP_TRY(zp_offload_parse(v, &off));
     a->r.offload = (int)off;
     return ZP_OK;
+}
+
+/* Where offloaded states live: host memory (cpu) or NVMe (ZeRO-Infinity), for whatever --offload moves. */
+static zp_status set_offload_device(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "cpu") == 0)
+        a->r.nvme = 0;
+    else if (strcmp(v, "nvme") == 0)
+        a->r.nvme = ZP_NVME_OPTIMIZER | ZP_NVME_PARAMS;
+    else
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not cpu or nvme", opt, v);
+    return ZP_OK;
+}
+
+/* DeepSpeed's stage-3 limits, in elements (suffixes: 1G = 1e9). */
+static zp_status set_max_live(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.stage3_max_live);
+}
+
+static zp_status set_prefetch(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.stage3_prefetch);
 }
 
 /* Per command: text, md, csv, json and html for reports and the what-if; text and json where the
@@ -257,6 +282,25 @@ static zp_status set_reserve(zp_cli_args *a, const char *opt, const char *v)
     return zp_size_parse_range(v, opt, 0, 1e15, &a->r.reserve);
 }
 
+/* --host-mem: a node's host memory, shared by the GPUs the job runs on it (zp_cluster_host_per_gpu) */
+static zp_status set_host_mem(zp_cli_args *a, const char *opt, const char *v)
+{
+    ZP_TRY(zp_size_parse(v, opt, &a->r.host_mem));
+    if (!(a->r.host_mem >= 1e6 && a->r.host_mem <= 1e18))
+        return ZP_FAIL(ZP_EINVAL, "%s: %s is not a node's host memory (e.g. 1.5T, 512Gi)", opt, v);
+    return ZP_OK;
+}
+
+static zp_status set_capacity(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0.01, 64, &a->r.capacity_factor);
+}
+
+static zp_status set_imbalance(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 1, 64, &a->r.moe_imbalance);
+}
+
 static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse(v, opt, &a->k));
@@ -294,12 +338,16 @@ static const zp_cli_opt g_opts[] = {
     {"preset", 0, 1, SEARCH, set_preset},
     {"gpu-mem", 0, 1, SEARCH | ZP_CMD_TABLE, set_gpu_mem},
     {"reserve", 0, 1, SEARCH, set_reserve},
+    {"host-mem", 0, 1, SEARCH, set_host_mem},
     {"precision", 0, 1, SEARCH, set_precision},
     {"grad-accum-dtype", 0, 1, SEARCH, set_grad_dtype},
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
     {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
+    {"ep", 0, 1, PLAN, set_ep},
+    {"capacity-factor", 0, 1, PLAN, set_capacity},
+    {"moe-imbalance", 0, 1, PLAN, set_imbalance},
     {"micro-batch", 0, 1, PLAN | VAL, set_micro},
     {"global-batch", 0, 1, PLAN, set_global},
     {"grad-accum", 0, 1, PLAN, set_accum},
@@ -307,6 +355,9 @@ static const zp_cli_opt g_opts[] = {
     {"no-pa", 0, 0, SEARCH, set_no_pa},
     {"pa-cpu", 0, 0, SEARCH, set_pa_cpu},
     {"offload", 0, 1, PLAN, set_offload},
+    {"offload-device", 0, 1, SEARCH, set_offload_device},
+    {"max-live-params", 0, 1, SEARCH, set_max_live},
+    {"prefetch-bucket", 0, 1, SEARCH, set_prefetch},
     {"checkpoint", 0, 0, PLAN, set_checkpoint},
     {"checkpoint-activations", 0, 0, PLAN, set_checkpoint}, /* Megatron-LM's and DeepSpeed's name */
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
@@ -315,6 +366,7 @@ static const zp_cli_opt g_opts[] = {
     {"no-cb", 0, 0, PLAN, set_no_cb},
     {"bucket", 0, 1, PLAN, set_bucket},
     {"no-md", 0, 0, PLAN, set_no_md},
+    {"flash-attention", 0, 0, SEARCH, set_flash},
     {"exact", 0, 0, SEARCH, set_exact},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},

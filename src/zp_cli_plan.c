@@ -84,7 +84,7 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
         ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
     o->gpu_mem = o->cluster->gpu_mem;
     if (a->gpu_mem)
-        o->gpu_mem = a->gpu_mem_bytes;
+        o->gpu_mem = a->gpu_mem_bytes; /* checked by the option's setter */
     if (a->model) {
         ZP_TRY(zp_model_resolve(a->model, a->seq, &o->model, &o->origin));
         if (o->origin == ZP_MODEL_FROM_SIZE)

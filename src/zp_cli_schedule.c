@@ -22,10 +22,10 @@ static const char USAGE[] =
     "  --replay FILE        instead of a plan: read a schedule written by --format json (edited, or made by\n"
     "                       another tool), check every op against zplan's op kinds and print the memory\n"
     "                       its alloc and free ops hold at the peak, by category\n"
-    "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --stage, --mp,\n"
-    "--micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
-    "--checkpoint/--no-checkpoint, --no-cb, --bucket, --no-md, --overlap-comm, --exact, --analytic,\n"
-    "--profile, --ds-config, --trace.\n";
+    "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --host-mem,\n"
+    "--stage, --mp, --micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
+    "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --no-cb, --bucket,\n"
+    "--no-md, --flash-attention, --overlap-comm, --exact, --analytic, --profile, --ds-config, --trace.\n";
 
 /* --replay FILE: the memory of a schedule read back, by category at the device peak. */
 static zp_status replay(const zp_cli_args *a)

@@ -66,6 +66,13 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
             fprintf(stderr, "zplan: wrote %s; run it with Megatron model parallelism %lld "
                             "(--tensor-model-parallel-size %lld)\n",
                     o.a.emit_ds, (long long)best->plan.mp, (long long)best->plan.mp);
+        if (best->plan.ep > 1) /* a DeepSpeed config has no key for it: the MoE layer takes it */
+            fprintf(stderr, "zplan: wrote %s; build the MoE layers with expert parallelism %lld "
+                            "(deepspeed.moe.layer.MoE(ep_size=%lld, capacity_factor=%g), the optimizer's parameter "
+                            "groups split by split_params_into_different_moe_groups_for_optimizer; Megatron-LM: "
+                            "--expert-model-parallel-size %lld)\n",
+                    o.a.emit_ds, (long long)best->plan.ep, (long long)best->plan.ep, best->plan.capacity_factor,
+                    (long long)best->plan.ep);
     }
     zp_whatif w;
     zp_cli_plan_whatif(&o, &res, &w);

@@ -181,10 +181,10 @@ Test(profile, layer_kernels_optional_and_checked)
     free(text);
     /* a kernel the cost model does not know would be silently unused: refused, naming it */
     json_object_set_new(json_object_get(ks, "gelu_fwd"), "s_per_elem", json_real(1e-9));
-    json_object_set_new(ks, "rmsnorm_fwd", json_pack("{s:f, s:f, s:f}", "t0_s", 1e-6, "s_per_elem", 1e-9, "elems", 1e6));
+    json_object_set_new(ks, "flash_attention_fwd", json_pack("{s:f, s:f, s:f}", "t0_s", 1e-6, "s_per_elem", 1e-9, "elems", 1e6));
     text = json_dumps(root, 0);
     cr_assert_eq(zp_profile_parse(text, strlen(text), "unknown.json", &q), ZP_EINVAL);
-    cr_assert(strstr(zp_error_message(), "layer_kernels.rmsnorm_fwd is not a kernel"), "%s", zp_error_message());
+    cr_assert(strstr(zp_error_message(), "layer_kernels.flash_attention_fwd is not a kernel"), "%s", zp_error_message());
     free(text);
     json_decref(root);
     /* time = t0 + elems * s_per_elem */
@@ -218,6 +218,32 @@ Test(profile, measured_points_used)
     cr_assert_float_eq(zp_profile_kernel_time(&q, ZP_KERNEL_GELU_FWD, 10), 2 * zp_profile_kernel_time(&p, ZP_KERNEL_GELU_FWD, 10), 1e-15);
     cr_assert_eq(q.coll[0][0].busbw_gbs, p.coll[0][0].busbw_gbs);
     cr_assert_eq(zp_profile_scale_compute(&q, 0), ZP_EINVAL);
+}
+
+/* Shapes between measured ones: the measured rates nearest in log space, inverse-square-distance weighted in
+ * log rate (a shape as far from two points has their geometric mean); Adam's rate by partition size,
+ * interpolated in log size among the measured points, the fit beyond them. */
+Test(profile, interpolation_between_measured_points)
+{
+    zp_profile p = sample();
+    p.ngemm = 2;
+    p.gemm[0] = (zp_profile_gemm_point){256, 256, 256, 4e9, 0};
+    p.gemm[1] = (zp_profile_gemm_point){256, 256, 1024, 16e9, 0};
+    double f = 2.0 * 256 * 256 * 512; /* k = 512: ln 2 from both */
+    cr_assert_float_eq(zp_profile_gemm_time(&p, 256, 256, 512), f / 8e9, 1e-9 * f / 8e9);
+    /* nearer the first: closer to its rate */
+    double t = zp_profile_gemm_time(&p, 256, 256, 300), r = 2.0 * 256 * 256 * 300 / t;
+    cr_assert(r > 4e9 && r < 8e9, "rate %g", r);
+    p.nadam = 3;
+    p.adam[0] = (zp_profile_adam_point){1e5, 2e9, 0};
+    p.adam[1] = (zp_profile_adam_point){1e6, 1e9, 0};
+    p.adam[2] = (zp_profile_adam_point){1e7, 0.9e9, 0};
+    p.adam_params_per_s = 0.8e9;
+    p.cpu_adam_params_per_s = 0.8e9;
+    cr_assert_float_eq(zp_profile_adam_time(&p, 1e4, 0), 1e4 / 2e9, 1e-18);
+    cr_assert_float_eq(zp_profile_adam_time(&p, sqrt(1e11), 0), sqrt(1e11) / sqrt(2e18), 1e-12);
+    cr_assert_float_eq(zp_profile_adam_time(&p, 1e8, 0), 1e8 / 0.8e9, 1e-12);
+    cr_assert_float_eq(zp_profile_adam_time(&p, 1e6, 1), 1e6 / 1e9, 1e-15, "the host's Adam on the cpu backend");
 }
 
 Test(profile, models)

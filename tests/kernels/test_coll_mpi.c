@@ -91,6 +91,16 @@ static void test_collectives(zp_comm *c, zp_dtype dt, size_t count)
         bad += get(recv, dt, i) != val(n - 1, i);
     CHECK(!bad, "broadcast %s count %zu: %d wrong", tn, count, bad);
 
+    /* all-to-all-v: uneven counts (some 0), every pair */
+    size_t sc[64], sd[64], rc[64], rd[64];
+    void *s2 = malloc(3 * count * (size_t)n * es + 64), *r2 = malloc(3 * count * (size_t)n * es + 64);
+    a2a_layout(r, n, count, dt, s2, sc, sd, rc, rd);
+    OK(be->alltoallv(c, s2, sc, sd, r2, rc, rd, dt));
+    bad = a2a_wrong(r, n, dt, r2, rc, rd);
+    CHECK(!bad, "alltoallv %s count %zu: %d wrong", tn, count, bad);
+    free(s2);
+    free(r2);
+
     free(send);
     free(recv);
 }

@@ -395,6 +395,78 @@ Test(cuda, nn_layernorm)
     free(x), free(w), free(b), free(dout), free(out), free(mean), free(rstd), free(gx), free(gw), free(gb);
 }
 
+Test(cuda, nn_rmsnorm_glu_rope)
+{
+    need_cuda();
+    const size_t N = 257, C = 384, F = 200, heads = 5, hd = 64, T = 100;
+    float *x = frand_vec(N * C, 2), *w = frand_vec(C, 1), *dout = frand_vec(N * C, 1);
+    float *dx = up(x, N * C * 4), *dw = up(w, C * 4), *dd = up(dout, N * C * 4);
+    float *out = zeros(N * C), *rstd = zeros(N), *gout = dev_zeros(N * C), *grstd = dev_zeros(N);
+    OK(zp_nn_ops_cpu.rmsnorm_fwd(out, rstd, x, w, N, C));
+    OK(g_nn->rmsnorm_fwd(gout, grstd, dx, dw, N, C));
+    same(gout, out, N * C, 1e-5, 1e-5, "rmsnorm_fwd out");
+    same(grstd, rstd, N, 1e-5, 1e-6, "rmsnorm_fwd rstd");
+    float *gx = zeros(N * C), *gw = zeros(C), *dgx = dev_zeros(N * C), *dgw = dev_zeros(C);
+    OK(zp_nn_ops_cpu.rmsnorm_bwd(gx, gw, dout, x, w, rstd, N, C));
+    OK(g_nn->rmsnorm_bwd(dgx, dgw, dd, dx, dw, grstd, N, C));
+    same(dgx, gx, N * C, 1e-4, 1e-5, "rmsnorm_bwd dx");
+    same(dgw, gw, C, 1e-4, 1e-4, "rmsnorm_bwd dw");
+    /* SwiGLU and GeGLU */
+    float *u = frand_vec(N * 2 * F, 4), *gd = frand_vec(N * F, 1), *o = zeros(N * F), *du = zeros(N * 2 * F);
+    float *du_ = up(u, N * 2 * F * 4), *dgd = up(gd, N * F * 4), *go = dev_zeros(N * F), *gdu = dev_zeros(N * 2 * F);
+    for (int act = ZP_GLU_SILU; act <= ZP_GLU_GELU; act++) {
+        OK(zp_nn_ops_cpu.glu_fwd(o, u, N, F, act));
+        OK(g_nn->glu_fwd(go, du_, N, F, act));
+        same(go, o, N * F, 1e-5, 1e-6, "glu_fwd");
+        OK(zp_nn_ops_cpu.glu_bwd(du, gd, u, N, F, act));
+        OK(g_nn->glu_bwd(gdu, dgd, du_, N, F, act));
+        same(gdu, du, N * 2 * F, 1e-5, 1e-6, "glu_bwd");
+    }
+    /* rotary over the first `heads` heads of rows of C columns, forward then back */
+    float *r = frand_vec(N * C, 1), *dr = up(r, N * C * 4);
+    OK(zp_nn_ops_cpu.rope(r, N, C, heads, hd, T, 10000.0f, 0));
+    OK(g_nn->rope(dr, N, C, heads, hd, T, 10000.0f, 0));
+    same(dr, r, N * C, 1e-5, 1e-5, "rope");
+    OK(zp_nn_ops_cpu.rope(r, N, C, heads, hd, T, 10000.0f, 1));
+    OK(g_nn->rope(dr, N, C, heads, hd, T, 10000.0f, 1));
+    same(dr, r, N * C, 1e-5, 1e-5, "rope inverse");
+    void *dev[] = {dx, dw, dd, gout, grstd, dgx, dgw, du_, dgd, go, gdu, dr};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        g_be->free(dev[i]);
+    free(x), free(w), free(dout), free(out), free(rstd), free(gx), free(gw), free(u), free(gd), free(o), free(du);
+    free(r);
+}
+
+Test(cuda, nn_moe_routing)
+{
+    need_cuda();
+    const size_t Nt = 300, k = 2, C = 96, R = Nt * k;
+    int *slot = malloc(R * sizeof(int)), *idx = malloc(R * sizeof(int));
+    for (size_t p = 0; p < R; p++) {
+        slot[p] = (int)((p * 7919 + 11) % R);
+        idx[slot[p]] = (int)(p / k);
+    }
+    int *dslot = up(slot, R * sizeof(int)), *didx = up(idx, R * sizeof(int));
+    float *x = frand_vec(Nt * C, 1), *y = frand_vec(R * C, 1), *gate = frand_vec(R, 1), *dout = frand_vec(Nt * C, 1);
+    float *dx = up(x, Nt * C * 4), *dy = up(y, R * C * 4), *dg = up(gate, R * 4), *dd = up(dout, Nt * C * 4);
+    float *rows = zeros(R * C), *grows = dev_zeros(R * C), *out = zeros(Nt * C), *gout = dev_zeros(Nt * C);
+    OK(zp_nn_ops_cpu.moe_gather(rows, x, idx, R, C));
+    OK(g_nn->moe_gather(grows, dx, didx, R, C));
+    same(grows, rows, R * C, 0, 0, "moe_gather");
+    OK(zp_nn_ops_cpu.moe_combine(out, y, slot, gate, Nt, k, C));
+    OK(g_nn->moe_combine(gout, dy, dslot, dg, Nt, k, C));
+    same(gout, out, Nt * C, 1e-6, 1e-6, "moe_combine");
+    float *drows = zeros(R * C), *gdrows = dev_zeros(R * C), *dgt = zeros(R), *gdgt = dev_zeros(R);
+    OK(zp_nn_ops_cpu.moe_combine_bwd(drows, dgt, dout, y, slot, gate, Nt, k, C));
+    OK(g_nn->moe_combine_bwd(gdrows, gdgt, dd, dy, dslot, dg, Nt, k, C));
+    same(gdrows, drows, R * C, 1e-6, 1e-7, "moe_combine_bwd rows");
+    same(gdgt, dgt, R, 1e-5, 1e-6, "moe_combine_bwd gates");
+    void *dev[] = {dslot, didx, dx, dy, dg, dd, grows, gout, gdrows, gdgt};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        g_be->free(dev[i]);
+    free(slot), free(idx), free(x), free(y), free(gate), free(dout), free(rows), free(out), free(drows), free(dgt);
+}
+
 Test(cuda, nn_gelu)
 {
     need_cuda();

@@ -96,6 +96,25 @@ static void test_collectives(zp_comm *c, zp_dtype dt, size_t count)
     for (size_t i = 0; i < count; i++)
         bad += get(hr, dt, i) != val(n - 1, i);
     CHECK(!bad, "broadcast %s count %zu: %d wrong", tn, count, bad);
+
+    /* all-to-all-v: uneven counts (some 0), every pair (3 count x n elements at most) */
+    {
+        size_t sc[64], sd[64], rc[64], rd[64];
+        const size_t cap = 3 * count * (size_t)n + 2;
+        void *h2 = malloc(cap * es), *g2 = malloc(cap * es), *d2 = NULL, *e2 = NULL;
+        size_t got = a2a_layout(r, n, count, dt, h2, sc, sd, rc, rd);
+        OK(be->alloc(cap * es, &d2));
+        OK(be->alloc(cap * es, &e2));
+        OK(be->copy_to_device(d2, h2, cap * es));
+        OK(be->alltoallv(c, d2, sc, sd, e2, rc, rd, dt));
+        OK(be->copy_to_host(g2, e2, got * es));
+        bad = a2a_wrong(r, n, dt, g2, rc, rd);
+        CHECK(!bad, "alltoallv %s count %zu: %d wrong", tn, count, bad);
+        be->free(d2);
+        be->free(e2);
+        free(h2);
+        free(g2);
+    }
 out:
     be->free(ds);
     be->free(dr);

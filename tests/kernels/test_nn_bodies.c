@@ -321,6 +321,151 @@ Test(nn_bodies, fp16_expansion_all_codes)
     cr_assert(y[0] == 1.5f && y[1] == 0.0f && y[2] == 3.001f && y[3] == 4.0f && y[4] == 13.0f);
 }
 
+/* RMSNorm in double: out = x / sqrt(mean x^2 + eps) * w; backward dx = r (g - xhat mean(g xhat)), g = dout w,
+ * dw = sum dout xhat. */
+Test(nn_bodies, rmsnorm_rows_and_columns)
+{
+    float *x = frand(N * C, 2.0), *w = frand(C, 1.0), *dout = frand(N * C, 1.0);
+    float *out = fzeros(N * C), *rstd = fzeros(N);
+    for (size_t i = 0; i < N; i++)
+        zp_rmsnorm_row(out + i * C, rstd + i, x + i * C, w, C);
+    double *ref = dzeros(N * C), *rdx = dzeros(N * C), *rdw = dzeros(C);
+    for (size_t i = 0; i < N; i++) {
+        double q = 0, gxm = 0;
+        for (size_t c = 0; c < C; c++)
+            q += (double)x[i * C + c] * x[i * C + c];
+        double r = 1 / sqrt(q / C + 1e-5);
+        for (size_t c = 0; c < C; c++) {
+            ref[i * C + c] = x[i * C + c] * r * w[c];
+            gxm += (double)dout[i * C + c] * w[c] * x[i * C + c] * r / C;
+        }
+        for (size_t c = 0; c < C; c++) {
+            double xh = x[i * C + c] * r;
+            rdx[i * C + c] = r * ((double)dout[i * C + c] * w[c] - xh * gxm);
+            rdw[c] += dout[i * C + c] * xh;
+        }
+    }
+    expect_close("rmsnorm", out, ref, N * C, 1e-5, 1e-6);
+    float *dx = fzeros(N * C), *dw = fzeros(C);
+    for (size_t i = 0; i < N; i++)
+        zp_rmsnorm_row_bwd(dx + i * C, NULL, dout + i * C, x + i * C, w, rstd[i], C);
+    for (size_t c = 0; c < C; c++)
+        zp_rmsnorm_col_bwd(dw, dout, x, rstd, N, C, c);
+    expect_close("rmsnorm dx", dx, rdx, N * C, 1e-4, 1e-5);
+    expect_close("rmsnorm dw", dw, rdw, C, 1e-5, 1e-5);
+    check_rejects(1e-5, 1e-6, 1.0);
+    /* the cpu kernel: the same forward, and dw bit for bit as the column decomposition (row order) */
+    float *out2 = fzeros(N * C), *rstd2 = fzeros(N), *dx2 = fzeros(N * C), *dw2 = fzeros(C);
+    cr_assert(zp_nn_ops_cpu.rmsnorm_fwd(out2, rstd2, x, w, N, C) == ZP_OK);
+    cr_assert(memcmp(out, out2, N * C * sizeof(float)) == 0 && memcmp(rstd, rstd2, N * sizeof(float)) == 0);
+    cr_assert(zp_nn_ops_cpu.rmsnorm_bwd(dx2, dw2, dout, x, w, rstd, N, C) == ZP_OK);
+    expect_close("rmsnorm dx (cpu)", dx2, rdx, N * C, 1e-4, 1e-5);
+    cr_assert(memcmp(dw, dw2, C * sizeof(float)) == 0, "column sums differ from the cpu kernel");
+    cr_assert(zp_nn_ops_cpu.rmsnorm_fwd(NULL, rstd2, x, w, N, C) == ZP_EINVAL);
+    free(x), free(w), free(dout), free(out), free(rstd), free(ref), free(rdx), free(rdw), free(dx), free(dw);
+    free(out2), free(rstd2), free(dx2), free(dw2);
+}
+
+/* SwiGLU and GeGLU against double: silu(g) = g / (1 + e^-g), gelu (tanh form); the backward against the
+ * analytic derivatives, and a finite difference of the double forward. */
+static double silu_d(double g) { return g / (1 + exp(-g)); }
+static double gelu_d(double g) { return 0.5 * g * (1 + tanh(sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))); }
+
+Test(nn_bodies, glu_forward_and_backward)
+{
+    const size_t F = 19;
+    for (int act = ZP_GLU_SILU; act <= ZP_GLU_GELU; act++) {
+        float *u = frand(N * 2 * F, 4.0), *dout = frand(N * F, 1.0), *out = fzeros(N * F), *du = fzeros(N * 2 * F);
+        cr_assert(zp_nn_ops_cpu.glu_fwd(out, u, N, F, act) == ZP_OK);
+        cr_assert(zp_nn_ops_cpu.glu_bwd(du, dout, u, N, F, act) == ZP_OK);
+        double *ref = dzeros(N * F), *rdu = dzeros(N * 2 * F);
+        for (size_t i = 0; i < N; i++)
+            for (size_t c = 0; c < F; c++) {
+                double g = u[i * 2 * F + c], v = u[i * 2 * F + F + c], d = dout[i * F + c], e = 1e-4;
+                double (*fa)(double) = act == ZP_GLU_GELU ? gelu_d : silu_d;
+                ref[i * F + c] = fa(g) * v;
+                rdu[i * 2 * F + c] = d * v * (fa(g + e) - fa(g - e)) / (2 * e); /* central difference */
+                rdu[i * 2 * F + F + c] = d * fa(g);
+            }
+        expect_close(act ? "geglu" : "swiglu", out, ref, N * F, 1e-5, 1e-6);
+        expect_close(act ? "geglu du" : "swiglu du", du, rdu, N * 2 * F, 3e-5, 2e-6);
+        free(u), free(dout), free(out), free(du), free(ref), free(rdu);
+    }
+    check_rejects(3e-5, 2e-6, 1.0);
+}
+
+/* Rotary: each pair (j, j + hd/2) of a head turned by pos * base^(-2j/hd); the inverse turns it back; the
+ * heads beyond `heads` and the columns beyond heads * hd (V in a fused row) are untouched. */
+Test(nn_bodies, rope_turns_and_turns_back)
+{
+    const size_t heads = 3, hd = 8, ld = 5 * hd, rows = 2 * T;
+    const float base = 10000.0f;
+    float *x = frand(rows * ld, 1.0), *y = malloc(rows * ld * sizeof(float));
+    memcpy(y, x, rows * ld * sizeof(float));
+    cr_assert(zp_nn_ops_cpu.rope(y, rows, ld, heads, hd, T, base, 0) == ZP_OK);
+    double *ref = dzeros(rows * ld);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < ld; c++) {
+            ref[r * ld + c] = x[r * ld + c];
+            if (c >= heads * hd)
+                continue;
+            size_t hh = c / hd, j = c % hd, half = hd / 2, jj = j % half;
+            double th = (double)(r % T) * pow(base, -2.0 * jj / hd);
+            double a = x[r * ld + hh * hd + jj], b = x[r * ld + hh * hd + jj + half];
+            ref[r * ld + c] = j < half ? a * cos(th) - b * sin(th) : b * cos(th) + a * sin(th);
+        }
+    expect_close("rope", y, ref, rows * ld, 1e-5, 2e-6);
+    cr_assert(zp_nn_ops_cpu.rope(y, rows, ld, heads, hd, T, base, 1) == ZP_OK);
+    double *orig = dzeros(rows * ld);
+    for (size_t i = 0; i < rows * ld; i++)
+        orig[i] = x[i];
+    expect_close("rope inverse", y, orig, rows * ld, 1e-5, 2e-6);
+    check_rejects(1e-5, 2e-6, 1.0);
+    cr_assert(zp_nn_ops_cpu.rope(y, rows, ld, heads, 7, T, base, 0) == ZP_EINVAL, "odd head size accepted");
+    cr_assert(zp_nn_ops_cpu.rope(y, rows, 2 * hd, heads, hd, T, base, 0) == ZP_EINVAL, "heads beyond the row");
+    free(x), free(y), free(ref), free(orig);
+}
+
+/* MoE routing kernels against double references: a token's k rows at scattered slots, gathered, combined
+ * with gates (and without), and the combine's backward (row gradients at the slots, the gates' gradients). */
+Test(nn_bodies, moe_gather_combine_and_backward)
+{
+    const size_t Nt = 13, k = 3, Cc = 10, R = Nt * k;
+    int slot[Nt * k], idx[Nt * k];
+    for (size_t p = 0; p < R; p++) {
+        slot[p] = (int)((p * 7 + 3) % R); /* a permutation of the R slots */
+        idx[slot[p]] = (int)(p / k);      /* the row of slot s is token p / k's */
+    }
+    float *x = frand(Nt * Cc, 1.0), *rows = fzeros(R * Cc), *gate = frand(R, 1.0), *out = fzeros(Nt * Cc);
+    cr_assert(zp_nn_ops_cpu.moe_gather(rows, x, idx, R, Cc) == ZP_OK);
+    for (size_t s2 = 0; s2 < R; s2++)
+        cr_assert(memcmp(rows + s2 * Cc, x + (size_t)idx[s2] * Cc, Cc * sizeof(float)) == 0, "gathered row %zu", s2);
+    float *y = frand(R * Cc, 1.0); /* the experts' outputs at the slots */
+    double *ref = dzeros(Nt * Cc), *rsum = dzeros(Nt * Cc), *rdy = dzeros(R * Cc), *rdg = dzeros(R);
+    float *dout = frand(Nt * Cc, 1.0), *dy = fzeros(R * Cc), *dg = fzeros(R), *sum = fzeros(Nt * Cc);
+    for (size_t t = 0; t < Nt; t++)
+        for (size_t j = 0; j < k; j++) {
+            size_t p = t * k + j, sl = (size_t)slot[p];
+            for (size_t c = 0; c < Cc; c++) {
+                ref[t * Cc + c] += (double)gate[p] * y[sl * Cc + c];
+                rsum[t * Cc + c] += y[sl * Cc + c];
+                rdy[sl * Cc + c] = (double)gate[p] * dout[t * Cc + c];
+                rdg[p] += (double)dout[t * Cc + c] * y[sl * Cc + c];
+            }
+        }
+    cr_assert(zp_nn_ops_cpu.moe_combine(out, y, slot, gate, Nt, k, Cc) == ZP_OK);
+    expect_close("moe_combine", out, ref, Nt * Cc, 1e-6, 1e-6);
+    cr_assert(zp_nn_ops_cpu.moe_combine(sum, y, slot, NULL, Nt, k, Cc) == ZP_OK);
+    expect_close("moe_combine (no gates)", sum, rsum, Nt * Cc, 1e-6, 1e-6);
+    cr_assert(zp_nn_ops_cpu.moe_combine_bwd(dy, dg, dout, y, slot, gate, Nt, k, Cc) == ZP_OK);
+    expect_close("moe_combine_bwd rows", dy, rdy, R * Cc, 1e-6, 1e-7);
+    expect_close("moe_combine_bwd gates", dg, rdg, R, 1e-5, 1e-6);
+    check_rejects(1e-5, 1e-6, 1.0);
+    cr_assert(zp_nn_ops_cpu.moe_combine(out, y, NULL, gate, Nt, k, Cc) == ZP_EINVAL);
+    free(x), free(rows), free(gate), free(out), free(y), free(ref), free(rsum), free(rdy), free(rdg), free(dout);
+    free(dy), free(dg), free(sum);
+}
+
 Test(nn_bodies, tables)
 {
     const zp_nn_ops *o;
@@ -332,7 +477,8 @@ Test(nn_bodies, tables)
     cr_assert(o->embed_fwd && o->embed_bwd && o->layernorm_fwd && o->layernorm_bwd && o->gelu_fwd && o->gelu_bwd &&
               o->softmax_causal_fwd && o->softmax_causal_bwd && o->xent_rowmax && o->xent_sumexp && o->xent_pick &&
               o->xent_loss_sum && o->xent_bwd && o->bias_add && o->bias_grad && o->residual_add && o->add &&
-              o->f16_to_f32);
+              o->f16_to_f32 && o->rmsnorm_fwd && o->rmsnorm_bwd && o->glu_fwd && o->glu_bwd && o->rope && o->moe_gather &&
+              o->moe_combine && o->moe_combine_bwd);
 #else
     cr_assert(zp_nn_ops_get("cuda", &o) == ZP_EUNSUPPORTED);
 #endif

@@ -132,7 +132,9 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
     cr_expect_eq(r.pa_cpu, 1);
     cr_expect_eq(r.bucket, 4096.0 * 4096.0);
     cr_expect_eq(r.persistence_threshold, 40960.0);
-    cr_expect(has_note(&n, "nvme\" is not modelled"));
+    cr_expect_eq(r.nvme, ZP_NVME_PARAMS); /* ZeRO-Infinity: the parameters on NVMe, the optimizer on the host */
+    cr_expect_eq(r.stage3_max_live, 1e9);  /* DeepSpeed's defaults where the config is silent */
+    cr_expect_eq(r.stage3_prefetch, 5e8);
     cr_expect(has_note(&n, "unknown key zero_optimization.frobnicate"));
     cr_expect(has_note(&n, "unknown key bogus_top"));
     cr_expect(has_note(&n, "reduce_bucket_size \"auto\""));

@@ -1,0 +1,239 @@
+/* sim/: the per-kernel cost model of the presets (zp_profile_device, sim/zp_device.c) and what it feeds:
+ * GEMMs by shape, element-wise kernels by their bytes, the host dispatch floor, Megatron-LM 2019's unfused
+ * kernels, FlashAttention, NCCL's protocols, NVMe swaps. Each test can fail: the numbers are worked out from
+ * the formulas in the comments. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_device.h"
+#include "zp_memory.h"
+#include "zp_profile.h"
+#include "zp_schedule.h"
+#include "zp_simrun.h"
+#include "zp_zoo.h"
+
+static zp_profile builtin(const char *name)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
+    zp_profile p;
+    zp_device_profile_builtin(c, &p);
+    return p;
+}
+
+static zp_op op_of(int type)
+{
+    zp_op o;
+    memset(&o, 0, sizeof o);
+    o.type = type;
+    o.batch = 1;
+    return o;
+}
+
+/* A large GEMM whose 256x128 tiles fill whole waves runs at the preset's efficiency times k/(k+64); one with
+ * a few tiles more than a wave pays for the last, mostly idle wave (or a smaller tile); a long skinny GEMM of
+ * small k is bound by its 16-bit traffic, not its FLOPs. */
+Test(device, gemm_tiles_waves_and_memory)
+{
+    zp_profile a = builtin("dgx-a100");
+    cr_assert_eq(a.dev.sms, 108);
+    /* 108 x 2 tiles of 256 x 128: two full waves */
+    double m = 256.0 * 108, n = 256.0, k = 8192;
+    double e = zp_profile_gemm_shape_efficiency(&a, m, n, k, 1);
+    cr_expect_float_eq(e, 0.87 * k / (k + 64), 1e-9, "full waves: %g", e);
+    double t = zp_profile_gemm_time(&a, m, n, k);
+    cr_expect_float_eq(t, 2 * m * n * k / (312e12 * e) + a.dev.launch_s, 1e-12);
+    /* one tile row more (m + 256: 218 tiles of this size, 3 waves): a smaller tile or the idle wave */
+    double e2 = zp_profile_gemm_shape_efficiency(&a, m + 256, n, k, 1);
+    cr_expect_lt(e2, e * 0.97, "a partly idle wave costs: %g vs %g", e2, e);
+    cr_expect_gt(e2, e * 0.5);
+    /* attention-like: 1024 x 1024 x 64 per head, 512 heads: memory-bound */
+    zp_op o = op_of(ZP_OPK_ATTN_SCORES);
+    o.m = o.n = 1024;
+    o.k = 64;
+    o.batch = 512;
+    double bytes = 2.0 * (1024.0 * 64 * 2 + 1024.0 * 1024) * 512;
+    cr_expect_float_eq(zp_device_op_time(&a, &o, 1), bytes / (a.copy_gbs * 1e9) + a.dev.launch_s, 1e-12);
+    /* the fit-only (calibrated) profile keeps its linear model */
+    zp_profile c = a;
+    c.dev.sms = 0;
+    cr_expect_float_eq(zp_profile_gemm_time(&c, m, n, k), zp_profile_gemm_fit_time(&c, m, n, k), 1e-15);
+}
+
+/* An element-wise op moves its row's bytes per element (16-bit), launches its kernels, and never takes less
+ * than the host's dispatch of each kernel. */
+Test(device, eltwise_bytes_launches_and_dispatch_floor)
+{
+    zp_profile a = builtin("dgx-a100");
+    const zp_op_info *in = zp_op_info_get(ZP_OPK_RESID_LN2);
+    cr_assert_eq(in->launches, 2);
+    zp_op o = op_of(ZP_OPK_RESID_LN2);
+    o.elems = 1e8;
+    o.bytes = o.elems * in->eltbytes;
+    double big = zp_device_op_time(&a, &o, 1);
+    cr_expect_float_eq(big, 2 * a.dev.launch_s + 11e8 / (a.copy_gbs * 1e9), 1e-12);
+    o.elems = 1e3;
+    o.bytes = o.elems * in->eltbytes;
+    cr_expect_float_eq(zp_device_op_time(&a, &o, 1), 2 * a.dev.dispatch_s, 1e-15, "tiny: the dispatch floor");
+    /* the host's CPU Adam pays no GPU dispatch */
+    zp_op adam = op_of(ZP_OPK_CPU_ADAM);
+    adam.bytes = 10;
+    cr_expect_lt(zp_device_op_time(&a, &adam, 1), 1e-6);
+}
+
+/* The ZeRO paper's stack (dgx2: Megatron-LM 2019) runs its attention softmax and its bias/dropout/residual adds
+ * as separate kernels: more bytes and launches than the fused ones; kernels 2019 already fused cost the same. */
+Test(device, unfused_kernels_of_2019)
+{
+    zp_profile v = builtin("dgx2"), fused = v;
+    cr_assert(v.dev.unfused_kernels);
+    fused.dev.unfused_kernels = 0;
+    zp_op s = op_of(ZP_OPK_SOFTMAX);
+    s.elems = 1e9;
+    s.bytes = 9e9;
+    cr_expect_float_eq(zp_device_op_time(&v, &s, 1) - 5 * v.dev.launch_s, 21e9 / (v.copy_gbs * 1e9), 1e-9);
+    cr_expect_float_eq(zp_device_op_time(&fused, &s, 1) - 2 * v.dev.launch_s, 9e9 / (v.copy_gbs * 1e9), 1e-9);
+    zp_op g = op_of(ZP_OPK_GELU);
+    g.elems = 1e9;
+    g.bytes = 4e9;
+    cr_expect_eq(zp_device_op_time(&v, &g, 1), zp_device_op_time(&fused, &g, 1));
+}
+
+static double attention_time(const zp_profile *p, const zp_model *m, zp_plan *pl)
+{
+    zp_schedule s;
+    cr_assert_eq(zp_schedule_build(m, pl, &s), ZP_OK, "%s", zp_error_message());
+    double t = 0;
+    for (int i = 0; i < s.n[ZP_STREAM_COMPUTE]; i++) {
+        const zp_op *o = &s.ops[ZP_STREAM_COMPUTE][i];
+        if (zp_op_info_get(o->type)->flash != ZP_FLASH_NONE)
+            t += zp_device_op_time(p, o, 1);
+    }
+    zp_schedule_free(&s);
+    return t;
+}
+
+/* FlashAttention: the causal forward is the scores GEMM's FLOPs at the kernel's efficiency, the backward 2.5
+ * times that, the softmax and the other attention GEMMs inside them; no s x s activations. */
+Test(device, flash_attention)
+{
+    zp_profile h = builtin("dgx-h100");
+    const zp_model *m = &zp_zoo_find("1.5B")->model; /* 48 layers, hidden 1600, 25 heads */
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.micro_batch = 4;
+    p.checkpoint = 0;
+    double unfused = attention_time(&h, m, &p);
+    p.flash_attn = 1;
+    double flash = attention_time(&h, m, &p);
+    const double s = (double)m->seq, d = (double)m->hidden / (double)m->heads, B = 4.0 * (double)m->heads;
+    const double scores = 2.0 * s * s * d * B; /* one block's scores GEMM */
+    double want = (double)m->layers * (2 * h.dev.launch_s + 3.5 * scores / (989e12 * h.dev.flash_eff));
+    cr_expect_float_eq(flash, want, 1e-9 * want, "flash %g s, want %g s", flash, want);
+    cr_expect_lt(flash, unfused);
+    /* memory: every block's activations lose the 5 bytes per score */
+    zp_memory a, b;
+    p.flash_attn = 0;
+    cr_assert_eq(zp_memory_estimate(m, &p, &a), ZP_OK);
+    p.flash_attn = 1;
+    cr_assert_eq(zp_memory_estimate(m, &p, &b), ZP_OK);
+    cr_expect_float_eq(a.activations - b.activations, (double)m->layers * 5.0 * B * s * s, 1e3);
+    /* a GPU without FlashAttention (the V100) costs it as the unfused attention */
+    zp_profile v = builtin("dgx2");
+    p.flash_attn = 0;
+    double vu = attention_time(&v, m, &p);
+    p.flash_attn = 1;
+    cr_expect_float_eq(attention_time(&v, m, &p), vu, 1e-12);
+}
+
+/* NCCL's protocols: a small Megatron all-reduce inside a DGX A100 is latency-bound and NCCL runs it on LL/LL128
+ * (tens of microseconds), far from a large one's bandwidth-bound time on Simple. The simulated MP time per
+ * all-reduce falls between NCCL's LL latency and the bandwidth-only time, and grows with the message. */
+Test(device, nccl_protocols_by_message_size)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    double per[2];
+    const int64_t mb[2] = {1, 16};
+    for (int i = 0; i < 2; i++) {
+        zp_plan p;
+        zp_plan_default(&p, 1);
+        p.mp = 8;
+        p.micro_batch = mb[i];
+        p.checkpoint = 0;
+        zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
+        cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
+        /* 4 all-reduces a block (2 forward, 2 backward), 2 for the embedding and the head */
+        per[i] = j.res.mp_comm / (4.0 * (double)m->layers + 2.0);
+    }
+    /* NCCL's model (us): ring LL128 10 + 14 x 1.9 at 0.92 of the bus bandwidth; Simple 8.4 + 14 x 3.4 at all
+     * of it; LL 3.6 + 14 x 0.47 at a quarter */
+    const double bytes0 = 2.0 * 1 * 1024 * 1600, ring = 2.0 * 7 / 8; /* 3.3 MB, an all-reduce's passes */
+    const double busbw = c->nvlink_bw * c->nvlink_efficiency;
+    const double ll128 = (10.0 + 14 * 1.9) * 1e-6 + ring * bytes0 / (0.92 * busbw);
+    const double simple16 = (8.4 + 14 * 3.4) * 1e-6 + ring * 16 * bytes0 / busbw;
+    cr_expect_float_eq(per[0], ll128, 1e-3 * ll128, "3.3 MB over 8 GPUs: %g s, LL128 %g s", per[0], ll128);
+    cr_expect_float_eq(per[1], simple16, 1e-3 * simple16, "53 MB: %g s, Simple %g s", per[1], simple16);
+}
+
+/* The device model and the drives survive the profile's JSON. */
+Test(device, profile_json_round_trip)
+{
+    zp_profile a = builtin("dgx2"), b;
+    a.ngemm = 1; /* a profile on disk holds at least one measured GEMM */
+    a.gemm[0] = (zp_profile_gemm_point){.m = 4096, .n = 4096, .k = 4096, .flops_per_s = 80e12, .spread = 0.01};
+    char *text = NULL;
+    cr_assert_eq(zp_profile_to_json(&a, &text), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "round-trip", &b), ZP_OK, "%s", zp_error_message());
+    free(text);
+    cr_expect_eq(b.dev.sms, 80);
+    cr_expect_eq(b.dev.gemm_max_eff, a.dev.gemm_max_eff);
+    cr_expect_eq(b.dev.dispatch_s, a.dev.dispatch_s);
+    cr_expect_eq(b.dev.unfused_kernels, 1);
+    cr_expect_eq(b.nvme_read_gbs, a.nvme_read_gbs);
+    cr_expect_gt(b.nvme_write_gbs, 0);
+    /* near the measured point its rate, elsewhere the device model */
+    cr_expect_float_eq(zp_profile_gemm_time(&b, 4096, 4096, 4096), 2.0 * 4096 * 4096 * 4096 / 80e12, 1e-12);
+    zp_profile nopoints = a;
+    nopoints.ngemm = 0;
+    cr_expect_eq(zp_profile_gemm_time(&b, 65536, 256, 64), zp_profile_gemm_time(&nopoints, 65536, 256, 64));
+    b.dev.gemm_max_eff = 1.5;
+    cr_expect_eq(zp_profile_validate(&b), ZP_EINVAL);
+}
+
+/* ZeRO-Infinity: the CPU Adam's states come from the node's drives and go back (16 bytes read, 12 written per
+ * parameter of the partition), shared by the node's GPUs. */
+Test(device, nvme_swaps_at_the_drives_bandwidth)
+{
+    zp_profile v = builtin("dgx2");
+    zp_op r = op_of(ZP_OPK_NVME_READ), w = op_of(ZP_OPK_NVME_WRITE);
+    r.bytes = w.bytes = 1e9;
+    cr_expect_float_eq(zp_device_op_time(&v, &r, 16), 16e9 / (v.nvme_read_gbs * 1e9), 1e-12);
+    cr_expect_float_eq(zp_device_op_time(&v, &w, 1), 1e9 / (v.nvme_write_gbs * 1e9), 1e-12);
+    const zp_model *m = &zp_zoo_find("40B")->model;
+    zp_plan p;
+    zp_plan_default(&p, 1);
+    p.stage = 3;
+    p.offload = ZP_OFFLOAD_PARAMS;
+    p.nvme = ZP_NVME_OPTIMIZER | ZP_NVME_PARAMS;
+    zp_schedule s;
+    cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK, "%s", zp_error_message());
+    double rd = 0, wr = 0;
+    for (int st = 0; st < ZP_NSTREAMS; st++)
+        for (int i = 0; i < s.n[st]; i++) {
+            if (s.ops[st][i].type == ZP_OPK_NVME_READ && st == ZP_STREAM_CPU)
+                rd += s.ops[st][i].bytes;
+            if (s.ops[st][i].type == ZP_OPK_NVME_WRITE)
+                wr += s.ops[st][i].bytes;
+        }
+    zp_schedule_free(&s);
+    const double psi = zp_model_params(m);
+    cr_expect_float_eq(rd, 16.0 * psi, 1e3);
+    cr_expect_float_eq(wr, 14.0 * psi, 1e3, "12 bytes of states and the 2-byte parameters");
+}
