@@ -190,6 +190,42 @@ if "$Z" --model 13B --gpus 8 --cluster dgx-a100 --offload none --max-model --ana
    grep -q -- '--max-model: the largest of this shape that fits has [0-9]* blocks' "$T/mm.txt"; then ok; else
   ko "--max-model: $(cat "$T/err") $(head -5 "$T/mm.txt")"; fi
 
+echo "== one GPU with offload, host memory per node (issue #18 case 4)"
+# a one-GPU job has the node's whole host memory (1.5 TB on a DGX-2), not 1/16 of it: ZeRO-Offload fits 13B
+if "$Z" --model 13B --gpus 1 --stage 2 --offload optimizer --micro-batch 1 --analytic --format json >"$T/one.json" 2>"$T/err" &&
+   python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+b = j["plans"][j["best"]]
+assert b["fits"] and b["host_memory_gb"] > 1500 / 16, b
+' "$T/one.json"; then ok; else ko "13B ZeRO-Offload on one V100: $(cat "$T/err") $(head -c 300 "$T/one.json")"; fi
+# --host-mem is the node's: 100G cannot hold its 203 GB of offloaded states, and the answer says so (exit 3)
+"$Z" --model 13B --gpus 1 --stage 2 --offload optimizer --micro-batch 1 --analytic --host-mem 100G >"$T/hm.txt" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q 'host memory [0-9.]* GB > 100.0 GB' "$T/hm.txt" && ok || ko "--host-mem 100G: rc=$rc $(cat "$T/hm.txt")"
+expect_bad "--host-mem too small"      --model 13B --gpus 1 --host-mem 12
+expect_bad "report --host-mem"         report table1 --host-mem 1T
+# the largest model of a shape that fits one GPU with ZeRO-3 Offload is far above what fits without offload
+mm_blocks() { "$Z" --model 13B --gpus 1 --micro-batch 1 --max-model --analytic "$@" 2>/dev/null |
+  sed -n 's/.*--max-model: the largest of this shape that fits has \([0-9]*\) blocks.*/\1/p'; }
+a=$(mm_blocks --stage 3 --offload none); b=$(mm_blocks --stage 3 --offload params)
+[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt $((4 * a)) ] && ok || ko "--max-model with offload on one GPU: '$a' vs '$b' blocks"
+
+echo "== a LLaMA config names its own missing key (issue #18 case 6)"
+printf '{"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 11008, "vocab_size": 32000}' >"$T/llama-nol.json"
+expect_bad "llama config without num_hidden_layers" --model "$T/llama-nol.json" --gpus 8 --analytic
+grep -q 'missing key "num_hidden_layers"' "$T/err" && ! grep -q '"n_layer"' "$T/err" && ok || ko "llama missing key: $(cat "$T/err")"
+
+echo "== default batch: what a team would pick (issue #18 case 3)"
+# report models used to propose a global batch of 23,200 for 1.5B (the largest micro-batch that fits)
+if "$Z" report models --analytic --format json >"$T/rm.json" 2>"$T/err" && python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = [s for s in j["sections"] if "rows" in s][0]["rows"]
+r = [x for x in rows if x["model"] == "1.5B"][0]
+assert r["zero_global_batch"] <= 2048, r
+' "$T/rm.json"; then ok; else ko "report models default batch: $(cat "$T/err") $(head -c 400 "$T/rm.json")"; fi
+
 echo "== huge but valid"
 if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
 
@@ -249,6 +285,10 @@ if "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-d
    grep -q '"precision": "bf16"' "$T/hf.json" && grep -q '"bf16"' "$T/hf-out.json" && ! grep -q '"fp16"' "$T/hf-out.json" &&
    "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-out.json" 2>/dev/null | grep -q '^Precision: bf16 mixed'
 then ok; else ko "HF auto config: $(cat "$T/err") $(cat "$T/hf-out.json")"; fi
+# the memory table names the type the plan trains in (it said fp16 for a bf16 config)
+"$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-ds.json" 2>/dev/null >"$T/hf.txt"
+grep -q '^bf16 parameters ' "$T/hf.txt" && grep -q '^bf16 gradients ' "$T/hf.txt" && ! grep -q '^fp16 ' "$T/hf.txt" &&
+  ok || ko "bf16 memory table: $(sed -n '/Memory per GPU/,/total/p' "$T/hf.txt")"
 printf '{"bfloat16": {"enabled": true}, "zero_optimization": {"stage": 2}}' >"$T/bfloat16.json"
 "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/bfloat16.json" 2>/dev/null | grep -q '^Precision: bf16 mixed' \
   && ok || ko "legacy bfloat16 key"

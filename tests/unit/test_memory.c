@@ -358,9 +358,14 @@ Test(memory, precision_prices_gemms)
     zp_device_profile_builtin(v100, &prof);
     zp_profile_for_dtype(&prof, "bf16", &typed);
     cr_expect_float_eq(typed.gemm_s_per_flop, 8 * prof.gemm_s_per_flop, 1e-20);
+    /* the per-kernel device model too: a large GEMM's FLOP-bound time at the type's peak */
+    const double t16 = zp_profile_gemm_time(&prof, 8192, 8192, 8192), tb = zp_profile_gemm_time(&typed, 8192, 8192, 8192);
+    cr_expect_float_eq(tb / t16, 8.0, 0.05, "V100 bf16 GEMM %.3g s vs fp16 %.3g s", tb, t16);
     zp_device_profile_builtin(a100, &prof);
     zp_profile_for_dtype(&prof, "bf16", &typed);
     cr_expect_float_eq(typed.gemm_s_per_flop, prof.gemm_s_per_flop, 1e-20);
+    cr_expect_float_eq(zp_profile_gemm_time(&typed, 8192, 8192, 8192), zp_profile_gemm_time(&prof, 8192, 8192, 8192),
+                       1e-12);
 }
 
 /* Offload as DeepSpeed runs it, on one 32 GB V100 of a DGX-2 (1.5 TB of host memory, all of it the job's):
