@@ -21,6 +21,39 @@ static zp_table *new_table(const char *title, int n, const char *const *k, const
     return zp_table_new(title, n, k, h);
 }
 
+void zp_report_gpus_label(const zp_cluster *cl, int64_t gpus, char *buf, size_t len)
+{
+    const int gpn = cl->gpus_per_node > 0 ? cl->gpus_per_node : 1;
+    const int64_t nodes = (gpus + gpn - 1) / gpn;
+    if (gpus < gpn && nodes == 1) /* part of one node */
+        snprintf(buf, len, "%lld GPU%s (%lld of a node's %d %s)", (long long)gpus, zp_report_plural(gpus),
+                 (long long)gpus, gpn, cl->gpu_name);
+    else
+        snprintf(buf, len, "%lld GPU%s (%lld node%s of %d %s)", (long long)gpus, zp_report_plural(gpus),
+                 (long long)nodes, zp_report_plural(nodes), gpn, cl->gpu_name);
+}
+
+/* "32 GiB = 34.36 GB" for a whole number of GiB, else "40 GB". */
+static void mem_text(double bytes, char *buf, size_t len)
+{
+    const double gib = bytes / 1073741824.0;
+    if (gib >= 1 && fabs(gib - round(gib)) < 1e-9)
+        snprintf(buf, len, "%.0f GiB = %.4g GB", gib, bytes / 1e9);
+    else
+        snprintf(buf, len, "%.4g GB", bytes / 1e9);
+}
+
+void zp_report_gpu_mem_label(const zp_cluster *cl, double gpu_mem, char *buf, size_t len)
+{
+    char own[64], given[64];
+    mem_text(cl->gpu_mem, own, sizeof own);
+    mem_text(gpu_mem, given, sizeof given);
+    if (gpu_mem != cl->gpu_mem) /* --gpu-mem: say so beside the GPU's own, which differs */
+        snprintf(buf, len, "%s per GPU (--gpu-mem; the %s has %s)", given, cl->gpu_name, own);
+    else
+        snprintf(buf, len, "%s per GPU", own);
+}
+
 zp_status zp_report_table1(const double *psi, const char *const *names, int npsi, const double *dp, int ndp,
                            double k, zp_table **out)
 {
@@ -38,7 +71,7 @@ zp_status zp_report_table1(const double *psi, const char *const *names, int npsi
             TRY_T(zp_table_set_num_text(t, 1, psi[i], ps));
             TRY_T(zp_table_set_num(t, 2, dp[j], "%.0f"));
             for (int s = 1; s <= 3; s++)
-                TRY_T(zp_table_set_num(t, 2 + s, zp_memory_model_states(psi[i], s, dp[j], 1, k) / 1e9, "%.5g"));
+                TRY_T(zp_table_set_num(t, 2 + s, zp_memory_model_states(psi[i], s, dp[j], 1, k) / 1e9, "%.2f"));
         }
     }
     TRY_T(zp_table_add_note(t, "Pos = 4Ψ + KΨ/Nd, Pos+g = 2Ψ + (K+2)Ψ/Nd, Pos+g+p = (K+4)Ψ/Nd, K = %g "
@@ -66,7 +99,7 @@ zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp,
         TRY_T(zp_table_set_num(t, 1, mp[i] * dp, "%.0f"));
         for (int s = 0; s <= 3; s++)
             TRY_T(zp_table_set_num(t, 2 + s, zp_memory_max_params(s, s == 0 ? 1 : dp, mp[i], k, gpu_mem) / 1e9,
-                                   "%.4g"));
+                                   "%.1f"));
         /* What really fits: GPT-2-like models of the paper's size classes at micro-batch 1 with
          * checkpointing. The baseline is Megatron-LM data parallelism (fp32 fused buffers, no
          * defragmentation); Pos is ZeRO-100B with ZeRO-R (CB, MD, and Pa when MP > 1). */
@@ -80,7 +113,7 @@ zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp,
             p.pa = v == 1 && p.mp > 1;
             double fit = 0;
             TRY_T(zp_memory_largest_fitting(&p, gpu_mem, HUGE_VAL, &fit));
-            TRY_T(zp_table_set_num(t, 6 + v, fit / 1e9, "%.3g"));
+            TRY_T(zp_table_set_num(t, 6 + v, fit / 1e9, "%.1f"));
         }
     }
     TRY_T(zp_table_add_note(t, "Theoretical columns: model states only (fp16 params and grads, K = %g bytes of "
@@ -490,19 +523,13 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                     (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads",
                                     (json_int_t)m->heads, "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab,
                                     "ffn", (json_int_t)m->ffn, "params", zp_model_params(m))));
-    const int64_t nodes = (w->gpus + cl->gpus_per_node - 1) / cl->gpus_per_node;
-    char mem[200];
-    if (w->gpu_mem != cl->gpu_mem) /* --gpu-mem: say so beside the GPU's name, whose memory differs */
-        snprintf(mem, sizeof mem, "%.4g GB per GPU (--gpu-mem; the %s has %.4g GB)", w->gpu_mem / 1e9, cl->gpu_name,
-                 cl->gpu_mem / 1e9);
-    else
-        snprintf(mem, sizeof mem, "%.4g GB per GPU", w->gpu_mem / 1e9);
+    char gpus[200], mem[200];
+    zp_report_gpus_label(cl, w->gpus, gpus, sizeof gpus);
+    zp_report_gpu_mem_label(cl, w->gpu_mem, mem, sizeof mem);
     ZP_TRY(zp_doc_add_fact(d, "Cluster",
-                           "%s, %lld GPU%s (%lld node%s x %d %s), %s, %.4g GB usable (%.4g GB reserved for the CUDA "
-                           "context, library workspaces and NCCL buffers: --reserve)",
-                           cl->name, (long long)w->gpus, w->gpus == 1 ? "" : "s", (long long)nodes,
-                           nodes == 1 ? "" : "s", cl->gpus_per_node, cl->gpu_name, mem,
-                           (w->gpu_mem - w->reserve) / 1e9, w->reserve / 1e9));
+                           "%s, %s, %s, %.4g GB usable by a plan (%.4g GB reserved for the CUDA context, library "
+                           "workspaces and NCCL buffers: --reserve)",
+                           cl->name, gpus, mem, (w->gpu_mem - w->reserve) / 1e9, w->reserve / 1e9));
     ZP_TRY(zp_doc_set_key(d, "cluster",
                           json_pack("{s:s, s:I, s:i, s:f, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
                                     "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9,
@@ -649,8 +676,8 @@ static zp_status whatif_items_cb(zp_doc *d, const void *w) { return whatif_items
 zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)
 {
     char title[256];
-    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPUs of %s", w->model->name, (long long)w->gpus,
-             w->cluster->name);
+    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPU%s of %s", w->model->name, (long long)w->gpus,
+             zp_report_plural(w->gpus), w->cluster->name);
     return zp_report_doc_build(title, whatif_items_cb, w, out);
 }
 

@@ -18,6 +18,16 @@
     "TFLOPs count the FLOPs executed per iteration, recompute included (Megatron-LM 2021 convention: " \
     "96*B*s*l*h^2*(1 + s/6h + V/16lh) with checkpointing)"
 
+/* "s" after a count other than 1 ("1 GPU", "8 GPUs"). */
+static inline const char *zp_report_plural(int64_t n) { return n == 1 ? "" : "s"; }
+/* The job's GPUs on the cluster: "400 GPUs (25 nodes of 16 V100-SXM3-32GB)", "8 GPUs (1 node of 8 ...)",
+ * "1 GPU (1 of a node's 16 V100-SXM3-32GB)". */
+void zp_report_gpus_label(const zp_cluster *cl, int64_t gpus, char *buf, size_t len);
+/* Memory per GPU: the GPU's own ("32 GiB = 34.36 GB per GPU", GiB where the vendor's GB are), or with
+ * --gpu-mem what the user gave beside the GPU's own ("40 GB per GPU (--gpu-mem; the A100-SXM4-80GB has
+ * 80 GiB = 85.9 GB)"). */
+void zp_report_gpu_mem_label(const zp_cluster *cl, double gpu_mem, char *buf, size_t len);
+
 /* Table 1: model-state GB per GPU for each Ψ in `psi` (labels in `names`) and DP degree in `dp`. */
 zp_status zp_report_table1(const double *psi, const char *const *names, int npsi, const double *dp, int ndp,
                            double k, zp_table **out);

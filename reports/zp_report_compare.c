@@ -123,7 +123,8 @@ static zp_status compare_items(zp_doc *d, const void *ctx)
 zp_status zp_report_compare_doc(const zp_compare *c, zp_doc **out)
 {
     char title[256];
-    snprintf(title, sizeof title, "zplan compare: model %s on %lld GPUs of %s", c->model->name, (long long)c->gpus,
+    snprintf(title, sizeof title, "zplan compare: model %s on %lld GPU%s of %s", c->model->name, (long long)c->gpus,
+             zp_report_plural(c->gpus),
              c->cluster->name);
     return zp_report_doc_build(title, compare_items, c, out);
 }

@@ -293,6 +293,17 @@ printf '{"bfloat16": {"enabled": true}, "zero_optimization": {"stage": 2}}' >"$T
 "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/bfloat16.json" 2>/dev/null | grep -q '^Precision: bf16 mixed' \
   && ok || ko "legacy bfloat16 key"
 
+echo "== labels (issue #18 case 7)"
+"$Z" --model 13B --gpus 1 --analytic --top 1 >"$T/l1.txt" 2>&1
+grep -q '^zplan what-if: model 13B on 1 GPU of dgx2$' "$T/l1.txt" && grep -q "1 GPU (1 of a node's 16 V100-SXM3-32GB), 32 GiB = 34.36 GB per GPU" "$T/l1.txt" &&
+  ! grep -Eq '\b1 (GPUs|nodes)\b' "$T/l1.txt" && ok || ko "one-GPU labels: $(head -4 "$T/l1.txt")"
+"$Z" --model 13B --gpus 8 --cluster dgx-a100 --gpu-mem 40G --analytic --top 1 >"$T/l2.txt" 2>&1
+grep -q '8 GPUs (1 node of 8 A100-SXM4-80GB), 40 GB per GPU (--gpu-mem; the A100-SXM4-80GB has 80 GiB = 85.9 GB), 38 GB usable by a plan' "$T/l2.txt" &&
+  ok || ko "--gpu-mem label: $(sed -n 4p "$T/l2.txt")"
+# Table 1 in fixed digits (it printed 35.625, 0.46875, 4187.5): two decimals in every GB cell
+"$Z" report table1 | awk 'NR > 3 && NF == 6 { for (i = 4; i <= 6; i++) if ($i !~ /^[0-9]+\.[0-9][0-9]$/) bad = bad " " $i } END { exit bad != "" }' &&
+  ok || ko "table1 digits"
+
 echo "== golden reports"
 golden() {
   local name="$1"; shift
