@@ -108,7 +108,14 @@ static int zp_cli_compare_body(zp_cli_plan *op)
         zp_search_result_free(&res);
         zp_progress_update(&bar, c + 1, combos);
     }
-    zp_progress_done(&bar);
+    if (st == ZP_OK) {
+        char summary[96];
+        snprintf(summary, sizeof summary, "%d choice%s searched, %d with a plan that fits", combos,
+                 combos == 1 ? "" : "s", nfound);
+        zp_progress_finish(&bar, summary);
+    } else {
+        zp_progress_done(&bar);
+    }
     if (st == ZP_OK) {
         zp_compare cmp = {.model = &o.model, .cluster = o.cluster, .gpus = o.a.r.gpus, .gpu_mem = o.gpu_mem,
                           .reserve = o.a.r.reserve, .n = combos, .entries = entries};

@@ -136,6 +136,14 @@ zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
     o->a.r.progress = zp_progress_cb;
     o->a.r.progress_ctx = &bar;
     zp_status st = zp_search_run(&o->a.r, res);
-    zp_progress_done(&bar);
+    if (st == ZP_OK) {
+        char summary[160];
+        const int ruled = res->n_pruned + res->n_dominated;
+        snprintf(summary, sizeof summary, "%d plan%s simulated, %d ruled out by their bound", res->n_simulated,
+                 res->n_simulated == 1 ? "" : "s", ruled);
+        zp_progress_finish(&bar, summary);
+    } else {
+        zp_progress_done(&bar);
+    }
     return st;
 }

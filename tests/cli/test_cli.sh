@@ -304,6 +304,18 @@ grep -q '8 GPUs (1 node of 8 A100-SXM4-80GB), 40 GB per GPU (--gpu-mem; the A100
 "$Z" report table1 | awk 'NR > 3 && NF == 6 { for (i = 4; i <= 6; i++) if ($i !~ /^[0-9]+\.[0-9][0-9]$/) bad = bad " " $i } END { exit bad != "" }' &&
   ok || ko "table1 digits"
 
+# the search's progress bar ends complete (it stopped at 8/64 and vanished) with a line that says why
+if command -v script >/dev/null 2>&1; then
+  script -qec "'$Z' --model 100B --gpus 400 --top 1 >/dev/null" /dev/null >"$T/tty.out" 2>&1
+  tr '\r' '\n' <"$T/tty.out" | grep -v '^ *$' >"$T/tty.lines"
+  last_bar=$(grep '^simulating plans \[' "$T/tty.lines" | tail -1)
+  n=$(echo "$last_bar" | sed -n 's|.*\] \([0-9]*\)/\([0-9]*\) .*|\1 \2|p')
+  if [ -n "$n" ] && [ "${n% *}" = "${n#* }" ] && tail -1 "$T/tty.lines" | grep -q '^simulating plans: [0-9]* plans simulated, [0-9]* ruled out by their bound'; then
+    ok; else ko "progress bar end: '$last_bar' / $(tail -1 "$T/tty.lines")"; fi
+  "$Z" --model 100B --gpus 400 --top 1 2>"$T/pipe.err" >/dev/null
+  [ ! -s "$T/pipe.err" ] && ok || ko "progress in a pipe: $(head -c 200 "$T/pipe.err")"
+fi
+
 echo "== golden reports"
 golden() {
   local name="$1"; shift
