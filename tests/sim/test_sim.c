@@ -305,21 +305,34 @@ Test(engine, trace_is_chrome_json)
     cr_assert_not_null(root, "trace is not JSON: %s", err.text);
     json_t *ev = json_object_get(root, "traceEvents");
     cr_assert(json_is_array(ev));
-    size_t complete = 0, counters = 0;
-    double last_end = 0, mem_peak = 0;
+    size_t complete = 0, counters = 0, waits = 0;
+    double last_end = 0, mem_peak = 0, comm_busy = 0;
     for (size_t i = 0; i < json_array_size(ev); i++) {
         json_t *e = json_array_get(ev, i);
         const char *ph = json_string_value(json_object_get(e, "ph"));
         if (strcmp(ph, "X") == 0) {
             complete++;
-            double end = json_number_value(json_object_get(e, "ts")) + json_number_value(json_object_get(e, "dur"));
+            const double dur = json_number_value(json_object_get(e, "dur"));
+            double end = json_number_value(json_object_get(e, "ts")) + dur;
             last_end = fmax(last_end, end);
+            /* issue #18 case 7: waits are not work; they lie on a track of their own, not on the stream's */
+            const int tid = (int)json_integer_value(json_object_get(e, "tid"));
+            const int is_wait = strcmp(json_string_value(json_object_get(e, "cat")), "wait") == 0;
+            waits += is_wait;
+            cr_expect(is_wait == (tid >= ZP_NSTREAMS), "%s on track %d", json_string_value(json_object_get(e, "name")),
+                      tid);
+            if (tid == ZP_STREAM_COMM)
+                comm_busy += dur;
         } else if (strcmp(ph, "C") == 0) { /* the memory curve: a counter track of live GB */
             counters++;
             mem_peak = fmax(mem_peak, json_number_value(json_object_get(json_object_get(e, "args"), "device")));
         }
     }
     cr_expect_gt(complete, 100);
+    cr_expect_gt(waits, 0);
+    /* the comm stream's own track is busy only part of the step (the waits made it look 100% busy) */
+    cr_expect_lt(comm_busy, 0.9 * j.res.step_time * 1e6, "comm track busy %.3g of %.3g us", comm_busy,
+                 j.res.step_time * 1e6);
     /* the events span the simulated step (microseconds) */
     cr_expect_float_eq(last_end, j.res.step_time * 1e6, 1e-6 * last_end + 1);
     /* the memory curve peaks at the memory of the plan (the same alloc/free ops replayed in simulated time) */
