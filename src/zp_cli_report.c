@@ -29,6 +29,10 @@ static const char REPORT_USAGE[] =
     "           --gpu-mem SIZE  memory per GPU (default 32G = 32e9 bytes)\n"
     "           --mp LIST       MP degrees (default 1,2,4,8,16)\n"
     "           --dp N          DP degree (default 64)\n"
+    "  validation  runs `mpirun -np N zplan exec --validate` over models, ranks and stages on this machine\n"
+    "           and tabulates predicted against measured step time and memory (`zplan report validation\n"
+    "           --help` for its options; as root it passes mpirun --allow-run-as-root itself, which a\n"
+    "           `mpirun ... zplan exec` or `calibrate` of your own needs too)\n"
     "  common:  --k K           optimizer bytes per parameter (default 12: mixed-precision Adam)\n"
     "           --format F      text (default), md, csv, json, html (tables and SVG charts, one file)\n"
     "           -o FILE         write to FILE atomically\n";

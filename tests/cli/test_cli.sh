@@ -316,6 +316,12 @@ if command -v script >/dev/null 2>&1; then
   [ ! -s "$T/pipe.err" ] && ok || ko "progress in a pipe: $(head -c 200 "$T/pipe.err")"
 fi
 
+# issue #18 case 8: report --help names every kind, validation included
+"$Z" report --help >"$T/rh.txt" 2>&1
+for kind in scaling models configs memory table1 table2 validation; do
+  grep -q "^  $kind " "$T/rh.txt" && ok || ko "report --help omits $kind"
+done
+
 echo "== golden reports"
 golden() {
   local name="$1"; shift
