@@ -5,8 +5,9 @@
  * sim/zp_layout.h) through a tracking allocator that counts by the same categories, so the memory the
  * replay predicts is the memory held, and a kernel that needs more than its tensor has overruns it.
  *
- * Ranks: world rank w is model-parallel rank w % mp of data-parallel rank w / mp (MP groups are
- * consecutive ranks, as Megatron-LM places them inside a node).
+ * Ranks: world rank w is model-parallel rank w % mp of data-parallel rank (w / mp) % dp of pipeline stage
+ * w / (mp dp) (Megatron-LM's order: MP groups are consecutive ranks, inside a node; stages outermost).
+ * Pipeline stages (plan.pp > 1, 1F1B, stages 0-1) exchange activations and gradients point to point.
  *
  * Numerics: fp32 parameters, gradients and activations (param_bytes 4); Adam with fp32 m and v
  * (8 bytes per parameter, k_optimizer 8); no dropout. The loss is the mean cross-entropy over the
@@ -79,11 +80,15 @@ typedef struct {
     double mp_comm;          /* Megatron all-reduces, Pa all-gathers, vocab-parallel loss reductions */
     double dp_comm;          /* ZeRO-DP collectives (all exposed: one stream at a time) */
     double optimizer;        /* Adam */
+    double pp_comm;          /* pipeline sends and receives (waiting for the other stages included) */
     double phase[ZP_NPHASES];/* by the schedule's phase (forward, recompute, backward, optimizer) */
 } zp_exec_breakdown;
 
+/* Most pipeline stages whose memory a result reports one by one. */
+#define ZP_EXEC_MAX_STAGES 64
+
 typedef struct {
-    int ranks, dp, mp;
+    int ranks, dp, mp, pp;
     int steps;
     zp_exec_step *step;      /* steps entries (malloc'ed; zp_exec_result_free) */
     zp_exec_breakdown time;  /* mean over the measured steps (all but the first when there are >= 2) of
@@ -94,6 +99,9 @@ typedef struct {
     double peak_total;       /* largest rank's peak of the device total (every category but host) */
     double params_per_rank;  /* parameters of one MP rank (the flat layout) */
     double tokens_per_s;     /* global batch tokens / measured step time */
+    double stage_peak_total[ZP_EXEC_MAX_STAGES]; /* with pipeline stages: each stage's largest rank's device
+                                                    total (the first ZP_EXEC_MAX_STAGES stages) */
+    double stage_peak_activations[ZP_EXEC_MAX_STAGES];
 } zp_exec_result;
 
 void zp_exec_result_free(zp_exec_result *r); /* accepts NULL */

@@ -3,10 +3,13 @@
  *   zp_exec_session.c  configuration, the layout of the parameters, the session's start and end
  *   zp_exec_model.c    the layers: the model's forward and backward, op by op (reads like the model)
  *   zp_exec_zero.c     ZeRO: gradient buckets, parameter gathers, the optimizer and ZeRO-Offload
+ *   zp_exec_pipe.c     pipeline parallelism: activations and gradients between stages, the tied embedding
  *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
- * block l, each tensor where zp_layout_exec_tensors puts it (sim/zp_layout.h). Gradient buckets are
+ * block l, each tensor where zp_layout_exec_tensors puts it (sim/zp_layout.h); with pipeline stages the
+ * stage's blocks, and the embedding group first on the first stage and on top on the last
+ * (zp_layout_exec_stage). Gradient buckets are
  * filled from the top of this layout down, in the order backward completes them (the last block first,
  * the tied embedding last). */
 #ifndef ZP_EXEC_IMPL_H
@@ -56,6 +59,13 @@ struct zp_exec_session {
     const zp_nn_ops *nn;              /* the layer kernels of the same backend */
     zp_comm *world, *mpc, *dpc;
     int rank, nranks, mr, dr, mp, dp;
+    int pp, pr;                       /* pipeline stages, this rank's (world rank = (pr·dp + dr)·mp + mr) */
+    zp_exec_stage xs;                 /* its layout: groups, blocks, micro-batches in flight */
+    int next_rank, prev_rank;         /* the world ranks of this (dp, mp) place on the next and previous stage */
+    zp_comm *embc;                    /* the first and last stage of this place (the tied embedding), or NULL */
+    float *pp_slice;                  /* (BT C / mp) a received slice on its way to the MP all-gather (backend) */
+    float *pp_dest;                   /* the tensor the last receive fills (its all-gather completes it) */
+    struct zp_exec_sends *sends;      /* sends not yet known to be delivered (zp_exec_pipe.c) */
 
     size_t L, C, NH, T, V, F, Cq, Fl, Vl, NHl, hd, B, BT, GA;
     long v0;                          /* first vocabulary row of this MP rank */
@@ -95,8 +105,13 @@ float *zp_exec_group(const zp_exec_session *S, int item);
 /* Offset of group `item` in the flat layout (0 and L+1: the embedding group). */
 size_t zp_exec_item_lo(const zp_exec_session *S, int item);
 size_t zp_exec_item_len(const zp_exec_session *S, int item);
-/* Block l's stored checkpoint (this rank's Pa partition with Pa). */
-float *zp_exec_ckpt(const zp_exec_session *S, int l);
+/* Which copy of the in-flight activations micro-batch `micro` uses (0 without pipeline stages). */
+int zp_exec_slot(const zp_exec_session *S, int micro);
+/* Block l's stored checkpoint for micro-batch `micro` (this rank's Pa partition with Pa). */
+float *zp_exec_ckpt(const zp_exec_session *S, int l, int micro);
+/* Pipeline sends still in flight are completed (the end of a step); zp_exec_pipe.c. */
+zp_status zp_exec_pipe_flush(zp_exec_session *S);
+void zp_exec_pipe_free(zp_exec_session *S);
 zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
                        const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc);
 zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op);

@@ -29,7 +29,7 @@ static float *G(const zp_exec_session *S, int it, int kind)
 {
     return grads(S) + zp_exec_item_lo(S, it) + S->b_off[kind];
 }
-static float *GE(const zp_exec_session *S, int kind) { return grads(S) + S->e_off[kind]; }
+static float *GE(const zp_exec_session *S, int kind) { return grads(S) + zp_exec_item_lo(S, 0) + S->e_off[kind]; }
 
 /* The group in use must be there: a stage-3 group the schedule has not gathered is a schedule bug. */
 #define NEED(S, item)                                                                                   \
@@ -55,14 +55,16 @@ typedef struct {
 
 static block_io io_of(const zp_exec_session *S, const zp_op *o)
 {
-    block_io b = {.l = o->layer, .it = o->layer + 1, .set = S->plan.checkpoint ? 0 : o->layer};
+    /* with pipeline stages, the copy of the micro-batch's slot among those in flight */
+    const int k = zp_exec_slot(S, o->micro), L = (int)S->L;
+    block_io b = {.l = o->layer, .it = o->layer + 1, .set = S->plan.checkpoint ? 0 : o->layer + L * k};
     if (!S->plan.checkpoint) {
-        b.xin = BUF(S, RES, b.l);
-        b.xout = BUF(S, RES, b.l + 1);
+        b.xin = BUF(S, RES, b.l + (L + 1) * k);
+        b.xout = BUF(S, RES, b.l + 1 + (L + 1) * k);
     } else if (o->phase == ZP_PHASE_FORWARD) {
         b.xin = b.xout = BUF(S, RESID, 0);
     } else {
-        b.xin = (S->plan.pa && S->mp > 1) ? BUF(S, XIN_WORK, 0) : zp_exec_ckpt(S, b.l);
+        b.xin = (S->plan.pa && S->mp > 1) ? BUF(S, XIN_WORK, 0) : zp_exec_ckpt(S, b.l, o->micro);
         b.xout = BUF(S, PROJ, 0); /* the recomputed block output is not needed: written over the scratch */
     }
     return b;
@@ -142,7 +144,7 @@ zp_status x_layernorm1(zp_exec_session *S, const zp_op *o)
         size_t off = 0, sz = BT * C;
         if (S->plan.pa && S->mp > 1)
             zp_shard_range(0, BT * C, S->mp, S->mr, &off, &sz);
-        ZP_TRY(S->be->copy_on_device(zp_exec_ckpt(S, b.l), b.xin + off, sz * sizeof(float)));
+        ZP_TRY(S->be->copy_on_device(zp_exec_ckpt(S, b.l, o->micro), b.xin + off, sz * sizeof(float)));
     }
     return S->nn->layernorm_fwd(BUF(S, LN1, b.set), BUF(S, LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set), b.xin,
                                 W(S, b.it, B_LN1W), W(S, b.it, B_LN1B), BT, C);
@@ -325,10 +327,14 @@ static zp_status micro_tokens(zp_exec_session *S, int micro)
     return ZP_OK;
 }
 
-static float *x0(const zp_exec_session *S) { return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, 0); }
-static float *xL(const zp_exec_session *S)
+/* The first block's input and the last block's output of micro-batch `micro` (its slot's copy). */
+static float *x0(const zp_exec_session *S, int micro)
 {
-    return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, S->L);
+    return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, (int)(S->L + 1) * zp_exec_slot(S, micro));
+}
+static float *xL(const zp_exec_session *S, int micro)
+{
+    return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, (int)S->L + (int)(S->L + 1) * zp_exec_slot(S, micro));
 }
 
 /* vocabulary-parallel: rows of other MP ranks give 0 (partial sums); wpe added once (MP rank 0) */
@@ -336,17 +342,16 @@ zp_status x_embedding(zp_exec_session *S, const zp_op *o)
 {
     NEED(S, 0);
     ZP_TRY(micro_tokens(S, o->micro));
-    ZP_TRY(S->nn->embed_fwd(x0(S), S->tok_d, S->BT, S->C, WE(S, 0, E_WTE), S->v0, S->Vl,
+    ZP_TRY(S->nn->embed_fwd(x0(S, o->micro), S->tok_d, S->BT, S->C, WE(S, 0, E_WTE), S->v0, S->Vl,
                             S->mr == 0 ? WE(S, 0, E_WPE) : NULL, S->T));
-    return partial(S, x0(S));
+    return partial(S, x0(S, o->micro));
 }
 
 zp_status x_final_ln(zp_exec_session *S, const zp_op *o)
 {
-    (void)o;
     const int it = (int)S->L + 1;
     NEED(S, it);
-    return S->nn->layernorm_fwd(BUF(S, LNF, 0), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), xL(S), WE(S, it, E_LNFW),
+    return S->nn->layernorm_fwd(BUF(S, LNF, 0), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), xL(S, o->micro), WE(S, it, E_LNFW),
                                 WE(S, it, E_LNFB), S->BT, S->C);
 }
 
@@ -417,11 +422,10 @@ zp_status x_lm_head_wgrad(zp_exec_session *S, const zp_op *o)
 
 zp_status x_final_ln_bwd(zp_exec_session *S, const zp_op *o)
 {
-    (void)o;
     const int it = (int)S->L + 1;
     NEED(S, it);
     ZP_TRY(S->be->zero(BUF(S, DRES, 0), S->BT * S->C * sizeof(float)));
-    return S->nn->layernorm_bwd(BUF(S, DRES, 0), GE(S, E_LNFW), GE(S, E_LNFB), BUF(S, DLN, 0), xL(S),
+    return S->nn->layernorm_bwd(BUF(S, DRES, 0), GE(S, E_LNFW), GE(S, E_LNFB), BUF(S, DLN, 0), xL(S, o->micro),
                                 WE(S, it, E_LNFW), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), S->BT, S->C);
 }
 

@@ -75,6 +75,7 @@ static zp_status step_run(zp_exec_session *S, int step, int stop_phase, double *
     S->pending = NULL;
     memset(&S->t, 0, sizeof S->t);
     ZP_TRY(zp_schedule_walk(&S->sched, 0, stop_phase, exec_op, S));
+    ZP_TRY(zp_exec_pipe_flush(S)); /* every pipeline send of the step delivered */
     /* every MP rank of a DP group computed the same loss: sum over the world, divide by mp */
     double l = S->loss_sum;
     ZP_TRY(zp_comm_allreduce_double(S->world, &l, ZP_OP_SUM));
@@ -117,7 +118,8 @@ static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *time
 {
     double inv = 1.0 / (counted ? counted : 1);
     double *bd[] = {&out->time.compute, &out->time.mp_comm, &out->time.dp_comm, &out->time.optimizer,
-                    &out->time.phase[0], &out->time.phase[1], &out->time.phase[2], &out->time.phase[3]};
+                    &out->time.pp_comm, &out->time.phase[0], &out->time.phase[1], &out->time.phase[2],
+                    &out->time.phase[3]};
     int n = out->steps - first;
     out->measured_step_s = zp_stats_median(times + first, (size_t)n);
     out->tokens_per_s = (double)S->BT * (double)S->GA * (double)S->dp / out->measured_step_s;
@@ -134,6 +136,12 @@ static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *time
     }
     out->peak_activations = c->peak_act;
     out->peak_total = c->peak_dev;
+    for (int s = 0; s < S->pp && s < ZP_EXEC_MAX_STAGES; s++) { /* each stage's largest rank */
+        out->stage_peak_total[s] = s == S->pr ? c->peak_dev : 0.0;
+        out->stage_peak_activations[s] = s == S->pr ? c->peak_act : 0.0;
+        ZP_TRY(zp_comm_allreduce_double(S->world, &out->stage_peak_total[s], ZP_OP_MAX));
+        ZP_TRY(zp_comm_allreduce_double(S->world, &out->stage_peak_activations[s], ZP_OP_MAX));
+    }
     ZP_TRY(zp_comm_allreduce_double(S->world, &out->peak_activations, ZP_OP_MAX));
     return zp_comm_allreduce_double(S->world, &out->peak_total, ZP_OP_MAX);
 }
@@ -146,6 +154,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
     out->ranks = S->nranks;
     out->dp = S->dp;
     out->mp = S->mp;
+    out->pp = S->pp;
     out->params_per_rank = (double)S->N;
     int cap = c->steps, first = c->steps >= 2 || c->min_seconds > 0 ? 1 : 0, counted = 0, k = 0;
     out->step = calloc((size_t)cap, sizeof *out->step);
@@ -183,6 +192,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
             out->time.mp_comm += S->t.part[ZP_PART_MP_COMM];
             out->time.dp_comm += S->t.part[ZP_PART_DP_COMM];
             out->time.optimizer += S->t.part[ZP_PART_OPTIMIZER];
+            out->time.pp_comm += S->t.part[ZP_PART_PP_COMM];
             for (int p = 0; p < ZP_NPHASES; p++)
                 out->time.phase[p] += S->t.phase[p];
         }

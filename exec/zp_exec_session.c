@@ -8,6 +8,7 @@
 #include "zp_config.h"
 #include "zp_exec_impl.h"
 #include "zp_kernels_mpi.h"
+#include "zp_pipeline.h"
 
 /* ---- configuration ---- */
 
@@ -37,6 +38,22 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
         return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
     if (ranks % p->mp != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %d ranks", (long long)p->mp, ranks);
+    const int64_t pp = p->pp > 1 ? p->pp : 1;
+    if (ranks % (p->mp * pp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "--pp %lld x --mp %lld do not divide the %d ranks", (long long)pp, (long long)p->mp,
+                       ranks);
+    if (pp > 1 && p->schedule != ZP_PP_1F1B)
+        return ZP_FAIL(ZP_EINVAL, "--schedule %s: the executor runs pipelines with 1F1B (--schedule 1f1b)",
+                       zp_pp_schedule_name(p->schedule));
+    if (pp > 1 && p->offload != ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EINVAL, "--offload with --pp: the executor runs pipelines without offload");
+    if (pp > 1)
+        ZP_TRY(zp_pp_check(m, p));
+    if (p->sp)
+        return ZP_FAIL(ZP_EINVAL, "--sp: the executor does not run sequence parallelism (the simulator does)");
+    if (p->selective)
+        return ZP_FAIL(ZP_EINVAL, "--recompute selective: the executor runs full recompute or none (the simulator "
+                                  "does selective)");
     if (m->heads % p->mp != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld attention heads of %s", (long long)p->mp,
                        (long long)m->heads, m->name);
@@ -62,7 +79,7 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     if (p->offload == ZP_OFFLOAD_PARAMS)
         return ZP_FAIL(ZP_EINVAL, "--offload params is not executed (only optimizer offload)");
     zp_plan q = *p;
-    q.dp = ranks / p->mp;
+    q.dp = ranks / p->mp / pp;
     ZP_TRY(zp_plan_validate(&q));
     /* the flat layout is indexed with size_t and BLAS takes int dimensions */
     double big = (double)m->vocab * (double)m->hidden + 12.0 * (double)m->hidden * (double)m->hidden;
@@ -90,7 +107,9 @@ zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop 
 
 size_t zp_exec_item_lo(const zp_exec_session *S, int item)
 {
-    return (item == 0 || item == (int)S->L + 1) ? 0 : S->esz + (size_t)(item - 1) * S->bsz;
+    if (item == 0 || item == (int)S->L + 1)
+        return S->xs.emb_off;
+    return S->xs.blk_off + (size_t)(item - 1 - S->xs.l0) * S->bsz;
 }
 
 size_t zp_exec_item_len(const zp_exec_session *S, int item)
@@ -105,18 +124,24 @@ float *zp_exec_group(const zp_exec_session *S, int item)
     return item >= 0 && item <= (int)S->L + 1 ? BUF(S, GATHERED, item) : NULL;
 }
 
-float *zp_exec_ckpt(const zp_exec_session *S, int l)
+int zp_exec_slot(const zp_exec_session *S, int micro) { return micro % S->xs.slots; }
+
+float *zp_exec_ckpt(const zp_exec_session *S, int l, int micro)
 {
-    return S->plan.md ? BUF(S, CK_REGION, 0) + (size_t)l * S->ck_len : BUF(S, CK, l);
+    const int k = zp_exec_slot(S, micro);
+    if (S->plan.md)
+        return BUF(S, CK_REGION, 0) + ((size_t)(l - S->xs.l0) + (size_t)k * (size_t)S->xs.nl) * S->ck_len;
+    return BUF(S, CK, l + (int)S->L * k);
 }
 
 /* ---- the schedule's buffers ---- */
 
 static size_t slots_of(const zp_exec_session *S, zp_buf b)
 {
+    const size_t k = (size_t)S->xs.slots; /* copies for the micro-batches in flight */
     switch (zp_buf_per_of(b)) {
-    case ZP_PER_LAYER: return S->L;
-    case ZP_PER_LAYER1: return S->L + 1;
+    case ZP_PER_LAYER: return S->L * k;
+    case ZP_PER_LAYER1: return (S->L + 1) * k;
     case ZP_PER_ITEM: return S->L + 2;
     default: return 1;
     }
@@ -217,11 +242,13 @@ static size_t tensor_cols(const zp_exec_session *S, int item, int kind)
     }
 }
 
-/* Writes the initial values of flat elements [lo, hi) into dst (host memory). */
+/* Writes the initial values of flat elements [lo, hi) into dst (host memory): the stage's groups. */
 static void init_range(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
 {
     for (size_t item = 0; item <= S->L; item++) {
-        size_t base = item == 0 ? 0 : S->esz + (item - 1) * S->bsz;
+        if (item == 0 ? !S->xs.emb : (item - 1 < (size_t)S->xs.l0 || item - 1 >= (size_t)(S->xs.l0 + S->xs.nl)))
+            continue;
+        size_t base = zp_exec_item_lo(S, (int)item);
         const size_t *off = item == 0 ? S->e_off : S->b_off;
         int nk = item == 0 ? ZP_EXEC_E_N : ZP_EXEC_B_N;
         for (int k = 0; k < nk; k++) {
@@ -292,14 +319,23 @@ void zp_exec_tokens(zp_exec_session *S, int step)
 static zp_status split_comms(zp_exec_session *S)
 {
 #if ZP_HAVE_MPI
-    MPI_Comm w = zp_comm_mpi(S->world), mpc, dpc;
-    if (MPI_Comm_split(w, S->dr, S->mr, &mpc) != MPI_SUCCESS || MPI_Comm_split(w, S->mr, S->dr, &dpc) != MPI_SUCCESS)
+    /* MP groups: one (stage, DP rank); DP groups: one (stage, MP rank); the tied embedding: the first and
+     * the last stage of one (DP rank, MP rank) */
+    MPI_Comm w = zp_comm_mpi(S->world), mpc, dpc, embc = MPI_COMM_NULL;
+    const int place = S->dr * S->mp + S->mr, ends = S->pp > 1 && (S->pr == 0 || S->pr == S->pp - 1);
+    if (MPI_Comm_split(w, S->pr * S->dp + S->dr, S->mr, &mpc) != MPI_SUCCESS ||
+        MPI_Comm_split(w, S->pr * S->mp + S->mr, S->dr, &dpc) != MPI_SUCCESS ||
+        MPI_Comm_split(w, ends ? place : MPI_UNDEFINED, S->pr, &embc) != MPI_SUCCESS)
         return ZP_FAIL(ZP_ERUNTIME, "MPI_Comm_split failed");
     zp_status st = zp_comm_from_mpi(S->be, mpc, &S->mpc);
     if (st == ZP_OK)
         st = zp_comm_from_mpi(S->be, dpc, &S->dpc);
+    if (st == ZP_OK && embc != MPI_COMM_NULL)
+        st = zp_comm_from_mpi(S->be, embc, &S->embc);
     MPI_Comm_free(&mpc);
     MPI_Comm_free(&dpc);
+    if (embc != MPI_COMM_NULL)
+        MPI_Comm_free(&embc);
     return st;
 #else
     if (S->nranks != 1)
@@ -336,13 +372,13 @@ static zp_status layout(zp_exec_session *S)
         S->b_off[k + 1] = S->b_off[k] + bs[k];
     S->esz = S->e_off[ZP_EXEC_E_N];
     S->bsz = S->b_off[ZP_EXEC_B_N];
-    S->N = S->esz + S->L * S->bsz;
+    S->N = S->xs.n;
     if (fabs(S->sched.params - (double)S->N) > 0.5)
         return ZP_FAIL(ZP_ERUNTIME, "layout of %zu parameters disagrees with the schedule's %g", S->N, S->sched.params);
     S->bucket = (size_t)llround(S->sched.bucket_params);
     const int pa = S->plan.pa && S->mp > 1;
     S->ck_len = pa ? zp_shard_piece(S->BT * S->C, S->mp) : S->BT * S->C;
-    return zp_layout_exec_units(&S->m, &S->plan, S->bucket, S->dr, &S->units);
+    return zp_layout_exec_units(&S->m, &S->plan, S->pr, S->bucket, S->dr, &S->units);
 }
 
 static zp_status setup_op(void *ctx, const zp_op *o)
@@ -376,14 +412,20 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     S->rank = zp_comm_rank(world);
     S->nranks = nranks;
     S->mp = (int)c->plan.mp;
-    S->dp = nranks / S->mp;
+    S->pp = c->plan.pp > 1 ? (int)c->plan.pp : 1;
+    S->dp = nranks / S->mp / S->pp;
     S->plan.dp = S->dp;
     S->mr = S->rank % S->mp;
-    S->dr = S->rank / S->mp;
+    S->dr = (S->rank / S->mp) % S->dp;
+    S->pr = S->rank / (S->mp * S->dp);
+    S->next_rank = S->pr + 1 < S->pp ? S->rank + S->mp * S->dp : -1;
+    S->prev_rank = S->pr > 0 ? S->rank - S->mp * S->dp : -1;
     S->tok_micro = -1;
-    zp_status st = split_comms(S);
+    zp_status st = zp_layout_exec_stage(&S->m, &S->plan, S->pr, &S->xs);
     if (st == ZP_OK)
-        st = zp_schedule_build(&S->m, &S->plan, &S->sched);
+        st = split_comms(S);
+    if (st == ZP_OK)
+        st = zp_schedule_build_stage(&S->m, &S->plan, S->pr, &S->sched);
     if (st == ZP_OK)
         st = layout(S);
     for (int b = 0; st == ZP_OK && b < ZP_NBUF; b++)
@@ -404,6 +446,8 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
      * memory model) */
     if (st == ZP_OK)
         st = S->be->alloc(2 * S->BT * sizeof *S->tok_d, (void **)&S->tok_d);
+    if (st == ZP_OK && S->pp > 1) /* a received slice, outside the categories as the token ids */
+        st = S->be->alloc(S->BT * S->C / (size_t)S->mp * sizeof(float), (void **)&S->pp_slice);
     if (st == ZP_OK)
         *out = S;
     else
@@ -425,6 +469,10 @@ void zp_exec_close(zp_exec_session *S)
     free(S->tok_h);
     if (S->tok_d)
         S->be->free(S->tok_d);
+    if (S->pp_slice)
+        S->be->free(S->pp_slice);
+    zp_exec_pipe_free(S);
+    zp_comm_free(S->embc);
     zp_schedule_free(&S->sched);
     zp_units_free(&S->units);
     zp_comm_free(S->mpc);

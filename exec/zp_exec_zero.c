@@ -21,7 +21,7 @@ zp_status x_mp_allreduce(zp_exec_session *S, const zp_op *o)
 /* Pa: the MP ranks' checkpoint partitions, in rank order, are the block's input */
 zp_status x_pa_allgather(zp_exec_session *S, const zp_op *o)
 {
-    return S->be->allgather(S->mpc, zp_exec_ckpt(S, o->layer), BUF(S, XIN_WORK, 0), S->ck_len, ZP_DT_F32);
+    return S->be->allgather(S->mpc, zp_exec_ckpt(S, o->layer, o->micro), BUF(S, XIN_WORK, 0), S->ck_len, ZP_DT_F32);
 }
 
 /* The k-th gradient bucket of a micro-batch: [N - (k+1) bucket, N - k bucket). */

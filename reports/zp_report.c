@@ -181,9 +181,16 @@ zp_status zp_report_clusters(zp_table **out)
 
 void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len)
 {
-    char mp[64] = "";
+    char mp[160] = "";
+    int n = 0;
+    if (p->mp > 1 || p->pp > 1 || p->sp)
+        n += snprintf(mp + n, sizeof mp - (size_t)n, "; Megatron");
     if (p->mp > 1)
-        snprintf(mp, sizeof mp, "; Megatron --tensor-model-parallel-size %lld", (long long)p->mp);
+        n += snprintf(mp + n, sizeof mp - (size_t)n, " --tensor-model-parallel-size %lld", (long long)p->mp);
+    if (p->pp > 1)
+        n += snprintf(mp + n, sizeof mp - (size_t)n, " --pipeline-model-parallel-size %lld", (long long)p->pp);
+    if (p->sp)
+        snprintf(mp + n, sizeof mp - (size_t)n, " --sequence-parallel");
     snprintf(buf, len, "stage=%d%s%s%s%s%s%s", p->stage, p->offload != ZP_OFFLOAD_NONE ? " offload_optimizer=cpu" : "",
              p->offload == ZP_OFFLOAD_PARAMS ? " offload_param=cpu" : "",
              p->pa || p->pa_cpu ? " partition_activations=true" : "", p->pa_cpu ? " cpu_checkpointing=true" : "",
@@ -205,7 +212,11 @@ zp_status zp_report_legend(zp_doc *d)
         {"CB", "zero_optimization.reduce_bucket_size / allgather_bucket_size: constant-size buffers (--bucket)"},
         {"MD", "zero_optimization.contiguous_gradients + activation_checkpointing.contiguous_memory_optimization"},
         {"MP", "Megatron-LM --tensor-model-parallel-size (DeepSpeed configs do not set it)"},
-        {"DP", "the data-parallel degree: GPUs / MP"},
+        {"PP", "Megatron-LM --pipeline-model-parallel-size (1f1b, gpipe; interleaved:vN: "
+               "--num-layers-per-virtual-pipeline-stage)"},
+        {"SP, sel-ckpt", "Megatron-LM --sequence-parallel, --recompute-granularity selective"},
+        {"EPn", "experts sharded over n DP ranks: DeepSpeed MoE ep_size, Megatron-LM --expert-model-parallel-size"},
+        {"DP", "the data-parallel degree: GPUs / (MP x PP)"},
     };
     const int n = (int)(sizeof rows / sizeof rows[0]);
     ZP_TRY(zp_doc_add_list(d, "Legend (the ZeRO paper's names, and the DeepSpeed and Megatron-LM keys that set them):",
@@ -216,24 +227,29 @@ zp_status zp_report_legend(zp_doc *d)
     return ZP_OK;
 }
 
-static void plan_options(const zp_plan *p, char *buf, size_t len)
+void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
 {
-    char ep[32] = "";
+    char pipe[48] = "", ep[32] = "";
     if (p->ep > 1) /* MoE: experts sharded over EP ranks */
         snprintf(ep, sizeof ep, "EP%lld ", (long long)p->ep);
-    snprintf(buf, len, "%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
-             p->md ? "MD " : "", p->checkpoint ? "ckpt" : "no-ckpt",
-             p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
+        snprintf(pipe, sizeof pipe, " interleaved:v%d", p->vstages);
+    else if (p->pp > 1)
+        snprintf(pipe, sizeof pipe, " %s", zp_pp_schedule_name(p->schedule));
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
+             p->md ? "MD " : "", p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : "no-ckpt"), p->sp ? " SP" : "",
+             pipe, p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
 }
 
 /* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
  * fitting ones. Its JSON rows are the "plans" of the JSON contract (README), hence the data columns. */
 enum {
-    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD, P_CKPT,
-    P_BUCKET, P_OFFLOAD, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS, P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG,
-    P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS, P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT,
-    P_T_OFFLOAD, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES, P_REASON, P_NCOLS
+    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
+    P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
+    P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS,
+    P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
+    P_REASON, P_NCOLS
 };
 
 /* A number shown as `mark` and the number (">=14.1"), exact in CSV and JSON. */
@@ -254,6 +270,7 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_STAGE] = {"stage", "Stage", ""}, /* "2 Pos+g"; JSON has the number */
         [P_STAGE_NUM] = DATA("stage"),
         [P_MP] = {"mp", "MP"},
+        [P_PP] = DATA("pp"), /* a reader column ("PP", and in CSV) when a plan has pipeline stages */
         [P_DP] = {"dp", "DP"},
         [P_EP] = DATA("ep"), /* expert-parallel degree (1: dense, or every rank holds every expert) */
         [P_MICRO] = {"micro_batch", "Micro"},
@@ -261,6 +278,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_GLOBAL] = {"global_batch", "Global"},
         [P_PA] = DATA("pa"), [P_PA_CPU] = DATA("pa_cpu"), [P_CB] = DATA("cb"), [P_MD] = DATA("md"),
         [P_CKPT] = DATA("checkpoint"), [P_BUCKET] = DATA("bucket"), [P_OFFLOAD] = DATA("offload"),
+        [P_SCHEDULE] = DATA("schedule"), [P_VSTAGES] = DATA("virtual_stages"), [P_SP] = DATA("sp"),
+        [P_RECOMPUTE] = DATA("recompute"),
         [P_OPTIONS] = {"options", "ZeRO-R / options", ""},
         [P_MEM_PARAMS] = DATA("memory_gb.params"), [P_MEM_GRADS] = DATA("memory_gb.grads"),
         [P_MEM_OPT] = DATA("memory_gb.optimizer"), [P_MEM_ACT] = DATA("memory_gb.activations"),
@@ -274,7 +293,7 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_PFLOPS] = {"pflops", "PFLOPs"},
         [P_T_COMPUTE] = DATA("time_breakdown_s.compute"), [P_T_MP] = DATA("time_breakdown_s.mp_comm"),
         [P_T_DP] = DATA("time_breakdown_s.dp_comm"), [P_T_OPT] = DATA("time_breakdown_s.optimizer"),
-        [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"),
+        [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"), [P_T_PP] = DATA("time_breakdown_s.pp_comm"),
         [P_METHOD] = {"method", "Method"},
         [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
         /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
@@ -284,15 +303,20 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
     };
 #undef DATA
-    zp_table *t = zp_table_new_cols("Plans that fit, best first", P_NCOLS, cols);
+    zp_col c[P_NCOLS];
+    memcpy(c, cols, sizeof c);
+    for (int i = 0; i < w->result->n; i++)
+        if (w->result->plans[i].plan.pp > 1)
+            c[P_PP] = (zp_col){"pp", "PP", NULL, 0};
+    zp_table *t = zp_table_new_cols("Plans that fit, best first", P_NCOLS, c);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     int shown = 0;
     for (int i = 0; i < w->result->n; i++) {
         const zp_eval *e = &w->result->plans[i];
         const zp_plan *p = &e->plan;
-        char opts[96], stage[32];
-        plan_options(p, opts, sizeof opts);
+        char opts[128], stage[32];
+        zp_report_plan_options(p, opts, sizeof opts);
         snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
         TRY_T(zp_table_add_row(t));
         if (e->fits && !e->dominated && shown < w->top)
@@ -301,9 +325,13 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
             zp_table_hide_row(t);
         TRY_T(zp_table_set_num(t, P_RANK, i + 1, "%.0f"));
         TRY_T(zp_table_set_str(t, P_STAGE, stage));
-        const long long ints[] = {p->stage, p->mp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
-        for (int k = 0; k < 6; k++)
+        const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+        for (int k = 0; k < 7; k++)
             TRY_T(zp_table_set_int(t, P_STAGE_NUM + k, ints[k]));
+        TRY_T(zp_table_set_str(t, P_SCHEDULE, p->pp > 1 ? zp_pp_schedule_name(p->schedule) : "none"));
+        TRY_T(zp_table_set_int(t, P_VSTAGES, p->vstages));
+        TRY_T(zp_table_set_bool(t, P_SP, p->sp));
+        TRY_T(zp_table_set_str(t, P_RECOMPUTE, zp_recompute_name(zp_plan_recompute(p))));
         TRY_T(zp_table_set_num(t, P_GLOBAL, e->global_batch, "%.0f"));
         const int flags[] = {p->pa, p->pa_cpu, p->cb, p->md, p->checkpoint}; /* P_PA.. */
         for (int k = 0; k < 5; k++)
@@ -325,8 +353,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
         TRY_T(set_bounded(t, P_TFLOPS, e->tflops_per_gpu, bound ? "<=" : "", "%.1f"));
         TRY_T(set_bounded(t, P_PFLOPS, e->pflops, bound ? "<=" : "", "%.2f"));
         const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
-                             e->time.offload}; /* P_T_COMPUTE.. */
-        for (int k = 0; k < 5; k++)
+                             e->time.offload, e->time.pp_comm}; /* P_T_COMPUTE.. */
+        for (int k = 0; k < 6; k++)
             TRY_T(zp_table_set_num(t, P_T_COMPUTE + k, ts[k], "%g"));
         TRY_T(zp_table_set_str(t, P_METHOD, e->method));
         if (e->sim)
@@ -384,6 +412,34 @@ zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserv
     return ZP_OK;
 }
 
+/* With pipeline stages: the memory of every stage of the recommended plan (the what-if reports the worst;
+ * JSON has them all as "pipeline_stages"). */
+static zp_status stages_table(const zp_whatif *w, zp_table **out)
+{
+    static const char *const keys[] = {"stage", "params", "grads", "optimizer", "activations", "buffers", "total"};
+    static const char *const heads[] = {"Stage", "Params GB", "Grads GB", "Optimizer GB", "Activations GB",
+                                        "Buffers GB", "Total GB"};
+    zp_table *t = new_table("Memory per GPU of each pipeline stage of the recommended plan", 7, keys, heads);
+    if (!t)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    int worst = 0;
+    for (int i = 0; i < w->nstages; i++) {
+        const zp_memory *m = &w->stage_mem[i];
+        if (m->total > w->stage_mem[worst].total)
+            worst = i;
+        TRY_T(zp_table_add_row(t));
+        TRY_T(zp_table_set_int(t, 0, i));
+        const double v[] = {m->params, m->grads, m->optimizer, m->activations, m->buffers, m->total};
+        for (int k = 0; k < 6; k++)
+            TRY_T(zp_table_set_num(t, 1 + k, v[k] / 1e9, "%.2f"));
+    }
+    TRY_T(zp_table_add_note(t, "stage %d needs the most (%.2f GB): the first stage holds the most micro-batches in "
+                               "flight, the last the LM head and its logits",
+                            worst, w->stage_mem[worst].total / 1e9));
+    *out = t;
+    return ZP_OK;
+}
+
 static int best_index(const zp_search_result *r)
 {
     for (int i = 0; i < r->n; i++)
@@ -394,11 +450,17 @@ static int best_index(const zp_search_result *r)
 
 static void describe_plan(const zp_eval *e, char *buf, size_t len)
 {
-    char opts[96];
-    plan_options(&e->plan, opts, sizeof opts);
+    char opts[128];
+    zp_report_plan_options(&e->plan, opts, sizeof opts);
     const zp_stage_info *si = zp_stage_get(e->plan.stage);
-    snprintf(buf, len, "ZeRO stage %d (%s), MP %lld, DP %lld, micro-batch %lld x %lld accumulation = global batch %.0f, %s",
-             e->plan.stage, si->name, (long long)e->plan.mp, (long long)e->plan.dp, (long long)e->plan.micro_batch,
+    char pp[96] = "";
+    if (e->plan.pp > 1 && e->plan.schedule == ZP_PP_INTERLEAVED)
+        snprintf(pp, sizeof pp, ", PP %lld (interleaved, %d virtual stages)", (long long)e->plan.pp,
+                 e->plan.vstages);
+    else if (e->plan.pp > 1)
+        snprintf(pp, sizeof pp, ", PP %lld (%s)", (long long)e->plan.pp, zp_pp_schedule_name(e->plan.schedule));
+    snprintf(buf, len, "ZeRO stage %d (%s), MP %lld%s, DP %lld, micro-batch %lld x %lld accumulation = global batch %.0f, %s",
+             e->plan.stage, si->name, (long long)e->plan.mp, pp, (long long)e->plan.dp, (long long)e->plan.micro_batch,
              (long long)e->plan.grad_accum, e->global_batch, opts);
 }
 
@@ -476,7 +538,7 @@ static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
             const zp_fix *f = &nm->fix[i];
             const zp_eval *e = &f->plan;
             char opts[96];
-            plan_options(&e->plan, opts, sizeof opts);
+            zp_report_plan_options(&e->plan, opts, sizeof opts);
             const int bound = strcmp(e->method, "bound") == 0;
             ZP_TRY(zp_doc_add_entry(d,
                                     "%s (%s): stage %d, MP %lld, DP %lld, micro-batch %lld x %lld = %.0f, %s; "
@@ -614,7 +676,12 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
         ZP_TRY(zp_report_memory_table(e, w->gpu_mem, w->reserve, &t));
         ZP_TRY(zp_doc_add_table(d, t));
-        char desc[256];
+        if (w->stage_mem && w->nstages > 1 && e->plan.pp == w->nstages) {
+            ZP_TRY(stages_table(w, &t));
+            ZP_TRY(zp_doc_add_table(d, t));
+            ZP_TRY(zp_doc_set_key(d, "pipeline_stages", NULL));
+        }
+        char desc[384];
         describe_plan(e, desc, sizeof desc);
         ZP_TRY(zp_doc_add_text(d,
                                "Recommended: %s.\n  step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs "
@@ -644,8 +711,8 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
             }
             if (!first)
                 continue;
-            char opts[96], more[64] = "";
-            plan_options(&e->plan, opts, sizeof opts);
+            char opts[128], more[64] = "";
+            zp_report_plan_options(&e->plan, opts, sizeof opts);
             if (others)
                 snprintf(more, sizeof more, " (and %d variant%s needing more)", others, others == 1 ? "" : "s");
             ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s%s", e->plan.stage,

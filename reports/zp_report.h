@@ -47,6 +47,8 @@ typedef struct {
     const zp_near_miss *near;  /* when no plan fits: what would (zp_near_miss_find), or NULL */
     int top;                   /* fitting plans to show */
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
+    const zp_memory *stage_mem; /* with pipeline stages: the recommended plan's memory of each stage, or NULL */
+    int nstages;
 } zp_whatif;
 
 /* The what-if answer in any format: one document (zp_report_whatif_doc) that every format renders. */
@@ -59,6 +61,8 @@ zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out);
 zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out);
 /* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */
 void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c);
+/* A plan's options as the tables show them: "EP2 Pa CB MD ckpt SP 1f1b offload:optimizer". */
+void zp_report_plan_options(const zp_plan *p, char *buf, size_t len);
 /* The DeepSpeed config keys that select a plan's ZeRO options, as one line:
  * "stage=3 offload_optimizer=cpu partition_activations=true ..." (and Megatron-LM's MP). */
 void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len);

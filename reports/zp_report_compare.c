@@ -51,13 +51,9 @@ static zp_status compare_table(const zp_compare *c, zp_table **out)
         const zp_compare_entry *e = &c->entries[i];
         const zp_eval *v = &e->plan;
         const zp_plan *p = &v->plan;
-        char stage[32], opts[96], ds[200];
+        char stage[32], opts[128], ds[320];
         snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
-        snprintf(opts, sizeof opts, "%s%s%s%s%s", p->pa_cpu ? "Pa+cpu " : p->pa ? "Pa " : "", p->cb ? "CB " : "",
-                 p->md ? "MD " : "", p->checkpoint ? "ckpt" : "no-ckpt",
-                 p->offload == ZP_OFFLOAD_OPTIMIZER ? " offload:optimizer"
-                 : p->offload == ZP_OFFLOAD_PARAMS  ? " offload:params"
-                                                    : "");
+        zp_report_plan_options(p, opts, sizeof opts);
         zp_report_ds_keys(p, ds, sizeof ds);
         TRY_C(zp_table_add_row(t));
         TRY_C(zp_table_set_str(t, C_CHOICE, e->label));

@@ -41,6 +41,10 @@ static void details(const zp_op *o, const zp_op_info *in, char *buf, size_t len)
                  o->bytes);
         break;
     case ZP_OPC_COPY: snprintf(buf, len, "%s, %.0f bytes", in->dir == ZP_COPY_D2H ? "d2h" : "h2d", o->bytes); break;
+    case ZP_OPC_P2P:
+        snprintf(buf, len, "%s stage %d, %.0f bytes per GPU",
+                 in->p2p == ZP_P2P_SEND ? "to" : (in->p2p == ZP_P2P_RECV ? "from" : "with"), o->item, o->bytes);
+        break;
     case ZP_OPC_ALLOC:
     case ZP_OPC_FREE:
         snprintf(buf, len, "%s %s[%d], %.0f bytes", zp_mem_cat_name(o->cat), zp_buf_name(o->buf), o->item, o->bytes);
@@ -84,6 +88,8 @@ static zp_status visit(void *ctx, const zp_op *o)
             fprintf(P->f, ", \"category\": \"%s\", \"buffer\": \"%s\"", zp_mem_cat_name(o->cat), zp_buf_name(o->buf));
         if (in->cls == ZP_OPC_SIGNAL || in->cls == ZP_OPC_WAIT)
             fprintf(P->f, ", \"channel\": \"%s\"", zp_channel_name(o->channel));
+        if (in->cls == ZP_OPC_P2P)
+            fprintf(P->f, ", \"peer_stage\": %d", o->item);
         fputc('}', P->f);
     } else {
         char d[160], dl[32] = "";
@@ -99,7 +105,7 @@ static zp_status visit(void *ctx, const zp_op *o)
 
 static json_t *plan_json(const zp_model *m, const zp_plan *p, int64_t rank, const zp_schedule *s)
 {
-    return json_pack("{s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:b, s:b, s:f, s:b, s:s, s:b, s:I, s:i, "
+    json_t *j = json_pack("{s:s, s:f, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:b, s:b, s:f, s:b, s:s, s:b, s:I, s:i, "
                      "s:s}",
                      "model", m->name, "params", zp_model_params(m), "stage", p->stage, "mp", (json_int_t)p->mp, "dp",
                      (json_int_t)p->dp, "micro_batch", (json_int_t)p->micro_batch, "grad_accum",
@@ -107,6 +113,14 @@ static json_t *plan_json(const zp_model *m, const zp_plan *p, int64_t rank, cons
                      "pa", p->pa, "pa_cpu", p->pa_cpu, "cb", p->cb, "bucket", p->bucket, "md", p->md, "offload",
                      zp_offload_name(p->offload), "overlap_comm", p->overlap_comm, "rank", (json_int_t)rank, "ops",
                      s->nops, "memory", p->impl == ZP_IMPL_EXEC ? "zplan-exec" : "deepspeed");
+    if (j && (p->pp > 1 || p->sp || p->selective)) {
+        json_t *x = json_pack("{s:I, s:s, s:i, s:i, s:b, s:s}", "pp", (json_int_t)p->pp, "schedule",
+                              zp_pp_schedule_name(p->schedule), "virtual_stages", p->vstages, "pipeline_stage",
+                              s->stage, "sp", p->sp, "recompute", zp_recompute_name(zp_plan_recompute(p)));
+        json_object_update(j, x);
+        json_decref(x);
+    }
+    return j;
 }
 
 zp_status zp_report_schedule(FILE *f, zp_format fmt, const zp_model *m, const zp_plan *p, int64_t rank,
@@ -137,10 +151,15 @@ zp_status zp_report_schedule(FILE *f, zp_format fmt, const zp_model *m, const zp
     } else {
         fprintf(f, "zplan schedule: %s, rank %lld of %lld: stage %d, MP %lld, DP %lld, micro-batch %lld x %lld "
                    "accumulation, %s%s%s%s, offload %s; %d ops in program order\n",
-                m->name, (long long)rank, (long long)(p->dp * p->mp), p->stage, (long long)p->mp, (long long)p->dp,
+                m->name, (long long)rank, (long long)zp_plan_gpus(p), p->stage, (long long)p->mp, (long long)p->dp,
                 (long long)p->micro_batch, (long long)p->grad_accum, p->checkpoint ? "checkpointing" : "no checkpointing",
                 p->pa_cpu ? ", Pa+cpu" : (p->pa ? ", Pa" : ""), p->cb ? ", CB" : "", p->md ? ", MD" : "",
                 zp_offload_name(p->offload), s->nops);
+        if (p->pp > 1 || p->sp || p->selective)
+            fprintf(f, "pipeline stage %d of %lld (%s, %d model chunks per stage), sequence parallelism %s, recompute "
+                       "%s\n",
+                    s->stage, (long long)p->pp, zp_pp_schedule_name(p->schedule), p->vstages, p->sp ? "on" : "off",
+                    zp_recompute_name(zp_plan_recompute(p)));
         fprintf(f, "memory per GPU (replay of the alloc/free ops): %.6g GB on the device (peak), %.6g GB host\n",
                 mem.total / 1e9, mem.host / 1e9);
         fprintf(f, "%6s  %-7s %-9s %5s %5s  %-10s %-27s %-11s %s\n", "id", "stream", "phase", "layer", "micro", "kind",

@@ -36,13 +36,20 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     ZP_TRY(zp_plan_validate(plan));
     const zp_stage_info *si = zp_stage_get(plan->stage);
     const double b = (double)plan->micro_batch, nm = (double)plan->mp, accum = (double)plan->grad_accum;
-    double psi, psi_all; /* held by a rank (EP shards the experts), and what ZeRO partitions over DP */
+    const double np = (double)(plan->pp > 0 ? plan->pp : 1), v = plan->pp > 1 ? (double)plan->vstages : 1.0;
+    double psi, psi_all; /* held by a rank (EP shards the experts), and what ZeRO partitions over DP; a
+                            pipeline stage holds 1/P of them */
     zp_shape_params(model, plan, &psi, &psi_all);
+    psi /= np;
+    psi_all /= np;
     zp_step_time t = {0};
 
-    /* Compute: the executed FLOPs of one micro-batch split over the MP group. */
-    double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm;
-    t.compute = accum * flops / (zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency);
+    /* Compute: the executed FLOPs of one micro-batch split over the MP group and the pipeline stages; a
+     * pipeline idles (P - 1)/v passes of each stage's per-micro-batch work (its bubble). */
+    double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm / np;
+    const double rate = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
+    t.compute = accum * flops / rate;
+    t.pp_comm = (np - 1.0) / v * flops / rate;
 
     /* Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
      * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */
@@ -50,9 +57,16 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double bw_mp = zp_analytic_group_bw(c, plan->mp, 1, &lat_mp);
     double act_bytes = 2.0 * b * (double)model->seq * (double)model->hidden;
     double n_ar = plan->checkpoint ? 6.0 : 4.0;
-    t.mp_comm = accum * (double)model->layers * n_ar * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
+    t.mp_comm = accum * (double)model->layers / np * n_ar * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
     if (plan->pa || plan->pa_cpu)
-        t.mp_comm += accum * (double)model->layers * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
+        t.mp_comm += accum * (double)model->layers / np * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
+    /* Pipeline: each micro-batch's activation in and its gradient out of every model chunk, 1/Nm of it
+     * per GPU over the node's links (Megatron-LM's scatter/gather). */
+    if (np > 1) {
+        double lat_pp;
+        double bw_pp = zp_analytic_group_bw(c, 2, plan->dp * plan->mp, &lat_pp);
+        t.pp_comm += accum * v * 2.0 * (act_bytes / nm / bw_pp + lat_pp);
+    }
     /* MoE with EP: per MoE block a dispatch and a combine all-to-all in forward, their gradients in
      * backward, again in the recompute; each rank sends (ep-1)/ep of its T·k·cf tokens of h fp16 */
     const int64_t moe = zp_model_moe_blocks(model);
@@ -60,7 +74,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
         double one = ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
-        t.mp_comm += accum * (double)moe * (plan->checkpoint ? 6.0 : 4.0) * one;
+        t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 6.0 : 4.0) * one;
     }
 
     /* ZeRO-DP: fp16 elements of the local parameters. Stage 0-1 all-reduce once per step; stage 2
@@ -69,7 +83,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double lat_dp;
     double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
     double experts = psi_all - psi > 0 ? (psi_all - psi) / (double)(plan->ep - 1) : 0.0; /* a rank's experts */
-    double bytes = plan->param_bytes * (psi - experts);
+    double bytes = plan->param_bytes * (psi - experts); /* (a stage's share with pipeline stages) */
     double rs = ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
     if (experts > 0) { /* the local experts' gradients over the dp/ep ranks holding the same experts */
         double lat_x, bw_x = zp_analytic_group_bw(c, plan->dp / plan->ep, plan->ep * plan->mp, &lat_x);
@@ -101,7 +115,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         double ckpt = (double)model->layers * act_bytes / nm;
         t.offload += accum * 2.0 * ckpt / c->pcie_bw;
     }
-    t.total = t.compute + t.mp_comm + t.dp_comm + t.optimizer + t.offload;
+    t.total = t.compute + t.mp_comm + t.dp_comm + t.optimizer + t.offload + t.pp_comm;
     if (!isfinite(t.total))
         return ZP_FAIL(ZP_ERANGE, "step time of this plan is beyond representable range");
     *out = t;

@@ -15,6 +15,7 @@ typedef struct {
     double dp_comm;   /* ZeRO-DP reduce-scatter / all-reduce / all-gather of gradients and parameters */
     double optimizer; /* the Adam update of the local partition (GPU or CPU) */
     double offload;   /* PCIe traffic of offload and Pa+cpu */
+    double pp_comm;   /* pipeline sends and receives, and waiting for the other stages (the bubble) */
     double total;
 } zp_step_time;
 

@@ -338,11 +338,20 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         r->mp = 1;
         note(notes, "model parallelism: 1 (DeepSpeed configs do not set it; give --mp for Megatron MP)");
     }
+    /* DeepSpeed builds pipelines in the model's code (PipelineModule), not from its config: one stage unless
+     * --pp. Sequence parallelism is a way to run the Megatron MP given with --mp: searched with it. */
+    if (r->pp == ZP_SEARCH_ANY)
+        r->pp = 1;
     if (r->gpus % r->mp != 0) {
         st = ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)r->mp, (long long)r->gpus);
         goto out;
     }
-    const double dp = (double)(r->gpus / r->mp);
+    if (r->gpus % (r->mp * r->pp) != 0) {
+        st = ZP_FAIL(ZP_EINVAL, "--mp %lld x --pp %lld do not divide the %lld GPUs", (long long)r->mp,
+                     (long long)r->pp, (long long)r->gpus);
+        goto out;
+    }
+    const double dp = (double)(r->gpus / r->mp / r->pp);
 
     /* precision: fp16, bf16 (or DeepSpeed's legacy "bfloat16"), "auto" resolved by the GPU */
     int f16 = 0, b16 = 0, f16_auto = 0, b16_auto = 0;
@@ -515,9 +524,15 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         double nck;
         int a;
         CHECK(get_count(ac, "number_checkpoints", "activation_checkpointing.", 1e9, &nck, &present, &a));
-        if (present && !a && nck != (double)r->model->layers)
+        if (present && !a && nck == 0 && r->recompute == ZP_SEARCH_ANY) {
+            /* no block checkpointed: no full recompute (Megatron's selective recompute is not DeepSpeed's to
+             * say, so it stays open) */
+            r->checkpoint = 0;
+            r->recompute = ZP_SEARCH_ANY;
+        } else if (present && !a && nck != (double)r->model->layers) {
             note(notes, "note: number_checkpoints %.0f; zplan checkpoints every one of the %lld blocks", nck,
                  (long long)r->model->layers);
+        }
         if (pacpu && !pa) {
             note(notes, "cpu_checkpointing implies partitioned checkpoints here (ZeRO-R Pa+cpu)");
             pa = 1;
@@ -529,6 +544,8 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
     }
     r->pa = pa;
     r->pa_cpu = pacpu;
+    if (r->recompute == ZP_SEARCH_ANY && r->checkpoint)
+        r->recompute = ZP_RECOMPUTE_FULL;
     /* ZeRO-R MD: contiguous gradients and contiguous checkpoints */
     r->md = contiguous_grads && (contiguous_ckpt || !r->checkpoint);
     if (!r->md)
@@ -643,7 +660,7 @@ json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
     json_object_set_new(root, "activation_checkpointing",
                         json_pack("{s:b, s:b, s:b, s:I}", "partition_activations", p->pa || p->pa_cpu,
                                   "cpu_checkpointing", p->pa_cpu, "contiguous_memory_optimization", p->md,
-                                  "number_checkpoints", (json_int_t)layers));
+                                  "number_checkpoints", (json_int_t)(p->checkpoint ? layers : 0)));
     return root;
 }
 

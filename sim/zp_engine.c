@@ -24,6 +24,7 @@
 #include "zp_device.h"
 #include "zp_io.h"
 #include "zp_memory.h"
+#include "zp_pipeline.h"
 
 /* Streams that can drive cross-node collectives: compute (Megatron MP across nodes) and comm (DP). */
 enum { XS_COMPUTE = 0, XS_COMM = 1, NXS = 2 };
@@ -68,22 +69,31 @@ typedef struct {
 
 typedef struct {
     double ts, dur;
-    int stream;
+    int stream, stage;
     const zp_op *op;
     const char *label;
 } trace_ev;
 
+/* Point-to-point mailboxes of a node: activations from the stage before, gradients from the stage
+ * after, the tied embedding's gradient from the other end of the pipeline. */
+enum { PP_MB_ACT = 0, PP_MB_GRAD = 1, PP_MB_EMB = 2, NPPMB = 3 };
+
 static struct {
     const zp_sim_input *in;
-    const zp_schedule *sc;
+    const zp_schedule *sc;        /* [stage]: each pipeline stage's schedule */
+    int stages;                   /* P */
+    int per_stage;                /* nodes instantiated per stage: D (full), 1 or a period (reduced) */
+    int stages_per_node;          /* pipeline stages sharing one physical node (their p2p over NVSwitch) */
     net n;
     int reduced;                  /* 1: one node per role (node 0), its flows looped back to it */
-    int nsim;                     /* nodes instantiated: n.nodes, or 1 when reduced */
+    int nsim;                     /* nodes instantiated: stages x per_stage (a node: one stage's GPUs there) */
     sg_host_t *gpu0, *gpu1, *cpu; /* [node]: gpu-<n>-0 (also rail 0's GPU), gpu-<n>-1, cpu-<n> */
-    sg_host_t peer[NXS];          /* reduced: where node 0's cross-node flows of each stream go */
+    sg_host_t *peer;              /* reduced: [node * NXS + xs] where a node's cross-node flows of each stream go */
     sg_sem_t *ch;                 /* [node * ZP_NCHANNELS + c] */
     sg_mutex_t *busy;             /* [node]: held while an op runs, in no-overlap mode */
     sg_mailbox_t *mb;             /* [node * NXS + xs]: rail-0 flows of the compute and comm streams */
+    sg_mailbox_t *ppmb;           /* [node * NPPMB + k]: pipeline point-to-point */
+    char err[160];                /* a pipeline mismatch found while simulating (schedule bug) */
     int streams_started, streams_finished;
     double end_time;
     zp_sim_result res;
@@ -98,6 +108,11 @@ static struct {
 } E;
 
 /* ---------------------------------------------------------------- groups and the fabric */
+
+static int stage_of(int node) { return node / E.per_stage; }
+static int local_of(int node) { return node % E.per_stage; }
+/* The node of stage `stage` at the same place (local index) as `node`: its pipeline neighbour. */
+static int node_at(int stage, int node) { return stage * E.per_stage + local_of(node); }
 
 static void shape_groups(const zp_plan *p, net *N)
 {
@@ -301,6 +316,10 @@ static zp_status net_setup(const zp_sim_input *in, int platform_gpn, net *N)
         return ZP_OK;
     }
     fabric_analyse(c, in->oversubscription, N);
+    if (p->pp > 1 && N->leaf > 0) {
+        N->exact = 0;
+        snprintf(N->why, sizeof N->why, "pipeline stages on a rail-optimized fat tree are simulated in full");
+    }
     return ZP_OK;
 }
 
@@ -508,7 +527,7 @@ static double coll_rail_bytes(const zp_op *op, const group_shape *gs)
 
 static void trace_add(int node, int stream, double ts, double dur, const zp_op *op, const char *label)
 {
-    if (!E.in->trace_path || node != 0 || dur <= 0)
+    if (!E.in->trace_path || local_of(node) != 0 || dur <= 0)
         return;
     if (E.ntr == E.captr) {
         int cap = E.captr ? 2 * E.captr : 4096;
@@ -518,7 +537,8 @@ static void trace_add(int node, int stream, double ts, double dur, const zp_op *
         E.tr = n;
         E.captr = cap;
     }
-    E.tr[E.ntr++] = (trace_ev){.ts = ts, .dur = dur, .stream = stream, .op = op, .label = label};
+    E.tr[E.ntr++] = (trace_ev){.ts = ts, .dur = dur, .stream = stream, .stage = stage_of(node), .op = op,
+                               .label = label};
 }
 
 /* An alloc or free of node 0 at time ts: a point of the trace's memory curve. */
@@ -547,29 +567,40 @@ static zp_status trace_write(const char *path)
 {
     json_t *events = json_array();
     static const char *const tnames[] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU"};
-    /* a stream waiting for another (a bucket not yet reduced, a gather not yet done) is idle: its waits go
-     * on a track of their own below it (tid ZP_NSTREAMS + stream), so a stream's track shows its work */
+    /* one process (track group) per pipeline stage: its first node, every GPU of it. A stream waiting for
+     * another (a bucket not yet reduced, a gather not yet done) is idle: its waits go on a track of their
+     * own below it (tid ZP_NSTREAMS + stream), so a stream's track shows its work */
     int waits[ZP_NSTREAMS] = {0};
     for (int i = 0; i < E.ntr; i++)
         if (E.tr[i].op && info_of(E.tr[i].op)->cls == ZP_OPC_WAIT)
             waits[E.tr[i].stream] = 1;
-    for (int s = 0; s < ZP_NSTREAMS; s++) {
-        char wname[64];
-        snprintf(wname, sizeof wname, "%s: waiting", tnames[s]);
-        json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
-                                                "pid", 0, "tid", s, "args", "name", tnames[s]));
-        json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index", "ph",
-                                                "M", "pid", 0, "tid", s, "args", "sort_index", 2 * s));
-        if (waits[s]) {
-            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
-                                                    "M", "pid", 0, "tid", ZP_NSTREAMS + s, "args", "name", wname));
+    for (int st = 0; st < E.stages; st++) {
+        for (int s = 0; s < ZP_NSTREAMS; s++) {
+            char wname[64];
+            snprintf(wname, sizeof wname, "%s: waiting", tnames[s]);
+            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
+                                                    "pid", st, "tid", s, "args", "name", tnames[s]));
             json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
-                                                    "ph", "M", "pid", 0, "tid", ZP_NSTREAMS + s, "args",
-                                                    "sort_index", 2 * s + 1));
+                                                    "ph", "M", "pid", st, "tid", s, "args", "sort_index", 2 * s));
+            if (waits[s]) {
+                json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
+                                                        "M", "pid", st, "tid", ZP_NSTREAMS + s, "args", "name", wname));
+                json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
+                                                        "ph", "M", "pid", st, "tid", ZP_NSTREAMS + s, "args",
+                                                        "sort_index", 2 * s + 1));
+            }
         }
+        char pname[96];
+        if (E.stages == 1)
+            snprintf(pname, sizeof pname, "node 0 (every GPU of the node)");
+        else
+            snprintf(pname, sizeof pname, "pipeline stage %d (its first node, every GPU of it)", st);
+        json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M", "pid",
+                                                st, "args", "name", pname));
+        if (E.stages > 1)
+            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:i}}", "name", "process_sort_index", "ph",
+                                                    "M", "pid", st, "args", "sort_index", st));
     }
-    json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M", "pid",
-                                            0, "args", "name", "node 0 (every GPU of the node)"));
     for (int i = 0; i < E.ntr; i++) {
         const trace_ev *e = &E.tr[i];
         const zp_op *op = e->op;
@@ -582,8 +613,10 @@ static zp_status trace_write(const char *path)
                 json_object_set_new(args, "gemm_mnk_batch",
                                     json_pack("[f,f,f,f]", op->m, op->n, op->k, op->batch));
                 json_object_set_new(args, "tflops", json_real(op->flops / e->dur / 1e12));
-            } else if (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY) {
+            } else if (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY || in->cls == ZP_OPC_P2P) {
                 json_object_set_new(args, "bytes", json_real(op->bytes));
+                if (in->cls == ZP_OPC_P2P)
+                    json_object_set_new(args, "peer_stage", json_integer(op->item));
                 if (in->cls == ZP_OPC_COLL)
                     json_object_set_new(args, "group", json_string(zp_group_name(in->group)));
             }
@@ -591,7 +624,7 @@ static zp_status trace_write(const char *path)
         const int wait = !op || info_of(op)->cls == ZP_OPC_WAIT;
         const char *cat = wait ? "wait" : zp_phase_name(op->phase);
         json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", e->label, "cat",
-                                                cat, "ph", "X", "ts", e->ts * 1e6, "dur", e->dur * 1e6, "pid", 0,
+                                                cat, "ph", "X", "ts", e->ts * 1e6, "dur", e->dur * 1e6, "pid", e->stage,
                                                 "tid", wait ? ZP_NSTREAMS + e->stream : e->stream, "args", args));
     }
     /* the memory curve: node 0's live bytes as its streams allocate and free (Perfetto counter track) */
@@ -628,12 +661,13 @@ static void cross_node_flows(int node, int xs, const zp_op *op, const group_shap
 {
     static char token; /* a mailbox payload must not be NULL */
     double bytes = coll_rail_bytes(op, gs);
-    if (E.reduced && E.nsim == 1) {
-        sg_host_sendto(E.gpu0[0], E.peer[xs], bytes > 1 ? bytes : 1);
+    if (E.reduced && E.per_stage == 1) {
+        sg_host_sendto(E.gpu0[node], E.peer[(size_t)node * NXS + (size_t)xs], bytes > 1 ? bytes : 1);
         E.activities += 1;
         return;
     }
-    int succ = successor(&E.n, gs, node) % E.nsim; /* a period's ring closes on itself */
+    /* a period's ring closes on itself; a stage's rings stay in its nodes */
+    int succ = node_at(stage_of(node), successor(&E.n, gs, local_of(node)) % E.per_stage);
     sg_comm_t put = sg_mailbox_put_async(E.mb[(size_t)succ * NXS + (size_t)xs], &token, (long)(bytes > 1 ? bytes : 1));
     sg_mailbox_get(E.mb[(size_t)node * NXS + (size_t)xs]);
     sg_comm_wait(put);
@@ -654,6 +688,7 @@ static void account(zp_stream s, const zp_op *op, double dur)
         case ZP_PART_DP_COMM: R->dp_exposed += dur; break; /* DP work the compute stream waits for */
         case ZP_PART_OPTIMIZER: R->optimizer += dur; break;
         case ZP_PART_OFFLOAD: R->offload_exposed += dur; break;
+        case ZP_PART_PP_COMM: R->pp_exposed += dur; break;
         default: break;
         }
     } else if (cls != ZP_OPC_WAIT) {
@@ -665,6 +700,45 @@ static void account(zp_stream s, const zp_op *op, double dur)
 }
 
 static sg_sem_t channel(int node, zp_channel c) { return E.ch[(size_t)node * ZP_NCHANNELS + c]; }
+
+/* Bytes a point-to-point op puts on its route: each GPU sends its own (Megatron-LM's scatter/gather: 1/t of
+ * the activation per MP rank), so rail 0 carries those of the GPUs it serves; NVSwitch ports are per GPU. */
+static double p2p_bytes(const zp_op *op, int cross_node)
+{
+    double b = op->bytes * (cross_node ? (double)E.n.gpr : 1.0);
+    return b > 1 ? b : 1;
+}
+
+/* Pipeline stages `a` and `b` have their nodes in one physical node (p2p over NVSwitch). */
+static int same_physical(int stage_a, int stage_b)
+{
+    return E.stages_per_node > 1 && stage_a / E.stages_per_node == stage_b / E.stages_per_node;
+}
+
+/* A send, receive or exchange with the neighbour node of stage op->item; a receive checks it gets the
+ * micro-batch it expects (the two schedules must agree on the order). */
+static void p2p_op(int node, const zp_op *op)
+{
+    const zp_op_info *in = info_of(op);
+    const int peer = node_at(op->item, node), me = stage_of(node);
+    const int k = in->p2p == ZP_P2P_EXCHANGE ? PP_MB_EMB : (op->type == ZP_OPK_PP_SEND_ACT || op->type == ZP_OPK_PP_RECV_ACT ? PP_MB_ACT : PP_MB_GRAD);
+    const double bytes = p2p_bytes(op, !same_physical(me, op->item));
+    sg_comm_t put = NULL;
+    if (in->p2p != ZP_P2P_RECV) {
+        put = sg_mailbox_put_async(E.ppmb[(size_t)peer * NPPMB + (size_t)k], (void *)op, (long)bytes);
+        E.activities += 1;
+    }
+    if (in->p2p != ZP_P2P_SEND) {
+        const zp_op *from = sg_mailbox_get(E.ppmb[(size_t)node * NPPMB + (size_t)k]);
+        E.activities += 1;
+        if (from && from->micro != op->micro && !E.err[0])
+            snprintf(E.err, sizeof E.err,
+                     "pipeline stage %d expected micro-batch %d from stage %d and got micro-batch %d (schedule bug)",
+                     me, op->micro, op->item, from->micro);
+    }
+    if (put)
+        sg_comm_wait(put);
+}
 
 static void stream_actor(int argc, char *argv[])
 {
@@ -679,8 +753,14 @@ static void stream_actor(int argc, char *argv[])
     zp_sim_result *R = &E.res;
     E.streams_started++;
 
-    for (int oi = 0; oi < E.sc->n[s]; oi++) {
-        const zp_op *op = &E.sc->ops[s][oi];
+    const zp_schedule *sc = &E.sc[stage_of(node)];
+    if (s == ZP_STREAM_COMPUTE)
+        for (int k = 0; k < NPPMB; k++) { /* sends to this node start at once (Megatron's isend) */
+            sg_mailbox_t mb = E.ppmb[(size_t)node * NPPMB + (size_t)k];
+            sg_mailbox_set_receiver(sg_mailbox_get_name(mb));
+        }
+    for (int oi = 0; oi < sc->n[s]; oi++) {
+        const zp_op *op = &sc->ops[s][oi];
         const zp_op_info *in = info_of(op);
         double local = -1.0; /* >= 0: the op is pure time on this stream */
         const group_shape *gs = &E.n.grp[in->group < ZP_NGROUPS ? in->group : ZP_GROUP_DP];
@@ -711,10 +791,12 @@ static void stream_actor(int argc, char *argv[])
             } else {
                 pending += local; /* coalesced: slept at the next interaction */
             }
-            if (rec) {
-                trace_add(0, s, start, local, op, zp_op_name(op));
+            trace_add(node, s, start, local, op, zp_op_name(op));
+            if (rec)
                 account(s, op, local);
-            }
+            if (s == ZP_STREAM_COMPUTE && local_of(node) == 0 && stage_of(node) < ZP_ENGINE_MAX_STAGE_STATS &&
+                zp_op_part(op) == ZP_PART_COMPUTE)
+                R->stage_busy[stage_of(node)] += local;
             continue;
         }
         /* an op that interacts with other actors: first let the coalesced time pass */
@@ -760,6 +842,7 @@ static void stream_actor(int argc, char *argv[])
                 sg_host_sendto(E.cpu[node], E.gpu0[node], op->bytes);
             E.activities += 1;
             break;
+        case ZP_OPC_P2P: p2p_op(node, op); break;
         case ZP_OPC_SIGNAL: sg_sem_release(channel(node, op->channel)); break;
         case ZP_OPC_WAIT: sg_sem_acquire(channel(node, op->channel)); break;
         default: break;
@@ -768,8 +851,8 @@ static void stream_actor(int argc, char *argv[])
             sg_mutex_unlock(E.busy[node]);
         double dur = simgrid_get_clock() - t0;
         run_start = simgrid_get_clock();
+        trace_add(node, s, t0, dur, op, zp_op_name(op));
         if (rec && dur > 0) {
-            trace_add(node, s, t0, dur, op, zp_op_name(op));
             account(s, op, dur);
         }
     }
@@ -828,12 +911,43 @@ static void write_route(FILE *f, const char *src, const char *dst, int n, int m,
     fprintf(f, "<link_ctn id=\"rail-%d-0\" direction=\"DOWN\"/></route>\n", m);
 }
 
+/* The physical node of simulated node n (leaves are physical): stages sharing a node have one each. */
+static int physical(int n) { return E.stages_per_node > 1 ? stage_of(n) / E.stages_per_node : n; }
+
+/* Routes of pipeline point-to-point flows from node n to its neighbours' nodes (next and previous stage,
+ * and the other end of the pipeline for the tied embedding): over NVSwitch inside a physical node, over
+ * the rails across nodes. */
+static void write_pp_routes(FILE *f, int n)
+{
+    const int P = E.stages, st = stage_of(n), L = E.n.leaf;
+    int peers[3] = {(st + 1) % P, (st + P - 1) % P, st == 0 ? P - 1 : (st == P - 1 ? 0 : -1)};
+    for (int i = 0; i < 3; i++) {
+        if (peers[i] < 0 || peers[i] == st || (i == 2 && (peers[2] == peers[0] || peers[2] == peers[1])))
+            continue;
+        if (i == 1 && peers[1] == peers[0])
+            continue;
+        const int m = node_at(peers[i], n);
+        char src[32], dst[32];
+        snprintf(src, sizeof src, "gpu-%d-0", n);
+        snprintf(dst, sizeof dst, "gpu-%d-0", m);
+        if (same_physical(st, peers[i])) {
+            fprintf(f, "<route src=\"%s\" dst=\"%s\" symmetrical=\"NO\"><link_ctn id=\"nvs-%d-0\" direction=\"UP\"/>"
+                       "<link_ctn id=\"nvs-%d-0\" direction=\"DOWN\"/></route>\n", src, dst, n, m);
+        } else {
+            const int pn = physical(n), pm = physical(m);
+            int cross = L > 0 && pn / L != pm / L;
+            write_route(f, src, dst, n, m, cross, L > 0 ? pn / L : 0, L > 0 ? pm / L : 0);
+        }
+    }
+}
+
 /* Full: every node, and the routes to its ring successors (DP and MP groups); on a rail-optimized fat
  * tree, one uplink per leaf (rail 0's), of the leaf's down bandwidth / oversubscription.
- * Reduced to one node: node 0 alone, and per stream a peer host reached through node 0's own rail up
- * and down directions (and its leaf-uplink share, of capacity uplink / leaf when that stream's flows
- * cross). Reduced to a period of T nodes: the first T nodes and their leaves, each ring closed modulo T
- * (a successor m >= T is node m mod T), a flow crossing leaves when it does in the whole cluster. */
+ * Reduced to one node per stage: those nodes alone, and per node and stream a peer host reached through
+ * the node's own rail up and down directions (and its leaf-uplink share, of capacity uplink / leaf when
+ * that stream's flows cross). Reduced to a period of T nodes: the first T nodes and their leaves, each ring
+ * closed modulo T (a successor m >= T is node m mod T), a flow crossing leaves when it does in the whole
+ * cluster. Pipeline stages add their point-to-point routes. */
 static void write_platform(FILE *f)
 {
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -841,47 +955,65 @@ static void write_platform(FILE *f)
     double speed = E.in->profile->peak_flops_fp16 > 0 ? E.in->profile->peak_flops_fp16 : 1e12;
     const int L = E.n.leaf;
     fprintf(f, "<link id=\"core\" bandwidth=\"1e18Bps\" latency=\"0us\" sharing_policy=\"FATPIPE\"/>\n");
-    if (E.reduced && E.nsim == 1) {
-        write_node(f, 0, speed);
+    if (E.reduced && E.per_stage == 1) {
+        for (int n = 0; n < E.nsim; n++)
+            write_node(f, n, speed);
         if (E.n.rep_cross[XS_COMPUTE] || E.n.rep_cross[XS_COMM])
             fprintf(f, "<link id=\"leaf-0\" bandwidth=\"%.17gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                     E.n.rep_up_bw);
-        for (int xs = 0; xs < NXS; xs++)
-            fprintf(f, "<host id=\"peer-%d\" speed=\"1e12f\"/>\n", xs);
-        write_node_routes(f, 0);
-        for (int xs = 0; xs < NXS; xs++) {
-            char peer[32];
-            snprintf(peer, sizeof peer, "peer-%d", xs);
-            write_route(f, "gpu-0-0", peer, 0, 0, E.n.rep_cross[xs], 0, 0);
+        for (int n = 0; n < E.nsim; n++)
+            for (int xs = 0; xs < NXS; xs++) {
+                if (E.nsim == 1)
+                    fprintf(f, "<host id=\"peer-%d\" speed=\"1e12f\"/>\n", xs);
+                else
+                    fprintf(f, "<host id=\"peer-%d-%d\" speed=\"1e12f\"/>\n", n, xs);
+            }
+        for (int n = 0; n < E.nsim; n++) {
+            write_node_routes(f, n);
+            for (int xs = 0; xs < NXS; xs++) {
+                char src[32], peer[32];
+                snprintf(src, sizeof src, "gpu-%d-0", n);
+                if (E.nsim == 1)
+                    snprintf(peer, sizeof peer, "peer-%d", xs);
+                else
+                    snprintf(peer, sizeof peer, "peer-%d-%d", n, xs);
+                write_route(f, src, peer, n, n, E.n.rep_cross[xs], 0, 0);
+            }
+            if (E.stages > 1)
+                write_pp_routes(f, n);
         }
     } else {
         for (int n = 0; n < E.nsim; n++)
             write_node(f, n, speed);
-        for (int j = 0; L > 0 && j < (E.nsim + L - 1) / L; j++)
+        for (int j = 0; L > 0 && j < (physical(E.nsim - 1) + L) / L; j++)
             fprintf(f, "<link id=\"leaf-%d\" bandwidth=\"%.17gBps\" latency=\"0us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                     j, E.n.up_bw);
         for (int n = 0; n < E.nsim; n++) {
             write_node_routes(f, n);
-            /* the ring successors of every group that spans nodes (DP, MP, EP, EDP), each route once */
+            /* the ring successors of every group that spans nodes (DP, MP, EP, EDP), each route once; in
+             * the stage's own numbering (ln), the stages side by side in the cluster's */
+            const int ln = local_of(n), base = n - ln;
             int succ[ZP_NGROUPS];
             for (int gi = 0; gi < ZP_NGROUPS; gi++) {
                 const group_shape *gs = &E.n.grp[gi];
-                succ[gi] = gs->k > 1 ? successor(&E.n, gs, n) : -1;
+                succ[gi] = gs->k > 1 ? successor(&E.n, gs, ln) : -1;
                 for (int j = 0; j < gi; j++)
                     if (succ[j] == succ[gi])
                         succ[gi] = -1;
             }
             for (int j = 0; j < ZP_NGROUPS; j++) {
                 int m = succ[j];
-                if (m < 0 || m == n)
+                if (m < 0 || m == ln)
                     continue;
-                int cross = L > 0 && n / L != m / L; /* in the whole cluster's numbering */
-                m %= E.nsim;
+                int cross = L > 0 && (base + ln) / L != (base + m) / L; /* in the whole cluster's numbering */
+                m = base + m % E.per_stage;
                 char src[32], dst[32];
                 snprintf(src, sizeof src, "gpu-%d-0", n);
                 snprintf(dst, sizeof dst, "gpu-%d-0", m);
-                write_route(f, src, dst, n, m, cross, L > 0 ? n / L : 0, L > 0 ? m / L : 0);
+                write_route(f, src, dst, n, m, cross, L > 0 ? (base + ln) / L : 0, L > 0 ? (base + m - base) / L : 0);
             }
+            if (E.stages > 1)
+                write_pp_routes(f, n);
         }
     }
     fprintf(f, "</zone>\n</platform>\n");
@@ -945,36 +1077,62 @@ zp_status zp_sim_mode_parse(const char *s, zp_sim_mode *out)
     return ZP_FAIL(ZP_EINVAL, "--sim: '%s' is not full, reduced or auto", s ? s : "");
 }
 
+static zp_status run_schedules(const zp_sim_input *in, const zp_schedule *scheds, int nstages, zp_sim_result *out);
+
 zp_status zp_engine_run(const zp_sim_input *in, zp_sim_result *out)
 {
-    zp_schedule sc;
-    ZP_TRY(zp_schedule_build(in->model, in->plan, &sc));
-    zp_status st = zp_engine_run_schedule(in, &sc, out);
-    zp_schedule_free(&sc);
+    const int P = in->plan->pp > 1 ? (int)in->plan->pp : 1;
+    zp_schedule *sc = calloc((size_t)P, sizeof *sc);
+    if (!sc)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory building the schedules");
+    zp_status st = ZP_OK;
+    for (int s = 0; s < P && st == ZP_OK; s++)
+        st = zp_schedule_build_stage(in->model, in->plan, s, &sc[s]);
+    if (st == ZP_OK)
+        st = run_schedules(in, sc, P, out);
+    for (int s = 0; s < P; s++)
+        zp_schedule_free(&sc[s]);
+    free(sc);
     return st;
 }
 
 zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sched, zp_sim_result *out)
 {
+    if (in->plan->pp > 1)
+        return ZP_FAIL(ZP_EINVAL, "a plan of %lld pipeline stages has one schedule per stage",
+                       (long long)in->plan->pp);
+    return run_schedules(in, sched, 1, out);
+}
+
+static zp_status run_schedules(const zp_sim_input *in, const zp_schedule *scheds, int nstages, zp_sim_result *out)
+{
     memset(&E, 0, sizeof E);
     E.in = in;
-    E.sc = sched;
+    E.sc = scheds;
+    E.stages = nstages;
     const zp_plan *p = in->plan;
-    for (int s = 0; s < ZP_NSTREAMS; s++)
-        for (int i = 0; i < sched->n[s]; i++)
-            if (!zp_op_info_get(sched->ops[s][i].type))
-                return ZP_FAIL(ZP_EINVAL, "schedule op %d of the %s stream has no valid kind", i,
-                               zp_stream_name((zp_stream)s));
-    /* the resident memory (setup) is live from the start */
-    for (int i = 0; in->trace_path && i < sched->nsetup; i++)
-        trace_mem(0, 0.0, &sched->setup[i], zp_op_table[sched->setup[i].type].cls == ZP_OPC_ALLOC);
-
-    int64_t gpus = p->dp * p->mp;
+    for (int st = 0; st < nstages; st++)
+        for (int s = 0; s < ZP_NSTREAMS; s++)
+            for (int i = 0; i < scheds[st].n[s]; i++)
+                if (!zp_op_info_get(scheds[st].ops[s][i].type))
+                    return ZP_FAIL(ZP_EINVAL, "schedule op %d of the %s stream has no valid kind", i,
+                                   zp_stream_name((zp_stream)s));
+    int64_t gpus = zp_plan_gpus(p);
     int platform_gpn = 0, platform_nodes = 0;
     if (in->platform_file)
         ZP_TRY(zp_engine_check_platform(in->platform_file, &platform_gpn, &platform_nodes));
     ZP_TRY(net_setup(in, platform_gpn, &E.n));
-    if (in->platform_file && E.n.nodes > platform_nodes) {
+    E.stages_per_node = 1;
+    if (nstages > 1) {
+        zp_pp_place pl;
+        ZP_TRY(zp_pp_place_get(p, platform_gpn > 0 ? platform_gpn : in->cluster->gpus_per_node, &pl));
+        E.stages_per_node = pl.stages_per_node;
+        if (in->platform_file && E.stages_per_node > 1)
+            return ZP_FAIL(ZP_EINVAL, "--cluster %s: pipeline stages sharing a node are simulated on the presets only",
+                           in->platform_file);
+    }
+    const int64_t phys_nodes = (int64_t)E.n.nodes * nstages / E.stages_per_node;
+    if (in->platform_file && phys_nodes > platform_nodes) {
         return ZP_FAIL(ZP_EINVAL, "--cluster %s has %d nodes of %d GPUs: too few for %lld GPUs", in->platform_file,
                        platform_nodes, platform_gpn, (long long)gpus);
     }
@@ -983,7 +1141,15 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     zp_sim_mode mode = ZP_SIM_FULL;
     ZP_TRY(pick_mode(in, &E.n, &mode));
     E.reduced = mode == ZP_SIM_REDUCED;
-    E.nsim = !E.reduced ? E.n.nodes : (E.n.exact ? (E.n.period < E.n.nodes ? E.n.period : E.n.nodes) : 1);
+    E.per_stage = !E.reduced ? E.n.nodes : (E.n.exact ? (E.n.period < E.n.nodes ? E.n.period : E.n.nodes) : 1);
+    if (nstages > 1 && E.reduced)
+        E.per_stage = 1;
+    if ((int64_t)E.per_stage * nstages > INT32_MAX / (ZP_NCHANNELS + NXS + NPPMB))
+        return ZP_FAIL(ZP_ERANGE, "%lld nodes are beyond the simulator", (long long)E.per_stage * nstages);
+    E.nsim = E.per_stage * nstages;
+    /* the resident memory (setup) is live from the start */
+    for (int i = 0; in->trace_path && i < scheds[0].nsetup; i++)
+        trace_mem(0, 0.0, &scheds[0].setup[i], zp_op_table[scheds[0].setup[i].type].cls == ZP_OPC_ALLOC);
 
     simgrid_start();
     char path[64];
@@ -1009,6 +1175,8 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     E.cpu = calloc(N, sizeof *E.cpu);
     E.ch = calloc(N * ZP_NCHANNELS, sizeof *E.ch);
     E.mb = calloc(N * NXS, sizeof *E.mb);
+    E.ppmb = calloc(N * NPPMB, sizeof *E.ppmb);
+    E.peer = calloc(N * NXS, sizeof *E.peer);
     if (in->no_overlap) {
         E.busy = calloc(N, sizeof *E.busy);
         if (!E.busy)
@@ -1016,7 +1184,7 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
         for (size_t n = 0; n < N; n++)
             E.busy[n] = sg_mutex_init();
     }
-    if (!E.gpu0 || !E.gpu1 || !E.cpu || !E.ch || !E.mb)
+    if (!E.gpu0 || !E.gpu1 || !E.cpu || !E.ch || !E.mb || !E.ppmb || !E.peer)
         return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
     char name[64];
     for (size_t n = 0; n < N; n++) {
@@ -1036,10 +1204,17 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
             snprintf(name, sizeof name, "mb-%zu-%zu", n, x);
             E.mb[n * NXS + x] = sg_mailbox_by_name(name);
         }
-    }
-    for (int xs = 0; E.reduced && E.nsim == 1 && xs < NXS; xs++) {
-        snprintf(name, sizeof name, "peer-%d", xs);
-        E.peer[xs] = sg_host_by_name(name);
+        for (size_t x = 0; x < NPPMB; x++) {
+            snprintf(name, sizeof name, "pp-%zu-%zu", n, x);
+            E.ppmb[n * NPPMB + x] = sg_mailbox_by_name(name);
+        }
+        for (int xs = 0; E.reduced && E.per_stage == 1 && xs < NXS; xs++) {
+            if (E.nsim == 1)
+                snprintf(name, sizeof name, "peer-%d", xs);
+            else
+                snprintf(name, sizeof name, "peer-%zu-%d", n, xs);
+            E.peer[n * NXS + (size_t)xs] = sg_host_by_name(name);
+        }
     }
     for (size_t n = 0; n < N; n++) {
         char a1[24], a2[24];
@@ -1063,12 +1238,16 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
     E.res.dp_exposed += E.end_time - E.res.step_time; /* the tail after the compute stream ended */
     E.res.phase[ZP_PHASE_OPTIMIZER] += E.end_time - E.res.step_time;
     E.res.step_time = E.end_time;
-    E.res.flops_per_gpu = E.sc->flops;
+    for (int st = 0; st < nstages; st++)
+        E.res.flops_per_gpu += E.sc[st].flops / nstages;
     E.res.activities = E.activities;
     E.res.reduced = E.reduced;
     E.res.nodes_simulated = E.nsim;
+    E.res.stages = nstages;
     zp_status st = ZP_OK;
-    if (in->trace_path)
+    if (E.err[0])
+        st = ZP_FAIL(ZP_ERUNTIME, "%s", E.err);
+    if (st == ZP_OK && in->trace_path)
         st = trace_write(in->trace_path);
     *out = E.res;
     free(E.tr);

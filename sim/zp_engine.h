@@ -49,6 +49,17 @@
  * partly empty). The reduced simulation costs one node's (or one period's) activities, whatever the
  * cluster size.
  *
+ * Pipeline stages (plan->pp > 1): each stage runs its own schedule (zp_schedule_build_stage) on its own
+ * nodes (Megatron-LM's rank order: a stage's dp x mp GPUs are consecutive, so stages span whole nodes or
+ * share one), and its point-to-point ops are real flows to the neighbour stage's node: over the sender's
+ * and the receiver's rails across nodes, over their NVSwitch ports inside one. A send starts at once (the
+ * receiver's mailbox takes it eagerly) and holds the sender's compute stream until it has arrived, as
+ * Megatron-LM's blocking send; a receive waits for it. The bubble is what the stages wait for each other.
+ * Every data-parallel replica of the pipeline is alike, so the reduced simulation runs one node per stage
+ * (P nodes, each with the DP groups' shares of the whole topology). On a rail-optimized fat tree PP plans
+ * are simulated in full. The breakdown is stage 0's (it ends last: its last backward closes the step);
+ * the trace has one track (process) per stage.
+ *
  * PCIe copies are flows between a GPU and its node's CPU host. Compute and element-wise kernels
  * take the time of the device profile (sim/zp_device.h).
  *
@@ -78,6 +89,9 @@ typedef struct {
     double oversubscription;    /* a rail-optimized fat tree's leaf down/up ratio; <= 0: the preset's */
 } zp_sim_input;
 
+/* Stages whose kernel time the result reports one by one. */
+#define ZP_ENGINE_MAX_STAGE_STATS 128
+
 /* Seconds; the breakdown is of node 0's compute stream, the critical path of a symmetric step. */
 typedef struct {
     double step_time;
@@ -86,6 +100,8 @@ typedef struct {
     double dp_exposed;       /* waiting for ZeRO-DP collectives (gathers, reductions) + the tail after compute */
     double optimizer;        /* the Adam step (GPU), or waiting for the CPU Adam and its copies */
     double offload_exposed;  /* waiting for Pa+cpu checkpoint copies */
+    double pp_exposed;       /* pipeline sends, receives (waiting for the other stages: the bubble) and the
+                                tied embedding's all-reduce */
     double comm_busy;        /* time the comm stream spent in collectives */
     double pcie_busy;        /* time the PCIe stream spent copying */
     double flops_per_gpu;    /* executed FLOPs per GPU in the step (from the schedule) */
@@ -93,6 +109,8 @@ typedef struct {
     int reduced;             /* 1: the reduced simulation ran (one node per role), 0: every node */
     int nodes_simulated;     /* nodes instantiated in SimGrid */
     double tree_allreduces;  /* node 0's all-reduces across nodes run as NCCL trees (not rings) */
+    int stages;              /* pipeline stages simulated (1 without PP) */
+    double stage_busy[ZP_ENGINE_MAX_STAGE_STATS]; /* compute stream time in kernels per stage (the first ones) */
     double phase[ZP_NPHASES]; /* the compute stream's time by phase of what it ran or waited for (forward,
                                  recompute, backward, optimizer; the tail after it ended counts as optimizer):
                                  they add up to step_time */

@@ -40,29 +40,46 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 /* Groups per MP rank: block i is 1/mp of the model's block i; the embedding group (gathered for the
  * embedding and, tied, again as the LM head) is (V + s)h/mp for GPT; the output side (final norm, an
  * untied LM head) completes its gradients with the embedding's when tied (GPT: 2h/mp more), else as its
- * own group right after the head's backward. */
-static zp_status ds_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
+ * own group right after the head's backward. With EP the rank holds 1/ep of a block's experts, reduced over
+ * their own group (gather_exp/grad_exp). With pipeline stages a stage holds its chunks' blocks; the first the
+ * embedding, the last (Megatron-LM) the final norm and the head, with its own copy of the word embedding
+ * when they are tied, whose gradient is all-reduced with the first stage's (group L+1). */
+static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f)
 {
     ZP_TRY(facts_alloc(m, f));
     const double t = (double)p->mp, emb = zp_model_params_embedding(m) / t, head = zp_model_params_head(m) / t;
     const int64_t L = m->layers;
-    f->gather[0] = emb;
-    f->gather[L + 1] = m->untied ? head : emb;
-    f->grad[0] = m->untied ? emb : emb + head;
-    f->grad[L + 1] = m->untied ? head : 0.0;
     const double ep = (double)p->ep;
-    for (int64_t i = 1; i <= L; i++) {
-        double all, experts;
-        zp_shape_block_params(m, i - 1, &all, &experts);
-        if (ep > 1 && experts > 0) { /* the rank holds 1/ep of the experts, reduced over their own group */
-            f->gather[i] = f->grad[i] = (all - experts) / t;
-            f->gather_exp[i] = f->grad_exp[i] = experts / t / ep;
-            f->psi_exp += f->grad_exp[i];
-        } else {
-            f->gather[i] = f->grad[i] = all / t;
+    for (int c = 0; c < st->chunks; c++)
+        for (int64_t i = st->first[c] + 1; i <= st->first[c] + st->layers[c]; i++) {
+            double all, experts;
+            zp_shape_block_params(m, i - 1, &all, &experts);
+            if (ep > 1 && experts > 0) {
+                f->gather[i] = f->grad[i] = (all - experts) / t;
+                f->gather_exp[i] = f->grad_exp[i] = experts / t / ep;
+                f->psi_exp += f->grad_exp[i];
+            } else {
+                f->gather[i] = f->grad[i] = all / t;
+            }
         }
+    if (st->stages == 1) {
+        f->gather[0] = emb;
+        f->gather[L + 1] = m->untied ? head : emb;
+        f->grad[0] = m->untied ? emb : emb + head;
+        f->grad[L + 1] = m->untied ? head : 0.0;
+        zp_shape_params(m, p, &f->psi, &f->psi_all);
+        return ZP_OK;
     }
-    zp_shape_params(m, p, &f->psi, &f->psi_all);
+    if (st->embedding)
+        f->gather[0] = f->grad[0] = emb;
+    if (st->head) {
+        const double E = (double)(m->embed_dim > 0 ? m->embed_dim : m->hidden);
+        const double word = m->untied ? 0.0 : (double)m->vocab * E / t;
+        f->gather[L + 1] = f->grad[L + 1] = word + head;
+    }
+    for (int64_t i = 0; i <= L + 1; i++)
+        f->psi += f->grad[i] + f->grad_exp[i];
+    f->psi_all = f->psi + f->psi_exp * (ep - 1.0); /* the other EP ranks' experts, partitioned over DP too */
     return ZP_OK;
 }
 
@@ -159,32 +176,57 @@ double zp_layout_stage3_live(const zp_model *m, const zp_plan *p)
     return stage3_live(m, p, zp_model_params_largest_layer(m) / nm, zp_model_params(m) / nm);
 }
 
-/* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without checkpointing every block keeps its
- * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes, from its forward to its backward; with it a block
- * keeps a checkpoint of 2·s·b·h (÷t with Pa, in host memory with Pa+cpu) and one block's working set is
- * live from the first forward to the end of backward. The logits and their gradient, 2·2·b·s·V/t, live
- * from the LM head to the end of the micro-batch's backward. */
+/* The attention core of one block: 5·a·s²·b/t bytes (scores, softmax output, dropout mask), which
+ * selective recompute does not keep and FlashAttention never stores. */
+static double ds_core_bytes(const zp_builder *b)
+{
+    if (b->p->flash_attn)
+        return 0.0;
+    const double s = (double)b->m->seq;
+    return 5.0 * (double)b->m->heads * s * s * (double)b->p->micro_batch / (double)b->p->mp;
+}
+
+/* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without recompute every block keeps its
+ * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes (all of it ÷t with sequence parallelism: s·b·h·(34 +
+ * 5·a·s/h)/t), from its forward to its backward, less the attention core with FlashAttention; with full
+ * recompute a block keeps a checkpoint of 2·s·b·h (÷t with Pa or SP, in host memory with Pa+cpu) and one
+ * block's working set is live from the first forward to the end of the pass's backward; selective recompute
+ * keeps everything but the attention core, recomputed one block at a time in backward. The logits and their
+ * gradient, 2·2·b·s·V/t, live from the LM head to the end of the micro-batch's backward. With pipeline
+ * stages a stage holds these for every micro-batch in flight (its forward done, its backward not yet): the
+ * schedule's order says how many. */
 static double ds_block_acts(const zp_builder *b)
 {
-    double acts = zp_model_activation_bytes_layer(b->m, (double)b->p->micro_batch, b->p->mp);
+    const double mb = (double)b->p->micro_batch;
+    double acts = b->p->sp ? zp_model_activation_bytes_layer(b->m, mb, 1) / (double)b->p->mp
+                           : zp_model_activation_bytes_layer(b->m, mb, b->p->mp);
     if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 bytes a score) */
-        acts -= 5.0 * (double)b->p->micro_batch * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
-                (double)b->m->seq;
+        acts -= 5.0 * mb * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq * (double)b->m->seq;
     return acts > 0 ? acts : 0.0;
+}
+
+/* What a block keeps from its forward to its backward without full recompute, and the working set of the
+ * block being (re)computed. */
+static double ds_block_kept(const zp_builder *b) { return ds_block_acts(b) - (b->p->selective ? ds_core_bytes(b) : 0.0); }
+static double ds_work_bytes(const zp_builder *b)
+{
+    return b->p->checkpoint ? ds_block_acts(b) : (b->p->selective ? ds_core_bytes(b) : 0.0);
 }
 
 static void ds_block_begin(zp_builder *b, int l)
 {
     if (!b->p->checkpoint)
-        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
-    else if (l == 0)
-        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_kept(b));
+    if (ds_work_bytes(b) > 0 && !b->work_live) {
+        ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_work_bytes(b));
+        b->work_live = 1;
+    }
 }
 
 static double ds_ckpt_bytes(const zp_builder *b)
 {
     double c = zp_model_checkpoint_bytes_layer(b->m, (double)b->p->micro_batch);
-    return (b->p->pa || b->p->pa_cpu) ? c / (double)b->p->mp : c;
+    return (b->p->pa || b->p->pa_cpu || b->p->sp) ? c / (double)b->p->mp : c;
 }
 
 static void ds_ckpt(zp_builder *b, int l, int alloc)
@@ -193,7 +235,7 @@ static void ds_ckpt(zp_builder *b, int l, int alloc)
         ds_mem(b, ZP_STREAM_COMPUTE, alloc, ZP_BUF_CKPT, l, b->p->pa_cpu ? ZP_MEM_HOST : ZP_MEM_CHECKPOINTS,
                ds_ckpt_bytes(b));
     else if (!alloc)
-        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_kept(b));
 }
 
 static void ds_block_end(zp_builder *b, int l) { ds_ckpt(b, l, 1); }
@@ -211,9 +253,12 @@ static void ds_logits(zp_builder *b)
 
 static void ds_micro_end(zp_builder *b)
 {
-    ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_LOGITS, 0, ZP_MEM_ACTIVATIONS, ds_logits_bytes(b));
-    if (b->p->checkpoint)
-        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_block_acts(b));
+    if (b->pass_head)
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_LOGITS, 0, ZP_MEM_ACTIVATIONS, ds_logits_bytes(b));
+    if (b->work_live) {
+        ds_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_work_bytes(b));
+        b->work_live = 0;
+    }
 }
 
 /* Stage 3's gathered parameters live in the fixed pool allocated at setup. */
@@ -250,19 +295,52 @@ static size_t sum(const size_t *v, int n)
     return s;
 }
 
-zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucket, int rank, zp_units *out)
+zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, zp_exec_stage *out)
 {
     size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
     zp_layout_exec_tensors(m, p->mp, e, k);
-    const size_t esz = sum(e, ZP_EXEC_E_N), bsz = sum(k, ZP_EXEC_B_N), L = (size_t)m->layers, n = esz + L * bsz;
-    const size_t nb = (n + bucket - 1) / bucket;
+    memset(out, 0, sizeof *out);
+    out->esz = sum(e, ZP_EXEC_E_N);
+    out->bsz = sum(k, ZP_EXEC_B_N);
+    out->slots = 1;
+    if (p->pp <= 1) {
+        out->nl = (int)m->layers;
+        out->emb = 1;
+        out->blk_off = out->esz;
+        out->n = out->esz + (size_t)out->nl * out->bsz;
+        return ZP_OK;
+    }
+    if (p->vstages > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "the executor runs one model chunk per pipeline stage (no interleaving)");
+    zp_pp_stage st;
+    ZP_TRY(zp_pp_stage_get(m, p, stage, &st));
+    out->l0 = st.first[0];
+    out->nl = st.layers[0];
+    out->emb = st.embedding || st.head;
+    out->emb_off = st.embedding ? 0 : (size_t)out->nl * out->bsz;
+    out->blk_off = st.embedding ? out->esz : 0;
+    out->n = (out->emb ? out->esz : 0) + (size_t)out->nl * out->bsz;
+    const int w = zp_pp_warmup(p, stage);
+    out->slots = w + 1 < (int)p->grad_accum ? w + 1 : (int)p->grad_accum;
+    return ZP_OK;
+}
+
+zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
+                               zp_units *out)
+{
+    zp_exec_stage x;
+    ZP_TRY(zp_layout_exec_stage(m, p, stage, &x));
+    const size_t n = x.n, nb = (n + bucket - 1) / bucket;
     if (bucket < 1 || nb > (size_t)1e8)
         return ZP_FAIL(ZP_ERANGE, "bucket of %zu elements: too many buckets", bucket);
-    size_t *cuts = malloc((L + 1 + nb) * sizeof *cuts), nc = 0;
+    size_t *cuts = malloc(((size_t)x.nl + 2 + nb) * sizeof *cuts), nc = 0;
     if (!cuts)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (size_t i = 1; i <= L; i++)
-        cuts[nc++] = esz + (i - 1) * bsz;
+    for (int i = 0; i < x.nl; i++) /* the start of every block but the layout's first place */
+        if (x.blk_off + (size_t)i * x.bsz > 0)
+            cuts[nc++] = x.blk_off + (size_t)i * x.bsz;
+    if (x.emb && x.emb_off > 0)
+        cuts[nc++] = x.emb_off;
     for (size_t j = 1; j < nb; j++)
         cuts[nc++] = n - j * bucket;
     zp_status st = zp_units_build(n, cuts, (int)nc, (int)p->dp, rank, out);
@@ -270,26 +348,30 @@ zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucke
     return st;
 }
 
-/* The flat layout of one MP rank: group 0 (the embedding group, also gathered as the LM head) then the
- * blocks; units cut at every group boundary and every bucket boundary from the top (zp_shard.h), each
- * sharded into dp pieces. */
-static zp_status ex_facts(const zp_model *m, const zp_plan *p, zp_layout_facts *f)
+/* The flat layout of one MP rank (of its pipeline stage): group 0 (the embedding group, also gathered as
+ * the LM head) and the blocks, where zp_layout_exec_stage puts them; units cut at every group boundary and
+ * every bucket boundary from the top (zp_shard.h), each sharded into dp pieces. */
+static zp_status ex_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *pps, zp_layout_facts *f)
 {
+    zp_exec_stage x;
+    ZP_TRY(zp_layout_exec_stage(m, p, pps->stage, &x));
     ZP_TRY(facts_alloc(m, f));
-    size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
-    zp_layout_exec_tensors(m, p->mp, e, k);
-    const size_t esz = sum(e, ZP_EXEC_E_N), bsz = sum(k, ZP_EXEC_B_N), L = (size_t)m->layers;
-    for (size_t i = 0; i <= L + 1; i++)
-        f->gather[i] = (double)(i == 0 || i == L + 1 ? esz : bsz);
-    for (size_t i = 0; i <= L; i++)
-        f->grad[i] = (double)(i == 0 ? esz : bsz);
-    f->n = esz + L * bsz;
+    const size_t L = (size_t)m->layers;
+    if (x.emb) {
+        f->gather[0] = f->gather[L + 1] = (double)x.esz;
+        /* its gradient completes with the embedding's backward, or on the last of several stages with the
+         * head's */
+        f->grad[pps->embedding ? 0 : L + 1] = (double)x.esz;
+    }
+    for (int l = x.l0; l < x.l0 + x.nl; l++)
+        f->gather[l + 1] = f->grad[l + 1] = (double)x.bsz;
+    f->n = x.n;
     f->psi = f->psi_all = (double)f->n;
     f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : f->n;
     if (f->bucket < 1)
         f->bucket = 1;
     zp_units u;
-    zp_status st = zp_layout_exec_units(m, p, f->bucket, 0, &u);
+    zp_status st = zp_layout_exec_units(m, p, pps->stage, f->bucket, 0, &u);
     if (st != ZP_OK) {
         zp_layout_facts_free(f);
         return st;
@@ -346,37 +428,46 @@ static void ex_setup(zp_builder *b)
         ex_tensor(b, ZP_BUF_TMP, 0, ZP_MEM_BUFFERS, piece);
     if (p->stage == 1 || p->stage == 2)
         ex_tensor(b, ZP_BUF_GBUF, 0, ZP_MEM_BUFFERS, piece * dp);
-    /* one block's stored activations: every block's without checkpointing, one set with it */
-    const int nsets = p->checkpoint ? 1 : (int)m->layers;
+    /* one block's stored activations: every block's without checkpointing, one set with it; with pipeline
+     * stages those of the stage's blocks, for each micro-batch in flight (index layer + L·slot) */
+    zp_exec_stage x;
+    if (zp_layout_exec_stage(m, p, b->pps.stage, &x) != ZP_OK) /* facts built it: cannot fail here */
+        x = (zp_exec_stage){.nl = (int)m->layers, .slots = 1};
+    const int Li = (int)m->layers, l1 = x.l0 + x.nl;
     static const zp_buf set_bufs[] = {ZP_BUF_LN1, ZP_BUF_LN1_MEAN, ZP_BUF_LN1_RSTD, ZP_BUF_QKV, ZP_BUF_ATT,
                                       ZP_BUF_ATTY, ZP_BUF_X1, ZP_BUF_LN2, ZP_BUF_LN2_MEAN, ZP_BUF_LN2_RSTD,
                                       ZP_BUF_FCH, ZP_BUF_FCHG};
     const double set_n[] = {BT * C, BT, BT, BT * 3 * Cq, att, BT * Cq, BT * C, BT * C, BT, BT, BT * Fl, BT * Fl};
-    for (int i = 0; i < nsets; i++)
-        for (size_t k = 0; k < sizeof set_n / sizeof set_n[0]; k++)
-            ex_tensor(b, set_bufs[k], i, ZP_MEM_ACTIVATIONS, set_n[k]);
+    for (int k = 0; k < (p->checkpoint ? 1 : x.slots); k++)
+        for (int l = p->checkpoint ? 0 : x.l0; l < (p->checkpoint ? 1 : l1); l++)
+            for (size_t j = 0; j < sizeof set_n / sizeof set_n[0]; j++)
+                ex_tensor(b, set_bufs[j], l + Li * k, ZP_MEM_ACTIVATIONS, set_n[j]);
     if (p->checkpoint) {
         ex_tensor(b, ZP_BUF_RESID, 0, ZP_MEM_ACTIVATIONS, BT * C);
         const int pa = p->pa && p->mp > 1;
         const double ck = pa ? (double)zp_shard_piece((size_t)(BT * C), (int)p->mp) : BT * C;
         if (p->md) /* MD: all checkpoints in one contiguous region */
-            ex_tensor(b, ZP_BUF_CK_REGION, 0, ZP_MEM_CHECKPOINTS, L * ck);
+            ex_tensor(b, ZP_BUF_CK_REGION, 0, ZP_MEM_CHECKPOINTS, (double)x.nl * x.slots * ck);
         else
-            for (int l = 0; l < (int)m->layers; l++)
-                ex_tensor(b, ZP_BUF_CK, l, ZP_MEM_CHECKPOINTS, ck);
+            for (int k = 0; k < x.slots; k++)
+                for (int l = x.l0; l < l1; l++)
+                    ex_tensor(b, ZP_BUF_CK, l + Li * k, ZP_MEM_CHECKPOINTS, ck);
         if (pa)
             ex_tensor(b, ZP_BUF_XIN_WORK, 0, ZP_MEM_ACTIVATIONS, ck * t);
     } else {
-        for (int l = 0; l <= (int)m->layers; l++) /* block inputs and the last block's output */
-            ex_tensor(b, ZP_BUF_RES, l, ZP_MEM_ACTIVATIONS, BT * C);
+        for (int k = 0; k < x.slots; k++)
+            for (int l = x.l0; l <= l1; l++) /* block inputs and the last block's output */
+                ex_tensor(b, ZP_BUF_RES, l + (Li + 1) * k, ZP_MEM_ACTIVATIONS, BT * C);
     }
-    /* the head and the backward working tensors of one block */
+    (void)L;
+    /* the head (on its stage) and the backward working tensors of one block */
     static const zp_buf bufs[] = {ZP_BUF_PROJ, ZP_BUF_LNF, ZP_BUF_LNF_MEAN, ZP_BUF_LNF_RSTD, ZP_BUF_LOGITS,
                                   ZP_BUF_XMX,  ZP_BUF_XSE, ZP_BUF_XLT,      ZP_BUF_DRES,     ZP_BUF_DLN,
                                   ZP_BUF_DQKV, ZP_BUF_DATTY, ZP_BUF_DATT,   ZP_BUF_DFCH};
     const double n[] = {BT * C, BT * C, BT, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, BT * 3 * Cq, BT * Cq, att, BT * Fl};
     for (size_t k = 0; k < sizeof n / sizeof n[0]; k++)
-        ex_tensor(b, bufs[k], 0, ZP_MEM_ACTIVATIONS, n[k]);
+        if (b->pps.head || (k < 1 || k > 7))
+            ex_tensor(b, bufs[k], 0, ZP_MEM_ACTIVATIONS, n[k]);
 }
 
 static void ex_nothing(zp_builder *b, int l)

@@ -17,23 +17,27 @@
 #include <stddef.h>
 
 #include "zp_model.h"
+#include "zp_pipeline.h"
 #include "zp_plan.h"
 #include "zp_shard.h"
 
-/* What a layout knows of a plan's parameters, per MP rank. */
+/* What a layout knows of a plan's parameters, per MP rank (and pipeline stage: groups of other stages are
+ * 0). */
 typedef struct {
     double *gather;     /* [L + 2] parameters a stage-3 gather of group i brings (0 the embedding, 1..L the
                            blocks, L+1 the tied embedding as the LM head) */
     double *grad;       /* [L + 2] parameters whose gradients group i completes in backward (0: the embedding
-                           group, last; L+1: an untied LM head and the final norm, first; 0 when tied) */
+                           group, last; L+1: an untied LM head and the final norm, first; 0 when tied; with
+                           pipeline stages, the last stage's final norm and head, with its own copy of a tied
+                           word embedding, complete after the head's backward) */
     double *gather_exp; /* [L + 2] with EP > 1: the local experts' parameters of group i (an EDP gather); 0
                            otherwise (the experts are then in gather[]) */
     double *grad_exp;   /* [L + 2] ... and their gradients (reduced over the EDP group) */
     double psi_exp;     /* the sum of grad_exp[]: the routed experts' parameters one rank holds (EP > 1) */
-    double psi;         /* parameters one MP rank holds before ZeRO partitions them: the sum of grad[] and
-                           grad_exp[] */
-    double psi_all;     /* the model's parameters over the MP degree, which ZeRO partitions over the DP ranks
-                           (psi_all / dp each); psi_all = psi without expert parallelism */
+    double psi;         /* parameters one MP rank (of its stage) holds before ZeRO partitions them: the sum of
+                           grad[] and grad_exp[] */
+    double psi_all;     /* the model's parameters over the MP degree (of the stage), which ZeRO partitions over
+                           the DP ranks (psi_all / dp each); psi_all = psi without expert parallelism */
     /* the executor's flat layout (zplan-exec only) */
     size_t n;           /* flat parameters of one MP rank */
     size_t bucket;      /* elements per gradient bucket */
@@ -46,7 +50,7 @@ typedef struct {
     const char *name;
     int compute_only;          /* 1: the step's allocs and frees are all on the compute stream, so their
                                   program order is that stream's order whatever the others do */
-    zp_status (*facts)(const zp_model *m, const zp_plan *p, zp_layout_facts *f);
+    zp_status (*facts)(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f);
     void (*setup)(struct zp_builder *b);                  /* resident allocations, before the first step */
     void (*block_begin)(struct zp_builder *b, int l);      /* the forward (not the recompute) of block l starts */
     void (*block_end)(struct zp_builder *b, int l);        /* ... ends: block l's checkpoint is stored */
@@ -77,9 +81,28 @@ enum {
  * proj_w (C, Cq), proj_b (C), ln2_w, ln2_b (C), fc_w (Fl, C), fc_b (Fl), fcproj_w (C, Fl), fcproj_b (C). */
 void zp_layout_exec_tensors(const zp_model *m, int64_t mp, size_t emb[ZP_EXEC_E_N], size_t blk[ZP_EXEC_B_N]);
 
-/* The units of the executor's flat layout of n = emb + L·blk elements: cut at every group boundary and at
- * every bucket boundary from the top (buckets of `bucket` elements), each split into plan->dp pieces;
- * `rank`'s pieces (zp_shard.h). */
-zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, size_t bucket, int rank, zp_units *out);
+/* Where a pipeline stage's groups sit in its flat layout (the whole model without pipeline stages): the
+ * embedding group first on the first stage (and without stages), on top of the blocks on the last (its
+ * gradient, the LM head's, completes first there: buckets go from the top), absent between; the stage's
+ * blocks in order. In-flight micro-batches: a stage holds the activations of `slots` of them (1F1B: its
+ * warm-up + 1), in copies indexed layer + L·slot. */
+typedef struct {
+    size_t esz, bsz;    /* the embedding group's and a block's elements (per MP rank) */
+    size_t n;           /* the stage's flat parameters */
+    int l0, nl;         /* its first block and how many */
+    int emb;            /* 1: holds the embedding group */
+    size_t emb_off;     /* its offset (0, or nl·bsz on the last of several stages) */
+    size_t blk_off;     /* offset of block l0 */
+    int slots;          /* micro-batches in flight */
+} zp_exec_stage;
+
+/* The layout of `stage` of the plan (one model chunk per stage: the executor runs no interleaving). */
+zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, zp_exec_stage *out);
+
+/* The units of the executor's flat layout of a stage (n = emb + L·blk elements without stages): cut at
+ * every group boundary and at every bucket boundary from the top (buckets of `bucket` elements), each
+ * split into plan->dp pieces; `rank`'s pieces (zp_shard.h). */
+zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
+                               zp_units *out);
 
 #endif

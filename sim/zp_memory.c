@@ -1,5 +1,6 @@
 #include "zp_memory.h"
 
+#include "zp_pipeline.h"
 #include "zp_zoo.h"
 
 #include <math.h>
@@ -98,13 +99,55 @@ zp_status zp_memory_replay_ops(const zp_op *ops, int n, zp_memory *out)
     return replay_result(&c, out);
 }
 
-zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
+static zp_status estimate_stage(const zp_model *model, const zp_plan *plan, int stage, zp_memory *out)
 {
     zp_schedule s;
-    ZP_TRY(zp_schedule_build_memory(model, plan, &s));
+    ZP_TRY(zp_schedule_build_memory_stage(model, plan, stage, &s));
     zp_status st = zp_memory_replay(&s, out);
     zp_schedule_free(&s);
     return st;
+}
+
+zp_status zp_memory_estimate_stages(const zp_model *model, const zp_plan *plan, zp_memory *out, int n)
+{
+    if (n < plan->pp)
+        return ZP_FAIL(ZP_EINVAL, "room for %d of the %lld pipeline stages", n, (long long)plan->pp);
+    for (int s = 0; s < (int)plan->pp; s++)
+        ZP_TRY(estimate_stage(model, plan, s, &out[s]));
+    return ZP_OK;
+}
+
+/* With pipeline stages, the worst stage. A stage holds the micro-batches of its warm-up, which never grow
+ * with the stage's index, so among the stages between the first and the last with the same layers the
+ * first of them holds the most: the first stage, the last, and the first of each layer count between are
+ * the candidates. */
+zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
+{
+    if (plan->pp <= 1)
+        return estimate_stage(model, plan, 0, out);
+    ZP_TRY(zp_pp_check(model, plan));
+    const int P = (int)plan->pp;
+    int seen[4] = {-1, -1, -1, -1}, nseen = 0;
+    double host = 0;
+    for (int s = 0; s < P; s++) {
+        zp_pp_stage st;
+        ZP_TRY(zp_pp_stage_get(model, plan, s, &st));
+        if (s > 0 && s < P - 1) {
+            int known = 0;
+            for (int i = 0; i < nseen; i++)
+                known |= seen[i] == st.layers[0];
+            if (known || nseen == 4)
+                continue;
+            seen[nseen++] = st.layers[0];
+        }
+        zp_memory m;
+        ZP_TRY(estimate_stage(model, plan, s, &m));
+        if (s == 0 || m.total > out->total)
+            *out = m;
+        host = fmax(host, m.host);
+    }
+    out->host = host;
+    return ZP_OK;
 }
 
 int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, char *reason, int reason_len)

@@ -50,6 +50,9 @@ void zp_memcount_result(const zp_memcount *c, zp_memory *out);
  * order (zp_schedule_build_memory), setup included; whose memory is plan->impl's (sim/zp_layout.h:
  * DeepSpeed's as the ZeRO paper counts it, or zplan's executor's). */
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out);
+/* With pipeline stages (plan->pp > 1) that of the stage that needs the most device memory (host: the most of
+ * any stage). Every stage's into out[0..pp-1] (n: room in out): */
+zp_status zp_memory_estimate_stages(const zp_model *model, const zp_plan *plan, zp_memory *out, int n);
 /* The replay of any schedule (setup, then the step in program order). */
 zp_status zp_memory_replay(const zp_schedule *s, zp_memory *out);
 /* The replay of ops already in program order (a schedule read back from JSON). */

@@ -26,7 +26,8 @@ const char *zp_op_name(const zp_op *op)
 
 const char *zp_opc_name(zp_opc c)
 {
-    static const char *const n[ZP_NOPC] = {"compute", "collective", "copy", "alloc", "free", "signal", "wait"};
+    static const char *const n[ZP_NOPC] = {"compute", "collective", "copy", "alloc", "free", "signal", "wait",
+                                               "p2p"};
     return (unsigned)c < ZP_NOPC ? n[c] : "?";
 }
 
@@ -44,7 +45,8 @@ const char *zp_phase_name(zp_phase p)
 
 const char *zp_part_name(zp_part p)
 {
-    static const char *const n[ZP_NPARTS] = {"compute", "mp_comm", "dp_comm", "optimizer", "offload", "none"};
+    static const char *const n[ZP_NPARTS] = {"compute", "mp_comm", "dp_comm", "optimizer", "offload",
+                                             "pp_comm", "none"};
     return (unsigned)p < ZP_NPARTS ? n[p] : "?";
 }
 

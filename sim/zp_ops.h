@@ -36,6 +36,8 @@ typedef enum {
     ZP_OPC_FREE,    /* memory: the same buffer's bytes are released */
     ZP_OPC_SIGNAL,  /* adds a token to a channel */
     ZP_OPC_WAIT,    /* takes a token from a channel (blocks until one is there) */
+    ZP_OPC_P2P,     /* point-to-point between pipeline stages: a send, a receive or an exchange with the
+                       stage `item` (the op's peer), `bytes` per GPU */
     ZP_NOPC
 } zp_opc;
 
@@ -46,6 +48,8 @@ typedef enum {
     ZP_PART_DP_COMM,   /* ZeRO-DP collectives (and waiting for them) */
     ZP_PART_OPTIMIZER, /* Adam, and with ZeRO-Offload its copies and the CPU's update */
     ZP_PART_OFFLOAD,   /* Pa+cpu checkpoint copies (and waiting for them) */
+    ZP_PART_PP_COMM,   /* pipeline sends and receives: transfers and waiting for the neighbour stages (the
+                          bubble), the tied embedding's gradient all-reduce between the first and last stage */
     ZP_PART_NONE,      /* takes no time: signal, wait (a wait counts as its channel's part), alloc, free */
     ZP_NPARTS
 } zp_part;
@@ -57,6 +61,8 @@ typedef enum {
  * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned. */
 typedef enum { ZP_GROUP_MP, ZP_GROUP_DP, ZP_GROUP_EP, ZP_GROUP_EDP, ZP_NGROUPS } zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
+/* What a point-to-point op does with its peer stage: send, receive, or both (an all-reduce of two). */
+typedef enum { ZP_P2P_SEND, ZP_P2P_RECV, ZP_P2P_EXCHANGE } zp_p2p_kind;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
 /* An op's part of the attention core when the plan runs FlashAttention (one kernel forward, one backward,
@@ -198,6 +204,7 @@ typedef struct zp_op_info {
                                   local copy (a reduce-scatter's input to its partition, a stage-3 group
                                   gathered from the shard) */
     zp_copy_dir dir;
+    zp_p2p_kind p2p;
 } zp_op_info;
 
 typedef enum {
@@ -214,11 +221,12 @@ const zp_op_info *zp_op_info_get(int type);
 /* The op kind named `name` (output names, e.g. in a schedule file), -1 when unknown. */
 int zp_op_find(const char *name);
 const char *zp_op_name(const zp_op *op);
-/* "compute", "collective", "copy", "alloc", "free", "signal", "wait". */
+/* "compute", "collective", "copy", "alloc", "free", "signal", "wait", "p2p". */
 const char *zp_opc_name(zp_opc c);
 const char *zp_stream_name(zp_stream s);
 const char *zp_phase_name(zp_phase p);        /* "forward", ..., "setup" */
-const char *zp_part_name(zp_part p);          /* "compute", "mp_comm", "dp_comm", "optimizer", "offload", "none" */
+const char *zp_part_name(zp_part p);          /* "compute", "mp_comm", "dp_comm", "optimizer", "offload",
+                                                 "pp_comm", "none" */
 const char *zp_channel_name(zp_channel c);
 const char *zp_group_name(zp_group g);        /* "mp", "dp", "ep", "edp" */
 zp_part zp_channel_part(zp_channel c);        /* the part a compute-stream wait on it counts in */

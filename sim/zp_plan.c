@@ -34,12 +34,59 @@ zp_status zp_offload_parse(const char *text, zp_offload *out)
     return ZP_OK;
 }
 
+const char *zp_pp_schedule_name(zp_pp_schedule s)
+{
+    static const char *const names[] = {"1f1b", "gpipe", "interleaved"};
+    return (unsigned)s < ZP_PP_NSCHEDULES ? names[s] : "?";
+}
+
+zp_status zp_pp_schedule_parse(const char *text, zp_pp_schedule *out)
+{
+    for (int s = 0; s < ZP_PP_NSCHEDULES; s++)
+        if (strcasecmp(text, zp_pp_schedule_name((zp_pp_schedule)s)) == 0) {
+            *out = (zp_pp_schedule)s;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "--schedule: unknown pipeline schedule '%s' (use gpipe, 1f1b or interleaved)", text);
+}
+
+const char *zp_recompute_name(zp_recompute r)
+{
+    static const char *const names[] = {"full", "selective", "none"};
+    return (unsigned)r < ZP_NRECOMPUTE ? names[r] : "?";
+}
+
+zp_status zp_recompute_parse(const char *text, zp_recompute *out)
+{
+    for (int r = 0; r < ZP_NRECOMPUTE; r++)
+        if (strcasecmp(text, zp_recompute_name((zp_recompute)r)) == 0) {
+            *out = (zp_recompute)r;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "--recompute: unknown value '%s' (use full, selective or none)", text);
+}
+
+zp_recompute zp_plan_recompute(const zp_plan *p)
+{
+    return p->checkpoint ? ZP_RECOMPUTE_FULL : (p->selective ? ZP_RECOMPUTE_SELECTIVE : ZP_RECOMPUTE_NONE);
+}
+
+void zp_plan_set_recompute(zp_plan *p, zp_recompute r)
+{
+    p->checkpoint = r == ZP_RECOMPUTE_FULL;
+    p->selective = r == ZP_RECOMPUTE_SELECTIVE;
+}
+
+int64_t zp_plan_gpus(const zp_plan *p) { return p->dp * p->mp * (p->pp > 0 ? p->pp : 1); }
+
 void zp_plan_default(zp_plan *p, int64_t gpus)
 {
     memset(p, 0, sizeof *p);
     p->stage = 0;
     p->dp = gpus;
     p->mp = 1;
+    p->pp = 1;
+    p->vstages = 1;
     p->micro_batch = 1;
     p->grad_accum = 1;
     p->checkpoint = 1;
@@ -76,6 +123,32 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", p->stage);
     if (p->dp < 1 || p->mp < 1)
         return ZP_FAIL(ZP_EINVAL, "data- and model-parallel degrees must be at least 1");
+    if (p->pp < 1)
+        return ZP_FAIL(ZP_EINVAL, "--pp: the pipeline stages must be at least 1");
+    if ((unsigned)p->schedule >= ZP_PP_NSCHEDULES)
+        return ZP_FAIL(ZP_EINVAL, "--schedule: not a pipeline schedule");
+    if (p->vstages < 1 || p->vstages > ZP_MAX_VSTAGES)
+        return ZP_FAIL(ZP_EINVAL, "--virtual-stages: %d is not between 1 and %d", p->vstages, ZP_MAX_VSTAGES);
+    if (p->vstages > 1 && (p->schedule != ZP_PP_INTERLEAVED || p->pp < 2))
+        return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks per pipeline rank are the interleaved "
+                                  "schedule's (--pp P >= 2 --schedule interleaved)", p->vstages);
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && p->vstages < 2)
+        return ZP_FAIL(ZP_EINVAL, "--schedule interleaved needs --virtual-stages v >= 2 (model chunks per rank)");
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && p->grad_accum % p->pp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--schedule interleaved: the %lld micro-batches per step must be a multiple of "
+                                  "the %lld pipeline stages (as Megatron-LM requires)",
+                       (long long)p->grad_accum, (long long)p->pp);
+    if (p->pp > 1 && p->stage >= 2)
+        return ZP_FAIL(ZP_EINVAL, "ZeRO stage %d with pipeline parallelism: DeepSpeed's pipeline engine allows "
+                                  "stage 0 and 1 only (\"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                                  "parallelism\": gradients must stay whole on a stage until every micro-batch "
+                                  "has gone through it); use --stage 1 (the distributed optimizer) or --pp 1",
+                       p->stage);
+    if (p->checkpoint && p->selective)
+        return ZP_FAIL(ZP_EINVAL, "--recompute: full and selective recompute exclude each other");
+    if (p->sp && (p->pa || p->pa_cpu))
+        return ZP_FAIL(ZP_EINVAL, "--sp shards the checkpoints over the MP group already: ZeRO-R --pa/--pa-cpu "
+                                  "have nothing left to partition (drop one)");
     if (p->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (p->grad_accum < 1)

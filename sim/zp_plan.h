@@ -18,6 +18,26 @@ typedef enum {
  * system the planner models, or zplan's own executor (exec/: fp32, its exact tensors). */
 typedef enum { ZP_IMPL_DEEPSPEED = 0, ZP_IMPL_EXEC } zp_impl;
 
+/* Pipeline schedules (Narayanan et al. SC'21): GPipe (every forward, then every backward: the stage
+ * holds all its micro-batches' activations), 1F1B (PipeDream-Flush: warm-up forwards, then one forward
+ * and one backward alternately, so stage i holds at most P - i micro-batches), interleaved 1F1B
+ * (Megatron-LM: each rank holds v model chunks, the bubble shrinks by v, activations and point-to-point
+ * traffic grow). */
+typedef enum { ZP_PP_1F1B = 0, ZP_PP_GPIPE, ZP_PP_INTERLEAVED, ZP_PP_NSCHEDULES } zp_pp_schedule;
+
+const char *zp_pp_schedule_name(zp_pp_schedule s); /* "1f1b", "gpipe", "interleaved" */
+zp_status zp_pp_schedule_parse(const char *text, zp_pp_schedule *out);
+
+/* Activation recompute (Korthikanti et al. 2022): full (one checkpoint per block, the block recomputed in
+ * backward), selective (every activation kept but the attention core's, which backward recomputes), none. */
+typedef enum { ZP_RECOMPUTE_FULL = 0, ZP_RECOMPUTE_SELECTIVE, ZP_RECOMPUTE_NONE, ZP_NRECOMPUTE } zp_recompute;
+
+const char *zp_recompute_name(zp_recompute r); /* "full", "selective", "none" */
+zp_status zp_recompute_parse(const char *text, zp_recompute *out);
+
+/* Most model chunks (virtual stages) per pipeline rank. */
+#define ZP_MAX_VSTAGES 64
+
 /* The ZeRO-DP stages as a const table (GSL-style strategies). */
 typedef struct {
     int stage;
@@ -54,7 +74,13 @@ enum { ZP_NVME_OPTIMIZER = 1, ZP_NVME_PARAMS = 2 };
 typedef struct {
     int stage;           /* ZeRO-DP stage 0..3 */
     int64_t dp;          /* Nd: data-parallel degree */
-    int64_t mp;          /* Nm: model (tensor) parallel degree; gpus = dp * mp */
+    int64_t mp;          /* Nm: model (tensor) parallel degree */
+    int64_t pp;          /* pipeline stages (1: none); gpus = dp * mp * pp */
+    zp_pp_schedule schedule; /* the pipeline schedule (with pp > 1) */
+    int vstages;         /* model chunks per pipeline rank: v >= 2 for the interleaved schedule, else 1 */
+    int sp;              /* Megatron sequence parallelism over the MP group (LayerNorm, dropout sharded;
+                            reduce-scatter and all-gather instead of all-reduce) */
+    int selective;       /* selective recompute: the attention core recomputed in backward (checkpoint 0) */
     int64_t micro_batch; /* sequences per GPU (per MP group) per forward/backward */
     int64_t grad_accum;  /* micro-batches per step */
     int checkpoint;      /* full activation checkpointing (one checkpoint per block) */
@@ -96,9 +122,15 @@ double zp_plan_grad_bytes(const zp_plan *p);
 /* "fp16", "bf16" or "fp32": the training precision of the parameters. */
 const char *zp_plan_precision_name(const zp_plan *p);
 
+/* The recompute policy of a plan (from checkpoint and selective), and setting it. */
+zp_recompute zp_plan_recompute(const zp_plan *p);
+void zp_plan_set_recompute(zp_plan *p, zp_recompute r);
+/* GPUs of the plan: dp * mp * pp. */
+int64_t zp_plan_gpus(const zp_plan *p);
 /* Global batch in sequences: micro_batch * grad_accum * dp. */
 double zp_plan_global_batch(const zp_plan *p);
-/* Consistency of the plan itself (stage range, Pa needs checkpointing, offload needs a stage). */
+/* Consistency of the plan itself (stage range, Pa needs checkpointing, offload needs a stage, what
+ * DeepSpeed and Megatron-LM allow with pipeline parallelism). */
 zp_status zp_plan_validate(const zp_plan *p);
 
 #endif

@@ -114,18 +114,42 @@ static void channel_op(zp_builder *b, int s, int type, zp_channel c)
 static void sig(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_SIGNAL, c); }
 static void wait_ch(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_WAIT, c); }
 
-/* An MP all-reduce of a row-split GEMM's partial outputs, T·h fp16 (nothing without MP). */
+/* ---- Megatron's MP collectives, with or without sequence parallelism (Korthikanti et al. 2022) ---- */
+
+/* Tokens an element-wise kernel outside the attention and MLP walks on one MP rank: all T of them, or
+ * with sequence parallelism the rank's T/t. */
+static double sp_tokens(const zp_builder *b, double T) { return b->p->sp ? T / (double)b->p->mp : T; }
+
+/* After a row-parallel GEMM: its partial sums (T·h fp16) all-reduced over the MP group, or with sequence
+ * parallelism reduce-scattered along the sequence (nothing without MP). */
 static void mp_reduce(zp_builder *b, double bytes)
 {
     if (b->p->mp > 1)
-        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, bytes);
+        move(b, ZP_STREAM_COMPUTE, b->p->sp ? ZP_OPK_MP_REDUCE_SCATTER : ZP_OPK_MP_ALLREDUCE, bytes);
 }
 
+/* Before a column-parallel GEMM (and, in backward, before a row-parallel GEMM's input gradient): the
+ * sequence-parallel shards all-gathered; nothing without sequence parallelism. */
+static void mp_gather(zp_builder *b, double bytes)
+{
+    if (b->p->mp > 1 && b->p->sp)
+        move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLGATHER, bytes);
+}
+
+/* The attention core of one block (scores, softmax, context): part of its forward, and what selective
+ * recompute recomputes before the block's backward. */
+static void attention_core(zp_builder *b, const zp_block_shape *S)
+{
+    const double s = S->s;
+    gemm(b, ZP_OPK_ATTN_SCORES, s, s, S->dqk, S->bh);
+    eltwise(b, ZP_OPK_SOFTMAX, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
+    gemm(b, ZP_OPK_ATTN_CONTEXT, s, S->dv, s, S->bh);
+}
 /* Attention's projections in (Q, K, V: fused, or MLA's low-rank pairs), the rotary turn, scores, softmax,
  * context. Shapes per MP rank (sim/zp_shape.h). */
 static void attention_forward(zp_builder *b, const zp_block_shape *S)
 {
-    const double T = S->T, h = S->h, s = S->s;
+    const double T = S->T, h = S->h;
     if (S->mla) {
         if (S->q_rank > 0) {
             gemm(b, ZP_OPK_Q_DOWN, T, S->q_rank, h, 1);
@@ -142,9 +166,7 @@ static void attention_forward(zp_builder *b, const zp_block_shape *S)
     }
     if (S->rotary)
         eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S->rope_n, T * S->rope_n);
-    gemm(b, ZP_OPK_ATTN_SCORES, s, s, S->dqk, S->bh);
-    eltwise(b, ZP_OPK_SOFTMAX, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
-    gemm(b, ZP_OPK_ATTN_CONTEXT, s, S->dv, s, S->bh);
+    attention_core(b, S);
 }
 
 static void attention_backward(zp_builder *b, const zp_block_shape *S)
@@ -258,38 +280,44 @@ static void block_forward(zp_builder *b)
 {
     zp_block_shape S;
     zp_shape_block(b->m, b->p, b->layer, &S);
-    const double T = S.T, h = S.h;
-    eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * T * h, T * h);
+    const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
+    eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * Ts * h, Ts * h);
+    mp_gather(b, 2.0 * T * h);
     attention_forward(b, &S);
     gemm(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 1);
     mp_reduce(b, 2.0 * T * h);
-    if (!S.one_norm)
-        eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * T * h, T * h);
+    if (!S.one_norm) {
+        eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
+        mp_gather(b, 2.0 * T * h);
+    }
     if (S.moe)
         moe_forward(b, &S);
     else
         mlp_forward(b, &S, S.f);
     mp_reduce(b, 2.0 * T * h);
-    eltwise(b, ZP_OPK_RESID, 2.0 * 2.0 * 2.0 * T * h, T * h);
+    eltwise(b, ZP_OPK_RESID, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
 }
 
 static void block_backward(zp_builder *b)
 {
     zp_block_shape S;
     zp_shape_block(b->m, b->p, b->layer, &S);
-    const double T = S.T, h = S.h;
-    eltwise(b, ZP_OPK_RESID_BWD, 2.0 * 2.0 * 2.0 * T * h, T * h);
+    const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
+    eltwise(b, ZP_OPK_RESID_BWD, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
+    mp_gather(b, 2.0 * T * h);
     if (S.moe)
         moe_backward(b, &S);
     else
         mlp_backward(b, &S, S.f);
     mp_reduce(b, 2.0 * T * h);
-    if (!S.one_norm)
-        eltwise(b, S.rms ? ZP_OPK_RMSNORM2_BWD : ZP_OPK_LAYERNORM2_BWD, 3.0 * 2.0 * 2.0 * T * h, T * h);
+    if (!S.one_norm) {
+        eltwise(b, S.rms ? ZP_OPK_RMSNORM2_BWD : ZP_OPK_LAYERNORM2_BWD, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
+        mp_gather(b, 2.0 * T * h);
+    }
     gemm_bwd(b, ZP_OPK_ATTN_PROJ_DGRAD, ZP_OPK_ATTN_PROJ_WGRAD, T, h, S.o_k, 1);
     attention_backward(b, &S);
     mp_reduce(b, 2.0 * T * h);
-    eltwise(b, S.rms ? ZP_OPK_RMSNORM1_BWD : ZP_OPK_LAYERNORM1_BWD, 2.0 * 2.0 * 2.0 * T * h, T * h);
+    eltwise(b, S.rms ? ZP_OPK_RMSNORM1_BWD : ZP_OPK_LAYERNORM1_BWD, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
 }
 
 /* Stage 3: the comm stream gathers the groups of one pass ahead of the compute stream (prefetch of
@@ -388,7 +416,106 @@ static void ckpt_fetch(zp_builder *b, double bytes)
     sig(b, ZP_STREAM_PCIE, ZP_CH_CKPT_IN);
 }
 
-static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_params, int *nbuckets)
+/* The items of the current pass's chunk: 0 (the embedding) when it has it, its blocks 1 + l, L + 1 (the
+ * head) when it has it; the whole model without pipeline stages. */
+typedef struct {
+    int lo, hi;   /* first and last item */
+    int fb, lb;   /* first and last block item (fb > lb: no block) */
+    int nblocks;
+} chunk_items;
+
+static chunk_items items_of(const zp_builder *b, int chunk)
+{
+    const zp_pp_stage *st = &b->pps;
+    const int L = (int)b->m->layers, emb = st->embedding && chunk == 0, head = st->head && chunk == st->chunks - 1;
+    chunk_items c = {.fb = st->first[chunk] + 1, .lb = st->first[chunk] + st->layers[chunk],
+                     .nblocks = st->layers[chunk]};
+    c.lo = emb ? 0 : c.fb;
+    c.hi = head ? L + 1 : c.lb;
+    return c;
+}
+
+/* The next item of a pass going up (dir 1) or down (-1); a collapsed memory-only schedule builds one block
+ * standing for all of the chunk's. */
+static int next_item(const zp_builder *b, const chunk_items *c, int item, int dir)
+{
+    if (b->collapse && dir > 0 && item == c->fb)
+        return c->lb + 1;
+    if (b->collapse && dir < 0 && item > c->fb && c->nblocks > 0)
+        return c->fb;
+    return item + dir;
+}
+
+static void set_item(zp_builder *b, const chunk_items *c, int item)
+{
+    const int L = (int)b->m->layers;
+    b->layer = (item >= 1 && item <= L) ? item - 1 : -1;
+    b->repeat = b->collapse && b->layer >= 0 ? (double)c->nblocks : 1.0;
+}
+
+/* ---- pipeline point-to-point ---- */
+
+/* A micro-batch's activation (or its gradient) between pipeline stages: T x h per rank; Megatron-LM's
+ * scatter/gather (Narayanan et al. §4.1) sends 1/t of it from each MP rank over its own NIC and all-gathers
+ * it over NVLink on arrival; with sequence parallelism the tensor is the rank's shard already. */
+static double pp_bytes(const zp_builder *b)
+{
+    const double T = (double)b->p->micro_batch * (double)b->m->seq;
+    return b->p->param_bytes * T * (double)b->m->hidden / (double)b->p->mp;
+}
+
+static void pp_p2p(zp_builder *b, int type, int peer)
+{
+    if (skip(b))
+        return;
+    zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
+    o->bytes = pp_bytes(b);
+    o->item = peer;
+    if (zp_op_table[type].p2p == ZP_P2P_RECV && !b->p->sp && b->p->mp > 1)
+        move(b, ZP_STREAM_COMPUTE, ZP_OPK_PP_ALLGATHER, pp_bytes(b) * (double)b->p->mp);
+}
+
+/* The virtual stage of a chunk of this stage is the first (it gets tokens, not activations) or the last
+ * (it gets the loss, not a gradient). */
+static int first_virtual(const zp_builder *b, int chunk) { return b->pps.stage == 0 && chunk == 0; }
+static int last_virtual(const zp_builder *b, int chunk)
+{
+    return b->pps.stage == b->pps.stages - 1 && chunk == b->pps.chunks - 1;
+}
+static int prev_stage(const zp_builder *b) { return (b->pps.stage + b->pps.stages - 1) % b->pps.stages; }
+static int next_stage(const zp_builder *b) { return (b->pps.stage + 1) % b->pps.stages; }
+
+/* ---- activation recompute ---- */
+
+/* Before block l's backward: under full recompute its forward again (Pa+cpu's checkpoint back first, Pa's
+ * all-gather), under selective recompute its attention core again; nothing without recompute. */
+static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, double ckpt_part)
+{
+    const zp_plan *p = b->p;
+    const double T = (double)p->micro_batch * (double)b->m->seq;
+    if (p->checkpoint) {
+        b->phase = ZP_PHASE_RECOMPUTE;
+        if (pacpu) {
+            wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CKPT_IN);
+            if (item > c->fb) /* prefetch the checkpoint of the block below */
+                ckpt_fetch(b, ckpt_part);
+        }
+        if ((p->pa || p->pa_cpu) && p->mp > 1)
+            move(b, ZP_STREAM_COMPUTE, ZP_OPK_PA_ALLGATHER, 2.0 * T * (double)b->m->hidden);
+        block_forward(b);
+        b->phase = ZP_PHASE_BACKWARD;
+    } else if (p->selective) {
+        b->phase = ZP_PHASE_RECOMPUTE;
+        zp_block_shape S;
+        zp_shape_block(b->m, p, b->layer, &S);
+        attention_core(b, &S);
+        b->phase = ZP_PHASE_BACKWARD;
+    }
+}
+
+/* The forward pass of micro-batch u through chunk `chunk` of this stage: the activation from the stage
+ * before (or the embedding), the chunk's blocks, then the activation to the next stage (or the head). */
+static void forward_pass(zp_builder *b, int64_t u, int chunk)
 {
     const zp_plan *p = b->p;
     const zp_model *m = b->m;
@@ -397,26 +524,30 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
     const double V = (double)m->vocab, T = bs * s;
     const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t; /* a checkpoint's bytes per MP rank with Pa */
-    b->micro = u;
-
-    /* ---- forward: items 0 (embedding), 1..L (blocks), L+1 (LM head) ---- */
+    const chunk_items c = items_of(b, chunk);
+    b->micro = (int)u;
     b->phase = ZP_PHASE_FORWARD;
     b->layer = -1;
+    b->pass_head = c.hi == L + 1;
+    if (!first_virtual(b, chunk)) {
+        b->layer = c.fb - 1;
+        pp_p2p(b, ZP_OPK_PP_RECV_ACT, prev_stage(b));
+    }
+
+    /* ---- items 0 (embedding), 1..L (blocks), L+1 (LM head) ---- */
     if (stage3)
-        gather_item(b, 1, 0);
-    for (int item = 0; item <= L + 1; item = b->collapse && item == 1 ? L + 1 : item + 1) {
-        b->layer = (item >= 1 && item <= L) ? item - 1 : -1;
-        b->repeat = b->collapse && b->layer >= 0 ? (double)L : 1.0;
+        gather_item(b, 1, c.lo);
+    for (int item = c.lo; item <= c.hi; item = next_item(b, &c, item, 1)) {
+        set_item(b, &c, item);
         if (stage3) {
-            use_gathered(b, item == L + 1);
-            if (item < L + 1) /* prefetch the next group while this one computes */
-                gather_item(b, 0, item + 1);
+            use_gathered(b, item == c.hi);
+            if (item < c.hi) /* prefetch the next group while this one computes */
+                gather_item(b, 0, next_item(b, &c, item, 1));
             b->lay->use(b, item);
         }
         if (item == 0) {
             eltwise(b, ZP_OPK_EMBEDDING, 2.0 * 2.0 * T * h, T * h);
-            if (p->mp > 1) /* vocab-parallel embedding: partial sums all-reduced */
-                move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
+            mp_reduce(b, 2.0 * T * h); /* vocab-parallel embedding: partial sums reduced */
         } else if (item <= L) {
             b->lay->block_begin(b, item - 1);
             block_forward(b);
@@ -429,61 +560,80 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
         } else {
             if (!m->no_final_norm)
                 eltwise(b, m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS : ZP_OPK_FINAL_LN, 2.0 * 2.0 * T * h, T * h);
+            mp_gather(b, 2.0 * T * h); /* the LM head is a column-parallel GEMM */
             b->lay->logits(b);
             gemm(b, ZP_OPK_LM_HEAD, T, V / t, h, 1);
             eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
         }
     }
+    if (!last_virtual(b, chunk)) {
+        b->layer = c.lb - 1;
+        b->repeat = 1.0;
+        pp_p2p(b, ZP_OPK_PP_SEND_ACT, next_stage(b));
+    }
+}
 
-    /* ---- backward: LM head, blocks L-1..0 (each recomputed first), embedding. Prefetches (stage-3
-     * gathers, Pa+cpu checkpoint fetches) of the next group are queued before the reductions of the
-     * current one, so a reduction never delays the next group's data. ---- */
+/* The backward pass of micro-batch u through chunk `chunk`: the gradient from the stage after (or the
+ * loss), the LM head, the blocks from the top (each recomputed first), the embedding, the gradient to the
+ * stage before. Prefetches (stage-3 gathers, Pa+cpu checkpoint fetches) of the next group are queued
+ * before the reductions of the current one, so a reduction never delays the next group's data. Gradient
+ * buckets are reduced as they fill in the passes that `reduce` (stage 2-3: every micro-batch; else the
+ * chunk's last). */
+static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_params)
+{
+    const zp_plan *p = b->p;
+    const zp_model *m = b->m;
+    const int L = (int)m->layers;
+    const double t = (double)p->mp, bs = (double)p->micro_batch, s = (double)m->seq, h = (double)m->hidden;
+    const double V = (double)m->vocab, T = bs * s;
+    const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
+    const double ckpt_part = 2.0 * T * h / t;
+    const chunk_items c = items_of(b, chunk);
+    const int last_micro = u == p->grad_accum - 1;
+    b->micro = (int)u;
     b->phase = ZP_PHASE_BACKWARD;
+    b->pass_head = c.hi == L + 1;
     buckets k = {.bucket = bucket_params, .reduce = (p->stage >= 2) || last_micro, .last_micro = last_micro};
     buckets kx = k; /* the experts' own buckets (EP > 1) */
     kx.experts = 1;
     b->layer = -1;
-    if (stage3)
-        gather_item(b, 1, L + 1);
-    if (pacpu) {
-        b->layer = L - 1;
-        ckpt_fetch(b, ckpt_part); /* block L-1's checkpoint */
+    b->repeat = 1.0;
+    if (!last_virtual(b, chunk)) {
+        b->layer = c.lb - 1;
+        pp_p2p(b, ZP_OPK_PP_RECV_GRAD, next_stage(b));
+        b->layer = -1;
     }
-    for (int item = L + 1; item >= 1; item = b->collapse && item == L + 1 ? 1 : item - 1) {
-        b->layer = item <= L ? item - 1 : -1;
-        b->repeat = b->collapse && b->layer >= 0 ? (double)L : 1.0;
+    if (stage3)
+        gather_item(b, 1, c.hi);
+    if (pacpu && c.nblocks > 0) {
+        b->layer = c.lb - 1;
+        ckpt_fetch(b, ckpt_part); /* the top block's checkpoint */
+    }
+    const int bottom = c.lo == 0 ? 1 : c.lo; /* the embedding's backward comes after the loop */
+    const int top = b->collapse && c.hi == c.lb && c.nblocks > 0 ? c.fb : c.hi; /* collapsed: one block */
+    for (int item = top; item >= bottom; item = next_item(b, &c, item, -1)) {
+        set_item(b, &c, item);
         b->phase = ZP_PHASE_BACKWARD;
         if (stage3) {
-            use_gathered(b, item == 1);
-            if (item > 1)
-                gather_item(b, 0, item - 1);
+            use_gathered(b, item == bottom);
+            if (item > bottom)
+                gather_item(b, 0, next_item(b, &c, item, -1));
             b->lay->use(b, item);
         }
         if (item == L + 1) {
             eltwise(b, ZP_OPK_XENT_BWD, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
             gemm_bwd(b, ZP_OPK_LM_HEAD_DGRAD, ZP_OPK_LM_HEAD_WGRAD, T, V / t, h, 1);
-            if (p->mp > 1)
-                move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 2.0 * T * h);
+            mp_reduce(b, 2.0 * T * h);
             if (!m->no_final_norm)
                 eltwise(b, m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS_BWD : ZP_OPK_FINAL_LN_BWD, 3.0 * 2.0 * T * h,
                         T * h);
-            /* a tied LM head's gradient completes with the embedding backward; an untied head's is done */
+            /* tied: the embedding's gradient completes with the embedding backward (one stage), or is the
+             * last stage's own copy (pipeline stages); an untied head's is done */
             if (b->f.grad[L + 1] > 0)
                 bucket_add(b, &k, b->f.grad[L + 1], 0);
             continue;
         }
-        if (p->checkpoint) {
-            b->phase = ZP_PHASE_RECOMPUTE;
-            if (pacpu) {
-                wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CKPT_IN);
-                if (item > 1) /* prefetch the checkpoint of the block below */
-                    ckpt_fetch(b, ckpt_part);
-            }
-            if ((p->pa || p->pa_cpu) && p->mp > 1)
-                move(b, ZP_STREAM_COMPUTE, ZP_OPK_PA_ALLGATHER, 2.0 * T * h);
-            block_forward(b);
-            b->phase = ZP_PHASE_BACKWARD;
-        }
+        recompute(b, item, &c, pacpu, ckpt_part);
         block_backward(b);
         b->lay->block_done(b, item - 1);
         bucket_add(b, &k, b->f.grad[item], 0);
@@ -494,16 +644,46 @@ static void micro_batch(zp_builder *b, int u, int last_micro, double bucket_para
      * it: a scatter-add needs no weights), then the last bucket */
     b->layer = -1;
     b->repeat = 1.0;
-    if (stage3)
-        b->lay->use(b, -1);
-    eltwise(b, ZP_OPK_EMBEDDING_BWD, 2.0 * 2.0 * T * h, T * h);
-    bucket_add(b, &k, b->f.grad[0], 1);
+    if (c.lo == 0) {
+        if (stage3)
+            b->lay->use(b, -1);
+        mp_gather(b, 2.0 * T * h); /* the embedding's output gradient, whole on every rank */
+        eltwise(b, ZP_OPK_EMBEDDING_BWD, 2.0 * 2.0 * T * h, T * h);
+        bucket_add(b, &k, b->f.grad[0], 1);
+    } else {
+        bucket_add(b, &k, 0.0, 1);
+    }
     bucket_add(b, &kx, 0.0, 1);
     b->lay->micro_end(b);
-    *nbuckets = k.closed + kx.closed;
+    if (last_micro)
+        b->last_buckets += k.closed + kx.closed;
     if (k.reduce)
-        for (int i = 0; i < k.closed + kx.closed; i++)
+        b->reduced_pending += k.closed + kx.closed;
+    if (p->stage >= 2) /* the compute stream waits for this pass's reductions */
+        for (; b->reduced_pending > 0; b->reduced_pending--)
             wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_REDUCED);
+    if (!first_virtual(b, chunk)) {
+        b->layer = c.fb - 1;
+        pp_p2p(b, ZP_OPK_PP_SEND_GRAD, prev_stage(b));
+    }
+}
+
+/* The end of the step's passes: the reductions not waited for yet, and with pipeline stages the tied
+ * embedding's gradient all-reduced between the first and the last stage (Megatron-LM). */
+static void passes_end(zp_builder *b)
+{
+    b->layer = -1;
+    b->micro = (int)b->p->grad_accum - 1;
+    b->phase = ZP_PHASE_BACKWARD;
+    for (; b->reduced_pending > 0; b->reduced_pending--)
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_REDUCED);
+    const zp_pp_stage *st = &b->pps;
+    if (st->stages > 1 && (st->embedding || st->head) && !b->m->untied && !skip(b)) {
+        zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_EMBED_GRAD_ALLREDUCE);
+        const double E = (double)(b->m->embed_dim > 0 ? b->m->embed_dim : b->m->hidden);
+        o->bytes = b->p->param_bytes * (double)b->m->vocab * E / (double)b->p->mp;
+        o->item = st->embedding ? st->stages - 1 : 0;
+    }
 }
 
 /* The optimizer on the local partition, and the stage-1/2 all-gather of the updated parameters. */
@@ -571,8 +751,34 @@ static zp_status number(void *ctx, const zp_op *op)
     return ZP_OK;
 }
 
-static zp_status build(const zp_model *model, const zp_plan *plan, int memory_only, zp_schedule *out)
+/* The passes a schedule builds, as ranges of the stage's pass order (zp_pp_pass_at). A memory-only
+ * schedule leaves out the steady-state pass pairs that repeat the memory of the ones kept: the state after
+ * every P·v pairs (each chunk P times forward and backward) is the same, so the warm-up, the first and the
+ * last P·v pairs and the cool-down hold every peak (without pipeline stages: the first and the last
+ * micro-batch). GPipe keeps its passes (every forward is in flight at once). Returns the number of
+ * ranges (at most 3) in r[][2] = {first, end}. */
+static int pass_ranges(const zp_plan *plan, int stage, int memory_only, int64_t r[3][2])
 {
+    const int64_t v = plan->pp > 1 ? plan->vstages : 1, total = 2 * plan->grad_accum * v;
+    const int64_t w = zp_pp_warmup(plan, stage), steady = total / 2 - w, period = (plan->pp > 1 ? plan->pp : 1) * v;
+    if (!memory_only || (plan->pp > 1 && plan->schedule == ZP_PP_GPIPE) || steady <= 2 * period) {
+        r[0][0] = 0;
+        r[0][1] = total;
+        return 1;
+    }
+    r[0][0] = 0;
+    r[0][1] = w + 2 * period;
+    r[1][0] = w + 2 * (steady - period);
+    r[1][1] = total;
+    return 2;
+}
+
+/* What build() makes: the step, its memory-only form, or a sample of one micro-batch's passes. */
+enum { BUILD_STEP, BUILD_MEMORY, BUILD_SAMPLE };
+
+static zp_status build(const zp_model *model, const zp_plan *plan, int stage, int mode, zp_schedule *out)
+{
+    const int memory_only = mode == BUILD_MEMORY;
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_model_validate(model));
     ZP_TRY(zp_plan_validate(plan));
@@ -580,8 +786,9 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int memory_on
                     .memory_only = memory_only, .item = -1, .repeat = 1.0};
     if (!b.lay)
         return ZP_FAIL(ZP_EINVAL, "schedule: unknown implementation %d", (int)plan->impl);
+    ZP_TRY(zp_pp_stage_get(model, plan, stage, &b.pps));
     b.collapse = memory_only && b.lay->compute_only;
-    ZP_TRY(b.lay->facts(model, plan, &b.f));
+    ZP_TRY(b.lay->facts(model, plan, &b.pps, &b.f));
     b.live = calloc((size_t)model->layers + 2, 1);
     if (!b.live) {
         builder_free(&b);
@@ -598,16 +805,24 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int memory_on
                        bucket, psi, psi / bucket, ZP_SCHEDULE_MAX_BUCKETS, ceil(psi / ZP_SCHEDULE_MAX_BUCKETS));
     }
     b.lay->setup(&b);
-    int nb = 0;
-    const int ga = (int)plan->grad_accum;
-    for (int u = 0; u < ga && b.st == ZP_OK; u++) {
-        if (memory_only && u > 0 && u < ga - 1) {
-            u = ga - 2; /* the micro-batches between the first and the last allocate exactly as the first */
-            continue;
+    int64_t ranges[3][2];
+    const int nr = mode == BUILD_SAMPLE ? 0 : pass_ranges(plan, stage, memory_only, ranges);
+    for (int j = 0; j < nr; j++)
+        for (int64_t k = ranges[j][0]; k < ranges[j][1] && b.st == ZP_OK; k++) {
+            const zp_pp_pass x = zp_pp_pass_at(plan, stage, k);
+            if (x.backward)
+                backward_pass(&b, x.micro, x.chunk, bucket);
+            else
+                forward_pass(&b, x.micro, x.chunk);
         }
-        micro_batch(&b, u, u == ga - 1, bucket, &nb);
-    }
-    optimizer(&b, bucket, nb);
+    for (int c = 0; mode == BUILD_SAMPLE && c < b.pps.chunks; c++)
+        forward_pass(&b, 0, c);
+    for (int c = b.pps.chunks - 1; mode == BUILD_SAMPLE && c >= 0; c--)
+        backward_pass(&b, 0, c, bucket);
+    passes_end(&b);
+    const int nb = b.last_buckets;
+    if (mode != BUILD_SAMPLE)
+        optimizer(&b, bucket, nb);
     if (b.st != ZP_OK) {
         zp_status st = b.st;
         builder_free(&b);
@@ -626,6 +841,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int memory_on
     out->flops = memory_only ? 0.0 : b.flops;
     out->params = psi;
     out->memory_only = memory_only;
+    out->stage = stage;
     builder_free(&b);
     int next = 0;
     zp_status st = zp_schedule_walk(out, 1, -1, number, &next);
@@ -637,12 +853,27 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int memory_on
 
 zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_schedule *out)
 {
-    return build(model, plan, 0, out);
+    return build(model, plan, 0, BUILD_STEP, out);
+}
+
+zp_status zp_schedule_build_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out)
+{
+    return build(model, plan, stage, BUILD_STEP, out);
 }
 
 zp_status zp_schedule_build_memory(const zp_model *model, const zp_plan *plan, zp_schedule *out)
 {
-    return build(model, plan, 1, out);
+    return build(model, plan, 0, BUILD_MEMORY, out);
+}
+
+zp_status zp_schedule_build_memory_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out)
+{
+    return build(model, plan, stage, BUILD_MEMORY, out);
+}
+
+zp_status zp_schedule_build_sample(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out)
+{
+    return build(model, plan, stage, BUILD_SAMPLE, out);
 }
 
 void zp_schedule_free(zp_schedule *s)

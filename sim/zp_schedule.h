@@ -7,7 +7,9 @@
  *  - the simulator (sim/zp_engine.c): costs on a SimGrid platform;
  *  - the memory replay (sim/zp_memory.c): the peak of the live bytes, by category, in program order;
  *  - the executor (exec/): real kernels under MPI; it allocates its tensors by running the alloc ops.
- * Every rank of a plan runs the same schedule (ranks are symmetric).
+ * Every rank of a pipeline stage runs the same schedule (the ranks of a stage are symmetric); with
+ * pipeline parallelism each stage has its own (its layers, the embedding on the first, the head on the
+ * last, its passes in the pipeline schedule's order with point-to-point sends and receives).
  *
  * Program order (zp_schedule_walk): the setup ops (the allocations made once before the first step:
  * model states, the executor's tensors), then the step as one thread runs its streams: every stream
@@ -33,6 +35,7 @@ typedef struct {
                                   memory_only) */
     double params;             /* parameters of one MP rank the schedule's buckets and gathers cover */
     int memory_only;           /* built by zp_schedule_build_memory: alloc, free and channel ops only */
+    int stage;                 /* the pipeline stage (0 without pipeline parallelism) */
 } zp_schedule;
 
 /* Most gradient buckets a rank's parameters may be cut into (a bucket of a few elements would make a
@@ -43,11 +46,18 @@ typedef struct {
  * DeepSpeed/Megatron system the planner models (fp16, the ZeRO paper's categories) or zplan's executor
  * (its exact tensors and Megatron layout, sim/zp_layout.h). */
 zp_status zp_schedule_build(const zp_model *model, const zp_plan *plan, zp_schedule *out);
+/* The same for pipeline stage `stage` of plan->pp (zp_schedule_build is stage 0's). */
+zp_status zp_schedule_build_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
 /* The same step with only what memory needs: alloc, free, signal and wait ops (the others take no
  * memory and do not change the program order of those that do), and of the micro-batches only the first
  * and the last (the ones between repeat the first's allocations exactly). Its replay equals the full
  * schedule's (a test checks it) at a small fraction of the cost: the search replays thousands of plans. */
 zp_status zp_schedule_build_memory(const zp_model *model, const zp_plan *plan, zp_schedule *out);
+zp_status zp_schedule_build_memory_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
+/* A sample of stage `stage`'s step: micro-batch 0's forward pass through each of its chunks, then their
+ * backward passes (last micro-batch's: its buckets reduced), no optimizer. What one micro-batch costs a stage,
+ * whatever the number of micro-batches (the search's bounds). */
+zp_status zp_schedule_build_sample(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
 void zp_schedule_free(zp_schedule *s); /* accepts NULL */
 
 /* Visits the setup ops (when with_setup) and then the step's ops in program order (see above). A

@@ -4,6 +4,7 @@
 #define ZP_SCHEDULE_IMPL_H
 
 #include "zp_layout.h"
+#include "zp_pipeline.h"
 #include "zp_schedule.h"
 
 typedef struct {
@@ -30,6 +31,11 @@ typedef struct zp_builder {
     int layer;
     int item;                  /* the parameter group the compute stream uses (stage 3), -1 none */
     char *live;                /* [L + 2] stage-3 groups gathered and not yet freed (the executor's layout) */
+    zp_pp_stage pps;           /* the pipeline stage this schedule is of (the whole model without PP) */
+    int pass_head;             /* the current pass runs the LM head (its logits live until its backward ends) */
+    int work_live;             /* the deepspeed layout's one-block working set is allocated */
+    int reduced_pending;       /* REDUCED tokens the compute stream has not waited for yet */
+    int last_buckets;          /* buckets closed in the passes of the last micro-batch (offload copies them) */
 } zp_builder;
 
 /* Appends an op of kind `type` on stream `s` (the setup list when s < 0) with the builder's micro-batch,

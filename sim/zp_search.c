@@ -7,9 +7,69 @@
 #include <unistd.h>
 
 #include "zp_device.h"
+#include "zp_pipeline.h"
 #include "zp_shape.h"
 #include "zp_simrun.h"
 #include "zp_time.h"
+
+/* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
+static zp_status validate_pipeline(const zp_search_req *r)
+{
+    const int64_t pp = r->pp;
+    if (pp != ZP_SEARCH_ANY) {
+        if (pp < 1)
+            return ZP_FAIL(ZP_EINVAL, "--pp: must be at least 1");
+        if (r->gpus % pp != 0)
+            return ZP_FAIL(ZP_EINVAL, "--pp: %lld pipeline stages do not divide the %lld GPUs", (long long)pp,
+                           (long long)r->gpus);
+        if (r->mp != ZP_SEARCH_ANY && r->gpus % (pp * r->mp) != 0)
+            return ZP_FAIL(ZP_EINVAL, "--pp %lld x --mp %lld do not divide the %lld GPUs", (long long)pp,
+                           (long long)r->mp, (long long)r->gpus);
+        if (r->model && pp > r->model->layers)
+            return ZP_FAIL(ZP_EINVAL, "--pp %lld: more pipeline stages than the model's %lld layers (each stage "
+                                      "needs at least one)",
+                           (long long)pp, (long long)r->model->layers);
+        if (pp > 1 && r->stage >= 2)
+            return ZP_FAIL(ZP_EINVAL, "--stage %d with --pp %lld: DeepSpeed's pipeline engine allows ZeRO stage 0 "
+                                      "and 1 only (\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\": "
+                                      "a stage's gradients stay whole until every micro-batch has gone through it); "
+                                      "use --stage 1 (the distributed optimizer) or --pp 1",
+                           r->stage, (long long)pp);
+    }
+    const int no_pp = pp == ZP_SEARCH_ANY || pp == 1;
+    if (r->pp_schedule != ZP_SEARCH_ANY && no_pp)
+        return ZP_FAIL(ZP_EINVAL, "--schedule %s: a pipeline schedule needs pipeline stages (give --pp P >= 2)",
+                       zp_pp_schedule_name((zp_pp_schedule)r->pp_schedule));
+    if (r->vstages != ZP_SEARCH_ANY) {
+        if (no_pp)
+            return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks need pipeline stages (give --pp P >= 2; "
+                                      "the schedule is then interleaved)",
+                           r->vstages);
+        if (r->pp_schedule != ZP_SEARCH_ANY && r->pp_schedule != ZP_PP_INTERLEAVED && r->vstages > 1)
+            return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks are the interleaved schedule's, not %s's",
+                           r->vstages, zp_pp_schedule_name((zp_pp_schedule)r->pp_schedule));
+        if (r->vstages < 1 || r->vstages > ZP_MAX_VSTAGES)
+            return ZP_FAIL(ZP_EINVAL, "--virtual-stages: %d is not between 1 and %d", r->vstages, ZP_MAX_VSTAGES);
+        if (pp > 1 && r->model) {
+            zp_plan q;
+            zp_plan_default(&q, 1);
+            q.pp = pp;
+            q.vstages = r->vstages;
+            q.schedule = ZP_PP_INTERLEAVED;
+            ZP_TRY(zp_pp_check(r->model, &q));
+        }
+    }
+    if (r->exact && r->pp_schedule == ZP_PP_INTERLEAVED && r->vstages == ZP_SEARCH_ANY)
+        return ZP_FAIL(ZP_EINVAL, "--exact --schedule interleaved: give --virtual-stages v (the model chunks per rank)");
+    if (r->sp == 1 && r->mp == 1)
+        return ZP_FAIL(ZP_EINVAL, "--sp shards activations over the MP group: it needs --mp > 1");
+    if (r->sp == 1 && (r->pa == 1 || r->pa_cpu == 1))
+        return ZP_FAIL(ZP_EINVAL, "--sp shards the checkpoints over the MP group already: ZeRO-R --pa/--pa-cpu have "
+                                  "nothing left to partition (drop one)");
+    if (r->recompute != ZP_SEARCH_ANY && r->recompute != ZP_RECOMPUTE_FULL && (r->pa == 1 || r->pa_cpu == 1))
+        return ZP_FAIL(ZP_EINVAL, "--pa/--pa-cpu partition activation checkpoints: they need --recompute full");
+    return ZP_OK;
+}
 
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus)
 {
@@ -30,6 +90,11 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->pa_cpu = ZP_SEARCH_ANY;
     r->offload = ZP_SEARCH_ANY;
     r->checkpoint = 1;
+    r->recompute = ZP_SEARCH_ANY;
+    r->pp = ZP_SEARCH_ANY;
+    r->pp_schedule = ZP_SEARCH_ANY;
+    r->vstages = ZP_SEARCH_ANY;
+    r->sp = ZP_SEARCH_ANY;
     r->cb = 1;
     r->md = 1;
     r->bucket = ZP_DEFAULT_BUCKET;
@@ -94,8 +159,10 @@ zp_status zp_search_validate(const zp_search_req *r)
     if (r->exact && r->stage == ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
-    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY) {
-        int64_t dp = r->gpus / r->mp;
+    ZP_TRY(validate_pipeline(r));
+    /* with --mp the batch is a multiple of GPUs / MP, or of GPUs / (MP x PP) when --pp is given */
+    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
+        int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1);
         if (r->global_batch % dp != 0)
             return ZP_FAIL(ZP_EINVAL, "--global-batch: %lld is not a multiple of the data-parallel degree %lld",
                            (long long)r->global_batch, (long long)dp);
@@ -130,15 +197,28 @@ zp_status zp_search_validate(const zp_search_req *r)
     return zp_model_validate(r->model);
 }
 
+/* FLOPs a step executes (recompute included: Megatron-LM 2021's convention): full recompute runs every
+ * block's forward again, selective recompute the attention core's (Q K^T and A V of every head). */
+static double flops_executed(const zp_model *model, const zp_plan *plan, double batch)
+{
+    double f = zp_model_flops_iteration(model, batch, plan->checkpoint);
+    if (plan->selective) {
+        const double s = (double)model->seq;
+        f += batch * (double)model->layers * 2.0 * s * s * (double)model->heads *
+             (double)(zp_model_head_dim(model) + zp_model_v_head_dim(model));
+    }
+    return f;
+}
+
 zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
                          const zp_plan *plan, zp_eval *out)
 {
     memset(out, 0, sizeof *out);
     out->plan = *plan;
     ZP_TRY(zp_memory_estimate(model, plan, &out->mem));
-    const double host = zp_cluster_host_per_gpu(cluster, host_mem, plan->dp * plan->mp);
+    const double host = zp_cluster_host_per_gpu(cluster, host_mem, zp_plan_gpus(plan));
     out->fits = zp_memory_fits(&out->mem, gpu_mem, host, out->reason, sizeof out->reason);
-    const double nvme = zp_cluster_nvme_per_gpu(cluster, plan->dp * plan->mp);
+    const double nvme = zp_cluster_nvme_per_gpu(cluster, zp_plan_gpus(plan));
     if (out->fits && out->mem.nvme > nvme) {
         out->fits = 0;
         snprintf(out->reason, sizeof out->reason, "NVMe %.0f GB > %.0f GB per GPU's share of the node's drives",
@@ -146,10 +226,9 @@ zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, doubl
     }
     ZP_TRY(zp_analytic_step(model, plan, cluster, &out->time));
     out->global_batch = zp_plan_global_batch(plan);
-    double gpus = (double)(plan->dp * plan->mp);
+    double gpus = (double)zp_plan_gpus(plan);
     out->samples_per_s = out->global_batch / out->time.total;
-    out->tflops_per_gpu = zp_model_flops_iteration(model, out->global_batch, plan->checkpoint) /
-                          (out->time.total * gpus) / 1e12;
+    out->tflops_per_gpu = flops_executed(model, plan, out->global_batch) / (out->time.total * gpus) / 1e12;
     out->pflops = out->tflops_per_gpu * gpus / 1e3;
     out->method = "analytic";
     out->analytic_step_s = out->time.total;
@@ -159,29 +238,74 @@ zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, doubl
 /* Replaces the analytic time of an evaluated plan by a simulated one. */
 static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
 {
-    double gpus = (double)(e->plan.dp * e->plan.mp);
+    double gpus = (double)zp_plan_gpus(&e->plan);
     e->time.compute = s->compute;
     e->time.mp_comm = s->mp_comm;
     e->time.dp_comm = s->dp_exposed;
     e->time.optimizer = s->optimizer;
     e->time.offload = s->offload_exposed;
+    e->time.pp_comm = s->pp_exposed;
     e->time.total = s->step_time;
     e->samples_per_s = e->global_batch / s->step_time;
-    e->tflops_per_gpu = zp_model_flops_iteration(model, e->global_batch, e->plan.checkpoint) / (s->step_time * gpus) / 1e12;
+    e->tflops_per_gpu = flops_executed(model, &e->plan, e->global_batch) / (s->step_time * gpus) / 1e12;
     e->pflops = e->tflops_per_gpu * gpus / 1e3;
     e->method = "simgrid";
     e->sim = s->reduced ? "reduced" : "full";
 }
 
-double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan)
+/* Time the compute stream certainly spends in op: a kernel's (0 for what is not a kernel). Megatron MP
+ * collectives are left out: priced by the profile's fit they came out above the simulator's ring in 2 of
+ * 1,000 random plans (tests/sim/test_bound.c), and a bound must never exceed the simulated step. */
+static double op_bound_s(const zp_profile *prof, const zp_op *op, int64_t mp, int gpus_per_node)
 {
-    zp_schedule sc;
-    if (zp_schedule_build(model, plan, &sc) != ZP_OK)
-        return 0.0;
+    (void)mp;
+    (void)gpus_per_node;
+    return zp_device_op_time(prof, op, 1);
+}
+
+/* A lower bound of a pipeline plan's step (its kernels only): stage s runs its own kernels W_s, cannot
+ * start before micro-batch 0 went forward through chunk 0 of the stages before it, and its last backward
+ * (micro-batch m-1, chunk 0) still has to go back through them: step >= max_s (sum_{i<s} f_i + W_s +
+ * sum_{i<s} b_i), f_i and b_i one micro-batch's forward and backward (recompute included) of chunk 0 of
+ * stage i. For P stages alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. */
+static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpn)
+{
+    const int P = (int)plan->pp;
+    double sum_f = 0, sum_b = 0, best = 0;
+    for (int s = 0; s < P; s++) {
+        zp_schedule sc;
+        zp_pp_stage st;
+        if (zp_pp_stage_get(model, plan, s, &st) != ZP_OK || zp_schedule_build_sample(model, plan, s, &sc) != ZP_OK)
+            return 0.0;
+        double w = 0, f = 0, b = 0; /* one micro-batch through every chunk; through chunk 0 */
+        for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++) {
+            const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
+            const double t = op_bound_s(prof, op, plan->mp, gpn);
+            w += t;
+            if (op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0]))
+                *(op->phase == ZP_PHASE_FORWARD ? &f : &b) += t;
+        }
+        zp_schedule_free(&sc);
+        best = fmax(best, sum_f + w * (double)plan->grad_accum + sum_b);
+        sum_f += f;
+        sum_b += b;
+    }
+    return best;
+}
+
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpus_per_node)
+{
     double t = 0.0;
-    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
-        t += zp_device_op_time(prof, &sc.ops[ZP_STREAM_COMPUTE][i], 1); /* 0 for what is not a kernel */
-    zp_schedule_free(&sc);
+    if (plan->pp > 1) {
+        t = pipeline_bound_s(model, prof, plan, gpus_per_node);
+    } else {
+        zp_schedule sc;
+        if (zp_schedule_build(model, plan, &sc) != ZP_OK)
+            return 0.0;
+        for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
+            t += op_bound_s(prof, &sc.ops[ZP_STREAM_COMPUTE][i], plan->mp, gpus_per_node);
+        zp_schedule_free(&sc);
+    }
     /* SimGrid's clock adds the same durations in another order (coalesced runs of local ops): allow its
      * rounding, far below any difference that matters */
     return t * (1.0 - 1e-9);
@@ -199,7 +323,7 @@ static void apply_bound(const zp_model *model, zp_eval *e, const char *why)
     e->unsimulated = why;
     if (!(e->bound_s > 0))
         return; /* no bound known: it keeps its analytic estimate */
-    double gpus = (double)(e->plan.dp * e->plan.mp);
+    double gpus = (double)zp_plan_gpus(&e->plan);
     memset(&e->time, 0, sizeof e->time);
     e->time.compute = e->time.total = e->bound_s;
     e->samples_per_s = e->global_batch / e->bound_s;
@@ -225,7 +349,9 @@ static int dominated(const zp_search_result *out, int i)
     for (int j = 0; j < out->n; j++) {
         const zp_plan *q = &out->plans[j].plan;
         if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp || q->ep != p->ep ||
-            q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint)
+            q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint ||
+            q->selective != p->selective || q->sp != p->sp || q->pp != p->pp || q->schedule != p->schedule ||
+            q->vstages != p->vstages)
             continue;
         int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
         int subset = q->pa <= p->pa && q->pa_cpu <= p->pa_cpu &&
@@ -288,7 +414,7 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         zp_eval *e = &out->plans[i];
         if (!e->fits)
             continue;
-        e->bound_s = zp_search_step_bound(r->model, prof, &e->plan);
+        e->bound_s = zp_search_step_bound(r->model, prof, &e->plan, r->cluster->gpus_per_node);
         if (dominated(out, i)) {
             e->unsimulated = "the same batch as a plan with less extra work (Pa, Pa+cpu and offload buy "
                              "memory, not speed)";
@@ -423,6 +549,57 @@ static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_
     return evec_push(out, &e);
 }
 
+/* A micro-batch b of a pipeline plan with `per_rank` sequences per DP rank: it divides them, and the
+ * interleaved schedule needs the micro-batches a multiple of the stages. */
+static int pipeline_micro_ok(const zp_plan *p, int64_t per_rank, int64_t b)
+{
+    if (per_rank % b != 0)
+        return 0;
+    return p->schedule != ZP_PP_INTERLEAVED || (per_rank / b) % p->pp == 0;
+}
+
+/* A pipeline plan at a fixed global batch: the micro-batch sets how many micro-batches fill the pipeline
+ * (m = per_rank / b) and so what every stage holds in flight, so the fitting test runs at each b with its
+ * own m (memory never shrinks as b grows at a fixed per_rank: the micro-batches in flight x b do not).
+ * The largest b that fits, and the smaller powers of two (a smaller micro-batch shrinks the bubble, and
+ * can win over the GEMMs' efficiency). */
+static int pipeline_fits(const zp_search_req *r, zp_plan *p, int64_t per_rank, int64_t b)
+{
+    zp_memory m;
+    p->micro_batch = b;
+    p->grad_accum = per_rank / b > 0 ? per_rank / b : 1;
+    return zp_memory_estimate(r->model, p, &m) == ZP_OK &&
+           zp_memory_fits(&m, zp_search_usable_mem(r), zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus),
+                          NULL, 0);
+}
+
+static zp_status eval_pipeline(const zp_search_req *r, zp_plan *p, int64_t per_rank, evec *out)
+{
+    if (p->schedule == ZP_PP_INTERLEAVED && per_rank % p->pp != 0)
+        return ZP_OK; /* no micro-batch makes the micro-batches a multiple of the stages */
+    /* the largest b that fits, by bisection (memory grows with b), then the largest b below it that the
+     * batch and the schedule take */
+    int64_t lo = 0, hi = (per_rank < ZP_MAX_MICRO_BATCH ? per_rank : ZP_MAX_MICRO_BATCH) + 1;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (pipeline_fits(r, p, per_rank, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    int64_t best = 0;
+    for (int64_t b = lo; b >= 1 && !best; b--)
+        if (pipeline_micro_ok(p, per_rank, b) && pipeline_fits(r, p, per_rank, b))
+            best = b;
+    if (!best) /* does not fit even at 1: evaluated there to say why */
+        return push_eval(r, p, 1, per_rank, out);
+    ZP_TRY(push_eval(r, p, best, per_rank / best, out));
+    for (int64_t b = 1; b < best; b *= 2)
+        if (pipeline_micro_ok(p, per_rank, b))
+            ZP_TRY(push_eval(r, p, b, per_rank / b, out));
+    return ZP_OK;
+}
+
 /* Evaluates one candidate: the micro-batch the options fix (given; the global batch over the
  * accumulation given; with --exact the global batch over DP, else 1), or the largest that fits (with a
  * global batch: that divides it) and the next smaller one (half of it, or the next divisor): a smaller
@@ -435,7 +612,12 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
     const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), usable = zp_search_usable_mem(r);
     const int64_t given_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
     if (target > 0) {
-        const int64_t per = (target + p->dp - 1) / p->dp;
+        int64_t per = (target + p->dp - 1) / p->dp;
+        if (p->pp > 1) { /* whole micro-batches per pipeline flush; interleaving wants a multiple of the stages */
+            if (p->schedule == ZP_PP_INTERLEAVED)
+                per = (per + p->pp - 1) / p->pp * p->pp;
+            return eval_pipeline(r, p, per, out);
+        }
         int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, per);
         if (b < 1)
             return push_eval(r, p, 1, per, out); /* does not fit even at 1: evaluated there to say why */
@@ -464,8 +646,18 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
     if (fixed != ZP_SEARCH_ANY) {
         if (per_rank && per_rank % fixed != 0)
             return ZP_OK;
-        return push_eval(r, p, fixed, per_rank ? per_rank / fixed : given_accum, out);
+        const int64_t m = per_rank ? per_rank / fixed : given_accum;
+        if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && m % p->pp != 0)
+            return ZP_OK; /* the interleaved schedule needs the micro-batches a multiple of the stages */
+        return push_eval(r, p, fixed, m, out);
     }
+    if (p->pp > 1 && !per_rank && p->schedule == ZP_PP_INTERLEAVED &&
+        (r->grad_accum == ZP_SEARCH_ANY ? 1 : r->grad_accum) % p->pp != 0)
+        return ZP_OK;
+    if (p->pp > 1 && per_rank)
+        return eval_pipeline(r, p, per_rank, out);
+    if (p->grad_accum < 1 || r->grad_accum != ZP_SEARCH_ANY)
+        p->grad_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
     int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
     int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, cap);
     if (b < 1)
@@ -526,9 +718,129 @@ static int cmp_eval(const void *a, const void *b)
         return (int)x->plan.offload - (int)y->plan.offload;
     if (x->plan.mp != y->plan.mp)
         return x->plan.mp < y->plan.mp ? -1 : 1;
+    if (x->plan.pa + x->plan.pa_cpu != y->plan.pa + y->plan.pa_cpu)
+        return (x->plan.pa + x->plan.pa_cpu) - (y->plan.pa + y->plan.pa_cpu);
     if (x->plan.ep != y->plan.ep)
         return x->plan.ep < y->plan.ep ? -1 : 1;
-    return (x->plan.pa + x->plan.pa_cpu) - (y->plan.pa + y->plan.pa_cpu);
+    if (x->plan.pp != y->plan.pp)
+        return x->plan.pp < y->plan.pp ? -1 : 1;
+    if (x->plan.vstages != y->plan.vstages)
+        return x->plan.vstages - y->plan.vstages;
+    if (x->plan.sp != y->plan.sp)
+        return x->plan.sp - y->plan.sp;
+    return (int)zp_plan_recompute(&x->plan) - (int)zp_plan_recompute(&y->plan);
+}
+
+/* What a candidate's parallel shape adds to stage and MP: pipeline stages, schedule and chunks, sequence
+ * parallelism, recompute. */
+typedef struct {
+    int64_t pp;
+    zp_pp_schedule schedule;
+    int vstages;
+    int sp;
+    zp_recompute recompute;
+} shape;
+
+typedef struct {
+    shape *v;
+    int n, cap;
+} shapes;
+
+static zp_status shapes_push(shapes *x, shape s)
+{
+    if (x->n == x->cap) {
+        int cap = x->cap ? 2 * x->cap : 32;
+        shape *nv = realloc(x->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return ZP_FAIL(ZP_ENOMEM, "out of memory");
+        x->v = nv;
+        x->cap = cap;
+    }
+    x->v[x->n++] = s;
+    return ZP_OK;
+}
+
+/* Pipeline degrees for (stage, MP): the one given; 1 with --exact or without micro-batches to fill a
+ * pipeline (neither --global-batch nor --grad-accum); else every P dividing the GPUs / MP with a layer per
+ * stage, stage GPUs that fill nodes or share one, and a data-parallel degree dividing the global batch. */
+static int pp_allowed(const zp_search_req *r, int stage, int64_t mp, int64_t pp)
+{
+    if (r->gpus % (mp * pp) != 0 || pp > r->model->layers)
+        return 0;
+    if (pp == 1)
+        return 1;
+    if (stage >= 2)
+        return 0;
+    zp_plan q;
+    zp_plan_default(&q, r->gpus / mp / pp);
+    q.mp = mp;
+    zp_pp_place pl;
+    if (zp_pp_place_get(&q, r->cluster->gpus_per_node, &pl) != ZP_OK)
+        return 0;
+    return r->global_batch == ZP_SEARCH_ANY || r->global_batch % q.dp == 0;
+}
+
+/* Schedules and chunks for P stages: the ones given; else 1F1B and interleaved 1F1B with every v >= 2 that
+ * divides the layers per stage (GPipe runs the same passes as 1F1B holding more micro-batches: taken when
+ * given only). */
+static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
+{
+    if (base.pp == 1) {
+        base.schedule = ZP_PP_1F1B;
+        base.vstages = 1;
+        return shapes_push(out, base);
+    }
+    for (int sc = 0; sc < ZP_PP_NSCHEDULES; sc++) {
+        if (r->pp_schedule != ZP_SEARCH_ANY ? sc != r->pp_schedule
+                                            : (sc == ZP_PP_GPIPE || (r->exact && sc != ZP_PP_1F1B) ||
+                                               (r->vstages > 1 && sc != ZP_PP_INTERLEAVED)))
+            continue;
+        base.schedule = (zp_pp_schedule)sc;
+        if (sc != ZP_PP_INTERLEAVED) {
+            base.vstages = 1;
+            ZP_TRY(shapes_push(out, base));
+            continue;
+        }
+        const int64_t L = r->model->layers;
+        for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
+            if ((r->vstages != ZP_SEARCH_ANY && v != r->vstages) || L % (base.pp * v) != 0)
+                continue;
+            base.vstages = v;
+            ZP_TRY(shapes_push(out, base));
+        }
+    }
+    return ZP_OK;
+}
+
+/* Every shape of (stage, MP). */
+static zp_status shapes_for(const zp_search_req *r, int stage, int64_t mp, shapes *out)
+{
+    out->n = 0;
+    const int fill = r->global_batch != ZP_SEARCH_ANY || r->grad_accum != ZP_SEARCH_ANY;
+    for (int64_t pp = 1; pp <= r->gpus / mp; pp++) {
+        if (r->pp != ZP_SEARCH_ANY ? pp != r->pp : (pp > 1 && (r->exact || !fill)))
+            continue;
+        if (!pp_allowed(r, stage, mp, pp))
+            continue;
+        for (int sp = 0; sp <= 1; sp++) {
+            if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1)))
+                continue;
+            for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
+                /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
+                int want = r->recompute != ZP_SEARCH_ANY
+                               ? rc == r->recompute
+                               : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
+                                                 : (!r->exact || rc == ZP_RECOMPUTE_FULL));
+                if (!want)
+                    continue;
+                shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc};
+                ZP_TRY(schedules_for(r, base, out));
+            }
+        }
+        if (r->pp != ZP_SEARCH_ANY)
+            break;
+    }
+    return ZP_OK;
 }
 
 zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
@@ -536,7 +848,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_search_validate(r));
     /* Options given are constraints and the rest is searched; with --exact the rest takes its default
-     * (no Pa, no offload, MP 1), as a DeepSpeed config does. */
+     * (no Pa, no offload, MP 1, no pipeline, no SP, full recompute), as a DeepSpeed config does. */
     const int exact = r->exact;
     const int64_t mp_fixed = r->mp != ZP_SEARCH_ANY ? r->mp : (exact ? 1 : ZP_SEARCH_ANY);
     int pa_fixed = r->pa != ZP_SEARCH_ANY ? r->pa : (exact ? 0 : ZP_SEARCH_ANY);
@@ -553,6 +865,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                                ? zp_search_default_batch(r->model)
                                : 0;
     evec all = {0};
+    shapes sh = {0};
     zp_status st = ZP_OK;
     for (int stage = 0; stage <= 3 && st == ZP_OK; stage++) {
         if (r->stage != ZP_SEARCH_ANY && stage != r->stage)
@@ -565,68 +878,79 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                        (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
                 continue;
             }
-            /* ZeRO-R activation options: none, Pa, Pa+cpu (Pa only matters with MP > 1). */
-            for (int ra = 0; ra < 3 && st == ZP_OK; ra++) {
-                int pa = ra >= 1, pacpu = ra == 2;
-                if (pacpu_fixed == 1) {
-                    if (!pacpu)
-                        continue;
-                } else {
-                    if (pacpu_fixed == 0 && pacpu)
-                        continue;
-                    if (pa_fixed != ZP_SEARCH_ANY && pa != pa_fixed)
-                        continue;
-                }
-                if (!r->checkpoint && ra > 0)
-                    continue;
-                if (mp == 1 && ra > 0 && pa_fixed != 1 && pacpu_fixed != 1)
-                    continue; /* no MP group to partition across */
-                for (int off = 0; off <= 2 && st == ZP_OK; off++)
-                for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
-                    if (off_fixed != ZP_SEARCH_ANY && off != off_fixed)
-                        continue;
-                    if (r->nvme && off == ZP_OFFLOAD_NONE)
-                        continue; /* NVMe holds offloaded states: it implies offload */
-                    if ((off == ZP_OFFLOAD_OPTIMIZER && stage < 1) || (off == ZP_OFFLOAD_PARAMS && stage != 3))
-                        continue;
-                    if ((r->gpus / mp) % ep != 0 || (r->model->experts > 0 && r->model->experts % ep != 0)) {
-                        if (ep_fixed != ZP_SEARCH_ANY) /* a fixed EP that this MP's DP degree cannot take */
-                            break;
-                        continue;
+            st = shapes_for(r, stage, mp, &sh);
+            for (int k = 0; k < sh.n && st == ZP_OK; k++) {
+                const shape *x = &sh.v[k];
+                /* ZeRO-R activation options: none, Pa, Pa+cpu (Pa only matters with MP > 1; it partitions the
+                 * checkpoints of full recompute, which sequence parallelism shards already). */
+                for (int ra = 0; ra < 3 && st == ZP_OK; ra++) {
+                    int pa = ra >= 1, pacpu = ra == 2;
+                    if (pacpu_fixed == 1) {
+                        if (!pacpu)
+                            continue;
+                    } else {
+                        if (pacpu_fixed == 0 && pacpu)
+                            continue;
+                        if (pa_fixed != ZP_SEARCH_ANY && pa != pa_fixed)
+                            continue;
                     }
-                    zp_plan p;
-                    zp_plan_default(&p, r->gpus / mp);
-                    p.stage = stage;
-                    p.mp = mp;
-                    p.checkpoint = r->checkpoint;
-                    p.pa = pa;
-                    p.pa_cpu = pacpu;
-                    p.cb = r->cb;
-                    p.md = r->md;
-                    p.bucket = r->bucket;
-                    p.offload = (zp_offload)off;
-                    p.k_optimizer = r->k_optimizer;
-                    p.param_bytes = r->param_bytes;
-                    p.bf16 = zp_search_bf16(r);
-                    p.grad_bytes = r->grad_bytes;
-                    p.overlap_comm = r->overlap_comm;
-                    p.stage3_max_live = r->stage3_max_live;
-                    p.stage3_prefetch = r->stage3_prefetch;
-                    p.persistence_threshold = r->persistence_threshold;
-                    p.flash_attn = r->flash_attn;
-                    p.nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
-                    p.ep = ep;
-                    p.capacity_factor = r->capacity_factor;
-                    p.moe_imbalance = r->moe_imbalance;
-                    st = eval_candidate(r, target, &p, &all);
-                    if (ep_fixed != ZP_SEARCH_ANY)
-                        break;
+                    if ((x->recompute != ZP_RECOMPUTE_FULL || x->sp) && ra > 0)
+                        continue;
+                    if (mp == 1 && ra > 0 && pa_fixed != 1 && pacpu_fixed != 1)
+                        continue; /* no MP group to partition across */
+                    for (int off = 0; off <= 2 && st == ZP_OK; off++)
+                    for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
+                        if (off_fixed != ZP_SEARCH_ANY && off != off_fixed)
+                            continue;
+                        if (r->nvme && off == ZP_OFFLOAD_NONE)
+                            continue; /* NVMe holds offloaded states: it implies offload */
+                        if ((off == ZP_OFFLOAD_OPTIMIZER && stage < 1) || (off == ZP_OFFLOAD_PARAMS && stage != 3))
+                            continue;
+                        if ((r->gpus / mp / x->pp) % ep != 0 || (r->model->experts > 0 && r->model->experts % ep != 0)) {
+                            if (ep_fixed != ZP_SEARCH_ANY) /* a fixed EP that this shape's DP degree cannot take */
+                                break;
+                            continue;
+                        }
+                        zp_plan p;
+                        zp_plan_default(&p, r->gpus / mp / x->pp);
+                        p.stage = stage;
+                        p.mp = mp;
+                        p.pp = x->pp;
+                        p.schedule = x->schedule;
+                        p.vstages = x->vstages;
+                        p.sp = x->sp;
+                        zp_plan_set_recompute(&p, x->recompute);
+                        p.pa = pa;
+                        p.pa_cpu = pacpu;
+                        p.cb = r->cb;
+                        p.md = r->md;
+                        p.bucket = r->bucket;
+                        p.offload = (zp_offload)off;
+                        p.k_optimizer = r->k_optimizer;
+                        p.param_bytes = r->param_bytes;
+                        p.bf16 = zp_search_bf16(r);
+                        p.grad_bytes = r->grad_bytes;
+                        p.overlap_comm = r->overlap_comm;
+                        p.stage3_max_live = r->stage3_max_live;
+                        p.stage3_prefetch = r->stage3_prefetch;
+                        p.persistence_threshold = r->persistence_threshold;
+                        p.flash_attn = r->flash_attn;
+                        p.nvme = off == ZP_OFFLOAD_NONE ? 0
+                                                        : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
+                        p.ep = ep;
+                        p.capacity_factor = r->capacity_factor;
+                        p.moe_imbalance = r->moe_imbalance;
+                        st = eval_candidate(r, target, &p, &all);
+                        if (ep_fixed != ZP_SEARCH_ANY)
+                            break;
+                    }
                 }
             }
             if (mp_fixed != ZP_SEARCH_ANY)
                 break;
         }
     }
+    free(sh.v);
     if (st != ZP_OK) {
         free(all.v);
         return st;
@@ -637,7 +961,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
             return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options: --ep %lld must divide the data-parallel "
                                       "degree (GPUs / MP) of some MP degree searched", (long long)ep_fixed);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
-                                  "data-parallel degrees: GPUs / MP)");
+                                  "data-parallel degrees: GPUs / (MP x PP); the interleaved schedule needs the "
+                                  "micro-batches per step a multiple of --pp)");
     }
     qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
     out->default_batch = target;

@@ -70,7 +70,14 @@ typedef struct {
                               accumulation, no Pa, no offload; the stage must be given */
     int pa, pa_cpu;        /* -1 search, 0 off, 1 on */
     int offload;           /* -1 search, or a zp_offload */
-    int checkpoint;        /* 0 / 1 */
+    int checkpoint;        /* 0 / 1: 0 pins no recompute (--no-checkpoint) */
+    int recompute;         /* -1 search (full, selective, none; with checkpoint 0 none only), or a zp_recompute */
+    int64_t pp;            /* pipeline stages: -1 search (needs a global batch or an accumulation: micro-batches
+                              to fill the pipeline), or P */
+    int pp_schedule;       /* -1 search (1F1B and interleaved; GPipe runs the same passes with more memory, so
+                              it is only taken when given), or a zp_pp_schedule */
+    int vstages;           /* -1 search (the divisors of the layers per stage), or v */
+    int sp;                /* -1 search (with MP > 1 and no Pa), 0 off, 1 on */
     int cb, md;            /* 0 / 1 */
     double bucket;         /* elements */
     double k_optimizer;
@@ -137,10 +144,11 @@ zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, doubl
                          const zp_plan *plan, zp_eval *out);
 zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
 /* A lower bound of the simulated step time of `plan`, s: the compute stream runs every kernel of the
- * schedule one after the other, each priced by the cost function the simulator uses, so the step lasts
- * at least their sum (less a relative 1e-9 for the simulator's clock rounding); 0 (a bound still) when
- * the schedule cannot be built. */
-double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan);
+ * schedule one after the other, each priced by the cost function the simulator uses (and Megatron MP
+ * collectives inside a node of `gpus_per_node` GPUs, uncontended), so the step lasts at least their sum; a
+ * pipeline's stages add the passes that must precede and follow theirs (less a relative 1e-9 for the
+ * simulator's clock rounding); 0 (a bound still) when the schedule cannot be built. */
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpus_per_node);
 void zp_search_result_free(zp_search_result *r);
 
 #endif

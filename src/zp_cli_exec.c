@@ -185,6 +185,8 @@ typedef struct {
     int done;
     zp_sim_result sim;
     zp_memory mem;
+    zp_memory stage_mem[ZP_EXEC_MAX_STAGES]; /* with pipeline stages: each stage's replay */
+    int nstages;
     char err[300];
 } prediction;
 
@@ -224,6 +226,9 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(cfg, "stage", json_integer(c->plan.stage));
     json_object_set_new(cfg, "dp", json_integer(r->dp));
     json_object_set_new(cfg, "mp", json_integer(r->mp));
+    json_object_set_new(cfg, "pp", json_integer(r->pp));
+    if (r->pp > 1)
+        json_object_set_new(cfg, "schedule", json_string(zp_pp_schedule_name(c->plan.schedule)));
     json_object_set_new(cfg, "micro_batch", json_integer(c->plan.micro_batch));
     json_object_set_new(cfg, "grad_accum", json_integer(c->plan.grad_accum));
     json_object_set_new(cfg, "global_batch", json_integer(c->plan.micro_batch * c->plan.grad_accum * r->dp));
@@ -253,11 +258,25 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
         json_object_set_new(mem, MEM_ROWS[k].key, json_real(mem_measured(r, k) / 1e9));
     json_object_set_new(mem, "total", json_real(r->peak_total / 1e9));
     json_object_set_new(root, "memory_peak_gb", mem);
+    if (r->pp > 1) { /* each stage's largest rank, and with --validate its replay */
+        json_t *st = json_array();
+        for (int k = 0; k < r->pp && k < ZP_EXEC_MAX_STAGES; k++) {
+            json_t *e = json_pack("{s:i, s:f, s:f}", "stage", k, "total_gb", r->stage_peak_total[k] / 1e9,
+                                  "activations_gb", r->stage_peak_activations[k] / 1e9);
+            if (pr && pr->done && k < pr->nstages) {
+                json_object_set_new(e, "predicted_total_gb", json_real(pr->stage_mem[k].total / 1e9));
+                json_object_set_new(e, "total_error", json_real(rel(pr->stage_mem[k].total, r->stage_peak_total[k])));
+            }
+            json_array_append_new(st, e);
+        }
+        json_object_set_new(root, "pipeline_stages", st);
+    }
     json_t *tb = json_object();
     json_object_set_new(tb, "compute", json_real(r->time.compute));
     json_object_set_new(tb, "mp_comm", json_real(r->time.mp_comm));
     json_object_set_new(tb, "dp_comm", json_real(r->time.dp_comm));
     json_object_set_new(tb, "optimizer", json_real(r->time.optimizer));
+    json_object_set_new(tb, "pp_comm", json_real(r->time.pp_comm));
     for (int p = 0; p < ZP_NPHASES; p++)
         json_object_set_new(tb, zp_phase_name((zp_phase)p), json_real(r->time.phase[p]));
     json_object_set_new(root, "time_breakdown_s", tb);
@@ -285,6 +304,8 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
                                                     r->time.dp_comm));
         json_object_set_new(ph, "optimizer", json_pack("{s:f,s:f}", "predicted", pr->sim.optimizer, "measured",
                                                       r->time.optimizer));
+        json_object_set_new(ph, "pp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.pp_exposed, "measured",
+                                                    r->time.pp_comm));
         json_object_set_new(v, "phases_s", ph);
         json_t *bp = json_object(); /* the step's phases: what the compute stream ran or waited for in each */
         for (int p = 0; p < ZP_NPHASES; p++)
@@ -300,9 +321,12 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
 
 static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
 {
-    fprintf(f, "zplan exec: %s (%.3g M parameters, l=%lld h=%lld a=%lld s=%lld V=%lld), %d ranks = dp %d x mp %d\n",
+    fprintf(f, "zplan exec: %s (%.3g M parameters, l=%lld h=%lld a=%lld s=%lld V=%lld), %d ranks = dp %d x mp %d",
             c->model.name, zp_model_params(&c->model) / 1e6, (long long)c->model.layers, (long long)c->model.hidden,
             (long long)c->model.heads, (long long)c->model.seq, (long long)c->model.vocab, r->ranks, r->dp, r->mp);
+    if (r->pp > 1)
+        fprintf(f, " x pp %d (%s)", r->pp, zp_pp_schedule_name(c->plan.schedule));
+    fputc('\n', f);
     fprintf(f, "ZeRO stage %d (%s), micro-batch %lld x accumulation %lld x dp %d = global batch %lld, "
                "checkpointing %s%s, backend %s, fp32%s\n",
             c->plan.stage, zp_stage_get(c->plan.stage)->name, (long long)c->plan.micro_batch,
@@ -333,13 +357,25 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
                 100 * rel(tot_pred, r->peak_total));
     else
         fprintf(f, "  %-12s %12.3f\n", "total", r->peak_total / 1e6);
+    if (r->pp > 1) {
+        fprintf(f, "\npeak memory per pipeline stage (its largest rank), MB:\n");
+        if (pr && pr->done)
+            fprintf(f, "  %-12s %12s %12s %8s\n", "stage", "measured", "predicted", "error");
+        for (int k = 0; k < r->pp && k < ZP_EXEC_MAX_STAGES; k++) {
+            if (pr && pr->done && k < pr->nstages)
+                fprintf(f, "  %-12d %12.3f %12.3f %+7.1f%%\n", k, r->stage_peak_total[k] / 1e6,
+                        pr->stage_mem[k].total / 1e6, 100 * rel(pr->stage_mem[k].total, r->stage_peak_total[k]));
+            else
+                fprintf(f, "  %-12d %12.3f\n", k, r->stage_peak_total[k] / 1e6);
+        }
+    }
     fprintf(f, "\ntime per step (rank 0), s:\n");
     if (pr && pr->done) {
         fprintf(f, "  %-12s %10s %10s %8s\n", "part", "measured", "predicted", "error");
-        const char *nm[] = {"compute", "mp_comm", "dp_comm", "optimizer"};
-        double me[] = {r->time.compute, r->time.mp_comm, r->time.dp_comm, r->time.optimizer};
-        double pd[] = {pr->sim.compute, pr->sim.mp_comm, pr->sim.dp_exposed, pr->sim.optimizer};
-        for (int i = 0; i < 4; i++) {
+        const char *nm[] = {"compute", "mp_comm", "dp_comm", "optimizer", "pp_comm"};
+        double me[] = {r->time.compute, r->time.mp_comm, r->time.dp_comm, r->time.optimizer, r->time.pp_comm};
+        double pd[] = {pr->sim.compute, pr->sim.mp_comm, pr->sim.dp_exposed, pr->sim.optimizer, pr->sim.pp_exposed};
+        for (int i = 0; i < (r->pp > 1 ? 5 : 4); i++) {
             /* a part below 0.1 ms on both sides (an MP all-reduce with mp = 1 measures microseconds, the
              * model says 0) has no meaningful relative error */
             if (me[i] < 1e-4 && pd[i] < 1e-4)
@@ -383,12 +419,23 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
         p->stage = r->stage;
     if (r->mp != ZP_SEARCH_ANY)
         p->mp = r->mp;
+    if (r->pp != ZP_SEARCH_ANY)
+        p->pp = r->pp;
+    if (r->pp_schedule != ZP_SEARCH_ANY)
+        p->schedule = (zp_pp_schedule)r->pp_schedule;
+    if (r->vstages != ZP_SEARCH_ANY) {
+        p->vstages = r->vstages;
+        if (r->pp_schedule == ZP_SEARCH_ANY && p->vstages > 1)
+            p->schedule = ZP_PP_INTERLEAVED;
+    }
+    if (r->sp != ZP_SEARCH_ANY)
+        p->sp = r->sp;
     if (r->micro_batch != ZP_SEARCH_ANY)
         p->micro_batch = r->micro_batch;
     if (r->grad_accum != ZP_SEARCH_ANY)
         p->grad_accum = r->grad_accum;
     if (r->global_batch != ZP_SEARCH_ANY) {
-        const int64_t dp = ranks / (p->mp > 0 ? p->mp : 1), per = p->micro_batch * dp;
+        const int64_t dp = ranks / (p->mp > 0 ? p->mp : 1) / (p->pp > 0 ? p->pp : 1), per = p->micro_batch * dp;
         if (dp < 1 || r->global_batch % per != 0 ||
             (r->grad_accum != ZP_SEARCH_ANY && r->global_batch != per * p->grad_accum))
             return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not micro-batch %lld x accumulation x %lld "
@@ -397,7 +444,8 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
         p->grad_accum = r->global_batch / per;
     }
     if (a->checkpoint_given)
-        p->checkpoint = r->checkpoint;
+        zp_plan_set_recompute(p, r->recompute != ZP_SEARCH_ANY ? (zp_recompute)r->recompute
+                                                               : (r->checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE));
     if (a->overlap_given)
         p->overlap_comm = r->overlap_comm;
     p->pa = r->pa == 1;
@@ -476,7 +524,7 @@ static int exec_main(int argc, char **argv)
     memset(&pr, 0, sizeof pr);
     if (validate && rank0) {
         zp_plan plan = cfg.plan;
-        plan.dp = ranks / cfg.plan.mp;
+        plan.dp = ranks / cfg.plan.mp / (cfg.plan.pp > 1 ? cfg.plan.pp : 1);
         plan.param_bytes = 4.0;
         plan.k_optimizer = 8.0;
         plan.impl = ZP_IMPL_EXEC;
@@ -504,6 +552,10 @@ static int exec_main(int argc, char **argv)
             st = job.st;
         if (st == ZP_OK)
             st = zp_memory_estimate(&cfg.model, &plan, &pr.mem); /* plan.impl: the executor's own layout */
+        if (st == ZP_OK && plan.pp > 1 && plan.pp <= ZP_EXEC_MAX_STAGES) {
+            st = zp_memory_estimate_stages(&cfg.model, &plan, pr.stage_mem, ZP_EXEC_MAX_STAGES);
+            pr.nstages = (int)plan.pp;
+        }
         if (st == ZP_OK) {
             pr.sim = job.res;
             pr.done = 1;

@@ -44,6 +44,7 @@ STR(set_trace, r.trace_path)
 STR(set_report_html, report_html)
 STR(set_ds_config, ds_config)
 STR(set_emit_ds, emit_ds)
+STR(set_emit_megatron, emit_megatron)
 STR(set_backend, backend)
 STR(set_replay, replay)
 STR(set_dp_list, dp_list)
@@ -123,7 +124,46 @@ static zp_status set_checkpoint(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
     a->r.checkpoint = strncmp(opt, "--no-", 5) != 0;
+    a->r.recompute = a->r.checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE;
     a->checkpoint_given = 1;
+    return ZP_OK;
+}
+
+/* --recompute full|selective|none (--checkpoint and --no-checkpoint are full and none). */
+static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    zp_recompute rc;
+    ZP_TRY(zp_recompute_parse(v, &rc));
+    a->r.recompute = (int)rc;
+    a->r.checkpoint = rc == ZP_RECOMPUTE_FULL;
+    a->checkpoint_given = 1;
+    return ZP_OK;
+}
+
+static zp_status set_pp(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.pp);
+}
+
+static zp_status set_schedule(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    zp_pp_schedule sc;
+    ZP_TRY(zp_pp_schedule_parse(v, &sc));
+    a->r.pp_schedule = (int)sc;
+    return ZP_OK;
+}
+
+static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
+{
+    return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
+}
+
+static zp_status set_sp(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)v;
+    a->r.sp = strncmp(opt, "--no-", 5) != 0;
     return ZP_OK;
 }
 
@@ -361,6 +401,12 @@ static const zp_cli_opt g_opts[] = {
     {"checkpoint", 0, 0, PLAN, set_checkpoint},
     {"checkpoint-activations", 0, 0, PLAN, set_checkpoint}, /* Megatron-LM's and DeepSpeed's name */
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
+    {"recompute", 0, 1, PLAN, set_recompute},
+    {"pp", 0, 1, PLAN, set_pp},
+    {"schedule", 0, 1, PLAN, set_schedule},
+    {"virtual-stages", 0, 1, PLAN, set_vstages},
+    {"sp", 0, 0, PLAN, set_sp},
+    {"no-sp", 0, 0, SEARCH, set_sp},
     {"overlap-comm", 0, 0, PLAN, set_overlap},
     {"no-overlap-comm", 0, 0, PLAN, set_overlap},
     {"no-cb", 0, 0, PLAN, set_no_cb},
@@ -379,6 +425,7 @@ static const zp_cli_opt g_opts[] = {
     {"ds-config", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_ds_config},
     {"emit-ds-config", 0, 1, ZP_CMD_WHATIF, set_emit_ds},
     {"max-model", 0, 0, ZP_CMD_WHATIF, set_max_model},
+    {"emit-megatron-args", 0, 1, ZP_CMD_WHATIF, set_emit_megatron},
     /* schedule */
     {"rank", 0, 1, ZP_CMD_SCHEDULE, set_rank},
     {"replay", 0, 1, ZP_CMD_SCHEDULE, set_replay},

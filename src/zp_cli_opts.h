@@ -42,7 +42,7 @@ typedef struct {
     /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;
-    const char *ds_config, *emit_ds, *report_html;
+    const char *ds_config, *emit_ds, *emit_megatron, *report_html;
     int max_model;             /* --max-model: the largest model of --model's shape that fits */
     /* compare: the comma-separated lists of --stage, --mp, --offload, --micro-batch (NULL: not given);
        each item was checked by that option's own setter */

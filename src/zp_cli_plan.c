@@ -80,6 +80,7 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     ZP_TRY(zp_cli_check_output("--trace", r->trace_path));
     ZP_TRY(zp_cli_check_output("--report", a->report_html));
     ZP_TRY(zp_cli_check_output("--emit-ds-config", a->emit_ds));
+    ZP_TRY(zp_cli_check_output("--emit-megatron-args", a->emit_megatron));
     if (need_gpus == 1)
         ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
     o->gpu_mem = o->cluster->gpu_mem;

@@ -14,7 +14,7 @@ static const char USAGE[] =
     "on. The plan is the what-if's recommended one for the same options (everything not given is searched;\n"
     "--exact pins it), so replaying the alloc and free ops gives the what-if's memory per GPU.\n"
     "\n"
-    "  --rank R             which rank (default 0; the ranks of a plan run the same schedule)\n"
+    "  --rank R             which rank (default 0; the ranks of a pipeline stage run the same schedule)\n"
     "  --format text|json   text (default): one line per op; json: {\"plan\", \"memory_gb\", \"ops\": [{\"id\",\n"
     "                       \"name\", \"kind\", \"stream\", \"part\", \"phase\", \"layer\", \"micro\", \"deps\", \"flops\",\n"
     "                       \"bytes\", \"category\", \"buffer\"}]}\n"
@@ -23,9 +23,11 @@ static const char USAGE[] =
     "                       another tool), check every op against zplan's op kinds and print the memory\n"
     "                       its alloc and free ops hold at the peak, by category\n"
     "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --host-mem,\n"
-    "--stage, --mp, --micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
-    "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --no-cb, --bucket,\n"
-    "--no-md, --flash-attention, --overlap-comm, --exact, --analytic, --profile, --ds-config, --trace.\n";
+    "--stage, --mp, --ep, --micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
+    "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --recompute, --pp,\n"
+    "--schedule, --virtual-stages, --sp/--no-sp, --no-cb, --bucket, --no-md, --flash-attention, --overlap-comm,\n"
+    "--exact, --analytic, --profile, --ds-config, --trace. With pipeline stages, rank R runs stage R / (DP x MP)\n"
+    "(Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
 
 /* --replay FILE: the memory of a schedule read back, by category at the device peak. */
 static zp_status replay(const zp_cli_args *a)
@@ -91,8 +93,10 @@ static int zp_cli_schedule_body(zp_cli_plan *op)
         st = ZP_FAIL(ZP_EINVAL, "--rank %lld: the plan has ranks 0 to %lld", (long long)o.a.rank,
                      (long long)o.a.r.gpus - 1);
     zp_schedule s = {0};
+    /* Megatron-LM's rank order: MP innermost, then DP, then the pipeline stage */
+    const int stage = best ? (int)(o.a.rank / (best->plan.dp * best->plan.mp)) : 0;
     if (st == ZP_OK)
-        st = zp_schedule_build(&o.model, &best->plan, &s);
+        st = zp_schedule_build_stage(&o.model, &best->plan, stage, &s);
     zp_cli_out out;
     if (st == ZP_OK && (st = zp_cli_out_open(o.a.out, &out)) == ZP_OK) {
         st = zp_report_schedule(out.f, o.a.fmt, &o.model, &best->plan, o.a.rank, &s);

@@ -2,10 +2,30 @@
  * no plan fits (the answer then says what would). */
 #include <stdio.h>
 
+#include <stdlib.h>
+
 #include "zp_cli.h"
 #include "zp_dsconfig.h"
+#include "zp_megatron.h"
 #include "zp_nearmiss.h"
 #include "zp_size.h"
+
+/* --emit-megatron-args: the best fitting plan Megatron-LM runs (stage 0-1, no offload, no host checkpoints). */
+static zp_status emit_megatron(const zp_cli_plan *o, const zp_search_result *res)
+{
+    for (int i = 0; i < res->n; i++) {
+        const zp_eval *e = &res->plans[i];
+        if (!e->fits || zp_megatron_check(&e->plan) != ZP_OK)
+            continue;
+        ZP_TRY(zp_megatron_write(&o->model, &e->plan, o->a.emit_megatron));
+        fprintf(stderr, "zplan: wrote %s: the Megatron-LM arguments of plan #%d%s\n", o->a.emit_megatron, i + 1,
+                i == 0 ? " (the recommended one)" : " (the best one Megatron-LM runs)");
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_ERUNTIME, "no fitting plan is one Megatron-LM runs (ZeRO stage 0-1, no offload, no Pa+cpu): no "
+                                "arguments written to %s",
+                   o->a.emit_megatron);
+}
 
 /* --max-model: the model becomes the largest of its shape (blocks varied) that a plan fits. */
 static zp_status max_model(zp_cli_plan *o)
@@ -74,18 +94,32 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
                     o.a.emit_ds, (long long)best->plan.ep, (long long)best->plan.ep, best->plan.capacity_factor,
                     (long long)best->plan.ep);
     }
+    if (o.a.emit_megatron && best && (st = emit_megatron(&o, &res)) != ZP_OK) {
+        zp_search_result_free(&res);
+        return zp_cli_fail(st);
+    }
     zp_whatif w;
     zp_cli_plan_whatif(&o, &res, &w);
     w.near = best ? NULL : &near;
+    /* with pipeline stages, every stage's memory of the recommended plan */
+    zp_memory *stage_mem = NULL;
+    if (best && best->plan.pp > 1 && (stage_mem = calloc((size_t)best->plan.pp, sizeof *stage_mem)) &&
+        zp_memory_estimate_stages(&o.model, &best->plan, stage_mem, (int)best->plan.pp) == ZP_OK) {
+        w.stage_mem = stage_mem;
+        w.nstages = (int)best->plan.pp;
+    }
     st = write_answer(o.a.out, o.a.fmt, &w);
     if (st == ZP_OK && o.a.report_html)
         st = write_answer(o.a.report_html, ZP_FMT_HTML, &w);
+    free(stage_mem);
     zp_search_result_free(&res);
     if (st != ZP_OK)
         return zp_cli_fail(st);
     if (!best) {
         if (o.a.emit_ds)
             fprintf(stderr, "zplan: no plan fits: no DeepSpeed config written to %s\n", o.a.emit_ds);
+        if (o.a.emit_megatron)
+            fprintf(stderr, "zplan: no plan fits: no Megatron-LM arguments written to %s\n", o.a.emit_megatron);
         return zp_status_exit_code(ZP_ENOFIT);
     }
     return 0;

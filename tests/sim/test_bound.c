@@ -118,7 +118,7 @@ int main(void)
             fprintf(stderr, "sample %d: invalid: %s\n", i, zp_error_message());
             return 1;
         }
-        S[i].bound = zp_search_step_bound(&S[i].model, &S[i].prof, &S[i].plan);
+        S[i].bound = zp_search_step_bound(&S[i].model, &S[i].prof, &S[i].plan, S[i].cluster->gpus_per_node);
         J[i].in = (zp_sim_input){.model = &S[i].model, .plan = &S[i].plan, .cluster = S[i].cluster,
                                  .profile = &S[i].prof};
         stages[S[i].plan.stage]++;

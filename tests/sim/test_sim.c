@@ -16,6 +16,7 @@
 #include "zp_schedule.h"
 #include "zp_search.h"
 #include "zp_simrun.h"
+#include "zp_pipeline.h"
 #include "zp_zoo.h"
 
 static const zp_cluster *preset(const char *name)
@@ -611,4 +612,179 @@ Test(fabric, sizes_the_fat_tree_holds)
     cr_expect_eq(zp_cluster_check_size(preset("dgx-h100"), 1024, 2), ZP_EINVAL); /* no leaves to oversubscribe */
     cr_expect_eq(zp_cluster_max_nodes(preset("dgx-h100")), 0);
     cr_expect_eq(zp_cluster_check_size(preset("dgx-h100"), 100000000, 0), ZP_OK);
+}
+
+/* ---------------------------------------------------------------- pipeline parallelism */
+
+/* A GPT whose stages are alike: a vocabulary of 64 makes the embedding and the LM head negligible, and a
+ * hidden size of 4096 the transfers between stages small beside a stage's work (they are on the path). */
+static zp_model uniform_gpt(int64_t layers)
+{
+    zp_model m;
+    cr_assert_eq(zp_model_init(&m, "uniform", layers, 4096, 32, 1024, 64, 0), ZP_OK);
+    return m;
+}
+
+static zp_plan pipeline_plan(int64_t pp, zp_pp_schedule sc, int v, int64_t m)
+{
+    zp_plan p = plan_acc(0, 1, 1, 1, m);
+    p.pp = pp;
+    p.schedule = sc;
+    p.vstages = v;
+    return p;
+}
+
+/* The bubble comes out of the simulated ops and their dependencies; the formula is the test: with P
+ * stages alike, m micro-batches and v chunks, the busiest stage idles (P - 1)/(m v) of its work (the
+ * transfers between stages add a little: within 10%). */
+Test(pipeline, bubble_is_p_minus_1_over_m_v)
+{
+    const zp_model m = uniform_gpt(16);
+    const zp_cluster *c = preset("dgx-a100");
+    const struct {
+        zp_pp_schedule sc;
+        int v;
+        int64_t m;
+    } cases[] = {{ZP_PP_1F1B, 1, 4}, {ZP_PP_1F1B, 1, 8}, {ZP_PP_1F1B, 1, 16}, {ZP_PP_GPIPE, 1, 8},
+                 {ZP_PP_INTERLEAVED, 2, 8}, {ZP_PP_INTERLEAVED, 4, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zp_plan p = pipeline_plan(4, cases[i].sc, cases[i].v, cases[i].m);
+        zp_sim_result r = simulate_as(&m, &p, c, ZP_SIM_FULL, 0);
+        double busy = 0;
+        for (int s = 0; s < 4; s++)
+            busy = fmax(busy, r.stage_busy[s]);
+        const double bubble = (r.step_time - r.optimizer - busy) / busy;
+        const double formula = 3.0 / ((double)cases[i].m * cases[i].v);
+        cr_expect(fabs(bubble - formula) <= 0.1 * formula, "%s v%d m %lld: simulated bubble %.4f, (p-1)/(m v) %.4f",
+                  zp_pp_schedule_name(cases[i].sc), cases[i].v, (long long)cases[i].m, bubble, formula);
+        cr_expect_eq(r.stages, 4);
+        cr_expect_gt(r.pp_exposed, 0.0);
+    }
+}
+
+/* Every data-parallel replica of a pipeline is alike: one node per stage gives the full step. */
+Test(pipeline, reduced_equals_full, .timeout = 600)
+{
+    zp_plan p = plan_acc(1, 2, 8, 1, 4);
+    p.pp = 2;
+    expect_reduction_exact("dgx-a100 8B MP 8 PP 2 DP 2 stage 1", &zp_zoo_find("8B")->model, &p, preset("dgx-a100"), 0);
+    p.schedule = ZP_PP_INTERLEAVED;
+    p.vstages = 2;
+    p.sp = 1;
+    expect_reduction_exact("dgx-a100 8B MP 8 PP 2 interleaved SP", &zp_zoo_find("8B")->model, &p, preset("dgx-a100"),
+                           0);
+}
+
+/* The passes of each stage: every micro-batch's forward and backward through every chunk once, the
+ * forward first; 1F1B's warm-up of P - s - 1 forwards; interleaved follows Megatron-LM. */
+Test(pipeline, pass_order)
+{
+    for (int sc = 0; sc < ZP_PP_NSCHEDULES; sc++) {
+        zp_plan p = pipeline_plan(4, (zp_pp_schedule)sc, sc == ZP_PP_INTERLEAVED ? 2 : 1, 8);
+        for (int s = 0; s < 4; s++) {
+            zp_pp_pass *o;
+            int n;
+            cr_assert_eq(zp_pp_order(&p, s, &o, &n), ZP_OK);
+            cr_expect_eq(n, 2 * 8 * p.vstages);
+            int fwd[8][2] = {{0}}, bwd[8][2] = {{0}};
+            for (int i = 0; i < n; i++) {
+                if (o[i].backward) {
+                    cr_expect_eq(fwd[o[i].micro][o[i].chunk], 1, "backward before forward");
+                    bwd[o[i].micro][o[i].chunk]++;
+                } else {
+                    fwd[o[i].micro][o[i].chunk]++;
+                }
+            }
+            for (int u = 0; u < 8; u++)
+                for (int c = 0; c < p.vstages; c++)
+                    cr_expect(fwd[u][c] == 1 && bwd[u][c] == 1, "micro %d chunk %d", u, c);
+            if (sc == ZP_PP_1F1B) {
+                cr_expect_eq(zp_pp_warmup(&p, s), 3 - s);
+                cr_expect(!o[3 - s].backward && o[4 - s].backward, "stage %d: warm-up then one backward", s);
+            }
+            free(o);
+        }
+    }
+}
+
+/* Layers split evenly when P divides them, else the first and the last stage (embedding, head) get the
+ * fewest; interleaving needs v dividing the layers per stage. */
+Test(pipeline, layer_split)
+{
+    zp_model m = uniform_gpt(10);
+    zp_plan p = pipeline_plan(4, ZP_PP_1F1B, 1, 4);
+    int total = 0, expect[4] = {2, 3, 3, 2};
+    for (int s = 0; s < 4; s++) {
+        zp_pp_stage st;
+        cr_assert_eq(zp_pp_stage_get(&m, &p, s, &st), ZP_OK);
+        cr_expect_eq(st.layers[0], expect[s], "stage %d: %d layers", s, st.layers[0]);
+        cr_expect_eq(st.first[0], total);
+        cr_expect_eq(st.embedding, s == 0);
+        cr_expect_eq(st.head, s == 3);
+        total += st.layers[0];
+    }
+    cr_expect_eq(total, 10);
+    p.pp = 11;
+    cr_expect_eq(zp_pp_check(&m, &p), ZP_EINVAL);
+    p = pipeline_plan(2, ZP_PP_INTERLEAVED, 3, 4);
+    cr_expect_eq(zp_pp_check(&m, &p), ZP_EINVAL); /* 5 layers per stage, 3 chunks */
+    p.vstages = 5;
+    cr_expect_eq(zp_pp_check(&m, &p), ZP_OK);
+    zp_pp_stage st;
+    cr_assert_eq(zp_pp_stage_get(&m, &p, 1, &st), ZP_OK);
+    cr_expect(st.first[0] == 1 && st.first[1] == 3 && st.layers[4] == 1, "chunk c of stage s is virtual stage cP + s");
+}
+
+/* In 1F1B the first stage holds the most micro-batches in flight: its activations are the largest. */
+Test(pipeline, first_stage_holds_most_activations)
+{
+    zp_model m = uniform_gpt(16);
+    zp_plan p = pipeline_plan(4, ZP_PP_1F1B, 1, 16);
+    zp_memory mem[4];
+    cr_assert_eq(zp_memory_estimate_stages(&m, &p, mem, 4), ZP_OK);
+    for (int s = 1; s < 3; s++)
+        cr_expect_gt(mem[s - 1].activations, mem[s].activations, "stage %d", s);
+    /* the checkpoints of P - s micro-batches: stage 0 four times stage 3's */
+    cr_expect(fabs(mem[0].checkpoints - 4 * mem[3].checkpoints) < 1e-6 * mem[0].checkpoints, "%g vs %g",
+              mem[0].checkpoints, mem[3].checkpoints);
+    p.schedule = ZP_PP_GPIPE; /* every micro-batch in flight on every stage */
+    zp_memory g[4];
+    cr_assert_eq(zp_memory_estimate_stages(&m, &p, g, 4), ZP_OK);
+    cr_expect_gt(g[3].checkpoints, 3.9 * mem[3].checkpoints);
+}
+
+/* The trace has one track group (process) per stage. */
+Test(pipeline, trace_has_a_track_per_stage)
+{
+    const zp_model m = uniform_gpt(8);
+    zp_plan p = pipeline_plan(4, ZP_PP_1F1B, 1, 4);
+    char path[] = "/tmp/zp-pp-trace-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    zp_profile prof;
+    zp_device_profile_builtin(preset("dgx-a100"), &prof);
+    zp_sim_job j = {.in = {.model = &m, .plan = &p, .cluster = preset("dgx-a100"), .profile = &prof,
+                           .trace_path = path}};
+    cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    unlink(path);
+    cr_assert_not_null(root, "%s", err.text);
+    int pids[4] = {0}, p2p = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, e)
+    {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        int pid = (int)json_integer_value(json_object_get(e, "pid"));
+        if (ph && strcmp(ph, "X") == 0 && pid >= 0 && pid < 4)
+            pids[pid]++;
+        const char *name = json_string_value(json_object_get(e, "name"));
+        p2p += name && strncmp(name, "pp_recv", 7) == 0;
+    }
+    json_decref(root);
+    for (int s = 0; s < 4; s++)
+        cr_expect_gt(pids[s], 0, "stage %d has no events", s);
+    cr_expect_gt(p2p, 0, "the receives (the bubble) are on the tracks");
 }

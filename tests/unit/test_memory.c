@@ -5,6 +5,8 @@
 #include "zp_device.h"
 #include "zp_layout.h"
 #include "zp_memory.h"
+#include "zp_pipeline.h"
+#include <stdlib.h>
 #include "zp_search.h"
 #include "zp_zoo.h"
 
@@ -366,6 +368,72 @@ Test(memory, precision_prices_gemms)
     cr_expect_float_eq(typed.gemm_s_per_flop, prof.gemm_s_per_flop, 1e-20);
     cr_expect_float_eq(zp_profile_gemm_time(&typed, 8192, 8192, 8192), zp_profile_gemm_time(&prof, 8192, 8192, 8192),
                        1e-12);
+}
+
+/* The same with pipeline stages (every stage of each plan; 1F1B, interleaved and GPipe, uneven splits),
+ * sequence parallelism and selective recompute: the memory-only schedule keeps the first and the last
+ * P·v steady pass pairs, which hold every peak. */
+Test(memory, memory_only_schedule_replays_as_the_full_one_with_pipelines)
+{
+    const char *models[] = {"tiny", "mini", "1.5B"};
+    unsigned seed = 777;
+    int checked = 0, stages = 0;
+    while (checked < 300) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 8;
+        const zp_model *m = &zp_zoo_find(models[r % 3])->model;
+        zp_plan p;
+        zp_plan_default(&p, 1 + (int64_t)((r >> 2) % 4));
+        p.stage = (int)((r >> 4) % 2);
+        p.mp = (int64_t)1 << ((r >> 5) % 3);
+        p.pp = 2 + (int64_t)((r >> 7) % 5);
+        p.schedule = (zp_pp_schedule)((r >> 10) % ZP_PP_NSCHEDULES);
+        p.vstages = p.schedule == ZP_PP_INTERLEAVED ? 2 : 1;
+        p.micro_batch = 1 + (int64_t)((r >> 12) % 2);
+        p.grad_accum = p.schedule == ZP_PP_INTERLEAVED ? p.pp * (1 + (int64_t)((r >> 13) % 3))
+                                                       : 1 + (int64_t)((r >> 13) % 12);
+        zp_plan_set_recompute(&p, (zp_recompute)((r >> 16) % ZP_NRECOMPUTE));
+        p.sp = p.mp > 1 && (r >> 18) % 2;
+        p.pa = p.checkpoint && !p.sp && p.mp > 1 && (r >> 19) % 3 == 0;
+        p.md = (r >> 20) % 3 != 0;
+        p.cb = (r >> 21) % 4 != 0;
+        p.bucket = (r >> 22) % 2 ? 3e4 : 5e8;
+        p.overlap_comm = (r >> 23) % 2;
+        p.offload = p.stage == 1 && (r >> 24) % 4 == 0 ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+        if (zp_pp_check(m, &p) != ZP_OK)
+            continue; /* the layers do not split so */
+        for (int s = 0; s < (int)p.pp; s++) {
+            zp_schedule full, mem;
+            cr_assert_eq(zp_schedule_build_stage(m, &p, s, &full), ZP_OK, "%s", zp_error_message());
+            cr_assert_eq(zp_schedule_build_memory_stage(m, &p, s, &mem), ZP_OK, "%s", zp_error_message());
+            zp_memory a, b;
+            cr_assert_eq(zp_memory_replay(&full, &a), ZP_OK);
+            cr_assert_eq(zp_memory_replay(&mem, &b), ZP_OK);
+            const double fa[] = {a.params, a.grads, a.optimizer, a.activations, a.checkpoints, a.buffers,
+                                 a.fragmentation, a.total, a.host, a.peak_activations};
+            const double fb[] = {b.params, b.grads, b.optimizer, b.activations, b.checkpoints, b.buffers,
+                                 b.fragmentation, b.total, b.host, b.peak_activations};
+            for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
+                cr_expect(fabs(fa[i] - fb[i]) <= 1e-9 * fmax(1.0, fabs(fa[i])),
+                          "%s pp %lld %s v%d m %lld stage %d: field %zu full %.17g, memory-only %.17g", m->name,
+                          (long long)p.pp, zp_pp_schedule_name(p.schedule), p.vstages, (long long)p.grad_accum, s, i,
+                          fa[i], fb[i]);
+            zp_schedule_free(&full);
+            zp_schedule_free(&mem);
+            stages++;
+        }
+        /* the worst stage is the one the estimate reports */
+        zp_memory worst, *all = calloc((size_t)p.pp, sizeof *all);
+        cr_assert_eq(zp_memory_estimate(m, &p, &worst), ZP_OK);
+        cr_assert_eq(zp_memory_estimate_stages(m, &p, all, (int)p.pp), ZP_OK);
+        double most = 0;
+        for (int s = 0; s < (int)p.pp; s++)
+            most = fmax(most, all[s].total);
+        cr_expect(fabs(worst.total - most) <= 1e-9 * most, "worst stage %.17g, estimate %.17g", most, worst.total);
+        free(all);
+        checked++;
+    }
+    cr_expect_gt(stages, 600);
 }
 
 /* Offload as DeepSpeed runs it, on one 32 GB V100 of a DGX-2 (1.5 TB of host memory, all of it the job's):

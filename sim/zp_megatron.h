@@ -1,0 +1,21 @@
+/* zp_megatron.h — a plan as Megatron-LM's command-line arguments (pretrain_gpt.py): tensor and pipeline
+ * sizes, virtual stages, sequence parallelism, recompute granularity, micro and global batch, the
+ * distributed optimizer (ZeRO stage 1), and the model's shape. */
+#ifndef ZP_MEGATRON_H
+#define ZP_MEGATRON_H
+
+#include <stddef.h>
+
+#include "zp_model.h"
+#include "zp_plan.h"
+
+/* ZP_OK when Megatron-LM runs the plan: ZeRO stage 0 or 1 (its distributed optimizer), no offload, no
+ * checkpoints in host memory; else ZP_EUNSUPPORTED saying why. */
+zp_status zp_megatron_check(const zp_plan *p);
+/* The arguments, one line ("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2 ..."), into
+ * buf; ZP_ERANGE when len is too small. */
+zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len);
+/* A comment line naming the plan, then the arguments, written atomically to `path`. */
+zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *path);
+
+#endif

@@ -1,0 +1,71 @@
+/* zp_pipeline.h — pipeline parallelism: which layers each stage (and each of its model chunks) holds,
+ * where the embedding and the LM head sit, where a stage's GPUs are on the cluster, and the order in
+ * which a stage runs the forward and backward passes of its micro-batches under GPipe, 1F1B and
+ * Megatron-LM's interleaved 1F1B (Narayanan et al. SC'21, §2.2). The schedule builder (zp_schedule.c)
+ * emits each pass's ops in this order, with the point-to-point sends and receives between stages; the
+ * bubble, the memory of the micro-batches in flight and the first and last stages' extra work come out of
+ * simulating and replaying those ops (no formula).
+ *
+ * Virtual stages: with v model chunks per rank there are P·v virtual stages; chunk c of stage s is virtual
+ * stage c·P + s (Megatron-LM's assignment), so activations go s -> s+1 and from the last stage back to
+ * stage 0 for the next chunk. The first virtual stage carries the embedding, the last the final norm, the
+ * LM head and the loss.
+ *
+ * Layers: L/(P·v) per virtual stage when that divides (Megatron-LM requires it with v >= 2). With v = 1
+ * and L not a multiple of P, as Megatron-LM's uneven split (--decoder-first/last-pipeline-num-layers) is
+ * used for: the first and the last stage, which carry the embedding and the head, get floor(L/P) layers
+ * and the stages between share the rest, the extra layers going to the stages after the first. */
+#ifndef ZP_PIPELINE_H
+#define ZP_PIPELINE_H
+
+#include "zp_model.h"
+#include "zp_plan.h"
+
+/* The model chunks of one pipeline stage. */
+typedef struct {
+    int stage, stages;               /* s of P */
+    int chunks;                      /* v */
+    int first[ZP_MAX_VSTAGES];       /* chunk c: its first layer (0-based) */
+    int layers[ZP_MAX_VSTAGES];      /* ... and how many */
+    int embedding;                   /* chunk 0 of stage 0: the embedding (0/1) */
+    int head;                        /* chunk v-1 of stage P-1: final norm, LM head, loss (0/1) */
+} zp_pp_stage;
+
+/* The chunks of stage `stage` of the plan (P = plan->pp, v = plan->vstages). ZP_EINVAL when the layers do
+ * not split: more stages than layers, or v not dividing the layers per stage. */
+zp_status zp_pp_stage_get(const zp_model *m, const zp_plan *p, int stage, zp_pp_stage *out);
+/* Checks that the plan's pipeline fits the model (every stage has a layer; v divides L/P). */
+zp_status zp_pp_check(const zp_model *m, const zp_plan *p);
+
+/* One pass of a stage: forward or backward of micro-batch `micro` through chunk `chunk`. */
+typedef struct {
+    int backward;
+    int64_t micro;
+    int chunk;
+} zp_pp_pass;
+
+/* The passes stage `stage` runs in one step, in order (2·m·v of them, m = plan->grad_accum micro-batches),
+ * into *out (malloc'ed). GPipe: every forward, then every backward. 1F1B: min(P - s - 1, m) warm-up
+ * forwards, then one forward and one backward alternately, then the remaining backwards. Interleaved:
+ * Megatron-LM's forward_backward_pipelining_with_interleaving order (warm-up (P - s - 1)·2 + (v - 1)·P
+ * virtual micro-batches; chunk of the k-th forward (k mod P·v) / P, of the k-th backward v - 1 - that). */
+zp_status zp_pp_order(const zp_plan *p, int stage, zp_pp_pass **out, int *n);
+/* How many of those passes are warm-up forwards (before the first backward). */
+int64_t zp_pp_warmup(const zp_plan *p, int stage);
+/* The k-th of those passes (0 <= k < 2·m·v), without building the list: a step of many micro-batches
+ * whose memory-only schedule keeps a few of them costs what those cost. */
+zp_pp_pass zp_pp_pass_at(const zp_plan *p, int stage, int64_t k);
+
+/* Where the stages are: Megatron-LM's rank order (tensor-parallel ranks innermost, then data-parallel,
+ * then pipeline), so a stage's dp·mp GPUs are consecutive: stages span whole nodes when dp·mp is a
+ * multiple of the GPUs per node (pipeline neighbours on different nodes), and share a node when dp·mp
+ * divides them. */
+typedef struct {
+    int per_stage_nodes;   /* nodes a stage spans (>= 1) */
+    int stages_per_node;   /* stages sharing one node (>= 1; > 1 only when per_stage_nodes is 1) */
+} zp_pp_place;
+
+/* ZP_EINVAL when a stage's GPUs neither fill whole nodes nor divide a node. */
+zp_status zp_pp_place_get(const zp_plan *p, int gpus_per_node, zp_pp_place *out);
+
+#endif
