@@ -7,7 +7,9 @@ bench_exec_env() {
   [ -x "$zplan" ] || { echo "$(basename "$0"): no $zplan (build first: scripts/build)"; exit 2; }
   export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
   root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
-} best_of N cmd...: the fastest of N runs of the
+}
+
+# best_of N cmd...: the fastest of N runs of the
 # whole command (its process start included), in seconds with 3 decimals.
 best_of() {
   local n=$1; shift; local best=999

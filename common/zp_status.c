@@ -8,10 +8,13 @@ static _Thread_local char g_origin[256];
 
 zp_status zp_error_set(zp_status st, const char *file, int line, const char *fmt, ...)
 {
+    /* formatted apart first: the arguments may hold the previous message ("...: %s", zp_error_message()) */
+    char msg[sizeof g_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(g_msg, msg, sizeof msg);
     const char *base = strrchr(file, '/');
     snprintf(g_origin, sizeof g_origin, "%s:%d", base ? base + 1 : file, line);
     return st;

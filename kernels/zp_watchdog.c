@@ -45,6 +45,9 @@ static struct {
     _Atomic double last_beat;
     pthread_mutex_t lock; /* phase */
     char phase[PHASE_LEN];
+    pthread_mutex_t wake_lock; /* the thread waits a period on `wake` (CLOCK_MONOTONIC), which stop signals: */
+    pthread_cond_t wake;       /* stopping takes no period */
+    int wake_ready;
 #if ZP_HAVE_MPI
     MPI_Comm comm;
     heartbeat *out;       /* [size]: what is being sent to each peer (kept until the sends complete) */
@@ -52,7 +55,7 @@ static struct {
     heartbeat *peer;      /* [size]: last heard */
     double *heard, *since; /* [size]: when last heard; since when its step is unchanged */
 #endif
-} W = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} W = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake_lock = PTHREAD_MUTEX_INITIALIZER};
 
 void zp_comm_watchdog_beat(const char *phase)
 {
@@ -215,9 +218,19 @@ static void *watch(void *arg)
                     "hangs%s, or hangs itself)", W.rank, idle, ph,
                     W.size > 1 && strcmp(ph, "start") == 0 ? " before the watchdog started" : "");
         }
-        struct timespec ts = {.tv_sec = (time_t)W.period,
-                              .tv_nsec = (long)((W.period - floor(W.period)) * 1e9)};
-        nanosleep(&ts, NULL);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)W.period;
+        until.tv_nsec += (long)((W.period - floor(W.period)) * 1e9);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&W.wake_lock);
+        while (!atomic_load(&W.stop) && pthread_cond_timedwait(&W.wake, &W.wake_lock, &until) == 0) {
+            /* woken early without a stop (spurious): wait out the period */
+        }
+        pthread_mutex_unlock(&W.wake_lock);
     }
     return NULL;
 }
@@ -230,6 +243,16 @@ zp_status zp_comm_watchdog_start(const zp_comm *c, double timeout_s, const char 
         return ZP_FAIL(ZP_EINVAL, "watchdog: the timeout must be between 1 s and 1e6 s (got %g)", timeout_s);
     if (W.running)
         return ZP_FAIL(ZP_EINVAL, "watchdog: already running");
+    if (!W.wake_ready) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        int rc = pthread_cond_init(&W.wake, &ca);
+        pthread_condattr_destroy(&ca);
+        if (rc != 0)
+            return ZP_FAIL(ZP_ERUNTIME, "watchdog: cannot make its condition variable");
+        W.wake_ready = 1;
+    }
     W.timeout = timeout_s;
     W.period = timeout_s / 4 < 1.0 ? timeout_s / 4 : 1.0;
     W.rank = c->rank;
@@ -286,7 +309,10 @@ void zp_comm_watchdog_stop(void)
 {
     if (!W.running)
         return;
+    pthread_mutex_lock(&W.wake_lock);
     atomic_store(&W.stop, 1);
+    pthread_cond_signal(&W.wake);
+    pthread_mutex_unlock(&W.wake_lock);
     pthread_join(W.thread, NULL);
     W.running = 0;
 #if ZP_HAVE_MPI

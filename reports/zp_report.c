@@ -242,10 +242,11 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
 }
 
-/* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
- * fitting ones. Its JSON rows are the "plans" of the JSON contract (README), hence the data columns. */
+/* The columns of one plan, in the what-if's plans table and the sweep's: readers see the stage, MP, DP,
+ * batch, options, memory, fit and speed; CSV and JSON get the data columns too. Their JSON keys are the
+ * "plans" of the JSON contract (README). */
 enum {
-    P_RANK, P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
+    P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
@@ -261,110 +262,134 @@ static zp_status set_bounded(zp_table *t, int col, double v, const char *mark, c
     return zp_table_set_num_text(t, col, v, text);
 }
 
+/* {CSV key, header, JSON key ("" none, NULL the CSV key)}; DATA: a JSON-only column */
+#define DATA(json) {NULL, NULL, json, 0}
+static const zp_col g_plan_cols[P_NCOLS] = {
+    [P_STAGE] = {"stage", "Stage", ""}, /* "2 Pos+g"; JSON has the number */
+    [P_STAGE_NUM] = DATA("stage"),
+    [P_MP] = {"mp", "MP"},
+    [P_PP] = DATA("pp"), /* a reader column ("PP", and in CSV) when a plan has pipeline stages */
+    [P_DP] = {"dp", "DP"},
+    [P_EP] = DATA("ep"), /* expert-parallel degree (1: dense, or every rank holds every expert) */
+    [P_MICRO] = {"micro_batch", "Micro"},
+    [P_ACCUM] = {"grad_accum", "Accum"},
+    [P_GLOBAL] = {"global_batch", "Global"},
+    [P_PA] = DATA("pa"), [P_PA_CPU] = DATA("pa_cpu"), [P_CB] = DATA("cb"), [P_MD] = DATA("md"),
+    [P_CKPT] = DATA("checkpoint"), [P_BUCKET] = DATA("bucket"), [P_OFFLOAD] = DATA("offload"),
+    [P_SCHEDULE] = DATA("schedule"), [P_VSTAGES] = DATA("virtual_stages"), [P_SP] = DATA("sp"),
+    [P_RECOMPUTE] = DATA("recompute"),
+    [P_OPTIONS] = {"options", "ZeRO-R / options", ""},
+    [P_MEM_PARAMS] = DATA("memory_gb.params"), [P_MEM_GRADS] = DATA("memory_gb.grads"),
+    [P_MEM_OPT] = DATA("memory_gb.optimizer"), [P_MEM_ACT] = DATA("memory_gb.activations"),
+    [P_MEM_BUF] = DATA("memory_gb.buffers"), [P_MEM_FRAG] = DATA("memory_gb.fragmentation"),
+    [P_GPU_GB] = {"gpu_mem_gb", "GPU GB", "memory_gb.total"},
+    [P_HOST_GB] = {"host_mem_gb", "Host GB", "host_memory_gb"},
+    [P_FITS] = {"fits", "Fits"},
+    [P_STEP] = {"step_time_s", "Step (s)"},
+    [P_SAMPLES] = {"samples_per_s", "Samples/s"},
+    [P_TFLOPS] = {"tflops_per_gpu", "TFLOPs/GPU"},
+    [P_PFLOPS] = {"pflops", "PFLOPs"},
+    [P_T_COMPUTE] = DATA("time_breakdown_s.compute"), [P_T_MP] = DATA("time_breakdown_s.mp_comm"),
+    [P_T_DP] = DATA("time_breakdown_s.dp_comm"), [P_T_OPT] = DATA("time_breakdown_s.optimizer"),
+    [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"), [P_T_PP] = DATA("time_breakdown_s.pp_comm"),
+    [P_METHOD] = {"method", "Method"},
+    [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
+    /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
+    [P_UNSIM] = {NULL, NULL, "unsimulated", ZP_COL_OMIT_UNSET},
+    [P_PRECISION] = {"precision", NULL}, /* "fp16", "bf16" or "fp32" */
+    [P_GRAD_BYTES] = {"grad_bytes", NULL}, /* bytes of a gradient element: 2, or 4 (fp32) */
+    [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
+};
+#undef DATA
+
+int zp_report_plan_ncols(void) { return P_NCOLS; }
+
+void zp_report_plan_cols(zp_col *cols, int pp)
+{
+    memcpy(cols, g_plan_cols, sizeof g_plan_cols);
+    if (pp)
+        cols[P_PP] = (zp_col){"pp", "PP", NULL, 0};
+}
+
+zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
+{
+    const zp_plan *p = &e->plan;
+    char opts[128], stage[32];
+    zp_report_plan_options(p, opts, sizeof opts);
+    snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
+    ZP_TRY(zp_table_set_str(t, col0 + P_STAGE, stage));
+    const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+    for (int k = 0; k < 7; k++)
+        ZP_TRY(zp_table_set_int(t, col0 + P_STAGE_NUM + k, ints[k]));
+    ZP_TRY(zp_table_set_str(t, col0 + P_SCHEDULE, p->pp > 1 ? zp_pp_schedule_name(p->schedule) : "none"));
+    ZP_TRY(zp_table_set_int(t, col0 + P_VSTAGES, p->vstages));
+    ZP_TRY(zp_table_set_bool(t, col0 + P_SP, p->sp));
+    ZP_TRY(zp_table_set_str(t, col0 + P_RECOMPUTE, zp_recompute_name(zp_plan_recompute(p))));
+    ZP_TRY(zp_table_set_num(t, col0 + P_GLOBAL, e->global_batch, "%.0f"));
+    const int flags[] = {p->pa, p->pa_cpu, p->cb, p->md, p->checkpoint}; /* P_PA.. */
+    for (int k = 0; k < 5; k++)
+        ZP_TRY(zp_table_set_bool(t, col0 + P_PA + k, flags[k]));
+    ZP_TRY(zp_table_set_num(t, col0 + P_BUCKET, p->bucket, "%g"));
+    ZP_TRY(zp_table_set_str(t, col0 + P_OFFLOAD, zp_offload_name(p->offload)));
+    ZP_TRY(zp_table_set_str(t, col0 + P_OPTIONS, opts));
+    const double gb[] = {e->mem.params,      e->mem.grads,   e->mem.optimizer,
+                         e->mem.activations, e->mem.buffers, e->mem.fragmentation}; /* P_MEM_PARAMS.. */
+    for (int k = 0; k < 6; k++)
+        ZP_TRY(zp_table_set_num(t, col0 + P_MEM_PARAMS + k, gb[k] / 1e9, "%g"));
+    ZP_TRY(zp_table_set_num(t, col0 + P_GPU_GB, e->mem.total / 1e9, "%.1f"));
+    ZP_TRY(zp_table_set_num(t, col0 + P_HOST_GB, e->mem.host / 1e9, "%.1f"));
+    ZP_TRY(zp_table_set_bool(t, col0 + P_FITS, e->fits));
+    /* a bound reads as one: the step at least, the throughputs at most */
+    const int bound = e->method && strcmp(e->method, "bound") == 0;
+    ZP_TRY(set_bounded(t, col0 + P_STEP, e->time.total, bound ? ">=" : "", "%.3g"));
+    ZP_TRY(set_bounded(t, col0 + P_SAMPLES, e->samples_per_s, bound ? "<=" : "", "%.4g"));
+    ZP_TRY(set_bounded(t, col0 + P_TFLOPS, e->tflops_per_gpu, bound ? "<=" : "", "%.1f"));
+    ZP_TRY(set_bounded(t, col0 + P_PFLOPS, e->pflops, bound ? "<=" : "", "%.2f"));
+    const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
+                         e->time.offload, e->time.pp_comm}; /* P_T_COMPUTE.. */
+    for (int k = 0; k < 6; k++)
+        ZP_TRY(zp_table_set_num(t, col0 + P_T_COMPUTE + k, ts[k], "%g"));
+    ZP_TRY(zp_table_set_str(t, col0 + P_METHOD, e->method));
+    if (e->sim)
+        ZP_TRY(zp_table_set_str(t, col0 + P_SIM, e->sim));
+    if (e->unsimulated)
+        ZP_TRY(zp_table_set_str(t, col0 + P_UNSIM, e->unsimulated));
+    ZP_TRY(zp_table_set_str(t, col0 + P_PRECISION, zp_plan_precision_name(p)));
+    ZP_TRY(zp_table_set_num(t, col0 + P_GRAD_BYTES, zp_plan_grad_bytes(p), "%g"));
+    if (!e->fits)
+        ZP_TRY(zp_table_set_str(t, col0 + P_REASON, e->reason));
+    return ZP_OK;
+}
+
+zp_status zp_report_plan_none(zp_table *t, int col0, const char *what, const char *reason)
+{
+    ZP_TRY(zp_table_set_str(t, col0 + P_OPTIONS, what));
+    ZP_TRY(zp_table_set_bool(t, col0 + P_FITS, 0));
+    return reason ? zp_table_set_str(t, col0 + P_REASON, reason) : ZP_OK;
+}
+
+/* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
+ * fitting ones: a rank column, then the plan's. */
 static zp_status plans_table(const zp_whatif *w, zp_table **out)
 {
-    /* {CSV key, header, JSON key ("" none, NULL the CSV key)}; DATA: a JSON-only column */
-#define DATA(json) {NULL, NULL, json, 0}
-    static const zp_col cols[P_NCOLS] = {
-        [P_RANK] = {"rank", "#", ""},
-        [P_STAGE] = {"stage", "Stage", ""}, /* "2 Pos+g"; JSON has the number */
-        [P_STAGE_NUM] = DATA("stage"),
-        [P_MP] = {"mp", "MP"},
-        [P_PP] = DATA("pp"), /* a reader column ("PP", and in CSV) when a plan has pipeline stages */
-        [P_DP] = {"dp", "DP"},
-        [P_EP] = DATA("ep"), /* expert-parallel degree (1: dense, or every rank holds every expert) */
-        [P_MICRO] = {"micro_batch", "Micro"},
-        [P_ACCUM] = {"grad_accum", "Accum"},
-        [P_GLOBAL] = {"global_batch", "Global"},
-        [P_PA] = DATA("pa"), [P_PA_CPU] = DATA("pa_cpu"), [P_CB] = DATA("cb"), [P_MD] = DATA("md"),
-        [P_CKPT] = DATA("checkpoint"), [P_BUCKET] = DATA("bucket"), [P_OFFLOAD] = DATA("offload"),
-        [P_SCHEDULE] = DATA("schedule"), [P_VSTAGES] = DATA("virtual_stages"), [P_SP] = DATA("sp"),
-        [P_RECOMPUTE] = DATA("recompute"),
-        [P_OPTIONS] = {"options", "ZeRO-R / options", ""},
-        [P_MEM_PARAMS] = DATA("memory_gb.params"), [P_MEM_GRADS] = DATA("memory_gb.grads"),
-        [P_MEM_OPT] = DATA("memory_gb.optimizer"), [P_MEM_ACT] = DATA("memory_gb.activations"),
-        [P_MEM_BUF] = DATA("memory_gb.buffers"), [P_MEM_FRAG] = DATA("memory_gb.fragmentation"),
-        [P_GPU_GB] = {"gpu_mem_gb", "GPU GB", "memory_gb.total"},
-        [P_HOST_GB] = {"host_mem_gb", "Host GB", "host_memory_gb"},
-        [P_FITS] = {"fits", "Fits"},
-        [P_STEP] = {"step_time_s", "Step (s)"},
-        [P_SAMPLES] = {"samples_per_s", "Samples/s"},
-        [P_TFLOPS] = {"tflops_per_gpu", "TFLOPs/GPU"},
-        [P_PFLOPS] = {"pflops", "PFLOPs"},
-        [P_T_COMPUTE] = DATA("time_breakdown_s.compute"), [P_T_MP] = DATA("time_breakdown_s.mp_comm"),
-        [P_T_DP] = DATA("time_breakdown_s.dp_comm"), [P_T_OPT] = DATA("time_breakdown_s.optimizer"),
-        [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"), [P_T_PP] = DATA("time_breakdown_s.pp_comm"),
-        [P_METHOD] = {"method", "Method"},
-        [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
-        /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
-        [P_UNSIM] = {NULL, NULL, "unsimulated", ZP_COL_OMIT_UNSET},
-        [P_PRECISION] = {"precision", NULL}, /* "fp16", "bf16" or "fp32" */
-        [P_GRAD_BYTES] = {"grad_bytes", NULL}, /* bytes of a gradient element: 2, or 4 (fp32) */
-        [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
-    };
-#undef DATA
-    zp_col c[P_NCOLS];
-    memcpy(c, cols, sizeof c);
+    int pp = 0;
     for (int i = 0; i < w->result->n; i++)
-        if (w->result->plans[i].plan.pp > 1)
-            c[P_PP] = (zp_col){"pp", "PP", NULL, 0};
-    zp_table *t = zp_table_new_cols("Plans that fit, best first", P_NCOLS, c);
+        pp |= w->result->plans[i].plan.pp > 1;
+    zp_col cols[1 + P_NCOLS] = {{"rank", "#", "", 0}};
+    zp_report_plan_cols(cols + 1, pp);
+    zp_table *t = zp_table_new_cols("Plans that fit, best first", 1 + P_NCOLS, cols);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     int shown = 0;
     for (int i = 0; i < w->result->n; i++) {
         const zp_eval *e = &w->result->plans[i];
-        const zp_plan *p = &e->plan;
-        char opts[128], stage[32];
-        zp_report_plan_options(p, opts, sizeof opts);
-        snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
         TRY_T(zp_table_add_row(t));
         if (e->fits && !e->dominated && shown < w->top)
             shown++; /* dominated plans (the same batch with more extra work) are data only */
         else
             zp_table_hide_row(t);
-        TRY_T(zp_table_set_num(t, P_RANK, i + 1, "%.0f"));
-        TRY_T(zp_table_set_str(t, P_STAGE, stage));
-        const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
-        for (int k = 0; k < 7; k++)
-            TRY_T(zp_table_set_int(t, P_STAGE_NUM + k, ints[k]));
-        TRY_T(zp_table_set_str(t, P_SCHEDULE, p->pp > 1 ? zp_pp_schedule_name(p->schedule) : "none"));
-        TRY_T(zp_table_set_int(t, P_VSTAGES, p->vstages));
-        TRY_T(zp_table_set_bool(t, P_SP, p->sp));
-        TRY_T(zp_table_set_str(t, P_RECOMPUTE, zp_recompute_name(zp_plan_recompute(p))));
-        TRY_T(zp_table_set_num(t, P_GLOBAL, e->global_batch, "%.0f"));
-        const int flags[] = {p->pa, p->pa_cpu, p->cb, p->md, p->checkpoint}; /* P_PA.. */
-        for (int k = 0; k < 5; k++)
-            TRY_T(zp_table_set_bool(t, P_PA + k, flags[k]));
-        TRY_T(zp_table_set_num(t, P_BUCKET, p->bucket, "%g"));
-        TRY_T(zp_table_set_str(t, P_OFFLOAD, zp_offload_name(p->offload)));
-        TRY_T(zp_table_set_str(t, P_OPTIONS, opts));
-        const double gb[] = {e->mem.params,      e->mem.grads,   e->mem.optimizer,
-                             e->mem.activations, e->mem.buffers, e->mem.fragmentation}; /* P_MEM_PARAMS.. */
-        for (int k = 0; k < 6; k++)
-            TRY_T(zp_table_set_num(t, P_MEM_PARAMS + k, gb[k] / 1e9, "%g"));
-        TRY_T(zp_table_set_num(t, P_GPU_GB, e->mem.total / 1e9, "%.1f"));
-        TRY_T(zp_table_set_num(t, P_HOST_GB, e->mem.host / 1e9, "%.1f"));
-        TRY_T(zp_table_set_bool(t, P_FITS, e->fits));
-        /* a bound reads as one: the step at least, the throughputs at most */
-        const int bound = strcmp(e->method, "bound") == 0;
-        TRY_T(set_bounded(t, P_STEP, e->time.total, bound ? ">=" : "", "%.3g"));
-        TRY_T(set_bounded(t, P_SAMPLES, e->samples_per_s, bound ? "<=" : "", "%.4g"));
-        TRY_T(set_bounded(t, P_TFLOPS, e->tflops_per_gpu, bound ? "<=" : "", "%.1f"));
-        TRY_T(set_bounded(t, P_PFLOPS, e->pflops, bound ? "<=" : "", "%.2f"));
-        const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
-                             e->time.offload, e->time.pp_comm}; /* P_T_COMPUTE.. */
-        for (int k = 0; k < 6; k++)
-            TRY_T(zp_table_set_num(t, P_T_COMPUTE + k, ts[k], "%g"));
-        TRY_T(zp_table_set_str(t, P_METHOD, e->method));
-        if (e->sim)
-            TRY_T(zp_table_set_str(t, P_SIM, e->sim));
-        if (e->unsimulated)
-            TRY_T(zp_table_set_str(t, P_UNSIM, e->unsimulated));
-        TRY_T(zp_table_set_str(t, P_PRECISION, zp_plan_precision_name(p)));
-        TRY_T(zp_table_set_num(t, P_GRAD_BYTES, zp_plan_grad_bytes(p), "%g"));
-        if (!e->fits)
-            TRY_T(zp_table_set_str(t, P_REASON, e->reason));
+        TRY_T(zp_table_set_num(t, 0, i + 1, "%.0f"));
+        TRY_T(zp_report_plan_cells(t, 1, e));
     }
     *out = t;
     return ZP_OK;

@@ -57,6 +57,15 @@ zp_status zp_report_whatif(FILE *f, zp_format fmt, const zp_whatif *w);
  * fitting plans, CSV and JSON all), the memory of the recommended plan (table, and chart in HTML), the
  * recommendation and the plans that do not fit. */
 zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out);
+/* The columns of one plan, as the what-if's plans table has them (and the sweep's rows): their count,
+ * and their descriptions into cols[0..count) (pp: PP is a reader column, some plan has pipeline
+ * stages); zp_report_plan_cells fills them for plan `e` from column col0 of the table's last row;
+ * zp_report_plan_none marks them "does not fit": the options column says `what`, fits is false and
+ * JSON's "reason" is `reason` (may be NULL). */
+int zp_report_plan_ncols(void);
+void zp_report_plan_cols(zp_col *cols, int pp);
+zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e);
+zp_status zp_report_plan_none(zp_table *t, int col0, const char *what, const char *reason);
 /* The per-category memory table of one plan on GPUs of gpu_mem bytes of which `reserve` are left free. */
 zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out);
 /* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */

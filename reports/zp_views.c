@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zp_memory.h"
@@ -55,11 +56,11 @@ static zp_status plan_row(zp_table *t, int col, const zp_eval *e, int found)
     return ZP_OK;
 }
 
-zp_status zp_view_scaling(const zp_search_req *base, const int64_t *gpus, int n, zp_doc **out)
+zp_status zp_view_scaling_doc(const zp_model *model, const zp_cluster *cluster, const int64_t *gpus,
+                              const zp_eval *best, const int *found, int n, zp_doc **out)
 {
     char title[200];
-    snprintf(title, sizeof title, "Scaling of %s on %s: throughput against GPUs", base->model->name,
-             base->cluster->name);
+    snprintf(title, sizeof title, "Scaling of %s on %s: throughput against GPUs", model->name, cluster->name);
     zp_doc *d = zp_doc_new(title);
     zp_table *t = NULL;
     if (!d)
@@ -78,28 +79,19 @@ zp_status zp_view_scaling(const zp_search_req *base, const int64_t *gpus, int n,
     zp_chart_init(&per, ZP_CHART_LINE, "TFLOPs per GPU against GPUs", "GPUs", "TFLOPs per GPU");
     zp_chart_init(&agg, ZP_CHART_LINE, "Aggregate PFLOPs against GPUs", "GPUs", "PFLOPs");
     per.nseries = agg.nseries = 1;
-    snprintf(per.series[0], sizeof per.series[0], "%.60s", base->model->name);
-    snprintf(agg.series[0], sizeof agg.series[0], "%.60s", base->model->name);
+    snprintf(per.series[0], sizeof per.series[0], "%.60s", model->name);
+    snprintf(agg.series[0], sizeof agg.series[0], "%.60s", model->name);
     per.logx = agg.logx = 1;
     for (int i = 0; i < n && i < ZP_CHART_MAX_POINTS; i++) {
-        zp_search_req r = *base;
-        r.gpus = gpus[i];
-        r.trace_path = NULL;
-        r.progress = NULL; /* this view reports progress per GPU count */
-        zp_eval e;
-        int found;
-        TRY_D(best_plan(&r, &e, &found));
         TRY_D(zp_table_add_row(t));
         TRY_D(zp_table_set_num(t, 0, (double)gpus[i], "%.0f"));
-        TRY_D(plan_row(t, 1, &e, found));
+        TRY_D(plan_row(t, 1, &best[i], found[i]));
         per.x[i] = agg.x[i] = (double)gpus[i];
         snprintf(per.xcat[i], sizeof per.xcat[i], "%lld", (long long)gpus[i]);
         snprintf(agg.xcat[i], sizeof agg.xcat[i], "%lld", (long long)gpus[i]);
-        per.y[0][i] = found ? e.tflops_per_gpu : NAN;
-        agg.y[0][i] = found ? e.pflops : NAN;
+        per.y[0][i] = found[i] ? best[i].tflops_per_gpu : NAN;
+        agg.y[0][i] = found[i] ? best[i].pflops : NAN;
         per.npoints = agg.npoints = i + 1;
-        if (base->progress)
-            base->progress(base->progress_ctx, i + 1, n);
     }
     zp_status st = zp_doc_add_table(d, t);
     t = NULL;
@@ -356,6 +348,89 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
     }
     (void)w;
     zp_search_result_free(&res);
+    if (st != ZP_OK) {
+        zp_doc_free(d);
+        return st;
+    }
+    *out = d;
+    return ZP_OK;
+}
+
+zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, zp_table **out)
+{
+    enum { C_CELL, C_MODEL, C_CLUSTER, C_GPUS, C_PLAN }; /* then the plan's columns, then the counts */
+    const int np = zp_report_plan_ncols(), ncols = C_PLAN + np + 2;
+    zp_col *cols = calloc((size_t)ncols, sizeof *cols);
+    if (!cols)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    int pp = 0;
+    for (int i = 0; i < n; i++)
+        pp |= rows[i].found && rows[i].best.plan.pp > 1;
+    cols[C_CELL] = (zp_col){"cell", "#", NULL, 0};
+    cols[C_MODEL] = (zp_col){"model", "Model", NULL, 0};
+    cols[C_CLUSTER] = (zp_col){"cluster", "Cluster", NULL, 0};
+    cols[C_GPUS] = (zp_col){"gpus", "GPUs", NULL, 0};
+    zp_report_plan_cols(cols + C_PLAN, pp);
+    cols[C_PLAN + np] = (zp_col){"plans", NULL, NULL, 0};
+    cols[C_PLAN + np + 1] = (zp_col){"plans_fit", NULL, NULL, 0};
+    zp_table *t = zp_table_new_cols("Best plan per cell", ncols, cols);
+    free(cols);
+    if (!t)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_status st = ZP_OK;
+    for (int i = 0; i < n && st == ZP_OK; i++) {
+        const zp_sweep_row *r = &rows[i];
+        const zp_sweep_cell *c = &cells[r->cell];
+        const zp_eval e = zp_sweep_row_eval(r);
+        st = zp_table_add_row(t);
+        if (st == ZP_OK)
+            st = zp_table_set_int(t, C_CELL, r->cell + 1);
+        if (st == ZP_OK)
+            st = zp_table_set_str(t, C_MODEL, r->model);
+        if (st == ZP_OK)
+            st = zp_table_set_str(t, C_CLUSTER, c->cluster);
+        if (st == ZP_OK)
+            st = zp_table_set_int(t, C_GPUS, c->gpus);
+        if (st == ZP_OK)
+            st = r->found ? zp_report_plan_cells(t, C_PLAN, &e)
+                          : zp_report_plan_none(t, C_PLAN, r->plans ? "nothing fits" : "no plan", e.reason);
+        if (st == ZP_OK)
+            st = zp_table_set_int(t, C_PLAN + np, r->plans);
+        if (st == ZP_OK)
+            st = zp_table_set_int(t, C_PLAN + np + 1, r->plans_fit);
+        if (st == ZP_OK && !r->found && !r->plans)
+            st = zp_table_add_note(t, "#%d, %s on %lld GPUs of %s: %s", r->cell + 1, r->model, (long long)c->gpus,
+                                   c->cluster, e.reason);
+        else if (st == ZP_OK && !r->found)
+            st = zp_table_add_note(t, "#%d, %s on %lld GPUs of %s: none of the %d plans fits; the closest (stage %d, "
+                                      "MP %lld, micro-batch %lld): %s", r->cell + 1, r->model, (long long)c->gpus,
+                                   c->cluster, r->plans, e.plan.stage, (long long)e.plan.mp,
+                                   (long long)e.plan.micro_batch, e.reason);
+    }
+    if (st != ZP_OK) {
+        zp_table_free(t);
+        return st;
+    }
+    *out = t;
+    return ZP_OK;
+}
+
+zp_status zp_view_sweep(const zp_sweep_cell *cells, const zp_sweep_row *rows, int n, zp_doc **out)
+{
+    char title[96];
+    snprintf(title, sizeof title, "zplan sweep: the best plan of each of %d cell%s", n, n == 1 ? "" : "s");
+    zp_doc *d = zp_doc_new(title);
+    zp_table *t = NULL;
+    if (!d)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    zp_doc_set_json_digits(d, 8); /* as the what-if's plans */
+    TRY_D(zp_doc_add_text(d, "Each cell is a what-if search (options not given are searched): its best plan, or "
+                             "\"nothing fits\". %s.", ZP_FLOP_CONVENTION));
+    TRY_D(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
+    TRY_D(zp_view_sweep_table(cells, rows, n, &t));
+    zp_status st = zp_doc_add_table(d, t);
+    if (st == ZP_OK)
+        st = zp_doc_set_key(d, "cells", NULL);
     if (st != ZP_OK) {
         zp_doc_free(d);
         return st;

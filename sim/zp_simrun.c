@@ -72,7 +72,7 @@ zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
                 continue;
             kids[i] = (zp_child){.fn = run_child, .ctx = &jobs[next], .result = &wires[i],
                                  .result_size = sizeof wires[i],
-                                 .flags = ZP_CHILD_STDOUT_NULL | ZP_CHILD_STDERR_NULL};
+                                 .flags = ZP_CHILD_STDOUT_NULL | ZP_CHILD_STDERR_NULL | ZP_CHILD_DIE_WITH_PARENT};
             st = zp_child_start(&kids[i]);
             if (st == ZP_OK) {
                 slot_job[i] = next++;

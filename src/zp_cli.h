@@ -51,6 +51,9 @@ int zp_cli_schedule(int argc, char **argv);
 int zp_cli_compare(int argc, char **argv);   /* zplan compare */
 int zp_exec_main(int argc, char **argv);      /* zplan exec (argv[0] = "exec") */
 int zp_calibrate_main(int argc, char **argv); /* zplan calibrate */
+int zp_cli_sweep(int argc, char **argv);      /* zplan sweep (argv[0] = "sweep") */
+/* zplan report KIND made by a sweep (argv[0] = KIND; KIND "scaling"); --help prints `usage`. */
+int zp_cli_sweep_report(const char *kind, int argc, char **argv, const char *usage);
 
 /* Prints "zplan: <message>" for a failed status and returns its exit code. */
 int zp_cli_fail(zp_status st);
@@ -63,6 +66,16 @@ typedef struct {
 } zp_cli_out;
 zp_status zp_cli_out_open(const char *path, zp_cli_out *o);
 zp_status zp_cli_out_close(zp_cli_out *o, zp_status st);
+/* The rank count the launcher (mpirun) announces in the environment, and this process's rank: known
+ * before MPI starts (1 and 0 without a launcher). */
+int zp_cli_launch_size(void);
+int zp_cli_launch_rank(void);
+/* The ranks the launcher started on this machine (dflt without a launcher that says). */
+int zp_cli_launch_local_size(int dflt);
+/* A command's exit under a launcher: a bad input (rc 2) found on every rank before MPI started meets
+ * the other ranks in MPI first, so that mpirun does not end the job before each has printed why.
+ * Returns rc. */
+int zp_cli_launch_exit(int argc, char **argv, int rc);
 /* Writes one table to the output. */
 int zp_cli_write_table(zp_table *t, zp_format fmt, const char *path);
 

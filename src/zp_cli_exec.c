@@ -76,14 +76,6 @@ static const char USAGE[] =
     "  -o, --output FILE         write the report to FILE\n"
     "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input (or no CUDA device).\n";
 
-static int env_int(const char *a, const char *b, int dflt)
-{
-    const char *v = getenv(a);
-    if (!v)
-        v = getenv(b);
-    return v ? atoi(v) : dflt;
-}
-
 /* Bytes of memory the kernel can still give, /proc/meminfo's MemAvailable; 0 when unknown. */
 static double mem_available(void)
 {
@@ -112,7 +104,7 @@ static zp_status check_fits_here(const zp_exec_config *cfg, int ranks)
     plan.impl = ZP_IMPL_EXEC;
     zp_memory m;
     ZP_TRY(zp_memory_estimate(&cfg->model, &plan, &m));
-    const int here = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", ranks);
+    const int here = zp_cli_launch_local_size(ranks);
     const double need = (m.total + m.host) * (double)(here > 0 ? here : 1), have = mem_available();
     if (have > 0 && need > have)
         return ZP_FAIL(ZP_EINVAL,
@@ -479,8 +471,8 @@ static int exec_main(int argc, char **argv)
         fputs(USAGE, stdout);
         return 0;
     }
-    const int ranks = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1);
-    const int rank0 = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0) == 0;
+    const int ranks = zp_cli_launch_size();
+    const int rank0 = zp_cli_launch_rank() == 0;
     zp_exec_config cfg;
     if ((pst = exec_config(&a, ranks, &cfg)) != ZP_OK)
         return zp_cli_fail_as("zplan exec", pst);
@@ -642,24 +634,4 @@ static int exec_main(int argc, char **argv)
     return rc;
 }
 
-int zp_exec_main(int argc, char **argv)
-{
-    int rc = exec_main(argc, argv);
-#if ZP_HAVE_MPI
-    /* A bad configuration is refused before MPI starts, on every rank alike. Under mpirun, a rank that
-     * exits at once makes mpirun tear the job down, and the other ranks' messages can be lost on the way:
-     * meet the others in MPI first, so every rank has printed before any exits. */
-    int launched = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1) > 1, initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (rc == 2 && launched && !initialized && !finalized) {
-        int argc2 = argc;
-        char **argv2 = argv;
-        if (zp_kernels_mpi_init(&argc2, &argv2) == ZP_OK) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            zp_kernels_mpi_finalize();
-        }
-    }
-#endif
-    return rc;
-}
+int zp_exec_main(int argc, char **argv) { return zp_cli_launch_exit(argc, argv, exec_main(argc, argv)); }

@@ -41,7 +41,8 @@ STR(set_profile, profile)
 STR(set_gpus, gpus)
 STR(set_out, out)
 STR(set_trace, r.trace_path)
-STR(set_report_html, report_html)
+STR(set_grid, grid)
+STR(set_partial, partial)
 STR(set_ds_config, ds_config)
 STR(set_emit_ds, emit_ds)
 STR(set_emit_megatron, emit_megatron)
@@ -246,6 +247,20 @@ static zp_status set_mp_any(zp_cli_args *a, const char *opt, const char *v)
     return set_mp(a, opt, v);
 }
 
+/* --report: the what-if's HTML page, or the report a sweep makes of its rows. */
+static zp_status set_report(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    if (!(a->cmd & ZP_CMD_SWEEP)) {
+        a->report_html = v;
+        return ZP_OK;
+    }
+    if (strcmp(v, "scaling") != 0)
+        return ZP_FAIL(ZP_EINVAL, "--report: a sweep makes the report 'scaling', not '%s'", v);
+    a->sweep_report = v;
+    return ZP_OK;
+}
+
 static zp_status set_min_seconds(zp_cli_args *a, const char *opt, const char *v)
 {
     return zp_size_parse_range(v, opt, 0, 3600, &a->min_seconds);
@@ -352,8 +367,9 @@ static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 /* ---- the table ---- */
 
 /* The commands that take a plan. */
-#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC | ZP_CMD_COMPARE)
-#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_COMPARE)
+#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC | ZP_CMD_COMPARE | ZP_CMD_SWEEP)
+#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_COMPARE | ZP_CMD_SWEEP)
+#define SWEEP ZP_CMD_SWEEP
 #define VAL ZP_CMD_VALIDATION
 #define ALL (PLAN | ZP_CMD_TABLE | ZP_CMD_LIST | ZP_CMD_CALIBRATE | VAL)
 
@@ -371,7 +387,7 @@ static const zp_cli_opt g_opts[] = {
     {"format", 0, 1, ALL & ~ZP_CMD_CALIBRATE, set_format},
     /* the model and the cluster */
     {"model", 0, 1, PLAN, set_model},
-    {"models", 0, 1, ZP_CMD_VIEW | ZP_CMD_TABLE | VAL, set_models},
+    {"models", 0, 1, ZP_CMD_VIEW | ZP_CMD_TABLE | VAL | SWEEP, set_models},
     {"seq", 0, 1, PLAN | ZP_CMD_VIEW, set_seq},
     {"gpus", 0, 1, SEARCH, set_gpus},
     {"cluster", 0, 1, SEARCH, set_cluster},
@@ -421,7 +437,7 @@ static const zp_cli_opt g_opts[] = {
     {"jobs", 0, 1, SEARCH, set_jobs},
     {"top", 0, 1, ZP_CMD_WHATIF | ZP_CMD_VIEW, set_top},
     {"trace", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_trace},
-    {"report", 0, 1, ZP_CMD_WHATIF, set_report_html},
+    {"report", 0, 1, ZP_CMD_WHATIF | SWEEP, set_report},
     {"ds-config", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_ds_config},
     {"emit-ds-config", 0, 1, ZP_CMD_WHATIF, set_emit_ds},
     {"max-model", 0, 0, ZP_CMD_WHATIF, set_max_model},
@@ -436,7 +452,10 @@ static const zp_cli_opt g_opts[] = {
     {"lr", 0, 1, ZP_CMD_EXEC, set_lr},
     {"backend", 0, 1, ZP_CMD_EXEC | ZP_CMD_CALIBRATE, set_backend},
     {"validate", 0, 0, ZP_CMD_EXEC, set_validate},
-    {"timeout", 0, 1, ZP_CMD_EXEC | ZP_CMD_CALIBRATE, set_timeout},
+    {"timeout", 0, 1, ZP_CMD_EXEC | ZP_CMD_CALIBRATE | SWEEP, set_timeout},
+    /* sweep */
+    {"grid", 0, 1, SWEEP, set_grid},
+    {"partial", 0, 1, SWEEP, set_partial},
     /* report table1 / table2 */
     {"dp", 0, 1, ZP_CMD_TABLE, set_dp_list},
     {"k", 0, 1, ZP_CMD_TABLE, set_k},
@@ -455,6 +474,8 @@ static const zp_cli_opt g_opts[] = {
 /* The commands that take an option, for "an option of zplan exec" messages. */
 static const char *owner(int cmds)
 {
+    if (cmds == SWEEP)
+        return "zplan sweep";
     if (cmds & ZP_CMD_EXEC && !(cmds & SEARCH))
         return "zplan exec";
     if (cmds & ZP_CMD_CALIBRATE && !(cmds & PLAN))
@@ -479,6 +500,7 @@ static const char *help_of(const zp_cli_args *a)
     case ZP_CMD_EXEC: return "zplan exec --help";
     case ZP_CMD_VALIDATION: return "zplan report validation --help";
     case ZP_CMD_COMPARE: return "zplan compare --help";
+    case ZP_CMD_SWEEP: return "zplan sweep --help";
     default: return "zplan calibrate --help";
     }
 }
@@ -499,6 +521,9 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
     a->timeout_s = 120;
     a->backend = "cpu";
     a->k = ZP_ADAM_K;
+    if (cmd == ZP_CMD_SWEEP) /* a rank can be busy with one full simulation of a large cluster (~0.05 s per
+                                node, up to ZP_SIM_MAX_FULL_NODES) between two signs of progress */
+        a->timeout_s = 600;
     if (cmd == ZP_CMD_VALIDATION) {
         /* step times on this VM swing by -20%..+40% in spells of several steps: 7 steps' median landed
          * anywhere in 0.032-0.044 s for one configuration, 40 steps' (2 s) within 0.038-0.040 s (measured) */

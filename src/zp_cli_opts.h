@@ -24,6 +24,7 @@ typedef enum {
     ZP_CMD_CALIBRATE = 1 << 6, /* zplan calibrate */
     ZP_CMD_VALIDATION = 1 << 7, /* zplan report validation: zplan exec --validate over a sweep */
     ZP_CMD_COMPARE = 1 << 8,   /* zplan compare: the best plan of each of several choices, side by side */
+    ZP_CMD_SWEEP = 1 << 9,     /* zplan sweep: what-if searches over models x GPU counts, under MPI */
 } zp_cli_cmd;
 
 typedef struct {
@@ -60,6 +61,10 @@ typedef struct {
     double k;
     /* report validation */
     const char *ranks, *stages;
+    /* sweep */
+    const char *grid;          /* a grid file of cells */
+    const char *partial;       /* where finished rows go as they come (default: OUTPUT.partial with -o) */
+    const char *sweep_report;  /* --report KIND of a sweep: "scaling" */
     /* calibrate */
     int quick;
     const char *reps, *warmup, *max_bytes, *hidden, *tokens;

@@ -12,8 +12,10 @@
 
 static const char REPORT_USAGE[] =
     "Usage: zplan report KIND [options]\n"
-    "  scaling  the best plan of --model on each of --gpus LIST (default 64,128,256,400): TFLOPs per GPU\n"
-    "           and aggregate PFLOPs (the ZeRO paper's Figure 3 view); takes every what-if option\n"
+    "  scaling  the best plan of --model on each of --gpus LIST: TFLOPs per GPU and aggregate PFLOPs (the\n"
+    "           ZeRO paper's Figure 3 view); default GPUs 64,128,256,400 on dgx2 (the paper's), and\n"
+    "           1024,2048,...,65536,102400 on other clusters; takes every what-if option; made by a sweep\n"
+    "           (zplan sweep --help: --jobs, --timeout, --partial), also under mpirun -np N\n"
     "  models   TFLOPs per GPU against model size for ZeRO (--gpus, default 400) and the Megatron-LM\n"
     "           baseline (stage 0, MP across nodes, on the largest multiple of 128 GPUs <= --gpus)\n"
     "           --models LIST (default 1.5B,8B,20B,40B,60B,80B,100B,120B,140B,170B) (Figure 2's view)\n"
@@ -109,36 +111,22 @@ static int report_plan_view(const char *kind, int argc, char **argv)
         fputs(REPORT_USAGE, stdout);
         return 0;
     }
-    int scaling = strcmp(kind, "scaling") == 0, sizes = strcmp(kind, "models") == 0;
+    int sizes = strcmp(kind, "models") == 0;
     int configs = strcmp(kind, "configs") == 0, memory = strcmp(kind, "memory") == 0;
-    if (o.a.models && (scaling || memory))
+    if (o.a.models && memory)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s takes --model, not --models", kind));
     if (o.a.model && (sizes || configs))
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report %s takes --models LIST, not --model", kind));
-    const char *gpus_default = scaling ? "64,128,256,400" : "400";
     if (!o.a.gpus)
-        o.a.gpus = gpus_default;
-    if ((st = zp_cli_plan_resolve(&o, scaling || memory, scaling ? 2 : 1)) != ZP_OK)
+        o.a.gpus = "400";
+    if ((st = zp_cli_plan_resolve(&o, memory, 1)) != ZP_OK)
         return zp_cli_fail(st);
     zp_doc *d = NULL;
     zp_progress bar;
     zp_progress_init(&bar, kind);
     o.a.r.progress = zp_progress_cb;
     o.a.r.progress_ctx = &bar;
-    if (scaling) {
-        double g[64];
-        int n;
-        int64_t gi[64];
-        if ((st = zp_size_parse_list(o.a.gpus, "--gpus", g, 64, &n)) != ZP_OK)
-            return zp_cli_fail(st);
-        for (int i = 0; i < n; i++) {
-            if (g[i] < 1 || g[i] > (double)ZP_MAX_GPUS || g[i] != (double)(int64_t)g[i])
-                return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpus: counts must be whole numbers from 1 to %lld",
-                                           (long long)ZP_MAX_GPUS));
-            gi[i] = (int64_t)g[i];
-        }
-        st = zp_view_scaling(&o.a.r, gi, n, &d);
-    } else if (memory) {
+    if (memory) {
         st = zp_view_memory(&o.a.r, o.a.top, &d);
     } else {
         static zp_model models[32];
@@ -187,8 +175,9 @@ int zp_cli_report(int argc, char **argv)
     if (strcmp(kind, "validation") == 0) /* zp_cli_validation.c: runs zplan exec under mpirun */
         return zp_cli_report_validation(argc - 1, argv + 1);
     int is1 = strcmp(kind, "table1") == 0, is2 = strcmp(kind, "table2") == 0;
-    if (strcmp(kind, "scaling") == 0 || strcmp(kind, "models") == 0 || strcmp(kind, "configs") == 0 ||
-        strcmp(kind, "memory") == 0)
+    if (strcmp(kind, "scaling") == 0) /* zp_cli_sweep.c: the best plan per GPU count, over MPI ranks too */
+        return zp_cli_sweep_report(kind, argc - 1, argv + 1, REPORT_USAGE);
+    if (strcmp(kind, "models") == 0 || strcmp(kind, "configs") == 0 || strcmp(kind, "memory") == 0)
         return report_plan_view(kind, argc - 1, argv + 1);
     if (!is1 && !is2)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report: unknown report '%s' (table1, table2, scaling, models, "

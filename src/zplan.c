@@ -19,6 +19,9 @@ static const char USAGE[] =
     "  zplan compare --model M --gpus N [--stage 0,1,2,3] [--mp LIST] [--offload LIST] ...\n"
     "                                         the best plan of each choice, side by side (zplan compare --help)\n"
     "  zplan schedule --model M --gpus N ...  the recommended plan's step, op by op (zplan schedule --help)\n"
+    "  zplan sweep --models L --gpus L ...    the best plan of each model on each GPU count (or each row\n"
+    "                                         of a --grid file), split over the ranks under mpirun\n"
+    "                                         (zplan sweep --help)\n"
     "  zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
     "                                         time the real kernels here, fit cost models (also under mpirun)\n"
     "  mpirun -np N zplan exec --model M [--stage S] [--mp M] [--validate --profile F] ...\n"
@@ -142,6 +145,8 @@ int main(int argc, char **argv)
                 return zp_calibrate_main(2, (char *[]){"calibrate", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "exec") == 0)
                 return zp_exec_main(2, (char *[]){"exec", "--help", NULL});
+            if (argc >= 3 && strcmp(argv[2], "sweep") == 0)
+                return zp_cli_sweep(2, (char *[]){"sweep", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "schedule") == 0)
                 return zp_cli_schedule(2, (char *[]){"schedule", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "compare") == 0)
@@ -161,8 +166,11 @@ int main(int argc, char **argv)
             return zp_cli_schedule(argc - 1, argv + 1);
         if (strcmp(cmd, "compare") == 0)
             return zp_cli_compare(argc - 1, argv + 1);
+        if (strcmp(cmd, "sweep") == 0)
+            return zp_cli_sweep(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, compare, schedule, calibrate, exec; or --model M --gpus N; "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, compare, schedule, sweep, calibrate, "
+                            "exec; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;
         }
