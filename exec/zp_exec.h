@@ -1,4 +1,6 @@
-/* zp_exec.h — the executor: trains a GPT-style decoder for real under MPI with the kernels/ backend,
+/* zp_exec.h — the executor: trains a decoder for real under MPI with the kernels/ backend: GPT's block, or
+ * today's (grouped-query attention, RMSNorm, rotary positions, gated MLPs, no biases, an untied head,
+ * mixture-of-experts MLPs with expert parallelism; sim/zp_layout.h's zp_layout_exec_shape says which),
  * driven by sim/'s step schedule (the same schedule the simulator interprets), with ZeRO stages 0-3,
  * Megatron model parallelism, activation checkpointing and ZeRO-R Pa. Its tensors are the schedule's: it
  * allocates and frees them by running the schedule's alloc and free ops (the "zplan-exec" layout,
@@ -121,6 +123,11 @@ zp_status zp_exec_loss_grad(zp_exec_session *s, int step, double *loss, const fl
 /* The flat parameters of a stage 0-2 session (this MP rank's, in the backend's memory), writable for
  * perturbation. */
 zp_status zp_exec_params(zp_exec_session *s, float **params, size_t *n);
+/* The routed experts' flat parameters of a stage 0-2 session of a mixture-of-experts model (this rank's
+ * local experts, writable), and after zp_exec_loss_grad at stage 0-1 their reduced gradient; n = 0 for a
+ * dense model. */
+zp_status zp_exec_expert_params(zp_exec_session *s, float **params, size_t *n);
+zp_status zp_exec_expert_grad(zp_exec_session *s, const float **grad, size_t *n);
 /* One full training step (schedule interpreted, optimizer included); the loss before the update. */
 zp_status zp_exec_train_step(zp_exec_session *s, int step, double *loss);
 

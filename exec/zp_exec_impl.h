@@ -67,10 +67,22 @@ struct zp_exec_session {
     float *pp_dest;                   /* the tensor the last receive fills (its all-gather completes it) */
     struct zp_exec_sends *sends;      /* sends not yet known to be delivered (zp_exec_pipe.c) */
 
+    zp_exec_shape sh;                 /* the model's shapes on this MP rank (sim/zp_layout.h) */
     size_t L, C, NH, T, V, F, Cq, Fl, Vl, NHl, hd, B, BT, GA;
+                                      /* Cq: this rank's Q width (heads/mp x head size; C/mp for GPT) */
+    size_t KVl, kvn, qkvn, up;        /* this rank's KV heads, K (= V) width, QKV width, fc_w rows */
     long v0;                          /* first vocabulary row of this MP rank */
-    size_t esz, bsz, N;               /* group 0 size, block size, total (flat) */
+    size_t esz, hsz, bsz, N;          /* embedding group, untied head group, block, total (flat) */
     size_t e_off[ZP_EXEC_E_N + 1], b_off[ZP_EXEC_B_N + 1];
+    /* the routed experts (MoE): their own flat layout, reduced and partitioned over the EDP group */
+    size_t xsz, NX, x_off[ZP_EXEC_X_N + 1];
+    int ep, er, edp, edr;             /* EP degree, this rank's place in its EP group, EDP degree and place */
+    zp_comm *epc, *edpc;              /* the EP group (token exchange) and the EDP group (expert gradients) */
+    zp_units xunits;                  /* this rank's pieces of the experts' units */
+    struct zp_exec_route *route;      /* per activation set: the routing of its tokens (zp_exec_moe.c) */
+    int nroute;
+    float *route_h;                   /* (BT, E) host staging of the router's scores */
+    int bucket_xk, gather_xk;
 
     zp_schedule sched;                /* the step (and the setup that allocates every tensor) */
     zp_units units;                   /* this rank's pieces of the units of the flat layout */
@@ -115,6 +127,13 @@ void zp_exec_pipe_free(zp_exec_session *S);
 zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
                        const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc);
 zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op);
+/* The routed experts' flat layout: block l's local experts (stage 3: the gathered copy, NULL when not
+ * gathered), and their gradient; zp_exec_moe.c. */
+float *zp_exec_xgroup(const zp_exec_session *S, int l);
+float *zp_exec_xgrad(const zp_exec_session *S, int l);
+/* The routing of every activation set, allocated once (zp_exec_moe.c). */
+zp_status zp_exec_moe_open(zp_exec_session *S);
+void zp_exec_moe_close(zp_exec_session *S);
 /* This DP rank's token sequences of step `step` into S->tok (host). */
 void zp_exec_tokens(zp_exec_session *S, int step);
 

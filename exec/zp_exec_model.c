@@ -1,7 +1,11 @@
-/* zp_exec_model.c — the GPT decoder, op by op, as the schedule orders it: the embedding, each block's
+/* zp_exec_model.c — the decoder, op by op, as the schedule orders it: the embedding, each block's
  * forward (also its recompute) and backward, the head with Megatron's vocabulary-parallel cross-entropy.
- * Shapes per MP rank: BT = B·T tokens, C hidden, Cq = C/mp and Fl = F/mp the column-split widths,
- * Vl = V/mp vocabulary rows, NHl heads of hd = C/NH. Tensors are the schedule's buffers (BUF); parameters
+ * GPT's block (LayerNorm, MHA, GeLU MLP, biases, learned positions, tied head) and today's (RMSNorm,
+ * grouped-query attention, rotary positions, gated MLPs, no biases, an untied head), from the model's
+ * shapes (zp_exec_shape); a mixture-of-experts MLP is zp_exec_moe.c's.
+ * Shapes per MP rank: BT = B·T tokens, C hidden, Cq = NHl·hd the Q width and Fl = F/mp the column-split
+ * widths, kvn = KVl·hd the K (and V) width, qkvn = Cq + 2 kvn, up = Fl (gated: 2 Fl, [gate | up]),
+ * Vl = V/mp vocabulary rows, NHl query heads of hd, each group of NHl/KVl sharing one KV head. Tensors are the schedule's buffers (BUF); parameters
  * come from the group in use (zp_exec_group), gradients go to the flat gradient (stages 0-1) or the
  * bucket backward writes into (stages 2-3). A row-parallel GEMM leaves partial sums in `pending` for the
  * MP all-reduce that follows it in the schedule. */
@@ -11,25 +15,72 @@
 #include "zp_exec_impl.h"
 #include "zp_time.h"
 
-enum { E_WTE = ZP_EXEC_E_WTE, E_WPE = ZP_EXEC_E_WPE, E_LNFW = ZP_EXEC_E_LNFW, E_LNFB = ZP_EXEC_E_LNFB };
+enum { E_WTE = ZP_EXEC_E_WTE, E_WPE = ZP_EXEC_E_WPE, E_LNFW = ZP_EXEC_E_LNFW, E_LNFB = ZP_EXEC_E_LNFB, E_LMW = ZP_EXEC_E_LMW };
 enum {
     B_LN1W = ZP_EXEC_B_LN1W, B_LN1B = ZP_EXEC_B_LN1B, B_QKVW = ZP_EXEC_B_QKVW, B_QKVB = ZP_EXEC_B_QKVB,
     B_PROJW = ZP_EXEC_B_PROJW, B_PROJB = ZP_EXEC_B_PROJB, B_LN2W = ZP_EXEC_B_LN2W, B_LN2B = ZP_EXEC_B_LN2B,
     B_FCW = ZP_EXEC_B_FCW, B_FCB = ZP_EXEC_B_FCB, B_FCPW = ZP_EXEC_B_FCPW, B_FCPB = ZP_EXEC_B_FCPB
 };
 
-/* Parameter tensor `kind` of block group `it` (1 + l), or of the embedding group as group `item` (0 for
- * the embedding, L + 1 for the head); callers check the group is there (NEED). */
-static const float *W(const zp_exec_session *S, int it, int kind) { return zp_exec_group(S, it) + S->b_off[kind]; }
-static const float *WE(const zp_exec_session *S, int item, int kind) { return zp_exec_group(S, item) + S->e_off[kind]; }
+/* Where tensor `kind` of the embedding and head tensors sits in its group: an untied head's (lnf, lm_w) in
+ * the head group L + 1, the others in the embedding group. */
+static int e_item(const zp_exec_session *S, int kind) { return S->hsz > 0 && kind >= E_LNFW ? (int)S->L + 1 : 0; }
+static size_t e_at(const zp_exec_session *S, int kind)
+{
+    return S->e_off[kind] - (e_item(S, kind) ? S->e_off[E_LNFW] : 0);
+}
 
-/* Gradient of tensor `kind` of block group `it`, or of the embedding group. */
+/* Parameter tensor `kind` of block group `it` (1 + l), or of the embedding and head tensors as group `item`
+ * (0 for the embedding, L + 1 for the head); callers check the group is there (NEED). Optional tensors
+ * (biases, LayerNorm's bias, wpe) are NULL when the architecture has none. */
+static const float *W(const zp_exec_session *S, int it, int kind) { return zp_exec_group(S, it) + S->b_off[kind]; }
+static const float *Wopt(const zp_exec_session *S, int it, int kind)
+{
+    return S->b_off[kind + 1] > S->b_off[kind] ? W(S, it, kind) : NULL;
+}
+static const float *WE(const zp_exec_session *S, int item, int kind)
+{
+    if (S->e_off[kind + 1] == S->e_off[kind])
+        return NULL;
+    return zp_exec_group(S, S->hsz > 0 ? e_item(S, kind) : item) + e_at(S, kind);
+}
+
+/* Gradient of tensor `kind` of block group `it`, or of the embedding and head tensors (NULL: none). */
 static float *grads(const zp_exec_session *S) { return S->plan.stage < 2 ? BUF(S, GRADS, 0) : BUF(S, GWORK, 0); }
 static float *G(const zp_exec_session *S, int it, int kind)
 {
     return grads(S) + zp_exec_item_lo(S, it) + S->b_off[kind];
 }
-static float *GE(const zp_exec_session *S, int kind) { return grads(S) + zp_exec_item_lo(S, 0) + S->e_off[kind]; }
+static float *Gopt(const zp_exec_session *S, int it, int kind)
+{
+    return S->b_off[kind + 1] > S->b_off[kind] ? G(S, it, kind) : NULL;
+}
+static float *GE(const zp_exec_session *S, int kind)
+{
+    if (S->e_off[kind + 1] == S->e_off[kind])
+        return NULL;
+    return grads(S) + zp_exec_item_lo(S, e_item(S, kind)) + e_at(S, kind);
+}
+
+/* The block's norms: LayerNorm (gain and bias, mean and rstd kept) or RMSNorm (gain, rstd kept). */
+static zp_status norm_fwd(const zp_exec_session *S, float *out, float *mean, float *rstd, const float *x,
+                          const float *w, const float *b)
+{
+    if (S->sh.rms)
+        return S->nn->rmsnorm_fwd(out, rstd, x, w, S->BT, S->C);
+    return S->nn->layernorm_fwd(out, mean, rstd, x, w, b, S->BT, S->C);
+}
+
+static zp_status norm_bwd(const zp_exec_session *S, float *dx, float *dw, float *db, const float *dout,
+                          const float *x, const float *w, const float *mean, const float *rstd)
+{
+    if (S->sh.rms)
+        return S->nn->rmsnorm_bwd(dx, dw, dout, x, w, rstd, S->BT, S->C);
+    return S->nn->layernorm_bwd(dx, dw, db, dout, x, w, mean, rstd, S->BT, S->C);
+}
+
+/* A per-layer buffer that the architecture may not have (LayerNorm's mean under RMSNorm): NULL. */
+static float *opt_buf(const zp_exec_session *S, zp_buf id, int i) { return (float *)S->slot[id][i]; }
 
 /* The group in use must be there: a stage-3 group the schedule has not gathered is a schedule bug. */
 #define NEED(S, item)                                                                                   \
@@ -74,7 +125,7 @@ static block_io io_of(const zp_exec_session *S, const zp_op *o)
  * QKV and MLP-up are column-split (y holds this rank's columns; their bias is split with them); the
  * projection and MLP-down are row-split (y is a partial sum for the MP all-reduce that follows; their bias
  * is added after it, by the residual). Widths per MP rank; backward reads dY and writes dX. */
-typedef enum { D_C, D_CQ, D_3CQ, D_FL } width;
+typedef enum { D_C, D_CQ, D_QKV, D_UP, D_FL } width;
 typedef struct {
     zp_buf x, y, dy, dx;  /* input, output, their gradients */
     width k, n;           /* widths of x and y */
@@ -82,20 +133,16 @@ typedef struct {
 } linear_layer;
 enum { L_QKV, L_PROJ, L_UP, L_DOWN };
 static const linear_layer LINEAR[] = {
-    [L_QKV] = {ZP_BUF_LN1, ZP_BUF_QKV, ZP_BUF_DQKV, ZP_BUF_DLN, D_C, D_3CQ, B_QKVW, B_QKVB},
+    [L_QKV] = {ZP_BUF_LN1, ZP_BUF_QKV, ZP_BUF_DQKV, ZP_BUF_DLN, D_C, D_QKV, B_QKVW, B_QKVB},
     [L_PROJ] = {ZP_BUF_ATTY, ZP_BUF_PROJ, ZP_BUF_DRES, ZP_BUF_DATTY, D_CQ, D_C, B_PROJW, -1},
-    [L_UP] = {ZP_BUF_LN2, ZP_BUF_FCH, ZP_BUF_DFCH, ZP_BUF_DLN, D_C, D_FL, B_FCW, B_FCB},
+    [L_UP] = {ZP_BUF_LN2, ZP_BUF_FCH, ZP_BUF_DFCH, ZP_BUF_DLN, D_C, D_UP, B_FCW, B_FCB},
     [L_DOWN] = {ZP_BUF_FCHG, ZP_BUF_PROJ, ZP_BUF_DRES, ZP_BUF_DFCH, D_FL, D_C, B_FCPW, -1},
 };
 
 static size_t dim(const zp_exec_session *S, width d)
 {
-    switch (d) {
-    case D_C: return S->C;
-    case D_CQ: return S->Cq;
-    case D_3CQ: return 3 * S->Cq;
-    default: return S->Fl;
-    }
+    const size_t w[] = {[D_C] = S->C, [D_CQ] = S->Cq, [D_QKV] = S->qkvn, [D_UP] = S->up, [D_FL] = S->Fl};
+    return w[d];
 }
 
 /* A buffer of the block: its activation set's (stored per block), or the one working copy. */
@@ -119,17 +166,21 @@ static zp_status linear(zp_exec_session *S, const zp_op *o, int which, int pass,
     if (pass != WGRAD)
         NEED(S, b.it);
     const size_t k = dim(S, L->k), n = dim(S, L->n), BT = S->BT;
-    float *x = buf(S, L->x, &b), *y = buf(S, L->y, &b), *dy = buf(S, L->dy, &b), *dx = buf(S, L->dx, &b);
+    /* a gated MLP's down-projection reads the GLU's output and gives its gradient its own buffer */
+    const zp_buf dxid = which == L_DOWN && S->sh.gated ? ZP_BUF_DGLU : L->dx;
+    float *x = buf(S, L->x, &b), *y = buf(S, L->y, &b), *dy = buf(S, L->dy, &b), *dx = buf(S, dxid, &b);
     switch (pass) {
     case FWD:
         ZP_TRY(zp_exec_gemm(S, 0, 1, BT, n, k, 0.0f, x, k, W(S, b.it, L->w), k, y, n));
-        return L->bias >= 0 ? S->nn->bias_add(y, W(S, b.it, L->bias), BT, n) : partial(S, y);
+        if (L->bias < 0)
+            return partial(S, y);
+        return Wopt(S, b.it, L->bias) ? S->nn->bias_add(y, W(S, b.it, L->bias), BT, n) : ZP_OK;
     case DGRAD:
         ZP_TRY(zp_exec_gemm(S, 0, 0, BT, k, n, 0.0f, dy, n, W(S, b.it, L->w), k, dx, k));
         return L->bias >= 0 ? partial(S, dx) : ZP_OK;
     default:
         ZP_TRY(zp_exec_gemm(S, 1, 0, n, k, BT, 1.0f, dy, n, x, k, G(S, b.it, L->w), k));
-        return bias >= 0 ? S->nn->bias_grad(G(S, b.it, bias), dy, BT, n) : ZP_OK;
+        return bias >= 0 && Gopt(S, b.it, bias) ? S->nn->bias_grad(G(S, b.it, bias), dy, BT, n) : ZP_OK;
     }
 }
 
@@ -146,23 +197,42 @@ zp_status x_layernorm1(zp_exec_session *S, const zp_op *o)
             zp_shard_range(0, BT * C, S->mp, S->mr, &off, &sz);
         ZP_TRY(S->be->copy_on_device(zp_exec_ckpt(S, b.l, o->micro), b.xin + off, sz * sizeof(float)));
     }
-    return S->nn->layernorm_fwd(BUF(S, LN1, b.set), BUF(S, LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set), b.xin,
-                                W(S, b.it, B_LN1W), W(S, b.it, B_LN1B), BT, C);
+    return norm_fwd(S, BUF(S, LN1, b.set), opt_buf(S, ZP_BUF_LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set), b.xin,
+                    W(S, b.it, B_LN1W), Wopt(S, b.it, B_LN1B));
 }
 
-/* qkv (BT, 3Cq) = ln1 (BT, C) . qkv_w^T + qkv_b */
+zp_status x_rmsnorm1(zp_exec_session *S, const zp_op *o) { return x_layernorm1(S, o); }
+
+/* qkv (BT, qkvn) = ln1 (BT, C) . qkv_w^T + qkv_b: [Q heads | K heads | V heads] per row */
 zp_status x_qkv(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV, FWD, -1); }
+
+/* Rotary positions: Q's and K's heads (the first NHl + KVl heads of each QKV row) turned by position, in
+ * place; backward turns their gradients back (a rotation's transpose is its inverse). */
+static zp_status rope(zp_exec_session *S, float *x, int inverse)
+{
+    return S->nn->rope(x, S->BT, S->qkvn, S->NHl + S->KVl, S->hd, S->T, 10000.0f, inverse);
+}
+
+zp_status x_rope(zp_exec_session *S, const zp_op *o) { return rope(S, BUF(S, QKV, io_of(S, o).set), 0); }
+zp_status x_rope_bwd(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    return rope(S, BUF(S, DQKV, 0), 1);
+}
+
+/* Local head h's K and V within a QKV row: its group's KV head (grouped-query attention). */
+static size_t kv_of(const zp_exec_session *S, size_t h) { return S->Cq + (h / (S->NHl / S->KVl)) * S->hd; }
 
 /* Per sequence and local head: scores att (T, T) = Q (T, hd) . K^T, or context atty (T, hd) = att . V. */
 static zp_status attention_fwd(zp_exec_session *S, const zp_op *o, int scores)
 {
     const int set = io_of(S, o).set;
-    const size_t T = S->T, hd = S->hd, ld = 3 * S->Cq;
+    const size_t T = S->T, hd = S->hd, ld = S->qkvn;
     const float *qkv = BUF(S, QKV, set);
     float *att = BUF(S, ATT, set), *atty = BUF(S, ATTY, set);
     for (size_t b = 0; b < S->B; b++)
         for (size_t h = 0; h < S->NHl; h++) {
-            const float *q = qkv + b * T * ld + h * hd, *k = q + S->Cq, *v = q + 2 * S->Cq;
+            const float *q = qkv + b * T * ld + h * hd, *k = qkv + b * T * ld + kv_of(S, h), *v = k + S->kvn;
             float *a = att + (b * S->NHl + h) * T * T;
             if (scores)
                 ZP_TRY(zp_exec_gemm(S, 0, 1, T, T, hd, 0.0f, q, ld, k, ld, a, T));
@@ -193,18 +263,36 @@ zp_status x_resid_ln2(zp_exec_session *S, const zp_op *o)
     NEED(S, b.it);
     const size_t BT = S->BT, C = S->C;
     float *x1 = BUF(S, X1, b.set);
-    ZP_TRY(S->nn->residual_add(x1, b.xin, BUF(S, PROJ, 0), W(S, b.it, B_PROJB), BT, C));
-    return S->nn->layernorm_fwd(BUF(S, LN2, b.set), BUF(S, LN2_MEAN, b.set), BUF(S, LN2_RSTD, b.set), x1,
-                                W(S, b.it, B_LN2W), W(S, b.it, B_LN2B), BT, C);
+    ZP_TRY(S->nn->residual_add(x1, b.xin, BUF(S, PROJ, 0), Wopt(S, b.it, B_PROJB), BT, C));
+    return norm_fwd(S, BUF(S, LN2, b.set), opt_buf(S, ZP_BUF_LN2_MEAN, b.set), BUF(S, LN2_RSTD, b.set), x1,
+                    W(S, b.it, B_LN2W), Wopt(S, b.it, B_LN2B));
 }
 
-/* fch (BT, Fl) = ln2 (BT, C) . fc_w^T + fc_b */
+zp_status x_resid_rms2(zp_exec_session *S, const zp_op *o) { return x_resid_ln2(S, o); }
+
+/* fch (BT, up) = ln2 (BT, C) . fc_w^T + fc_b */
 zp_status x_mlp_up(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_UP, FWD, -1); }
 
 zp_status x_gelu(zp_exec_session *S, const zp_op *o)
 {
     const int set = io_of(S, o).set;
     return S->nn->gelu_fwd(BUF(S, FCHG, set), BUF(S, FCH, set), S->BT * S->Fl);
+}
+
+/* The gated MLP's activation: fchg (BT, Fl) = act(gate) * up of fch (BT, 2 Fl) = [gate | up]; SwiGLU, or
+ * GeGLU for a GeLU activation. */
+static int glu_act(const zp_exec_session *S) { return S->sh.act == ZP_ACT_GELU ? ZP_GLU_GELU : ZP_GLU_SILU; }
+
+zp_status x_glu(zp_exec_session *S, const zp_op *o)
+{
+    const int set = io_of(S, o).set;
+    return S->nn->glu_fwd(BUF(S, FCHG, set), BUF(S, FCH, set), S->BT, S->Fl, glu_act(S));
+}
+
+/* dfch (BT, 2 Fl) from dglu (BT, Fl), the gradient of the down-projection's input */
+zp_status x_glu_bwd(zp_exec_session *S, const zp_op *o)
+{
+    return S->nn->glu_bwd(BUF(S, DFCH, 0), BUF(S, DGLU, 0), BUF(S, FCH, io_of(S, o).set), S->BT, S->Fl, glu_act(S));
 }
 
 /* proj (BT, C) = fchg (BT, Fl) . fcproj_w^T: partial over the MP ranks */
@@ -215,14 +303,15 @@ zp_status x_resid(zp_exec_session *S, const zp_op *o)
 {
     block_io b = io_of(S, o);
     NEED(S, b.it);
-    return S->nn->residual_add(b.xout, BUF(S, X1, b.set), BUF(S, PROJ, 0), W(S, b.it, B_FCPB), S->BT, S->C);
+    return S->nn->residual_add(b.xout, BUF(S, X1, b.set), BUF(S, PROJ, 0), Wopt(S, b.it, B_FCPB), S->BT, S->C);
 }
 
 /* ---- a block's backward: dres holds d(block output) on entry, d(block input) after layernorm1_bwd ---- */
 
 zp_status x_resid_bwd(zp_exec_session *S, const zp_op *o)
 {
-    return S->nn->bias_grad(G(S, o->layer + 1, B_FCPB), BUF(S, DRES, 0), S->BT, S->C);
+    float *g = Gopt(S, o->layer + 1, B_FCPB);
+    return g ? S->nn->bias_grad(g, BUF(S, DRES, 0), S->BT, S->C) : ZP_OK;
 }
 
 /* dfch (BT, Fl) = dres (BT, C) . fcproj_w (C, Fl) */
@@ -246,10 +335,11 @@ zp_status x_layernorm2_bwd(zp_exec_session *S, const zp_op *o)
 {
     block_io b = io_of(S, o);
     NEED(S, b.it);
-    return S->nn->layernorm_bwd(BUF(S, DRES, 0), G(S, b.it, B_LN2W), G(S, b.it, B_LN2B), BUF(S, DLN, 0),
-                                BUF(S, X1, b.set), W(S, b.it, B_LN2W), BUF(S, LN2_MEAN, b.set),
-                                BUF(S, LN2_RSTD, b.set), S->BT, S->C);
+    return norm_bwd(S, BUF(S, DRES, 0), G(S, b.it, B_LN2W), Gopt(S, b.it, B_LN2B), BUF(S, DLN, 0), BUF(S, X1, b.set),
+                    W(S, b.it, B_LN2W), opt_buf(S, ZP_BUF_LN2_MEAN, b.set), BUF(S, LN2_RSTD, b.set));
 }
+
+zp_status x_rmsnorm2_bwd(zp_exec_session *S, const zp_op *o) { return x_layernorm2_bwd(S, o); }
 
 /* datty (BT, Cq) = dres (BT, C) . proj_w (C, Cq) */
 zp_status x_attn_proj_dgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_PROJ, DGRAD, -1); }
@@ -263,20 +353,22 @@ enum { CTX_DGRAD, CTX_WGRAD, SCORES_DGRAD, SCORES_WGRAD };
 static zp_status attention_bwd(zp_exec_session *S, const zp_op *o, int which)
 {
     const int set = io_of(S, o).set;
-    const size_t T = S->T, hd = S->hd, Cq = S->Cq, ld = 3 * Cq;
+    const size_t T = S->T, hd = S->hd, Cq = S->Cq, ld = S->qkvn, grp = S->NHl / S->KVl;
     for (size_t b = 0; b < S->B; b++)
         for (size_t h = 0; h < S->NHl; h++) {
-            size_t qo = b * T * ld + h * hd;
-            const float *q = BUF(S, QKV, set) + qo, *k = q + Cq, *v = q + 2 * Cq;
-            float *dq = BUF(S, DQKV, 0) + qo, *dk = dq + Cq, *dv = dq + 2 * Cq;
+            const size_t qo = b * T * ld + h * hd, ko = b * T * ld + kv_of(S, h);
+            const float *q = BUF(S, QKV, set) + qo, *k = BUF(S, QKV, set) + ko, *v = k + S->kvn;
+            float *dq = BUF(S, DQKV, 0) + qo, *dk = BUF(S, DQKV, 0) + ko, *dv = dk + S->kvn;
+            /* the Q heads of a group share its K and V: their gradients add up */
+            const float acc = h % grp == 0 ? 0.0f : 1.0f;
             const float *att = BUF(S, ATT, set) + (b * S->NHl + h) * T * T;
             float *datt = BUF(S, DATT, 0) + (b * S->NHl + h) * T * T;
             const float *datty = BUF(S, DATTY, 0) + b * T * Cq + h * hd;
             switch (which) {
             case CTX_DGRAD: ZP_TRY(zp_exec_gemm(S, 0, 1, T, T, hd, 0.0f, datty, Cq, v, ld, datt, T)); break; /* datt = datty . V^T */
-            case CTX_WGRAD: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, 0.0f, att, T, datty, Cq, dv, ld)); break; /* dV = att^T . datty */
+            case CTX_WGRAD: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, acc, att, T, datty, Cq, dv, ld)); break; /* dV = att^T . datty */
             case SCORES_DGRAD: ZP_TRY(zp_exec_gemm(S, 0, 0, T, hd, T, 0.0f, datt, T, k, ld, dq, ld)); break; /* dQ = dscores . K */
-            default: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, 0.0f, datt, T, q, ld, dk, ld)); break; /* dK = dscores^T . Q */
+            default: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, acc, datt, T, q, ld, dk, ld)); break; /* dK = dscores^T . Q */
             }
         }
     return ZP_OK;
@@ -294,19 +386,21 @@ zp_status x_softmax_bwd(zp_exec_session *S, const zp_op *o)
 zp_status x_attn_scores_dgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, SCORES_DGRAD); }
 zp_status x_attn_scores_wgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, SCORES_WGRAD); }
 
-/* dln (BT, C) = dqkv (BT, 3Cq) . qkv_w (3Cq, C): partial over the MP ranks */
+/* dln (BT, C) = dqkv (BT, qkvn) . qkv_w (qkvn, C): partial over the MP ranks */
 zp_status x_qkv_dgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV, DGRAD, -1); }
 
-/* dqkv_w (3Cq, C) += dqkv^T . ln1; dqkv_b = the column sums of dqkv */
+/* dqkv_w (qkvn, C) += dqkv^T . ln1; dqkv_b = the column sums of dqkv */
 zp_status x_qkv_wgrad(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV, WGRAD, B_QKVB); }
 
 zp_status x_layernorm1_bwd(zp_exec_session *S, const zp_op *o)
 {
     block_io b = io_of(S, o);
     NEED(S, b.it);
-    return S->nn->layernorm_bwd(BUF(S, DRES, 0), G(S, b.it, B_LN1W), G(S, b.it, B_LN1B), BUF(S, DLN, 0), b.xin,
-                                W(S, b.it, B_LN1W), BUF(S, LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set), S->BT, S->C);
+    return norm_bwd(S, BUF(S, DRES, 0), G(S, b.it, B_LN1W), Gopt(S, b.it, B_LN1B), BUF(S, DLN, 0), b.xin,
+                    W(S, b.it, B_LN1W), opt_buf(S, ZP_BUF_LN1_MEAN, b.set), BUF(S, LN1_RSTD, b.set));
 }
+
+zp_status x_rmsnorm1_bwd(zp_exec_session *S, const zp_op *o) { return x_layernorm1_bwd(S, o); }
 
 /* ---- the embedding and the head ---- */
 
@@ -337,7 +431,8 @@ static float *xL(const zp_exec_session *S, int micro)
     return S->plan.checkpoint ? BUF(S, RESID, 0) : BUF(S, RES, (int)S->L + (int)(S->L + 1) * zp_exec_slot(S, micro));
 }
 
-/* vocabulary-parallel: rows of other MP ranks give 0 (partial sums); wpe added once (MP rank 0) */
+/* vocabulary-parallel: rows of other MP ranks give 0 (partial sums); wpe (learned positions) added once
+ * (MP rank 0) */
 zp_status x_embedding(zp_exec_session *S, const zp_op *o)
 {
     NEED(S, 0);
@@ -351,17 +446,25 @@ zp_status x_final_ln(zp_exec_session *S, const zp_op *o)
 {
     const int it = (int)S->L + 1;
     NEED(S, it);
-    return S->nn->layernorm_fwd(BUF(S, LNF, 0), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), xL(S, o->micro), WE(S, it, E_LNFW),
-                                WE(S, it, E_LNFB), S->BT, S->C);
+    return norm_fwd(S, BUF(S, LNF, 0), opt_buf(S, ZP_BUF_LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), xL(S, o->micro),
+                    WE(S, it, E_LNFW), WE(S, it, E_LNFB));
 }
 
-/* logits (BT, Vl) = lnf (BT, C) . wte^T (tied) */
+zp_status x_final_rms(zp_exec_session *S, const zp_op *o) { return x_final_ln(S, o); }
+
+/* The LM head's weight (Vl, C): wte when tied, lm_w when not. */
+static const float *head_w(const zp_exec_session *S)
+{
+    return WE(S, (int)S->L + 1, S->hsz > 0 ? E_LMW : E_WTE);
+}
+
+/* logits (BT, Vl) = lnf (BT, C) . head_w^T */
 zp_status x_lm_head(zp_exec_session *S, const zp_op *o)
 {
     (void)o;
     const int it = (int)S->L + 1;
     NEED(S, it);
-    return zp_exec_gemm(S, 0, 1, S->BT, S->Vl, S->C, 0.0f, BUF(S, LNF, 0), S->C, WE(S, it, E_WTE), S->C,
+    return zp_exec_gemm(S, 0, 1, S->BT, S->Vl, S->C, 0.0f, BUF(S, LNF, 0), S->C, head_w(S), S->C,
                         BUF(S, LOGITS, 0), S->Vl);
 }
 
@@ -396,28 +499,31 @@ zp_status x_xent_bwd(zp_exec_session *S, const zp_op *o)
     S->bucket_k = 0;
     if (S->plan.stage >= 2)
         ZP_TRY(S->be->zero(BUF(S, GWORK, 0), S->N * sizeof(float)));
+    S->bucket_xk = 0;
+    if (S->plan.stage >= 2 && S->NX > 0)
+        ZP_TRY(S->be->zero(BUF(S, XGWORK, 0), S->NX * sizeof(float)));
     double tokens = (double)S->BT * (double)S->GA * (double)S->dp;
     return S->nn->xent_bwd(BUF(S, LOGITS, 0), BUF(S, XMX, 0), BUF(S, XSE, 0), S->tok_d + S->BT, S->v0, S->BT,
                            S->Vl, (float)(1.0 / tokens));
 }
 
-/* dln (BT, C) = dlogits (BT, Vl) . wte (Vl, C): partial over the MP ranks */
+/* dln (BT, C) = dlogits (BT, Vl) . head_w (Vl, C): partial over the MP ranks */
 zp_status x_lm_head_dgrad(zp_exec_session *S, const zp_op *o)
 {
     (void)o;
     const int it = (int)S->L + 1;
     NEED(S, it);
-    ZP_TRY(zp_exec_gemm(S, 0, 0, S->BT, S->C, S->Vl, 0.0f, BUF(S, LOGITS, 0), S->Vl, WE(S, it, E_WTE), S->C,
+    ZP_TRY(zp_exec_gemm(S, 0, 0, S->BT, S->C, S->Vl, 0.0f, BUF(S, LOGITS, 0), S->Vl, head_w(S), S->C,
                         BUF(S, DLN, 0), S->C));
     return partial(S, BUF(S, DLN, 0));
 }
 
-/* dwte (Vl, C) += dlogits^T . lnf */
+/* dhead_w (Vl, C) += dlogits^T . lnf */
 zp_status x_lm_head_wgrad(zp_exec_session *S, const zp_op *o)
 {
     (void)o;
     return zp_exec_gemm(S, 1, 0, S->Vl, S->C, S->BT, 1.0f, BUF(S, LOGITS, 0), S->Vl, BUF(S, LNF, 0), S->C,
-                        GE(S, E_WTE), S->C);
+                        GE(S, S->hsz > 0 ? E_LMW : E_WTE), S->C);
 }
 
 zp_status x_final_ln_bwd(zp_exec_session *S, const zp_op *o)
@@ -425,11 +531,13 @@ zp_status x_final_ln_bwd(zp_exec_session *S, const zp_op *o)
     const int it = (int)S->L + 1;
     NEED(S, it);
     ZP_TRY(S->be->zero(BUF(S, DRES, 0), S->BT * S->C * sizeof(float)));
-    return S->nn->layernorm_bwd(BUF(S, DRES, 0), GE(S, E_LNFW), GE(S, E_LNFB), BUF(S, DLN, 0), xL(S, o->micro),
-                                WE(S, it, E_LNFW), BUF(S, LNF_MEAN, 0), BUF(S, LNF_RSTD, 0), S->BT, S->C);
+    return norm_bwd(S, BUF(S, DRES, 0), GE(S, E_LNFW), GE(S, E_LNFB), BUF(S, DLN, 0), xL(S, o->micro),
+                    WE(S, it, E_LNFW), opt_buf(S, ZP_BUF_LNF_MEAN, 0), BUF(S, LNF_RSTD, 0));
 }
 
-/* wte's rows of this rank and wpe (replicated: every MP rank gets the same gradient) */
+zp_status x_final_rms_bwd(zp_exec_session *S, const zp_op *o) { return x_final_ln_bwd(S, o); }
+
+/* wte's rows of this rank and wpe when learned (replicated: every MP rank gets the same gradient) */
 zp_status x_embedding_bwd(zp_exec_session *S, const zp_op *o)
 {
     ZP_TRY(micro_tokens(S, o->micro));

@@ -69,8 +69,12 @@ static zp_status step_run(zp_exec_session *S, int step, int stop_phase, double *
         ZP_TRY(S->be->zero(BUF(S, GRADS, 0), S->N * sizeof(float)));
     if (S->slot[ZP_BUF_GSHARD][0])
         ZP_TRY(S->be->zero(BUF(S, GSHARD, 0), S->units.shard_size * sizeof(float)));
+    if (S->slot[ZP_BUF_XGRADS][0])
+        ZP_TRY(S->be->zero(BUF(S, XGRADS, 0), S->NX * sizeof(float)));
+    if (S->slot[ZP_BUF_XGSHARD][0])
+        ZP_TRY(S->be->zero(BUF(S, XGSHARD, 0), S->xunits.shard_size * sizeof(float)));
     S->loss_sum = 0;
-    S->gather_k = S->bucket_k = S->d2h_k = 0;
+    S->gather_k = S->bucket_k = S->d2h_k = S->gather_xk = S->bucket_xk = 0;
     S->tok_micro = -1; /* new tokens this step */
     S->pending = NULL;
     memset(&S->t, 0, sizeof S->t);
@@ -91,6 +95,24 @@ zp_status zp_exec_params(zp_exec_session *S, float **params, size_t *n)
         return ZP_FAIL(ZP_EINVAL, "stage 3 holds only a shard of the parameters");
     *params = BUF(S, PARAMS, 0);
     *n = S->N;
+    return ZP_OK;
+}
+
+zp_status zp_exec_expert_params(zp_exec_session *S, float **params, size_t *n)
+{
+    if (S->plan.stage == 3)
+        return ZP_FAIL(ZP_EINVAL, "stage 3 holds only a shard of the parameters");
+    *params = S->NX ? BUF(S, XPARAMS, 0) : NULL;
+    *n = S->NX;
+    return ZP_OK;
+}
+
+zp_status zp_exec_expert_grad(zp_exec_session *S, const float **grad, size_t *n)
+{
+    if (S->plan.stage > 1)
+        return ZP_FAIL(ZP_EINVAL, "whole gradients exist at stages 0 and 1 only");
+    *grad = S->NX ? BUF(S, XGRADS, 0) : NULL;
+    *n = S->NX;
     return ZP_OK;
 }
 

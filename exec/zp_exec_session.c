@@ -54,12 +54,6 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     if (p->selective)
         return ZP_FAIL(ZP_EINVAL, "--recompute selective: the executor runs full recompute or none (the simulator "
                                   "does selective)");
-    if (m->heads % p->mp != 0)
-        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld attention heads of %s", (long long)p->mp,
-                       (long long)m->heads, m->name);
-    if (m->vocab % p->mp != 0 || m->ffn % p->mp != 0)
-        return ZP_FAIL(ZP_EINVAL, "--mp %lld must divide the vocabulary (%lld) and the MLP width (%lld)",
-                       (long long)p->mp, (long long)m->vocab, (long long)m->ffn);
     if (p->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (p->grad_accum < 1)
@@ -81,6 +75,15 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     zp_plan q = *p;
     q.dp = ranks / p->mp / pp;
     ZP_TRY(zp_plan_validate(&q));
+    zp_exec_shape sh; /* the architectures and splits the executor runs (named when it does not) */
+    ZP_TRY(zp_layout_exec_check(m, &q));
+    ZP_TRY(zp_layout_exec_shape(m, &q, &sh));
+    if (sh.moe && pp > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--pp with the mixture-of-experts model %s: the executor runs experts "
+                                        "without pipeline stages (the planner does)", m->name);
+    if (sh.moe && p->offload != ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--offload with the mixture-of-experts model %s: the executor offloads "
+                                        "dense models only (the planner does both)", m->name);
     /* the flat layout is indexed with size_t and BLAS takes int dimensions */
     double big = (double)m->vocab * (double)m->hidden + 12.0 * (double)m->hidden * (double)m->hidden;
     double act = (double)p->micro_batch * (double)m->seq * (double)(m->ffn > m->vocab ? m->ffn : m->vocab);
@@ -107,6 +110,8 @@ zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop 
 
 size_t zp_exec_item_lo(const zp_exec_session *S, int item)
 {
+    if (item == (int)S->L + 1 && S->hsz > 0)
+        return S->xs.head_off;
     if (item == 0 || item == (int)S->L + 1)
         return S->xs.emb_off;
     return S->xs.blk_off + (size_t)(item - 1 - S->xs.l0) * S->bsz;
@@ -114,6 +119,8 @@ size_t zp_exec_item_lo(const zp_exec_session *S, int item)
 
 size_t zp_exec_item_len(const zp_exec_session *S, int item)
 {
+    if (item == (int)S->L + 1 && S->hsz > 0)
+        return S->hsz;
     return (item == 0 || item == (int)S->L + 1) ? S->esz : S->bsz;
 }
 
@@ -163,7 +170,7 @@ zp_status x_alloc(zp_exec_session *S, const zp_op *o)
     ZP_TRY(buffer_slot(S, o, &slot));
     if (*slot)
         return ZP_FAIL(ZP_ERUNTIME, "schedule: %s[%d] allocated twice", zp_buf_name(o->buf), o->item);
-    *slot = zp_exec_mem_alloc(&S->mem, o->cat, (size_t)o->bytes, o->buf != ZP_BUF_GATHERED);
+    *slot = zp_exec_mem_alloc(&S->mem, o->cat, (size_t)o->bytes, o->buf != ZP_BUF_GATHERED && o->buf != ZP_BUF_XGATHERED);
     return *slot ? ZP_OK
                  : ZP_FAIL(ZP_ENOMEM, "out of memory allocating %s (%.0f bytes)", zp_buf_name(o->buf), o->bytes);
 }
@@ -197,17 +204,38 @@ static double normal_at(uint64_t seed, uint64_t tensor, uint64_t idx)
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-/* Value of element (r, c) of this MP rank's tensor `kind` of group `item` (0: embedding group): the
- * global tensor's element (GPT-2's initialisation: N(0, 0.02), residual projections scaled by 1/sqrt(2L)). */
+/* Row r of this MP rank's column-split tensor (QKV, MLP up) as a row of the global tensor:
+ *  - QKV rows [Q heads | K heads | V heads] of this rank, of the global [Q (NH hd) | K (KV hd) | V (KV hd)];
+ *  - MLP up (f rows of this rank's `fl`, gated: [gate | up]) of the global [gate (F) | up (F)]. */
+static size_t qkv_row(const zp_exec_session *S, size_t r)
+{
+    const size_t mr = (size_t)S->mr, qg = S->NH * S->hd, kvg = S->sh.KV * S->hd;
+    if (r < S->Cq)
+        return mr * S->Cq + r;
+    r -= S->Cq;
+    if (r < S->kvn)
+        return qg + mr * S->kvn + r;
+    return qg + kvg + mr * S->kvn + (r - S->kvn);
+}
+
+static size_t up_row(const zp_exec_session *S, size_t r, size_t fl, size_t F)
+{
+    const size_t mr = (size_t)S->mr;
+    return r < fl ? mr * fl + r : F + mr * fl + (r - fl);
+}
+
+/* Value of element (r, c) of this MP rank's tensor `kind` of group `item` (0: the embedding and head
+ * tensors, whatever group holds them): the global tensor's element (GPT-2's initialisation: N(0, 0.02),
+ * residual projections scaled by 1/sqrt(2L), norms' gains 1). */
 static float init_value(const zp_exec_session *S, int item, int kind, size_t r, size_t c)
 {
-    const size_t C = S->C, Cq = S->Cq, Fl = S->Fl, mr = (size_t)S->mr;
+    const size_t C = S->C, Fl = S->Fl, mr = (size_t)S->mr;
     const uint64_t tid = (uint64_t)item * 16u + (uint64_t)kind;
     double std = 0.02, base = 0.0;
     size_t g;
     if (item == 0) {
         switch (kind) {
-        case ZP_EXEC_E_WTE: g = ((size_t)S->v0 + r) * C + c; break;
+        case ZP_EXEC_E_WTE: case ZP_EXEC_E_LMW: g = ((size_t)S->v0 + r) * C + c; break;
         case ZP_EXEC_E_WPE: g = r * C + c; std = 0.01; break;
         case ZP_EXEC_E_LNFW: g = c; base = 1.0; break;
         default: g = c; break; /* lnf_b */
@@ -217,15 +245,32 @@ static float init_value(const zp_exec_session *S, int item, int kind, size_t r, 
         switch (kind) {
         case ZP_EXEC_B_LN1W: case ZP_EXEC_B_LN2W: g = c; base = 1.0; break;
         case ZP_EXEC_B_LN1B: case ZP_EXEC_B_LN2B: case ZP_EXEC_B_PROJB: case ZP_EXEC_B_FCPB: g = c; std = 0.01; break;
-        case ZP_EXEC_B_QKVW: g = ((r / Cq) * C + mr * Cq + r % Cq) * C + c; break;
-        case ZP_EXEC_B_QKVB: g = (c / Cq) * C + mr * Cq + c % Cq; std = 0.01; break;
-        case ZP_EXEC_B_PROJW: g = r * C + mr * Cq + c; std = proj_std; break;
-        case ZP_EXEC_B_FCW: g = (mr * Fl + r) * C + c; break;
-        case ZP_EXEC_B_FCB: g = mr * Fl + c; std = 0.01; break;
+        case ZP_EXEC_B_QKVW: g = qkv_row(S, r) * C + c; break;
+        case ZP_EXEC_B_QKVB: g = qkv_row(S, c); std = 0.01; break;
+        case ZP_EXEC_B_PROJW: g = r * S->NH * S->hd + mr * S->Cq + c; std = proj_std; break;
+        case ZP_EXEC_B_FCW: g = up_row(S, r, Fl, S->F) * C + c; break;
+        case ZP_EXEC_B_FCB: g = up_row(S, c, Fl, S->F); std = 0.01; break;
+        case ZP_EXEC_B_ROUTER: g = r * C + c; break;
         default: g = r * S->F + mr * Fl + c; std = proj_std; break; /* fcproj_w */
         }
     }
     return (float)(base + std * normal_at(S->cfg.seed, tid, g));
+}
+
+/* Element (r, c) of this rank's expert tensor `kind` of block l: local expert r / rows of the EP rank's
+ * e_local, the global expert's element (expert tensors split over MP as the dense MLP's). */
+static float init_expert(const zp_exec_session *S, int l, int kind, size_t r, size_t c)
+{
+    const zp_exec_shape *h = &S->sh;
+    const uint64_t tid = (uint64_t)(1000 + l) * 16u + (uint64_t)kind;
+    const size_t rows = kind == ZP_EXEC_X_UPW ? h->e_up : S->C, j = r / rows, rr = r % rows;
+    const size_t eg = (size_t)S->er * h->e_local + j, mr = (size_t)S->mr;
+    if (kind == ZP_EXEC_X_UPW) {
+        const size_t grows = h->gated ? 2 * h->F_e : h->F_e;
+        return (float)(0.02 * normal_at(S->cfg.seed, tid, (eg * grows + up_row(S, rr, h->e_f, h->F_e)) * S->C + c));
+    }
+    const double proj_std = 0.02 / sqrt(2.0 * (double)S->L);
+    return (float)(proj_std * normal_at(S->cfg.seed, tid, (eg * S->C + rr) * h->F_e + mr * h->e_f + c));
 }
 
 /* Columns of each tensor (rows = size / cols): vectors are one row. */
@@ -236,35 +281,55 @@ static size_t tensor_cols(const zp_exec_session *S, int item, int kind)
     switch (kind) {
     case ZP_EXEC_B_PROJW: return S->Cq;
     case ZP_EXEC_B_FCPW: return S->Fl;
-    case ZP_EXEC_B_QKVB: return 3 * S->Cq;
-    case ZP_EXEC_B_FCB: return S->Fl;
+    case ZP_EXEC_B_QKVB: return S->qkvn;
+    case ZP_EXEC_B_FCB: return S->up;
     default: return S->C;
     }
 }
 
-/* Writes the initial values of flat elements [lo, hi) into dst (host memory): the stage's groups. */
+/* Writes the initial values of flat elements [lo, hi) into dst (host memory): the stage's groups (the
+ * embedding group as item 0, the blocks, an untied head group as item L + 1). */
 static void init_range(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
 {
-    for (size_t item = 0; item <= S->L; item++) {
-        if (item == 0 ? !S->xs.emb : (item - 1 < (size_t)S->xs.l0 || item - 1 >= (size_t)(S->xs.l0 + S->xs.nl)))
+    const size_t L = S->L;
+    for (size_t item = 0; item <= L + 1; item++) {
+        const int blk = item >= 1 && item <= L;
+        if (item == 0 ? !S->xs.emb
+                      : item == L + 1 ? !S->xs.head
+                                      : (item - 1 < (size_t)S->xs.l0 || item - 1 >= (size_t)(S->xs.l0 + S->xs.nl)))
             continue;
-        size_t base = zp_exec_item_lo(S, (int)item);
-        const size_t *off = item == 0 ? S->e_off : S->b_off;
-        int nk = item == 0 ? ZP_EXEC_E_N : ZP_EXEC_B_N;
-        for (int k = 0; k < nk; k++) {
-            size_t a = base + off[k], b = base + off[k + 1];
+        const size_t base = zp_exec_item_lo(S, (int)item);
+        const size_t *off = blk ? S->b_off : S->e_off;
+        /* the kinds of the group: a block's, the embedding group's (all the E kinds when tied), the head's */
+        const int k0 = item == L + 1 ? ZP_EXEC_E_LNFW : 0;
+        const int k1 = blk ? ZP_EXEC_B_N : (item == 0 && S->xs.head) ? ZP_EXEC_E_LNFW : ZP_EXEC_E_N;
+        for (int k = k0; k < k1; k++) {
+            size_t a = base + off[k] - off[k0], b = base + off[k + 1] - off[k0];
             size_t x = a > lo ? a : lo, y = b < hi ? b : hi;
-            size_t cols = tensor_cols(S, (int)item, k);
+            size_t cols = tensor_cols(S, blk ? (int)item : 0, k);
             for (size_t i = x; i < y; i++) {
                 size_t e = i - a;
-                dst[i - lo] = init_value(S, (int)item, k, e / cols, e % cols);
+                dst[i - lo] = init_value(S, blk ? (int)item : 0, k, e / cols, e % cols);
             }
         }
     }
 }
 
-/* The same into the backend's memory, through a host staging buffer of 16K floats. */
-static zp_status init_range_dev(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
+/* The same for the routed experts' flat elements [lo, hi). */
+static void init_range_x(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
+{
+    for (int i = 0; i < S->xs.nl; i++)
+        for (int k = 0; k < ZP_EXEC_X_N; k++) {
+            const size_t a = (size_t)i * S->xsz + S->x_off[k], b = (size_t)i * S->xsz + S->x_off[k + 1];
+            const size_t x = a > lo ? a : lo, y = b < hi ? b : hi, cols = k == ZP_EXEC_X_UPW ? S->C : S->sh.e_f;
+            for (size_t j = x; j < y; j++)
+                dst[j - lo] = init_expert(S, S->xs.l0 + i, k, (j - a) / cols, (j - a) % cols);
+        }
+}
+
+/* The same into the backend's memory, through a host staging buffer of 16K floats (the dense layout, or
+ * the experts' with `experts`). */
+static zp_status init_range_dev(const zp_exec_session *S, size_t lo, size_t hi, float *dst, int experts)
 {
     enum { CHUNK = 16384 };
     float *h = malloc(CHUNK * sizeof *h);
@@ -273,7 +338,10 @@ static zp_status init_range_dev(const zp_exec_session *S, size_t lo, size_t hi, 
     zp_status st = ZP_OK;
     for (size_t a = lo; a < hi && st == ZP_OK; a += CHUNK) {
         size_t b = hi - a < CHUNK ? hi : a + CHUNK;
-        init_range(S, a, b, h);
+        if (experts)
+            init_range_x(S, a, b, h);
+        else
+            init_range(S, a, b, h);
         st = S->be->copy_to_device(dst + (a - lo), h, (b - a) * sizeof *h);
     }
     free(h);
@@ -284,12 +352,19 @@ static zp_status init_range_dev(const zp_exec_session *S, size_t lo, size_t hi, 
  * copy starts from the same values as the device. */
 static zp_status init_params(zp_exec_session *S)
 {
-    if (S->plan.stage < 3)
-        ZP_TRY(init_range_dev(S, 0, S->N, BUF(S, PARAMS, 0)));
+    if (S->plan.stage < 3) {
+        ZP_TRY(init_range_dev(S, 0, S->N, BUF(S, PARAMS, 0), 0));
+        if (S->NX > 0)
+            ZP_TRY(init_range_dev(S, 0, S->NX, BUF(S, XPARAMS, 0), 1));
+    }
+    for (int i = 0; S->plan.stage == 3 && i < S->xunits.n; i++) {
+        const zp_unit *u = &S->xunits.u[i];
+        ZP_TRY(init_range_dev(S, u->off, u->off + u->size, BUF(S, XPSHARD, 0) + u->shard_off, 1));
+    }
     for (int i = 0; i < S->units.n; i++) {
         const zp_unit *u = &S->units.u[i];
         if (S->plan.stage == 3)
-            ZP_TRY(init_range_dev(S, u->off, u->off + u->size, BUF(S, PSHARD, 0) + u->shard_off));
+            ZP_TRY(init_range_dev(S, u->off, u->off + u->size, BUF(S, PSHARD, 0) + u->shard_off, 0));
         if (S->plan.offload == ZP_OFFLOAD_OPTIMIZER)
             init_range(S, u->off, u->off + u->size, BUF(S, H_MASTER, 0) + u->shard_off);
     }
@@ -320,27 +395,43 @@ static zp_status split_comms(zp_exec_session *S)
 {
 #if ZP_HAVE_MPI
     /* MP groups: one (stage, DP rank); DP groups: one (stage, MP rank); the tied embedding: the first and
-     * the last stage of one (DP rank, MP rank) */
-    MPI_Comm w = zp_comm_mpi(S->world), mpc, dpc, embc = MPI_COMM_NULL;
+     * the last stage of one (DP rank, MP rank); EP groups: ep consecutive DP ranks of one (stage, MP rank)
+     * (DeepSpeed-MoE's), EDP groups: the DP ranks of one (stage, MP rank) holding the same experts */
+    MPI_Comm w = zp_comm_mpi(S->world), mpc, dpc, embc = MPI_COMM_NULL, epc = MPI_COMM_NULL, edpc = MPI_COMM_NULL;
     const int place = S->dr * S->mp + S->mr, ends = S->pp > 1 && (S->pr == 0 || S->pr == S->pp - 1);
+    const int moe = S->sh.moe, col = S->pr * S->mp + S->mr;
     if (MPI_Comm_split(w, S->pr * S->dp + S->dr, S->mr, &mpc) != MPI_SUCCESS ||
-        MPI_Comm_split(w, S->pr * S->mp + S->mr, S->dr, &dpc) != MPI_SUCCESS ||
-        MPI_Comm_split(w, ends ? place : MPI_UNDEFINED, S->pr, &embc) != MPI_SUCCESS)
+        MPI_Comm_split(w, col, S->dr, &dpc) != MPI_SUCCESS ||
+        MPI_Comm_split(w, ends ? place : MPI_UNDEFINED, S->pr, &embc) != MPI_SUCCESS ||
+        MPI_Comm_split(w, moe ? col * S->edp + S->edr : MPI_UNDEFINED, S->er, &epc) != MPI_SUCCESS ||
+        MPI_Comm_split(w, moe ? col * S->ep + S->er : MPI_UNDEFINED, S->edr, &edpc) != MPI_SUCCESS)
         return ZP_FAIL(ZP_ERUNTIME, "MPI_Comm_split failed");
     zp_status st = zp_comm_from_mpi(S->be, mpc, &S->mpc);
     if (st == ZP_OK)
         st = zp_comm_from_mpi(S->be, dpc, &S->dpc);
     if (st == ZP_OK && embc != MPI_COMM_NULL)
         st = zp_comm_from_mpi(S->be, embc, &S->embc);
+    if (st == ZP_OK && epc != MPI_COMM_NULL)
+        st = zp_comm_from_mpi(S->be, epc, &S->epc);
+    if (st == ZP_OK && edpc != MPI_COMM_NULL)
+        st = zp_comm_from_mpi(S->be, edpc, &S->edpc);
     MPI_Comm_free(&mpc);
     MPI_Comm_free(&dpc);
     if (embc != MPI_COMM_NULL)
         MPI_Comm_free(&embc);
+    if (epc != MPI_COMM_NULL)
+        MPI_Comm_free(&epc);
+    if (edpc != MPI_COMM_NULL)
+        MPI_Comm_free(&edpc);
     return st;
 #else
     if (S->nranks != 1)
         return ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI");
     ZP_TRY(zp_comm_world(S->be, &S->mpc));
+    if (S->sh.moe) {
+        ZP_TRY(zp_comm_world(S->be, &S->epc));
+        ZP_TRY(zp_comm_world(S->be, &S->edpc));
+    }
     return zp_comm_world(S->be, &S->dpc);
 #endif
 }
@@ -348,36 +439,46 @@ static zp_status split_comms(zp_exec_session *S)
 /* Shapes, the flat layout and its units: group boundaries and the bucket boundaries from the top. */
 static zp_status layout(zp_exec_session *S)
 {
-    const zp_model *m = &S->m;
-    S->L = (size_t)m->layers;
-    S->C = (size_t)m->hidden;
-    S->NH = (size_t)m->heads;
-    S->T = (size_t)m->seq;
-    S->V = (size_t)m->vocab;
-    S->F = (size_t)m->ffn;
-    S->Cq = S->C / (size_t)S->mp;
-    S->Fl = S->F / (size_t)S->mp;
-    S->Vl = S->V / (size_t)S->mp;
-    S->NHl = S->NH / (size_t)S->mp;
-    S->hd = S->C / S->NH;
+    const zp_exec_shape *h = &S->sh;
+    S->L = (size_t)S->m.layers;
+    S->C = h->C;
+    S->NH = h->NH;
+    S->T = h->T;
+    S->V = h->V;
+    S->F = h->F;
+    S->Cq = h->q_n;
+    S->Fl = h->Fl;
+    S->Vl = h->Vl;
+    S->NHl = h->NHl;
+    S->hd = h->hd;
+    S->KVl = h->kvh;
+    S->kvn = h->kv_n;
+    S->qkvn = h->qkv_n;
+    S->up = h->up;
     S->B = (size_t)S->plan.micro_batch;
     S->GA = (size_t)S->plan.grad_accum;
     S->BT = S->B * S->T;
     S->v0 = (long)((size_t)S->mr * S->Vl);
-    size_t es[ZP_EXEC_E_N], bs[ZP_EXEC_B_N];
-    zp_layout_exec_tensors(m, S->mp, es, bs);
     for (int k = 0; k < ZP_EXEC_E_N; k++)
-        S->e_off[k + 1] = S->e_off[k] + es[k];
+        S->e_off[k + 1] = S->e_off[k] + h->emb[k];
     for (int k = 0; k < ZP_EXEC_B_N; k++)
-        S->b_off[k + 1] = S->b_off[k] + bs[k];
-    S->esz = S->e_off[ZP_EXEC_E_N];
-    S->bsz = S->b_off[ZP_EXEC_B_N];
+        S->b_off[k + 1] = S->b_off[k] + h->blk[k];
+    for (int k = 0; k < ZP_EXEC_X_N; k++)
+        S->x_off[k + 1] = S->x_off[k] + h->xp[k];
+    S->esz = S->xs.esz;
+    S->hsz = S->xs.hsz;
+    S->bsz = S->xs.bsz;
+    S->xsz = S->xs.xsz;
     S->N = S->xs.n;
-    if (fabs(S->sched.params - (double)S->N) > 0.5)
-        return ZP_FAIL(ZP_ERUNTIME, "layout of %zu parameters disagrees with the schedule's %g", S->N, S->sched.params);
+    S->NX = S->xs.nx;
+    if (fabs(S->sched.params - (double)(S->N + S->NX)) > 0.5)
+        return ZP_FAIL(ZP_ERUNTIME, "layout of %zu parameters disagrees with the schedule's %g", S->N + S->NX,
+                       S->sched.params);
     S->bucket = (size_t)llround(S->sched.bucket_params);
     const int pa = S->plan.pa && S->mp > 1;
     S->ck_len = pa ? zp_shard_piece(S->BT * S->C, S->mp) : S->BT * S->C;
+    if (S->NX > 0)
+        ZP_TRY(zp_layout_exec_units_exp(&S->m, &S->plan, S->pr, S->bucket, S->edr, &S->xunits));
     return zp_layout_exec_units(&S->m, &S->plan, S->pr, S->bucket, S->dr, &S->units);
 }
 
@@ -421,7 +522,13 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     S->next_rank = S->pr + 1 < S->pp ? S->rank + S->mp * S->dp : -1;
     S->prev_rank = S->pr > 0 ? S->rank - S->mp * S->dp : -1;
     S->tok_micro = -1;
-    zp_status st = zp_layout_exec_stage(&S->m, &S->plan, S->pr, &S->xs);
+    zp_status st = zp_layout_exec_shape(&S->m, &S->plan, &S->sh);
+    S->ep = S->sh.moe ? (int)S->sh.ep : 1;
+    S->er = S->dr % S->ep;
+    S->edp = S->dp / S->ep;
+    S->edr = S->dr / S->ep;
+    if (st == ZP_OK)
+        st = zp_layout_exec_stage(&S->m, &S->plan, S->pr, &S->xs);
     if (st == ZP_OK)
         st = split_comms(S);
     if (st == ZP_OK)
@@ -446,6 +553,8 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
      * memory model) */
     if (st == ZP_OK)
         st = S->be->alloc(2 * S->BT * sizeof *S->tok_d, (void **)&S->tok_d);
+    if (st == ZP_OK && S->sh.moe)
+        st = zp_exec_moe_open(S);
     if (st == ZP_OK && S->pp > 1) /* a received slice, outside the categories as the token ids */
         st = S->be->alloc(S->BT * S->C / (size_t)S->mp * sizeof(float), (void **)&S->pp_slice);
     if (st == ZP_OK)
@@ -472,7 +581,11 @@ void zp_exec_close(zp_exec_session *S)
     if (S->pp_slice)
         S->be->free(S->pp_slice);
     zp_exec_pipe_free(S);
+    zp_exec_moe_close(S);
     zp_comm_free(S->embc);
+    zp_comm_free(S->epc);
+    zp_comm_free(S->edpc);
+    zp_units_free(&S->xunits);
     zp_schedule_free(&S->sched);
     zp_units_free(&S->units);
     zp_comm_free(S->mpc);

@@ -277,14 +277,100 @@ static void ds_use(zp_builder *b, int item)
 
 /* ================================================================ zplan's executor */
 
-void zp_layout_exec_tensors(const zp_model *m, int64_t mp, size_t emb[ZP_EXEC_E_N], size_t blk[ZP_EXEC_B_N])
+zp_status zp_layout_exec_check(const zp_model *m, const zp_plan *p)
 {
-    const size_t C = (size_t)m->hidden, t = (size_t)mp, Cq = C / t, Fl = (size_t)m->ffn / t;
-    const size_t Vl = (size_t)m->vocab / t, T = (size_t)m->seq;
-    const size_t e[ZP_EXEC_E_N] = {Vl * C, T * C, C, C};
-    const size_t k[ZP_EXEC_B_N] = {C, C, 3 * Cq * C, 3 * Cq, C * Cq, C, C, C, Fl * C, Fl, C * Fl, C};
-    memcpy(emb, e, sizeof e);
-    memcpy(blk, k, sizeof k);
+    const char *nm = m->name;
+    const int64_t t = p->mp > 0 ? p->mp : 1;
+    /* what the executor's kernels and layout do not cover: refused by name, never run as another model */
+    static const char *const why[] = {"multi-head latent attention (MLA)", "parallel attention+MLP blocks",
+                                      "ALiBi positions", "LayerNorm without affine parameters",
+                                      "four norms per block", "a model without a final norm",
+                                      "an embedding norm", "an embedding width other than hidden",
+                                      "an LM head bias", "shared experts", "a shared-expert gate",
+                                      "a router bias", "dense blocks beside mixture-of-experts ones",
+                                      "biases in the experts' MLPs"};
+    const int moe_blocks = (int)zp_model_moe_blocks(m);
+    const int refuse[] = {m->attn == ZP_ATTN_MLA, m->parallel != 0, m->pos == ZP_POS_ALIBI,
+                          m->norm == ZP_NORM_PLAIN, m->block_norms == 4, m->no_final_norm != 0,
+                          m->embed_norm != 0, m->embed_dim > 0 && m->embed_dim != m->hidden, m->lm_head_bias != 0,
+                          m->experts > 0 && m->shared_experts > 0, m->experts > 0 && m->shared_gate != 0,
+                          m->experts > 0 && m->router_bias != 0, moe_blocks > 0 && moe_blocks != m->layers,
+                          moe_blocks > 0 && (m->nobias & (ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN)) !=
+                                                (ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN)};
+    for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++)
+        if (refuse[i])
+            return ZP_FAIL(ZP_EUNSUPPORTED, "--model %s: the executor does not run %s (the planner does)", nm, why[i]);
+    const int64_t kv = zp_model_kv_heads(m);
+    if (m->heads % t != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld attention heads of %s", (long long)t,
+                       (long long)m->heads, nm);
+    if (kv % t != 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--mp %lld: the executor needs it to divide the %lld key/value heads of %s "
+                                        "(it does not replicate KV heads)",
+                       (long long)t, (long long)kv, nm);
+    const int64_t fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+    if (m->vocab % t != 0 || m->ffn % t != 0 || (moe_blocks > 0 && fe % t != 0))
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld must divide the vocabulary (%lld) and the MLP width (%lld)", (long long)t,
+                       (long long)m->vocab, (long long)(moe_blocks > 0 ? fe : m->ffn));
+    const int64_t ep = p->ep > 0 ? p->ep : 1;
+    if (ep > 1 && moe_blocks == 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep %lld: model '%s' has no experts to shard", (long long)ep, nm);
+    if (moe_blocks > 0 && m->experts % ep != 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep %lld does not divide the %lld experts of %s", (long long)ep,
+                       (long long)m->experts, nm);
+    return ZP_OK;
+}
+
+/* The shapes (integer widths per rank: a model the executor would refuse still gets the layout its
+ * schedule's memory is replayed with). */
+zp_status zp_layout_exec_shape(const zp_model *m, const zp_plan *p, zp_exec_shape *o)
+{
+    memset(o, 0, sizeof *o);
+    const int64_t t = p->mp > 0 ? p->mp : 1, kv = zp_model_kv_heads(m);
+    const int64_t fe = m->expert_ffn > 0 ? m->expert_ffn : m->ffn, ep = p->ep > 0 ? p->ep : 1;
+    const int moe_blocks = (int)zp_model_moe_blocks(m);
+    o->rms = m->norm == ZP_NORM_RMSNORM;
+    o->rotary = m->pos == ZP_POS_ROTARY;
+    o->gated = m->mlp == ZP_MLP_GATED;
+    o->untied = m->untied != 0;
+    o->moe = moe_blocks > 0;
+    o->act = (int)m->act;
+    o->C = (size_t)m->hidden;
+    o->T = (size_t)m->seq;
+    o->V = (size_t)m->vocab;
+    o->Vl = o->V / (size_t)t;
+    o->F = (size_t)m->ffn;
+    o->Fl = o->F / (size_t)t;
+    o->up = o->gated ? 2 * o->Fl : o->Fl;
+    o->NH = (size_t)m->heads;
+    o->NHl = o->NH / (size_t)t;
+    o->KV = (size_t)kv;
+    o->kvh = o->KV / (size_t)t;
+    o->hd = (size_t)zp_model_head_dim(m);
+    o->q_n = o->NHl * o->hd;
+    o->kv_n = o->kvh * o->hd;
+    o->qkv_n = o->q_n + 2 * o->kv_n;
+    if (o->moe) {
+        o->E = (size_t)m->experts;
+        o->k = (size_t)m->top_k;
+        o->ep = (size_t)ep;
+        o->e_local = o->E / o->ep;
+        o->F_e = (size_t)fe;
+        o->e_f = o->F_e / (size_t)t;
+        o->e_up = o->gated ? 2 * o->e_f : o->e_f;
+    }
+    const size_t C = o->C, lnb = o->rms ? 0 : C;
+    const int qkvb = !(m->nobias & ZP_BIAS_QKV), projb = !(m->nobias & ZP_BIAS_ATTN_OUT);
+    const int fcb = !(m->nobias & ZP_BIAS_MLP_UP), fcpb = !(m->nobias & ZP_BIAS_MLP_DOWN), mlp = !o->moe;
+    const size_t e[ZP_EXEC_E_N] = {o->Vl * C, o->rotary ? 0 : o->T * C, C, lnb, o->untied ? o->Vl * C : 0};
+    const size_t k[ZP_EXEC_B_N] = {C, lnb, o->qkv_n * C, qkvb ? o->qkv_n : 0, C * o->q_n, projb ? C : 0, C, lnb,
+                                   mlp ? o->up * C : 0, mlp && fcb ? o->up : 0, mlp ? C * o->Fl : 0,
+                                   mlp && fcpb ? C : 0, o->moe ? o->E * C : 0};
+    const size_t x[ZP_EXEC_X_N] = {o->e_local * o->e_up * C, o->e_local * C * o->e_f};
+    memcpy(o->emb, e, sizeof e);
+    memcpy(o->blk, k, sizeof k);
+    memcpy(o->xp, x, sizeof x);
+    return ZP_OK;
 }
 
 static size_t sum(const size_t *v, int n)
@@ -297,17 +383,23 @@ static size_t sum(const size_t *v, int n)
 
 zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, zp_exec_stage *out)
 {
-    size_t e[ZP_EXEC_E_N], k[ZP_EXEC_B_N];
-    zp_layout_exec_tensors(m, p->mp, e, k);
+    zp_exec_shape sh;
+    ZP_TRY(zp_layout_exec_shape(m, p, &sh));
     memset(out, 0, sizeof *out);
-    out->esz = sum(e, ZP_EXEC_E_N);
-    out->bsz = sum(k, ZP_EXEC_B_N);
+    /* tied: one embedding group (the LM head is wte); untied: the embedding, and the head group */
+    out->esz = sh.untied ? sum(sh.emb, ZP_EXEC_E_LNFW) : sum(sh.emb, ZP_EXEC_E_N);
+    out->hsz = sh.untied ? sum(sh.emb + ZP_EXEC_E_LNFW, ZP_EXEC_E_N - ZP_EXEC_E_LNFW) : 0;
+    out->bsz = sum(sh.blk, ZP_EXEC_B_N);
+    out->xsz = sum(sh.xp, ZP_EXEC_X_N);
     out->slots = 1;
     if (p->pp <= 1) {
         out->nl = (int)m->layers;
         out->emb = 1;
+        out->head = sh.untied;
         out->blk_off = out->esz;
-        out->n = out->esz + (size_t)out->nl * out->bsz;
+        out->head_off = out->esz + (size_t)out->nl * out->bsz;
+        out->n = out->head_off + out->hsz;
+        out->nx = (size_t)out->nl * out->xsz;
         return ZP_OK;
     }
     if (p->vstages > 1)
@@ -316,13 +408,37 @@ zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, z
     ZP_TRY(zp_pp_stage_get(m, p, stage, &st));
     out->l0 = st.first[0];
     out->nl = st.layers[0];
-    out->emb = st.embedding || st.head;
+    out->emb = st.embedding || (st.head && !sh.untied);
+    out->head = st.head && sh.untied;
     out->emb_off = st.embedding ? 0 : (size_t)out->nl * out->bsz;
     out->blk_off = st.embedding ? out->esz : 0;
-    out->n = (out->emb ? out->esz : 0) + (size_t)out->nl * out->bsz;
+    out->head_off = out->blk_off + (size_t)out->nl * out->bsz;
+    out->n = (out->emb ? out->esz : 0) + (size_t)out->nl * out->bsz + (out->head ? out->hsz : 0);
+    out->nx = (size_t)out->nl * out->xsz;
     const int w = zp_pp_warmup(p, stage);
     out->slots = w + 1 < (int)p->grad_accum ? w + 1 : (int)p->grad_accum;
     return ZP_OK;
+}
+
+/* Units of a flat layout of n elements: cut at `cuts` (group starts) and at every bucket boundary from the
+ * top, each split into `parts` pieces. */
+static zp_status units_of(size_t n, const size_t *group_cuts, int ngroup, size_t bucket, int parts, int rank,
+                          zp_units *out)
+{
+    const size_t nb = (n + bucket - 1) / bucket;
+    if (bucket < 1 || nb > (size_t)1e8)
+        return ZP_FAIL(ZP_ERANGE, "bucket of %zu elements: too many buckets", bucket);
+    size_t *cuts = malloc(((size_t)ngroup + 1 + nb) * sizeof *cuts), nc = 0;
+    if (!cuts)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    for (int i = 0; i < ngroup; i++)
+        if (group_cuts[i] > 0 && group_cuts[i] < n)
+            cuts[nc++] = group_cuts[i];
+    for (size_t j = 1; j < nb; j++)
+        cuts[nc++] = n - j * bucket;
+    zp_status st = zp_units_build(n, cuts, (int)nc, parts, rank, out);
+    free(cuts);
+    return st;
 }
 
 zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
@@ -330,21 +446,34 @@ zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, s
 {
     zp_exec_stage x;
     ZP_TRY(zp_layout_exec_stage(m, p, stage, &x));
-    const size_t n = x.n, nb = (n + bucket - 1) / bucket;
-    if (bucket < 1 || nb > (size_t)1e8)
-        return ZP_FAIL(ZP_ERANGE, "bucket of %zu elements: too many buckets", bucket);
-    size_t *cuts = malloc(((size_t)x.nl + 2 + nb) * sizeof *cuts), nc = 0;
-    if (!cuts)
+    size_t *g = malloc(((size_t)x.nl + 2) * sizeof *g);
+    int ng = 0;
+    if (!g)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (int i = 0; i < x.nl; i++) /* the start of every block but the layout's first place */
-        if (x.blk_off + (size_t)i * x.bsz > 0)
-            cuts[nc++] = x.blk_off + (size_t)i * x.bsz;
-    if (x.emb && x.emb_off > 0)
-        cuts[nc++] = x.emb_off;
-    for (size_t j = 1; j < nb; j++)
-        cuts[nc++] = n - j * bucket;
-    zp_status st = zp_units_build(n, cuts, (int)nc, (int)p->dp, rank, out);
-    free(cuts);
+    for (int i = 0; i < x.nl; i++) /* the start of every block, the embedding group's, the head group's */
+        g[ng++] = x.blk_off + (size_t)i * x.bsz;
+    if (x.emb)
+        g[ng++] = x.emb_off;
+    if (x.head)
+        g[ng++] = x.head_off;
+    zp_status st = units_of(x.n, g, ng, bucket, (int)p->dp, rank, out);
+    free(g);
+    return st;
+}
+
+zp_status zp_layout_exec_units_exp(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
+                                   zp_units *out)
+{
+    zp_exec_stage x;
+    ZP_TRY(zp_layout_exec_stage(m, p, stage, &x));
+    size_t *g = malloc(((size_t)x.nl + 1) * sizeof *g);
+    if (!g)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    for (int i = 0; i < x.nl; i++)
+        g[i] = (size_t)i * x.xsz;
+    const int64_t ep = p->ep > 0 ? p->ep : 1;
+    zp_status st = units_of(x.nx, g, x.nl, bucket, (int)(p->dp / ep), rank, out);
+    free(g);
     return st;
 }
 
@@ -357,17 +486,27 @@ static zp_status ex_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage
     ZP_TRY(zp_layout_exec_stage(m, p, pps->stage, &x));
     ZP_TRY(facts_alloc(m, f));
     const size_t L = (size_t)m->layers;
-    if (x.emb) {
+    if (x.emb && x.hsz == 0) { /* tied: one group, gathered as the embedding and again as the LM head */
         f->gather[0] = f->gather[L + 1] = (double)x.esz;
         /* its gradient completes with the embedding's backward, or on the last of several stages with the
          * head's */
         f->grad[pps->embedding ? 0 : L + 1] = (double)x.esz;
+    } else if (x.emb) {
+        f->gather[0] = f->grad[0] = (double)x.esz;
     }
-    for (int l = x.l0; l < x.l0 + x.nl; l++)
+    if (x.head) /* untied: the head group completes first (the top of the layout) */
+        f->gather[L + 1] = f->grad[L + 1] = (double)x.hsz;
+    for (int l = x.l0; l < x.l0 + x.nl; l++) {
         f->gather[l + 1] = f->grad[l + 1] = (double)x.bsz;
+        /* the local experts (every MoE block's, whatever EP): reduced and partitioned over the EDP group */
+        f->gather_exp[l + 1] = f->grad_exp[l + 1] = (double)x.xsz;
+    }
     f->n = x.n;
-    f->psi = f->psi_all = (double)f->n;
-    f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : f->n;
+    f->nx = x.nx;
+    f->psi_exp = (double)x.nx;
+    f->psi = (double)(x.n + x.nx);
+    f->psi_all = (double)x.n + (double)x.nx * (double)(p->ep > 0 ? p->ep : 1);
+    f->bucket = p->cb ? (size_t)llround(fmin(p->bucket, f->psi)) : (size_t)llround(f->psi);
     if (f->bucket < 1)
         f->bucket = 1;
     zp_units u;
@@ -379,28 +518,45 @@ static zp_status ex_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage
     f->shard = u.shard_size; /* the same on every rank: a unit's pieces are equal (the last one padded) */
     f->max_piece = u.max_piece;
     zp_units_free(&u);
+    if (x.nx > 0) {
+        if ((st = zp_layout_exec_units_exp(m, p, pps->stage, f->bucket, 0, &u)) != ZP_OK) {
+            zp_layout_facts_free(f);
+            return st;
+        }
+        f->xshard = u.shard_size;
+        f->xmax_piece = u.max_piece;
+        zp_units_free(&u);
+    }
     return ZP_OK;
 }
 
-/* One fp32 tensor of `n` elements (setup). */
+/* One fp32 tensor of `n` elements (setup); none when the architecture has no such tensor (n = 0). */
 static void ex_tensor(zp_builder *b, zp_buf buf, int index, zp_mem_cat cat, double n)
 {
-    zp_builder_mem(b, -1, 1, buf, index, cat, 4.0 * n);
+    if (n > 0)
+        zp_builder_mem(b, -1, 1, buf, index, cat, 4.0 * n);
 }
 
 /* Everything the executor holds from its start: model states, communication buffers and the
  * activations of the step (allocated once and reused by every micro-batch and step; the stage-3 groups
- * alone come and go). Elements: BT = B·T tokens, local widths Cq = C/mp, Fl = F/mp, Vl = V/mp, NHl heads;
- * activations per Korthikanti et al. without dropout, plus the LayerNorms' row statistics. */
+ * alone come and go). Elements: BT = B·T tokens, this MP rank's widths (zp_exec_shape); activations per
+ * Korthikanti et al. without dropout, plus the norms' row statistics. A mixture-of-experts block keeps its
+ * router's probabilities and gates, the rows it received for its local experts, their hidden and activated
+ * values and the rows that came back; the executor drops no token, so the received rows are sized for the
+ * worst case: every token of the EP group routed to this rank's experts, R = ep·BT·k rows. */
 static void ex_setup(zp_builder *b)
 {
     const zp_plan *p = b->p;
     const zp_model *m = b->m;
+    zp_exec_shape sh;
+    if (zp_layout_exec_shape(m, p, &sh) != ZP_OK) /* facts built it: cannot fail here */
+        return;
     const double N = (double)b->f.n, shard = (double)b->f.shard, piece = (double)b->f.max_piece;
-    const double dp = (double)p->dp, t = (double)p->mp, L = (double)m->layers;
-    const double C = (double)m->hidden, B = (double)p->micro_batch, T = (double)m->seq, BT = B * T;
-    const double Cq = C / t, Fl = (double)m->ffn / t, Vl = (double)m->vocab / t, NHl = (double)m->heads / t;
-    const double att = B * NHl * T * T;
+    const double NX = (double)b->f.nx, xshard = (double)b->f.xshard, xpiece = (double)b->f.xmax_piece;
+    const double dp = (double)p->dp, edp = (double)(p->dp / (p->ep > 0 ? p->ep : 1)), t = (double)p->mp;
+    const double C = (double)sh.C, B = (double)p->micro_batch, T = (double)sh.T, BT = B * T;
+    const double Vl = (double)sh.Vl, NHl = (double)sh.NHl;
+    const double att = B * NHl * T * T, stat = sh.rms ? 0.0 : BT;
     /* model states */
     if (p->stage == 3)
         ex_tensor(b, ZP_BUF_PSHARD, 0, ZP_MEM_PARAMS, shard);
@@ -424,20 +580,38 @@ static void ex_setup(zp_builder *b)
         ex_tensor(b, ZP_BUF_OPT_M, 0, ZP_MEM_OPTIMIZER, opt_n);
         ex_tensor(b, ZP_BUF_OPT_V, 0, ZP_MEM_OPTIMIZER, opt_n);
     }
+    /* the routed experts' states: the same over their own flat layout and the EDP group */
+    if (NX > 0) {
+        ex_tensor(b, p->stage == 3 ? ZP_BUF_XPSHARD : ZP_BUF_XPARAMS, 0, ZP_MEM_PARAMS, p->stage == 3 ? xshard : NX);
+        if (p->stage < 2) {
+            ex_tensor(b, ZP_BUF_XGRADS, 0, ZP_MEM_GRADS, NX);
+        } else {
+            ex_tensor(b, ZP_BUF_XGSHARD, 0, ZP_MEM_GRADS, xshard);
+            ex_tensor(b, ZP_BUF_XGWORK, 0, ZP_MEM_BUFFERS, NX + edp);
+        }
+        ex_tensor(b, ZP_BUF_XOPT_M, 0, ZP_MEM_OPTIMIZER, p->stage == 0 ? NX : xshard);
+        ex_tensor(b, ZP_BUF_XOPT_V, 0, ZP_MEM_OPTIMIZER, p->stage == 0 ? NX : xshard);
+    }
     if (p->stage >= 1)
-        ex_tensor(b, ZP_BUF_TMP, 0, ZP_MEM_BUFFERS, piece);
+        ex_tensor(b, ZP_BUF_TMP, 0, ZP_MEM_BUFFERS, fmax(piece, xpiece));
     if (p->stage == 1 || p->stage == 2)
-        ex_tensor(b, ZP_BUF_GBUF, 0, ZP_MEM_BUFFERS, piece * dp);
+        ex_tensor(b, ZP_BUF_GBUF, 0, ZP_MEM_BUFFERS, fmax(piece * dp, xpiece * edp));
     /* one block's stored activations: every block's without checkpointing, one set with it; with pipeline
      * stages those of the stage's blocks, for each micro-batch in flight (index layer + L·slot) */
     zp_exec_stage x;
     if (zp_layout_exec_stage(m, p, b->pps.stage, &x) != ZP_OK) /* facts built it: cannot fail here */
         x = (zp_exec_stage){.nl = (int)m->layers, .slots = 1};
     const int Li = (int)m->layers, l1 = x.l0 + x.nl;
+    const double qkv = BT * (double)sh.qkv_n, q = BT * (double)sh.q_n;
+    const double R = (double)sh.ep * BT * (double)sh.k, Ek = BT * (double)sh.k; /* MoE rows received, sent */
+    const int moe = sh.moe;
     static const zp_buf set_bufs[] = {ZP_BUF_LN1, ZP_BUF_LN1_MEAN, ZP_BUF_LN1_RSTD, ZP_BUF_QKV, ZP_BUF_ATT,
                                       ZP_BUF_ATTY, ZP_BUF_X1, ZP_BUF_LN2, ZP_BUF_LN2_MEAN, ZP_BUF_LN2_RSTD,
-                                      ZP_BUF_FCH, ZP_BUF_FCHG};
-    const double set_n[] = {BT * C, BT, BT, BT * 3 * Cq, att, BT * Cq, BT * C, BT * C, BT, BT, BT * Fl, BT * Fl};
+                                      ZP_BUF_FCH, ZP_BUF_FCHG, ZP_BUF_RPROB, ZP_BUF_GATE, ZP_BUF_XD, ZP_BUF_EH,
+                                      ZP_BUF_EA, ZP_BUF_RB};
+    const double set_n[] = {BT * C, stat, BT, qkv, att, q, BT * C, BT * C, stat, BT,
+                            moe ? 0 : BT * (double)sh.up, moe ? 0 : BT * (double)sh.Fl,
+                            BT * (double)sh.E, Ek, R * C, R * (double)sh.e_up, R * (double)sh.e_f, Ek * C};
     for (int k = 0; k < (p->checkpoint ? 1 : x.slots); k++)
         for (int l = p->checkpoint ? 0 : x.l0; l < (p->checkpoint ? 1 : l1); l++)
             for (size_t j = 0; j < sizeof set_n / sizeof set_n[0]; j++)
@@ -459,15 +633,22 @@ static void ex_setup(zp_builder *b)
             for (int l = x.l0; l <= l1; l++) /* block inputs and the last block's output */
                 ex_tensor(b, ZP_BUF_RES, l + (Li + 1) * k, ZP_MEM_ACTIVATIONS, BT * C);
     }
-    (void)L;
     /* the head (on its stage) and the backward working tensors of one block */
-    static const zp_buf bufs[] = {ZP_BUF_PROJ, ZP_BUF_LNF, ZP_BUF_LNF_MEAN, ZP_BUF_LNF_RSTD, ZP_BUF_LOGITS,
-                                  ZP_BUF_XMX,  ZP_BUF_XSE, ZP_BUF_XLT,      ZP_BUF_DRES,     ZP_BUF_DLN,
-                                  ZP_BUF_DQKV, ZP_BUF_DATTY, ZP_BUF_DATT,   ZP_BUF_DFCH};
-    const double n[] = {BT * C, BT * C, BT, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, BT * 3 * Cq, BT * Cq, att, BT * Fl};
+    static const struct {
+        zp_buf buf;
+        int head; /* only on the stage with the LM head */
+    } bufs[] = {{ZP_BUF_PROJ, 0},  {ZP_BUF_LNF, 1},   {ZP_BUF_LNF_MEAN, 1}, {ZP_BUF_LNF_RSTD, 1}, {ZP_BUF_LOGITS, 1},
+                {ZP_BUF_XMX, 1},   {ZP_BUF_XSE, 1},   {ZP_BUF_XLT, 1},      {ZP_BUF_DRES, 0},     {ZP_BUF_DLN, 0},
+                {ZP_BUF_DQKV, 0},  {ZP_BUF_DATTY, 0}, {ZP_BUF_DATT, 0},     {ZP_BUF_DFCH, 0},     {ZP_BUF_DGLU, 0},
+                {ZP_BUF_MSEND, 0}, {ZP_BUF_MROWS, 0}, {ZP_BUF_DEA, 0},      {ZP_BUF_DEH, 0},      {ZP_BUF_DGATE, 0},
+                {ZP_BUF_DRLOG, 0}};
+    const double n[] = {BT * C, BT * C, stat, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, qkv, q, att,
+                        moe ? 0 : BT * (double)sh.up, !moe && sh.gated ? BT * (double)sh.Fl : 0,
+                        Ek * C, R * C, R * (double)sh.e_f, sh.gated ? R * (double)sh.e_up : 0, Ek,
+                        BT * (double)sh.E};
     for (size_t k = 0; k < sizeof n / sizeof n[0]; k++)
-        if (b->pps.head || (k < 1 || k > 7))
-            ex_tensor(b, bufs[k], 0, ZP_MEM_ACTIVATIONS, n[k]);
+        if (b->pps.head || !bufs[k].head)
+            ex_tensor(b, bufs[k].buf, 0, ZP_MEM_ACTIVATIONS, n[k]);
 }
 
 static void ex_nothing(zp_builder *b, int l)
@@ -479,14 +660,22 @@ static void ex_nothing(zp_builder *b, int l)
 static void ex_nothing0(zp_builder *b) { (void)b; }
 
 /* Stage 3: a group is gathered into a new buffer (+ dp elements: the last unit's padding spills past
- * it); gathered again (the LM head for the backward), the old copy goes first. */
+ * it), its local experts into another (+ dp/ep: the EDP group's); gathered again (the LM head for the
+ * backward), the old copy goes first. */
+static void ex_group_mem(zp_builder *b, int s, int alloc, int item)
+{
+    const double edp = (double)(b->p->dp / (b->p->ep > 0 ? b->p->ep : 1));
+    zp_builder_mem(b, s, alloc, ZP_BUF_GATHERED, item, ZP_MEM_BUFFERS, 4.0 * (b->f.gather[item] + (double)b->p->dp));
+    if (b->f.gather_exp[item] > 0)
+        zp_builder_mem(b, s, alloc, ZP_BUF_XGATHERED, item, ZP_MEM_BUFFERS, 4.0 * (b->f.gather_exp[item] + edp));
+}
+
 static void ex_gather(zp_builder *b, int s, int item)
 {
-    const double bytes = 4.0 * (b->f.gather[item] + (double)b->p->dp);
     if (b->live[item])
-        zp_builder_mem(b, s, 0, ZP_BUF_GATHERED, item, ZP_MEM_BUFFERS, bytes);
+        ex_group_mem(b, s, 0, item);
     b->live[item] = 1;
-    zp_builder_mem(b, s, 1, ZP_BUF_GATHERED, item, ZP_MEM_BUFFERS, bytes);
+    ex_group_mem(b, s, 1, item);
 }
 
 /* Compute switches groups: the one it used is freed (the next one is already gathered). */
@@ -496,8 +685,7 @@ static void ex_use(zp_builder *b, int item)
     b->item = item;
     if (prev < 0 || prev == item)
         return;
-    zp_builder_mem(b, ZP_STREAM_COMPUTE, 0, ZP_BUF_GATHERED, prev, ZP_MEM_BUFFERS,
-                   4.0 * (b->f.gather[prev] + (double)b->p->dp));
+    ex_group_mem(b, ZP_STREAM_COMPUTE, 0, prev);
     b->live[prev] = 0;
 }
 

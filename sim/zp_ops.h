@@ -136,7 +136,19 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     X(LNF_MEAN, "lnf_mean", ZP_PER_ONE) X(LNF_RSTD, "lnf_rstd", ZP_PER_ONE) X(LOGITS, "logits", ZP_PER_ONE)  \
     X(XMX, "xent_max", ZP_PER_ONE) X(XSE, "xent_sumexp", ZP_PER_ONE) X(XLT, "xent_target", ZP_PER_ONE)       \
     X(DRES, "d_residual", ZP_PER_ONE) X(DLN, "d_ln", ZP_PER_ONE) X(DQKV, "d_qkv", ZP_PER_ONE)                \
-    X(DATTY, "d_atty", ZP_PER_ONE) X(DATT, "d_att", ZP_PER_ONE) X(DFCH, "d_fch", ZP_PER_ONE)
+    X(DATTY, "d_atty", ZP_PER_ONE) X(DATT, "d_att", ZP_PER_ONE) X(DFCH, "d_fch", ZP_PER_ONE)               \
+    X(DGLU, "d_glu", ZP_PER_ONE)                                                                             \
+    /* the executor's routed experts (a flat layout of their own, sharded over the EDP group) */           \
+    X(XPARAMS, "expert_params_flat", ZP_PER_ONE) X(XPSHARD, "expert_params_shard", ZP_PER_ONE)               \
+    X(XGRADS, "expert_grads_flat", ZP_PER_ONE) X(XGSHARD, "expert_grads_shard", ZP_PER_ONE)                  \
+    X(XGWORK, "expert_grad_bucket", ZP_PER_ONE) X(XOPT_M, "expert_adam_m", ZP_PER_ONE)                       \
+    X(XOPT_V, "expert_adam_v", ZP_PER_ONE) X(XGATHERED, "expert_gathered_group", ZP_PER_ITEM)                \
+    /* a mixture-of-experts MLP's activations: kept per block, and one working copy */                    \
+    X(RPROB, "router_probs", ZP_PER_LAYER) X(GATE, "router_gates", ZP_PER_LAYER)                             \
+    X(XD, "moe_dispatched", ZP_PER_LAYER) X(EH, "expert_h", ZP_PER_LAYER) X(EA, "expert_act", ZP_PER_LAYER)   \
+    X(RB, "moe_returned", ZP_PER_LAYER) X(MSEND, "moe_send", ZP_PER_ONE) X(MROWS, "moe_rows", ZP_PER_ONE)      \
+    X(DEA, "d_expert_act", ZP_PER_ONE) X(DEH, "d_expert_h", ZP_PER_ONE) X(DGATE, "d_gates", ZP_PER_ONE)       \
+    X(DRLOG, "d_router", ZP_PER_ONE)
 
 typedef enum {
 #define ZP_BUF_ENUM(id, name, per) ZP_BUF_##id,

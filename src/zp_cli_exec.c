@@ -33,16 +33,21 @@
 
 static const char USAGE[] =
     "Usage: mpirun -np N zplan exec --model M [options]\n"
-    "Trains a GPT-style decoder for real (fp32) with ZeRO, Megatron MP, activation checkpointing and\n"
-    "ZeRO-Offload, driven by the same step schedule the simulator uses; reports per-step loss, step time\n"
+    "Trains a decoder for real (fp32) with ZeRO, Megatron MP, expert parallelism, activation checkpointing\n"
+    "and ZeRO-Offload, driven by the same step schedule the simulator uses: GPT's block, or today's (GQA,\n"
+    "RMSNorm, rotary, SwiGLU, untied head; mixture-of-experts with top-k routing; e.g. tiny-llama,\n"
+    "tiny-moe); reports per-step loss, step time\n"
     "and per-rank peak memory by category. Every tensor and kernel is on the backend: the host (cpu:\n"
     "OpenBLAS, OpenMP, MPI) or the GPU (cuda: cuBLAS, CUDA layer kernels, NCCL).\n"
     "\n"
     "Plan options are the what-if's (same names, same K/M suffixes); exec runs exactly the plan given and\n"
     "what is not given takes the default shown:\n"
-    "  --model M                 zoo model (tiny, mini, small: a few million parameters; zplan models)\n"
+    "  --model M                 zoo model (tiny, mini, small, tiny-llama, tiny-moe: a few million\n"
+    "                            parameters at most; zplan models)\n"
     "  --stage S                 ZeRO stage 0-3 (default 0)\n"
     "  --mp M                    Megatron model-parallel degree; divides the ranks and the heads (default 1)\n"
+    "  --ep E                    expert parallelism of a mixture-of-experts model: each rank holds 1/E of\n"
+    "                            the experts, tokens exchanged by all-to-all; divides the DP ranks (default 1)\n"
     "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
     "  --grad-accum k            micro-steps per step (default 1)\n"
     "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP)\n"
@@ -422,6 +427,8 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     }
     if (r->sp != ZP_SEARCH_ANY)
         p->sp = r->sp;
+    if (r->ep != ZP_SEARCH_ANY)
+        p->ep = r->ep;
     if (r->micro_batch != ZP_SEARCH_ANY)
         p->micro_batch = r->micro_batch;
     if (r->grad_accum != ZP_SEARCH_ANY)
