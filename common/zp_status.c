@@ -35,6 +35,7 @@ const char *zp_status_name(zp_status st)
         [ZP_OK] = "ok",           [ZP_EINVAL] = "invalid input", [ZP_ENOENT] = "no such file",
         [ZP_ENODEV] = "no device", [ZP_ERANGE] = "out of range",  [ZP_ENOMEM] = "out of memory",
         [ZP_EIO] = "I/O error",   [ZP_ERUNTIME] = "run-time error", [ZP_EUNSUPPORTED] = "unsupported",
+        [ZP_ENOFIT] = "no plan fits",
     };
     if ((unsigned)st < sizeof names / sizeof names[0] && names[st])
         return names[st];
@@ -50,6 +51,7 @@ int zp_status_exit_code(zp_status st)
     case ZP_ENODEV:
     case ZP_ERANGE:
     case ZP_EUNSUPPORTED: return 2;
+    case ZP_ENOFIT: return 3;
     default: return 1;
     }
 }

@@ -21,7 +21,8 @@ typedef enum {
     ZP_ENOMEM,       /* allocation failed (exit 1) */
     ZP_EIO,          /* writing or reading failed at run time (exit 1) */
     ZP_ERUNTIME,     /* anything else that went wrong at run time (exit 1) */
-    ZP_EUNSUPPORTED  /* asked for something this build does not have (exit 2) */
+    ZP_EUNSUPPORTED, /* asked for something this build does not have (exit 2) */
+    ZP_ENOFIT        /* the question is valid and the answer is that no plan fits (exit 3) */
 } zp_status;
 
 /* Records the message of the failure being returned; returns `st` so that
@@ -36,7 +37,7 @@ const char *zp_error_origin(void);
 void zp_error_clear(void);
 
 const char *zp_status_name(zp_status st);
-/* 0 ok, 2 for bad usage or input (and missing device), 1 for run-time failures. */
+/* 0 ok, 2 for bad usage or input (and missing device), 1 for run-time failures, 3 when no plan fits. */
 int zp_status_exit_code(zp_status st);
 
 #define ZP_FAIL(st, ...) zp_error_set((st), __FILE__, __LINE__, __VA_ARGS__)

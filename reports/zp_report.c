@@ -21,6 +21,39 @@ static zp_table *new_table(const char *title, int n, const char *const *k, const
     return zp_table_new(title, n, k, h);
 }
 
+void zp_report_gpus_label(const zp_cluster *cl, int64_t gpus, char *buf, size_t len)
+{
+    const int gpn = cl->gpus_per_node > 0 ? cl->gpus_per_node : 1;
+    const int64_t nodes = (gpus + gpn - 1) / gpn;
+    if (gpus < gpn && nodes == 1) /* part of one node */
+        snprintf(buf, len, "%lld GPU%s (%lld of a node's %d %s)", (long long)gpus, zp_report_plural(gpus),
+                 (long long)gpus, gpn, cl->gpu_name);
+    else
+        snprintf(buf, len, "%lld GPU%s (%lld node%s of %d %s)", (long long)gpus, zp_report_plural(gpus),
+                 (long long)nodes, zp_report_plural(nodes), gpn, cl->gpu_name);
+}
+
+/* "32 GiB = 34.36 GB" for a whole number of GiB, else "40 GB". */
+static void mem_text(double bytes, char *buf, size_t len)
+{
+    const double gib = bytes / 1073741824.0;
+    if (gib >= 1 && fabs(gib - round(gib)) < 1e-9)
+        snprintf(buf, len, "%.0f GiB = %.4g GB", gib, bytes / 1e9);
+    else
+        snprintf(buf, len, "%.4g GB", bytes / 1e9);
+}
+
+void zp_report_gpu_mem_label(const zp_cluster *cl, double gpu_mem, char *buf, size_t len)
+{
+    char own[64], given[64];
+    mem_text(cl->gpu_mem, own, sizeof own);
+    mem_text(gpu_mem, given, sizeof given);
+    if (gpu_mem != cl->gpu_mem) /* --gpu-mem: say so beside the GPU's own, which differs */
+        snprintf(buf, len, "%s per GPU (--gpu-mem; the %s has %s)", given, cl->gpu_name, own);
+    else
+        snprintf(buf, len, "%s per GPU", own);
+}
+
 zp_status zp_report_table1(const double *psi, const char *const *names, int npsi, const double *dp, int ndp,
                            double k, zp_table **out)
 {
@@ -38,7 +71,7 @@ zp_status zp_report_table1(const double *psi, const char *const *names, int npsi
             TRY_T(zp_table_set_num_text(t, 1, psi[i], ps));
             TRY_T(zp_table_set_num(t, 2, dp[j], "%.0f"));
             for (int s = 1; s <= 3; s++)
-                TRY_T(zp_table_set_num(t, 2 + s, zp_memory_model_states(psi[i], s, dp[j], 1, k) / 1e9, "%.5g"));
+                TRY_T(zp_table_set_num(t, 2 + s, zp_memory_model_states(psi[i], s, dp[j], 1, k) / 1e9, "%.2f"));
         }
     }
     TRY_T(zp_table_add_note(t, "Pos = 4Ψ + KΨ/Nd, Pos+g = 2Ψ + (K+2)Ψ/Nd, Pos+g+p = (K+4)Ψ/Nd, K = %g "
@@ -66,7 +99,7 @@ zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp,
         TRY_T(zp_table_set_num(t, 1, mp[i] * dp, "%.0f"));
         for (int s = 0; s <= 3; s++)
             TRY_T(zp_table_set_num(t, 2 + s, zp_memory_max_params(s, s == 0 ? 1 : dp, mp[i], k, gpu_mem) / 1e9,
-                                   "%.4g"));
+                                   "%.1f"));
         /* What really fits: GPT-2-like models of the paper's size classes at micro-batch 1 with
          * checkpointing. The baseline is Megatron-LM data parallelism (fp32 fused buffers, no
          * defragmentation); Pos is ZeRO-100B with ZeRO-R (CB, MD, and Pa when MP > 1). */
@@ -80,7 +113,7 @@ zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp,
             p.pa = v == 1 && p.mp > 1;
             double fit = 0;
             TRY_T(zp_memory_largest_fitting(&p, gpu_mem, HUGE_VAL, &fit));
-            TRY_T(zp_table_set_num(t, 6 + v, fit / 1e9, "%.3g"));
+            TRY_T(zp_table_set_num(t, 6 + v, fit / 1e9, "%.1f"));
         }
     }
     TRY_T(zp_table_add_note(t, "Theoretical columns: model states only (fp16 params and grads, K = %g bytes of "
@@ -146,7 +179,55 @@ zp_status zp_report_clusters(zp_table **out)
 
 /* ---- what-if ---- */
 
-static void plan_options(const zp_plan *p, char *buf, size_t len)
+void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len)
+{
+    char mp[160] = "";
+    int n = 0;
+    if (p->mp > 1 || p->pp > 1 || p->sp)
+        n += snprintf(mp + n, sizeof mp - (size_t)n, "; Megatron");
+    if (p->mp > 1)
+        n += snprintf(mp + n, sizeof mp - (size_t)n, " --tensor-model-parallel-size %lld", (long long)p->mp);
+    if (p->pp > 1)
+        n += snprintf(mp + n, sizeof mp - (size_t)n, " --pipeline-model-parallel-size %lld", (long long)p->pp);
+    if (p->sp)
+        snprintf(mp + n, sizeof mp - (size_t)n, " --sequence-parallel");
+    snprintf(buf, len, "stage=%d%s%s%s%s%s%s", p->stage, p->offload != ZP_OFFLOAD_NONE ? " offload_optimizer=cpu" : "",
+             p->offload == ZP_OFFLOAD_PARAMS ? " offload_param=cpu" : "",
+             p->pa || p->pa_cpu ? " partition_activations=true" : "", p->pa_cpu ? " cpu_checkpointing=true" : "",
+             p->md ? "" : " contiguous_gradients=false", mp);
+}
+
+zp_status zp_report_legend(zp_doc *d)
+{
+    static const char *const rows[][2] = {
+        {"baseline / stage 0", "zero_optimization.stage 0: plain data parallelism, every GPU holds all states"},
+        {"Pos / stage 1", "zero_optimization.stage 1: optimizer states partitioned across the DP ranks"},
+        {"Pos+g / stage 2", "zero_optimization.stage 2: optimizer states and gradients partitioned"},
+        {"Pos+g+p / stage 3", "zero_optimization.stage 3: optimizer states, gradients and parameters partitioned"},
+        {"offload:optimizer", "zero_optimization.offload_optimizer.device \"cpu\" (ZeRO-Offload)"},
+        {"offload:params", "zero_optimization.offload_param.device \"cpu\" (ZeRO-3 Offload, with the optimizer's)"},
+        {"ckpt", "activation checkpointing: Megatron-LM --checkpoint-activations, DeepSpeed activation_checkpointing"},
+        {"Pa", "activation_checkpointing.partition_activations: checkpoints split across the MP ranks"},
+        {"Pa+cpu", "activation_checkpointing.cpu_checkpointing: the partitions in host memory"},
+        {"CB", "zero_optimization.reduce_bucket_size / allgather_bucket_size: constant-size buffers (--bucket)"},
+        {"MD", "zero_optimization.contiguous_gradients + activation_checkpointing.contiguous_memory_optimization"},
+        {"MP", "Megatron-LM --tensor-model-parallel-size (DeepSpeed configs do not set it)"},
+        {"PP", "Megatron-LM --pipeline-model-parallel-size (1f1b, gpipe; interleaved:vN: "
+               "--num-layers-per-virtual-pipeline-stage)"},
+        {"SP, sel-ckpt", "Megatron-LM --sequence-parallel, --recompute-granularity selective"},
+        {"EPn", "experts sharded over n DP ranks: DeepSpeed MoE ep_size, Megatron-LM --expert-model-parallel-size"},
+        {"DP", "the data-parallel degree: GPUs / (MP x PP)"},
+    };
+    const int n = (int)(sizeof rows / sizeof rows[0]);
+    ZP_TRY(zp_doc_add_list(d, "Legend (the ZeRO paper's names, and the DeepSpeed and Megatron-LM keys that set them):",
+                           n, NULL));
+    for (int i = 0; i < n; i++)
+        ZP_TRY(zp_doc_add_entry(d, "%-19s %s", rows[i][0], rows[i][1]));
+    zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_TEXT) | ZP_FMT_BIT(ZP_FMT_MD) | ZP_FMT_BIT(ZP_FMT_HTML));
+    return ZP_OK;
+}
+
+void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
 {
     char pipe[48] = "", ep[32] = "";
     if (p->ep > 1) /* MoE: experts sharded over EP ranks */
@@ -168,8 +249,18 @@ enum {
     P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS,
-    P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_REASON, P_NCOLS
+    P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
+    P_REASON, P_NCOLS
 };
+
+/* A number shown as `mark` and the number (">=14.1"), exact in CSV and JSON. */
+static zp_status set_bounded(zp_table *t, int col, double v, const char *mark, const char *fmt)
+{
+    char num[48], text[64];
+    snprintf(num, sizeof num, fmt, v);
+    snprintf(text, sizeof text, "%s%s", mark, num);
+    return zp_table_set_num_text(t, col, v, text);
+}
 
 /* {CSV key, header, JSON key ("" none, NULL the CSV key)}; DATA: a JSON-only column */
 #define DATA(json) {NULL, NULL, json, 0}
@@ -203,6 +294,10 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"), [P_T_PP] = DATA("time_breakdown_s.pp_comm"),
     [P_METHOD] = {"method", "Method"},
     [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
+    /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
+    [P_UNSIM] = {NULL, NULL, "unsimulated", ZP_COL_OMIT_UNSET},
+    [P_PRECISION] = {"precision", NULL}, /* "fp16", "bf16" or "fp32" */
+    [P_GRAD_BYTES] = {"grad_bytes", NULL}, /* bytes of a gradient element: 2, or 4 (fp32) */
     [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
 };
 #undef DATA
@@ -220,7 +315,7 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
 {
     const zp_plan *p = &e->plan;
     char opts[128], stage[32];
-    plan_options(p, opts, sizeof opts);
+    zp_report_plan_options(p, opts, sizeof opts);
     snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
     ZP_TRY(zp_table_set_str(t, col0 + P_STAGE, stage));
     const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
@@ -244,10 +339,12 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
     ZP_TRY(zp_table_set_num(t, col0 + P_GPU_GB, e->mem.total / 1e9, "%.1f"));
     ZP_TRY(zp_table_set_num(t, col0 + P_HOST_GB, e->mem.host / 1e9, "%.1f"));
     ZP_TRY(zp_table_set_bool(t, col0 + P_FITS, e->fits));
-    ZP_TRY(zp_table_set_num(t, col0 + P_STEP, e->time.total, "%.3g"));
-    ZP_TRY(zp_table_set_num(t, col0 + P_SAMPLES, e->samples_per_s, "%.4g"));
-    ZP_TRY(zp_table_set_num(t, col0 + P_TFLOPS, e->tflops_per_gpu, "%.1f"));
-    ZP_TRY(zp_table_set_num(t, col0 + P_PFLOPS, e->pflops, "%.2f"));
+    /* a bound reads as one: the step at least, the throughputs at most */
+    const int bound = e->method && strcmp(e->method, "bound") == 0;
+    ZP_TRY(set_bounded(t, col0 + P_STEP, e->time.total, bound ? ">=" : "", "%.3g"));
+    ZP_TRY(set_bounded(t, col0 + P_SAMPLES, e->samples_per_s, bound ? "<=" : "", "%.4g"));
+    ZP_TRY(set_bounded(t, col0 + P_TFLOPS, e->tflops_per_gpu, bound ? "<=" : "", "%.1f"));
+    ZP_TRY(set_bounded(t, col0 + P_PFLOPS, e->pflops, bound ? "<=" : "", "%.2f"));
     const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
                          e->time.offload, e->time.pp_comm}; /* P_T_COMPUTE.. */
     for (int k = 0; k < 6; k++)
@@ -255,6 +352,10 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
     ZP_TRY(zp_table_set_str(t, col0 + P_METHOD, e->method));
     if (e->sim)
         ZP_TRY(zp_table_set_str(t, col0 + P_SIM, e->sim));
+    if (e->unsimulated)
+        ZP_TRY(zp_table_set_str(t, col0 + P_UNSIM, e->unsimulated));
+    ZP_TRY(zp_table_set_str(t, col0 + P_PRECISION, zp_plan_precision_name(p)));
+    ZP_TRY(zp_table_set_num(t, col0 + P_GRAD_BYTES, zp_plan_grad_bytes(p), "%g"));
     if (!e->fits)
         ZP_TRY(zp_table_set_str(t, col0 + P_REASON, e->reason));
     return ZP_OK;
@@ -283,8 +384,8 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
     for (int i = 0; i < w->result->n; i++) {
         const zp_eval *e = &w->result->plans[i];
         TRY_T(zp_table_add_row(t));
-        if (e->fits && shown < w->top)
-            shown++;
+        if (e->fits && !e->dominated && shown < w->top)
+            shown++; /* dominated plans (the same batch with more extra work) are data only */
         else
             zp_table_hide_row(t);
         TRY_T(zp_table_set_num(t, 0, i + 1, "%.0f"));
@@ -294,33 +395,40 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
     return ZP_OK;
 }
 
-zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out)
+zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out)
 {
     static const char *const keys[] = {"category", "gb", "share"};
     static const char *const heads[] = {"Category", "GB per GPU", "Share"};
     zp_table *t = new_table("Memory per GPU of the recommended plan", 3, keys, heads);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    const char *dt = zp_plan_precision_name(&e->plan);
+    char pname[48], gname[48];
+    snprintf(pname, sizeof pname, "%s parameters", dt);
+    snprintf(gname, sizeof gname, "%s gradients", zp_plan_grad_bytes(&e->plan) == 4.0 ? "fp32" : dt);
     const struct {
         const char *name;
         double v;
+        int share; /* of the GPU's memory */
     } rows[] = {
-        {"fp16 parameters", e->mem.params},
-        {"fp16 gradients", e->mem.grads},
-        {"optimizer states", e->mem.optimizer},
-        {"activations", e->mem.activations},
-        {"  of which checkpoints", e->mem.checkpoints},
-        {"buffers", e->mem.buffers},
-        {"fragmentation", e->mem.fragmentation},
-        {"total", e->mem.total},
-        {"GPU memory", gpu_mem},
-        {"host memory (per GPU)", e->mem.host},
+        {pname, e->mem.params, 1},
+        {gname, e->mem.grads, 1},
+        {"optimizer states", e->mem.optimizer, 1},
+        {"activations", e->mem.activations, 1},
+        {"  of which checkpoints", e->mem.checkpoints, 1},
+        {"buffers", e->mem.buffers, 1},
+        {"fragmentation", e->mem.fragmentation, 1},
+        {"total of the plan", e->mem.total, 1},
+        {"reserve (CUDA context, NCCL, workspaces)", reserve, 1},
+        {"free", gpu_mem - reserve - e->mem.total, 1},
+        {"GPU memory", gpu_mem, 1},
+        {"host memory (per GPU)", e->mem.host, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         TRY_T(zp_table_add_row(t));
         TRY_T(zp_table_set_str(t, 0, rows[i].name));
         TRY_T(zp_table_set_num(t, 1, rows[i].v / 1e9, "%.2f"));
-        if (i < 8)
+        if (rows[i].share)
             TRY_T(zp_table_set_num(t, 2, 100.0 * rows[i].v / gpu_mem, "%.1f%%"));
         else
             TRY_T(zp_table_set_str(t, 2, ""));
@@ -368,7 +476,7 @@ static int best_index(const zp_search_result *r)
 static void describe_plan(const zp_eval *e, char *buf, size_t len)
 {
     char opts[128];
-    plan_options(&e->plan, opts, sizeof opts);
+    zp_report_plan_options(&e->plan, opts, sizeof opts);
     const zp_stage_info *si = zp_stage_get(e->plan.stage);
     char pp[96] = "";
     if (e->plan.pp > 1 && e->plan.schedule == ZP_PP_INTERLEAVED)
@@ -406,6 +514,80 @@ void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_m
     snprintf(c->hline_label, sizeof c->hline_label, "GPU memory %.4g GB", gpu_mem / 1e9);
 }
 
+static json_t *fix_json(const zp_fix *f)
+{
+    const zp_eval *e = &f->plan;
+    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:s, s:f, s:f, s:f, s:f, s:s}", "change",
+                     f->change, "what", f->what, "stage", e->plan.stage, "mp", (json_int_t)e->plan.mp, "dp",
+                     (json_int_t)e->plan.dp, "micro_batch", (json_int_t)e->plan.micro_batch, "grad_accum",
+                     (json_int_t)e->plan.grad_accum, "global_batch", e->global_batch, "pa", e->plan.pa, "pa_cpu",
+                     e->plan.pa_cpu, "offload", zp_offload_name(e->plan.offload), "memory_gb", e->mem.total / 1e9,
+                     "host_memory_gb", e->mem.host / 1e9, "step_time_s", e->time.total, "tflops_per_gpu",
+                     e->tflops_per_gpu, "method", e->method);
+}
+
+/* No plan fits: why (the plan nearest to fitting), the largest micro-batch, sequence and model that fit
+ * as given, and the changes of one option that make a plan fit (JSON: "near_miss"). */
+static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
+{
+    const zp_near_miss *nm = w->near;
+    if (!nm) {
+        ZP_TRY(zp_doc_add_text(d, "No plan fits: %s on %lld GPUs with %.4g GB each.", w->model->name,
+                               (long long)w->gpus, w->gpu_mem / 1e9));
+        return ZP_OK;
+    }
+    const zp_eval *c = &nm->closest;
+    char desc[256];
+    describe_plan(c, desc, sizeof desc);
+    ZP_TRY(zp_doc_add_text(d, "No plan fits the options given (exit status 3). The nearest: %s: %s.", desc, c->reason));
+    zp_doc_strong(d);
+    ZP_TRY(zp_doc_add_list(d, "As given, what fits instead:", 8, NULL));
+    if (nm->max_micro_batch > 0)
+        ZP_TRY(zp_doc_add_entry(d, "micro-batch %lld or less (--micro-batch %lld)", (long long)nm->max_micro_batch,
+                                (long long)nm->max_micro_batch));
+    if (nm->max_seq > 0)
+        ZP_TRY(zp_doc_add_entry(d, "sequences of %lld tokens or less (--seq %lld)", (long long)nm->max_seq,
+                                (long long)nm->max_seq));
+    if (nm->max_layers > 0) {
+        char ps[32];
+        zp_size_format(nm->max_params, ps, sizeof ps);
+        ZP_TRY(zp_doc_add_entry(d, "a model of this shape with %lld blocks or fewer (%s parameters; was %lld blocks)",
+                                (long long)nm->max_layers, ps, (long long)w->model->layers));
+    }
+    if (nm->max_micro_batch <= 0 && nm->max_seq <= 0 && nm->max_layers <= 0)
+        ZP_TRY(zp_doc_add_entry(d, "nothing: not one block of this model at micro-batch 1 and one token"));
+    if (nm->nfix > 0) {
+        ZP_TRY(zp_doc_add_list(d, "What fits with one change (the fastest first; more GPUs last):", ZP_NEAR_MAX_FIXES,
+                               NULL));
+        for (int i = 0; i < nm->nfix; i++) {
+            const zp_fix *f = &nm->fix[i];
+            const zp_eval *e = &f->plan;
+            char opts[96];
+            zp_report_plan_options(&e->plan, opts, sizeof opts);
+            const int bound = strcmp(e->method, "bound") == 0;
+            ZP_TRY(zp_doc_add_entry(d,
+                                    "%s (%s): stage %d, MP %lld, DP %lld, micro-batch %lld x %lld = %.0f, %s; "
+                                    "%.1f GB of %.1f GB usable; step %s%.3g s, %s%.1f TFLOPs/GPU (%s)",
+                                    f->change, f->what, e->plan.stage, (long long)e->plan.mp, (long long)e->plan.dp,
+                                    (long long)e->plan.micro_batch, (long long)e->plan.grad_accum, e->global_batch,
+                                    opts, e->mem.total / 1e9, (w->gpu_mem - w->reserve) / 1e9, bound ? ">=" : "",
+                                    e->time.total, bound ? "<=" : "", e->tflops_per_gpu, e->method));
+        }
+    } else {
+        ZP_TRY(zp_doc_add_text(d, "No change of one option makes a plan fit, nor up to 64 times the GPUs: the model "
+                                  "is too large for this cluster (see the largest that fits above)."));
+    }
+    json_t *fixes = json_array();
+    for (int i = 0; i < nm->nfix && fixes; i++)
+        json_array_append_new(fixes, fix_json(&nm->fix[i]));
+    ZP_TRY(zp_doc_set_key(d, "near_miss",
+                          json_pack("{s:f, s:s, s:I, s:I, s:I, s:f, s:o*}", "closest_memory_gb", c->mem.total / 1e9,
+                                    "reason", c->reason, "max_micro_batch", (json_int_t)nm->max_micro_batch, "max_seq",
+                                    (json_int_t)nm->max_seq, "max_layers", (json_int_t)nm->max_layers, "max_params",
+                                    nm->max_params, "fixes", fixes)));
+    return ZP_OK;
+}
+
 /* The what-if's items, in order; every format renders them (README: text for reading, CSV the plans
  * table, JSON the contract {"model", "cluster", "plans", "best"} from the items with keys, HTML a page
  * with the memory chart). */
@@ -428,30 +610,75 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                     (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads",
                                     (json_int_t)m->heads, "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab,
                                     "ffn", (json_int_t)m->ffn, "params", zp_model_params(m))));
-    const int64_t nodes = (w->gpus + cl->gpus_per_node - 1) / cl->gpus_per_node;
-    ZP_TRY(zp_doc_add_fact(d, "Cluster", "%s, %lld GPUs (%lld nodes x %d %s), %.4g GB per GPU", cl->name,
-                           (long long)w->gpus, (long long)nodes, cl->gpus_per_node, cl->gpu_name, w->gpu_mem / 1e9));
+    char gpus[200], mem[200];
+    zp_report_gpus_label(cl, w->gpus, gpus, sizeof gpus);
+    zp_report_gpu_mem_label(cl, w->gpu_mem, mem, sizeof mem);
+    ZP_TRY(zp_doc_add_fact(d, "Cluster",
+                           "%s, %s, %s, %.4g GB usable by a plan (%.4g GB reserved for the CUDA context, library "
+                           "workspaces and NCCL buffers: --reserve)",
+                           cl->name, gpus, mem, (w->gpu_mem - w->reserve) / 1e9, w->reserve / 1e9));
     ZP_TRY(zp_doc_set_key(d, "cluster",
-                          json_pack("{s:s, s:I, s:i, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
-                                    "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9)));
-    if (r->n_simulated > 0)
+                          json_pack("{s:s, s:I, s:i, s:f, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
+                                    "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9,
+                                    "reserve_gb", w->reserve / 1e9)));
+    if (r->n_simulated > 0 || r->n_pruned + r->n_dominated + r->n_capped + r->n_too_large > 0) {
+        /* every fitting plan is simulated or shows a bound of what its simulation could give */
+        char why[640];
+        int len = 0;
+        if (r->n_pruned)
+            len += snprintf(why + len, sizeof why - (size_t)len,
+                            " %d cannot beat the best: their kernels alone take longer than its step (shown as "
+                            "bounds, >=).", r->n_pruned);
+        if (r->n_dominated && len < (int)sizeof why)
+            len += snprintf(why + len, sizeof why - (size_t)len,
+                            " %d run the same batch as another plan with more extra work (Pa, Pa+cpu, offload buy "
+                            "memory, not speed; listed in --format json).", r->n_dominated);
+        if (r->n_capped && len < (int)sizeof why)
+            len += snprintf(why + len, sizeof why - (size_t)len,
+                            " %d were left unsimulated, beyond the simulations allowed (shown as bounds, >=).",
+                            r->n_capped);
+        if (r->n_too_large && len < (int)sizeof why)
+            snprintf(why + len, sizeof why - (size_t)len,
+                     " %d need the full simulation, which takes at most %d nodes (shown as bounds, >=).",
+                     r->n_too_large, ZP_SIM_MAX_FULL_NODES);
         ZP_TRY(zp_doc_add_fact(d, "Method",
                                "SimGrid simulation of one step (streams overlapped, collectives as flows: %s; %s) "
-                               "for %d of the %d plans that fit; the others cannot beat the best (their kernels "
-                               "alone take longer).",
+                               "for %d of the %d plans that fit.%s",
                                cl->flat_rings ? "flat NCCL rings across nodes"
                                               : "rings in a node, hierarchical across nodes",
                                w->profile_note ? w->profile_note : "built-in device profile", r->n_simulated,
-                               r->n_fit));
+                               r->n_fit, why));
+    } else if (r->n_fit == 0)
+        ZP_TRY(zp_doc_add_fact(d, "Method", "the memory model (the replay of each plan's step); no plan fits, so none "
+                                            "was simulated."));
     else
         ZP_TRY(zp_doc_add_fact(d, "Method",
-                               "analytic first-order step time%s: compute at %.0f%% of the %.0f TFLOP/s fp16 "
-                               "peak, every communication over its bandwidth, nothing overlapped.",
-                               nodes > ZP_SIM_MAX_FULL_NODES
-                                   ? " (more nodes than the full simulator takes, and these plans are not "
-                                     "symmetric enough for the reduced one)"
-                                   : "",
+                               "analytic first-order step time (--analytic): compute at %.0f%% of the %.0f TFLOP/s "
+                               "fp16 peak, every communication over its bandwidth, nothing overlapped.",
                                100 * cl->gemm_efficiency, cl->peak_flops / 1e12));
+    if (r->default_batch > 0) {
+        const double tokens = zp_search_default_batch_tokens(zp_model_params(m));
+        ZP_TRY(zp_doc_add_fact(d, "Batch",
+                               "%lld sequences of %lld tokens per step (%.3gM tokens: GPT-3's batch for a model of "
+                               "this size, Brown et al. 2020), rounded up for each plan to whole sequences per DP "
+                               "rank; --global-batch sets it.",
+                               (long long)r->default_batch, (long long)m->seq, tokens / 1e6));
+    }
+    if (r->n > 0) {
+        const zp_plan *p0 = &r->plans[0].plan;
+        const char *dt = zp_plan_precision_name(p0);
+        const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
+        ZP_TRY(zp_doc_add_fact(
+            d, "Precision",
+            "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "
+            "%.0f TFLOP/s peak%s (--precision, --grad-accum-dtype)",
+            dt, p0->param_bytes == 2.0 ? " mixed precision" : " training", p0->param_bytes,
+            zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : dt, p0->k_optimizer, per_param,
+            zp_cluster_peak_flops(cl, dt) / 1e12,
+            p0->param_bytes == 2.0 && p0->bf16 && !zp_cluster_has_bf16(cl)
+                ? ", the fp32 rate: this GPU has no bf16 tensor cores (use fp16)"
+                : ""));
+    }
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
 
@@ -462,9 +689,8 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
     const int best = best_index(r);
     if (best < 0) {
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_CSV) | ZP_FMT_BIT(ZP_FMT_JSON)); /* no plan for readers */
-        ZP_TRY(zp_doc_add_text(d, "No plan fits: %s on %lld GPUs with %.4g GB each.", m->name, (long long)w->gpus,
-                               w->gpu_mem / 1e9));
         ZP_TRY(zp_doc_set_key(d, "best", json_null()));
+        ZP_TRY(near_miss_items(d, w));
     } else {
         const zp_eval *e = &r->plans[best];
         ZP_TRY(zp_doc_add_text(d, "%d of %d candidate plans fit; showing the best %d.", r->n_fit, r->n,
@@ -473,7 +699,7 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
         ZP_TRY(zp_doc_add_chart(d, &c));
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
-        ZP_TRY(zp_report_memory_table(e, w->gpu_mem, &t));
+        ZP_TRY(zp_report_memory_table(e, w->gpu_mem, w->reserve, &t));
         ZP_TRY(zp_doc_add_table(d, t));
         if (w->stage_mem && w->nstages > 1 && e->plan.pp == w->nstages) {
             ZP_TRY(stages_table(w, &t));
@@ -490,36 +716,61 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         ZP_TRY(zp_doc_set_key(d, "best", json_integer(best)));
     }
     if (r->n_fit < r->n) {
-        ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given):", 12, "see --format json"));
+        /* one line per stage and MP degree: the variant (ZeRO-R, offload) nearest to fitting, the others
+         * counted (they differ in options, not in why) */
+        ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given; per stage and MP, the variant "
+                                  "nearest to fitting):", 12, "see --format json"));
         for (int i = 0; i < r->n; i++) {
             const zp_eval *e = &r->plans[i];
             if (e->fits)
                 continue;
-            char opts[128];
-            plan_options(&e->plan, opts, sizeof opts);
-            ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s", e->plan.stage,
-                                    zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason));
+            int first = 1, others = 0;
+            for (int j = 0; j < r->n; j++) {
+                const zp_eval *x = &r->plans[j];
+                if (j == i || x->fits || x->plan.stage != e->plan.stage || x->plan.mp != e->plan.mp)
+                    continue;
+                if (j < i)
+                    first = 0; /* sorted by memory: the earlier one is nearer to fitting */
+                else
+                    others++;
+            }
+            if (!first)
+                continue;
+            char opts[128], more[64] = "";
+            zp_report_plan_options(&e->plan, opts, sizeof opts);
+            if (others)
+                snprintf(more, sizeof more, " (and %d variant%s needing more)", others, others == 1 ? "" : "s");
+            ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s%s", e->plan.stage,
+                                    zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason, more));
         }
     }
-    return ZP_OK;
+    return zp_report_legend(d);
 }
 
-zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)
+zp_status zp_report_doc_build(const char *title, zp_status (*items)(zp_doc *d, const void *ctx), const void *ctx,
+                              zp_doc **out)
 {
-    char title[256];
-    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPUs of %s", w->model->name, (long long)w->gpus,
-             w->cluster->name);
     zp_doc *d = zp_doc_new(title);
     if (!d)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     zp_doc_set_json_digits(d, 8);
-    zp_status st = whatif_items(d, w);
+    zp_status st = items(d, ctx);
     if (st != ZP_OK) {
         zp_doc_free(d);
         return st;
     }
     *out = d;
     return ZP_OK;
+}
+
+static zp_status whatif_items_cb(zp_doc *d, const void *w) { return whatif_items(d, w); }
+
+zp_status zp_report_whatif_doc(const zp_whatif *w, zp_doc **out)
+{
+    char title[256];
+    snprintf(title, sizeof title, "zplan what-if: model %s on %lld GPU%s of %s", w->model->name, (long long)w->gpus,
+             zp_report_plural(w->gpus), w->cluster->name);
+    return zp_report_doc_build(title, whatif_items_cb, w, out);
 }
 
 json_t *zp_report_whatif_json(const zp_whatif *w)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "zp_cluster.h"
+#include "zp_nearmiss.h"
 #include "zp_doc.h"
 #include "zp_search.h"
 #include "zp_svg.h"
@@ -16,6 +17,16 @@
 #define ZP_FLOP_CONVENTION                                                                             \
     "TFLOPs count the FLOPs executed per iteration, recompute included (Megatron-LM 2021 convention: " \
     "96*B*s*l*h^2*(1 + s/6h + V/16lh) with checkpointing)"
+
+/* "s" after a count other than 1 ("1 GPU", "8 GPUs"). */
+static inline const char *zp_report_plural(int64_t n) { return n == 1 ? "" : "s"; }
+/* The job's GPUs on the cluster: "400 GPUs (25 nodes of 16 V100-SXM3-32GB)", "8 GPUs (1 node of 8 ...)",
+ * "1 GPU (1 of a node's 16 V100-SXM3-32GB)". */
+void zp_report_gpus_label(const zp_cluster *cl, int64_t gpus, char *buf, size_t len);
+/* Memory per GPU: the GPU's own ("32 GiB = 34.36 GB per GPU", GiB where the vendor's GB are), or with
+ * --gpu-mem what the user gave beside the GPU's own ("40 GB per GPU (--gpu-mem; the A100-SXM4-80GB has
+ * 80 GiB = 85.9 GB)"). */
+void zp_report_gpu_mem_label(const zp_cluster *cl, double gpu_mem, char *buf, size_t len);
 
 /* Table 1: model-state GB per GPU for each Ψ in `psi` (labels in `names`) and DP degree in `dp`. */
 zp_status zp_report_table1(const double *psi, const char *const *names, int npsi, const double *dp, int ndp,
@@ -31,7 +42,9 @@ typedef struct {
     const zp_cluster *cluster;
     int64_t gpus;
     double gpu_mem;
+    double reserve;            /* bytes per GPU left free (--reserve) */
     const zp_search_result *result;
+    const zp_near_miss *near;  /* when no plan fits: what would (zp_near_miss_find), or NULL */
     int top;                   /* fitting plans to show */
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
     const zp_memory *stage_mem; /* with pipeline stages: the recommended plan's memory of each stage, or NULL */
@@ -53,10 +66,39 @@ int zp_report_plan_ncols(void);
 void zp_report_plan_cols(zp_col *cols, int pp);
 zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e);
 zp_status zp_report_plan_none(zp_table *t, int col0, const char *what, const char *reason);
-/* The per-category memory table of one plan. */
-zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, zp_table **out);
+/* The per-category memory table of one plan on GPUs of gpu_mem bytes of which `reserve` are left free. */
+zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserve, zp_table **out);
 /* Stacked bars of the memory categories of the first n of `plans` (GB per GPU), GPU memory as a line. */
 void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_mem, zp_chart *c);
+/* A plan's options as the tables show them: "EP2 Pa CB MD ckpt SP 1f1b offload:optimizer". */
+void zp_report_plan_options(const zp_plan *p, char *buf, size_t len);
+/* The DeepSpeed config keys that select a plan's ZeRO options, as one line:
+ * "stage=3 offload_optimizer=cpu partition_activations=true ..." (and Megatron-LM's MP). */
+void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len);
+/* A legend of the paper's names (Pos, Pos+g, Pos+g+p, Pa, Pa+cpu, CB, MD, offload, ckpt, MP) with the
+ * DeepSpeed and Megatron-LM keys that set them (text, Markdown and HTML; not in CSV or JSON). */
+zp_status zp_report_legend(zp_doc *d);
+
+/* A document titled `title` (JSON reals to 8 digits) filled by items(d, ctx); freed on failure. */
+zp_status zp_report_doc_build(const char *title, zp_status (*items)(zp_doc *d, const void *ctx), const void *ctx,
+                              zp_doc **out);
+
+/* zplan compare: the best plan of each choice (stage, MP, offload, micro-batch), side by side. */
+typedef struct {
+    char label[96];       /* the choice, as options: "--stage 2 --mp 4" */
+    int found;            /* a plan fits */
+    zp_eval plan;         /* the best plan, or the nearest to fitting */
+} zp_compare_entry;
+typedef struct {
+    const zp_model *model;
+    const zp_cluster *cluster;
+    int64_t gpus;
+    double gpu_mem, reserve;
+    int n;
+    const zp_compare_entry *entries;
+} zp_compare;
+zp_status zp_report_compare_doc(const zp_compare *c, zp_doc **out);
+
 /* The what-if as the JSON contract: {"model", "cluster", "plans", "best"}: the document's JSON (new
  * reference; NULL when out of memory). */
 json_t *zp_report_whatif_json(const zp_whatif *w);

@@ -206,8 +206,8 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
     if (base->gpus % mp != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)mp, (long long)base->gpus);
     char title[200];
-    snprintf(title, sizeof title, "ZeRO-R configurations C1-C5 on %lld GPUs of %s, MP %lld", (long long)base->gpus,
-             base->cluster->name, (long long)mp);
+    snprintf(title, sizeof title, "ZeRO-R configurations C1-C5 on %lld GPU%s of %s, MP %lld", (long long)base->gpus,
+             zp_report_plural(base->gpus), base->cluster->name, (long long)mp);
     zp_doc *d = zp_doc_new(title);
     zp_table *t = NULL;
     if (!d)
@@ -312,10 +312,10 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
     zp_search_result res;
     ZP_TRY(zp_search_run(base, &res));
     zp_whatif w = {.model = base->model, .cluster = base->cluster, .gpus = base->gpus, .gpu_mem = base->gpu_mem,
-                   .result = &res, .top = top};
+                   .reserve = base->reserve, .result = &res, .top = top};
     char title[200];
-    snprintf(title, sizeof title, "Memory of %s on %lld GPUs of %s", base->model->name, (long long)base->gpus,
-             base->cluster->name);
+    snprintf(title, sizeof title, "Memory of %s on %lld GPU%s of %s", base->model->name, (long long)base->gpus,
+             zp_report_plural(base->gpus), base->cluster->name);
     zp_doc *d = zp_doc_new(title);
     zp_table *t = NULL;
     zp_status st = d ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -335,7 +335,7 @@ zp_status zp_view_memory(const zp_search_req *base, int top, zp_doc **out)
                  e->plan.offload ? ", offload" : "");
         st = zp_doc_add_text(d, "%s plan: %s. GB = 1e9 bytes.", best >= 0 ? "Recommended" : "Closest", desc);
         if (st == ZP_OK)
-            st = zp_report_memory_table(e, base->gpu_mem, &t);
+            st = zp_report_memory_table(e, base->gpu_mem, base->reserve, &t);
         if (st == ZP_OK) {
             st = zp_doc_add_table(d, t);
             t = NULL;

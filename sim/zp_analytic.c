@@ -47,8 +47,9 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     /* Compute: the executed FLOPs of one micro-batch split over the MP group and the pipeline stages; a
      * pipeline idles (P - 1)/v passes of each stage's per-micro-batch work (its bubble). */
     double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm / np;
-    t.compute = accum * flops / (c->peak_flops * c->gemm_efficiency);
-    t.pp_comm = (np - 1.0) / v * flops / (c->peak_flops * c->gemm_efficiency);
+    const double rate = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
+    t.compute = accum * flops / rate;
+    t.pp_comm = (np - 1.0) / v * flops / rate;
 
     /* Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
      * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */

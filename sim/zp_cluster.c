@@ -65,7 +65,8 @@
 
 /* The GPU and node figures every DGX of a generation shares (a preset's rows: its memory, fabric). */
 #define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
-    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .gemm_efficiency = 0.87, .sms = 108,           \
+    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
+    .gemm_efficiency = 0.87, .sms = 108,           \
     .flash_efficiency = 0.60, .kernel_launch = 3e-6, .dispatch = 10e-6, .nccl_ll128 = 1, .hbm_bw = (hbm),      \
     .nvlink_bw = 300e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 5e-6, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,     \
@@ -73,7 +74,8 @@
     .nvme_bytes = (drives) * 3.84e12, .nvme_read_bw = (drives) * 6.5e9, .nvme_write_bw = (drives) * 3.5e9,    \
     .cpu_adam_rate = 4e9
 #define ZP_DGX_H100(mem, hbm)                                                                                  \
-    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .gemm_efficiency = 0.78, .sms = 132,           \
+    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
+    .gemm_efficiency = 0.78, .sms = 132,           \
     .flash_efficiency = 0.34, .kernel_launch = 3e-6, .dispatch = 10e-6, .nccl_ll128 = 1, .hbm_bw = (hbm),      \
     .nvlink_bw = 450e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 4e-6, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,     \
@@ -178,6 +180,17 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out)
                    "dgx-h100-railopt, dgx-h200; see `zplan clusters`)",
                    name);
 }
+
+double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
+{
+    if (strcmp(dtype, "fp16") == 0)
+        return c->peak_flops;
+    if (strcmp(dtype, "bf16") == 0 && c->peak_flops_bf16 > 0)
+        return c->peak_flops_bf16;
+    return c->peak_flops / 8.0;
+}
+
+int zp_cluster_has_bf16(const zp_cluster *c) { return c->peak_flops_bf16 > 0; }
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
 

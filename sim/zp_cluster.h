@@ -24,6 +24,8 @@ typedef struct {
     int gpus_per_node;
     double gpu_mem;          /* bytes of HBM per GPU (the vendor's GB are GiB: HBM stacks of 2^30-byte dies) */
     double peak_flops;       /* fp16/bf16 dense tensor-core peak, FLOP/s per GPU */
+    double peak_flops_bf16;  /* bf16 dense tensor-core peak; 0: the GPU has no bf16 tensor cores (V100: bf16
+                                GEMMs run without them, at the fp32 rate) */
     double gemm_efficiency;  /* fraction of peak cuBLAS reaches on large 16-bit GEMMs whose tiles fill whole
                                 waves (kernel benchmarks): the device model's gemm_max_efficiency, and the
                                 analytic model's compute rate */
@@ -65,6 +67,13 @@ const zp_cluster *zp_cluster_get(int i);
 /* Case-insensitive lookup of a preset; ZP_EINVAL naming the presets when absent. */
 zp_status zp_cluster_find(const char *name, const zp_cluster **out);
 
+/* Dense GEMM peak for "fp16", "bf16" or "fp32" training, FLOP/s per GPU: the tensor-core peak for 16-bit
+ * types that have tensor cores, else the fp32 (CUDA-core) peak, an eighth of the fp16 tensor peak on V100,
+ * A100 and H100 alike (V100 15.7 of 125, A100 19.5 of 312 without TF32, H100 SXM 67 of 989: datasheets,
+ * rounded to 1/8). */
+double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype);
+/* The GPU has bf16 tensor cores (A100, H100): mixed precision defaults to bf16 there, fp16 elsewhere. */
+int zp_cluster_has_bf16(const zp_cluster *c);
 /* Host memory each GPU of a job of `gpus` GPUs may use, bytes: the node's (`host_mem_node` bytes, or the
  * preset's when <= 0) shared only by the GPUs the job runs on that node (a one-GPU job has all of it). */
 double zp_cluster_host_per_gpu(const zp_cluster *c, double host_mem_node, int64_t gpus);

@@ -20,9 +20,9 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->triad_gbs = stream / 1e9;
     p->h2d_gbs = c->pcie_bw / 1e9;
     p->d2h_gbs = c->pcie_bw / 1e9;
-    p->peak_flops_fp16 = c->peak_flops;
-    p->peak_flops_bf16 = c->peak_flops;
-    p->peak_flops_fp32 = c->peak_flops / 8.0; /* fp32 without tensor cores: 1/8 of the tensor peak (V100) */
+    p->peak_flops_fp16 = zp_cluster_peak_flops(c, "fp16");
+    p->peak_flops_bf16 = zp_cluster_peak_flops(c, "bf16"); /* V100: no bf16 tensor cores, the fp32 rate */
+    p->peak_flops_fp32 = zp_cluster_peak_flops(c, "fp32");
     /* Fused Adam streams 28 bytes per parameter (fp32 param, m, v read and written; fp16 grad read; fp16
      * param written). */
     p->adam_bytes_per_param = 28.0;
@@ -147,7 +147,7 @@ static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info 
 {
     if (info->flash == ZP_FLASH_FUSED)
         return 0.0;
-    const double peak = p->peak_flops_fp16 > 0 ? p->peak_flops_fp16 : 1e12;
+    const double peak = zp_profile_gemm_peak(p);
     const double work = info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops;
     return p->dev.launch_s + work / (peak * p->dev.flash_eff);
 }

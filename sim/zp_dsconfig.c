@@ -1,5 +1,6 @@
 #include "zp_dsconfig.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,13 +25,15 @@ static void note(zp_ds_notes *n, const char *fmt, ...)
 /* The keys zplan reads (and those it knows but that change nothing it models). */
 static const char *const TOP_KEYS[] = {
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "fp16", "bf16",
+    "bfloat16", "data_types",
     "zero_optimization", "activation_checkpointing",
     /* known, no effect on memory or step time as modelled: */
     "optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "prescale_gradients",
     "gradient_predivide_factor", "zero_allow_untested_optimizer", "logging", "tensorboard", "wandb", "csv_monitor",
     "flops_profiler", "comms_logger", "communication_data_type", "seed", "dump_state", "amp", NULL};
 static const char *const ZERO_KEYS[] = {
-    "stage", "offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_params", "cpu_offload_use_pin_memory",
+    "stage", "offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_param", "cpu_offload_params",
+    "cpu_offload_use_pin_memory",
     "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size", "reduce_scatter",
     "allgather_partitions", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
     "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
@@ -98,6 +101,26 @@ static zp_status get_bool(json_t *obj, const char *key, const char *where, int *
     return ZP_OK;
 }
 
+/* A precision section, {"enabled": true | false | "auto", ...}: *on, or *is_auto; absent: neither. */
+static zp_status get_enabled(json_t *root, const char *key, const char *name, int *on, int *is_auto_out)
+{
+    json_t *sec = json_object_get(root, key);
+    *on = *is_auto_out = 0;
+    if (!sec || json_is_null(sec))
+        return ZP_OK;
+    if (!json_is_object(sec))
+        return ZP_FAIL(ZP_EINVAL, "%s: %s must be an object like {\"enabled\": true}", name, key);
+    json_t *e = json_object_get(sec, "enabled");
+    if (is_auto(e)) {
+        *is_auto_out = 1;
+        return ZP_OK;
+    }
+    if (e && !json_is_boolean(e))
+        return ZP_FAIL(ZP_EINVAL, "%s: %s.enabled must be true, false or \"auto\"", name, key);
+    *on = e ? json_is_true(e) : 0;
+    return ZP_OK;
+}
+
 /* offload_optimizer / offload_param: {"device": "cpu"|"nvme"|"none", "pin_memory": bool} */
 static zp_status get_offload(json_t *zo, const char *key, int *on, int *nvme, zp_ds_notes *n)
 {
@@ -140,17 +163,171 @@ static zp_status get_offload(json_t *zo, const char *key, int *on, int *nvme, zp
     return ZP_OK;
 }
 
+/* ---- HJSON, as DeepSpeed reads it ---- */
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+    int ok;
+} sbuf;
+
+static void put(sbuf *b, char c)
+{
+    if (!b->ok)
+        return;
+    if (b->n + 2 > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 256;
+        char *ns = realloc(b->s, cap);
+        if (!ns) {
+            b->ok = 0;
+            return;
+        }
+        b->s = ns;
+        b->cap = cap;
+    }
+    b->s[b->n++] = c;
+}
+
+/* The last character written that is not white space, and where; -1 when none. */
+static long last_sig(const sbuf *b)
+{
+    for (long i = (long)b->n - 1; i >= 0; i--)
+        if (!strchr(" \t\r\n", b->s[i]))
+            return i;
+    return -1;
+}
+
+static int is_bare(char c) { return c && !strchr(" \t\r\n,:[]{}\"'#", c) && !(c == '/'); }
+
+static int is_literal(const char *w, size_t n)
+{
+    static const char *const lit[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++)
+        if (strlen(lit[i]) == n && strncmp(w, lit[i], n) == 0)
+            return 1;
+    char buf[64], *end;
+    if (n == 0 || n >= sizeof buf)
+        return 0;
+    memcpy(buf, w, n);
+    buf[n] = '\0';
+    (void)strtod(buf, &end);
+    return *end == '\0' && (isdigit((unsigned char)buf[0]) || buf[0] == '-' || buf[0] == '.');
+}
+
+zp_status zp_dsconfig_hjson_to_json(const char *t, char **out)
+{
+    sbuf b = {.ok = 1};
+    int after_value = 0; /* the last token ended a value or a key's string: a new one needs a comma first */
+    for (size_t i = 0; t[i];) {
+        char c = t[i];
+        if (c == '#' || (c == '/' && t[i + 1] == '/')) { /* a comment to the end of the line */
+            while (t[i] && t[i] != '\n')
+                i++;
+            continue;
+        }
+        if (c == '/' && t[i + 1] == '*') { /* a block comment: its new lines kept */
+            for (i += 2; t[i] && !(t[i] == '*' && t[i + 1] == '/'); i++)
+                if (t[i] == '\n')
+                    put(&b, '\n');
+            i += t[i] ? 2 : 0;
+            continue;
+        }
+        if (strchr(" \t\r\n", c)) {
+            put(&b, c);
+            i++;
+            continue;
+        }
+        const int starts_value = c == '"' || c == '\'' || c == '{' || c == '[' || is_bare(c);
+        if (starts_value && after_value)
+            put(&b, ','); /* HJSON: members and elements on their own lines need no comma */
+        if (c == '}' || c == ']') {
+            long k = last_sig(&b);
+            if (k >= 0 && b.s[k] == ',')
+                b.s[k] = ' '; /* a trailing comma */
+            put(&b, c);
+            after_value = 1;
+            i++;
+        } else if (c == ',' || c == ':' || c == '{' || c == '[') {
+            put(&b, c);
+            after_value = 0;
+            i++;
+        } else if (c == '"' || c == '\'') { /* a string: single quotes become double */
+            put(&b, '"');
+            for (i++; t[i] && t[i] != c; i++) {
+                if (t[i] == '\\' && t[i + 1]) {
+                    put(&b, t[i++]);
+                    put(&b, t[i]);
+                } else {
+                    if (t[i] == '"')
+                        put(&b, '\\');
+                    put(&b, t[i]);
+                }
+            }
+            put(&b, '"');
+            i += t[i] ? 1 : 0;
+            after_value = 1;
+        } else { /* a bare word: a literal, a quoteless key, or a quoteless string to the end of the line */
+            long k = last_sig(&b);
+            const int is_value = k >= 0 && b.s[k] == ':';
+            size_t j = i;
+            if (is_value) {
+                while (t[j] && t[j] != '\n' && t[j] != '\r' && t[j] != ',' && t[j] != '}' && t[j] != ']' &&
+                       t[j] != '#' && !(t[j] == '/' && (t[j + 1] == '/' || t[j + 1] == '*')))
+                    j++;
+                while (j > i && strchr(" \t", t[j - 1]))
+                    j--;
+            } else {
+                while (is_bare(t[j]))
+                    j++;
+            }
+            if (j == i) { /* a character no JSON token starts with: jansson will say where */
+                put(&b, t[i++]);
+                continue;
+            }
+            size_t after = j;
+            while (t[after] && strchr(" \t", t[after]))
+                after++;
+            const int is_key = !is_value && t[after] == ':';
+            if (!is_key && is_literal(t + i, j - i)) {
+                for (size_t q = i; q < j; q++)
+                    put(&b, t[q]);
+            } else {
+                put(&b, '"');
+                for (size_t q = i; q < j; q++) {
+                    if (t[q] == '"' || t[q] == '\\')
+                        put(&b, '\\');
+                    put(&b, t[q]);
+                }
+                put(&b, '"');
+            }
+            i = j;
+            after_value = 1;
+        }
+    }
+    put(&b, '\0');
+    if (!b.ok) {
+        free(b.s);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    *out = b.s;
+    return ZP_OK;
+}
+
 zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r, zp_ds_notes *notes)
 {
     json_error_t err;
-    json_t *root = json_loads(text, 0, &err);
+    char *strict;
+    ZP_TRY(zp_dsconfig_hjson_to_json(text, &strict));
+    json_t *root = json_loads(strict, 0, &err);
+    free(strict);
     if (!root)
-        return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON (line %d, column %d: %s)", name, err.line, err.column, err.text);
+        return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON or HJSON (line %d: %s)", name, err.line, err.text);
     if (!json_is_object(root)) {
         json_decref(root);
         return ZP_FAIL(ZP_EINVAL, "%s: a DeepSpeed config is a JSON object", name);
     }
     zp_status st = ZP_OK;
+    json_t *legacy_zo = NULL; /* zero_optimization: true/false as the object it stands for */
 #define CHECK(expr)                \
     do {                           \
         if ((st = (expr)) != ZP_OK) \
@@ -176,53 +353,74 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
     }
     const double dp = (double)(r->gpus / r->mp / r->pp);
 
-    /* precision */
-    json_t *fp16 = json_object_get(root, "fp16"), *bf16 = json_object_get(root, "bf16");
-    int f16 = 0, b16 = 0, present;
-    if (fp16 && !json_is_object(fp16)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: fp16 must be an object like {\"enabled\": true}", name);
+    /* precision: fp16, bf16 (or DeepSpeed's legacy "bfloat16"), "auto" resolved by the GPU */
+    int f16 = 0, b16 = 0, f16_auto = 0, b16_auto = 0;
+    CHECK(get_enabled(root, "fp16", name, &f16, &f16_auto));
+    const char *bkey = json_object_get(root, "bf16") ? "bf16" : "bfloat16";
+    if (json_object_get(root, "bf16") && json_object_get(root, "bfloat16")) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: both bf16 and its legacy name bfloat16 are given: keep bf16", name);
         goto out;
     }
-    if (bf16 && !json_is_object(bf16)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: bf16 must be an object like {\"enabled\": true}", name);
-        goto out;
-    }
-    if (fp16) {
-        json_t *e = json_object_get(fp16, "enabled");
-        if (is_auto(e)) {
-            f16 = 1;
-            note(notes, "fp16.enabled \"auto\" -> true (mixed precision)");
-        } else {
-            CHECK(get_bool(fp16, "enabled", "fp16.", &f16, &present));
-        }
-    }
-    if (bf16) {
-        json_t *e = json_object_get(bf16, "enabled");
-        if (is_auto(e)) {
-            b16 = 0;
-            note(notes, "bf16.enabled \"auto\" -> false (fp16 is used)");
-        } else {
-            CHECK(get_bool(bf16, "enabled", "bf16.", &b16, &present));
-        }
-    }
+    CHECK(get_enabled(root, bkey, name, &b16, &b16_auto));
     if (f16 && b16) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: fp16 and bf16 cannot both be enabled (DeepSpeed refuses it)", name);
+        st = ZP_FAIL(ZP_EINVAL, "%s: fp16.enabled and %s.enabled are both true: DeepSpeed refuses it (keep one)", name,
+                     bkey);
         goto out;
+    }
+    if ((f16_auto || b16_auto) && !f16 && !b16) {
+        /* "auto" (the HuggingFace integration fills it in): mixed precision in the type the GPU computes
+         * fast, bf16 where it has bf16 tensor cores */
+        const int has = r->cluster && zp_cluster_has_bf16(r->cluster);
+        b16 = has;
+        f16 = !has;
+        note(notes, "%s.enabled \"auto\" -> %s: the %s %s bf16 tensor cores (mixed precision in %s)",
+             b16_auto ? bkey : "fp16", (b16_auto ? b16 : f16) ? "true" : "false",
+             r->cluster ? r->cluster->gpu_name : "GPU", has ? "has" : "has no", has ? "bf16" : "fp16");
     }
     if (f16 || b16) {
         r->param_bytes = 2;
         r->k_optimizer = 12;
+        r->bf16 = b16;
     } else {
         r->param_bytes = 4;
         r->k_optimizer = 8;
+        r->bf16 = 0;
         note(notes, "fp16 and bf16 disabled: fp32 training (4-byte parameters and gradients, Adam's m and v = 8 "
-                    "bytes per parameter)");
+                    "bytes per parameter; GEMMs at the fp32 rate)");
+    }
+    json_t *dtypes = json_object_get(root, "data_types");
+    r->grad_bytes = 0;
+    if (dtypes && !json_is_object(dtypes)) {
+        st = ZP_FAIL(ZP_EINVAL, "%s: data_types must be an object like {\"grad_accum_dtype\": \"fp32\"}", name);
+        goto out;
+    }
+    if (dtypes) {
+        json_t *g = json_object_get(dtypes, "grad_accum_dtype");
+        const char *gt = json_is_string(g) ? json_string_value(g) : NULL;
+        if (g && !json_is_null(g) && !gt) {
+            st = ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype must be \"fp32\", \"fp16\" or \"bf16\"", name);
+            goto out;
+        }
+        if (gt && strcmp(gt, "fp32") == 0) {
+            r->grad_bytes = r->param_bytes == 2 ? 4.0 : 0.0;
+        } else if (gt && strcmp(gt, "fp16") && strcmp(gt, "bf16")) {
+            st = ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype \"%s\": use \"fp32\", \"fp16\" or \"bf16\"", name,
+                         gt);
+            goto out;
+        }
     }
 
     /* ZeRO */
+    int present;
     json_t *zo = json_object_get(root, "zero_optimization");
+    if (json_is_boolean(zo)) { /* DeepSpeed's oldest form: true is stage 1, false stage 0 */
+        legacy_zo = json_pack("{s:i}", "stage", json_is_true(zo) ? 1 : 0);
+        note(notes, "zero_optimization %s (the legacy boolean form) -> stage %d, as DeepSpeed reads it",
+             json_is_true(zo) ? "true" : "false", json_is_true(zo) ? 1 : 0);
+        zo = legacy_zo;
+    }
     if (zo && !json_is_object(zo)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: zero_optimization must be an object", name);
+        st = ZP_FAIL(ZP_EINVAL, "%s: zero_optimization must be an object like {\"stage\": 2} (or true/false)", name);
         goto out;
     }
     double stage = 0;
@@ -242,14 +440,18 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         CHECK(get_offload(zo, "offload_optimizer", &off_opt, &nvme_opt, notes));
         CHECK(get_offload(zo, "offload_param", &off_par, &nvme_par, notes));
         r->nvme = (nvme_opt ? ZP_NVME_OPTIMIZER : 0) | (nvme_par ? ZP_NVME_PARAMS : 0);
-        if (get_bool(zo, "cpu_offload", "zero_optimization.", &b, &present) != ZP_OK)
-            CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.cpu_offload must be true or false"));
-        if (present && b)
-            off_opt = 1;
-        if (get_bool(zo, "cpu_offload_params", "zero_optimization.", &b, &present) != ZP_OK)
-            CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.cpu_offload_params must be true or false"));
-        if (present && b)
-            off_par = 1;
+        /* DeepSpeed's deprecated booleans (zero/config.py): cpu_offload, cpu_offload_param; zplan used to
+         * read a misspelt cpu_offload_params, still accepted */
+        static const char *const legacy[] = {"cpu_offload", "cpu_offload_param", "cpu_offload_params"};
+        for (int k = 0; k < 3; k++) {
+            if (get_bool(zo, legacy[k], "zero_optimization.", &b, &present) != ZP_OK)
+                CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.%s must be true or false", legacy[k]));
+            if (present && b) {
+                *(k == 0 ? &off_opt : &off_par) = 1;
+                note(notes, "zero_optimization.%s (deprecated in DeepSpeed) -> %s.device \"cpu\"", legacy[k],
+                     k == 0 ? "offload_optimizer" : "offload_param");
+            }
+        }
         if (off_par && stage != 3) {
             st = ZP_FAIL(ZP_EINVAL, "zero_optimization: parameter offload needs stage 3 (stage is %g)", stage);
             goto out;
@@ -401,7 +603,8 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         note(notes, "train_micro_batch_size_per_gpu \"auto\"/absent -> the largest that fits and divides %.0f / DP",
              tbs);
     } else {
-        note(notes, "batch sizes \"auto\"/absent -> the largest micro-batch that fits, no accumulation");
+        note(notes, "batch sizes \"auto\"/absent -> zplan's default batch (GPT-3's tokens per step for the model's "
+                    "size) over the micro-batches that fit");
     }
     if (has_tbs || has_mb)
         r->global_batch = (int64_t)tbs;
@@ -409,6 +612,7 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         r->micro_batch = (int64_t)mb;
 #undef CHECK
 out:
+    json_decref(legacy_zo);
     json_decref(root);
     return st;
 }
@@ -441,15 +645,22 @@ json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
         json_object_set_new(zo, "stage3_param_persistence_threshold",
                             json_integer((json_int_t)p->persistence_threshold));
     }
-    int half = p->param_bytes == 2.0;
-    json_t *root = json_pack("{s:I, s:I, s:I, s:{s:b, s:i, s:i, s:i, s:i}, s:o, s:{s:b, s:b, s:b, s:I}}",
-                             "train_batch_size", (json_int_t)tbs, "train_micro_batch_size_per_gpu",
-                             (json_int_t)p->micro_batch, "gradient_accumulation_steps", (json_int_t)p->grad_accum,
-                             "fp16", "enabled", half, "loss_scale", 0, "loss_scale_window", 1000, "hysteresis", 2,
-                             "min_loss_scale", 1, "zero_optimization", zo, "activation_checkpointing",
-                             "partition_activations", p->pa || p->pa_cpu, "cpu_checkpointing", p->pa_cpu,
-                             "contiguous_memory_optimization", p->md, "number_checkpoints",
-                             (json_int_t)(p->checkpoint ? layers : 0));
+    /* precision: bf16 (no loss scaling) or fp16 with DeepSpeed's dynamic loss scaler; neither: fp32 */
+    json_t *root = json_pack("{s:I, s:I, s:I}", "train_batch_size", (json_int_t)tbs, "train_micro_batch_size_per_gpu",
+                             (json_int_t)p->micro_batch, "gradient_accumulation_steps", (json_int_t)p->grad_accum);
+    const int half = p->param_bytes == 2.0;
+    if (half && p->bf16)
+        json_object_set_new(root, "bf16", json_pack("{s:b}", "enabled", 1));
+    else
+        json_object_set_new(root, "fp16", json_pack("{s:b, s:i, s:i, s:i, s:i}", "enabled", half, "loss_scale", 0,
+                                                    "loss_scale_window", 1000, "hysteresis", 2, "min_loss_scale", 1));
+    if (half && zp_plan_grad_bytes(p) == 4.0)
+        json_object_set_new(root, "data_types", json_pack("{s:s}", "grad_accum_dtype", "fp32"));
+    json_object_set_new(root, "zero_optimization", zo);
+    json_object_set_new(root, "activation_checkpointing",
+                        json_pack("{s:b, s:b, s:b, s:I}", "partition_activations", p->pa || p->pa_cpu,
+                                  "cpu_checkpointing", p->pa_cpu, "contiguous_memory_optimization", p->md,
+                                  "number_checkpoints", (json_int_t)(p->checkpoint ? layers : 0)));
     return root;
 }
 

@@ -27,6 +27,12 @@ zp_status zp_dsconfig_read(const char *path, zp_search_req *r, zp_ds_notes *note
 /* The same from text (`name` for messages). */
 zp_status zp_dsconfig_parse(const char *json, const char *name, zp_search_req *r, zp_ds_notes *notes);
 
+/* DeepSpeed reads its configs as HJSON (hjson.load): comments (#, //, / * * /), trailing commas, members
+ * on their own lines without commas, quoteless keys and quoteless string values. This tolerant pre-pass
+ * rewrites such text as strict JSON with the same lines (jansson's line numbers still point at the
+ * user's); strict JSON comes out unchanged in meaning. *out is malloc'ed. */
+zp_status zp_dsconfig_hjson_to_json(const char *text, char **out);
+
 /* Writes `plan` of a model of `layers` blocks as a DeepSpeed configuration, atomically. */
 zp_status zp_dsconfig_write(const zp_plan *plan, int64_t layers, const char *path);
 /* The configuration as a JSON object (new reference). */

@@ -567,11 +567,29 @@ static zp_status trace_write(const char *path)
 {
     json_t *events = json_array();
     static const char *const tnames[] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU"};
-    /* one process (track group) per pipeline stage: its first node, every GPU of it */
+    /* one process (track group) per pipeline stage: its first node, every GPU of it. A stream waiting for
+     * another (a bucket not yet reduced, a gather not yet done) is idle: its waits go on a track of their
+     * own below it (tid ZP_NSTREAMS + stream), so a stream's track shows its work */
+    int waits[ZP_NSTREAMS] = {0};
+    for (int i = 0; i < E.ntr; i++)
+        if (E.tr[i].op && info_of(E.tr[i].op)->cls == ZP_OPC_WAIT)
+            waits[E.tr[i].stream] = 1;
     for (int st = 0; st < E.stages; st++) {
-        for (int s = 0; s < ZP_NSTREAMS; s++)
+        for (int s = 0; s < ZP_NSTREAMS; s++) {
+            char wname[64];
+            snprintf(wname, sizeof wname, "%s: waiting", tnames[s]);
             json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
                                                     "pid", st, "tid", s, "args", "name", tnames[s]));
+            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
+                                                    "ph", "M", "pid", st, "tid", s, "args", "sort_index", 2 * s));
+            if (waits[s]) {
+                json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
+                                                        "M", "pid", st, "tid", ZP_NSTREAMS + s, "args", "name", wname));
+                json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
+                                                        "ph", "M", "pid", st, "tid", ZP_NSTREAMS + s, "args",
+                                                        "sort_index", 2 * s + 1));
+            }
+        }
         char pname[96];
         if (E.stages == 1)
             snprintf(pname, sizeof pname, "node 0 (every GPU of the node)");
@@ -603,10 +621,11 @@ static zp_status trace_write(const char *path)
                     json_object_set_new(args, "group", json_string(zp_group_name(in->group)));
             }
         }
-        const char *cat = op ? zp_phase_name(op->phase) : "wait";
+        const int wait = !op || info_of(op)->cls == ZP_OPC_WAIT;
+        const char *cat = wait ? "wait" : zp_phase_name(op->phase);
         json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", e->label, "cat",
                                                 cat, "ph", "X", "ts", e->ts * 1e6, "dur", e->dur * 1e6, "pid", e->stage,
-                                                "tid", e->stream, "args", args));
+                                                "tid", wait ? ZP_NSTREAMS + e->stream : e->stream, "args", args));
     }
     /* the memory curve: node 0's live bytes as its streams allocate and free (Perfetto counter track) */
     for (int i = 0; i < E.nmem; i++)

@@ -110,15 +110,16 @@ static double stage3_live(const zp_model *m, const zp_plan *p, double largest, d
 }
 
 /* Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
- * fp16 gradients 2Ψ (÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1). Buffers (ZeRO §6.2):
- * CB's two fp16 buckets (reduce and all-gather) of min(bucket, Ψ) elements, or without CB an fp32 fused
+ * fp16 gradients 2Ψ (4Ψ with fp32 gradients, Megatron-LM's recipe: 2 + 4 + 12 = 18 bytes a parameter with
+ * Adam; ÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1). Buffers (ZeRO §6.2): CB's two buckets
+ * (reduce, in the gradients' type, and all-gather) of min(bucket, Ψ) elements, or without CB an fp32 fused
  * buffer of 4Ψ.
  *
  * Offload as DeepSpeed runs it (ZeRO-Offload, Ren et al. 2021 §4; deepspeed/runtime/zero/stage_1_and_2.py
  * and stage3.py with offload_optimizer): the optimizer states and an fp32 gradient partition (4 bytes a
  * parameter) live in pinned host memory, and from stage 2 on each reduced gradient bucket is copied into
  * that partition as soon as it is reduced, so the device keeps no gradient partition of its own, only the
- * buckets (stage 1 all-reduces whole fp16 gradients at the end and keeps them). ZeRO-3 Offload moves the
+ * buckets (stage 1 all-reduces whole gradients at the end and keeps them). ZeRO-3 Offload moves the
  * fp16 parameters to the host too. ZeRO-Infinity (offload device "nvme") keeps the offloaded states on
  * NVMe and only DeepSpeed's swap buffers in host memory (ZP_NVME_*: optimizer states and gradients are
  * swapped per sub-group, parameters through fixed buffers). */
@@ -142,8 +143,9 @@ static void ds_setup(zp_builder *b)
     if (si->partitions_params && p->persistence_threshold > 0) /* whole on every rank (DeepSpeed) */
         ds_mem(b, -1, 1, ZP_BUF_PERSISTENT, 0, ZP_MEM_PARAMS,
                pb * zp_model_params_small_tensors(b->m, p->mp, p->persistence_threshold) * (1.0 - 1.0 / nd));
+    const double gb = zp_plan_grad_bytes(p); /* 4: fp32 gradients (Megatron-LM's main_grad: 18 B/param) */
     if (!(offload && si->partitions_grads)) /* offloaded from stage 2 on: streamed to the host per bucket */
-        ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, pb * (si->partitions_grads ? psi_all / nd : psi));
+        ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, gb * (si->partitions_grads ? psi_all / nd : psi));
     const double part = si->partitions_optimizer ? psi_all / nd : psi;
     if (offload && (p->nvme & ZP_NVME_OPTIMIZER)) {
         /* on the drives: the fp32 master, m, v and gradients; in host memory the swap buffers of a sub-group */
@@ -155,7 +157,7 @@ static void ds_setup(zp_builder *b)
         if (offload)
             ds_mem(b, -1, 1, ZP_BUF_HOST_GRADS, 0, ZP_MEM_HOST, 4.0 * part);
     }
-    ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? 2.0 * pb * fmin(p->bucket, psi) : 4.0 * psi);
+    ds_mem(b, -1, 1, ZP_BUF_FUSED, 0, ZP_MEM_BUFFERS, p->cb ? (gb + pb) * fmin(p->bucket, psi) : 4.0 * psi);
     if (si->partitions_params) {
         double largest = zp_model_params_largest_layer(b->m) / nm;
         if (p->ep > 1) { /* the groups as this rank gathers them: 1/ep of each MoE block's experts */

@@ -156,11 +156,11 @@ int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, 
         if (reason) {
             double states = m->params + m->grads + m->optimizer;
             if (states > gpu_mem)
-                snprintf(reason, (size_t)reason_len, "model states alone need %.1f GB > %.1f GB per GPU",
+                snprintf(reason, (size_t)reason_len, "model states alone need %.1f GB > %.1f GB usable per GPU",
                          states / 1e9, gpu_mem / 1e9);
             else
                 snprintf(reason, (size_t)reason_len,
-                         "%.1f GB > %.1f GB per GPU (states %.1f GB, activations %.1f GB, buffers %.1f GB%s)",
+                         "%.1f GB > %.1f GB usable per GPU (states %.1f GB, activations %.1f GB, buffers %.1f GB%s)",
                          m->total / 1e9, gpu_mem / 1e9, states / 1e9, m->activations / 1e9, m->buffers / 1e9,
                          m->fragmentation > 0 ? ", fragmentation" : "");
         }

@@ -105,6 +105,13 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->moe_imbalance = 1.0;
 }
 
+double zp_plan_grad_bytes(const zp_plan *p) { return p->grad_bytes > 0 ? p->grad_bytes : p->param_bytes; }
+
+const char *zp_plan_precision_name(const zp_plan *p)
+{
+    return p->param_bytes == 4.0 ? "fp32" : p->bf16 ? "bf16" : "fp16";
+}
+
 double zp_plan_global_batch(const zp_plan *p)
 {
     return (double)p->micro_batch * (double)p->grad_accum * (double)p->dp;
@@ -159,6 +166,8 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "optimizer multiplier K must be positive");
     if (p->param_bytes != 2.0 && p->param_bytes != 4.0)
         return ZP_FAIL(ZP_EINVAL, "parameters are 2 (fp16/bf16) or 4 (fp32) bytes");
+    if (p->grad_bytes != 0 && p->grad_bytes != 2.0 && p->grad_bytes != 4.0)
+        return ZP_FAIL(ZP_EINVAL, "gradients are 2 (16-bit) or 4 (fp32) bytes");
     if (p->stage3_max_live < 0 || p->persistence_threshold < 0 || p->stage3_prefetch < 0)
         return ZP_FAIL(ZP_EINVAL, "stage-3 limits must not be negative");
     if ((p->nvme & ZP_NVME_OPTIMIZER) && p->offload == ZP_OFFLOAD_NONE)

@@ -92,6 +92,11 @@ typedef struct {
     zp_offload offload;
     double k_optimizer;  /* optimizer bytes per parameter (mixed-precision Adam: 12; fp32 Adam: 8) */
     double param_bytes;  /* bytes of a parameter and of a gradient: 2 (fp16/bf16) or 4 (fp32) */
+    int bf16;            /* 16-bit parameters are bf16 (no loss scaling; GEMMs at the GPU's bf16 peak), else
+                            fp16; meaningless with 4-byte parameters */
+    double grad_bytes;   /* bytes of a gradient element when not param_bytes: 4 with 16-bit parameters keeps
+                            the gradients (and their accumulation) in fp32 as Megatron-LM does (18 bytes per
+                            parameter with Adam); 0: param_bytes (DeepSpeed's default: 16 bytes) */
     int overlap_comm;    /* gradient reductions (and stage-3 gathers) overlap compute on their own stream */
     double stage3_max_live; /* stage 3: most parameters gathered at once (elements; DeepSpeed's
                                stage3_max_live_parameters, default 1e9); 0: no limit */
@@ -112,6 +117,11 @@ typedef struct {
 /* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on,
  * DeepSpeed's stage-3 limits. */
 void zp_plan_default(zp_plan *p, int64_t gpus);
+/* Bytes of one gradient element (grad_bytes, else param_bytes). */
+double zp_plan_grad_bytes(const zp_plan *p);
+/* "fp16", "bf16" or "fp32": the training precision of the parameters. */
+const char *zp_plan_precision_name(const zp_plan *p);
+
 /* The recompute policy of a plan (from checkpoint and selective), and setting it. */
 zp_recompute zp_plan_recompute(const zp_plan *p);
 void zp_plan_set_recompute(zp_plan *p, zp_recompute r);

@@ -80,11 +80,17 @@ double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n,
     return d->gemm_max_eff * best * k / (k + d->k_half);
 }
 
+double zp_profile_gemm_peak(const zp_profile *p)
+{
+    const double typed = zp_profile_peak_flops(p, p->gemm_dtype);
+    return typed > 0 ? typed : p->peak_flops_fp16 > 0 ? p->peak_flops_fp16 : 1e12;
+}
+
 /* The device model: the larger of the tensor cores' time at the shape's efficiency and the operands' and
  * result's 16-bit traffic, plus the launch. */
 static double gemm_device_time(const zp_profile *p, double m, double n, double k, double batch)
 {
-    const double peak = p->peak_flops_fp16 > 0 ? p->peak_flops_fp16 : 1e12;
+    const double peak = zp_profile_gemm_peak(p);
     const double eff = zp_profile_gemm_shape_efficiency(p, m, n, k, batch);
     const double flops = 2.0 * m * n * k * batch, bytes = 2.0 * (m * k + k * n + m * n) * batch;
     const double bw = (p->copy_gbs > 0 ? p->copy_gbs : 100.0) * 1e9;
@@ -893,4 +899,17 @@ zp_status zp_profile_write(const zp_profile *p, const char *path)
     }
     free(text);
     return zp_io_atomic_commit(a);
+}
+
+void zp_profile_for_dtype(const zp_profile *in, const char *dtype, zp_profile *out)
+{
+    *out = *in;
+    const double have = zp_profile_peak_flops(in, in->gemm_dtype), want = zp_profile_peak_flops(in, dtype);
+    if (!(have > 0 && want > 0) || have == want)
+        return;
+    const double slower = have / want; /* > 1: the training type computes slower than the measured one */
+    out->gemm_s_per_flop *= slower;
+    for (int i = 0; i < out->ngemm; i++)
+        out->gemm[i].flops_per_s /= slower;
+    snprintf(out->gemm_dtype, sizeof out->gemm_dtype, "%s", dtype);
 }

@@ -261,6 +261,16 @@ const char *zp_profile_kernel_name(zp_profile_kernel k);
 /* Seconds of one call of layer kernel k over `elems` elements; -1 when the profile lacks it. */
 double zp_profile_kernel_time(const zp_profile *p, zp_profile_kernel k, double elems);
 
+/* The tensor-core peak the device model prices GEMMs at, FLOP/s: the peak of gemm_dtype (after
+ * zp_profile_for_dtype: the plan's training type), else the fp16 peak (1e12 when none is known). */
+double zp_profile_gemm_peak(const zp_profile *p);
+
+/* The profile's GEMM costs for training in `dtype` ("fp16", "bf16", "fp32"): its GEMM model and points are
+ * of gemm_dtype; when both types' peaks are known and differ, the FLOP-bound part is scaled by their
+ * ratio (bf16 on a GPU without bf16 tensor cores, fp32 training on a profile of fp16 GEMMs). *out is a
+ * copy of *in otherwise. */
+void zp_profile_for_dtype(const zp_profile *in, const char *dtype, zp_profile *out);
+
 /* Multiplies every compute time of the profile (GEMM points and model, Adam rates, layer kernels,
  * memory bandwidths) by `factor` > 0: the same machine with each rank given 1/factor of the CPU it had
  * when the profile was measured (e.g. more ranks than cores). Collectives are left as measured. */

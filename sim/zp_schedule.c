@@ -381,7 +381,7 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
             const int type = k->experts ? (rs ? ZP_OPK_GRAD_REDUCE_SCATTER_EXP : ZP_OPK_GRAD_ALLREDUCE_EXP)
                                         : (rs ? ZP_OPK_GRAD_REDUCE_SCATTER : ZP_OPK_GRAD_ALLREDUCE);
             const double group = (double)(k->experts ? b->p->dp / b->p->ep : b->p->dp);
-            const double bytes = b->p->param_bytes * n;
+            const double bytes = zp_plan_grad_bytes(b->p) * n; /* fp32 gradients reduce in fp32 */
             if (!b->p->overlap_comm) {
                 /* overlap_comm off: the reduction blocks the compute stream */
                 move(b, ZP_STREAM_COMPUTE, type, bytes);

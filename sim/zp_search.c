@@ -100,11 +100,14 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->bucket = ZP_DEFAULT_BUCKET;
     r->k_optimizer = ZP_ADAM_K;
     r->param_bytes = 2.0;
+    r->bf16 = ZP_SEARCH_ANY;
     r->overlap_comm = 1;
     r->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
     r->stage3_prefetch = ZP_DEFAULT_PREFETCH;
     r->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
     r->max_simulated = 64;
+    r->reserve = ZP_DEFAULT_RESERVE;
+    r->default_batch = 1;
 }
 
 zp_status zp_search_validate(const zp_search_req *r)
@@ -116,6 +119,10 @@ zp_status zp_search_validate(const zp_search_req *r)
                        (long long)ZP_MAX_GPUS);
     if (!(r->gpu_mem >= 1e6))
         return ZP_FAIL(ZP_EINVAL, "--gpu-mem: %.0f bytes is too small to hold anything (use e.g. 32G)", r->gpu_mem);
+    if (!(r->reserve >= 0) || !(zp_search_usable_mem(r) >= 1e6))
+        return ZP_FAIL(ZP_EINVAL, "--reserve: %.4g GB leaves nothing of the %.4g GB per GPU (the reserve is what the "
+                                  "CUDA context, library workspaces and NCCL take; e.g. --reserve 2G)",
+                       r->reserve / 1e9, r->gpu_mem / 1e9);
     if (r->stage != ZP_SEARCH_ANY && !zp_stage_get(r->stage))
         return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", r->stage);
     if (r->mp != ZP_SEARCH_ANY) {
@@ -170,6 +177,8 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--offload optimizer needs ZeRO stage 1, 2 or 3 (as in DeepSpeed)");
     if (r->offload == ZP_OFFLOAD_PARAMS && r->stage != ZP_SEARCH_ANY && r->stage != 3)
         return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
+    if (r->grad_bytes != 0 && r->grad_bytes != 4.0 && r->grad_bytes != r->param_bytes)
+        return ZP_FAIL(ZP_EINVAL, "--grad-accum-dtype: gradients are fp32 or the parameters' type");
     if (r->cb && !(r->bucket >= 1 && r->bucket <= 1e15))
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be between 1 and 1e15 elements");
     if (r->cluster) {
@@ -244,22 +253,14 @@ static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
     e->sim = s->reduced ? "reduced" : "full";
 }
 
-/* Time the compute stream certainly spends in op: a kernel's, or a Megatron MP collective inside a node
- * priced uncontended by the profile's fit (the simulator's ring is never faster: it adds a step latency per
- * pass and may share NVSwitch ports). 0 for the rest, and for collectives of a profile with measured points
- * (the simulator then takes those). */
+/* Time the compute stream certainly spends in op: a kernel's (0 for what is not a kernel). Megatron MP
+ * collectives are left out: priced by the profile's fit they came out above the simulator's ring in 2 of
+ * 1,000 random plans (tests/sim/test_bound.c), and a bound must never exceed the simulated step. */
 static double op_bound_s(const zp_profile *prof, const zp_op *op, int64_t mp, int gpus_per_node)
 {
-    const zp_op_info *in = zp_op_info_get(op->type);
-    if (!in || in->cls != ZP_OPC_COLL)
-        return zp_device_op_time(prof, op, 1);
-    if (in->group != ZP_GROUP_MP || mp < 2 || mp > gpus_per_node || (unsigned)in->coll >= ZP_PROFILE_NCOLL)
-        return 0.0;
-    const zp_profile_coll_fit *f = &prof->coll[in->coll][ZP_PROFILE_INTRA_NODE];
-    if (!f->measured || f->npoints >= 2)
-        return 0.0;
-    double t = zp_profile_collective_time(prof, (zp_profile_coll)in->coll, ZP_PROFILE_INTRA_NODE, op->bytes, (int)mp);
-    return t > 0 ? t : 0.0;
+    (void)mp;
+    (void)gpus_per_node;
+    return zp_device_op_time(prof, op, 1);
 }
 
 /* A lower bound of a pipeline plan's step (its kernels only): stage s runs its own kernels W_s, cannot
@@ -292,22 +293,44 @@ static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, co
     return best;
 }
 
-/* Upper bound of a plan's simulated throughput: the compute stream runs every kernel of the schedule
- * one after the other, so the step lasts at least their summed time; everything else only adds. */
-static double throughput_bound(const zp_model *model, const zp_profile *prof, const zp_eval *e, int gpn)
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpus_per_node)
 {
-    if (e->plan.pp > 1) {
-        double t = pipeline_bound_s(model, prof, &e->plan, gpn);
-        return t > 0 ? e->global_batch / t : HUGE_VAL;
-    }
-    zp_schedule sc;
-    if (zp_schedule_build(model, &e->plan, &sc) != ZP_OK)
-        return HUGE_VAL; /* cannot bound it: simulate it */
     double t = 0.0;
-    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
-        t += op_bound_s(prof, &sc.ops[ZP_STREAM_COMPUTE][i], e->plan.mp, gpn);
-    zp_schedule_free(&sc);
-    return t > 0 ? e->global_batch / t : HUGE_VAL;
+    if (plan->pp > 1) {
+        t = pipeline_bound_s(model, prof, plan, gpus_per_node);
+    } else {
+        zp_schedule sc;
+        if (zp_schedule_build(model, plan, &sc) != ZP_OK)
+            return 0.0;
+        for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
+            t += op_bound_s(prof, &sc.ops[ZP_STREAM_COMPUTE][i], plan->mp, gpus_per_node);
+        zp_schedule_free(&sc);
+    }
+    /* SimGrid's clock adds the same durations in another order (coalesced runs of local ops): allow its
+     * rounding, far below any difference that matters */
+    return t * (1.0 - 1e-9);
+}
+
+/* Upper bound of a plan's simulated throughput, samples/s (HUGE_VAL: no bound known). */
+static double throughput_bound(const zp_eval *e)
+{
+    return e->bound_s > 0 ? e->global_batch / e->bound_s : HUGE_VAL;
+}
+
+/* A plan left unsimulated shows its bound: the step at least bound_s, the throughputs at most. */
+static void apply_bound(const zp_model *model, zp_eval *e, const char *why)
+{
+    e->unsimulated = why;
+    if (!(e->bound_s > 0))
+        return; /* no bound known: it keeps its analytic estimate */
+    double gpus = (double)zp_plan_gpus(&e->plan);
+    memset(&e->time, 0, sizeof e->time);
+    e->time.compute = e->time.total = e->bound_s;
+    e->samples_per_s = e->global_batch / e->bound_s;
+    e->tflops_per_gpu =
+        zp_model_flops_iteration(model, e->global_batch, e->plan.checkpoint) / (e->bound_s * gpus) / 1e12;
+    e->pflops = e->tflops_per_gpu * gpus / 1e3;
+    e->method = "bound";
 }
 
 typedef struct {
@@ -348,7 +371,9 @@ static int cmp_cand(const void *a, const void *b)
 
 /* Simulates the fitting plans, most promising first, in rounds of `jobs` processes; a plan whose
  * throughput bound is below the best simulated throughput cannot win and is not simulated (branch and
- * bound). Then simulates the recommended plan once more to write its trace. */
+ * bound). Every fitting plan left unsimulated shows its bound (method "bound"), so no figure shown is
+ * better than what the simulation could give it. Then simulates the recommended plan once more to write
+ * its trace. */
 static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
 {
     zp_profile builtin;
@@ -357,6 +382,14 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         zp_device_profile_builtin(r->cluster, &builtin);
         prof = &builtin;
     }
+    /* the plans' precision prices their GEMMs (bf16 without bf16 tensor cores, fp32 training) */
+    zp_profile typed;
+    zp_plan probe;
+    zp_plan_default(&probe, 1);
+    probe.param_bytes = r->param_bytes;
+    probe.bf16 = zp_search_bf16(r);
+    zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), &typed);
+    prof = &typed;
     int nfit = 0;
     for (int i = 0; i < out->n; i++)
         nfit += out->plans[i].fits;
@@ -378,11 +411,20 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     }
     int ncand = 0;
     for (int i = 0; i < out->n; i++) {
-        if (!out->plans[i].fits || dominated(out, i))
+        zp_eval *e = &out->plans[i];
+        if (!e->fits)
             continue;
+        e->bound_s = zp_search_step_bound(r->model, prof, &e->plan, r->cluster->gpus_per_node);
+        if (dominated(out, i)) {
+            e->unsimulated = "the same batch as a plan with less extra work (Pa, Pa+cpu and offload buy "
+                             "memory, not speed)";
+            e->dominated = 1;
+            out->n_dominated++;
+            continue;
+        }
         if (too_large) { /* only plans whose reduced simulation is exact (or asked for): the others keep
-                            their analytic estimate */
-            zp_sim_input in = {.model = r->model, .plan = &out->plans[i].plan, .cluster = r->cluster,
+                            their bound */
+            zp_sim_input in = {.model = r->model, .plan = &e->plan, .cluster = r->cluster,
                                .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
                                .oversubscription = r->oversubscription};
             zp_sim_mode mode;
@@ -393,10 +435,13 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
                 free(which);
                 return pst;
             }
-            if (mode != ZP_SIM_REDUCED)
+            if (mode != ZP_SIM_REDUCED) {
+                e->unsimulated = "it needs the full simulation, which takes at most 2048 nodes";
+                out->n_too_large++;
                 continue;
+            }
         }
-        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(r->model, prof, &out->plans[i], r->cluster->gpus_per_node)};
+        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(e)};
     }
     nfit = ncand;
     qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
@@ -407,9 +452,10 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     while (st == ZP_OK && next < nfit && done < r->max_simulated) {
         int n = 0;
         while (n < jobs_at_once && next < nfit && done + n < r->max_simulated) {
-            const cand *k = &c[next++];
+            const cand *k = &c[next];
             if (k->bound <= best)
                 break; /* sorted by bound: no later candidate can win either */
+            next++;
             which[n] = k->idx;
             jobs[n] = (zp_sim_job){.in = {.model = r->model, .plan = &out->plans[k->idx].plan, .cluster = r->cluster,
                                           .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
@@ -434,10 +480,24 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
             }
         }
         done += n;
-        if (r->progress)
-            r->progress(r->progress_ctx, done, nfit < r->max_simulated ? nfit : r->max_simulated);
+        if (r->progress) /* the total shrinks to what will run once the bound ends the search */
+            r->progress(r->progress_ctx, done,
+                        next >= nfit || c[next].bound <= best ? done : (nfit < r->max_simulated ? nfit : r->max_simulated));
     }
     out->n_simulated = done;
+    for (int k = next; k < nfit; k++) {
+        zp_eval *e = &out->plans[c[k].idx];
+        if (c[k].bound <= best) {
+            e->unsimulated = "its kernels alone take longer than the best simulated step";
+            out->n_pruned++;
+        } else {
+            e->unsimulated = "more plans than the simulations allowed";
+            out->n_capped++;
+        }
+    }
+    for (int i = 0; i < out->n; i++)
+        if (out->plans[i].fits && out->plans[i].unsimulated)
+            apply_bound(r->model, &out->plans[i], out->plans[i].unsimulated);
     if (st == ZP_OK && r->trace_path && best_idx >= 0) {
         zp_sim_job tj = {.in = best_in};
         tj.in.trace_path = r->trace_path;
@@ -480,12 +540,12 @@ static int64_t largest_divisor_le(int64_t n, int64_t limit)
     return 1;
 }
 
-static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_t per_rank, evec *out)
+static zp_status push_eval(const zp_search_req *r, zp_plan *p, int64_t b, int64_t accum, evec *out)
 {
     p->micro_batch = b;
-    p->grad_accum = per_rank ? per_rank / b : (r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1);
+    p->grad_accum = accum;
     zp_eval e;
-    ZP_TRY(zp_search_eval(r->model, r->cluster, r->gpu_mem, r->host_mem, p, &e));
+    ZP_TRY(zp_search_eval(r->model, r->cluster, zp_search_usable_mem(r), r->host_mem, p, &e));
     return evec_push(out, &e);
 }
 
@@ -509,7 +569,8 @@ static int pipeline_fits(const zp_search_req *r, zp_plan *p, int64_t per_rank, i
     p->micro_batch = b;
     p->grad_accum = per_rank / b > 0 ? per_rank / b : 1;
     return zp_memory_estimate(r->model, p, &m) == ZP_OK &&
-           zp_memory_fits(&m, r->gpu_mem, zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), NULL, 0);
+           zp_memory_fits(&m, zp_search_usable_mem(r), zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus),
+                          NULL, 0);
 }
 
 static zp_status eval_pipeline(const zp_search_req *r, zp_plan *p, int64_t per_rank, evec *out)
@@ -532,20 +593,42 @@ static zp_status eval_pipeline(const zp_search_req *r, zp_plan *p, int64_t per_r
             best = b;
     if (!best) /* does not fit even at 1: evaluated there to say why */
         return push_eval(r, p, 1, per_rank, out);
-    ZP_TRY(push_eval(r, p, best, per_rank, out));
+    ZP_TRY(push_eval(r, p, best, per_rank / best, out));
     for (int64_t b = 1; b < best; b *= 2)
         if (pipeline_micro_ok(p, per_rank, b))
-            ZP_TRY(push_eval(r, p, b, per_rank, out));
+            ZP_TRY(push_eval(r, p, b, per_rank / b, out));
     return ZP_OK;
 }
 
 /* Evaluates one candidate: the micro-batch the options fix (given; the global batch over the
  * accumulation given; with --exact the global batch over DP, else 1), or the largest that fits (with a
  * global batch: that divides it) and the next smaller one (half of it, or the next divisor): a smaller
- * micro-batch can win when it lets gradient accumulation or communication overlap differ. */
-static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
+ * micro-batch can win when it lets gradient accumulation or communication overlap differ. With the
+ * default batch (`target` sequences, no batch option given) each DP rank runs ceil(target / DP)
+ * sequences or a little more: the fewest accumulation steps whose micro-batch fits, the micro-batch
+ * balanced over them (and one step more as the smaller candidate). */
+static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan *p, evec *out)
 {
-    const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus);
+    const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), usable = zp_search_usable_mem(r);
+    const int64_t given_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
+    if (target > 0) {
+        int64_t per = (target + p->dp - 1) / p->dp;
+        if (p->pp > 1) { /* whole micro-batches per pipeline flush; interleaving wants a multiple of the stages */
+            if (p->schedule == ZP_PP_INTERLEAVED)
+                per = (per + p->pp - 1) / p->pp * p->pp;
+            return eval_pipeline(r, p, per, out);
+        }
+        int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, per);
+        if (b < 1)
+            return push_eval(r, p, 1, per, out); /* does not fit even at 1: evaluated there to say why */
+        int64_t accum = (per + b - 1) / b;
+        b = (per + accum - 1) / accum;
+        ZP_TRY(push_eval(r, p, b, accum, out));
+        int64_t smaller = (per + accum) / (accum + 1); /* ceil(per / (accum + 1)) */
+        if (b > 1 && smaller < b)
+            ZP_TRY(push_eval(r, p, smaller, accum + 1, out));
+        return ZP_OK;
+    }
     int64_t per_rank = 0; /* sequences per DP rank per step, when the global batch is fixed */
     if (r->global_batch != ZP_SEARCH_ANY) {
         if (r->global_batch % p->dp != 0)
@@ -563,10 +646,10 @@ static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
     if (fixed != ZP_SEARCH_ANY) {
         if (per_rank && per_rank % fixed != 0)
             return ZP_OK;
-        const int64_t m = per_rank ? per_rank / fixed : (r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1);
+        const int64_t m = per_rank ? per_rank / fixed : given_accum;
         if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && m % p->pp != 0)
             return ZP_OK; /* the interleaved schedule needs the micro-batches a multiple of the stages */
-        return push_eval(r, p, fixed, per_rank, out);
+        return push_eval(r, p, fixed, m, out);
     }
     if (p->pp > 1 && !per_rank && p->schedule == ZP_PP_INTERLEAVED &&
         (r->grad_accum == ZP_SEARCH_ANY ? 1 : r->grad_accum) % p->pp != 0)
@@ -576,16 +659,40 @@ static zp_status eval_candidate(const zp_search_req *r, zp_plan *p, evec *out)
     if (p->grad_accum < 1 || r->grad_accum != ZP_SEARCH_ANY)
         p->grad_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
     int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
-    int64_t b = zp_memory_max_micro_batch(r->model, p, r->gpu_mem, host, cap);
+    int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, cap);
     if (b < 1)
-        return push_eval(r, p, 1, per_rank, out); /* does not fit even at 1: evaluated there to say why */
+        return push_eval(r, p, 1, per_rank ? per_rank : given_accum, out); /* evaluated at 1 to say why */
     if (per_rank)
         b = largest_divisor_le(per_rank, b);
-    ZP_TRY(push_eval(r, p, b, per_rank, out));
+    ZP_TRY(push_eval(r, p, b, per_rank ? per_rank / b : given_accum, out));
     int64_t smaller = per_rank ? largest_divisor_le(per_rank, b - 1) : b / 2;
     if (b > 1 && smaller >= 1 && smaller < b)
-        ZP_TRY(push_eval(r, p, smaller, per_rank, out));
+        ZP_TRY(push_eval(r, p, smaller, per_rank ? per_rank / smaller : given_accum, out));
     return ZP_OK;
+}
+
+int zp_search_bf16(const zp_search_req *r)
+{
+    return r->bf16 != ZP_SEARCH_ANY ? r->bf16 : (r->cluster && zp_cluster_has_bf16(r->cluster));
+}
+
+/* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
+ * (Brown et al. 2020, Table 2.1: 0.5M tokens from 125M to 760M parameters, 1M at 1.3B and 2.7B, 2M at
+ * 6.7B and 13B, 3.2M at 175B), the batch a team training a model of that size would start from. */
+double zp_search_default_batch_tokens(double params)
+{
+    return params >= 175e9 ? 3.2e6 : params >= 6.7e9 ? 2e6 : params >= 1.3e9 ? 1e6 : 0.5e6;
+}
+
+int64_t zp_search_default_batch(const zp_model *model)
+{
+    double seqs = floor(zp_search_default_batch_tokens(zp_model_params(model)) / (double)model->seq + 0.5);
+    return seqs < 1 ? 1 : (int64_t)seqs;
+}
+
+static int method_rank(const zp_eval *e)
+{
+    return strcmp(e->method, "simgrid") == 0 ? 0 : e->dominated ? 2 : strcmp(e->method, "bound") == 0 ? 1 : 3;
 }
 
 static int cmp_eval(const void *a, const void *b)
@@ -593,10 +700,11 @@ static int cmp_eval(const void *a, const void *b)
     const zp_eval *x = a, *y = b;
     if (x->fits != y->fits)
         return y->fits - x->fits;
-    /* simulated plans before those only estimated */
-    int xs = strcmp(x->method, "simgrid") == 0, ys = strcmp(y->method, "simgrid") == 0;
+    /* simulated plans before those bounded, bounded before those dominated and those only estimated: a
+     * bound is never ranked above a simulated plan it has not beaten */
+    int xs = method_rank(x), ys = method_rank(y);
     if (x->fits && xs != ys)
-        return ys - xs;
+        return xs - ys;
     if (x->fits) {
         if (x->samples_per_s != y->samples_per_s)
             return x->samples_per_s < y->samples_per_s ? 1 : -1;
@@ -751,6 +859,11 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     const int64_t ep_fixed = r->ep != ZP_SEARCH_ANY ? r->ep : (exact || r->model->experts == 0 ? 1 : ZP_SEARCH_ANY);
     const int64_t ep_max = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : r->model->experts;
 
+    /* no batch option given: every candidate runs about the default batch, not the largest that fits */
+    const int64_t target = r->default_batch && !exact && r->global_batch == ZP_SEARCH_ANY &&
+                                   r->micro_batch == ZP_SEARCH_ANY && r->grad_accum == ZP_SEARCH_ANY
+                               ? zp_search_default_batch(r->model)
+                               : 0;
     evec all = {0};
     shapes sh = {0};
     zp_status st = ZP_OK;
@@ -815,6 +928,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         p.offload = (zp_offload)off;
                         p.k_optimizer = r->k_optimizer;
                         p.param_bytes = r->param_bytes;
+                        p.bf16 = zp_search_bf16(r);
+                        p.grad_bytes = r->grad_bytes;
                         p.overlap_comm = r->overlap_comm;
                         p.stage3_max_live = r->stage3_max_live;
                         p.stage3_prefetch = r->stage3_prefetch;
@@ -825,7 +940,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         p.ep = ep;
                         p.capacity_factor = r->capacity_factor;
                         p.moe_imbalance = r->moe_imbalance;
-                        st = eval_candidate(r, &p, &all);
+                        st = eval_candidate(r, target, &p, &all);
                         if (ep_fixed != ZP_SEARCH_ANY)
                             break;
                     }
@@ -850,6 +965,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                                   "micro-batches per step a multiple of --pp)");
     }
     qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
+    out->default_batch = target;
     out->plans = all.v;
     out->n = all.n;
     for (int i = 0; i < all.n; i++)

@@ -19,7 +19,16 @@
  * reduced simulation (zp_engine.h) has no limit: its cost does not grow with the nodes. A plan whose
  * reduction is not exact keeps the analytic estimate beyond this size. */
 #define ZP_SIM_MAX_FULL_NODES 2048
-
+/* Memory per GPU that a plan leaves free, bytes (--reserve): what the training process holds besides the
+ * tensors the memory model counts. The CUDA context: 0.29 GB with lazy module loading (CUDA >= 11.7, the
+ * default from CUDA 12.2 and PyTorch 1.13), 0.67 GB loaded eagerly (measured in pytorch/pytorch#86509);
+ * cuBLAS workspaces: 8 MiB per handle and stream by default, 32 MiB on Hopper (PyTorch's
+ * CUBLAS_WORKSPACE_CONFIG); NCCL: each communicator's channels hold a FIFO per peer connection
+ * (NCCL_BUFFSIZE 4 MiB for the Simple protocol, plus the LL and LL128 buffers), linear in the channels
+ * (NVIDIA/nccl#986): 1.06 GB for one communicator of 8 H100 before its first all-to-all
+ * (NVIDIA/nccl#1685), ~1.6 GB once an all-reduce ran (NVIDIA/nccl#864); a plan has a DP and an MP
+ * communicator. 2 GB: a context (~0.5 GB), workspaces (~0.1 GB) and ~1.4 GB of NCCL buffers. */
+#define ZP_DEFAULT_RESERVE 2e9
 /* One evaluated plan. */
 typedef struct {
     zp_plan plan;
@@ -28,11 +37,16 @@ typedef struct {
     char reason[192];     /* why it does not fit */
     zp_step_time time;    /* seconds per step (analytic terms, or the simulated breakdown) */
     double analytic_step_s; /* the analytic estimate, kept beside a simulated time */
+    double bound_s;       /* a lower bound of the simulated step, s: the compute stream's kernels alone
+                             (zp_search_step_bound); 0 when not computed */
     double global_batch;  /* sequences per step */
     double samples_per_s;
     double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */
     double pflops;         /* aggregate, 1e15 */
-    const char *method;    /* "analytic" or "simgrid" */
+    const char *method;    /* "simgrid" (simulated), "bound" (not simulated: time.total is bound_s, a lower
+                              bound, and the throughputs are upper bounds) or "analytic" (--analytic) */
+    const char *unsimulated; /* "bound": why it was not simulated (one phrase), else NULL */
+    int dominated;         /* not simulated: another fitting plan runs the same batch with less extra work */
     const char *sim;       /* simgrid: "reduced" (one node per role) or "full" (every node); NULL otherwise */
 } zp_eval;
 
@@ -68,6 +82,9 @@ typedef struct {
     double bucket;         /* elements */
     double k_optimizer;
     double param_bytes;    /* 2 (fp16/bf16) or 4 (fp32) */
+    int bf16;              /* 16-bit type: 1 bf16, 0 fp16, ZP_SEARCH_ANY: by the GPU (bf16 where it has bf16
+                              tensor cores: A100, H100; fp16 on V100), as DeepSpeed's "auto" is resolved */
+    double grad_bytes;     /* 4: fp32 gradients and accumulation (Megatron-LM); 0: as the parameters */
     int overlap_comm;      /* 0 / 1 */
     double stage3_max_live, stage3_prefetch, persistence_threshold; /* stage-3 limits (DeepSpeed's defaults;
                                                                         0: none) */
@@ -82,6 +99,9 @@ typedef struct {
     double oversubscription;    /* a rail-optimized fat tree's leaf down/up ratio; <= 0: the preset's */
     int jobs;                   /* simulations at once; <= 0: the online CPUs */
     int max_simulated;          /* simulate at most this many fitting candidates (best analytic first) */
+    double reserve;             /* bytes per GPU a plan must leave free (ZP_DEFAULT_RESERVE) */
+    int default_batch;          /* 1: with no batch option given, the default batch (zp_search_default_batch);
+                                   0: the largest micro-batch that fits, no accumulation */
     int64_t max_mp;             /* largest MP degree searched; 0: the GPUs of a node (MP across nodes only
                                    when asked, as Megatron-LM baselines do) */
     /* Called as simulations finish (done of at most total), for a progress bar; may be NULL. */
@@ -94,8 +114,25 @@ typedef struct {
     int n;
     int n_fit;
     int n_simulated;
+    int64_t default_batch; /* the default batch every candidate ran (sequences), 0 when options fixed it */
+    /* fitting plans not simulated, by why: their kernels alone take longer than the best simulated step
+       (branch and bound); the same batch as another plan with more extra work (dominated); past
+       max_simulated; needing the full simulation beyond ZP_SIM_MAX_FULL_NODES nodes */
+    int n_pruned, n_dominated, n_capped, n_too_large;
     double sim_wall_s; /* wall time of the simulations */
 } zp_search_result;
+
+/* Memory per GPU a plan may use, bytes: the GPU's less the reserve. */
+static inline double zp_search_usable_mem(const zp_search_req *r) { return r->gpu_mem - r->reserve; }
+
+/* The 16-bit type of the request's plans: r->bf16, or by the GPU (zp_cluster_has_bf16). */
+int zp_search_bf16(const zp_search_req *r);
+
+/* The default global batch of a model when no batch option is given: the tokens per step of GPT-3's
+ * runs by model size (zp_search_default_batch_tokens, Brown et al. 2020), in sequences of the model's
+ * length (at least 1). Each candidate runs ceil(that / DP) sequences per DP rank. */
+double zp_search_default_batch_tokens(double params);
+int64_t zp_search_default_batch(const zp_model *model);
 
 /* A request with every option open, for `gpus` GPUs of `cluster`. */
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus);
@@ -106,6 +143,12 @@ zp_status zp_search_validate(const zp_search_req *r);
 zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
                          const zp_plan *plan, zp_eval *out);
 zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
+/* A lower bound of the simulated step time of `plan`, s: the compute stream runs every kernel of the
+ * schedule one after the other, each priced by the cost function the simulator uses (and Megatron MP
+ * collectives inside a node of `gpus_per_node` GPUs, uncontended), so the step lasts at least their sum; a
+ * pipeline's stages add the passes that must precede and follow theirs (less a relative 1e-9 for the
+ * simulator's clock rounding); 0 (a bound still) when the schedule cannot be built. */
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpus_per_node);
 void zp_search_result_free(zp_search_result *r);
 
 #endif

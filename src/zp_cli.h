@@ -22,12 +22,23 @@ typedef struct {
     zp_profile profile;
     double gpu_mem;
     char model_note[200], profile_note[300];
+    int prepared;  /* zp_cli_plan_prepare ran */
 } zp_cli_plan;
 
 /* Parses the options of `cmd` (zp_cli_opts.h) into o->a. */
 zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_plan *o);
+/* A plan command: parses (messages name it `name`; bad options reported as `fail_as`, exit 2), prints
+ * `usage` for --help (exit 0), else returns body(o)'s exit code. */
+int zp_cli_plan_main(zp_cli_cmd cmd, const char *name, const char *fail_as, const char *usage, int argc, char **argv,
+                     int (*body)(zp_cli_plan *o));
 /* Resolves cluster, profile, GPU memory and model; need_gpus 1 parses --gpus as one count. */
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus);
+/* Resolves (zp_cli_plan_resolve(o, 1, 1)) and applies --ds-config: the request of the what-if options,
+ * ready to search (zp_cli_plan_search calls it unless it ran). */
+zp_status zp_cli_plan_prepare(zp_cli_plan *o);
+/* ZP_EINVAL, naming the option, when `path` cannot be an output file (a directory, or in a directory that
+ * does not exist): checked before any work, so that a bad path never follows a printed answer. */
+zp_status zp_cli_check_output(const char *option, const char *path);
 void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *w);
 /* Parses, resolves and searches the plans of the what-if options (with a progress bar on a terminal),
  * reading --ds-config when given; the result is the what-if's. */
@@ -37,6 +48,7 @@ int zp_cli_whatif(int argc, char **argv, const char *usage);
 int zp_cli_list(int argc, char **argv);
 int zp_cli_report(int argc, char **argv);
 int zp_cli_schedule(int argc, char **argv);
+int zp_cli_compare(int argc, char **argv);   /* zplan compare */
 int zp_exec_main(int argc, char **argv);      /* zplan exec (argv[0] = "exec") */
 int zp_calibrate_main(int argc, char **argv); /* zplan calibrate */
 int zp_cli_sweep(int argc, char **argv);      /* zplan sweep (argv[0] = "sweep") */
@@ -58,6 +70,8 @@ zp_status zp_cli_out_close(zp_cli_out *o, zp_status st);
  * before MPI starts (1 and 0 without a launcher). */
 int zp_cli_launch_size(void);
 int zp_cli_launch_rank(void);
+/* The ranks the launcher started on this machine (dflt without a launcher that says). */
+int zp_cli_launch_local_size(int dflt);
 /* A command's exit under a launcher: a bad input (rc 2) found on every rank before MPI started meets
  * the other ranks in MPI first, so that mpirun does not end the job before each has printed why.
  * Returns rc. */

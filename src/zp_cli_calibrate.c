@@ -11,6 +11,7 @@
 
 #include "zp_config.h"
 #include "zp_kernels.h"
+#include "zp_progress.h"
 #include "zp_size.h"
 #include "zp_watchdog.h"
 
@@ -200,7 +201,7 @@ int zp_calibrate_main(int argc, char **argv)
         zp_kernels_mpi_finalize();
         return zp_status_exit_code(st);
     }
-    bar b = {.rank0 = rank == 0, .tty = isatty(STDERR_FILENO), .last = -1};
+    bar b = {.rank0 = rank == 0, .tty = zp_progress_terminal(), .last = -1}; /* under mpirun too */
     o.progress = show_progress;
     o.progress_arg = &b;
 

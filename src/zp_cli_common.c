@@ -1,4 +1,6 @@
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "zp_cli.h"
 #include "zp_io.h"
@@ -49,4 +51,30 @@ int zp_cli_write_table(zp_table *t, zp_format fmt, const char *path)
     }
     zp_table_free(t);
     return st == ZP_OK ? 0 : zp_cli_fail(st);
+}
+
+zp_status zp_cli_check_output(const char *option, const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return ZP_OK;
+    struct stat sb;
+    if (path[0] == '\0')
+        return ZP_FAIL(ZP_EINVAL, "%s: an empty file name", option);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is a directory; give a file name in it (e.g. %s/%s)", option, path, path,
+                       strcmp(option, "--report") == 0 ? "answer.html" : strcmp(option, "--trace") == 0 ? "step.json"
+                       : strcmp(option, "--emit-ds-config") == 0                                          ? "ds_config.json"
+                                                                                                          : "answer.txt");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        if (slash == dir)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return ZP_FAIL(ZP_EINVAL, "%s: the directory '%s' of '%s' does not exist", option, dir, path);
+    }
+    return ZP_OK;
 }

@@ -81,6 +81,75 @@ static const char USAGE[] =
     "  -o, --output FILE         write the report to FILE\n"
     "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input (or no CUDA device).\n";
 
+/* Bytes of memory the kernel can still give, /proc/meminfo's MemAvailable; 0 when unknown. */
+static double mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024.0;
+}
+
+/* On the cpu backend every tensor of the run lives in this machine's memory: the replay of the executor's
+ * schedule says how much before anything is allocated, so a model too large for the machine is refused
+ * with what to change instead of dying in an allocation (issue #18). */
+static zp_status check_fits_here(const zp_exec_config *cfg, int ranks)
+{
+    if (strcmp(cfg->backend, "cpu") != 0)
+        return ZP_OK;
+    zp_plan plan = cfg->plan;
+    plan.dp = ranks / cfg->plan.mp;
+    plan.param_bytes = 4.0;
+    plan.k_optimizer = 8.0;
+    plan.impl = ZP_IMPL_EXEC;
+    zp_memory m;
+    ZP_TRY(zp_memory_estimate(&cfg->model, &plan, &m));
+    const int here = zp_cli_launch_local_size(ranks);
+    const double need = (m.total + m.host) * (double)(here > 0 ? here : 1), have = mem_available();
+    if (have > 0 && need > have)
+        return ZP_FAIL(ZP_EINVAL,
+                       "--model %s: %d rank%s on this machine need %.1f GB (%.1f GB each, fp32: the replay of the "
+                       "executor's schedule) and %.1f GB are available: use a smaller model (tiny, mini, small; "
+                       "zplan models), --stage 3 over more ranks, or zplan's what-if to size the real run",
+                       cfg->model.name, here, here == 1 ? "" : "s", need / 1e9, (m.total + m.host) / 1e9, have / 1e9);
+    return ZP_OK;
+}
+
+/* The profile of `zplan exec --validate` must be this machine's, measured on this backend, ideally with
+ * this run's ranks (README: which profile goes with which run): another backend is refused; other ranks or
+ * another CPU are warned about, since the prediction then carries their difference. */
+static zp_status check_profile_use(const char *path, const zp_profile *p, const zp_exec_config *cfg, int ranks,
+                                   int rank0)
+{
+    if (strcmp(p->backend, cfg->backend) != 0)
+        return ZP_FAIL(ZP_EINVAL, "--profile %s was calibrated on the %s backend and this run is on %s: calibrate "
+                                  "with `mpirun -np %d zplan calibrate --backend %s -o FILE`",
+                       path, p->backend, cfg->backend, ranks, cfg->backend);
+    if (!rank0)
+        return ZP_OK;
+    if (p->machine.ranks != ranks)
+        fprintf(stderr, "zplan exec: warning: --profile %s was calibrated with %d rank%s and this run has %d: the "
+                        "ranks share the cores and memory differently, so the predicted compute can be far off "
+                        "(calibrate with `mpirun -np %d zplan calibrate --quick -o FILE` for this run)\n",
+                path, p->machine.ranks, p->machine.ranks == 1 ? "" : "s", ranks, ranks);
+    char model[128] = "";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "model name : %127[^\n]", model) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (model[0] && p->machine.cpu_model[0] && strcmp(model, p->machine.cpu_model) != 0)
+        fprintf(stderr, "zplan exec: warning: --profile %s was measured on %s, this machine is %s\n", path,
+                p->machine.cpu_model, model);
+    return ZP_OK;
+}
 
 /* The platform of this machine for the simulator: one node holding every rank, link figures from
  * the profile's measured collectives (the engine reads them from the profile), compute from its fits. */
@@ -421,7 +490,7 @@ static int exec_main(int argc, char **argv)
     if (ranks > 1)
         return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI: run it without mpirun"));
 #endif
-    if (zp_exec_config_check(&cfg, ranks) != ZP_OK) {
+    if (zp_exec_config_check(&cfg, ranks) != ZP_OK || check_fits_here(&cfg, ranks) != ZP_OK) {
         if (rank0)
             fprintf(stderr, "zplan exec: %s\n", zp_error_message());
         return 2;
@@ -446,6 +515,8 @@ static int exec_main(int argc, char **argv)
             fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());
         return 2;
     }
+    if (profile_path && (pst = check_profile_use(profile_path, &prof, &cfg, ranks, rank0)) != ZP_OK)
+        return zp_cli_fail_as("zplan exec", pst);
 
     /* ---- prediction on rank 0, before MPI starts (fork) ---- */
     prediction pr;

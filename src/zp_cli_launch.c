@@ -24,6 +24,8 @@ int zp_cli_launch_size(void) { return launch_env("OMPI_COMM_WORLD_SIZE", "PMI_SI
 
 int zp_cli_launch_rank(void) { return launch_env("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0); }
 
+int zp_cli_launch_local_size(int dflt) { return launch_env("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", dflt); }
+
 int zp_cli_launch_exit(int argc, char **argv, int rc)
 {
 #if ZP_HAVE_MPI

@@ -39,8 +39,6 @@ STR(set_cluster, cluster)
 STR(set_preset, preset)
 STR(set_profile, profile)
 STR(set_gpus, gpus)
-STR(set_gpu_mem, gpu_mem)
-STR(set_host_mem, host_mem)
 STR(set_out, out)
 STR(set_trace, r.trace_path)
 STR(set_grid, grid)
@@ -64,6 +62,7 @@ FLAG(set_analytic, r.simulate, 0)
 FLAG(set_exact, r.exact, 1)
 FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
+FLAG(set_max_model, max_model, 1)
 FLAG(set_flash, r.flash_attn, 1)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
 INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
@@ -288,6 +287,65 @@ static zp_status set_oversubscription(zp_cli_args *a, const char *opt, const cha
     return zp_size_parse_range(v, opt, 1, 1e6, &a->r.oversubscription);
 }
 
+/* --precision: the training recipe's types (mixed precision keeps fp32 master weights and Adam's m, v:
+ * 12 bytes a parameter; fp32 training keeps 4-byte parameters and gradients, m and v: K = 8). */
+static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0) {
+        a->r.param_bytes = 2.0;
+        a->r.k_optimizer = ZP_ADAM_K;
+        a->r.bf16 = v[0] == 'b';
+    } else if (strcmp(v, "fp32") == 0) {
+        a->r.param_bytes = 4.0;
+        a->r.k_optimizer = 8.0;
+        a->r.bf16 = 0;
+    } else {
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16 or fp32)", opt, v);
+    }
+    return ZP_OK;
+}
+
+/* --grad-accum-dtype (DeepSpeed's data_types.grad_accum_dtype): fp32 gradients beside 16-bit parameters
+ * (Megatron-LM's default), or the parameters' own type. */
+static zp_status set_grad_dtype(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "fp32") == 0)
+        a->r.grad_bytes = 4.0;
+    else if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0 || strcmp(v, "16") == 0)
+        a->r.grad_bytes = 0.0;
+    else
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a gradient type (use fp32, or fp16/bf16 as the parameters)", opt, v);
+    return ZP_OK;
+}
+
+/* --gpu-mem, for every command that takes it (the what-if, report, schedule, compare, table2): bytes, so a
+ * bare 80 is 80 bytes; anything below 1 MB is refused with the size it was probably meant to be. */
+static zp_status set_gpu_mem(zp_cli_args *a, const char *opt, const char *v)
+{
+    double x;
+    ZP_TRY(zp_size_parse(v, opt, &x));
+    if (!(x >= 1e6))
+        return ZP_FAIL(ZP_EINVAL, "%s: %s is %.4g bytes, too small to hold anything; sizes are bytes (did you mean "
+                                  "%sG = %s GB?)", opt, v, x, v, v);
+    a->gpu_mem = v;
+    a->gpu_mem_bytes = x;
+    return ZP_OK;
+}
+
+static zp_status set_reserve(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.reserve);
+}
+
+/* --host-mem: a node's host memory, shared by the GPUs the job runs on it (zp_cluster_host_per_gpu) */
+static zp_status set_host_mem(zp_cli_args *a, const char *opt, const char *v)
+{
+    ZP_TRY(zp_size_parse(v, opt, &a->r.host_mem));
+    if (!(a->r.host_mem >= 1e6 && a->r.host_mem <= 1e18))
+        return ZP_FAIL(ZP_EINVAL, "%s: %s is not a node's host memory (e.g. 1.5T, 512Gi)", opt, v);
+    return ZP_OK;
+}
+
 static zp_status set_capacity(zp_cli_args *a, const char *opt, const char *v)
 {
     return zp_size_parse_range(v, opt, 0.01, 64, &a->r.capacity_factor);
@@ -309,8 +367,8 @@ static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
 /* ---- the table ---- */
 
 /* The commands that take a plan. */
-#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC | ZP_CMD_SWEEP)
-#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_SWEEP)
+#define PLAN (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_EXEC | ZP_CMD_COMPARE | ZP_CMD_SWEEP)
+#define SEARCH (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_SCHEDULE | ZP_CMD_COMPARE | ZP_CMD_SWEEP)
 #define SWEEP ZP_CMD_SWEEP
 #define VAL ZP_CMD_VALIDATION
 #define ALL (PLAN | ZP_CMD_TABLE | ZP_CMD_LIST | ZP_CMD_CALIBRATE | VAL)
@@ -335,7 +393,10 @@ static const zp_cli_opt g_opts[] = {
     {"cluster", 0, 1, SEARCH, set_cluster},
     {"preset", 0, 1, SEARCH, set_preset},
     {"gpu-mem", 0, 1, SEARCH | ZP_CMD_TABLE, set_gpu_mem},
+    {"reserve", 0, 1, SEARCH, set_reserve},
     {"host-mem", 0, 1, SEARCH, set_host_mem},
+    {"precision", 0, 1, SEARCH, set_precision},
+    {"grad-accum-dtype", 0, 1, SEARCH, set_grad_dtype},
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
@@ -379,6 +440,7 @@ static const zp_cli_opt g_opts[] = {
     {"report", 0, 1, ZP_CMD_WHATIF | SWEEP, set_report},
     {"ds-config", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_ds_config},
     {"emit-ds-config", 0, 1, ZP_CMD_WHATIF, set_emit_ds},
+    {"max-model", 0, 0, ZP_CMD_WHATIF, set_max_model},
     {"emit-megatron-args", 0, 1, ZP_CMD_WHATIF, set_emit_megatron},
     /* schedule */
     {"rank", 0, 1, ZP_CMD_SCHEDULE, set_rank},
@@ -437,6 +499,7 @@ static const char *help_of(const zp_cli_args *a)
     case ZP_CMD_SCHEDULE: return "zplan schedule --help";
     case ZP_CMD_EXEC: return "zplan exec --help";
     case ZP_CMD_VALIDATION: return "zplan report validation --help";
+    case ZP_CMD_COMPARE: return "zplan compare --help";
     case ZP_CMD_SWEEP: return "zplan sweep --help";
     default: return "zplan calibrate --help";
     }
@@ -470,6 +533,52 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
         a->ranks = "1,2,4";
         a->stages = "0,1,2,3";
     }
+}
+
+const char *const zp_cli_compare_opts[4] = {"stage", "mp", "offload", "micro-batch"};
+
+static const zp_cli_opt *find_long(const char *name)
+{
+    for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0]; k++)
+        if (strcmp(name, g_opts[k].name) == 0)
+            return &g_opts[k];
+    return NULL;
+}
+
+zp_status zp_cli_args_apply(zp_cli_args *a, const char *opt, const char *val)
+{
+    const zp_cli_opt *o = strncmp(opt, "--", 2) == 0 ? find_long(opt + 2) : NULL;
+    if (!o)
+        return ZP_FAIL(ZP_EINVAL, "unknown option '%s'", opt);
+    return o->set(a, opt, val);
+}
+
+/* compare: a list option keeps its text; every item goes through the option's setter on a scratch copy,
+ * so an item is refused with the same message as the value alone. */
+static zp_status compare_list(zp_cli_args *a, const zp_cli_opt *o, const char *opt, const char *val, int *taken)
+{
+    *taken = 0;
+    if (a->cmd != ZP_CMD_COMPARE)
+        return ZP_OK;
+    for (int k = 0; k < 4; k++) {
+        if (strcmp(o->name, zp_cli_compare_opts[k]) != 0)
+            continue;
+        char buf[256];
+        if (strlen(val) >= sizeof buf)
+            return ZP_FAIL(ZP_EINVAL, "%s: list too long", opt);
+        strcpy(buf, val);
+        char *save = NULL;
+        int n = 0;
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++) {
+            zp_cli_args scratch = *a;
+            ZP_TRY(o->set(&scratch, opt, tok));
+        }
+        if (n == 0)
+            return ZP_FAIL(ZP_EINVAL, "%s: an empty list", opt);
+        a->cmp_list[k] = val;
+        *taken = 1;
+    }
+    return ZP_OK;
 }
 
 zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_args *a)
@@ -510,7 +619,10 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
         } else if (!o->takes_value && val) {
             return ZP_FAIL(ZP_EINVAL, "option %s takes no value (got '%s')", opt, val);
         }
-        ZP_TRY(o->set(a, opt, val));
+        int taken;
+        ZP_TRY(compare_list(a, o, opt, val, &taken));
+        if (!taken)
+            ZP_TRY(o->set(a, opt, val));
         if (a->help)
             return ZP_OK;
     }

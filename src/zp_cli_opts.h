@@ -23,7 +23,8 @@ typedef enum {
     ZP_CMD_EXEC = 1 << 5,      /* zplan exec */
     ZP_CMD_CALIBRATE = 1 << 6, /* zplan calibrate */
     ZP_CMD_VALIDATION = 1 << 7, /* zplan report validation: zplan exec --validate over a sweep */
-    ZP_CMD_SWEEP = 1 << 8,     /* zplan sweep: what-if searches over models x GPU counts, under MPI */
+    ZP_CMD_COMPARE = 1 << 8,   /* zplan compare: the best plan of each of several choices, side by side */
+    ZP_CMD_SWEEP = 1 << 9,     /* zplan sweep: what-if searches over models x GPU counts, under MPI */
 } zp_cli_cmd;
 
 typedef struct {
@@ -36,12 +37,17 @@ typedef struct {
     const char *out;           /* -o, --output */
     int top;
     /* the model, the cluster, and where costs come from */
-    const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem, *host_mem;
+    const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
+    double gpu_mem_bytes;      /* --gpu-mem parsed (0: not given) */
     int64_t seq;               /* 0: the model's */
     /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;
     const char *ds_config, *emit_ds, *emit_megatron, *report_html;
+    int max_model;             /* --max-model: the largest model of --model's shape that fits */
+    /* compare: the comma-separated lists of --stage, --mp, --offload, --micro-batch (NULL: not given);
+       each item was checked by that option's own setter */
+    const char *cmp_list[4];
     /* schedule */
     int64_t rank;
     const char *replay;        /* a schedule JSON to replay instead of a plan */
@@ -68,6 +74,11 @@ typedef struct {
  * option open, text format, top 5, exec's and calibrate's defaults. ZP_EINVAL with a message for an
  * unknown option, an option of another command, a missing or bad value, or a stray argument. */
 zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **argv, zp_cli_args *a);
+
+/* The options whose values `zplan compare` takes as comma-separated lists, in cmp_list's order. */
+extern const char *const zp_cli_compare_opts[4];
+/* Applies one option (its long name with "--", and its value or NULL) as the parser does. */
+zp_status zp_cli_args_apply(zp_cli_args *a, const char *opt, const char *val);
 
 /* Checks the plan options against each other where that needs no model (e.g. --exact needs --stage). */
 zp_status zp_cli_args_check_plan(const zp_cli_args *a);

@@ -17,6 +17,38 @@ zp_status zp_cli_plan_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
     return o->a.help ? ZP_OK : zp_cli_args_check_plan(&o->a);
 }
 
+int zp_cli_plan_main(zp_cli_cmd cmd, const char *name, const char *fail_as, const char *usage, int argc, char **argv,
+                     int (*body)(zp_cli_plan *o))
+{
+    zp_cli_plan o;
+    zp_status st = zp_cli_plan_parse(cmd, name, argc, argv, &o);
+    if (st != ZP_OK)
+        return zp_cli_fail_as(fail_as, st);
+    if (o.a.help) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    return body(&o);
+}
+
+/* A profile prices the cluster's GPUs: one measured on the cpu backend would price each GPU as this CPU
+ * (0.0 TFLOPs) and is refused; one of another GPU is used with a warning that says so. */
+static zp_status check_profile(const char *path, const zp_profile *p, const zp_cluster *c)
+{
+    if (strcmp(p->backend, "cpu") == 0)
+        return ZP_FAIL(ZP_EINVAL,
+                       "--profile %s was calibrated on the cpu backend (%s, %d rank%s): it would price each %s as "
+                       "this CPU. Calibrate on the GPUs (zplan calibrate --backend cuda on a node of the cluster) or "
+                       "drop --profile for the preset's costs; cpu profiles go with `zplan exec --validate`",
+                       path, p->machine.cpu_model[0] ? p->machine.cpu_model : "a CPU", p->machine.ranks,
+                       p->machine.ranks == 1 ? "" : "s", c->gpu_name);
+    if (p->machine.gpu[0] && strstr(p->machine.gpu, c->gpu_name) == NULL && strstr(c->gpu_name, p->machine.gpu) == NULL)
+        fprintf(stderr, "zplan: warning: --profile %s was measured on %s, the cluster %s has %s: its GPUs are priced "
+                        "as the profile's\n",
+                path, p->machine.gpu, c->name, c->gpu_name);
+    return ZP_OK;
+}
+
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
 {
     zp_cli_args *a = &o->a;
@@ -38,21 +70,22 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     }
     if (a->profile) {
         ZP_TRY(zp_profile_read(a->profile, &o->profile));
+        ZP_TRY(check_profile(a->profile, &o->profile, o->cluster));
         r->profile = &o->profile;
         snprintf(o->profile_note, sizeof o->profile_note, "costs from profile %s", a->profile);
     }
     if (r->trace_path && !r->simulate)
         return ZP_FAIL(ZP_EINVAL, "--trace needs the simulation (drop --analytic)");
+    ZP_TRY(zp_cli_check_output("--output", a->out));
+    ZP_TRY(zp_cli_check_output("--trace", r->trace_path));
+    ZP_TRY(zp_cli_check_output("--report", a->report_html));
+    ZP_TRY(zp_cli_check_output("--emit-ds-config", a->emit_ds));
+    ZP_TRY(zp_cli_check_output("--emit-megatron-args", a->emit_megatron));
     if (need_gpus == 1)
         ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
     o->gpu_mem = o->cluster->gpu_mem;
     if (a->gpu_mem)
-        ZP_TRY(zp_size_parse(a->gpu_mem, "--gpu-mem", &o->gpu_mem));
-    if (a->host_mem) {
-        ZP_TRY(zp_size_parse(a->host_mem, "--host-mem", &r->host_mem));
-        if (!(r->host_mem >= 1e6 && r->host_mem <= 1e18))
-            return ZP_FAIL(ZP_EINVAL, "--host-mem: %s is not a node's host memory (e.g. 1.5T, 512Gi)", a->host_mem);
-    }
+        o->gpu_mem = a->gpu_mem_bytes; /* checked by the option's setter */
     if (a->model) {
         ZP_TRY(zp_model_resolve(a->model, a->seq, &o->model, &o->origin));
         if (o->origin == ZP_MODEL_FROM_SIZE)
@@ -74,12 +107,13 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
                      .cluster = o->cluster,
                      .gpus = o->a.r.gpus,
                      .gpu_mem = o->gpu_mem,
+                     .reserve = o->a.r.reserve,
                      .result = res,
                      .top = o->a.top,
                      .profile_note = o->profile_note[0] ? o->profile_note : NULL};
 }
 
-zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
+zp_status zp_cli_plan_prepare(zp_cli_plan *o)
 {
     ZP_TRY(zp_cli_plan_resolve(o, 1, 1));
     if (o->a.ds_config) {
@@ -89,11 +123,28 @@ zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
             fprintf(stderr, "zplan: ds-config: %s\n", notes.line[i]);
         ZP_TRY(st);
     }
+    ZP_TRY(zp_search_validate(&o->a.r));
+    o->prepared = 1;
+    return ZP_OK;
+}
+
+zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res)
+{
+    if (!o->prepared)
+        ZP_TRY(zp_cli_plan_prepare(o));
     zp_progress bar;
     zp_progress_init(&bar, "simulating plans");
     o->a.r.progress = zp_progress_cb;
     o->a.r.progress_ctx = &bar;
     zp_status st = zp_search_run(&o->a.r, res);
-    zp_progress_done(&bar);
+    if (st == ZP_OK) {
+        char summary[160];
+        const int ruled = res->n_pruned + res->n_dominated;
+        snprintf(summary, sizeof summary, "%d plan%s simulated, %d ruled out by their bound", res->n_simulated,
+                 res->n_simulated == 1 ? "" : "s", ruled);
+        zp_progress_finish(&bar, summary);
+    } else {
+        zp_progress_done(&bar);
+    }
     return st;
 }

@@ -31,6 +31,10 @@ static const char REPORT_USAGE[] =
     "           --gpu-mem SIZE  memory per GPU (default 32G = 32e9 bytes)\n"
     "           --mp LIST       MP degrees (default 1,2,4,8,16)\n"
     "           --dp N          DP degree (default 64)\n"
+    "  validation  runs `mpirun -np N zplan exec --validate` over models, ranks and stages on this machine\n"
+    "           and tabulates predicted against measured step time and memory (`zplan report validation\n"
+    "           --help` for its options; as root it passes mpirun --allow-run-as-root itself, which a\n"
+    "           `mpirun ... zplan exec` or `calibrate` of your own needs too)\n"
     "  common:  --k K           optimizer bytes per parameter (default 12: mixed-precision Adam)\n"
     "           --format F      text (default), md, csv, json, html (tables and SVG charts, one file)\n"
     "           -o FILE         write to FILE atomically\n";
@@ -205,8 +209,8 @@ int zp_cli_report(int argc, char **argv)
         return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--mp applies to table2"));
     if (a.mp_list && (pst = zp_size_parse_list(a.mp_list, "--mp", mp, 64, &nmp)) != ZP_OK)
         return zp_cli_fail(pst);
-    if (a.gpu_mem && (pst = zp_size_parse(a.gpu_mem, "--gpu-mem", &gpu_mem)) != ZP_OK)
-        return zp_cli_fail(pst);
+    if (a.gpu_mem)
+        gpu_mem = a.gpu_mem_bytes; /* checked by the option's setter, as for every command */
     double *lists[] = {dp, mp};
     int counts[] = {ndp, nmp};
     for (int l = 0; l < 2; l++)
@@ -214,8 +218,6 @@ int zp_cli_report(int argc, char **argv)
             if (lists[l][i] < 1 || lists[l][i] > 1e8 || lists[l][i] != (double)(long long)lists[l][i])
                 return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--%s: degrees must be whole numbers from 1 to 1e8",
                                            l == 0 ? "dp" : "mp"));
-    if (!(gpu_mem > 0))
-        return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "--gpu-mem: must be positive"));
 
     zp_table *t = NULL;
     zp_status st;

@@ -70,16 +70,11 @@ static zp_status replay(const zp_cli_args *a)
     return st;
 }
 
-int zp_cli_schedule(int argc, char **argv)
+static int zp_cli_schedule_body(zp_cli_plan *op)
 {
-    zp_cli_plan o;
-    zp_status st = zp_cli_plan_parse(ZP_CMD_SCHEDULE, "zplan schedule", argc, argv, &o);
-    if (st != ZP_OK)
-        return zp_cli_fail_as("zplan schedule", st);
-    if (o.a.help) {
-        fputs(USAGE, stdout);
-        return 0;
-    }
+    zp_cli_plan o = *op; /* by value: the request points at o.model */
+    o.a.r.model = &o.model;
+    zp_status st = ZP_OK;
     if (o.a.replay) {
         st = replay(&o.a);
         return st == ZP_OK ? 0 : zp_cli_fail_as("zplan schedule", st);
@@ -92,8 +87,8 @@ int zp_cli_schedule(int argc, char **argv)
         if (res.plans[i].fits)
             best = &res.plans[i];
     if (!best)
-        st = ZP_FAIL(ZP_EINVAL, "no plan fits these options, so there is no step to print (zplan with the same "
-                                "options says why)");
+        st = ZP_FAIL(ZP_ENOFIT, "no plan fits these options, so there is no step to print (zplan with the same "
+                                "options says why and what would fit; exit 3)");
     else if (o.a.rank >= o.a.r.gpus)
         st = ZP_FAIL(ZP_EINVAL, "--rank %lld: the plan has ranks 0 to %lld", (long long)o.a.rank,
                      (long long)o.a.r.gpus - 1);
@@ -110,4 +105,9 @@ int zp_cli_schedule(int argc, char **argv)
     zp_schedule_free(&s);
     zp_search_result_free(&res);
     return st == ZP_OK ? 0 : zp_cli_fail_as("zplan schedule", st);
+}
+
+int zp_cli_schedule(int argc, char **argv)
+{
+    return zp_cli_plan_main(ZP_CMD_SCHEDULE, "zplan schedule", "zplan schedule", USAGE, argc, argv, zp_cli_schedule_body);
 }

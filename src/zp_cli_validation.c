@@ -256,7 +256,9 @@ int zp_cli_report_validation(int argc, char **argv)
                 json_decref(j);
             }
     }
-    zp_progress_done(&bar);
+    char summary[64];
+    snprintf(summary, sizeof summary, "%d run%s", done, done == 1 ? "" : "s");
+    zp_progress_finish(&bar, summary);
     if (nerr > 0) {
         double med = zp_stats_median(step_err, (size_t)nerr);
         zp_table_add_note(t, "median |step-time error| %.1f%% over %d runs (target <= 15%%: %s)", 100 * med, nerr,

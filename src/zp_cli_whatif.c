@@ -1,4 +1,5 @@
-/* `zplan --model M --gpus N ...`: the what-if search, and the answer in every format. */
+/* `zplan --model M --gpus N ...`: the what-if search, and the answer in every format. Exit status 3 when
+ * no plan fits (the answer then says what would). */
 #include <stdio.h>
 
 #include <stdlib.h>
@@ -6,6 +7,8 @@
 #include "zp_cli.h"
 #include "zp_dsconfig.h"
 #include "zp_megatron.h"
+#include "zp_nearmiss.h"
+#include "zp_size.h"
 
 /* --emit-megatron-args: the best fitting plan Megatron-LM runs (stage 0-1, no offload, no host checkpoints). */
 static zp_status emit_megatron(const zp_cli_plan *o, const zp_search_result *res)
@@ -24,28 +27,57 @@ static zp_status emit_megatron(const zp_cli_plan *o, const zp_search_result *res
                    o->a.emit_megatron);
 }
 
-int zp_cli_whatif(int argc, char **argv, const char *usage)
+/* --max-model: the model becomes the largest of its shape (blocks varied) that a plan fits. */
+static zp_status max_model(zp_cli_plan *o)
 {
-    zp_cli_plan o;
-    zp_status st = zp_cli_plan_parse(ZP_CMD_WHATIF, "the what-if", argc, argv, &o);
-    if (st != ZP_OK)
-        return zp_cli_fail(st);
-    if (o.a.help) {
-        fputs(usage, stdout);
-        return 0;
+    zp_model big;
+    int64_t layers;
+    const int64_t asked = o->model.layers;
+    ZP_TRY(zp_near_miss_max_model(&o->a.r, &big, &layers));
+    if (layers == 0) {
+        o->model.layers = 1; /* not one block fits: the answer is the near miss of a one-block model */
+        snprintf(o->model_note, sizeof o->model_note, "--max-model: not one block of this shape fits");
+        return ZP_OK;
+    }
+    o->model = big;
+    char ps[32];
+    zp_size_format(zp_model_params(&big), ps, sizeof ps);
+    snprintf(o->model_note, sizeof o->model_note,
+             "--max-model: the largest of this shape that fits has %lld blocks (%s parameters; %lld blocks do "
+             "not fit; --model gave %lld)",
+             (long long)layers, ps, (long long)layers + 1, (long long)asked);
+    return ZP_OK;
+}
+
+static zp_status write_answer(const char *path, zp_format fmt, const zp_whatif *w)
+{
+    zp_cli_out out;
+    ZP_TRY(zp_cli_out_open(path, &out));
+    return zp_cli_out_close(&out, zp_report_whatif(out.f, fmt, w));
+}
+
+static int zp_cli_whatif_body(zp_cli_plan *op)
+{
+    zp_cli_plan o = *op; /* by value: the request points at o.model */
+    o.a.r.model = &o.model;
+    zp_status st = ZP_OK;
+    if (o.a.max_model) {
+        if ((st = zp_cli_plan_prepare(&o)) != ZP_OK || (st = max_model(&o)) != ZP_OK)
+            return zp_cli_fail(st);
     }
     zp_search_result res;
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);
-    if (o.a.emit_ds) {
-        if (res.n_fit == 0) {
-            zp_search_result_free(&res);
-            return zp_cli_fail(ZP_FAIL(ZP_ERUNTIME, "no plan fits: no DeepSpeed config written to %s", o.a.emit_ds));
-        }
-        const zp_eval *best = NULL;
-        for (int i = 0; i < res.n && !best; i++)
-            if (res.plans[i].fits)
-                best = &res.plans[i];
+    const zp_eval *best = NULL;
+    for (int i = 0; i < res.n && !best; i++)
+        if (res.plans[i].fits)
+            best = &res.plans[i];
+    zp_near_miss near;
+    if (!best && (st = zp_near_miss_find(&o.a.r, &res, &near)) != ZP_OK) {
+        zp_search_result_free(&res);
+        return zp_cli_fail(st);
+    }
+    if (o.a.emit_ds && best) {
         if ((st = zp_dsconfig_write(&best->plan, o.model.layers, o.a.emit_ds)) != ZP_OK) {
             zp_search_result_free(&res);
             return zp_cli_fail(st);
@@ -62,39 +94,38 @@ int zp_cli_whatif(int argc, char **argv, const char *usage)
                     o.a.emit_ds, (long long)best->plan.ep, (long long)best->plan.ep, best->plan.capacity_factor,
                     (long long)best->plan.ep);
     }
-    if (o.a.emit_megatron && (st = emit_megatron(&o, &res)) != ZP_OK) {
+    if (o.a.emit_megatron && best && (st = emit_megatron(&o, &res)) != ZP_OK) {
         zp_search_result_free(&res);
         return zp_cli_fail(st);
     }
     zp_whatif w;
     zp_cli_plan_whatif(&o, &res, &w);
+    w.near = best ? NULL : &near;
     /* with pipeline stages, every stage's memory of the recommended plan */
     zp_memory *stage_mem = NULL;
-    for (int i = 0; i < res.n; i++) {
-        const zp_plan *bp = &res.plans[i].plan;
-        if (!res.plans[i].fits)
-            continue;
-        if (bp->pp > 1 && (stage_mem = calloc((size_t)bp->pp, sizeof *stage_mem)) &&
-            zp_memory_estimate_stages(&o.model, bp, stage_mem, (int)bp->pp) == ZP_OK) {
-            w.stage_mem = stage_mem;
-            w.nstages = (int)bp->pp;
-        }
-        break;
+    if (best && best->plan.pp > 1 && (stage_mem = calloc((size_t)best->plan.pp, sizeof *stage_mem)) &&
+        zp_memory_estimate_stages(&o.model, &best->plan, stage_mem, (int)best->plan.pp) == ZP_OK) {
+        w.stage_mem = stage_mem;
+        w.nstages = (int)best->plan.pp;
     }
-    zp_cli_out out;
-    st = zp_cli_out_open(o.a.out, &out);
-    if (st == ZP_OK) {
-        st = zp_report_whatif(out.f, o.a.fmt, &w);
-        st = zp_cli_out_close(&out, st);
-    }
-    if (st == ZP_OK && o.a.report_html) {
-        st = zp_cli_out_open(o.a.report_html, &out);
-        if (st == ZP_OK) {
-            st = zp_report_whatif(out.f, ZP_FMT_HTML, &w);
-            st = zp_cli_out_close(&out, st);
-        }
-    }
+    st = write_answer(o.a.out, o.a.fmt, &w);
+    if (st == ZP_OK && o.a.report_html)
+        st = write_answer(o.a.report_html, ZP_FMT_HTML, &w);
     free(stage_mem);
     zp_search_result_free(&res);
-    return st == ZP_OK ? 0 : zp_cli_fail(st);
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    if (!best) {
+        if (o.a.emit_ds)
+            fprintf(stderr, "zplan: no plan fits: no DeepSpeed config written to %s\n", o.a.emit_ds);
+        if (o.a.emit_megatron)
+            fprintf(stderr, "zplan: no plan fits: no Megatron-LM arguments written to %s\n", o.a.emit_megatron);
+        return zp_status_exit_code(ZP_ENOFIT);
+    }
+    return 0;
+}
+
+int zp_cli_whatif(int argc, char **argv, const char *usage)
+{
+    return zp_cli_plan_main(ZP_CMD_WHATIF, "the what-if", "zplan", usage, argc, argv, zp_cli_whatif_body);
 }

@@ -16,6 +16,8 @@ static const char USAGE[] =
     "  zplan clusters [--format F]            the cluster presets\n"
     "  zplan report KIND [options]            table1, table2 (the ZeRO paper's), scaling, models, configs,\n"
     "                                         memory, validation (zplan report --help)\n"
+    "  zplan compare --model M --gpus N [--stage 0,1,2,3] [--mp LIST] [--offload LIST] ...\n"
+    "                                         the best plan of each choice, side by side (zplan compare --help)\n"
     "  zplan schedule --model M --gpus N ...  the recommended plan's step, op by op (zplan schedule --help)\n"
     "  zplan sweep --models L --gpus L ...    the best plan of each model on each GPU count (or each row\n"
     "                                         of a --grid file), split over the ranks under mpirun\n"
@@ -39,8 +41,15 @@ static const char USAGE[] =
     "  --preset NAME        the GPUs of a --cluster FILE (default dgx2)\n"
     "  --profile FILE       kernel and link costs from `zplan calibrate` instead of the preset's\n"
     "  --gpu-mem SIZE       memory per GPU, decimal bytes (32G = 32e9; Gi for 2^30); default: the preset's\n"
+    "  --reserve SIZE       memory per GPU a plan leaves free for the CUDA context, NCCL buffers and library\n"
+    "                       workspaces (default 2G: ~0.5 GB context, ~1.4 GB NCCL, 0.1 GB workspaces)\n"
     "  --host-mem SIZE      host memory per node (default: the preset's), shared by the GPUs the job uses on\n"
     "                       the node: a one-GPU job has all of it\n"
+    "  --precision P        fp16, bf16 (mixed precision: 16-bit parameters and gradients, fp32 master weights\n"
+    "                       and Adam states, 16 bytes a parameter) or fp32 (16 bytes, GEMMs at the fp32 rate);\n"
+    "                       default: bf16 on A100/H100 (bf16 tensor cores), fp16 on V100\n"
+    "  --grad-accum-dtype T fp32: gradients and their accumulation in fp32 beside 16-bit parameters\n"
+    "                       (Megatron-LM's recipe, 18 bytes a parameter; DeepSpeed's data_types.grad_accum_dtype)\n"
     "  --stage S            ZeRO-DP stage 0 (plain DP), 1 (Pos), 2 (Pos+g), 3 (Pos+g+p); default: searched\n"
     "  --mp M               model-parallel degree (divides GPUs and heads, and the KV heads or they it); default:\n"
     "                       searched over 1, 2, 4, ... up to the GPUs of a node\n"
@@ -48,8 +57,11 @@ static const char USAGE[] =
     "                       DP ranks (divides the experts and GPUs / MP); default: searched over 1, 2, 4, ...\n"
     "  --capacity-factor C  MoE: an expert's token buffer over its fair share (default 1)\n"
     "  --moe-imbalance L    MoE: the busiest EP rank's tokens over the mean, >= 1 (default 1: even routing)\n"
-    "  --micro-batch b      sequences per GPU per micro-step; default: the largest that fits\n"
-    "  --global-batch B     sequences per step (micro-batch x accumulation x DP)\n"
+    "  --micro-batch b      sequences per GPU per micro-step; default: the fewest micro-steps whose micro-batch\n"
+    "                       fits the global batch\n"
+    "  --global-batch B     sequences per step (micro-batch x accumulation x DP); default: GPT-3's batch for a\n"
+    "                       model of this size (0.5M tokens below 1.3B parameters, 1M below 6.7B, 2M below\n"
+    "                       175B, 3.2M from 175B), rounded up to whole sequences per DP rank\n"
     "  --grad-accum k       micro-batches per step (gradient accumulation); default: what the batch gives\n"
     "  --seq s              sequence length (default: the model's, 1024 for the zoo)\n"
     "  --pa | --no-pa       ZeRO-R Pa: partition activation checkpoints across the MP group\n"
@@ -95,6 +107,8 @@ static const char USAGE[] =
     "  --ds-config FILE     evaluate exactly the plan of a DeepSpeed JSON config (zero_optimization, batch\n"
     "                       sizes, fp16/bf16, activation_checkpointing; \"auto\" is resolved and reported)\n"
     "  --emit-ds-config FILE  write the recommended plan as a DeepSpeed config for deepspeed.initialize\n"
+    "  --max-model          answer for the largest model of --model's shape (hidden, heads, sequence, vocabulary\n"
+    "                       kept; blocks added) that some plan fits, and say how many blocks that is\n"
     "  --emit-megatron-args FILE\n"
     "                       write the best plan Megatron-LM runs as its arguments (tensor/pipeline sizes,\n"
     "                       virtual stages, sequence parallel, recompute, batches, distributed optimizer)\n"
@@ -106,7 +120,9 @@ static const char USAGE[] =
     "\n"
     "Sizes take decimal suffixes K, M, G (or B for billions), T; binary Ki, Mi, Gi. Memory is reported in\n"
     "GB = 1e9 bytes, as in the ZeRO paper. TFLOPs count executed FLOPs including recompute (Megatron-LM 2021).\n"
-    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input.\n";
+    "When no plan fits, the answer says what would: the largest micro-batch, sequence and model that fit as\n"
+    "given, and the changes of one option (stage, MP, offload, Pa, batch, more GPUs) that make a plan fit.\n"
+    "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input, 3 no plan fits (the answer is printed).\n";
 
 int main(int argc, char **argv)
 {
@@ -133,6 +149,8 @@ int main(int argc, char **argv)
                 return zp_cli_sweep(2, (char *[]){"sweep", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "schedule") == 0)
                 return zp_cli_schedule(2, (char *[]){"schedule", "--help", NULL});
+            if (argc >= 3 && strcmp(argv[2], "compare") == 0)
+                return zp_cli_compare(2, (char *[]){"compare", "--help", NULL});
             fputs(USAGE, stdout);
             return 0;
         }
@@ -146,11 +164,13 @@ int main(int argc, char **argv)
             return zp_exec_main(argc - 1, argv + 1);
         if (strcmp(cmd, "schedule") == 0)
             return zp_cli_schedule(argc - 1, argv + 1);
+        if (strcmp(cmd, "compare") == 0)
+            return zp_cli_compare(argc - 1, argv + 1);
         if (strcmp(cmd, "sweep") == 0)
             return zp_cli_sweep(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, schedule, sweep, calibrate, exec; or --model M "
-                            "--gpus N; "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, compare, schedule, sweep, calibrate, "
+                            "exec; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;
         }

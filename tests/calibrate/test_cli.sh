@@ -41,6 +41,17 @@ if [ "$have_mpi" = 1 ]; then
   # up to 4 MiB: past the latency-bound sizes, so the bandwidth fit holds even on a loaded machine
   expect 0 "calibration under mpirun -np 2" -- "$mpirun" 2 "$tool" $small --max-bytes 4Mi -o "$tmp/p2.json"
   expect 0 "collectives measured on 2 ranks" -- "$check" "$tmp/p2.json" 2
+  # issue #18 case 7: under mpirun on a terminal, rank 0 draws the progress (mpirun forwards its stderr
+  # through a pipe; the launcher's is the terminal); in a pipe, nothing
+  if command -v script >/dev/null 2>&1; then
+    script -qec "'$mpirun' 2 '$tool' $small -o '$tmp/p3.json'" /dev/null >"$tmp/tty.out" 2>&1
+    tr '\r' '\n' <"$tmp/tty.out" | grep -q '^\[#* *\] *[0-9]*% ' && ok ||
+      bad "no progress under mpirun on a terminal: $(head -c 300 "$tmp/tty.out")"
+  else
+    echo "calibrate cli: skipped the terminal case (no script(1))"
+  fi
+  "$mpirun" 2 "$tool" $small -o "$tmp/p4.json" 2>"$tmp/pipe.err" >/dev/null
+  grep -q '%' "$tmp/pipe.err" && bad "progress drawn into a pipe: $(head -c 200 "$tmp/pipe.err")" || ok
 fi
 
 echo "calibrate cli: $pass passed, $fail failed"

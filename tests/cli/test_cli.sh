@@ -21,7 +21,7 @@ expect_bad() {
   local rc=$?
   local lines
   lines=$(wc -l <"$T/err")
-  if [ "$rc" -eq 2 ] && [ "$lines" -ge 1 ] && grep -q '^zplan: ' "$T/err" && [ ! -s "$T/out" ]; then
+  if [ "$rc" -eq 2 ] && [ "$lines" -ge 1 ] && grep -Eq '^zplan( [a-z]+)?: ' "$T/err" && [ ! -s "$T/out" ]; then
     ok
     printf '  bad input %-42s -> exit 2: %s\n' "$what" "$(head -1 "$T/err" | cut -c1-110)"
   else
@@ -83,6 +83,7 @@ L='"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4'
 expect_bad_key "config.json size key wrong type" num_key_value_heads kvstr "{\"model_type\": \"llama\", $L, \"num_key_value_heads\": \"2\"}"
 expect_bad_key "config.json kv heads not dividing" num_key_value_heads kv3 "{\"model_type\": \"llama\", $L, \"num_key_value_heads\": 3}"
 expect_bad_key "config.json top-k above experts" num_experts_per_tok topk "{\"model_type\": \"mixtral\", $L, \"num_key_value_heads\": 4, \"num_local_experts\": 4, \"num_experts_per_tok\": 5}"
+expect_bad_key "config.json llama without layers" num_hidden_layers nolayers "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4}"
 expect_bad_key "config.json unknown size key" num_shared_layers unk "{\"model_type\": \"llama\", $L, \"num_shared_layers\": 2}"
 expect_bad_key "config.json unknown model_type" "supported" mamba "{\"model_type\": \"mamba\", $L}"
 expect_bad_key "config.json ambiguous, no model_type" model_type notype "{$L, \"intermediate_size\": 256}"
@@ -126,6 +127,104 @@ expect_bad "oversubscription, no leaves" --model 8B --gpus 64 --cluster dgx-h100
 expect_bad "oversubscription below 1" --model 8B --gpus 64 --cluster dgx-h100-railopt --oversubscription 0.5
 expect_bad "sim mode unknown"         --model 8B --gpus 64 --sim half
 expect_bad "sim full beyond its nodes" --model 8B --gpus 102400 --cluster dgx-h100 --sim full
+# issue #18 case 6: a bad output path is refused before the answer is printed (it used to print, then exit 2)
+expect_bad "--report into a directory" --model 1.5B --gpus 16 --analytic --report "$T"
+expect_bad "--trace in a missing dir"  --model 1.5B --gpus 16 --trace "$T/no/such/step.json"
+expect_bad "--emit-ds-config a dir"    --model 1.5B --gpus 16 --analytic --emit-ds-config "$T"
+expect_bad "reserve above the GPU"     --model 1.5B --gpus 16 --reserve 40G
+# issue #18 case 6: one check per option for every command (table2 used to print zeros "on 8e-08 GB")
+expect_bad "table2 --gpu-mem 80 (bytes)" report table2 --gpu-mem 80
+grep -q 'did you mean 80G' "$T/err" && ok || ko "table2 --gpu-mem 80: no hint: $(cat "$T/err")"
+expect_bad "what-if --gpu-mem 80"      --model 1.5B --gpus 16 --gpu-mem 80
+grep -q 'did you mean 80G' "$T/err" && ok || ko "what-if --gpu-mem 80: no hint: $(cat "$T/err")"
+# exec of 13B (229 GB in fp32) used to die "out of memory allocating S->params"
+if [ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 200 ]; then
+  expect_bad "exec of a model too large here" exec --model 13B
+  grep -q 'GB are available: use a smaller model' "$T/err" && ok || ko "exec 13B: $(cat "$T/err")"
+fi
+
+echo "== nothing fits: exit 3 and what would (issue #18 case 2)"
+"$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 >"$T/nm.txt" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 3 ] && grep -q 'No plan fits the options given (exit status 3)' "$T/nm.txt" &&
+   grep -q -- '- micro-batch [0-9]* or less (--micro-batch' "$T/nm.txt" && grep -q -- '- --mp 16 ' "$T/nm.txt" &&
+   grep -q 'sequences of [0-9]* tokens or less' "$T/nm.txt"; then ok; else ko "near miss: rc=$rc $(cat "$T/err") $(cat "$T/nm.txt")"; fi
+"$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 --format json >"$T/nm.json" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 3 ] && python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["best"] is None
+nm = j["near_miss"]
+assert nm["max_micro_batch"] > 0 and nm["max_seq"] > 0
+assert any(f["change"].startswith("--mp ") for f in nm["fixes"])
+usable = j["cluster"]["gpu_mem_gb"] - j["cluster"]["reserve_gb"]
+assert all(f["memory_gb"] <= usable + 1e-6 for f in nm["fixes"])
+' "$T/nm.json"; then ok; else ko "near miss json: rc=$rc $(cat "$T/err") $(head -c 400 "$T/nm.json")"; fi
+"$Z" --model 1T --gpus 16 --stage 2 --mp 16 --analytic >"$T/nm2.txt" 2>&1
+rc=$?
+[ "$rc" -eq 3 ] && grep -q -- '--gpus [0-9]*, drop the plan options' "$T/nm2.txt" && ok || ko "near miss, more GPUs: rc=$rc $(cat "$T/nm2.txt")"
+"$Z" schedule --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 >/dev/null 2>"$T/err"
+[ $? -eq 3 ] && ok || ko "schedule of nothing that fits: not exit 3: $(cat "$T/err")"
+
+echo "== compare (issue #18 case 8)"
+if "$Z" compare --model 13B --gpus 64 --cluster dgx-a100 --analytic >"$T/cmp.txt" 2>"$T/err" &&
+   [ "$(grep -c '^--stage [0-3] ' "$T/cmp.txt")" -eq 4 ] && grep -q 'DeepSpeed keys' "$T/cmp.txt" &&
+   grep -q 'Pos+g+p / stage 3' "$T/cmp.txt"; then ok; else ko "compare stages: $(cat "$T/err") $(cat "$T/cmp.txt")"; fi
+"$Z" compare --model 13B --gpus 64 --mp 1,2 --offload none,optimizer --stage 2 --analytic --format json >"$T/cmp.json" 2>"$T/err"
+if python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = j["plans"]
+assert len(rows) == 4, rows
+assert sorted((r["mp"], r["options"].endswith("offload:optimizer")) for r in rows) == [(1, False), (1, True), (2, False), (2, True)]
+assert all(r["deepspeed"].startswith("stage=2") for r in rows)
+' "$T/cmp.json"; then ok; else ko "compare lists: $(cat "$T/err") $(head -c 300 "$T/cmp.json")"; fi
+"$Z" compare --model 100B --gpus 16 --stage 1,2 --offload none --analytic >/dev/null 2>"$T/err"
+[ $? -eq 3 ] && ok || ko "compare where nothing fits: not exit 3"
+expect_bad "compare: a bad item"      compare --model 13B --gpus 64 --stage 1,7
+expect_bad "compare: a what-if-only option" compare --model 13B --gpus 64 --trace "$T/t.json"
+
+echo "== --max-model (issue #18 case 4)"
+if "$Z" --model 13B --gpus 8 --cluster dgx-a100 --offload none --max-model --analytic >"$T/mm.txt" 2>"$T/err" &&
+   grep -q -- '--max-model: the largest of this shape that fits has [0-9]* blocks' "$T/mm.txt"; then ok; else
+  ko "--max-model: $(cat "$T/err") $(head -5 "$T/mm.txt")"; fi
+
+echo "== one GPU with offload, host memory per node (issue #18 case 4)"
+# a one-GPU job has the node's whole host memory (1.5 TB on a DGX-2), not 1/16 of it: ZeRO-Offload fits 13B
+if "$Z" --model 13B --gpus 1 --stage 2 --offload optimizer --micro-batch 1 --analytic --format json >"$T/one.json" 2>"$T/err" &&
+   python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+b = j["plans"][j["best"]]
+assert b["fits"] and b["host_memory_gb"] > 1500 / 16, b
+' "$T/one.json"; then ok; else ko "13B ZeRO-Offload on one V100: $(cat "$T/err") $(head -c 300 "$T/one.json")"; fi
+# --host-mem is the node's: 100G cannot hold its 203 GB of offloaded states, and the answer says so (exit 3)
+"$Z" --model 13B --gpus 1 --stage 2 --offload optimizer --micro-batch 1 --analytic --host-mem 100G >"$T/hm.txt" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q 'host memory [0-9.]* GB > 100.0 GB' "$T/hm.txt" && ok || ko "--host-mem 100G: rc=$rc $(cat "$T/hm.txt")"
+expect_bad "--host-mem too small"      --model 13B --gpus 1 --host-mem 12
+expect_bad "report --host-mem"         report table1 --host-mem 1T
+# the largest model of a shape that fits one GPU with ZeRO-3 Offload is far above what fits without offload
+mm_blocks() { "$Z" --model 13B --gpus 1 --micro-batch 1 --max-model --analytic "$@" 2>/dev/null |
+  sed -n 's/.*--max-model: the largest of this shape that fits has \([0-9]*\) blocks.*/\1/p'; }
+a=$(mm_blocks --stage 3 --offload none); b=$(mm_blocks --stage 3 --offload params)
+[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt $((4 * a)) ] && ok || ko "--max-model with offload on one GPU: '$a' vs '$b' blocks"
+
+echo "== a LLaMA config names its own missing key (issue #18 case 6)"
+printf '{"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 11008, "vocab_size": 32000}' >"$T/llama-nol.json"
+expect_bad "llama config without num_hidden_layers" --model "$T/llama-nol.json" --gpus 8 --analytic
+grep -q 'missing key "num_hidden_layers"' "$T/err" && ! grep -q '"n_layer"' "$T/err" && ok || ko "llama missing key: $(cat "$T/err")"
+
+echo "== default batch: what a team would pick (issue #18 case 3)"
+# report models used to propose a global batch of 23,200 for 1.5B (the largest micro-batch that fits)
+if "$Z" report models --analytic --format json >"$T/rm.json" 2>"$T/err" && python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = [s for s in j["sections"] if "rows" in s][0]["rows"]
+r = [x for x in rows if x["model"] == "1.5B"][0]
+assert r["zero_global_batch"] <= 2048, r
+' "$T/rm.json"; then ok; else ko "report models default batch: $(cat "$T/err") $(head -c 400 "$T/rm.json")"; fi
 
 echo "== huge but valid"
 if "$Z" --model 1T --gpus 1M --format json >"$T/huge.json" 2>"$T/err" && ! grep -Eqi 'nan|inf' "$T/huge.json"; then ok; else ko "1T on 1M GPUs: $(cat "$T/err")"; fi
@@ -168,6 +267,60 @@ if "$Z" --model 1.5B --gpus 64 --analytic --ds-config "$T/ds-n.json" --emit-ds-c
    ! grep -q 'not modelled' "$T/err" && grep -q 'unknown key zero_optimization.frob' "$T/err" &&
    grep -q '"device": "nvme"' "$T/ds-n2.json"; then ok; else
   ko "ds-config warnings, NVMe read and written: $(cat "$T/err")"; fi
+
+# issue #18 case 5: a HuggingFace-style config (HJSON comments, trailing commas, "auto") on A100s is bf16,
+# priced and labelled so; emitted back it stays bf16
+cat >"$T/hf-ds.json" <<'EOF2'
+{
+  // written by the HuggingFace integration's docs, edited by hand
+  "bf16": {"enabled": "auto"},
+  "fp16": {"enabled": "auto",},
+  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},},
+  "train_micro_batch_size_per_gpu": "auto",
+  "gradient_accumulation_steps": "auto",
+}
+EOF2
+if "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-ds.json" --format json \
+     --emit-ds-config "$T/hf-out.json" >"$T/hf.json" 2>"$T/err" && grep -q 'bf16.enabled "auto" -> true' "$T/err" &&
+   grep -q '"precision": "bf16"' "$T/hf.json" && grep -q '"bf16"' "$T/hf-out.json" && ! grep -q '"fp16"' "$T/hf-out.json" &&
+   "$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-out.json" 2>/dev/null | grep -q '^Precision: bf16 mixed'
+then ok; else ko "HF auto config: $(cat "$T/err") $(cat "$T/hf-out.json")"; fi
+# the memory table names the type the plan trains in (it said fp16 for a bf16 config)
+"$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/hf-ds.json" 2>/dev/null >"$T/hf.txt"
+grep -q '^bf16 parameters ' "$T/hf.txt" && grep -q '^bf16 gradients ' "$T/hf.txt" && ! grep -q '^fp16 ' "$T/hf.txt" &&
+  ok || ko "bf16 memory table: $(sed -n '/Memory per GPU/,/total/p' "$T/hf.txt")"
+printf '{"bfloat16": {"enabled": true}, "zero_optimization": {"stage": 2}}' >"$T/bfloat16.json"
+"$Z" --model 13B --gpus 64 --cluster dgx-a100 --analytic --ds-config "$T/bfloat16.json" 2>/dev/null | grep -q '^Precision: bf16 mixed' \
+  && ok || ko "legacy bfloat16 key"
+
+echo "== labels (issue #18 case 7)"
+"$Z" --model 13B --gpus 1 --analytic --top 1 >"$T/l1.txt" 2>&1
+grep -q '^zplan what-if: model 13B on 1 GPU of dgx2$' "$T/l1.txt" && grep -q "1 GPU (1 of a node's 16 V100-SXM3-32GB), 32 GiB = 34.36 GB per GPU" "$T/l1.txt" &&
+  ! grep -Eq '\b1 (GPUs|nodes)\b' "$T/l1.txt" && ok || ko "one-GPU labels: $(head -4 "$T/l1.txt")"
+"$Z" --model 13B --gpus 8 --cluster dgx-a100 --gpu-mem 40G --analytic --top 1 >"$T/l2.txt" 2>&1
+grep -q '8 GPUs (1 node of 8 A100-SXM4-80GB), 40 GB per GPU (--gpu-mem; the A100-SXM4-80GB has 80 GiB = 85.9 GB), 38 GB usable by a plan' "$T/l2.txt" &&
+  ok || ko "--gpu-mem label: $(sed -n 4p "$T/l2.txt")"
+# Table 1 in fixed digits (it printed 35.625, 0.46875, 4187.5): two decimals in every GB cell
+"$Z" report table1 | awk 'NR > 3 && NF == 6 { for (i = 4; i <= 6; i++) if ($i !~ /^[0-9]+\.[0-9][0-9]$/) bad = bad " " $i } END { exit bad != "" }' &&
+  ok || ko "table1 digits"
+
+# the search's progress bar ends complete (it stopped at 8/64 and vanished) with a line that says why
+if command -v script >/dev/null 2>&1; then
+  script -qec "'$Z' --model 100B --gpus 400 --top 1 >/dev/null" /dev/null >"$T/tty.out" 2>&1
+  tr '\r' '\n' <"$T/tty.out" | grep -v '^ *$' >"$T/tty.lines"
+  last_bar=$(grep '^simulating plans \[' "$T/tty.lines" | tail -1)
+  n=$(echo "$last_bar" | sed -n 's|.*\] \([0-9]*\)/\([0-9]*\) .*|\1 \2|p')
+  if [ -n "$n" ] && [ "${n% *}" = "${n#* }" ] && tail -1 "$T/tty.lines" | grep -q '^simulating plans: [0-9]* plans simulated, [0-9]* ruled out by their bound'; then
+    ok; else ko "progress bar end: '$last_bar' / $(tail -1 "$T/tty.lines")"; fi
+  "$Z" --model 100B --gpus 400 --top 1 2>"$T/pipe.err" >/dev/null
+  [ ! -s "$T/pipe.err" ] && ok || ko "progress in a pipe: $(head -c 200 "$T/pipe.err")"
+fi
+
+# issue #18 case 8: report --help names every kind, validation included
+"$Z" report --help >"$T/rh.txt" 2>&1
+for kind in scaling models configs memory table1 table2 validation; do
+  grep -q "^  $kind " "$T/rh.txt" && ok || ko "report --help omits $kind"
+done
 
 echo "== golden reports"
 golden() {

@@ -51,6 +51,22 @@ grep -q "time per phase" "$tmp/e.txt" && grep -Eq "^  backward +[0-9.]+ +[0-9.]+
     echo "ok   exec --validate: per part and per phase, predicted against measured" ||
     { echo "FAIL: exec --validate text lacks the phase table"; cat "$tmp/e.txt"; fail=1; }
 
+# issue #18 case 6: a profile's provenance is checked against its use. A cpu profile for a GPU cluster's
+# what-if is refused (it used to print 0.0 TFLOPs); a 1-rank profile for a 2-rank run is warned about (the
+# prediction's compute was off by +107%).
+"$zplan" --model 1.5B --gpus 16 --profile "$tmp/p.json" > "$tmp/w.out" 2> "$tmp/w.err"
+rc=$?
+[ $rc -eq 2 ] && grep -q 'calibrated on the cpu backend' "$tmp/w.err" && [ ! -s "$tmp/w.out" ] &&
+    echo "ok   exit 2: a cpu profile for V100s: $(head -c 120 "$tmp/w.err")" ||
+    { echo "FAIL: a cpu profile for a GPU cluster: exit $rc: $(cat "$tmp/w.err")"; fail=1; }
+root=""
+[ "$(id -u)" = 0 ] && root="--allow-run-as-root"
+OMPI_MCA_mpi_yield_when_idle=1 timeout 120 mpirun $root --oversubscribe --bind-to none -np 2 "$zplan" exec --model tiny \
+    --steps 2 --validate --profile "$tmp/p.json" > /dev/null 2> "$tmp/r.err"
+grep -q 'calibrated with 1 rank and this run has 2' "$tmp/r.err" &&
+    echo "ok   warning: a 1-rank profile for a 2-rank run" ||
+    { echo "FAIL: no warning for a 1-rank profile on 2 ranks: $(cat "$tmp/r.err")"; fail=1; }
+
 for args in "--min-seconds x" "--min-seconds -2" "--steps 1" "--micro-batch 0" "--format yaml" "--bogus"; do
     # shellcheck disable=SC2086
     "$zplan" report validation $args > /dev/null 2> "$tmp/bad.err"

@@ -166,3 +166,132 @@ Test(dsconfig, bad_configs)
         cr_expect_eq(zp_status_exit_code(st), 2, "accepted: %s", bad[i]);
     }
 }
+
+static zp_search_req req_on(const char *model, const char *cluster, int64_t gpus)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find(cluster, &c), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find(model)->model, c, gpus);
+    r.mp = 1;
+    return r;
+}
+
+/* Issue #18 case 5: the precision sections as DeepSpeed and the HuggingFace integration read them. */
+Test(dsconfig, precision_auto_legacy_and_grad_dtype)
+{
+    zp_ds_notes n;
+    /* "auto" follows the GPU: bf16 on an A100 (it used to become fp32, priced at fp16), fp16 on a V100 */
+    zp_search_req r = req_on("13B", "dgx-a100", 64);
+    cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
+    cr_expect_eq(r.param_bytes, 2.0);
+    cr_expect_eq(r.bf16, 1);
+    cr_expect(has_note(&n, "bf16.enabled \"auto\" -> true"));
+    r = req_on("13B", "dgx2", 64);
+    cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
+    cr_expect_eq(r.param_bytes, 2.0);
+    cr_expect_eq(r.bf16, 0);
+    cr_expect(has_note(&n, "has no bf16 tensor cores"));
+    /* DeepSpeed's legacy "bfloat16" key (it used to be ignored: fp32) */
+    r = req_on("13B", "dgx-a100", 64);
+    cr_assert_eq(parse("{\"bfloat16\": {\"enabled\": true}}", &r, &n), ZP_OK);
+    cr_expect_eq(r.bf16, 1);
+    cr_expect_eq(r.param_bytes, 2.0);
+    r = req_on("13B", "dgx-a100", 64);
+    cr_expect_eq(parse("{\"bfloat16\": {\"enabled\": 1}}", &r, &n), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "bfloat16.enabled"), "names the user's key: %s", zp_error_message());
+    /* fp32 gradient accumulation */
+    r = req_on("13B", "dgx-a100", 64);
+    cr_assert_eq(parse("{\"bf16\": {\"enabled\": true}, \"data_types\": {\"grad_accum_dtype\": \"fp32\"}}", &r, &n),
+                 ZP_OK);
+    cr_expect_eq(r.grad_bytes, 4.0);
+    r = req_on("13B", "dgx-a100", 64);
+    cr_expect_eq(parse("{\"data_types\": {\"grad_accum_dtype\": \"fp8\"}}", &r, &n), ZP_EINVAL);
+    /* the legacy boolean zero_optimization */
+    r = req_on("13B", "dgx-a100", 64);
+    cr_assert_eq(parse("{\"zero_optimization\": true}", &r, &n), ZP_OK);
+    cr_expect_eq(r.stage, 1);
+    r = req_on("13B", "dgx-a100", 64);
+    cr_assert_eq(parse("{\"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true}}",
+                       &r, &n), ZP_OK);
+    cr_expect_eq(r.offload, ZP_OFFLOAD_PARAMS);
+}
+
+/* DeepSpeed loads configs with hjson: comments, trailing commas, missing commas, quoteless keys and values. */
+Test(dsconfig, hjson_as_deepspeed_reads_it)
+{
+    const char *hj = "// a HuggingFace example, edited by hand\n"
+                     "{\n"
+                     "  # batch\n"
+                     "  \"train_micro_batch_size_per_gpu\": 4,\n"
+                     "  gradient_accumulation_steps: 2\n"
+                     "  \"bf16\": {\"enabled\": true,},\n"
+                     "  /* ZeRO-3 with\n     CPU offload */\n"
+                     "  zero_optimization: {\n"
+                     "    stage: 3\n"
+                     "    offload_optimizer: { device: cpu, pin_memory: true }\n"
+                     "    'overlap_comm': true,\n"
+                     "  },\n"
+                     "  \"activation_checkpointing\": {\"partition_activations\": false, \"number_checkpoints\": 62,},\n"
+                     "}\n";
+    zp_search_req r = req_on("13B", "dgx-a100", 64);
+    zp_ds_notes n;
+    cr_assert_eq(parse(hj, &r, &n), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(r.micro_batch, 4);
+    cr_expect_eq(r.global_batch, 4 * 2 * 64);
+    cr_expect_eq(r.bf16, 1);
+    cr_expect_eq(r.stage, 3);
+    cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
+    cr_expect_eq(r.overlap_comm, 1);
+    /* strict JSON is unchanged in meaning; a broken file still says where */
+    char *out;
+    cr_assert_eq(zp_dsconfig_hjson_to_json("{\"a\": [1, -2.5e3, \"x\"], \"b\": {\"c\": null}}", &out), ZP_OK);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    cr_assert_not_null(j, "%s: %s", out, err.text);
+    cr_expect_eq(json_number_value(json_array_get(json_object_get(j, "a"), 1)), -2500.0);
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(j, "a"), 2)), "x");
+    json_decref(j);
+    free(out);
+    r = req_on("13B", "dgx-a100", 64);
+    cr_expect_eq(parse("{\n\"zero_optimization\": {\"stage\": 2\n\n", &r, &n), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "line"), "%s", zp_error_message());
+}
+
+/* Emitted precision reads back as the same recipe: bf16 (A100, H100), fp16 (V100), fp32 gradients, fp32. */
+Test(dsconfig, precision_round_trip)
+{
+    struct {
+        const char *cluster;
+        int bf16;
+        double pbytes, gbytes, k;
+    } cases[] = {{"dgx-a100", 1, 2, 0, 12}, {"dgx2", 0, 2, 0, 12}, {"dgx-h100", 1, 2, 4, 12}, {"dgx2", 0, 4, 0, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zp_plan p;
+        zp_plan_default(&p, 64);
+        p.stage = 2;
+        p.offload = ZP_OFFLOAD_OPTIMIZER;
+        p.micro_batch = 4;
+        p.grad_accum = 2;
+        p.bf16 = cases[i].bf16;
+        p.param_bytes = cases[i].pbytes;
+        p.grad_bytes = cases[i].gbytes;
+        p.k_optimizer = cases[i].k;
+        json_t *j = zp_dsconfig_to_json(&p, 40);
+        cr_expect_eq(json_object_get(j, "bf16") != NULL, p.bf16 && p.param_bytes == 2, "case %zu", i);
+        char *text = json_dumps(j, 0);
+        json_decref(j);
+        zp_search_req r = req_on("13B", cases[i].cluster, 64);
+        zp_ds_notes n;
+        cr_assert_eq(parse(text, &r, &n), ZP_OK, "%s", zp_error_message());
+        free(text);
+        zp_eval e = first(&r);
+        cr_expect_eq(e.plan.bf16, p.bf16, "case %zu bf16", i);
+        cr_expect_eq(e.plan.param_bytes, p.param_bytes, "case %zu", i);
+        cr_expect_eq(zp_plan_grad_bytes(&e.plan), zp_plan_grad_bytes(&p), "case %zu grads", i);
+        cr_expect_eq(e.plan.k_optimizer, p.k_optimizer, "case %zu", i);
+        cr_expect_eq(e.plan.offload, p.offload, "case %zu", i);
+        cr_expect_eq(e.plan.micro_batch, 4, "case %zu", i);
+        cr_expect_eq(e.plan.grad_accum, 2, "case %zu", i);
+    }
+}

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "zp_device.h"
 #include "zp_layout.h"
 #include "zp_memory.h"
 #include "zp_pipeline.h"
@@ -310,6 +311,63 @@ Test(memory, memory_only_schedule_replays_as_the_full_one)
         checked++;
     }
     cr_expect_eq(checked, 300);
+}
+
+/* Precision recipes (issue #15 item 3): DeepSpeed's mixed precision keeps 16-bit gradients, 2 + 2 + 12 = 16
+ * bytes per parameter; Megatron-LM keeps fp32 gradients, 2 + 4 + 12 = 18; fp32 training 4 + 4 + 8 = 16. bf16
+ * holds the same bytes as fp16. Stage 2 divides the gradients by DP whatever their type. */
+Test(memory, precision_recipes)
+{
+    const zp_model *m = &zp_zoo_find("13B")->model;
+    const double psi = zp_model_params(m);
+    zp_plan p = plan_of(0, 8, 1, 1);
+    zp_memory mem;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect_float_eq((mem.params + mem.grads + mem.optimizer) / psi, 16.0, 1e-9);
+    p.bf16 = 1;
+    zp_memory b16;
+    cr_assert_eq(zp_memory_estimate(m, &p, &b16), ZP_OK);
+    cr_expect_float_eq(b16.total, mem.total, 1e-3);
+    p.grad_bytes = 4.0;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect_float_eq((mem.params + mem.grads + mem.optimizer) / psi, 18.0, 1e-9);
+    cr_expect_float_eq(mem.grads / psi, 4.0, 1e-9);
+    p.stage = 2;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect_float_eq(mem.grads / psi, 4.0 / 8.0, 1e-9);
+    p = plan_of(0, 8, 1, 1);
+    p.param_bytes = 4.0;
+    p.k_optimizer = 8.0;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect_float_eq((mem.params + mem.grads + mem.optimizer) / psi, 16.0, 1e-9);
+    p.param_bytes = 2.0;
+    p.grad_bytes = 3.0;
+    cr_expect_eq(zp_memory_estimate(m, &p, &mem), ZP_EINVAL);
+}
+
+/* The GEMMs of a plan are priced in its own type: bf16 where the GPU has no bf16 tensor cores (V100) and
+ * fp32 training run at the fp32 rate, 8 times slower than fp16; bf16 on an A100 as fp16. */
+Test(memory, precision_prices_gemms)
+{
+    const zp_cluster *v100, *a100;
+    cr_assert_eq(zp_cluster_find("dgx2", &v100), ZP_OK);
+    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    cr_expect(!zp_cluster_has_bf16(v100));
+    cr_expect(zp_cluster_has_bf16(a100));
+    cr_expect_float_eq(zp_cluster_peak_flops(a100, "bf16"), zp_cluster_peak_flops(a100, "fp16"), 1);
+    cr_expect_float_eq(zp_cluster_peak_flops(v100, "bf16"), zp_cluster_peak_flops(v100, "fp16") / 8, 1);
+    zp_profile prof, typed;
+    zp_device_profile_builtin(v100, &prof);
+    zp_profile_for_dtype(&prof, "bf16", &typed);
+    cr_expect_float_eq(typed.gemm_s_per_flop, 8 * prof.gemm_s_per_flop, 1e-20);
+    /* the per-kernel device model too: a large GEMM's FLOP-bound time at the type's peak */
+    const double t16 = zp_profile_gemm_time(&prof, 8192, 8192, 8192), tb = zp_profile_gemm_time(&typed, 8192, 8192, 8192);
+    cr_expect_float_eq(tb / t16, 8.0, 0.05, "V100 bf16 GEMM %.3g s vs fp16 %.3g s", tb, t16);
+    zp_device_profile_builtin(a100, &prof);
+    zp_profile_for_dtype(&prof, "bf16", &typed);
+    cr_expect_float_eq(typed.gemm_s_per_flop, prof.gemm_s_per_flop, 1e-20);
+    cr_expect_float_eq(zp_profile_gemm_time(&typed, 8192, 8192, 8192), zp_profile_gemm_time(&prof, 8192, 8192, 8192),
+                       1e-12);
 }
 
 /* The same with pipeline stages (every stage of each plan; 1F1B, interleaved and GPipe, uneven splits),

@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include <string.h>
+
+#include "zp_nearmiss.h"
 #include "zp_report.h"
 #include "zp_search.h"
 #include "zp_zoo.h"
@@ -13,19 +16,26 @@ static const zp_cluster *dgx2(void)
     return c;
 }
 
+/* 100B on 400 GPUs of dgx2 with stage, MP and micro-batch given, searched into *res. */
+static void search_100b(int stage, int64_t mp, int64_t micro, zp_search_req *r, zp_search_result *res)
+{
+    zp_search_req_default(r, &zp_zoo_find("100B")->model, dgx2(), 400);
+    r->stage = stage;
+    r->mp = mp;
+    r->micro_batch = micro;
+    if (stage == 2) { /* the paper's plan: Pa, no offload */
+        r->pa = 1;
+        r->pa_cpu = 0;
+        r->offload = ZP_OFFLOAD_NONE;
+    }
+    cr_assert_eq(zp_search_run(r, res), ZP_OK, "%s", zp_error_message());
+}
+
 Test(search, every_option_given_is_plans0)
 {
-    const zp_model *m = &zp_zoo_find("100B")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, dgx2(), 400);
-    r.stage = 2;
-    r.mp = 16;
-    r.micro_batch = 32;
-    r.pa = 1;
-    r.pa_cpu = 0;
-    r.offload = ZP_OFFLOAD_NONE;
     zp_search_result res;
-    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    search_100b(2, 16, 32, &r, &res);
     cr_assert_eq(res.n, 1);
     const zp_plan *p = &res.plans[0].plan;
     cr_expect_eq(p->stage, 2);
@@ -160,5 +170,102 @@ Test(search, json_contract)
     cr_expect(json_is_true(json_object_get(json_array_get(plans, (size_t)json_integer_value(best)), "fits")));
     cr_expect_str_eq(json_string_value(json_object_get(p0, "method")), "analytic");
     json_decref(j);
+    zp_search_result_free(&res);
+}
+
+/* Issue #18 case 3: with no batch option the what-if proposes the batch a team would pick (GPT-3's tokens
+ * per step by size), not the largest that fits, and every plan leaves the reserve free. 13B on 8 x 80 GB
+ * used to get micro-batch 50 at 79.9 GB. */
+Test(search, default_batch_and_reserve)
+{
+    const zp_cluster *a100;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    const zp_model *m = &zp_zoo_find("13B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, a100, 8);
+    cr_expect_float_eq(r.reserve, ZP_DEFAULT_RESERVE, 1);
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    const int64_t target = zp_search_default_batch(m); /* 2M tokens of 1024 */
+    cr_expect_eq(target, 1953);
+    cr_expect_eq(res.default_batch, target);
+    cr_assert_gt(res.n_fit, 0);
+    for (int i = 0; i < res.n; i++) {
+        const zp_eval *e = &res.plans[i];
+        const int64_t per = (target + e->plan.dp - 1) / e->plan.dp;
+        cr_expect_geq(e->global_batch, target);
+        cr_expect_lt(e->global_batch, (double)(per + e->plan.grad_accum) * e->plan.dp, "plan %d: %g", i,
+                     e->global_batch);
+        if (e->fits)
+            cr_expect_leq(e->mem.total, a100->gpu_mem - ZP_DEFAULT_RESERVE, "plan %d eats into the reserve", i);
+    }
+    zp_search_result_free(&res);
+    /* the rule by size: GPT-3's batches (Brown et al. 2020, Table 2.1) */
+    cr_expect_float_eq(zp_search_default_batch_tokens(125e6), 0.5e6, 1);
+    cr_expect_float_eq(zp_search_default_batch_tokens(1.5e9), 1e6, 1);
+    cr_expect_float_eq(zp_search_default_batch_tokens(13e9), 2e6, 1);
+    cr_expect_float_eq(zp_search_default_batch_tokens(175e9), 3.2e6, 1);
+    /* a reserve larger than the GPU is refused; none at all is allowed */
+    zp_search_req_default(&r, m, a100, 8);
+    r.reserve = a100->gpu_mem;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+    r.reserve = 0;
+    cr_expect_eq(zp_search_validate(&r), ZP_OK);
+}
+
+/* Issue #18 case 2: a plan that does not fit says what would: the largest micro-batch and sequence that
+ * fit as given (and one more does not), and changes of one option whose best plan fits. */
+Test(search, near_miss)
+{
+    zp_search_req r;
+    zp_search_result res;
+    search_100b(3, 1, 200, &r, &res);
+    const zp_model *m = r.model;
+    cr_assert_eq(res.n_fit, 0);
+    zp_near_miss nm;
+    cr_assert_eq(zp_near_miss_find(&r, &res, &nm), ZP_OK, "%s", zp_error_message());
+    const double usable = zp_search_usable_mem(&r), host = dgx2()->host_mem / dgx2()->gpus_per_node;
+    cr_assert_gt(nm.max_micro_batch, 0);
+    zp_plan p = nm.closest.plan;
+    zp_memory mem;
+    p.micro_batch = nm.max_micro_batch;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect(zp_memory_fits(&mem, usable, host, NULL, 0));
+    p.micro_batch = nm.max_micro_batch + 1;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+    cr_expect(!zp_memory_fits(&mem, usable, host, NULL, 0));
+    cr_assert_gt(nm.max_seq, 0);
+    cr_expect_lt(nm.max_seq, m->seq);
+    cr_assert_gt(nm.nfix, 0);
+    int mp_fix = 0;
+    for (int i = 0; i < nm.nfix; i++) {
+        cr_expect(nm.fix[i].plan.fits, "fix %s does not fit", nm.fix[i].change);
+        mp_fix |= strncmp(nm.fix[i].change, "--mp ", 5) == 0;
+    }
+    cr_expect(mp_fix, "more model parallelism keeps micro-batch 200 and fits");
+    zp_search_result_free(&res);
+}
+
+/* --max-model: the largest model of a shape that a plan fits; one block more fits none. */
+Test(search, max_model)
+{
+    const zp_cluster *a100;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find("13B")->model, a100, 8);
+    r.offload = ZP_OFFLOAD_NONE;
+    zp_model big;
+    int64_t layers;
+    cr_assert_eq(zp_near_miss_max_model(&r, &big, &layers), ZP_OK, "%s", zp_error_message());
+    cr_assert_gt(layers, 62);
+    cr_expect_eq(big.layers, layers);
+    zp_search_result res;
+    r.model = &big;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    cr_expect_gt(res.n_fit, 0);
+    zp_search_result_free(&res);
+    big.layers = layers + 1;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    cr_expect_eq(res.n_fit, 0);
     zp_search_result_free(&res);
 }

@@ -1,0 +1,173 @@
+/* The search's pruning bound (zp_search_step_bound: the compute stream's kernels alone) is a true lower
+ * bound of the simulated step: on random plans across models, clusters, stages, MP, micro-batches,
+ * ZeRO-R options, offload, precision and overlap, bound <= simulated in every case. The search skips a
+ * plan whose bound is no better than the best simulated step and shows that bound as its step (">="), so
+ * a bound above a simulation would hide a better plan or rank a plan above one that beats it.
+ *
+ * A plain program (not Criterion): it forks its simulations itself (zp_simrun, two at a time), prints the
+ * figures and exits 1 on a violation. ZP_BOUND_PLANS (default 1000) and ZP_BOUND_SEED (default 1) change
+ * the sample. Layers are kept small (1-24) so that the 1,000 simulations take seconds on 2 cores:
+ * the bound's argument does not depend on depth. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_device.h"
+#include "zp_search.h"
+#include "zp_simrun.h"
+#include "zp_time.h"
+#include "zp_zoo.h"
+
+static uint64_t g_rng;
+
+static uint32_t rnd(uint32_t n) /* uniform in [0, n) (splitmix64) */
+{
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (uint32_t)(z % n);
+}
+
+typedef struct {
+    zp_model model;
+    zp_plan plan;
+    const zp_cluster *cluster;
+    zp_profile prof;
+    double bound;
+} sample;
+
+/* A random model: a zoo model or a GPT of a random size, cut to 1-24 layers. */
+static void random_model(zp_model *m)
+{
+    if (rnd(2)) {
+        int n = zp_zoo_count();
+        *m = zp_zoo_get((int)rnd((uint32_t)n))->model;
+    } else {
+        static const double sizes[] = {125e6, 350e6, 1.5e9, 8e9, 20e9, 100e9};
+        zp_model_from_size(sizes[rnd(6)], m);
+    }
+    m->layers = 1 + rnd(24);
+    static const int64_t seqs[] = {128, 512, 1024, 2048};
+    m->seq = seqs[rnd(4)];
+}
+
+static int64_t random_mp(const zp_model *m, int64_t gpus, int64_t gpn)
+{
+    int64_t opts[8], n = 0;
+    for (int64_t mp = 1; mp <= gpus && mp <= gpn && n < 8; mp *= 2)
+        if (gpus % mp == 0 && m->heads % mp == 0)
+            opts[n++] = mp;
+    return opts[rnd((uint32_t)n)];
+}
+
+static void random_sample(sample *s)
+{
+    memset(s, 0, sizeof *s);
+    random_model(&s->model);
+    s->cluster = zp_cluster_get((int)rnd((uint32_t)zp_cluster_count()));
+    const int64_t gpn = s->cluster->gpus_per_node;
+    static const int64_t nodes[] = {1, 2, 4, 8, 25};
+    int64_t gpus = rnd(5) == 0 ? (int64_t)1 << rnd(3) : nodes[rnd(5)] * gpn; /* part of a node, or whole nodes */
+    int64_t mp = random_mp(&s->model, gpus, gpn);
+    zp_plan *p = &s->plan;
+    zp_plan_default(p, gpus / mp);
+    p->mp = mp;
+    p->stage = (int)rnd(4);
+    p->micro_batch = 1 + rnd(8);
+    p->grad_accum = 1 + rnd(3);
+    p->checkpoint = rnd(4) != 0;
+    if (p->checkpoint && mp > 1) {
+        int ra = (int)rnd(3);
+        p->pa = ra >= 1;
+        p->pa_cpu = ra == 2;
+    }
+    p->offload = p->stage == 3 ? (zp_offload)rnd(3) : p->stage >= 1 ? (zp_offload)rnd(2) : ZP_OFFLOAD_NONE;
+    p->cb = rnd(4) != 0;
+    static const double buckets[] = {5e7, 2e8, 5e8};
+    p->bucket = buckets[rnd(3)];
+    p->md = rnd(2);
+    p->overlap_comm = rnd(3) != 0;
+    if (rnd(5) == 0) { /* fp32 training */
+        p->param_bytes = 4.0;
+        p->k_optimizer = 8.0;
+    }
+    zp_device_profile_builtin(s->cluster, &s->prof);
+}
+
+int main(void)
+{
+    const char *env = getenv("ZP_BOUND_PLANS");
+    int n = env ? atoi(env) : 1000;
+    env = getenv("ZP_BOUND_SEED");
+    g_rng = env ? strtoull(env, NULL, 10) : 1;
+    if (n < 1)
+        n = 1;
+    sample *S = calloc((size_t)n, sizeof *S);
+    zp_sim_job *J = calloc((size_t)n, sizeof *J);
+    if (!S || !J) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    int stages[4] = {0}, clusters[16] = {0};
+    for (int i = 0; i < n; i++) {
+        random_sample(&S[i]);
+        if (zp_plan_validate(&S[i].plan) != ZP_OK || zp_model_validate(&S[i].model) != ZP_OK) {
+            fprintf(stderr, "sample %d: invalid: %s\n", i, zp_error_message());
+            return 1;
+        }
+        S[i].bound = zp_search_step_bound(&S[i].model, &S[i].prof, &S[i].plan, S[i].cluster->gpus_per_node);
+        J[i].in = (zp_sim_input){.model = &S[i].model, .plan = &S[i].plan, .cluster = S[i].cluster,
+                                 .profile = &S[i].prof};
+        stages[S[i].plan.stage]++;
+        for (int c = 0; c < zp_cluster_count() && c < 16; c++)
+            clusters[c] += zp_cluster_get(c) == S[i].cluster;
+    }
+    double t0 = zp_time_now_s();
+    if (zp_simrun_many(J, n, 2) != ZP_OK) {
+        fprintf(stderr, "simulations did not run: %s\n", zp_error_message());
+        return 1;
+    }
+    int bad = 0, failed = 0, checked = 0;
+    double min_ratio = HUGE_VAL, sum_ratio = 0;
+    for (int i = 0; i < n; i++) {
+        const zp_plan *p = &S[i].plan;
+        if (J[i].st != ZP_OK) {
+            failed++;
+            fprintf(stderr, "sample %d (%s, %s, stage %d, MP %lld, DP %lld): simulation failed: %s\n", i,
+                    S[i].model.name, S[i].cluster->name, p->stage, (long long)p->mp, (long long)p->dp, J[i].err);
+            continue;
+        }
+        checked++;
+        double sim = J[i].res.step_time, ratio = sim / S[i].bound;
+        sum_ratio += ratio;
+        if (ratio < min_ratio)
+            min_ratio = ratio;
+        if (!(S[i].bound <= sim)) {
+            bad++;
+            fprintf(stderr,
+                    "VIOLATION sample %d: bound %.9g s > simulated %.9g s (%s with %lld layers, %s, %lld GPUs, "
+                    "stage %d, MP %lld, micro-batch %lld x %lld, ckpt %d, pa %d pa_cpu %d, offload %s, cb %d, "
+                    "overlap %d, %g-byte parameters)\n",
+                    i, S[i].bound, sim, S[i].model.name, (long long)S[i].model.layers, S[i].cluster->name,
+                    (long long)(p->dp * p->mp), p->stage, (long long)p->mp, (long long)p->micro_batch,
+                    (long long)p->grad_accum, p->checkpoint, p->pa, p->pa_cpu, zp_offload_name(p->offload), p->cb,
+                    p->overlap_comm, p->param_bytes);
+        }
+    }
+    printf("random plans: %d (stages 0-3: %d %d %d %d; clusters:", n, stages[0], stages[1], stages[2], stages[3]);
+    for (int c = 0; c < zp_cluster_count() && c < 16; c++)
+        printf(" %s %d", zp_cluster_get(c)->name, clusters[c]);
+    printf(")\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
+           checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
+    free(S);
+    free(J);
+    if (bad || failed) {
+        printf("%d violations, %d failed simulations\n", bad, failed);
+        return 1;
+    }
+    printf("1 passed, 0 failed\n");
+    return 0;
+}
