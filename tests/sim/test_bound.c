@@ -1,6 +1,7 @@
 /* The search's pruning bound (zp_search_step_bound: the compute stream's kernels alone) is a true lower
  * bound of the simulated step: on random plans across models, clusters, stages, MP, micro-batches,
- * ZeRO-R options, offload, precision and overlap, bound <= simulated in every case. The search skips a
+ * ZeRO-R options, offload, precision, overlap, pipeline stages (1F1B, GPipe, interleaved), sequence
+ * parallelism and selective recompute, bound <= simulated in every case. The search skips a
  * plan whose bound is no better than the best simulated step and shows that bound as its step (">="), so
  * a bound above a simulation would hide a better plan or rank a plan above one that beats it.
  *
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "zp_device.h"
+#include "zp_pipeline.h"
 #include "zp_search.h"
 #include "zp_simrun.h"
 #include "zp_time.h"
@@ -94,6 +96,28 @@ static void random_sample(sample *s)
         p->param_bytes = 4.0;
         p->k_optimizer = 8.0;
     }
+    /* half of the stage 0-1 plans as pipelines: 2 or 4 stages of the GPUs of one MP group's DP ranks, a
+     * schedule, sequence parallelism, selective recompute (taken only where the pipeline checks pass) */
+    if (p->stage <= 1 && rnd(2) == 0) {
+        zp_plan q = *p;
+        q.offload = ZP_OFFLOAD_NONE;
+        q.pp = 2 << rnd(2);
+        if (gpus % (mp * q.pp) == 0) {
+            q.dp = gpus / mp / q.pp;
+            q.schedule = (zp_pp_schedule)rnd(ZP_PP_NSCHEDULES);
+            q.vstages = q.schedule == ZP_PP_INTERLEAVED ? 2 : 1;
+            q.grad_accum = q.schedule == ZP_PP_INTERLEAVED ? q.pp * (1 + rnd(2)) : 1 + rnd(8);
+            if (rnd(3) == 0) {
+                q.pa = q.pa_cpu = 0;
+                zp_plan_set_recompute(&q, ZP_RECOMPUTE_SELECTIVE);
+            }
+            q.sp = mp > 1 && !q.pa && !q.pa_cpu && rnd(2);
+            zp_pp_place pl; /* a stage fills whole nodes or shares one */
+            if (zp_plan_validate(&q) == ZP_OK && zp_pp_check(&s->model, &q) == ZP_OK &&
+                zp_pp_place_get(&q, gpn, &pl) == ZP_OK)
+                *p = q;
+        }
+    }
     zp_device_profile_builtin(s->cluster, &s->prof);
 }
 
@@ -111,7 +135,7 @@ int main(void)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    int stages[4] = {0}, clusters[16] = {0};
+    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0;
     for (int i = 0; i < n; i++) {
         random_sample(&S[i]);
         if (zp_plan_validate(&S[i].plan) != ZP_OK || zp_model_validate(&S[i].model) != ZP_OK) {
@@ -122,6 +146,7 @@ int main(void)
         J[i].in = (zp_sim_input){.model = &S[i].model, .plan = &S[i].plan, .cluster = S[i].cluster,
                                  .profile = &S[i].prof};
         stages[S[i].plan.stage]++;
+        pipelines += S[i].plan.pp > 1;
         for (int c = 0; c < zp_cluster_count() && c < 16; c++)
             clusters[c] += zp_cluster_get(c) == S[i].cluster;
     }
@@ -149,10 +174,11 @@ int main(void)
             bad++;
             fprintf(stderr,
                     "VIOLATION sample %d: bound %.9g s > simulated %.9g s (%s with %lld layers, %s, %lld GPUs, "
-                    "stage %d, MP %lld, micro-batch %lld x %lld, ckpt %d, pa %d pa_cpu %d, offload %s, cb %d, "
+                    "stage %d, MP %lld, PP %lld %s, SP %d, sel %d, micro-batch %lld x %lld, ckpt %d, pa %d pa_cpu %d, offload %s, cb %d, "
                     "overlap %d, %g-byte parameters)\n",
                     i, S[i].bound, sim, S[i].model.name, (long long)S[i].model.layers, S[i].cluster->name,
-                    (long long)(p->dp * p->mp), p->stage, (long long)p->mp, (long long)p->micro_batch,
+                    (long long)zp_plan_gpus(p), p->stage, (long long)p->mp, (long long)p->pp, zp_pp_schedule_name(p->schedule),
+                    p->sp, p->selective, (long long)p->micro_batch,
                     (long long)p->grad_accum, p->checkpoint, p->pa, p->pa_cpu, zp_offload_name(p->offload), p->cb,
                     p->overlap_comm, p->param_bytes);
         }
@@ -160,8 +186,8 @@ int main(void)
     printf("random plans: %d (stages 0-3: %d %d %d %d; clusters:", n, stages[0], stages[1], stages[2], stages[3]);
     for (int c = 0; c < zp_cluster_count() && c < 16; c++)
         printf(" %s %d", zp_cluster_get(c)->name, clusters[c]);
-    printf(")\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
-           checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
+    printf("; pipelines %d)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
+           pipelines, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
     free(S);
     free(J);
     if (bad || failed) {
