@@ -4,6 +4,18 @@
 # losses FILE: the "loss" values of a JSON report, one per line
 losses() { sed -n 's/.*"loss": *\([-0-9.eE+]*\).*/\1/p' "$1"; }
 
+same() { # same NAME [REF]: every step's loss within 1e-5 (relative) of REF's (default: ref)
+    _ref="${2:-ref}"
+    losses "$tmp/$_ref.json" > "$tmp/a"
+    losses "$tmp/$1.json" > "$tmp/b"
+    if [ "$(wc -l < "$tmp/b")" -ne "$steps" ]; then echo "FAIL $1: $(wc -l < "$tmp/b") steps in the report"; fail=1; return; fi
+    if paste "$tmp/a" "$tmp/b" | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad = 1} END {exit bad}'; then
+        echo "ok   $1: $(tr '\n' ' ' < "$tmp/b")"
+    else
+        echo "FAIL $1: losses $(tr '\n' ' ' < "$tmp/b") vs $_ref $(tr '\n' ' ' < "$tmp/a")"; fail=1
+    fi
+}
+
 run() { # run NAME NP ARGS...: `zplan exec --model tiny` on NP ranks, its JSON report into $tmp/NAME.json
     name="$1"; np="$2"; shift 2
     if [ "$np" = 1 ]; then

@@ -14,17 +14,6 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 steps=3
 . "$(dirname "$0")/exec_lib.sh"
 
-same() { # same NAME REF: every step's loss within 1e-5 (relative) of the reference's
-    losses "$tmp/$2.json" > "$tmp/a"
-    losses "$tmp/$1.json" > "$tmp/b"
-    if [ "$(wc -l < "$tmp/b")" -ne "$steps" ]; then echo "FAIL $1: $(wc -l < "$tmp/b") steps in the report"; fail=1; return; fi
-    if paste "$tmp/a" "$tmp/b" | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad = 1} END {exit bad}'; then
-        echo "ok   $1: $(tr '\n' ' ' < "$tmp/b")"
-    else
-        echo "FAIL $1: losses $(tr '\n' ' ' < "$tmp/b") vs $2 $(tr '\n' ' ' < "$tmp/a")"; fail=1
-    fi
-}
-
 # tiny: 2 layers, global batch 4
 run ref 1 --micro-batch 4 || exit 1
 run pp2 2 --pp 2 --micro-batch 1 --grad-accum 4 && same pp2 ref
