@@ -416,7 +416,7 @@ zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, z
     out->n = (out->emb ? out->esz : 0) + (size_t)out->nl * out->bsz + (out->head ? out->hsz : 0);
     out->nx = (size_t)out->nl * out->xsz;
     const int w = zp_pp_warmup(p, stage);
-    out->slots = w + 1 < (int)p->grad_accum ? w + 1 : (int)p->grad_accum;
+    out->slots = w + 1 < p->grad_accum ? w + 1 : (int)p->grad_accum;
     return ZP_OK;
 }
 

@@ -7,6 +7,7 @@
 
 #include "zp_shape.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,10 @@ static void channel_op(zp_builder *b, int s, int type, zp_channel c)
     if (o)
         o->channel = c;
 }
+
+/* An op's micro-batch index (an int in zp_op), saturated: a memory-only schedule of a huge accumulation
+ * (a global batch of 2^50 sequences) numbers its last micro-batches beyond 2^31. */
+static int micro_index(int64_t u) { return u < INT_MAX ? (int)u : INT_MAX; }
 
 static void sig(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_SIGNAL, c); }
 static void wait_ch(zp_builder *b, int s, zp_channel c) { channel_op(b, s, ZP_OPK_WAIT, c); }
@@ -525,7 +530,7 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
     const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t; /* a checkpoint's bytes per MP rank with Pa */
     const chunk_items c = items_of(b, chunk);
-    b->micro = (int)u;
+    b->micro = micro_index(u);
     b->phase = ZP_PHASE_FORWARD;
     b->layer = -1;
     b->pass_head = c.hi == L + 1;
@@ -590,7 +595,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
     const double ckpt_part = 2.0 * T * h / t;
     const chunk_items c = items_of(b, chunk);
     const int last_micro = u == p->grad_accum - 1;
-    b->micro = (int)u;
+    b->micro = micro_index(u);
     b->phase = ZP_PHASE_BACKWARD;
     b->pass_head = c.hi == L + 1;
     buckets k = {.bucket = bucket_params, .reduce = (p->stage >= 2) || last_micro, .last_micro = last_micro};
@@ -673,7 +678,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
 static void passes_end(zp_builder *b)
 {
     b->layer = -1;
-    b->micro = (int)b->p->grad_accum - 1;
+    b->micro = micro_index(b->p->grad_accum - 1);
     b->phase = ZP_PHASE_BACKWARD;
     for (; b->reduced_pending > 0; b->reduced_pending--)
         wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_REDUCED);
@@ -692,7 +697,7 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     const zp_plan *plan = b->p;
     b->phase = ZP_PHASE_OPTIMIZER;
     b->layer = -1;
-    b->micro = (int)plan->grad_accum - 1;
+    b->micro = micro_index(plan->grad_accum - 1);
     const double psi = b->f.psi, part = plan->stage >= 1 ? b->f.psi_all / (double)plan->dp : psi;
     const int stage12 = plan->stage == 1 || plan->stage == 2;
     if (plan->offload == ZP_OFFLOAD_NONE) {
