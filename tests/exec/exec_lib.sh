@@ -31,3 +31,17 @@ run() { # run NAME NP ARGS...: `zplan exec --model tiny` on NP ranks, its JSON r
     fi
     return 0
 }
+
+bad() { # bad NP PATTERN ARGS...: `zplan exec ARGS` on NP ranks exits 2 with a message matching PATTERN
+    np="$1"; pat="$2"; shift 2
+    if [ "$np" = 1 ]; then
+        timeout 60 "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
+    else
+        timeout 60 "$mpirun_sh" "$np" "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
+    fi
+    if [ $rc -eq 2 ] && grep -q -- "$pat" "$tmp/bad.err"; then
+        echo "ok   exit 2: $(grep -m1 -- "$pat" "$tmp/bad.err")"
+    else
+        echo "FAIL: np $np exec $*: exit $rc (want 2, message matching '$pat')"; cat "$tmp/bad.err"; fail=1
+    fi
+}

@@ -58,19 +58,6 @@ else
 fi
 
 # bad inputs: exit 2 with a message, on every rank, never hanging
-bad() { # bad NP PATTERN ARGS...
-    np="$1"; pat="$2"; shift 2
-    if [ "$np" = 1 ]; then
-        timeout 60 "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
-    else
-        timeout 60 "$mpirun_sh" "$np" "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
-    fi
-    if [ $rc -eq 2 ] && grep -q -- "$pat" "$tmp/bad.err"; then
-        echo "ok   exit 2: $(grep -m1 -- "$pat" "$tmp/bad.err")"
-    else
-        echo "FAIL: np $np exec $*: exit $rc (want 2, message matching '$pat')"; cat "$tmp/bad.err"; fail=1
-    fi
-}
 bad 1 "no-such-model" --model no-such-model
 bad 1 "is required" --stage 1
 bad 1 "not a ZeRO stage" --model tiny --stage 4

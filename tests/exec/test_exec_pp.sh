@@ -55,15 +55,6 @@ else
 fi
 
 # bad inputs: exit 2 with a message on every rank
-bad() { # bad NP PATTERN ARGS...
-    np="$1"; pat="$2"; shift 2
-    timeout 60 "$mpirun_sh" "$np" "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
-    if [ $rc -eq 2 ] && grep -q -- "$pat" "$tmp/bad.err"; then
-        echo "ok   exit 2: $(grep -m1 -- "$pat" "$tmp/bad.err")"
-    else
-        echo "FAIL: np $np exec $*: exit $rc (want 2, message matching '$pat')"; cat "$tmp/bad.err"; fail=1
-    fi
-}
 bad 2 "do not divide the 2 ranks" --model tiny --pp 4
 bad 3 "more pipeline stages than" --model tiny --pp 3
 bad 2 "1F1B" --model tiny --pp 2 --schedule gpipe --grad-accum 2

@@ -82,19 +82,6 @@ else
 fi
 
 # ---- what the executor does not run: exit 2, naming the option ----
-bad() { # bad NP PATTERN ARGS...
-    np="$1"; pat="$2"; shift 2
-    if [ "$np" = 1 ]; then
-        timeout 60 "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
-    else
-        timeout 60 "$mpirun_sh" "$np" "$zplan" exec "$@" > /dev/null 2> "$tmp/bad.err"; rc=$?
-    fi
-    if [ $rc -eq 2 ] && grep -q -- "$pat" "$tmp/bad.err"; then
-        echo "ok   exit 2: $(grep -m1 -- "$pat" "$tmp/bad.err")"
-    else
-        echo "FAIL: np $np exec $*: exit $rc (want 2, message matching '$pat')"; cat "$tmp/bad.err"; fail=1
-    fi
-}
 bad 4 "key/value heads" --model tiny-llama --mp 4
 bad 2 "ep" --model tiny --ep 2
 bad 2 "ep" --model tiny-moe --ep 4
