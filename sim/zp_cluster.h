@@ -32,6 +32,9 @@ typedef struct {
     int sms;                 /* streaming multiprocessors (the device model's waves) */
     double kernel_launch;    /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
     double dispatch;         /* host-side framework dispatch per kernel (PyTorch eager), s */
+    int nccl_ctas;           /* SMs an NCCL collective kernel occupies while it runs: one CTA per channel (NCCL
+                                INFO "24 coll channels" on 8-GPU NVSwitch nodes); compute overlapped with a
+                                collective runs on the other SMs. 0: not modelled */
     int nccl_ll128;          /* NCCL's LL128 protocol is available (NCCL >= 2.5 on NVLink); 0: LL and Simple */
     int unfused_kernels;     /* the software the preset stands for runs Megatron-LM 2019's unfused memory-bound
                                 kernels (the ZeRO paper's stack) */

@@ -40,6 +40,7 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->dev.dispatch_s = c->dispatch;
     p->dev.unfused_kernels = c->unfused_kernels;
     p->dev.flash_eff = c->flash_efficiency;
+    p->dev.nccl_ctas = c->nccl_ctas;
     p->nvme_read_gbs = c->nvme_read_bw / 1e9;
     p->nvme_write_gbs = c->nvme_write_bw / 1e9;
     const double lat[ZP_PROFILE_NSCOPE] = {c->nvlink_latency, c->ib_latency};

@@ -14,6 +14,7 @@
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
@@ -105,6 +106,8 @@ static struct {
     } *mem;
     int nmem, capmem;
     double activities;
+    double nccl_frac;             /* share of a GPU's SMs one running NCCL collective holds (nccl_ctas / sms);
+                                     0: compute is not slowed by overlapped collectives */
 } E;
 
 /* ---------------------------------------------------------------- groups and the fabric */
@@ -740,6 +743,73 @@ static void p2p_op(int node, const zp_op *op)
         sg_comm_wait(put);
 }
 
+/* NCCL's collective kernels run one CTA per channel, each on an SM of its own, for as long as the collective
+ * lasts (NVIDIA's NCCL INFO logs: "24 coll channels" on 8-GPU A100 and H100 NVSwitch nodes; Nsight shows
+ * ncclAllGather's 24 blocks beside a GEMM on an H100). Kernels overlapped with a collective get the other
+ * SMs. The GPU host's speed stands for its SMs: a compute stream's kernels run as executions on it (their
+ * device time x the host's speed, in flops), and each running collective holds a share nccl_ctas / sms of
+ * it (an execution bounded to that rate), so SimGrid's sharing slows the kernels by what the collectives
+ * hold for exactly as long as they overlap. A collective is not slowed by the kernels: its CTAs are
+ * resident. Copies (copy engines) and the CPU hold no SMs. */
+static sg_exec_t nccl_hold(void)
+{
+    if (!(E.nccl_frac > 0))
+        return NULL;
+    const double rate = E.nccl_frac * sg_host_get_speed(sg_host_self());
+    sg_exec_t x = sg_actor_exec_init(rate * 1e9); /* held until the collective ends (cancelled then) */
+    sg_exec_set_bound(x, rate);
+    sg_exec_start(x);
+    E.activities += 1;
+    return x;
+}
+
+static void nccl_release(sg_exec_t x)
+{
+    if (x)
+        sg_exec_cancel(x);
+}
+
+/* `t` seconds of a collective's own time (no flows): its CTAs held for exactly that long. */
+static void nccl_local(double t)
+{
+    const double rate = E.nccl_frac * sg_host_get_speed(sg_host_self());
+    sg_exec_t x = sg_actor_exec_init(rate * t);
+    sg_exec_set_bound(x, rate);
+    sg_exec_start(x);
+    sg_exec_wait(x);
+    E.activities += 1;
+}
+
+/* The compute stream's coalesced kernel time `t` (device seconds at the whole GPU): an execution that
+ * collectives running beside it slow down. Returns the seconds it took. */
+static double kernels_run(double t)
+{
+    const double t0 = simgrid_get_clock();
+    sg_actor_execute(t * sg_host_get_speed(sg_host_self()));
+    E.activities += 1;
+    return simgrid_get_clock() - t0;
+}
+
+/* Let a stream's coalesced time pass: the kernels (slowed by collectives beside them; node 0 records what
+ * they lost), then the rest. */
+#define flush(pending, kpending, kphase)                                                                       \
+    do {                                                                                                       \
+        if (*(kpending) > 0) {                                                                                 \
+            double lost_ = kernels_run(*(kpending)) - *(kpending);                                             \
+            if (rec && lost_ > 0) {                                                                            \
+                R->compute += lost_;                                                                           \
+                R->nccl_contention += lost_;                                                                   \
+                R->phase[*(kphase)] += lost_;                                                                  \
+            }                                                                                                  \
+            *(kpending) = 0;                                                                                   \
+        }                                                                                                      \
+        if (*(pending) > 0) {                                                                                  \
+            sg_actor_sleep_for(*(pending));                                                                    \
+            E.activities += 1;                                                                                 \
+            *(pending) = 0;                                                                                    \
+        }                                                                                                      \
+    } while (0)
+
 static void stream_actor(int argc, char *argv[])
 {
     (void)argc;
@@ -749,6 +819,8 @@ static void stream_actor(int argc, char *argv[])
     const zp_profile *prof = E.in->profile;
     const int rec = node == 0;
     double pending = 0.0;     /* coalesced time of consecutive local ops not yet slept */
+    double kpending = 0.0;    /* of the compute stream's coalesced kernels, under nccl_frac: run as an execution */
+    int kphase = 0;           /* the phase of the last of them */
     double run_start = simgrid_get_clock();
     zp_sim_result *R = &E.res;
     E.streams_started++;
@@ -774,8 +846,19 @@ static void stream_actor(int argc, char *argv[])
             break;
         default: break;
         }
+        if (local >= 0.0 && E.nccl_frac > 0 && in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0) {
+            /* a collective beside the kernels: its CTAs are held for its time (not coalesced) */
+            flush(&pending, &kpending, &kphase);
+            double t0 = simgrid_get_clock();
+            nccl_local(local);
+            run_start = simgrid_get_clock();
+            trace_add(node, s, t0, local, op, zp_op_name(op));
+            if (rec)
+                account(s, op, local);
+            continue;
+        }
         if (local >= 0.0) {
-            double start = run_start + pending;
+            double start = run_start + pending + kpending;
             if (E.busy) {
                 /* no overlap: every op alone on the node, one at a time */
                 double asked = simgrid_get_clock();
@@ -788,6 +871,9 @@ static void stream_actor(int argc, char *argv[])
                 sg_mutex_unlock(E.busy[node]);
                 E.activities += 1;
                 run_start = simgrid_get_clock();
+            } else if (E.nccl_frac > 0 && s == ZP_STREAM_COMPUTE && in->cls == ZP_OPC_COMPUTE) {
+                kpending += local; /* coalesced kernels: run at the next interaction, beside any collective */
+                kphase = op->phase;
             } else {
                 pending += local; /* coalesced: slept at the next interaction */
             }
@@ -800,11 +886,7 @@ static void stream_actor(int argc, char *argv[])
             continue;
         }
         /* an op that interacts with other actors: first let the coalesced time pass */
-        if (pending > 0) {
-            sg_actor_sleep_for(pending);
-            E.activities += 1;
-            pending = 0;
-        }
+        flush(&pending, &kpending, &kphase);
         double t0 = simgrid_get_clock();
         int locked = E.busy && (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY);
         if (locked)
@@ -813,6 +895,7 @@ static void stream_actor(int argc, char *argv[])
         case ZP_OPC_COLL: {
             /* with MP and DP groups sharing a node's NVSwitch ports, the intra-node phases are flows
              * between the node's two representative GPUs, so they contend */
+            sg_exec_t held = s != ZP_STREAM_COMPUTE ? nccl_hold() : NULL;
             double lat = coll_latency(op, gs), ib = coll_intra_bytes(op, gs);
             if (E.n.intra_flows) {
                 if (lat > 0)
@@ -833,6 +916,7 @@ static void stream_actor(int argc, char *argv[])
                     R->tree_allreduces += 1;
                 cross_node_flows(node, xs, op, gs);
             }
+            nccl_release(held);
             break;
         }
         case ZP_OPC_COPY:
@@ -856,10 +940,7 @@ static void stream_actor(int argc, char *argv[])
             account(s, op, dur);
         }
     }
-    if (pending > 0) {
-        sg_actor_sleep_for(pending);
-        E.activities += 1;
-    }
+    flush(&pending, &kpending, &kphase);
     double now = simgrid_get_clock();
     if (rec && s == ZP_STREAM_COMPUTE)
         E.res.step_time = fmax(E.res.step_time, now); /* the tail is added once every stream ended */
@@ -1177,6 +1258,10 @@ static zp_status run_schedules(const zp_sim_input *in, const zp_schedule *scheds
     E.mb = calloc(N * NXS, sizeof *E.mb);
     E.ppmb = calloc(N * NPPMB, sizeof *E.ppmb);
     E.peer = calloc(N * NXS, sizeof *E.peer);
+    {
+        const zp_profile_device *d = &in->profile->dev;
+        E.nccl_frac = !in->no_overlap && d->sms > 0 && d->nccl_ctas > 0 ? (double)d->nccl_ctas / d->sms : 0.0;
+    }
     if (in->no_overlap) {
         E.busy = calloc(N, sizeof *E.busy);
         if (!E.busy)

@@ -95,7 +95,9 @@ typedef struct {
 /* Seconds; the breakdown is of node 0's compute stream, the critical path of a symmetric step. */
 typedef struct {
     double step_time;
-    double compute;          /* forward, recompute and backward kernels */
+    double compute;          /* forward, recompute and backward kernels (nccl_contention included) */
+    double nccl_contention;  /* of compute: what the kernels lost to the SMs of NCCL collectives running
+                                beside them (zp_profile_device.nccl_ctas) */
     double mp_comm;          /* Megatron MP all-reduces and Pa all-gathers (blocking, on the compute stream) */
     double dp_exposed;       /* waiting for ZeRO-DP collectives (gathers, reductions) + the tail after compute */
     double optimizer;        /* the Adam step (GPU), or waiting for the CPU Adam and its copies */

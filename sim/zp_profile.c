@@ -347,6 +347,9 @@ zp_status zp_profile_validate(const zp_profile *p)
     CHECK_NUM(p->dev.dispatch_s, "device_model.dispatch_s");
     if (!(p->dev.flash_eff >= 0 && p->dev.flash_eff <= 1))
         return ZP_FAIL(ZP_EINVAL, "profile: device_model.flash_efficiency must be in [0, 1] (got %g)", p->dev.flash_eff);
+    if (p->dev.nccl_ctas < 0 || (p->dev.nccl_ctas > 0 && p->dev.nccl_ctas >= p->dev.sms))
+        return ZP_FAIL(ZP_EINVAL, "profile: device_model.nccl_ctas must be 0 to sms - 1 = %d (got %d)",
+                       p->dev.sms > 0 ? p->dev.sms - 1 : 0, p->dev.nccl_ctas);
     CHECK_NUM(p->nvme_read_gbs, "nvme_gbs.read");
     CHECK_NUM(p->nvme_write_gbs, "nvme_gbs.write");
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
@@ -589,6 +592,8 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
         p->dev.unfused_kernels = u && json_is_true(u);
         if (json_object_get(o, "flash_efficiency"))
             ZP_TRY(get_num(r, o, "device_model", "flash_efficiency", &p->dev.flash_eff));
+        if (json_object_get(o, "nccl_ctas"))
+            ZP_TRY(get_int(r, o, "device_model", "nccl_ctas", &p->dev.nccl_ctas));
     }
     o = json_object_get(root, "nvme_gbs");
     if (o) {
@@ -847,6 +852,8 @@ static json_t *to_json(const zp_profile *p)
             bad |= put(d, "unfused_kernels", json_true());
         if (p->dev.flash_eff > 0)
             bad |= put(d, "flash_efficiency", json_real(p->dev.flash_eff));
+        if (p->dev.nccl_ctas > 0)
+            bad |= put(d, "nccl_ctas", json_integer(p->dev.nccl_ctas));
         bad |= put(root, "device_model", d);
     }
     if (p->nvme_read_gbs > 0 || p->nvme_write_gbs > 0) {

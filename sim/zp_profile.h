@@ -154,6 +154,9 @@ typedef struct {
     double dispatch_s;       /* host-side framework dispatch per kernel, s: the least a kernel takes */
     int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused
                                 (sim/zp_ops.def: eltbytes_unfused) rather than 2020's fused ones */
+    int nccl_ctas;           /* SMs (one CTA per NCCL channel) a collective's kernel holds while it runs: compute
+                                overlapped with collectives gets sms - nccl_ctas x (collectives running) of them
+                                (sim/zp_engine.c). 0: not modelled */
     double flash_eff;        /* fraction of the 16-bit peak FlashAttention's causal kernels reach, forward and
                                 backward (0: the GPU has none; a plan's FlashAttention is then costed as the
                                 unfused attention) */

@@ -170,6 +170,41 @@ Test(engine, overlap_never_slower)
     }
 }
 
+/* NCCL's CTAs hold SMs while a collective runs (zp_profile_device.nccl_ctas): kernels overlapped with
+ * collectives slow down, never by more than the collectives hold (one comm stream: at most f / (1 - f) of
+ * the kernel time, f = ctas / sms), and the step only grows by what the kernels lost. */
+Test(engine, nccl_ctas_slow_overlapped_kernels)
+{
+    const zp_model *m = &zp_zoo_find("8B")->model;
+    const zp_cluster *c = preset("dgx-a100");
+    for (int stage = 0; stage <= 3; stage += 3) {
+        zp_plan p = plan_of(stage, 8, 1, 2);
+        zp_profile prof, off;
+        zp_device_profile_builtin(c, &prof);
+        off = prof;
+        off.dev.nccl_ctas = 0;
+        cr_assert_eq(prof.dev.nccl_ctas, 24);
+        zp_sim_job a = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
+        zp_sim_job b = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &off}};
+        cr_assert_eq(zp_simrun_one(&a), ZP_OK, "%s", zp_error_message());
+        cr_assert_eq(zp_simrun_one(&b), ZP_OK, "%s", zp_error_message());
+        const double f = 24.0 / 108.0, lost = a.res.nccl_contention;
+        cr_expect_eq(b.res.nccl_contention, 0.0);
+        cr_expect_gt(lost, 0.0, "stage %d: no kernel overlapped a collective", stage);
+        cr_expect_leq(lost, b.res.compute * f / (1 - f) * (1 + 1e-9), "stage %d: lost %g s of %g s of kernels", stage,
+                      lost, b.res.compute);
+        cr_expect(fabs(a.res.compute - lost - b.res.compute) <= 1e-9 * b.res.compute,
+                  "stage %d: kernels %g s - lost %g s != %g s", stage, a.res.compute, lost, b.res.compute);
+        cr_expect_geq(a.res.step_time, b.res.step_time * (1 - 1e-12));
+        cr_expect_leq(a.res.step_time, b.res.step_time + lost * (1 + 1e-9), "stage %d: step %g s > %g s + %g s",
+                      stage, a.res.step_time, b.res.step_time, lost);
+        /* no overlap, nothing lost */
+        zp_sim_job s = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof, .no_overlap = 1}};
+        cr_assert_eq(zp_simrun_one(&s), ZP_OK, "%s", zp_error_message());
+        cr_expect_eq(s.res.nccl_contention, 0.0);
+    }
+}
+
 Test(engine, more_infiniband_never_slower)
 {
     const zp_model *m = &zp_zoo_find("100B")->model;
