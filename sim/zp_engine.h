@@ -87,6 +87,8 @@ typedef struct {
                                    baseline that shows what overlap buys; needs MP within a node */
     zp_sim_mode sim;            /* full, reduced, or AUTO (0) */
     double oversubscription;    /* a rail-optimized fat tree's leaf down/up ratio; <= 0: the preset's */
+    int every_micro_batch;      /* 1: simulate all micro-batches of a stage 0/1 pipeline, not two shorter
+                                   steps extrapolated (zp_simrun_many; the tests compare the two) */
 } zp_sim_input;
 
 /* Stages whose kernel time the result reports one by one. */

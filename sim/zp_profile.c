@@ -2,6 +2,7 @@
 #include "zp_profile.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,17 @@ static const struct {
     double m, n, rel;
 } g_tiles[] = {{256, 128, 1.0}, {128, 128, 0.95}, {128, 64, 0.85}, {64, 64, 0.70}};
 
+/* A simulation asks for the same few shapes once per layer and micro-batch: the last ones are kept
+ * (direct-mapped on the shape; the device's figures are part of the key). */
+#define EFF_CACHE 64
+static struct {
+    double m, n, k, batch, max_eff, k_half;
+    int sms;
+    double eff;
+} g_eff_cache[EFF_CACHE];
+
+static double shape_efficiency(const zp_profile_device *d, double m, double n, double k, double batch);
+
 double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n, double k, double batch)
 {
     const zp_profile_device *d = &p->dev;
@@ -67,6 +79,32 @@ double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n,
         return 0;
     if (!(batch >= 1))
         batch = 1;
+    uint64_t bm, bn, bk, bb; /* the doubles' bits: any value, no conversion */
+    memcpy(&bm, &m, sizeof bm);
+    memcpy(&bn, &n, sizeof bn);
+    memcpy(&bk, &k, sizeof bk);
+    memcpy(&bb, &batch, sizeof bb);
+    const uint64_t h = (bm * 0x9E3779B97F4A7C15ull) ^ (bn * 0xC2B2AE3D27D4EB4Full) ^ (bk * 0x165667B19E3779F9ull) ^
+                       (bb * 0x27D4EB2F165667C5ull);
+    const size_t slot = (size_t)(h >> 58) % EFF_CACHE;
+    if (g_eff_cache[slot].m == m && g_eff_cache[slot].n == n && g_eff_cache[slot].k == k &&
+        g_eff_cache[slot].batch == batch && g_eff_cache[slot].sms == d->sms && g_eff_cache[slot].max_eff == d->gemm_max_eff &&
+        g_eff_cache[slot].k_half == d->k_half)
+        return g_eff_cache[slot].eff;
+    const double e = shape_efficiency(d, m, n, k, batch);
+    g_eff_cache[slot].m = m;
+    g_eff_cache[slot].n = n;
+    g_eff_cache[slot].k = k;
+    g_eff_cache[slot].batch = batch;
+    g_eff_cache[slot].sms = d->sms;
+    g_eff_cache[slot].max_eff = d->gemm_max_eff;
+    g_eff_cache[slot].k_half = d->k_half;
+    g_eff_cache[slot].eff = e;
+    return e;
+}
+
+static double shape_efficiency(const zp_profile_device *d, double m, double n, double k, double batch)
+{
     double best = 0;
     for (size_t i = 0; i < sizeof g_tiles / sizeof g_tiles[0]; i++) {
         const double tm = ceil(m / g_tiles[i].m), tn = ceil(n / g_tiles[i].n);

@@ -40,7 +40,7 @@ static void finish(zp_sim_job *job, const zp_child *c, const wire *w)
     }
 }
 
-zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
+static zp_status run_pool(zp_sim_job *jobs, int n, int parallel)
 {
     if (parallel <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -97,6 +97,147 @@ zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
     free(kids);
     free(wires);
     free(slot_job);
+    return st;
+}
+
+/* A pipeline of P stages without ZeRO's per-micro-batch collectives (stage 0 or 1) runs a step that is
+ * affine in its micro-batches m once the pipeline is full (m >= P): each further micro-batch adds the
+ * bottleneck stage's period, while the fill, the drain, the gradients' all-reduce and the optimizer do not
+ * depend on m (checked for 1F1B, GPipe and interleaved schedules at m = P to 6P to the clock's rounding,
+ * tests/sim/test_sim.c). Such a step of m >= m2 + P micro-batches is simulated at m1 = P and m2 = 2P (2P and
+ * 3P for the interleaved schedule, which needs multiples of P) and every figure extrapolated:
+ * x(m) = x(m1) + (x(m2) - x(m1)) (m - m1) / (m2 - m1). 1,008B on 3,072 GPUs (P = 64, m = 512,
+ * interleaved): 128 and 192 micro-batches simulated instead of 512, in two processes at once. */
+static int extrapolable(const zp_sim_input *in, int64_t *m1, int64_t *m2)
+{
+    const zp_plan *p = in->plan;
+    if (in->every_micro_batch || in->trace_path || !p || p->pp <= 1 || p->stage > 1)
+        return 0;
+    /* the interleaved schedule's warm-up, min(2(P - s - 1) + (v - 1) P, m v) forwards on stage s (Megatron-LM),
+     * is capped by m v below m = 1.5 P: from 2P on every stage's warm-up is its own */
+    const int64_t first = p->schedule == ZP_PP_INTERLEAVED ? 2 : 1;
+    *m1 = first * p->pp;
+    *m2 = (first + 1) * p->pp;
+    return p->grad_accum >= *m2 + p->pp;
+}
+
+/* What a simulation costs, roughly: micro-batches x stages. */
+static double sim_cost(const zp_sim_job *j)
+{
+    const zp_plan *p = j->in.plan;
+    return p ? (double)(p->grad_accum > 0 ? p->grad_accum : 1) * (double)(p->pp > 0 ? p->pp : 1) : 0.0;
+}
+
+static void extrapolate(const zp_sim_result *a, const zp_sim_result *b, double f, zp_sim_result *out)
+{
+    *out = *b; /* the counts that do not depend on m (nodes, stages, the mode) */
+#define X(field) out->field = a->field + (b->field - a->field) * f
+    X(step_time);
+    X(compute);
+    X(nccl_contention);
+    X(mp_comm);
+    X(dp_exposed);
+    X(optimizer);
+    X(offload_exposed);
+    X(pp_exposed);
+    X(comm_busy);
+    X(pcie_busy);
+    X(flops_per_gpu);
+    X(activities);
+    X(tree_allreduces);
+    for (int i = 0; i < ZP_ENGINE_MAX_STAGE_STATS; i++)
+        X(stage_busy[i]);
+    for (int i = 0; i < ZP_NPHASES; i++)
+        X(phase[i]);
+#undef X
+}
+
+zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
+{
+    int extra = 0;
+    int64_t m1, m2;
+    for (int j = 0; j < n; j++)
+        extra += extrapolable(&jobs[j].in, &m1, &m2);
+    if (extra == 0)
+        return run_pool(jobs, n, parallel);
+    /* each extrapolated job runs as two shorter ones, side by side */
+    const int total = n + extra;
+    zp_sim_job *sub = calloc((size_t)total, sizeof *sub);
+    zp_plan *plans = calloc((size_t)2 * (size_t)extra, sizeof *plans);
+    if (!sub || !plans) {
+        free(sub);
+        free(plans);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    int k = 0, e = 0;
+    for (int j = 0; j < n; j++) {
+        sub[k] = jobs[j];
+        if (extrapolable(&jobs[j].in, &m1, &m2)) {
+            plans[e] = plans[e + 1] = *jobs[j].in.plan;
+            plans[e].grad_accum = m1;
+            plans[e + 1].grad_accum = m2;
+            sub[k].in.plan = &plans[e];
+            sub[k + 1] = jobs[j];
+            sub[k + 1].in.plan = &plans[e + 1];
+            k += 2;
+            e += 2;
+        } else {
+            k += 1;
+        }
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int par = parallel <= 0 ? (int)(cpus > 0 ? cpus : 1) : parallel * total / n;
+    if (cpus > 0 && par > cpus && par > parallel)
+        par = parallel > cpus ? parallel : (int)cpus;
+    /* longest first (micro-batches x stages), so that two at a time end together */
+    zp_sim_job *order = calloc((size_t)total, sizeof *order);
+    int *at = calloc((size_t)total, sizeof *at);
+    if (!order || !at) {
+        free(sub);
+        free(plans);
+        free(order);
+        free(at);
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < total; i++)
+        at[i] = i;
+    for (int i = 1; i < total; i++) /* insertion sort: a handful of jobs */
+        for (int j = i; j > 0 && sim_cost(&sub[at[j]]) > sim_cost(&sub[at[j - 1]]); j--) {
+            int t = at[j];
+            at[j] = at[j - 1];
+            at[j - 1] = t;
+        }
+    for (int i = 0; i < total; i++)
+        order[i] = sub[at[i]];
+    zp_status st = run_pool(order, total, par);
+    for (int i = 0; i < total; i++)
+        sub[at[i]] = order[i];
+    free(order);
+    free(at);
+    k = 0;
+    for (int j = 0; st == ZP_OK && j < n; j++) {
+        if (extrapolable(&jobs[j].in, &m1, &m2)) {
+            const zp_sim_job *a = &sub[k], *b = &sub[k + 1];
+            const zp_sim_job *bad = a->st != ZP_OK ? a : b->st != ZP_OK ? b : NULL;
+            if (bad) {
+                jobs[j].st = bad->st;
+                snprintf(jobs[j].err, sizeof jobs[j].err, "%s", bad->err);
+            } else {
+                jobs[j].st = ZP_OK;
+                jobs[j].err[0] = 0;
+                extrapolate(&a->res, &b->res, (double)(jobs[j].in.plan->grad_accum - m1) / (double)(m2 - m1),
+                            &jobs[j].res);
+            }
+            k += 2;
+        } else {
+            jobs[j].st = sub[k].st;
+            jobs[j].res = sub[k].res;
+            snprintf(jobs[j].err, sizeof jobs[j].err, "%s", sub[k].err);
+            k += 1;
+        }
+    }
+    free(sub);
+    free(plans);
     return st;
 }
 

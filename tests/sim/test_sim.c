@@ -710,6 +710,72 @@ Test(pipeline, reduced_equals_full, .timeout = 600)
                            0);
 }
 
+/* A stage 0/1 pipeline of m >= 3P micro-batches (4P interleaved) is simulated at P and 2P (2P and 3P) and
+ * extrapolated
+ * (sim/zp_simrun.c): the step is affine in m once the pipeline is full, so the extrapolation gives what
+ * simulating every micro-batch gives, to the clock's rounding, for each schedule, with stages sharing a
+ * node or not, DP across nodes, the reduced and the full simulation, and without overlap. */
+static zp_sim_result simulate_every(const zp_model *m, const zp_plan *p, const zp_cluster *c, zp_sim_mode mode,
+                                    int no_overlap, int every)
+{
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .sim = mode,
+                           .no_overlap = no_overlap, .every_micro_batch = every}};
+    cr_assert_eq(zp_simrun_one(&j), ZP_OK, "simulation failed: %s", zp_error_message());
+    return j.res;
+}
+
+Test(pipeline, extrapolated_equals_every_micro_batch, .timeout = 600)
+{
+    const zp_model u = uniform_gpt(16);
+    const zp_model *b8 = &zp_zoo_find("8B")->model;
+    const struct {
+        const zp_model *m;
+        int stage;
+        int64_t dp, mp, pp, accum;
+        zp_pp_schedule sc;
+        int v, sp, no_overlap;
+        zp_sim_mode mode;
+    } cases[] = {
+        {&u, 0, 1, 1, 4, 12, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_AUTO},
+        {&u, 0, 1, 1, 4, 13, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_AUTO},
+        {&u, 0, 1, 1, 4, 25, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_AUTO},
+        {&u, 0, 1, 1, 4, 17, ZP_PP_GPIPE, 1, 0, 0, ZP_SIM_AUTO},
+        {&u, 0, 1, 1, 4, 20, ZP_PP_INTERLEAVED, 2, 0, 0, ZP_SIM_AUTO},
+        {&u, 0, 1, 1, 4, 24, ZP_PP_INTERLEAVED, 4, 0, 0, ZP_SIM_AUTO},
+        {&u, 0, 1, 1, 8, 27, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_AUTO},
+        {&u, 1, 2, 1, 4, 14, ZP_PP_1F1B, 1, 0, 1, ZP_SIM_AUTO},
+        {b8, 1, 2, 8, 2, 7, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_FULL},
+        {b8, 1, 2, 8, 2, 7, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_REDUCED},
+        {b8, 0, 4, 8, 4, 16, ZP_PP_INTERLEAVED, 2, 1, 0, ZP_SIM_REDUCED},
+    };
+    const zp_cluster *c = preset("dgx-a100");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zp_plan p = plan_acc(cases[i].stage, cases[i].dp, cases[i].mp, 1, cases[i].accum);
+        p.pp = cases[i].pp;
+        p.schedule = cases[i].sc;
+        p.vstages = cases[i].v;
+        p.sp = cases[i].sp;
+        zp_sim_result x = simulate_every(cases[i].m, &p, c, cases[i].mode, cases[i].no_overlap, 0);
+        zp_sim_result r = simulate_every(cases[i].m, &p, c, cases[i].mode, cases[i].no_overlap, 1);
+        const double tol = 1e-9 * r.step_time;
+        cr_expect(fabs(x.step_time - r.step_time) <= tol, "case %zu (%s, P %lld, m %lld): extrapolated %.12g s, every "
+                  "micro-batch %.12g s", i, zp_pp_schedule_name(p.schedule), (long long)p.pp, (long long)p.grad_accum,
+                  x.step_time, r.step_time);
+        cr_expect(fabs(x.compute - r.compute) <= tol && fabs(x.pp_exposed - r.pp_exposed) <= tol &&
+                      fabs(x.dp_exposed - r.dp_exposed) <= tol && fabs(x.flops_per_gpu - r.flops_per_gpu) <=
+                      1e-9 * r.flops_per_gpu, "case %zu: compute %g/%g, pp %g/%g, dp %g/%g", i, x.compute, r.compute,
+                  x.pp_exposed, r.pp_exposed, x.dp_exposed, r.dp_exposed);
+        for (int ph = 0; ph < ZP_NPHASES; ph++)
+            cr_expect(fabs(x.phase[ph] - r.phase[ph]) <= tol, "case %zu phase %d: %g / %g", i, ph, x.phase[ph],
+                      r.phase[ph]);
+        for (int s = 0; s < (int)p.pp; s++)
+            cr_expect(fabs(x.stage_busy[s] - r.stage_busy[s]) <= tol, "case %zu stage %d busy: %g / %g", i, s,
+                      x.stage_busy[s], r.stage_busy[s]);
+    }
+}
+
 /* The passes of each stage: every micro-batch's forward and backward through every chunk once, the
  * forward first; 1F1B's warm-up of P - s - 1 forwards; interleaved follows Megatron-LM. */
 Test(pipeline, pass_order)
