@@ -1177,6 +1177,55 @@ zp_status zp_engine_run(const zp_sim_input *in, zp_sim_result *out)
     return st;
 }
 
+/* The least time the simulation can give one collective op: what it sleeps (latency, NVSwitch bytes at
+ * nv_bw, or a profile's measured time) and its rail bytes at the rail's bandwidth (a SimGrid flow is never
+ * faster than its links). */
+static double coll_least_time(const zp_op *op)
+{
+    const zp_op_info *in = info_of(op);
+    const group_shape *gs = &E.n.grp[in->group < ZP_NGROUPS ? in->group : ZP_GROUP_DP];
+    if (gs->k <= 1 && !E.n.intra_flows)
+        return coll_local_time(op, gs);
+    double t = E.n.intra_flows ? -1.0 : coll_profile_time(op, gs);
+    if (t < 0)
+        t = coll_intra_bytes(op, gs) / E.n.nv_bw + coll_latency(op, gs);
+    if (gs->k > 1)
+        t += coll_rail_bytes(op, gs) / E.n.rail_bw;
+    return t;
+}
+
+zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc, double *compute_colls_s, double *comm_s)
+{
+    *compute_colls_s = *comm_s = 0.0;
+    if (in->platform_file || in->plan->pp > 1)
+        return ZP_OK; /* a user's links, a pipeline's stages: not bounded here */
+    const zp_sim_input *in0 = E.in;
+    const net n0 = E.n;
+    E.in = in;
+    zp_status st = net_setup(in, 0, &E.n);
+    for (int s = 0; st == ZP_OK && s < ZP_NSTREAMS; s++) {
+        if (s != ZP_STREAM_COMPUTE && s != ZP_STREAM_COMM)
+            continue;
+        double t = 0.0, last_bytes = -1.0, last_t = 0.0;
+        int last_type = -1;
+        for (int i = 0; i < sc->n[s]; i++) {
+            const zp_op *op = &sc->ops[s][i];
+            if (info_of(op)->cls != ZP_OPC_COLL)
+                continue;
+            if (op->type != last_type || op->bytes != last_bytes) { /* its time depends on these alone */
+                last_type = op->type;
+                last_bytes = op->bytes;
+                last_t = coll_least_time(op);
+            }
+            t += last_t;
+        }
+        *(s == ZP_STREAM_COMPUTE ? compute_colls_s : comm_s) = t;
+    }
+    E.in = in0;
+    E.n = n0;
+    return st;
+}
+
 zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sched, zp_sim_result *out)
 {
     if (in->plan->pp > 1)

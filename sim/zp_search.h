@@ -37,7 +37,7 @@ typedef struct {
     char reason[192];     /* why it does not fit */
     zp_step_time time;    /* seconds per step (analytic terms, or the simulated breakdown) */
     double analytic_step_s; /* the analytic estimate, kept beside a simulated time */
-    double bound_s;       /* a lower bound of the simulated step, s: the compute stream's kernels alone
+    double bound_s;       /* a lower bound of the simulated step, s: the compute stream's kernels and blocking collectives, or the comm stream's collectives, alone
                              (zp_search_step_bound); 0 when not computed */
     double global_batch;  /* sequences per step */
     double samples_per_s;
@@ -115,7 +115,7 @@ typedef struct {
     int n_fit;
     int n_simulated;
     int64_t default_batch; /* the default batch every candidate ran (sequences), 0 when options fixed it */
-    /* fitting plans not simulated, by why: their kernels alone take longer than the best simulated step
+    /* fitting plans not simulated, by why: their bound (zp_search_step_bound) is no better than the best simulated step
        (branch and bound); the same batch as another plan with more extra work (dominated); past
        max_simulated; needing the full simulation beyond ZP_SIM_MAX_FULL_NODES nodes */
     int n_pruned, n_dominated, n_capped, n_too_large;
@@ -143,12 +143,19 @@ zp_status zp_search_validate(const zp_search_req *r);
 zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
                          const zp_plan *plan, zp_eval *out);
 zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
-/* A lower bound of the simulated step time of `plan`, s: the compute stream runs every kernel of the
- * schedule one after the other, each priced by the cost function the simulator uses (and Megatron MP
- * collectives inside a node of `gpus_per_node` GPUs, uncontended), so the step lasts at least their sum; a
- * pipeline's stages add the passes that must precede and follow theirs (less a relative 1e-9 for the
- * simulator's clock rounding); 0 (a bound still) when the schedule cannot be built. */
-double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpus_per_node);
+/* A lower bound of the simulated step time of `plan`, s: each stream runs its ops one after the other, each
+ * priced by the cost function the simulator uses at its least (uncontended) time, so the step lasts at
+ * least the compute stream's kernels and blocking collectives (Megatron's MP all-reduces), and at least the
+ * comm stream's collectives (zp_engine_stream_bounds; on the presets: a `platform_file`'s links are the
+ * user's, and only the kernels count there); a pipeline's stages add the passes that must precede and follow
+ * theirs (kernels only); less a relative 1e-6 for the simulator's clock rounding; 0 (a bound still) when the
+ * schedule cannot be built. */
+double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
+                            const zp_cluster *cluster, const char *platform_file);
+/* The same from every micro-step's ops (zp_search_step_bound sums a step of more than 8 micro-steps from
+ * steps of 3 and 4, the sums being affine in them; the tests compare the two). */
+double zp_search_step_bound_every(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
+                                  const zp_cluster *cluster, const char *platform_file);
 void zp_search_result_free(zp_search_result *r);
 
 #endif
