@@ -100,7 +100,10 @@ static zp_status run_pool(zp_sim_job *jobs, int n, int parallel)
     return st;
 }
 
-/* A pipeline of P stages without ZeRO's per-micro-batch collectives (stage 0 or 1) runs a step that is
+/* A step of gradient accumulation is its first micro-step, m - 2 alike and its last: without a pipeline,
+ * a step of m > 8 micro-steps is simulated at 3 and 4 and extrapolated as below (every stage: ZeRO's
+ * per-micro-step gathers and reductions repeat alike; tests/sim/test_bound.c compares random plans). A
+ * pipeline of P stages without ZeRO's per-micro-batch collectives (stage 0 or 1) runs a step that is
  * affine in its micro-batches m once the pipeline is full (m >= P): each further micro-batch adds the
  * bottleneck stage's period, while the fill, the drain, the gradients' all-reduce and the optimizer do not
  * depend on m (checked for 1F1B, GPipe and interleaved schedules at m = P to 6P to the clock's rounding,
@@ -111,7 +114,14 @@ static zp_status run_pool(zp_sim_job *jobs, int n, int parallel)
 static int extrapolable(const zp_sim_input *in, int64_t *m1, int64_t *m2)
 {
     const zp_plan *p = in->plan;
-    if (in->every_micro_batch || in->trace_path || !p || p->pp <= 1 || p->stage > 1)
+    if (in->every_micro_batch || in->trace_path || !p)
+        return 0;
+    if (p->pp <= 1) { /* gradient accumulation: the first micro-step, m - 2 alike, the last */
+        *m1 = 3;
+        *m2 = 4;
+        return p->grad_accum > 8;
+    }
+    if (p->stage > 1)
         return 0;
     /* the interleaved schedule's warm-up, min(2(P - s - 1) + (v - 1) P, m v) forwards on stage s (Megatron-LM),
      * is capped by m v below m = 1.5 P: from 2P on every stage's warm-up is its own */

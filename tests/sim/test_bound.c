@@ -204,6 +204,56 @@ int main(void)
     printf("bounds of 9-40 micro-steps from steps of 3 and 4: %d of %d equal to every micro-step's (1e-9)\n",
            affine - affine_bad, affine);
     bad += affine_bad;
+    /* so is the simulated step (zp_simrun_many simulates such a step at 3 and 4 micro-steps): every 8th
+     * non-pipeline plan at 9-16 micro-steps, both ways */
+    int ns = 0;
+    zp_plan *QP = calloc((size_t)n, sizeof *QP);
+    zp_sim_job *A = calloc((size_t)n, sizeof *A), *B = calloc((size_t)n, sizeof *B);
+    int *of = calloc((size_t)n, sizeof *of);
+    if (!QP || !A || !B || !of) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < n; i += 8) {
+        if (S[i].plan.pp > 1)
+            continue;
+        QP[ns] = S[i].plan;
+        QP[ns].grad_accum = 9 + (int64_t)(i % 8);
+        A[ns].in = (zp_sim_input){.model = &S[i].model, .plan = &QP[ns], .cluster = S[i].cluster, .profile = &S[i].prof};
+        B[ns] = A[ns];
+        B[ns].in.every_micro_batch = 1;
+        of[ns++] = i;
+    }
+    if (zp_simrun_many(A, ns, 2) != ZP_OK || zp_simrun_many(B, ns, 2) != ZP_OK) {
+        fprintf(stderr, "simulations did not run: %s\n", zp_error_message());
+        return 1;
+    }
+    int sim_bad = 0;
+    for (int j = 0; j < ns; j++) {
+        if (A[j].st != ZP_OK || B[j].st != ZP_OK) {
+            failed++;
+            continue;
+        }
+        const zp_sim_result *x = &A[j].res, *r = &B[j].res;
+        int ok = fabs(x->step_time - r->step_time) <= 1e-9 * r->step_time &&
+                 fabs(x->compute - r->compute) <= 1e-9 * r->step_time &&
+                 fabs(x->dp_exposed - r->dp_exposed) <= 1e-9 * r->step_time;
+        for (int ph = 0; ph < ZP_NPHASES; ph++)
+            ok &= fabs(x->phase[ph] - r->phase[ph]) <= 1e-9 * r->step_time;
+        if (!ok) {
+            sim_bad++;
+            fprintf(stderr, "EXTRAPOLATED sample %d (stage %d, %lld micro-steps): step %.12g s from steps of 3 and 4, "
+                    "%.12g s simulating every micro-step\n", of[j], QP[j].stage, (long long)QP[j].grad_accum,
+                    x->step_time, r->step_time);
+        }
+    }
+    printf("steps of 9-16 micro-steps simulated at 3 and 4: %d of %d equal to simulating every micro-step (1e-9)\n",
+           ns - sim_bad, ns);
+    bad += sim_bad;
+    free(QP);
+    free(A);
+    free(B);
+    free(of);
     printf("random plans: %d (stages 0-3: %d %d %d %d; clusters:", n, stages[0], stages[1], stages[2], stages[3]);
     for (int c = 0; c < zp_cluster_count() && c < 16; c++)
         printf(" %s %d", zp_cluster_get(c)->name, clusters[c]);
