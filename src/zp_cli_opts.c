@@ -37,6 +37,16 @@ typedef zp_status (*setter)(zp_cli_args *a, const char *opt, const char *v);
     {                                                                 \
         return zp_size_parse_range(v, opt, (lo), (hi), &a->field);     \
     }
+/* A keyword read by its module's parser (which names the choices in its message) into an int field. */
+#define ENUM(fn, type, parse, field)                                  \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        (void)opt;                                                    \
+        type x;                                                       \
+        ZP_TRY(parse(v, &x));                                         \
+        a->field = (int)x;                                            \
+        return ZP_OK;                                                 \
+    }
 
 STR(set_model, model)
 STR(set_models, models)
@@ -69,6 +79,7 @@ FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_max_model, max_model, 1)
 FLAG(set_flash, r.flash_attn, 1)
+FLAG(set_no_cb, r.cb, 0)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
 INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
@@ -89,6 +100,8 @@ RANGE(set_oversubscription, r.oversubscription, 1, 1e6)
 RANGE(set_min_seconds, min_seconds, 0, 3600)
 RANGE(set_lr, lr, 1e-12, 1e3)
 RANGE(set_timeout, timeout_s, 1, 1e6)
+ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
+ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
 
 static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -142,15 +155,6 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-static zp_status set_schedule(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    zp_pp_schedule sc;
-    ZP_TRY(zp_pp_schedule_parse(v, &sc));
-    a->r.pp_schedule = (int)sc;
-    return ZP_OK;
-}
-
 static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
 {
     return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
@@ -171,27 +175,10 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-static zp_status set_no_cb(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.cb = 0;
-    return ZP_OK;
-}
-
 static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse_range(v, opt, 1, 1e15, &a->r.bucket));
     a->r.cb = 1;
-    return ZP_OK;
-}
-
-static zp_status set_offload(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    zp_offload off;
-    ZP_TRY(zp_offload_parse(v, &off));
-    a->r.offload = (int)off;
     return ZP_OK;
 }
 
