@@ -109,18 +109,27 @@ Test(nn_bodies, embedding_backward_per_column)
     free(dout), free(dwte), free(dwpe), free(dwte_cpu), free(dwpe_cpu), free(rte), free(rpe);
 }
 
+/* Row i of x (N x C): its mean and (biased) variance, in double, as LayerNorm's references take them. */
+static void row_stats(const float *x, size_t i, double *mean, double *var)
+{
+    double m = 0, v = 0;
+    for (size_t c = 0; c < C; c++)
+        m += x[i * C + c];
+    m /= C;
+    for (size_t c = 0; c < C; c++)
+        v += (x[i * C + c] - m) * (x[i * C + c] - m);
+    v /= C;
+    *mean = m;
+    *var = v;
+}
+
 /* LayerNorm backward in double: dx = rstd (g - mean g - xhat mean(g xhat)), g = dout w; dw = sum dout xhat,
  * db = sum dout; mean and rstd in double from x. */
 static void ln_bwd_ref(double *dx, double *dw, double *db, const float *dout, const float *x, const float *w)
 {
     for (size_t i = 0; i < N; i++) {
-        double m = 0, v = 0;
-        for (size_t c = 0; c < C; c++)
-            m += x[i * C + c];
-        m /= C;
-        for (size_t c = 0; c < C; c++)
-            v += (x[i * C + c] - m) * (x[i * C + c] - m);
-        v /= C;
+        double m, v;
+        row_stats(x, i, &m, &v);
         double r = 1 / sqrt(v + 1e-5), gm = 0, gxm = 0;
         for (size_t c = 0; c < C; c++) {
             double xh = (x[i * C + c] - m) * r, g = (double)dout[i * C + c] * w[c];
@@ -145,13 +154,8 @@ Test(nn_bodies, layernorm_rows_and_columns)
         zp_layernorm_row(out + i * C, mean + i, rstd + i, x + i * C, w, b, C);
     double *ref = dzeros(N * C);
     for (size_t i = 0; i < N; i++) {
-        double m = 0, v = 0;
-        for (size_t c = 0; c < C; c++)
-            m += x[i * C + c];
-        m /= C;
-        for (size_t c = 0; c < C; c++)
-            v += (x[i * C + c] - m) * (x[i * C + c] - m);
-        v /= C;
+        double m, v;
+        row_stats(x, i, &m, &v);
         for (size_t c = 0; c < C; c++)
             ref[i * C + c] = (x[i * C + c] - m) / sqrt(v + 1e-5) * w[c] + b[c];
     }
