@@ -258,9 +258,6 @@ Test(memory, what_really_fits_explains_the_gap)
     }
 }
 
-/* Memory is the replay of the schedule's alloc and free ops. The memory-only schedule the search replays
- * (no kernels or collectives; only the first and last micro-batches; DeepSpeed's blocks collapsed into
- * one standing for all) must replay to exactly what the full schedule replays to, for both layouts. */
 /* The memory-only schedule replays as the full one in every category (1e-9 relative); what names the case. */
 static void expect_same_replay(const zp_schedule *full, const zp_schedule *mem, const char *what)
 {
@@ -276,6 +273,9 @@ static void expect_same_replay(const zp_schedule *full, const zp_schedule *mem, 
                   "%s: field %zu full %.17g, memory-only %.17g", what, i, fa[i], fb[i]);
 }
 
+/* Memory is the replay of the schedule's alloc and free ops. The memory-only schedule the search replays
+ * (no kernels or collectives; only the first and last micro-batches; DeepSpeed's blocks collapsed into
+ * one standing for all) must replay to exactly what the full schedule replays to, for both layouts. */
 Test(memory, memory_only_schedule_replays_as_the_full_one)
 {
     const char *models[] = {"tiny", "mini", "1.5B"};
