@@ -213,17 +213,25 @@ zp_status zp_comm_split_node(const zp_comm *parent, zp_comm **out)
     return comm_wrap(parent->be, sub, 0, out);
 }
 
+/* This rank's index among the ranks of c on its node (those that share its memory). */
+static zp_status node_rank(const zp_comm *c, int *local)
+{
+    MPI_Comm node;
+    ZP_MPI_CHECK(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    *local = 0;
+    int rc = MPI_Comm_rank(node, local);
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS)
+        return zp_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    return ZP_OK;
+}
+
 zp_status zp_comm_split_cross(const zp_comm *parent, zp_comm **out)
 {
     if (!parent || !out)
         return ZP_FAIL(ZP_EINVAL, "split: NULL communicator");
-    MPI_Comm node;
-    ZP_MPI_CHECK(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node));
-    int local = 0;
-    int rc = MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    if (rc != MPI_SUCCESS)
-        return zp_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    int local;
+    ZP_TRY(node_rank(parent, &local));
     MPI_Comm sub;
     ZP_MPI_CHECK(MPI_Comm_split(parent->mpi, local, parent->rank, &sub));
     return comm_wrap(parent->be, sub, 0, out);
@@ -233,13 +241,8 @@ zp_status zp_comm_node_count(const zp_comm *c, int *nodes)
 {
     if (!c || !nodes)
         return ZP_FAIL(ZP_EINVAL, "node_count: NULL argument");
-    MPI_Comm node;
-    ZP_MPI_CHECK(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
-    int local = 0;
-    int rc = MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    if (rc != MPI_SUCCESS)
-        return zp_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    int local;
+    ZP_TRY(node_rank(c, &local));
     int leader = local == 0, count = 0;
     ZP_MPI_CHECK(MPI_Allreduce(&leader, &count, 1, MPI_INT, MPI_SUM, c->mpi));
     *nodes = count;
@@ -342,14 +345,24 @@ static MPI_Datatype raw_type(zp_dtype dt)
     }
 }
 
-zp_status zp_cpu_allreduce(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt, zp_redop op)
+/* What a reduction (`what`, for the messages) checks before it runs: a communicator, a count MPI can take, and
+ * an element type and operation it reduces (*type and *mop). */
+static zp_status reduction_check(const zp_comm *c, size_t count, zp_dtype dt, zp_redop op, const char *what,
+                                 MPI_Datatype *type, MPI_Op *mop)
 {
     if (!c)
-        return ZP_FAIL(ZP_EINVAL, "allreduce: NULL communicator");
-    ZP_TRY(zp_count_check(count, dt, "allreduce"));
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    MPI_Op mop = MPI_OP_NULL;
-    ZP_TRY(reduction_type(dt, op, &type, &mop));
+        return ZP_FAIL(ZP_EINVAL, "%s: NULL communicator", what);
+    ZP_TRY(zp_count_check(count, dt, what));
+    *type = MPI_DATATYPE_NULL;
+    *mop = MPI_OP_NULL;
+    return reduction_type(dt, op, type, mop);
+}
+
+zp_status zp_cpu_allreduce(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt, zp_redop op)
+{
+    MPI_Datatype type;
+    MPI_Op mop;
+    ZP_TRY(reduction_check(c, count, dt, op, "allreduce", &type, &mop));
     if (c->size == 1)
         return self_copy(send, recv, count, dt, "allreduce");
     ZP_MPI_CHECK(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, type, mop, c->mpi));
@@ -407,12 +420,9 @@ static zp_status ring_reduce_scatter(zp_comm *c, const void *send, void *recv, s
 zp_status zp_cpu_reduce_scatter(zp_comm *c, const void *send, void *recv, size_t count, zp_dtype dt,
                                 zp_redop op)
 {
-    if (!c)
-        return ZP_FAIL(ZP_EINVAL, "reduce_scatter: NULL communicator");
-    ZP_TRY(zp_count_check(count, dt, "reduce_scatter"));
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    MPI_Op mop = MPI_OP_NULL;
-    ZP_TRY(reduction_type(dt, op, &type, &mop));
+    MPI_Datatype type;
+    MPI_Op mop;
+    ZP_TRY(reduction_check(c, count, dt, op, "reduce_scatter", &type, &mop));
     if (c->size == 1)
         return self_copy(send, recv, count, dt, "reduce_scatter");
     if (dt == ZP_DT_F32)

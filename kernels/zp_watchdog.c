@@ -100,9 +100,11 @@ static void give_up(const char *fmt, ...)
 #if ZP_HAVE_MPI
 enum { TAG_HB = 7301 };
 
-static void exchange(double t)
+/* Sends this rank's step and phase (and whether it is done) to every other rank, each from its own
+ * buffer W.out[r]. */
+static void send_heartbeats(int done)
 {
-    heartbeat mine = {.step = atomic_load(&W.step), .done = 0};
+    heartbeat mine = {.step = atomic_load(&W.step), .done = done};
     my_phase(mine.phase);
     for (int r = 0; r < W.size; r++) {
         if (r == W.rank)
@@ -115,6 +117,11 @@ static void exchange(double t)
         W.out[r] = mine;
         MPI_Isend(&W.out[r], (int)sizeof mine, MPI_BYTE, r, TAG_HB, W.comm, &W.req[r]);
     }
+}
+
+static void exchange(double t)
+{
+    send_heartbeats(0);
     for (;;) {
         int flag = 0;
         MPI_Status st;
@@ -321,18 +328,7 @@ void zp_comm_watchdog_stop(void)
         /* tell the others this rank is done (it will not be heard from again), then let go of the sends:
          * a send to a peer that is gone never completes, so its buffer is kept (W.out is not freed then) */
         int pending = 0;
-        for (int r = 0; r < W.size; r++) {
-            if (r == W.rank)
-                continue;
-            int flag = 1;
-            if (W.req[r] != MPI_REQUEST_NULL)
-                MPI_Test(&W.req[r], &flag, MPI_STATUS_IGNORE);
-            if (flag) {
-                W.out[r] = (heartbeat){.step = atomic_load(&W.step), .done = 1};
-                my_phase(W.out[r].phase);
-                MPI_Isend(&W.out[r], (int)sizeof W.out[r], MPI_BYTE, r, TAG_HB, W.comm, &W.req[r]);
-            }
-        }
+        send_heartbeats(1);
         double until = zp_time_now_s() + 1.0;
         for (int r = 0; r < W.size; r++) {
             int flag = W.req[r] == MPI_REQUEST_NULL;

@@ -313,6 +313,19 @@ zp_status zp_dsconfig_hjson_to_json(const char *t, char **out)
     return ZP_OK;
 }
 
+/* train_batch_size given with one of its factors (`part`, the micro-batch or the accumulation: `what`) but not
+ * the other (the key `other`): that one is train_batch_size / (part x DP), which must be whole. */
+static zp_status batch_factor(const char *name, double tbs, double part, double dp, const char *what, const char *other,
+                              zp_ds_notes *notes, double *out)
+{
+    if (fmod(tbs, part * dp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of %s %.0f x data-parallel %.0f", name,
+                       tbs, what, part, dp);
+    *out = tbs / (part * dp);
+    note(notes, "%s -> %.0f (train_batch_size / (%s x DP))", other, *out, what);
+    return ZP_OK;
+}
+
 zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r, zp_ds_notes *notes)
 {
     json_error_t err;
@@ -574,21 +587,9 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
             goto out;
         }
     } else if (has_tbs && has_mb) {
-        if (fmod(tbs, mb * dp) != 0) {
-            st = ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of micro-batch %.0f x data-parallel %.0f",
-                         name, tbs, mb, dp);
-            goto out;
-        }
-        gas = tbs / (mb * dp);
-        note(notes, "gradient_accumulation_steps -> %.0f (train_batch_size / (micro-batch x DP))", gas);
+        CHECK(batch_factor(name, tbs, mb, dp, "micro-batch", "gradient_accumulation_steps", notes, &gas));
     } else if (has_tbs && has_gas) {
-        if (fmod(tbs, gas * dp) != 0) {
-            st = ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of accumulation %.0f x data-parallel %.0f",
-                         name, tbs, gas, dp);
-            goto out;
-        }
-        mb = tbs / (gas * dp);
-        note(notes, "train_micro_batch_size_per_gpu -> %.0f (train_batch_size / (accumulation x DP))", mb);
+        CHECK(batch_factor(name, tbs, gas, dp, "accumulation", "train_micro_batch_size_per_gpu", notes, &mb));
     } else if (has_mb) {
         if (!has_gas)
             gas = 1;

@@ -420,20 +420,23 @@ zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, z
     return ZP_OK;
 }
 
-/* Units of a flat layout of n elements: cut at `cuts` (group starts) and at every bucket boundary from the
- * top, each split into `parts` pieces. */
-static zp_status units_of(size_t n, const size_t *group_cuts, int ngroup, size_t bucket, int parts, int rank,
-                          zp_units *out)
+/* Units of a flat layout of n elements: cut where its groups start (`count` blocks every `stride` elements
+ * from `first`, then the `nextra` offsets of `extra`) and at every bucket boundary from the top, each split
+ * into `parts` pieces. */
+static zp_status units_of(size_t n, size_t first, size_t stride, int count, const size_t *extra, int nextra,
+                          size_t bucket, int parts, int rank, zp_units *out)
 {
     const size_t nb = (n + bucket - 1) / bucket;
     if (bucket < 1 || nb > (size_t)1e8)
         return ZP_FAIL(ZP_ERANGE, "bucket of %zu elements: too many buckets", bucket);
-    size_t *cuts = malloc(((size_t)ngroup + 1 + nb) * sizeof *cuts), nc = 0;
+    size_t *cuts = malloc(((size_t)count + (size_t)nextra + 1 + nb) * sizeof *cuts), nc = 0;
     if (!cuts)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (int i = 0; i < ngroup; i++)
-        if (group_cuts[i] > 0 && group_cuts[i] < n)
-            cuts[nc++] = group_cuts[i];
+    for (int i = 0; i < count + nextra; i++) {
+        const size_t c = i < count ? first + (size_t)i * stride : extra[i - count];
+        if (c > 0 && c < n)
+            cuts[nc++] = c;
+    }
     for (size_t j = 1; j < nb; j++)
         cuts[nc++] = n - j * bucket;
     zp_status st = zp_units_build(n, cuts, (int)nc, parts, rank, out);
@@ -446,19 +449,13 @@ zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, s
 {
     zp_exec_stage x;
     ZP_TRY(zp_layout_exec_stage(m, p, stage, &x));
-    size_t *g = malloc(((size_t)x.nl + 2) * sizeof *g);
-    int ng = 0;
-    if (!g)
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (int i = 0; i < x.nl; i++) /* the start of every block, the embedding group's, the head group's */
-        g[ng++] = x.blk_off + (size_t)i * x.bsz;
+    size_t extra[2]; /* after every block's start, the embedding group's and the head group's */
+    int ne = 0;
     if (x.emb)
-        g[ng++] = x.emb_off;
+        extra[ne++] = x.emb_off;
     if (x.head)
-        g[ng++] = x.head_off;
-    zp_status st = units_of(x.n, g, ng, bucket, (int)p->dp, rank, out);
-    free(g);
-    return st;
+        extra[ne++] = x.head_off;
+    return units_of(x.n, x.blk_off, x.bsz, x.nl, extra, ne, bucket, (int)p->dp, rank, out);
 }
 
 zp_status zp_layout_exec_units_exp(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
@@ -466,15 +463,8 @@ zp_status zp_layout_exec_units_exp(const zp_model *m, const zp_plan *p, int stag
 {
     zp_exec_stage x;
     ZP_TRY(zp_layout_exec_stage(m, p, stage, &x));
-    size_t *g = malloc(((size_t)x.nl + 1) * sizeof *g);
-    if (!g)
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (int i = 0; i < x.nl; i++)
-        g[i] = (size_t)i * x.xsz;
     const int64_t ep = p->ep > 0 ? p->ep : 1;
-    zp_status st = units_of(x.nx, g, x.nl, bucket, (int)(p->dp / ep), rank, out);
-    free(g);
-    return st;
+    return units_of(x.nx, 0, x.xsz, x.nl, NULL, 0, bucket, (int)(p->dp / ep), rank, out);
 }
 
 /* The flat layout of one MP rank (of its pipeline stage): group 0 (the embedding group, also gathered as

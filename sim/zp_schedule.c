@@ -277,6 +277,21 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
     gemm_bwd(b, ZP_OPK_ROUTER_DGRAD, ZP_OPK_ROUTER_WGRAD, T, E, h, 1);
 }
 
+/* A block's MLP (its experts in an MoE layer), forward or backward, then the all-reduce over MP of what its
+ * row-split GEMM leaves partial: the output forward, the input's gradient backward. */
+static void block_mlp(zp_builder *b, const zp_block_shape *S, int backward)
+{
+    if (S->moe && backward)
+        moe_backward(b, S);
+    else if (S->moe)
+        moe_forward(b, S);
+    else if (backward)
+        mlp_backward(b, S, S->f);
+    else
+        mlp_forward(b, S, S->f);
+    mp_reduce(b, 2.0 * S->T * S->h);
+}
+
 /* Forward of one block on the compute stream (also its recompute), Megatron's layout: column-split Q/K/V
  * and MLP-up, row-split projection and MLP-down, one all-reduce of T·h fp16 after each row-split GEMM.
  * The shapes are the model description's (sim/zp_shape.c): GQA, MLA, RMSNorm, rotary, gated MLPs;
@@ -295,11 +310,7 @@ static void block_forward(zp_builder *b)
         eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
         mp_gather(b, 2.0 * T * h);
     }
-    if (S.moe)
-        moe_forward(b, &S);
-    else
-        mlp_forward(b, &S, S.f);
-    mp_reduce(b, 2.0 * T * h);
+    block_mlp(b, &S, 0);
     eltwise(b, ZP_OPK_RESID, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
 }
 
@@ -310,11 +321,7 @@ static void block_backward(zp_builder *b)
     const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
     eltwise(b, ZP_OPK_RESID_BWD, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
     mp_gather(b, 2.0 * T * h);
-    if (S.moe)
-        moe_backward(b, &S);
-    else
-        mlp_backward(b, &S, S.f);
-    mp_reduce(b, 2.0 * T * h);
+    block_mlp(b, &S, 1);
     if (!S.one_norm) {
         eltwise(b, S.rms ? ZP_OPK_RMSNORM2_BWD : ZP_OPK_LAYERNORM2_BWD, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
         mp_gather(b, 2.0 * T * h);

@@ -32,6 +32,21 @@ typedef zp_status (*setter)(zp_cli_args *a, const char *opt, const char *v);
     {                                                                 \
         return zp_size_parse_int(v, opt, (lo), (hi), &a->field);       \
     }
+#define RANGE(fn, field, lo, hi)                                      \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        return zp_size_parse_range(v, opt, (lo), (hi), &a->field);     \
+    }
+/* A keyword read by its module's parser (which names the choices in its message) into an int field. */
+#define ENUM(fn, type, parse, field)                                  \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        (void)opt;                                                    \
+        type x;                                                       \
+        ZP_TRY(parse(v, &x));                                         \
+        a->field = (int)x;                                            \
+        return ZP_OK;                                                 \
+    }
 
 STR(set_model, model)
 STR(set_models, models)
@@ -64,6 +79,7 @@ FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_max_model, max_model, 1)
 FLAG(set_flash, r.flash_attn, 1)
+FLAG(set_no_cb, r.cb, 0)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
 INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
@@ -73,6 +89,19 @@ INT(set_seq, seq, 1, INT64_C(1) << 30)
 INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
 INT(set_steps, steps, 1, INT64_C(1) << 20)
 INT(set_seed, seed, 0, 0x7fffffffL)
+INT(set_pp, r.pp, 1, ZP_MAX_GPUS)
+/* DeepSpeed's stage-3 limits, in elements (suffixes: 1G = 1e9). */
+RANGE(set_max_live, r.stage3_max_live, 0, 1e15)
+RANGE(set_prefetch, r.stage3_prefetch, 0, 1e15)
+RANGE(set_reserve, r.reserve, 0, 1e15)
+RANGE(set_capacity, r.capacity_factor, 0.01, 64)
+RANGE(set_imbalance, r.moe_imbalance, 1, 64)
+RANGE(set_oversubscription, r.oversubscription, 1, 1e6)
+RANGE(set_min_seconds, min_seconds, 0, 3600)
+RANGE(set_lr, lr, 1e-12, 1e3)
+RANGE(set_timeout, timeout_s, 1, 1e6)
+ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
+ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
 
 static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -95,29 +124,13 @@ static zp_status set_small_int(const char *opt, const char *v, int64_t lo, int64
 static zp_status set_top(zp_cli_args *a, const char *opt, const char *v) { return set_small_int(opt, v, 1, 100000, &a->top); }
 static zp_status set_jobs(zp_cli_args *a, const char *opt, const char *v) { return set_small_int(opt, v, 1, 1024, &a->r.jobs); }
 
-/* ZeRO-R's activation option is one of none (--no-pa), Pa (--pa) and Pa+cpu (--pa-cpu). */
+/* ZeRO-R's activation option is one of none (--no-pa), Pa (--pa) and Pa+cpu (--pa-cpu): one setter for
+ * the three, the option's name says which (as for --checkpoint and --no-checkpoint). */
 static zp_status set_pa(zp_cli_args *a, const char *opt, const char *v)
 {
-    (void)opt;
     (void)v;
-    a->r.pa = 1;
-    a->r.pa_cpu = 0;
-    return ZP_OK;
-}
-
-static zp_status set_no_pa(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.pa = a->r.pa_cpu = 0;
-    return ZP_OK;
-}
-
-static zp_status set_pa_cpu(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.pa = a->r.pa_cpu = 1;
+    a->r.pa = strcmp(opt, "--no-pa") != 0;
+    a->r.pa_cpu = strcmp(opt, "--pa-cpu") == 0;
     return ZP_OK;
 }
 
@@ -142,20 +155,6 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-static zp_status set_pp(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.pp);
-}
-
-static zp_status set_schedule(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    zp_pp_schedule sc;
-    ZP_TRY(zp_pp_schedule_parse(v, &sc));
-    a->r.pp_schedule = (int)sc;
-    return ZP_OK;
-}
-
 static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
 {
     return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
@@ -176,27 +175,10 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-static zp_status set_no_cb(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.cb = 0;
-    return ZP_OK;
-}
-
 static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse_range(v, opt, 1, 1e15, &a->r.bucket));
     a->r.cb = 1;
-    return ZP_OK;
-}
-
-static zp_status set_offload(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    zp_offload off;
-    ZP_TRY(zp_offload_parse(v, &off));
-    a->r.offload = (int)off;
     return ZP_OK;
 }
 
@@ -210,17 +192,6 @@ static zp_status set_offload_device(zp_cli_args *a, const char *opt, const char 
     else
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not cpu or nvme", opt, v);
     return ZP_OK;
-}
-
-/* DeepSpeed's stage-3 limits, in elements (suffixes: 1G = 1e9). */
-static zp_status set_max_live(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.stage3_max_live);
-}
-
-static zp_status set_prefetch(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.stage3_prefetch);
 }
 
 /* Per command: text, md, csv, json and html for reports and the what-if; text and json where the
@@ -261,30 +232,10 @@ static zp_status set_report(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-static zp_status set_min_seconds(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 0, 3600, &a->min_seconds);
-}
-
-static zp_status set_lr(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 1e-12, 1e3, &a->lr);
-}
-
-static zp_status set_timeout(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 1, 1e6, &a->timeout_s);
-}
-
 static zp_status set_sim(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)opt;
     return zp_sim_mode_parse(v, &a->r.sim);
-}
-
-static zp_status set_oversubscription(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 1, 1e6, &a->r.oversubscription);
 }
 
 /* --precision: the training recipe's types (mixed precision keeps fp32 master weights and Adam's m, v:
@@ -332,11 +283,6 @@ static zp_status set_gpu_mem(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-static zp_status set_reserve(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 0, 1e15, &a->r.reserve);
-}
-
 /* --host-mem: a node's host memory, shared by the GPUs the job runs on it (zp_cluster_host_per_gpu) */
 static zp_status set_host_mem(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -344,16 +290,6 @@ static zp_status set_host_mem(zp_cli_args *a, const char *opt, const char *v)
     if (!(a->r.host_mem >= 1e6 && a->r.host_mem <= 1e18))
         return ZP_FAIL(ZP_EINVAL, "%s: %s is not a node's host memory (e.g. 1.5T, 512Gi)", opt, v);
     return ZP_OK;
-}
-
-static zp_status set_capacity(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 0.01, 64, &a->r.capacity_factor);
-}
-
-static zp_status set_imbalance(zp_cli_args *a, const char *opt, const char *v)
-{
-    return zp_size_parse_range(v, opt, 1, 64, &a->r.moe_imbalance);
 }
 
 static zp_status set_k(zp_cli_args *a, const char *opt, const char *v)
@@ -408,8 +344,8 @@ static const zp_cli_opt g_opts[] = {
     {"global-batch", 0, 1, PLAN, set_global},
     {"grad-accum", 0, 1, PLAN, set_accum},
     {"pa", 0, 0, PLAN, set_pa},
-    {"no-pa", 0, 0, SEARCH, set_no_pa},
-    {"pa-cpu", 0, 0, SEARCH, set_pa_cpu},
+    {"no-pa", 0, 0, SEARCH, set_pa},
+    {"pa-cpu", 0, 0, SEARCH, set_pa},
     {"offload", 0, 1, PLAN, set_offload},
     {"offload-device", 0, 1, SEARCH, set_offload_device},
     {"max-live-params", 0, 1, SEARCH, set_max_live},

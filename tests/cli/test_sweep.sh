@@ -8,13 +8,10 @@
 # Usage: test_sweep.sh ZPLAN     (the mpirun parts are skipped without mpirun)
 set -u
 Z="$1"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# shellcheck source=../fault_lib.sh
+. "$(dirname "$0")/../fault_lib.sh"
 export OMPI_MCA_mpi_yield_when_idle=1 OMP_NUM_THREADS=1
-pass=0 fail=0 tried=0
 ok() { pass=$((pass + 1)); echo "  ok: $*"; }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 have_mpi=1
 command -v mpirun >/dev/null || have_mpi=0
 mpi() { mpirun --bind-to none -np "$@"; }
@@ -111,9 +108,9 @@ if [ $have_mpi = 1 ]; then
     --format csv)
   "$Z" sweep "${BIG[@]}" -o "$T/full.csv" 2>"$T/err" || ko "the complete 32-cell sweep: $(cat "$T/err")"
   BOUND=30
-  # fault WHAT SIGNAL [options]: kill rank 1 once a row is in the partial file; the job must end within
+  # sweep_fault WHAT SIGNAL [options]: kill rank 1 once a row is in the partial file; the job must end within
   # BOUND s, not zero, with no output and a partial file whose rows are rows of the complete sweep
-  fault() {
+  sweep_fault() {
     local what="$1" sig="$2"
     shift 2
     tried=$((tried + 1))
@@ -122,21 +119,8 @@ if [ $have_mpi = 1 ]; then
       >"$T/out" 2>"$T/err" &
     local job=$! i
     for i in $(seq 1 600); do [ "$(cat "$T/k.csv.partial" 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
-    local pid
-    pid=$(cat "$T/pid/1" 2>/dev/null)
-    [ -n "$pid" ] || { ko "$what: rank 1 did not start"; kill -9 $job; return; }
-    local t0=$SECONDS
-    kill "-$sig" "$pid"
-    local waited=0
-    while kill -0 $job 2>/dev/null && [ $waited -lt $((BOUND * 10)) ]; do sleep 0.1; waited=$((waited + 1)); done
-    local took=$((SECONDS - t0))
-    if kill -0 $job 2>/dev/null; then
-      ko "$what: the job still runs $took s after the fault (a hang)"
-      kill -9 $job; kill -CONT "$pid" 2>/dev/null; kill -9 "$pid" 2>/dev/null
-      return
-    fi
-    wait $job
-    local rc=$? rows foreign
+    fault_signal "$what" "$sig" $job $((BOUND * 10)) || return
+    local rows foreign
     rows=$(($(wc -l <"$T/k.csv.partial") - 1))
     # the partial file has every column (the pipeline ones too, whatever the rows): each of its rows must
     # be the complete sweep's row of that cell in the columns they share, and no pipeline in the others
@@ -151,17 +135,17 @@ for r in part:
 print(bad)
 PY
 )
-    if [ $rc -ne 0 ] && [ ! -e "$T/k.csv" ] && [ "$rows" -ge 1 ] && [ "$foreign" -eq 0 ] &&
+    if [ $fault_rc -ne 0 ] && [ ! -e "$T/k.csv" ] && [ "$rows" -ge 1 ] && [ "$foreign" -eq 0 ] &&
       head -1 "$T/k.csv.partial" | grep -q '^cell,model' && grep -q 'rank 1' "$T/err"; then
-      ok "$what: ended in $took s (bound $BOUND), exit $rc, no output, $rows rows of 32 kept in the partial file"
+      ok "$what: ended in $fault_took s (bound $BOUND), exit $fault_rc, no output, $rows rows of 32 kept in the partial file"
     else
-      ko "$what: rc=$rc after $took s, output $([ -e "$T/k.csv" ] && echo written || echo absent), $rows rows kept," \
+      ko "$what: rc=$fault_rc after $fault_took s, output $([ -e "$T/k.csv" ] && echo written || echo absent), $rows rows kept," \
         "$foreign not of the complete sweep; stderr: $(grep -v '^-' "$T/err" | head -5)"
     fi
-    kill -CONT "$pid" 2>/dev/null
+    kill -CONT "$fault_pid" 2>/dev/null
   }
-  fault "rank 1 of 2 killed (kill -9)" KILL "${BIG[*]}"
-  fault "rank 1 of 2 stopped (SIGSTOP), --timeout 4" STOP "${BIG[*]} --timeout 4"
+  sweep_fault "rank 1 of 2 killed (kill -9)" KILL "${BIG[*]}"
+  sweep_fault "rank 1 of 2 stopped (SIGSTOP), --timeout 4" STOP "${BIG[*]} --timeout 4"
   mpi 2 "$Z" sweep "${BIG[@]}" -o "$T/full2.csv" 2>"$T/err" || ko "32 cells on 2 ranks: $(cat "$T/err")"
   same "32 cells, mpirun -np 2 against the single process" "$T/full.csv" "$T/full2.csv"
 fi

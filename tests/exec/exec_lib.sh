@@ -1,5 +1,13 @@
-# exec_lib.sh — shared by the exec shell tests (sourced): expects $zplan, $mpirun_sh, $tmp, $fail and
-# $steps (training steps of every run) to be set by the test.
+# exec_lib.sh — shared by the exec shell tests `test_exec_*.sh ZPLAN ZP_MPIRUN` (sourced, with the test's own
+# arguments): reads them into $zplan and $mpirun_sh, makes the scratch directory $tmp (removed on exit), sets
+# $fail to 0 and runs every rank on one thread (OpenBLAS's too: with more, MPI ranks oversubscribe the cores).
+# The test sets $steps, the training steps of every run.
+zplan="$1"
+mpirun_sh="$2"
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 # losses FILE: the "loss" values of a JSON report, one per line
 losses() { sed -n 's/.*"loss": *\([-0-9.eE+]*\).*/\1/p' "$1"; }
@@ -13,6 +21,17 @@ same() { # same NAME [REF]: every step's loss within 1e-5 (relative) of REF's (d
         echo "ok   $1: $(tr '\n' ' ' < "$tmp/b")"
     else
         echo "FAIL $1: losses $(tr '\n' ' ' < "$tmp/b") vs $_ref $(tr '\n' ' ' < "$tmp/a")"; fail=1
+    fi
+}
+
+differs() { # differs NAME REF OK FAIL: some step's loss is off REF's by more than 1e-5 (relative), so that
+            # same() is seen to fail on another run; prints "ok   OK", or "FAIL: FAIL" and fails
+    losses "$tmp/$1.json" > "$tmp/b"
+    losses "$tmp/$2.json" > "$tmp/a"
+    if paste "$tmp/a" "$tmp/b" | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) diff = 1} END {exit !diff}'; then
+        echo "ok   $3"
+    else
+        echo "FAIL: $4"; fail=1
     fi
 }
 

@@ -25,6 +25,21 @@ static zp_exec_config small_config(int checkpoint)
     return c;
 }
 
+/* The central difference of the loss in parameter i, with steps of h; the parameter is left as it was. */
+static double central_difference(zp_exec_session *s, float *p, size_t i, double h)
+{
+    float keep = p[i];
+    double lp, lm;
+    const float *dummy;
+    size_t dn;
+    p[i] = keep + (float)h;
+    cr_assert_eq(zp_exec_loss_grad(s, 0, &lp, &dummy, &dn), ZP_OK);
+    p[i] = keep - (float)h;
+    cr_assert_eq(zp_exec_loss_grad(s, 0, &lm, &dummy, &dn), ZP_OK);
+    p[i] = keep;
+    return (lp - lm) / (2 * h);
+}
+
 static void check_fd(int checkpoint)
 {
     zp_exec_config c = small_config(checkpoint);
@@ -50,16 +65,7 @@ static void check_fd(int checkpoint)
     double err2 = 0, ref2 = 0;
     int checked = 0;
     for (size_t i = 0; i < n; i += i < 640 + 3500 ? 5 : 37) {
-        float keep = p[i];
-        double lp, lm;
-        const float *dummy;
-        size_t dn;
-        p[i] = keep + (float)h;
-        cr_assert_eq(zp_exec_loss_grad(s, 0, &lp, &dummy, &dn), ZP_OK);
-        p[i] = keep - (float)h;
-        cr_assert_eq(zp_exec_loss_grad(s, 0, &lm, &dummy, &dn), ZP_OK);
-        p[i] = keep;
-        double fd = (lp - lm) / (2 * h), an = grad[i];
+        double fd = central_difference(s, p, i, h), an = grad[i];
         /* fp32 loss: ~2.4e-7 (one ulp of ln V) over 2h = 6e-3 leaves ~4e-5 in fd; the rest is O(h^2) */
         cr_expect(fabs(fd - an) <= 8e-5 + 0.05 * fabs(an), "param %zu: analytic %.6g, finite difference %.6g", i,
                   an, fd);
@@ -83,7 +89,7 @@ Test(exec, finite_differences_see_a_wrong_gradient, .init = setup, .fini = teard
     zp_exec_config c = small_config(0);
     zp_exec_session *s;
     cr_assert_eq(zp_exec_open(&c, world, &s), ZP_OK);
-    double loss, lp, lm;
+    double loss;
     const float *g;
     size_t n;
     cr_assert_eq(zp_exec_loss_grad(s, 0, &loss, &g, &n), ZP_OK);
@@ -96,13 +102,7 @@ Test(exec, finite_differences_see_a_wrong_gradient, .init = setup, .fini = teard
     for (size_t i = 0; i < n; i++)
         if (fabsf(gc[i]) > fabsf(gc[best]))
             best = i;
-    float keep = p[best];
-    p[best] = keep + 3e-3f;
-    cr_assert_eq(zp_exec_loss_grad(s, 0, &lp, &g, &n), ZP_OK);
-    p[best] = keep - 3e-3f;
-    cr_assert_eq(zp_exec_loss_grad(s, 0, &lm, &g, &n), ZP_OK);
-    p[best] = keep;
-    double fd = (lp - lm) / 6e-3, wrong = 1.2 * gc[best];
+    double fd = central_difference(s, p, best, 3e-3), wrong = 1.2 * gc[best];
     cr_expect(fabs(fd - gc[best]) <= 8e-5 + 0.05 * fabs(gc[best]));
     cr_expect(fabs(fd - wrong) > 8e-5 + 0.05 * fabs(wrong), "fd %g cannot tell %g from %g", fd, gc[best], wrong);
     free(gc);
@@ -160,16 +160,7 @@ static double fd_layout(zp_exec_session *s, float *p, const float *grad, size_t 
     const double h = 3e-3;
     double err2 = 0, ref2 = 0;
     for (size_t i = 0; i < n; i += stride) {
-        float keep = p[i];
-        double lp, lm;
-        const float *dummy;
-        size_t dn;
-        p[i] = keep + (float)h;
-        cr_assert_eq(zp_exec_loss_grad(s, 0, &lp, &dummy, &dn), ZP_OK);
-        p[i] = keep - (float)h;
-        cr_assert_eq(zp_exec_loss_grad(s, 0, &lm, &dummy, &dn), ZP_OK);
-        p[i] = keep;
-        double fd = (lp - lm) / (2 * h), an = grad[i];
+        double fd = central_difference(s, p, i, h), an = grad[i];
         if (!(fabs(fd - an) <= 8e-5 + 0.05 * fabs(an))) {
             (*bad)++;
             cr_log_warn("param %zu: analytic %.6g, finite difference %.6g", i, an, fd);

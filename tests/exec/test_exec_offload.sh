@@ -6,12 +6,6 @@
 # the gradients' copy leaves it), the first step's loss is the same, optimizer states are host memory
 # (device "optimizer" 0, "host" > 0), and --backend cuda on a machine without a GPU exits 2 saying so.
 set -u
-zplan="$1"
-mpirun_sh="$2"
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1
 steps=4
 . "$(dirname "$0")/exec_lib.sh"
 RTOL=5e-5

@@ -5,12 +5,6 @@
 # and the MP group's all-gather), ZeRO-1 over DP, checkpointing with and without MD, Pa; --validate
 # predicts each stage's memory to the byte (the replay of that stage's schedule); bad inputs exit 2.
 set -u
-zplan="$1"
-mpirun_sh="$2"
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 steps=3
 . "$(dirname "$0")/exec_lib.sh"
 

@@ -6,11 +6,6 @@
 set -u
 Z="$1"
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-pass=0 fail=0 tried=0
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # shellcheck source=../fault_lib.sh
 . "$(dirname "$0")/../fault_lib.sh"
 TIMEOUT=10  # the watchdog's --timeout in these runs (the sanitizer build measures slower)

@@ -108,14 +108,19 @@ static void run_and_compare(size_t n, zp_adam_hparams hp, double gscale, int ste
     state_free(&s);
 }
 
-static const size_t sizes[] = {1, 7, 1023, 16385, 100003};
+/* run_and_compare on sizes from one element to a few vector widths plus a ragged tail. */
+static void run_every_size(zp_adam_hparams hp, double gscale, int steps, zp_dtype half)
+{
+    static const size_t sizes[] = {1, 7, 1023, 16385, 100003};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        run_and_compare(sizes[i], hp, gscale, steps, half);
+}
 
 Test(adam, adam_matches_double_reference)
 {
     zp_adam_hparams hp = zp_adam_hparams_default();
     hp.weight_decay = 0.01;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        run_and_compare(sizes[i], hp, 1.0, 3, ZP_DT_F16);
+    run_every_size(hp, 1.0, 3, ZP_DT_F16);
 }
 
 Test(adam, adamw_with_loss_scale_and_clip_bf16)
@@ -126,8 +131,7 @@ Test(adam, adamw_with_loss_scale_and_clip_bf16)
     hp.lr = 3e-4;
     hp.loss_scale = 65536.0;
     hp.clip = 0.37;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        run_and_compare(sizes[i], hp, 65536.0, 3, ZP_DT_BF16);
+    run_every_size(hp, 65536.0, 3, ZP_DT_BF16);
 }
 
 Test(adam, no_bias_correction_and_tiny_grads)

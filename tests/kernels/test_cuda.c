@@ -41,23 +41,8 @@ static void *up(const void *host, size_t bytes)
 
 static void down(void *host, const void *dev, size_t bytes) { OK(g_be->copy_to_host(host, dev, bytes)); }
 
-static unsigned g_seed = 4242;
-static float frand(void) /* uniform in [-1, 1) */
-{
-    g_seed = g_seed * 1103515245u + 12345u;
-    return (float)((g_seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
-static float *frand_vec(size_t n, float scale)
-{
-    float *v = malloc(n * sizeof *v + 4);
-    cr_assert(v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = scale * frand();
-    return v;
-}
-
-static int near(double a, double b, double rtol, double atol) { return fabs(a - b) <= atol + rtol * fabs(b); }
+#define KERNEL_RAND_SEED 4242
+#include "kernel_rand.h"
 
 /* ---- device basics ---- */
 
@@ -123,7 +108,7 @@ Test(cuda, stream_copy_and_triad)
     OK(g_be->stream_triad(da, db, dc, 3.0f, n));
     down(out, da, n * 4);
     for (size_t i = 0; i < n; i++) /* b + 3c: at most one rounding apart (FMA or not) */
-        cr_assert(near(out[i], (double)b[i] + 3.0 * c[i], 2e-7, 1e-7), "triad %zu: %g", i, out[i]);
+        cr_assert(close_to(out[i], (double)b[i] + 3.0 * c[i], 2e-7, 1e-7), "triad %zu: %g", i, out[i]);
     g_be->free(da), g_be->free(db), g_be->free(dc);
     free(b), free(c), free(out);
 }
@@ -145,7 +130,7 @@ static void *rand_in(size_t n, zp_dtype dt)
     void *v = malloc(n * es + 4);
     cr_assert(v);
     for (size_t i = 0; i < n; i++) {
-        float x = frand();
+        float x = (float)drand();
         if (dt == ZP_DT_F32)
             ((float *)v)[i] = x;
         else if (dt == ZP_DT_F16)
@@ -237,7 +222,7 @@ static adam_host adam_host_new(size_t n, float gscale)
     adam_host s = {.n = n, .p = frand_vec(n, 1), .g = frand_vec(n, gscale), .m = frand_vec(n, 0.01f),
                    .v = malloc(n * 4 + 4), .h = calloc(n + 1, 2)};
     for (size_t i = 0; i < n; i++)
-        s.v[i] = 1e-4f * fabsf(frand());
+        s.v[i] = 1e-4f * fabsf((float)drand());
     return s;
 }
 
@@ -264,9 +249,9 @@ static void adam_compare(size_t n, zp_adam_hparams hp, zp_dtype half, int steps,
     uint16_t *h = malloc(n * 2);
     down(p, dp, n * 4), down(m, dm, n * 4), down(v, dv, n * 4), down(h, dh, n * 2);
     for (size_t i = 0; i < n; i++) {
-        cr_assert(near(p[i], c.p[i], 1e-6, 1e-9), "param %zu: cuda %.9g cpu %.9g", i, p[i], c.p[i]);
-        cr_assert(near(m[i], c.m[i], 1e-6, 1e-12), "m %zu: cuda %.9g cpu %.9g", i, m[i], c.m[i]);
-        cr_assert(near(v[i], c.v[i], 1e-6, 1e-15), "v %zu: cuda %.9g cpu %.9g", i, v[i], c.v[i]);
+        cr_assert(close_to(p[i], c.p[i], 1e-6, 1e-9), "param %zu: cuda %.9g cpu %.9g", i, p[i], c.p[i]);
+        cr_assert(close_to(m[i], c.m[i], 1e-6, 1e-12), "m %zu: cuda %.9g cpu %.9g", i, m[i], c.m[i]);
+        cr_assert(close_to(v[i], c.v[i], 1e-6, 1e-15), "v %zu: cuda %.9g cpu %.9g", i, v[i], c.v[i]);
         double hv = half == ZP_DT_F16 ? zp_f16_to_f32(h[i]) : zp_bf16_to_f32(h[i]);
         double hc = half == ZP_DT_F16 ? zp_f16_to_f32(c.h[i]) : zp_bf16_to_f32(c.h[i]);
         double ulp = fabs(hc) * (half == ZP_DT_F16 ? 1.0 / 1024 : 1.0 / 128) + 1e-7;
@@ -329,7 +314,7 @@ static void same(const float *gpu_dev, const float *cpu, size_t n, double rtol, 
     float *g = malloc(n * 4 + 4);
     down(g, gpu_dev, n * 4);
     for (size_t i = 0; i < n; i++)
-        cr_assert(near(g[i], cpu[i], rtol, atol), "%s[%zu]: cuda %.9g cpu %.9g", what, i, g[i], cpu[i]);
+        cr_assert(close_to(g[i], cpu[i], rtol, atol), "%s[%zu]: cuda %.9g cpu %.9g", what, i, g[i], cpu[i]);
     free(g);
 }
 
@@ -525,7 +510,7 @@ Test(cuda, nn_cross_entropy)
     double sc = 0, sg = 0;
     OK(zp_nn_ops_cpu.xent_loss_sum(mx, se, lt, N, &sc));
     OK(g_nn->xent_loss_sum(gmx, gse, glt, N, &sg));
-    cr_assert(near(sg, sc, 1e-6, 1e-6), "xent_loss_sum: cuda %.9g cpu %.9g", sg, sc);
+    cr_assert(close_to(sg, sc, 1e-6, 1e-6), "xent_loss_sum: cuda %.9g cpu %.9g", sg, sc);
     OK(zp_nn_ops_cpu.xent_bwd(l, mx, se, tgt, v0, N, V, 0.25f));
     OK(g_nn->xent_bwd(dl, gmx, gse, dt, v0, N, V, 0.25f));
     same(dl, l, N * V, 1e-5, 1e-8, "xent_bwd");

@@ -8,21 +8,8 @@
 
 #include "zp_nn.h"
 
-static unsigned rs = 777;
-static double drand(void) /* uniform in [-1, 1) */
-{
-    rs = rs * 1103515245u + 12345u;
-    return (double)((rs >> 8) & 0xffff) / 32768.0 - 1.0;
-}
-static float *frand_vec(size_t n, double scale)
-{
-    float *v = malloc(n * sizeof *v + 1);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(scale * drand());
-    return v;
-}
-/* |a - b| <= atol + rtol |b| */
-static int close(double a, double b, double rtol, double atol) { return fabs(a - b) <= atol + rtol * fabs(b); }
+#define KERNEL_RAND_SEED 777
+#include "kernel_rand.h"
 
 /* ---- references in double ---- */
 static void ln_ref(double *out, const double *x, const double *w, const double *b, size_t N, size_t C)
@@ -87,7 +74,7 @@ Test(nn, layernorm_forward_and_backward)
     double *xd = to_d(x, N * C), *wd = to_d(w, C), *bd = to_d(b, C), ref[5 * 24];
     ln_ref(ref, xd, wd, bd, N, C);
     for (size_t i = 0; i < N * C; i++)
-        cr_assert(close(out[i], ref[i], 1e-5, 1e-5), "ln out %zu: %g vs %g", i, out[i], ref[i]);
+        cr_assert(close_to(out[i], ref[i], 1e-5, 1e-5), "ln out %zu: %g vs %g", i, out[i], ref[i]);
 
     /* backward: gradients of L = sum(dout * LN(x)) */
     float dx[5 * 24] = {0}, dw[24] = {0}, db[24] = {0};
@@ -106,13 +93,13 @@ Test(nn, layernorm_forward_and_backward)
             l2 += dout[i] * o2[i];
         }
         double fd = (l1 - l2) / (2 * h), an = k < N * C ? dx[k] : dw[k - N * C];
-        cr_assert(close(an, fd, 1e-3, 1e-4), "ln grad %zu: analytic %g vs finite difference %g", k, an, fd);
+        cr_assert(close_to(an, fd, 1e-3, 1e-4), "ln grad %zu: analytic %g vs finite difference %g", k, an, fd);
     }
     for (size_t c = 0; c < C; c++) { /* db = column sums of dout */
         double s = 0;
         for (size_t i = 0; i < N; i++)
             s += dout[i * C + c];
-        cr_assert(close(db[c], s, 1e-5, 1e-6));
+        cr_assert(close_to(db[c], s, 1e-5, 1e-6));
     }
     free(x), free(w), free(b), free(dout), free(xd), free(wd), free(bd);
 }
@@ -123,13 +110,13 @@ Test(nn, gelu_forward_and_backward)
     float *x = frand_vec(n, 4.0), out[200], d[200];
     cr_assert_eq(zp_nn_gelu_fwd(out, x, n), 0);
     for (size_t i = 0; i < n; i++) {
-        cr_assert(close(out[i], gelu_ref(x[i]), 1e-5, 1e-6), "gelu(%g) = %g vs %g", x[i], out[i], gelu_ref(x[i]));
+        cr_assert(close_to(out[i], gelu_ref(x[i]), 1e-5, 1e-6), "gelu(%g) = %g vs %g", x[i], out[i], gelu_ref(x[i]));
         d[i] = 1.0f;
     }
     cr_assert_eq(zp_nn_gelu_bwd(d, x, n), 0);
     for (size_t i = 0; i < n; i++) {
         double fd = (gelu_ref(x[i] + 1e-6) - gelu_ref(x[i] - 1e-6)) / 2e-6;
-        cr_assert(close(d[i], fd, 1e-4, 1e-5), "gelu'(%g) = %g vs fd %g", x[i], d[i], fd);
+        cr_assert(close_to(d[i], fd, 1e-4, 1e-5), "gelu'(%g) = %g vs fd %g", x[i], d[i], fd);
     }
     free(x);
 }
@@ -144,7 +131,7 @@ Test(nn, causal_softmax_forward_and_backward)
     double *sd = to_d(s, n), ref[3 * 7 * 7], r1[3 * 7 * 7], r2[3 * 7 * 7];
     softmax_ref(ref, sd, BH, T, scale);
     for (size_t i = 0; i < n; i++)
-        cr_assert(close(p[i], ref[i], 1e-5, 1e-7), "softmax %zu: %g vs %g", i, p[i], ref[i]);
+        cr_assert(close_to(p[i], ref[i], 1e-5, 1e-7), "softmax %zu: %g vs %g", i, p[i], ref[i]);
     memcpy(d, dp, sizeof d);
     cr_assert_eq(zp_nn_softmax_causal_bwd(d, p, BH, T, (float)scale), 0);
     for (size_t k = 0; k < n; k++) {
@@ -159,7 +146,7 @@ Test(nn, causal_softmax_forward_and_backward)
             l2 += dp[i] * r2[i];
         }
         double fd = (l1 - l2) / 2e-6;
-        cr_assert(close(d[k], fd, 1e-3, 1e-5), "softmax grad %zu: %g vs fd %g", k, d[k], fd);
+        cr_assert(close_to(d[k], fd, 1e-3, 1e-5), "softmax grad %zu: %g vs fd %g", k, d[k], fd);
     }
     free(s), free(dp), free(sd);
 }
@@ -188,7 +175,7 @@ Test(nn, vocab_parallel_cross_entropy)
     }
     double *ld = to_d(l, N * V);
     double loss = zp_nn_xent_loss_sum(gmx, gse, glt, N), ref = xent_ref(ld, tgt, N, V);
-    cr_assert(close(loss, ref, 1e-5, 1e-6), "loss %g vs %g", loss, ref);
+    cr_assert(close_to(loss, ref, 1e-5, 1e-6), "loss %g vs %g", loss, ref);
     const float scale = 0.25f;
     for (int r = 0; r < 2; r++)
         cr_assert_eq(zp_nn_xent_bwd(sh[r], gmx, gse, tgt, (long)(r * half), N, half, scale), 0);
@@ -202,7 +189,7 @@ Test(nn, vocab_parallel_cross_entropy)
         double fd = scale * (l1 - l2) / 2e-6;
         size_t i = k / V, j = k % V;
         double an = sh[j / half][i * half + j % half];
-        cr_assert(close(an, fd, 1e-3, 1e-6), "xent grad (%zu, %zu): %g vs fd %g", i, j, an, fd);
+        cr_assert(close_to(an, fd, 1e-3, 1e-6), "xent grad (%zu, %zu): %g vs fd %g", i, j, an, fd);
     }
     free(l), free(ld);
 }
@@ -228,11 +215,11 @@ Test(nn, embedding_gather_and_scatter_add)
             for (size_t i = 0; i < N; i++)
                 if ((size_t)tok[i] == v)
                     s += dout[i * C + c];
-            cr_assert(close(dwte[v * C + c], s, 1e-6, 1e-7));
+            cr_assert(close_to(dwte[v * C + c], s, 1e-6, 1e-7));
         }
     for (size_t t = 0; t < T; t++)
         for (size_t c = 0; c < C; c++)
-            cr_assert(close(dwpe[t * C + c], dout[t * C + c] + dout[(t + T) * C + c], 1e-6, 1e-7));
+            cr_assert(close_to(dwpe[t * C + c], dout[t * C + c] + dout[(t + T) * C + c], 1e-6, 1e-7));
     free(wte), free(wpe), free(dout);
 }
 
@@ -245,7 +232,7 @@ Test(nn, bias_and_residual)
         cr_assert_eq(out[i], a[i] + b[i] + bias[i % C]);
     cr_assert_eq(zp_nn_bias_grad(db, a, N, C), 0);
     for (size_t c = 0; c < C; c++)
-        cr_assert(close(db[c], (double)a[c] + a[C + c] + a[2 * C + c], 1e-6, 1e-7));
+        cr_assert(close_to(db[c], (double)a[c] + a[C + c] + a[2 * C + c], 1e-6, 1e-7));
     memcpy(out, a, sizeof out);
     cr_assert_eq(zp_nn_bias_add(out, bias, N, C), 0);
     for (size_t i = 0; i < N * C; i++)

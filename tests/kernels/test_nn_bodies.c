@@ -15,24 +15,11 @@
 #include "zp_nn.h"
 #include "zp_nn_elementwise.h"
 
-static unsigned rs = 4242;
-static double drand(void) /* uniform in [-1, 1) */
-{
-    rs = rs * 1103515245u + 12345u;
-    return (double)((rs >> 8) & 0xffff) / 32768.0 - 1.0;
-}
-static float *frand(size_t n, double scale)
-{
-    float *v = malloc(n * sizeof *v + 4);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(scale * drand());
-    return v;
-}
+#define KERNEL_RAND_SEED 4242
+#include "kernel_rand.h"
+
 static double *dzeros(size_t n) { return calloc(n + 1, sizeof(double)); }
 static float *fzeros(size_t n) { return calloc(n + 1, sizeof(float)); }
-
-/* |a - b| <= atol + rtol |b| */
-static int close_to(double a, double b, double rtol, double atol) { return fabs(a - b) <= atol + rtol * fabs(b); }
 
 /* Every element of got (float) against ref (double). */
 static void expect_close(const char *what, const float *got, const double *ref, size_t n, double rtol, double atol)
@@ -57,7 +44,7 @@ Test(nn_bodies, embedding_forward_per_element)
     int tok[N];
     for (size_t i = 0; i < N; i++)
         tok[i] = (int)(i * 7 % 40); /* some rows belong to another MP rank's shard */
-    float *wte = frand(vrows * C, 0.5), *wpe = frand(T * C, 0.5), *out = fzeros(N * C);
+    float *wte = frand_vec(vrows * C, 0.5), *wpe = frand_vec(T * C, 0.5), *out = fzeros(N * C);
     double *ref = dzeros(N * C);
     for (int with_wpe = 0; with_wpe < 2; with_wpe++) {
         for (size_t idx = 0; idx < N * C; idx++)
@@ -81,7 +68,7 @@ Test(nn_bodies, embedding_backward_per_column)
     int tok[N];
     for (size_t i = 0; i < N; i++)
         tok[i] = (int)(i * 3 % 36); /* repeated rows: a scatter-add */
-    float *dout = frand(N * C, 1.0), *dwte = frand(vrows * C, 0.1), *dwpe = frand(T * C, 0.1);
+    float *dout = frand_vec(N * C, 1.0), *dwte = frand_vec(vrows * C, 0.1), *dwpe = frand_vec(T * C, 0.1);
     float *dwte_cpu = malloc(vrows * C * sizeof(float)), *dwpe_cpu = malloc(T * C * sizeof(float));
     memcpy(dwte_cpu, dwte, vrows * C * sizeof(float));
     memcpy(dwpe_cpu, dwpe, T * C * sizeof(float));
@@ -109,18 +96,27 @@ Test(nn_bodies, embedding_backward_per_column)
     free(dout), free(dwte), free(dwpe), free(dwte_cpu), free(dwpe_cpu), free(rte), free(rpe);
 }
 
+/* Row i of x (N x C): its mean and (biased) variance, in double, as LayerNorm's references take them. */
+static void row_stats(const float *x, size_t i, double *mean, double *var)
+{
+    double m = 0, v = 0;
+    for (size_t c = 0; c < C; c++)
+        m += x[i * C + c];
+    m /= C;
+    for (size_t c = 0; c < C; c++)
+        v += (x[i * C + c] - m) * (x[i * C + c] - m);
+    v /= C;
+    *mean = m;
+    *var = v;
+}
+
 /* LayerNorm backward in double: dx = rstd (g - mean g - xhat mean(g xhat)), g = dout w; dw = sum dout xhat,
  * db = sum dout; mean and rstd in double from x. */
 static void ln_bwd_ref(double *dx, double *dw, double *db, const float *dout, const float *x, const float *w)
 {
     for (size_t i = 0; i < N; i++) {
-        double m = 0, v = 0;
-        for (size_t c = 0; c < C; c++)
-            m += x[i * C + c];
-        m /= C;
-        for (size_t c = 0; c < C; c++)
-            v += (x[i * C + c] - m) * (x[i * C + c] - m);
-        v /= C;
+        double m, v;
+        row_stats(x, i, &m, &v);
         double r = 1 / sqrt(v + 1e-5), gm = 0, gxm = 0;
         for (size_t c = 0; c < C; c++) {
             double xh = (x[i * C + c] - m) * r, g = (double)dout[i * C + c] * w[c];
@@ -138,20 +134,15 @@ static void ln_bwd_ref(double *dx, double *dw, double *db, const float *dout, co
 
 Test(nn_bodies, layernorm_rows_and_columns)
 {
-    float *x = frand(N * C, 2.0), *w = frand(C, 1.0), *b = frand(C, 0.5), *dout = frand(N * C, 1.0);
+    float *x = frand_vec(N * C, 2.0), *w = frand_vec(C, 1.0), *b = frand_vec(C, 0.5), *dout = frand_vec(N * C, 1.0);
     float *out = fzeros(N * C), *mean = fzeros(N), *rstd = fzeros(N);
     /* forward: one row per thread */
     for (size_t i = 0; i < N; i++)
         zp_layernorm_row(out + i * C, mean + i, rstd + i, x + i * C, w, b, C);
     double *ref = dzeros(N * C);
     for (size_t i = 0; i < N; i++) {
-        double m = 0, v = 0;
-        for (size_t c = 0; c < C; c++)
-            m += x[i * C + c];
-        m /= C;
-        for (size_t c = 0; c < C; c++)
-            v += (x[i * C + c] - m) * (x[i * C + c] - m);
-        v /= C;
+        double m, v;
+        row_stats(x, i, &m, &v);
         for (size_t c = 0; c < C; c++)
             ref[i * C + c] = (x[i * C + c] - m) / sqrt(v + 1e-5) * w[c] + b[c];
     }
@@ -180,7 +171,7 @@ Test(nn_bodies, layernorm_rows_and_columns)
 
 Test(nn_bodies, gelu_per_element)
 {
-    float *x = frand(4096, 6.0);
+    float *x = frand_vec(4096, 6.0);
     for (size_t i = 0; i < 4096; i++) {
         double u = sqrt(2 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i]), th = tanh(u);
         double g = 0.5 * x[i] * (1 + th);
@@ -196,7 +187,7 @@ Test(nn_bodies, causal_softmax_per_row)
 {
     const size_t BH = 5, R = BH * T;
     const float scale = 0.35f;
-    float *s = frand(R * T, 4.0), *p = malloc(R * T * sizeof(float)), *d = frand(R * T, 1.0);
+    float *s = frand_vec(R * T, 4.0), *p = malloc(R * T * sizeof(float)), *d = frand_vec(R * T, 1.0);
     memcpy(p, s, R * T * sizeof(float));
     for (size_t r = 0; r < R; r++) /* one row per thread, position r % T */
         zp_softmax_causal_row(p + r * T, r % T, T, scale);
@@ -227,7 +218,7 @@ Test(nn_bodies, cross_entropy_per_row)
 {
     const long v0 = 40; /* this shard: columns [40, 93) of the vocabulary */
     const float scale = 0.01f;
-    float *l = frand(N * V, 5.0), *mx = fzeros(N), *se = fzeros(N), *lt = fzeros(N);
+    float *l = frand_vec(N * V, 5.0), *mx = fzeros(N), *se = fzeros(N), *lt = fzeros(N);
     int tgt[N];
     for (size_t i = 0; i < N; i++)
         tgt[i] = (int)(i * 11 % 120); /* some targets in other shards */
@@ -268,8 +259,8 @@ Test(nn_bodies, cross_entropy_per_row)
 
 Test(nn_bodies, bias_and_residual)
 {
-    float *x = frand(N * C, 1.0), *b = frand(C, 1.0), *a = frand(N * C, 1.0), *y = frand(N * C, 1.0);
-    float *out = fzeros(N * C), *db = frand(C, 0.1), *db_cpu = malloc(C * sizeof(float));
+    float *x = frand_vec(N * C, 1.0), *b = frand_vec(C, 1.0), *a = frand_vec(N * C, 1.0), *y = frand_vec(N * C, 1.0);
+    float *out = fzeros(N * C), *db = frand_vec(C, 0.1), *db_cpu = malloc(C * sizeof(float));
     memcpy(db_cpu, db, C * sizeof(float));
     double *ref = dzeros(N * C), *rdb = dzeros(C);
     for (size_t k = 0; k < N * C; k++)
@@ -325,7 +316,7 @@ Test(nn_bodies, fp16_expansion_all_codes)
  * dw = sum dout xhat. */
 Test(nn_bodies, rmsnorm_rows_and_columns)
 {
-    float *x = frand(N * C, 2.0), *w = frand(C, 1.0), *dout = frand(N * C, 1.0);
+    float *x = frand_vec(N * C, 2.0), *w = frand_vec(C, 1.0), *dout = frand_vec(N * C, 1.0);
     float *out = fzeros(N * C), *rstd = fzeros(N);
     for (size_t i = 0; i < N; i++)
         zp_rmsnorm_row(out + i * C, rstd + i, x + i * C, w, C);
@@ -375,7 +366,7 @@ Test(nn_bodies, glu_forward_and_backward)
 {
     const size_t F = 19;
     for (int act = ZP_GLU_SILU; act <= ZP_GLU_GELU; act++) {
-        float *u = frand(N * 2 * F, 4.0), *dout = frand(N * F, 1.0), *out = fzeros(N * F), *du = fzeros(N * 2 * F);
+        float *u = frand_vec(N * 2 * F, 4.0), *dout = frand_vec(N * F, 1.0), *out = fzeros(N * F), *du = fzeros(N * 2 * F);
         cr_assert(zp_nn_ops_cpu.glu_fwd(out, u, N, F, act) == ZP_OK);
         cr_assert(zp_nn_ops_cpu.glu_bwd(du, dout, u, N, F, act) == ZP_OK);
         double *ref = dzeros(N * F), *rdu = dzeros(N * 2 * F);
@@ -400,7 +391,7 @@ Test(nn_bodies, rope_turns_and_turns_back)
 {
     const size_t heads = 3, hd = 8, ld = 5 * hd, rows = 2 * T;
     const float base = 10000.0f;
-    float *x = frand(rows * ld, 1.0), *y = malloc(rows * ld * sizeof(float));
+    float *x = frand_vec(rows * ld, 1.0), *y = malloc(rows * ld * sizeof(float));
     memcpy(y, x, rows * ld * sizeof(float));
     cr_assert(zp_nn_ops_cpu.rope(y, rows, ld, heads, hd, T, base, 0) == ZP_OK);
     double *ref = dzeros(rows * ld);
@@ -436,13 +427,13 @@ Test(nn_bodies, moe_gather_combine_and_backward)
         slot[p] = (int)((p * 7 + 3) % R); /* a permutation of the R slots */
         idx[slot[p]] = (int)(p / k);      /* the row of slot s is token p / k's */
     }
-    float *x = frand(Nt * Cc, 1.0), *rows = fzeros(R * Cc), *gate = frand(R, 1.0), *out = fzeros(Nt * Cc);
+    float *x = frand_vec(Nt * Cc, 1.0), *rows = fzeros(R * Cc), *gate = frand_vec(R, 1.0), *out = fzeros(Nt * Cc);
     cr_assert(zp_nn_ops_cpu.moe_gather(rows, x, idx, R, Cc) == ZP_OK);
     for (size_t s2 = 0; s2 < R; s2++)
         cr_assert(memcmp(rows + s2 * Cc, x + (size_t)idx[s2] * Cc, Cc * sizeof(float)) == 0, "gathered row %zu", s2);
-    float *y = frand(R * Cc, 1.0); /* the experts' outputs at the slots */
+    float *y = frand_vec(R * Cc, 1.0); /* the experts' outputs at the slots */
     double *ref = dzeros(Nt * Cc), *rsum = dzeros(Nt * Cc), *rdy = dzeros(R * Cc), *rdg = dzeros(R);
-    float *dout = frand(Nt * Cc, 1.0), *dy = fzeros(R * Cc), *dg = fzeros(R), *sum = fzeros(Nt * Cc);
+    float *dout = frand_vec(Nt * Cc, 1.0), *dy = fzeros(R * Cc), *dg = fzeros(R), *sum = fzeros(Nt * Cc);
     for (size_t t = 0; t < Nt; t++)
         for (size_t j = 0; j < k; j++) {
             size_t p = t * k + j, sl = (size_t)slot[p];

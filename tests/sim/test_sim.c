@@ -85,18 +85,29 @@ Test(schedule, flops_match_the_model)
     }
 }
 
+/* plan_of(stage, 8, mp, micro) with `accum` micro-batches a step and offload `off` (0-2: none, the optimizer
+ * states, the parameters too) into *p, when the stage takes that offload (the optimizer's from stage 1 on, the
+ * parameters' at stage 3); 0 when it does not. */
+static int offload_plan(int stage, int off, int64_t mp, int64_t micro, int64_t accum, zp_plan *p)
+{
+    if ((off == 1 && stage < 1) || (off == 2 && stage != 3))
+        return 0;
+    *p = plan_of(stage, 8, mp, micro);
+    p->grad_accum = accum;
+    p->offload = (zp_offload)off;
+    return 1;
+}
+
 Test(schedule, channels_balance)
 {
     /* every wait has its signal: per channel, tokens signalled == tokens waited */
     const zp_model *m = &zp_zoo_find("8B")->model;
     for (int stage = 0; stage <= 3; stage++) {
         for (int off = 0; off <= 2; off++) {
-            if ((off == 1 && stage < 1) || (off == 2 && stage != 3))
+            zp_plan p;
+            if (!offload_plan(stage, off, 2, 2, 3, &p))
                 continue;
-            zp_plan p = plan_of(stage, 8, 2, 2);
-            p.grad_accum = 3;
             p.pa_cpu = p.pa = 1;
-            p.offload = (zp_offload)off;
             p.bucket = 1e8;
             zp_schedule s;
             cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
@@ -132,12 +143,10 @@ Test(engine, every_stage_and_option_completes)
     const zp_cluster *c = preset("dgx2");
     for (int stage = 0; stage <= 3; stage++) {
         for (int off = 0; off <= 2; off++) {
-            if ((off == 1 && stage < 1) || (off == 2 && stage != 3))
+            zp_plan p;
+            if (!offload_plan(stage, off, 4, 2, 2, &p))
                 continue;
-            zp_plan p = plan_of(stage, 8, 4, 2);
-            p.grad_accum = 2;
             p.pa_cpu = p.pa = stage % 2;
-            p.offload = (zp_offload)off;
             zp_sim_result r = simulate(m, &p, c, 0);
             cr_expect_gt(r.step_time, 0);
             cr_expect_geq(r.step_time, r.compute, "stage %d: step shorter than its compute", stage);

@@ -1,6 +1,7 @@
 /* sim/ memory model: the paper's Table 1 and Table 2, and the properties of every term. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "zp_device.h"
 #include "zp_layout.h"
@@ -257,6 +258,21 @@ Test(memory, what_really_fits_explains_the_gap)
     }
 }
 
+/* The memory-only schedule replays as the full one in every category (1e-9 relative); what names the case. */
+static void expect_same_replay(const zp_schedule *full, const zp_schedule *mem, const char *what)
+{
+    zp_memory a, b;
+    cr_assert_eq(zp_memory_replay(full, &a), ZP_OK);
+    cr_assert_eq(zp_memory_replay(mem, &b), ZP_OK);
+    const double fa[] = {a.params, a.grads, a.optimizer, a.activations, a.checkpoints, a.buffers,
+                         a.fragmentation, a.total, a.host, a.peak_activations};
+    const double fb[] = {b.params, b.grads, b.optimizer, b.activations, b.checkpoints, b.buffers,
+                         b.fragmentation, b.total, b.host, b.peak_activations};
+    for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
+        cr_expect(fabs(fa[i] - fb[i]) <= 1e-9 * fmax(1.0, fabs(fa[i])),
+                  "%s: field %zu full %.17g, memory-only %.17g", what, i, fa[i], fb[i]);
+}
+
 /* Memory is the replay of the schedule's alloc and free ops. The memory-only schedule the search replays
  * (no kernels or collectives; only the first and last micro-batches; DeepSpeed's blocks collapsed into
  * one standing for all) must replay to exactly what the full schedule replays to, for both layouts. */
@@ -294,17 +310,10 @@ Test(memory, memory_only_schedule_replays_as_the_full_one)
         zp_schedule full, mem;
         cr_assert_eq(zp_schedule_build(m, &p, &full), ZP_OK, "%s", zp_error_message());
         cr_assert_eq(zp_schedule_build_memory(m, &p, &mem), ZP_OK, "%s", zp_error_message());
-        zp_memory a, b;
-        cr_assert_eq(zp_memory_replay(&full, &a), ZP_OK);
-        cr_assert_eq(zp_memory_replay(&mem, &b), ZP_OK);
-        const double fa[] = {a.params, a.grads, a.optimizer, a.activations, a.checkpoints, a.buffers,
-                             a.fragmentation, a.total, a.host, a.peak_activations};
-        const double fb[] = {b.params, b.grads, b.optimizer, b.activations, b.checkpoints, b.buffers,
-                             b.fragmentation, b.total, b.host, b.peak_activations};
-        for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
-            cr_expect(fabs(fa[i] - fb[i]) <= 1e-9 * fmax(1.0, fabs(fa[i])),
-                      "trial %d %s stage %d mp %lld impl %d: field %zu full %.17g, memory-only %.17g", trial, m->name,
-                      p.stage, (long long)p.mp, (int)p.impl, i, fa[i], fb[i]);
+        char what[128];
+        snprintf(what, sizeof what, "trial %d %s stage %d mp %lld impl %d", trial, m->name, p.stage,
+                 (long long)p.mp, (int)p.impl);
+        expect_same_replay(&full, &mem, what);
         cr_expect(mem.nops < full.nops, "the memory-only schedule is smaller (%d vs %d ops)", mem.nops, full.nops);
         zp_schedule_free(&full);
         zp_schedule_free(&mem);
@@ -406,18 +415,10 @@ Test(memory, memory_only_schedule_replays_as_the_full_one_with_pipelines)
             zp_schedule full, mem;
             cr_assert_eq(zp_schedule_build_stage(m, &p, s, &full), ZP_OK, "%s", zp_error_message());
             cr_assert_eq(zp_schedule_build_memory_stage(m, &p, s, &mem), ZP_OK, "%s", zp_error_message());
-            zp_memory a, b;
-            cr_assert_eq(zp_memory_replay(&full, &a), ZP_OK);
-            cr_assert_eq(zp_memory_replay(&mem, &b), ZP_OK);
-            const double fa[] = {a.params, a.grads, a.optimizer, a.activations, a.checkpoints, a.buffers,
-                                 a.fragmentation, a.total, a.host, a.peak_activations};
-            const double fb[] = {b.params, b.grads, b.optimizer, b.activations, b.checkpoints, b.buffers,
-                                 b.fragmentation, b.total, b.host, b.peak_activations};
-            for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
-                cr_expect(fabs(fa[i] - fb[i]) <= 1e-9 * fmax(1.0, fabs(fa[i])),
-                          "%s pp %lld %s v%d m %lld stage %d: field %zu full %.17g, memory-only %.17g", m->name,
-                          (long long)p.pp, zp_pp_schedule_name(p.schedule), p.vstages, (long long)p.grad_accum, s, i,
-                          fa[i], fb[i]);
+            char what[128];
+            snprintf(what, sizeof what, "%s pp %lld %s v%d m %lld stage %d", m->name, (long long)p.pp,
+                     zp_pp_schedule_name(p.schedule), p.vstages, (long long)p.grad_accum, s);
+            expect_same_replay(&full, &mem, what);
             zp_schedule_free(&full);
             zp_schedule_free(&mem);
             stages++;

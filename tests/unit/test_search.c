@@ -16,6 +16,13 @@ static const zp_cluster *dgx2(void)
     return c;
 }
 
+/* MODEL on GPUS GPUs of dgx2, every option searched, into *res (with *r the request). */
+static void search_dgx2(const char *model, int64_t gpus, zp_search_req *r, zp_search_result *res)
+{
+    zp_search_req_default(r, &zp_zoo_find(model)->model, dgx2(), gpus);
+    cr_assert_eq(zp_search_run(r, res), ZP_OK, "%s", zp_error_message());
+}
+
 /* 100B on 400 GPUs of dgx2 with stage, MP and micro-batch given, searched into *res. */
 static void search_100b(int stage, int64_t mp, int64_t micro, zp_search_req *r, zp_search_result *res)
 {
@@ -67,11 +74,9 @@ Test(search, global_batch_kept_with_accumulation)
 
 Test(search, ranked_fitting_first_by_throughput)
 {
-    const zp_model *m = &zp_zoo_find("20B")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, dgx2(), 128);
     zp_search_result res;
-    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
+    search_dgx2("20B", 128, &r, &res);
     cr_assert_gt(res.n_fit, 0);
     for (int i = 1; i < res.n; i++) {
         cr_expect(res.plans[i - 1].fits >= res.plans[i].fits);
@@ -87,11 +92,9 @@ Test(search, ranked_fitting_first_by_throughput)
 
 Test(search, huge_but_valid_has_no_overflow)
 {
-    const zp_model *m = &zp_zoo_find("1T")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, dgx2(), 1000000);
     zp_search_result res;
-    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    search_dgx2("1T", 1000000, &r, &res);
     for (int i = 0; i < res.n; i++) {
         const zp_eval *e = &res.plans[i];
         cr_expect(isfinite(e->mem.total) && isfinite(e->time.total) && isfinite(e->tflops_per_gpu));
@@ -129,12 +132,10 @@ Test(search, bad_requests)
 
 Test(search, json_contract)
 {
-    const zp_model *m = &zp_zoo_find("8B")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, dgx2(), 64);
     zp_search_result res;
-    cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
-    zp_whatif w = {.model = m, .cluster = dgx2(), .gpus = 64, .gpu_mem = 32e9, .result = &res, .top = 5};
+    search_dgx2("8B", 64, &r, &res);
+    zp_whatif w = {.model = r.model, .cluster = dgx2(), .gpus = 64, .gpu_mem = 32e9, .result = &res, .top = 5};
     json_t *j = zp_report_whatif_json(&w);
     cr_assert_not_null(j);
     const char *mk[] = {"name", "layers", "hidden", "heads", "seq", "vocab", "params"};
