@@ -751,17 +751,19 @@ static void p2p_op(int node, const zp_op *op)
  * it (an execution bounded to that rate), so SimGrid's sharing slows the kernels by what the collectives
  * hold for exactly as long as they overlap. A collective is not slowed by the kernels: its CTAs are
  * resident. Copies (copy engines) and the CPU hold no SMs. */
-static sg_exec_t nccl_hold(void)
+/* An execution holding the collective's share of this GPU for `seconds` (started). */
+static sg_exec_t nccl_start(double seconds)
 {
-    if (!(E.nccl_frac > 0))
-        return NULL;
     const double rate = E.nccl_frac * sg_host_get_speed(sg_host_self());
-    sg_exec_t x = sg_actor_exec_init(rate * 1e9); /* held until the collective ends (cancelled then) */
+    sg_exec_t x = sg_actor_exec_init(rate * seconds);
     sg_exec_set_bound(x, rate);
     sg_exec_start(x);
     E.activities += 1;
     return x;
 }
+
+/* A collective of flows: its share held until it ends (nccl_release cancels it); NULL when not modelled. */
+static sg_exec_t nccl_hold(void) { return E.nccl_frac > 0 ? nccl_start(1e9) : NULL; }
 
 static void nccl_release(sg_exec_t x)
 {
@@ -769,46 +771,29 @@ static void nccl_release(sg_exec_t x)
         sg_exec_cancel(x);
 }
 
-/* `t` seconds of a collective's own time (no flows): its CTAs held for exactly that long. */
-static void nccl_local(double t)
+/* Let a stream's coalesced time pass: its kernels `*kpending` as an execution that collectives running
+ * beside it slow down (node 0 records what they lost, in compute and in the phase `kphase` of the last of
+ * them), then the rest `*pending`. */
+static void flush(int rec, double *pending, double *kpending, int kphase)
 {
-    const double rate = E.nccl_frac * sg_host_get_speed(sg_host_self());
-    sg_exec_t x = sg_actor_exec_init(rate * t);
-    sg_exec_set_bound(x, rate);
-    sg_exec_start(x);
-    sg_exec_wait(x);
-    E.activities += 1;
+    if (*kpending > 0) {
+        const double t0 = simgrid_get_clock();
+        sg_actor_execute(*kpending * sg_host_get_speed(sg_host_self()));
+        E.activities += 1;
+        const double lost = simgrid_get_clock() - t0 - *kpending;
+        if (rec && lost > 0) {
+            E.res.compute += lost;
+            E.res.nccl_contention += lost;
+            E.res.phase[kphase] += lost;
+        }
+        *kpending = 0;
+    }
+    if (*pending > 0) {
+        sg_actor_sleep_for(*pending);
+        E.activities += 1;
+        *pending = 0;
+    }
 }
-
-/* The compute stream's coalesced kernel time `t` (device seconds at the whole GPU): an execution that
- * collectives running beside it slow down. Returns the seconds it took. */
-static double kernels_run(double t)
-{
-    const double t0 = simgrid_get_clock();
-    sg_actor_execute(t * sg_host_get_speed(sg_host_self()));
-    E.activities += 1;
-    return simgrid_get_clock() - t0;
-}
-
-/* Let a stream's coalesced time pass: the kernels (slowed by collectives beside them; node 0 records what
- * they lost), then the rest. */
-#define flush(pending, kpending, kphase)                                                                       \
-    do {                                                                                                       \
-        if (*(kpending) > 0) {                                                                                 \
-            double lost_ = kernels_run(*(kpending)) - *(kpending);                                             \
-            if (rec && lost_ > 0) {                                                                            \
-                R->compute += lost_;                                                                           \
-                R->nccl_contention += lost_;                                                                   \
-                R->phase[*(kphase)] += lost_;                                                                  \
-            }                                                                                                  \
-            *(kpending) = 0;                                                                                   \
-        }                                                                                                      \
-        if (*(pending) > 0) {                                                                                  \
-            sg_actor_sleep_for(*(pending));                                                                    \
-            E.activities += 1;                                                                                 \
-            *(pending) = 0;                                                                                    \
-        }                                                                                                      \
-    } while (0)
 
 static void stream_actor(int argc, char *argv[])
 {
@@ -846,17 +831,6 @@ static void stream_actor(int argc, char *argv[])
             break;
         default: break;
         }
-        if (local >= 0.0 && E.nccl_frac > 0 && in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0) {
-            /* a collective beside the kernels: its CTAs are held for its time (not coalesced) */
-            flush(&pending, &kpending, &kphase);
-            double t0 = simgrid_get_clock();
-            nccl_local(local);
-            run_start = simgrid_get_clock();
-            trace_add(node, s, t0, local, op, zp_op_name(op));
-            if (rec)
-                account(s, op, local);
-            continue;
-        }
         if (local >= 0.0) {
             double start = run_start + pending + kpending;
             if (E.busy) {
@@ -870,6 +844,12 @@ static void stream_actor(int argc, char *argv[])
                     sg_actor_sleep_for(local);
                 sg_mutex_unlock(E.busy[node]);
                 E.activities += 1;
+                run_start = simgrid_get_clock();
+            } else if (E.nccl_frac > 0 && in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0) {
+                /* a collective beside the kernels: its CTAs held for its time (not coalesced) */
+                flush(rec, &pending, &kpending, kphase);
+                start = simgrid_get_clock();
+                sg_exec_wait(nccl_start(local));
                 run_start = simgrid_get_clock();
             } else if (E.nccl_frac > 0 && s == ZP_STREAM_COMPUTE && in->cls == ZP_OPC_COMPUTE) {
                 kpending += local; /* coalesced kernels: run at the next interaction, beside any collective */
@@ -886,7 +866,7 @@ static void stream_actor(int argc, char *argv[])
             continue;
         }
         /* an op that interacts with other actors: first let the coalesced time pass */
-        flush(&pending, &kpending, &kphase);
+        flush(rec, &pending, &kpending, kphase);
         double t0 = simgrid_get_clock();
         int locked = E.busy && (in->cls == ZP_OPC_COLL || in->cls == ZP_OPC_COPY);
         if (locked)
@@ -940,7 +920,7 @@ static void stream_actor(int argc, char *argv[])
             account(s, op, dur);
         }
     }
-    flush(&pending, &kpending, &kphase);
+    flush(rec, &pending, &kpending, kphase);
     double now = simgrid_get_clock();
     if (rec && s == ZP_STREAM_COMPUTE)
         E.res.step_time = fmax(E.res.step_time, now); /* the tail is added once every stream ended */
@@ -1194,6 +1174,25 @@ static double coll_least_time(const zp_op *op)
     return t;
 }
 
+/* The collectives of stream `s`, each at its least time (one after the other: their sum). */
+static double colls_least_time(const zp_schedule *sc, zp_stream s)
+{
+    double t = 0.0, last_bytes = -1.0, last_t = 0.0;
+    int last_type = -1;
+    for (int i = 0; i < sc->n[s]; i++) {
+        const zp_op *op = &sc->ops[s][i];
+        if (info_of(op)->cls != ZP_OPC_COLL)
+            continue;
+        if (op->type != last_type || op->bytes != last_bytes) { /* its time depends on these alone */
+            last_type = op->type;
+            last_bytes = op->bytes;
+            last_t = coll_least_time(op);
+        }
+        t += last_t;
+    }
+    return t;
+}
+
 zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc, double *compute_colls_s, double *comm_s)
 {
     *compute_colls_s = *comm_s = 0.0;
@@ -1203,23 +1202,9 @@ zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc,
     const net n0 = E.n;
     E.in = in;
     zp_status st = net_setup(in, 0, &E.n);
-    for (int s = 0; st == ZP_OK && s < ZP_NSTREAMS; s++) {
-        if (s != ZP_STREAM_COMPUTE && s != ZP_STREAM_COMM)
-            continue;
-        double t = 0.0, last_bytes = -1.0, last_t = 0.0;
-        int last_type = -1;
-        for (int i = 0; i < sc->n[s]; i++) {
-            const zp_op *op = &sc->ops[s][i];
-            if (info_of(op)->cls != ZP_OPC_COLL)
-                continue;
-            if (op->type != last_type || op->bytes != last_bytes) { /* its time depends on these alone */
-                last_type = op->type;
-                last_bytes = op->bytes;
-                last_t = coll_least_time(op);
-            }
-            t += last_t;
-        }
-        *(s == ZP_STREAM_COMPUTE ? compute_colls_s : comm_s) = t;
+    if (st == ZP_OK) {
+        *compute_colls_s = colls_least_time(sc, ZP_STREAM_COMPUTE);
+        *comm_s = colls_least_time(sc, ZP_STREAM_COMM);
     }
     E.in = in0;
     E.n = n0;

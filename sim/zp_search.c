@@ -357,18 +357,17 @@ static double step_bound(const zp_model *model, const zp_profile *prof, const zp
     } else {
         double sum[3];
         const int64_t m = plan->grad_accum;
-        if (!every_micro_step && m > 8) {
-            /* a step of m micro-steps is its first, m - 2 alike and its last (gradient accumulation, the
-             * reductions after the last or each one alike): every sum is affine in m, taken at 3 and 4 */
-            zp_plan p3 = *plan, p4 = *plan;
-            p3.grad_accum = 3;
-            p4.grad_accum = 4;
-            double s3[3], s4[3];
-            if (!stream_sums(model, prof, &p3, cluster, platform_file, s3) ||
-                !stream_sums(model, prof, &p4, cluster, platform_file, s4))
+        if (!every_micro_step && m > ZP_ACCUM_AFFINE_ABOVE) {
+            /* every sum is affine in the micro-steps (zp_schedule.h): taken at two short steps */
+            zp_plan pa = *plan, pb = *plan;
+            pa.grad_accum = ZP_ACCUM_SAMPLE;
+            pb.grad_accum = ZP_ACCUM_SAMPLE + 1;
+            double sa[3], sb[3];
+            if (!stream_sums(model, prof, &pa, cluster, platform_file, sa) ||
+                !stream_sums(model, prof, &pb, cluster, platform_file, sb))
                 return 0.0;
             for (int i = 0; i < 3; i++)
-                sum[i] = s3[i] + (double)(m - 3) * (s4[i] - s3[i]);
+                sum[i] = sa[i] + (double)(m - ZP_ACCUM_SAMPLE) * (sb[i] - sa[i]);
         } else if (!stream_sums(model, prof, plan, cluster, platform_file, sum)) {
             return 0.0;
         }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "zp_child.h"
+#include "zp_schedule.h"
 
 /* What a simulation process sends back. */
 typedef struct {
@@ -100,8 +101,8 @@ static zp_status run_pool(zp_sim_job *jobs, int n, int parallel)
     return st;
 }
 
-/* A step of gradient accumulation is its first micro-step, m - 2 alike and its last: without a pipeline,
- * a step of m > 8 micro-steps is simulated at 3 and 4 and extrapolated as below (every stage: ZeRO's
+/* A step of gradient accumulation is affine in its micro-steps (zp_schedule.h): without a pipeline, a step
+ * of m > ZP_ACCUM_AFFINE_ABOVE micro-steps is simulated at two short steps and extrapolated as below (every stage: ZeRO's
  * per-micro-step gathers and reductions repeat alike; tests/sim/test_bound.c compares random plans). A
  * pipeline of P stages without ZeRO's per-micro-batch collectives (stage 0 or 1) runs a step that is
  * affine in its micro-batches m once the pipeline is full (m >= P): each further micro-batch adds the
@@ -116,10 +117,10 @@ static int extrapolable(const zp_sim_input *in, int64_t *m1, int64_t *m2)
     const zp_plan *p = in->plan;
     if (in->every_micro_batch || in->trace_path || !p)
         return 0;
-    if (p->pp <= 1) { /* gradient accumulation: the first micro-step, m - 2 alike, the last */
-        *m1 = 3;
-        *m2 = 4;
-        return p->grad_accum > 8;
+    if (p->pp <= 1) { /* gradient accumulation: affine in the micro-steps (zp_schedule.h) */
+        *m1 = ZP_ACCUM_SAMPLE;
+        *m2 = ZP_ACCUM_SAMPLE + 1;
+        return p->grad_accum > ZP_ACCUM_AFFINE_ABOVE;
     }
     if (p->stage > 1)
         return 0;
@@ -170,84 +171,67 @@ zp_status zp_simrun_many(zp_sim_job *jobs, int n, int parallel)
         extra += extrapolable(&jobs[j].in, &m1, &m2);
     if (extra == 0)
         return run_pool(jobs, n, parallel);
-    /* each extrapolated job runs as two shorter ones, side by side */
+    /* each extrapolated job runs as two shorter ones (m1, then m2), side by side: sub-job i is half[i]
+     * of jobs[of[i]] (0: the job itself or its m1 step, 1: its m2 step) */
     const int total = n + extra;
     zp_sim_job *sub = calloc((size_t)total, sizeof *sub);
-    zp_plan *plans = calloc((size_t)2 * (size_t)extra, sizeof *plans);
-    if (!sub || !plans) {
-        free(sub);
-        free(plans);
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    }
-    int k = 0, e = 0;
-    for (int j = 0; j < n; j++) {
-        sub[k] = jobs[j];
-        if (extrapolable(&jobs[j].in, &m1, &m2)) {
-            plans[e] = plans[e + 1] = *jobs[j].in.plan;
-            plans[e].grad_accum = m1;
-            plans[e + 1].grad_accum = m2;
-            sub[k].in.plan = &plans[e];
-            sub[k + 1] = jobs[j];
-            sub[k + 1].in.plan = &plans[e + 1];
-            k += 2;
-            e += 2;
-        } else {
-            k += 1;
-        }
-    }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int par = parallel <= 0 ? (int)(cpus > 0 ? cpus : 1) : parallel * total / n;
-    if (cpus > 0 && par > cpus && par > parallel)
-        par = parallel > cpus ? parallel : (int)cpus;
-    /* longest first (micro-batches x stages), so that two at a time end together */
-    zp_sim_job *order = calloc((size_t)total, sizeof *order);
-    int *at = calloc((size_t)total, sizeof *at);
-    if (!order || !at) {
-        free(sub);
-        free(plans);
-        free(order);
-        free(at);
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < total; i++)
-        at[i] = i;
-    for (int i = 1; i < total; i++) /* insertion sort: a handful of jobs */
-        for (int j = i; j > 0 && sim_cost(&sub[at[j]]) > sim_cost(&sub[at[j - 1]]); j--) {
-            int t = at[j];
-            at[j] = at[j - 1];
-            at[j - 1] = t;
-        }
-    for (int i = 0; i < total; i++)
-        order[i] = sub[at[i]];
-    zp_status st = run_pool(order, total, par);
-    for (int i = 0; i < total; i++)
-        sub[at[i]] = order[i];
-    free(order);
-    free(at);
-    k = 0;
-    for (int j = 0; st == ZP_OK && j < n; j++) {
-        if (extrapolable(&jobs[j].in, &m1, &m2)) {
-            const zp_sim_job *a = &sub[k], *b = &sub[k + 1];
-            const zp_sim_job *bad = a->st != ZP_OK ? a : b->st != ZP_OK ? b : NULL;
-            if (bad) {
-                jobs[j].st = bad->st;
-                snprintf(jobs[j].err, sizeof jobs[j].err, "%s", bad->err);
-            } else {
-                jobs[j].st = ZP_OK;
-                jobs[j].err[0] = 0;
-                extrapolate(&a->res, &b->res, (double)(jobs[j].in.plan->grad_accum - m1) / (double)(m2 - m1),
-                            &jobs[j].res);
+    zp_plan *plans = calloc((size_t)total, sizeof *plans);
+    int *of = calloc((size_t)total, sizeof *of), *half = calloc((size_t)total, sizeof *half);
+    const zp_sim_job **part = calloc((size_t)2 * (size_t)n, sizeof *part); /* [2j + half] after the run */
+    zp_status st = sub && plans && of && half && part ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
+    for (int j = 0, k = 0; st == ZP_OK && j < n; j++) {
+        const int two = extrapolable(&jobs[j].in, &m1, &m2);
+        for (int h = 0; h <= two; h++, k++) {
+            sub[k] = jobs[j];
+            of[k] = j;
+            half[k] = h;
+            if (two) {
+                plans[k] = *jobs[j].in.plan;
+                plans[k].grad_accum = h ? m2 : m1;
+                sub[k].in.plan = &plans[k];
             }
-            k += 2;
+        }
+    }
+    /* longest first (micro-batches x stages), so that those run at once end together */
+    for (int i = 1; st == ZP_OK && i < total; i++)
+        for (int j = i; j > 0 && sim_cost(&sub[j]) > sim_cost(&sub[j - 1]); j--) {
+            zp_sim_job t = sub[j];
+            sub[j] = sub[j - 1];
+            sub[j - 1] = t;
+            int o = of[j], h = half[j];
+            of[j] = of[j - 1], half[j] = half[j - 1];
+            of[j - 1] = o, half[j - 1] = h;
+        }
+    /* as many at once as the caller asked for its jobs, scaled to the sub-jobs, within the CPUs */
+    int par = parallel;
+    if (parallel > 0) {
+        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        const int want = parallel * total / n, cap = cpus > parallel ? (int)cpus : parallel;
+        par = want < cap ? want : cap;
+    }
+    if (st == ZP_OK)
+        st = run_pool(sub, total, par);
+    for (int i = 0; st == ZP_OK && i < total; i++)
+        part[2 * of[i] + half[i]] = &sub[i];
+    for (int j = 0; st == ZP_OK && j < n; j++) {
+        const zp_sim_job *a = part[2 * j], *b = part[2 * j + 1];
+        const zp_sim_job *bad = a->st != ZP_OK ? a : b && b->st != ZP_OK ? b : NULL;
+        jobs[j].st = bad ? bad->st : ZP_OK;
+        snprintf(jobs[j].err, sizeof jobs[j].err, "%s", bad ? bad->err : "");
+        if (bad)
+            continue;
+        if (b) { /* the two steps' micro-batches are their plans' */
+            const double ma = (double)a->in.plan->grad_accum, mb = (double)b->in.plan->grad_accum;
+            extrapolate(&a->res, &b->res, ((double)jobs[j].in.plan->grad_accum - ma) / (mb - ma), &jobs[j].res);
         } else {
-            jobs[j].st = sub[k].st;
-            jobs[j].res = sub[k].res;
-            snprintf(jobs[j].err, sizeof jobs[j].err, "%s", sub[k].err);
-            k += 1;
+            jobs[j].res = a->res;
         }
     }
     free(sub);
     free(plans);
+    free(of);
+    free(half);
+    free(part);
     return st;
 }
 

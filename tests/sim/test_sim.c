@@ -127,14 +127,21 @@ Test(schedule, channels_balance)
     }
 }
 
-static zp_sim_result simulate(const zp_model *m, const zp_plan *p, const zp_cluster *c, int no_overlap)
+/* One simulation of `in` on its cluster's built-in profile. */
+static zp_sim_result simulate_input(zp_sim_input in)
 {
     zp_profile prof;
-    zp_device_profile_builtin(c, &prof);
-    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .no_overlap = no_overlap}};
+    zp_device_profile_builtin(in.cluster, &prof);
+    in.profile = &prof;
+    zp_sim_job j = {.in = in};
     zp_status st = zp_simrun_one(&j);
     cr_assert_eq(st, ZP_OK, "simulation failed: %s", zp_error_message());
     return j.res;
+}
+
+static zp_sim_result simulate(const zp_model *m, const zp_plan *p, const zp_cluster *c, int no_overlap)
+{
+    return simulate_input((zp_sim_input){.model = m, .plan = p, .cluster = c, .no_overlap = no_overlap});
 }
 
 Test(engine, every_stage_and_option_completes)
@@ -450,14 +457,10 @@ Test(search, ranking_is_true)
 static zp_sim_result simulate_as(const zp_model *m, const zp_plan *p, const zp_cluster *c, zp_sim_mode mode,
                                  double oversubscription)
 {
-    zp_profile prof;
-    zp_device_profile_builtin(c, &prof);
-    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .sim = mode,
-                           .oversubscription = oversubscription}};
-    zp_status st = zp_simrun_one(&j);
-    cr_assert_eq(st, ZP_OK, "simulation failed: %s", zp_error_message());
-    cr_assert_eq(j.res.reduced, mode == ZP_SIM_REDUCED);
-    return j.res;
+    zp_sim_result r = simulate_input(
+        (zp_sim_input){.model = m, .plan = p, .cluster = c, .sim = mode, .oversubscription = oversubscription});
+    cr_assert_eq(r.reduced, mode == ZP_SIM_REDUCED);
+    return r;
 }
 
 /* Runs a plan both ways: the reduced step equals the full one within 1% (the reduction is exact: they
@@ -724,17 +727,6 @@ Test(pipeline, reduced_equals_full, .timeout = 600)
  * (sim/zp_simrun.c): the step is affine in m once the pipeline is full, so the extrapolation gives what
  * simulating every micro-batch gives, to the clock's rounding, for each schedule, with stages sharing a
  * node or not, DP across nodes, the reduced and the full simulation, and without overlap. */
-static zp_sim_result simulate_every(const zp_model *m, const zp_plan *p, const zp_cluster *c, zp_sim_mode mode,
-                                    int no_overlap, int every)
-{
-    zp_profile prof;
-    zp_device_profile_builtin(c, &prof);
-    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof, .sim = mode,
-                           .no_overlap = no_overlap, .every_micro_batch = every}};
-    cr_assert_eq(zp_simrun_one(&j), ZP_OK, "simulation failed: %s", zp_error_message());
-    return j.res;
-}
-
 Test(pipeline, extrapolated_equals_every_micro_batch, .timeout = 600)
 {
     const zp_model u = uniform_gpt(16);
@@ -766,8 +758,11 @@ Test(pipeline, extrapolated_equals_every_micro_batch, .timeout = 600)
         p.schedule = cases[i].sc;
         p.vstages = cases[i].v;
         p.sp = cases[i].sp;
-        zp_sim_result x = simulate_every(cases[i].m, &p, c, cases[i].mode, cases[i].no_overlap, 0);
-        zp_sim_result r = simulate_every(cases[i].m, &p, c, cases[i].mode, cases[i].no_overlap, 1);
+        zp_sim_input in = {.model = cases[i].m, .plan = &p, .cluster = c, .sim = cases[i].mode,
+                           .no_overlap = cases[i].no_overlap};
+        zp_sim_result x = simulate_input(in);
+        in.every_micro_batch = 1;
+        zp_sim_result r = simulate_input(in);
         const double tol = 1e-9 * r.step_time;
         cr_expect(fabs(x.step_time - r.step_time) <= tol, "case %zu (%s, P %lld, m %lld): extrapolated %.12g s, every "
                   "micro-batch %.12g s", i, zp_pp_schedule_name(p.schedule), (long long)p.pp, (long long)p.grad_accum,
