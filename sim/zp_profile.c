@@ -442,6 +442,27 @@ static zp_status need_object(const rd *r, json_t *obj, const char *parent, const
     return ZP_OK;
 }
 
+/* An object's keys must all be ones zplan reads: a misspelled key (e.g. device_model.nccl_channels) would
+ * otherwise be dropped silently and the answer computed from the preset's figure instead. names: NULL-ended. */
+static zp_status only_keys(const rd *r, json_t *obj, const char *parent, const char *const *names)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach(obj, key, val) {
+        int known = 0;
+        for (int i = 0; names[i] && !known; i++)
+            known = strcmp(key, names[i]) == 0;
+        if (known)
+            continue;
+        char list[384] = "";
+        for (int i = 0; names[i]; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': unknown key '%s%s%s' (zplan reads %s %s%s); remove or correct it",
+                       r->name, parent, *parent ? "." : "", key, list, *parent ? "in " : "at the top level", parent);
+    }
+    return ZP_OK;
+}
+
 static zp_status get_num(const rd *r, json_t *obj, const char *parent, const char *key, double *out)
 {
     json_t *v = NULL;
@@ -619,6 +640,9 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
     if (o) {
         if (!json_is_object(o))
             return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model must be an object", r->name);
+        static const char *const dev_keys[] = {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",
+                                               "unfused_kernels", "flash_efficiency", "nccl_ctas", NULL};
+        ZP_TRY(only_keys(r, o, "device_model", dev_keys));
         ZP_TRY(get_int(r, o, "device_model", "sms", &p->dev.sms));
         ZP_TRY(get_num(r, o, "device_model", "gemm_max_efficiency", &p->dev.gemm_max_eff));
         ZP_TRY(get_num(r, o, "device_model", "k_half", &p->dev.k_half));
@@ -637,6 +661,8 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
     if (o) {
         if (!json_is_object(o))
             return ZP_FAIL(ZP_EINVAL, "profile '%s': nvme_gbs must be an object", r->name);
+        static const char *const nvme_keys[] = {"read", "write", NULL};
+        ZP_TRY(only_keys(r, o, "nvme_gbs", nvme_keys));
         ZP_TRY(get_num(r, o, "nvme_gbs", "read", &p->nvme_read_gbs));
         ZP_TRY(get_num(r, o, "nvme_gbs", "write", &p->nvme_write_gbs));
     }
@@ -657,6 +683,10 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
     if (version != ZP_PROFILE_VERSION)
         return ZP_FAIL(ZP_EINVAL, "profile '%s': 'version' %d is not supported (this zplan reads %d)", r->name,
                        version, ZP_PROFILE_VERSION);
+    static const char *const root_keys[] = {"format", "version", "machine", "backend", "memory_bw_gbs",
+                                            "host_device_gbs", "compute", "adam", "gemm", "gemm_model",
+                                            "collectives", "layer_kernels", "device_model", "nvme_gbs", NULL};
+    ZP_TRY(only_keys(r, root, "", root_keys));
     ZP_TRY(read_machine(r, root, &p->machine));
     ZP_TRY(get_str(r, root, "", "backend", p->backend, sizeof p->backend));
     if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0)
@@ -665,17 +695,21 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
 
     json_t *o = NULL;
     ZP_TRY(need_object(r, root, "", "memory_bw_gbs", &o));
+    ZP_TRY(only_keys(r, o, "memory_bw_gbs", (const char *const[]){"copy", "triad", NULL}));
     ZP_TRY(get_num(r, o, "memory_bw_gbs", "copy", &p->copy_gbs));
     ZP_TRY(get_num(r, o, "memory_bw_gbs", "triad", &p->triad_gbs));
     ZP_TRY(need_object(r, root, "", "host_device_gbs", &o));
+    ZP_TRY(only_keys(r, o, "host_device_gbs", (const char *const[]){"h2d", "d2h", NULL}));
     ZP_TRY(get_num(r, o, "host_device_gbs", "h2d", &p->h2d_gbs));
     ZP_TRY(get_num(r, o, "host_device_gbs", "d2h", &p->d2h_gbs));
     ZP_TRY(need_object(r, root, "", "compute", &o));
+    ZP_TRY(only_keys(r, o, "compute", (const char *const[]){"peak_flops_fp32", "peak_flops_fp16", "peak_flops_bf16", NULL}));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_fp32", &p->peak_flops_fp32));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_fp16", &p->peak_flops_fp16));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_bf16", &p->peak_flops_bf16));
 
     ZP_TRY(need_object(r, root, "", "adam", &o));
+    ZP_TRY(only_keys(r, o, "adam", (const char *const[]){"params_per_s", "bytes_per_param", "cpu_params_per_s", "points", NULL}));
     ZP_TRY(get_num(r, o, "adam", "params_per_s", &p->adam_params_per_s));
     ZP_TRY(get_num(r, o, "adam", "bytes_per_param", &p->adam_bytes_per_param));
     ZP_TRY(get_num(r, o, "adam", "cpu_params_per_s", &p->cpu_adam_params_per_s));
@@ -708,6 +742,7 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
         ZP_TRY(get_num(r, e, path, "spread", &p->gemm[i].spread));
     }
     ZP_TRY(need_object(r, root, "", "gemm_model", &o));
+    ZP_TRY(only_keys(r, o, "gemm_model", (const char *const[]){"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual", NULL}));
     ZP_TRY(get_str(r, o, "gemm_model", "dtype", p->gemm_dtype, sizeof p->gemm_dtype));
     ZP_TRY(get_num(r, o, "gemm_model", "t0_s", &p->gemm_t0_s));
     ZP_TRY(get_num(r, o, "gemm_model", "s_per_flop", &p->gemm_s_per_flop));

@@ -348,6 +348,39 @@ Test(profile, every_missing_key_rejected)
     json_decref(root);
 }
 
+/* A key zplan does not read is refused, naming it: a misspelling (device_model.nccl_channels for nccl_ctas)
+ * would otherwise leave the preset's figure in place without a word. Each checked object, and the top level. */
+Test(profile, every_unknown_key_rejected)
+{
+    json_t *root = sample_json();
+    json_object_set_new(root, "device_model",
+                        json_pack("{s:i, s:f, s:f, s:f, s:f, s:b, s:f, s:i}", "sms", 108, "gemm_max_efficiency", 0.87,
+                                  "k_half", 64.0, "launch_s", 3e-6, "dispatch_s", 1e-5, "unfused_kernels", 0,
+                                  "flash_efficiency", 0.6, "nccl_ctas", 24));
+    json_object_set_new(root, "nvme_gbs", json_pack("{s:f, s:f}", "read", 52.0, "write", 28.0));
+    char *text = json_dumps(root, 0);
+    zp_profile q;
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(q.dev.nccl_ctas, 24);
+    free(text);
+    static const char *const objs[] = {"",        "device_model", "nvme_gbs", "memory_bw_gbs", "host_device_gbs",
+                                       "compute", "adam",         "gemm_model"};
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
+        json_t *o = *objs[i] ? json_object_get(root, objs[i]) : root;
+        cr_assert(json_is_object(o), "%s", objs[i]);
+        const char *typo = strcmp(objs[i], "device_model") == 0 ? "nccl_channels" : "zz_typo";
+        json_object_set_new(o, typo, json_integer(1));
+        text = json_dumps(root, 0);
+        cr_assert_eq(zp_profile_parse(text, strlen(text), "t.json", &q), ZP_EINVAL, "%s.%s accepted", objs[i], typo);
+        char want[96];
+        snprintf(want, sizeof want, "unknown key '%s%s%s'", objs[i], *objs[i] ? "." : "", typo);
+        cr_assert(strstr(zp_error_message(), want), "%s", zp_error_message());
+        free(text);
+        json_object_del(o, typo);
+    }
+    json_decref(root);
+}
+
 static char *with(const char *key_path, json_t *value)
 {
     json_t *root = sample_json();

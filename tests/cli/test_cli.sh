@@ -108,6 +108,10 @@ expect_bad "preset without platform"  --model 1.5B --gpus 16 --preset dgx2
 echo '{"format": "zplan-profile"' >"$T/bad-profile.json"
 expect_bad "profile: truncated"       --model 1.5B --gpus 16 --profile "$T/bad-profile.json"
 expect_bad "profile: missing"         --model 1.5B --gpus 16 --profile "$T/nothing.json"
+# a misspelled key would leave the preset's figure in place: refused, naming it
+sed 's/"backend"/"device_modle": {"nccl_ctas": 24}, "backend"/' "$(dirname "$0")/../fuzz/seeds/fuzz_profile/calibrated.json" >"$T/typo-profile.json"
+expect_bad "profile: unknown key"     --model 1.5B --gpus 16 --profile "$T/typo-profile.json"
+if grep -q "unknown key 'device_modle'" "$T/err"; then ok; else ko "profile typo: $(cat "$T/err")"; fi
 expect_bad "trace with --analytic"    --model 1.5B --gpus 16 --analytic --trace "$T/t.json"
 expect_bad "jobs 0"                   --model 1.5B --gpus 16 --jobs 0
 echo '{"train_batch_size": 100, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}' >"$T/ds-bad.json"
