@@ -22,8 +22,11 @@ res = []
 nofit = 0
 for r in rows:
     cfg = os.path.join(tmp, r["id"] + ".json")
-    json.dump({"model_type": "gpt2", "n_layer": int(r["layers"]), "n_embd": int(r["hidden"]),
-               "n_head": int(r["heads"]), "n_positions": int(r["seq"]), "vocab_size": int(r["vocab"])}, open(cfg, "w"))
+    conf = {"model_type": "gpt2", "n_layer": int(r["layers"]), "n_embd": int(r["hidden"]),
+            "n_head": int(r["heads"]), "n_positions": int(r["seq"]), "vocab_size": int(r["vocab"])}
+    if r["id"].startswith("mpt"):  # MPTConfig's defaults (llm-foundry): attn_pdrop, resid_pdrop, emb_pdrop 0.0
+        conf.update({"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0})
+    json.dump(conf, open(cfg, "w"))
     argv = [z, "--model", cfg, "--cluster", r["cluster"], "--gpus", r["gpus"], "--stage", r["stage"],
             "--mp", r["mp"], "--micro-batch", r["micro"], "--grad-accum", r["accum"],
             "--checkpoint" if r["ckpt"] == "1" else "--no-checkpoint", "--exact", "--gpu-mem", "1T"] + (["--flash-attention"] if r.get("flash") == "1" else []) + r.get("extra", "").split() + [

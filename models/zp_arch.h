@@ -8,18 +8,20 @@
 #include "zp_model.h"
 
 /* Llama, Mistral, Mixtral (+ experts), DeepSeek (+ MLA, experts): separate bias-less Q/K/V, SwiGLU,
- * RMSNorm, RoPE, untied LM head. */
+ * RMSNorm, RoPE, untied LM head; no dropout (neither Meta's code nor transformers' has a residual dropout,
+ * and attention_dropout is 0; Megatron-LM's Llama recipes set both dropouts to 0), so no masks kept. */
 #define ZP_ARCH_LLAMA                                                                                          \
     .qkv_separate = 1, .mlp = ZP_MLP_GATED, .act = ZP_ACT_SILU, .norm = ZP_NORM_RMSNORM, .nobias = ZP_BIAS_ALL, \
-    .pos = ZP_POS_ROTARY, .untied = 1
+    .pos = ZP_POS_ROTARY, .untied = 1, .no_dropout = ZP_DROPOUT_NO_HIDDEN | ZP_DROPOUT_NO_ATTN
 /* Qwen2 (and Qwen2-MoE): Llama with biases on Q, K and V only. */
 #define ZP_ARCH_QWEN2                                                                                          \
     .qkv_separate = 1, .mlp = ZP_MLP_GATED, .act = ZP_ACT_SILU, .norm = ZP_NORM_RMSNORM,                       \
-    .nobias = ZP_BIAS_ATTN_OUT | ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN, .pos = ZP_POS_ROTARY, .untied = 1
+    .nobias = ZP_BIAS_ATTN_OUT | ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN, .pos = ZP_POS_ROTARY, .untied = 1,           \
+    .no_dropout = ZP_DROPOUT_NO_HIDDEN | ZP_DROPOUT_NO_ATTN
 /* Gemma: GeGLU (tanh GeLU), tied embeddings; Gemma 2 adds .block_norms = 4. */
 #define ZP_ARCH_GEMMA                                                                                          \
     .qkv_separate = 1, .mlp = ZP_MLP_GATED, .act = ZP_ACT_GELU, .norm = ZP_NORM_RMSNORM, .nobias = ZP_BIAS_ALL, \
-    .pos = ZP_POS_ROTARY
+    .pos = ZP_POS_ROTARY, .no_dropout = ZP_DROPOUT_NO_HIDDEN | ZP_DROPOUT_NO_ATTN
 /* Phi-3: Llama with fused QKV and fused gate/up tensors. */
 #define ZP_ARCH_PHI3                                                                                           \
     .gate_up_fused = 1, .mlp = ZP_MLP_GATED, .act = ZP_ACT_SILU, .norm = ZP_NORM_RMSNORM, .nobias = ZP_BIAS_ALL, \

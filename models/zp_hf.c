@@ -9,7 +9,8 @@
  *  - a size key of the wrong type, a size key the family does not read, or an unknown key whose name
  *    says it sizes something (layers, heads, experts, ...) is ZP_EINVAL naming the key: never a
  *    silently different model;
- *  - keys that change no size (rope_theta, dropout, token ids, dtype, ...) are accepted;
+ *  - keys that change no size (rope_theta, token ids, dtype, ...) are accepted; dropout probabilities
+ *    decide which masks the memory counts (read_dropout: a mask goes only where its key says 0);
  *  - layers, hidden size and heads are required; every other size key takes transformers' default;
  *  - without model_type only GPT-2's own keys (n_layer, n_embd, n_head, n_inner, n_positions,
  *    vocab_size, ...) are unambiguous: such a file is read as gpt2; any other key asks for model_type;
@@ -713,6 +714,40 @@ static const char *printable(const char *src, char *buf, size_t len)
     return buf;
 }
 
+/* Dropout probabilities decide which masks a block keeps (zp_model.no_dropout): a family's hidden-dropout
+ * key (GPT-2's resid_pdrop, BLOOM's and Falcon's hidden_dropout, OPT's dropout) and its attention-dropout key
+ * (attn_pdrop, attention_dropout). A mask is dropped where a key present says 0, or where the architecture has
+ * no such dropout (zp_arch.h: Llama, Qwen2, Gemma); otherwise a family keeps Megatron-LM's masks. A probability that is not a number in [0, 1) is
+ * refused, naming the key: it would change the memory. */
+static const struct {
+    const char *key;
+    unsigned mask;
+} g_dropout_keys[] = {
+    {"resid_pdrop", ZP_DROPOUT_NO_HIDDEN}, {"hidden_dropout", ZP_DROPOUT_NO_HIDDEN},
+    {"dropout", ZP_DROPOUT_NO_HIDDEN},     {"attn_pdrop", ZP_DROPOUT_NO_ATTN},
+    {"attention_dropout", ZP_DROPOUT_NO_ATTN},
+};
+
+static zp_status read_dropout(json_t *root, const char *path, zp_model *m)
+{
+    unsigned seen = 0, nonzero = 0;
+    for (size_t i = 0; i < sizeof g_dropout_keys / sizeof g_dropout_keys[0]; i++) {
+        json_t *v = json_object_get(root, g_dropout_keys[i].key);
+        if (!v || json_is_null(v))
+            continue;
+        double p = json_is_number(v) ? json_number_value(v) : -1.0;
+        if (!(p >= 0.0 && p < 1.0))
+            return ZP_FAIL(ZP_EINVAL, "%s: key \"%s\" must be a dropout probability in [0, 1)", path,
+                           g_dropout_keys[i].key);
+        seen |= g_dropout_keys[i].mask;
+        if (p > 0.0)
+            nonzero |= g_dropout_keys[i].mask;
+    }
+    /* the architecture's own (Llama has no dropout at all), and any key at 0; a key above 0 puts the mask back */
+    m->no_dropout = (m->no_dropout | seen) & ~nonzero;
+    return ZP_OK;
+}
+
 /* Reads every key of the object against the family; `implicit`: no model_type (GPT-2 keys only). */
 static zp_status read_keys(json_t *root, const hf_family *f, int implicit, hf_vals *x)
 {
@@ -791,6 +826,8 @@ zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *ou
     }
     if (st == ZP_OK)
         st = build(f, x, &m);
+    if (st == ZP_OK)
+        st = read_dropout(root, path, &m);
     free(x);
     json_decref(root);
     ZP_TRY(st);

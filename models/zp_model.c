@@ -535,7 +535,9 @@ static double block_activation(const zp_model *m, int moe, double batch, int64_t
     const double s = (double)m->seq, h = (double)m->hidden, a = (double)m->heads, t = (double)(mp > 0 ? mp : 1);
     const double dqk = (double)zp_model_head_dim(m), dv = (double)zp_model_v_head_dim(m);
     const double kv = (double)zp_model_kv_heads(m);
-    double R = 2.0 * block_norms(m) + 2.0 /* attention input */ + 2.0 /* dropout masks, 1 byte each */;
+    double R = 2.0 * block_norms(m) + 2.0 /* attention input */;
+    if (!(m->no_dropout & ZP_DROPOUT_NO_HIDDEN))
+        R += 2.0; /* dropout masks after the attention and the MLP, 1 byte each */
     if (!(m->parallel && block_norms(m) == 1))
         R += 2.0; /* the MLP's input, unless it is the attention's (one shared norm) */
     double S = (2.0 * a * dqk + 2.0 * kv * dqk + 2.0 * kv * dv + 2.0 * a * dv) / h;
@@ -549,8 +551,10 @@ static double block_activation(const zp_model *m, int moe, double batch, int64_t
         R += 4.0 * E / h + 2.0 * k; /* fp32 router logits; the tokens copied to their k experts */
         S += per_f * (k * (double)expert_ffn(m) + (double)m->shared_experts * (double)shared_ffn(m)) / h;
     }
-    return s * batch * h * (R + S / t + 5.0 * a * s / (h * t));
+    return s * batch * h * (R + S / t + zp_model_score_bytes(m) * a * s / (h * t));
 }
+
+double zp_model_score_bytes(const zp_model *m) { return (m->no_dropout & ZP_DROPOUT_NO_ATTN) ? 4.0 : 5.0; }
 
 double zp_model_activation_bytes_block(const zp_model *m, int64_t i, double batch, int64_t mp)
 {

@@ -154,7 +154,15 @@ typedef struct {
      * block (of the kind block `layers + k` would be) and a final norm; it shares the embedding and the
      * LM head. Not part of zp_model_params (the published main-model size): zp_model_params_mtp. */
     int64_t mtp_layers;
+
+    /* Dropout (ZP_DROPOUT_* bits of the masks the model does NOT keep; 0 = Megatron-LM's: a 1-byte mask
+     * after the attention and after the MLP of each block, and one on the attention probabilities). A
+     * config with its dropout probabilities at 0 (MPT, Llama's attention_dropout) keeps no such mask. */
+    unsigned no_dropout;
 } zp_model;
+
+#define ZP_DROPOUT_NO_HIDDEN 1u /* no mask after the attention and the MLP: 2·s·b·h bytes less per block */
+#define ZP_DROPOUT_NO_ATTN 2u   /* no mask on the attention probabilities: a·s²·b bytes less per block */
 
 /* Default GPT-2 vocabulary (50257 BPE tokens) and sequence length used when a source gives none. */
 #define ZP_MODEL_DEFAULT_VOCAB 50257
@@ -278,6 +286,9 @@ double zp_model_flops_iteration(const zp_model *m, double batch, int recompute);
 /* Activation bytes of block i for `batch` sequences with model-parallel degree mp (fp16), without
  * recomputation, Korthikanti's terms from the description (Q/K/V widths, MLP kind and width, active
  * experts, norms); GPT: s*b*h*(10 + 24/t + 5*a*s/(h*t)) (t = mp). */
+/* Bytes a block keeps per attention score (per head, query and key): the scores and the softmax output in
+ * 16 bits, and the dropout mask unless the model has none: 5 or 4. FlashAttention keeps none of them. */
+double zp_model_score_bytes(const zp_model *m);
 double zp_model_activation_bytes_block(const zp_model *m, int64_t i, double batch, int64_t mp);
 /* The mean block (layers x it = every block). */
 double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t mp);

@@ -176,14 +176,15 @@ double zp_layout_stage3_live(const zp_model *m, const zp_plan *p)
     return stage3_live(m, p, zp_model_params_largest_layer(m) / nm, zp_model_params(m) / nm);
 }
 
-/* The attention core of one block: 5·a·s²·b/t bytes (scores, softmax output, dropout mask), which
+/* The attention core of one block: 5·a·s²·b/t bytes (scores, softmax output, dropout mask; 4 without
+ * attention dropout: zp_model_score_bytes), which
  * selective recompute does not keep and FlashAttention never stores. */
 static double ds_core_bytes(const zp_builder *b)
 {
     if (b->p->flash_attn)
         return 0.0;
     const double s = (double)b->m->seq;
-    return 5.0 * (double)b->m->heads * s * s * (double)b->p->micro_batch / (double)b->p->mp;
+    return zp_model_score_bytes(b->m) * (double)b->m->heads * s * s * (double)b->p->micro_batch / (double)b->p->mp;
 }
 
 /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without recompute every block keeps its
@@ -200,8 +201,9 @@ static double ds_block_acts(const zp_builder *b)
     const double mb = (double)b->p->micro_batch;
     double acts = b->p->sp ? zp_model_activation_bytes_layer(b->m, mb, 1) / (double)b->p->mp
                            : zp_model_activation_bytes_layer(b->m, mb, b->p->mp);
-    if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 bytes a score) */
-        acts -= 5.0 * mb * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq * (double)b->m->seq;
+    if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 or 4 bytes a score) */
+        acts -= zp_model_score_bytes(b->m) * mb * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
+                (double)b->m->seq;
     return acts > 0 ? acts : 0.0;
 }
 

@@ -680,6 +680,53 @@ Test(models, hf_accepts_keys_that_change_no_size)
     }
 }
 
+/* Dropout probabilities decide the masks a block keeps: GPT-2 with resid_pdrop/attn_pdrop 0.1 keeps
+ * Megatron-LM's (2·s·b·h after the attention and the MLP, a·s²·b on the probabilities), with both at 0 (MPT)
+ * none; Llama has none of its own; a probability that is not in [0, 1) is refused, naming the key. */
+Test(models, hf_dropout_decides_the_masks)
+{
+    const char *base = "{\"model_type\":\"gpt2\",\"n_layer\":2,\"n_embd\":64,\"n_head\":4,\"n_positions\":128";
+    char js[384];
+    zp_model with, none, attn_only, m;
+    snprintf(js, sizeof js, "%s,\"resid_pdrop\":0.1,\"attn_pdrop\":0.1}", base);
+    cr_assert_eq(zp_model_from_hf_json(js, "d.json", &with), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(with.no_dropout, 0u);
+    snprintf(js, sizeof js, "%s,\"resid_pdrop\":0,\"embd_pdrop\":0,\"attn_pdrop\":0.0}", base);
+    cr_assert_eq(zp_model_from_hf_json(js, "d.json", &none), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(none.no_dropout, ZP_DROPOUT_NO_HIDDEN | ZP_DROPOUT_NO_ATTN);
+    snprintf(js, sizeof js, "%s,\"resid_pdrop\":0,\"attn_pdrop\":0.1}", base);
+    cr_assert_eq(zp_model_from_hf_json(js, "d.json", &attn_only), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(attn_only.no_dropout, ZP_DROPOUT_NO_HIDDEN);
+    /* no key: GPT-2's own defaults (0.1) keep every mask */
+    snprintf(js, sizeof js, "%s}", base);
+    cr_assert_eq(zp_model_from_hf_json(js, "d.json", &m), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(m.no_dropout, 0u);
+    /* bytes: s·b·h·2 (hidden masks) and a·s²·b (probability mask) per block, b = 3, no MP */
+    const double s = 128, h = 64, a = 4, b = 3;
+    cr_expect_float_eq(zp_model_activation_bytes_layer(&with, b, 1) - zp_model_activation_bytes_layer(&attn_only, b, 1),
+                       2.0 * s * b * h, 1e-6);
+    cr_expect_float_eq(zp_model_activation_bytes_layer(&attn_only, b, 1) - zp_model_activation_bytes_layer(&none, b, 1),
+                       a * s * s * b, 1e-6);
+    cr_expect_eq(zp_model_score_bytes(&with), 5.0);
+    cr_expect_eq(zp_model_score_bytes(&none), 4.0);
+    /* Llama: no dropout in the architecture; a config asking for one gets its masks */
+    cr_expect_eq(zp_zoo_find("llama-2-7b")->model.no_dropout, ZP_DROPOUT_NO_HIDDEN | ZP_DROPOUT_NO_ATTN);
+    const char *ll = "{\"model_type\":\"llama\",\"num_hidden_layers\":2,\"hidden_size\":64,\"num_attention_heads\":4";
+    snprintf(js, sizeof js, "%s,\"attention_dropout\":0.1}", ll);
+    cr_assert_eq(zp_model_from_hf_json(js, "d.json", &m), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(m.no_dropout, ZP_DROPOUT_NO_HIDDEN);
+    /* not a probability: refused, naming the key */
+    static const char *const bad[] = {"\"resid_pdrop\":\"0.1\"", "\"attn_pdrop\":1.0", "\"hidden_dropout\":-0.1",
+                                      "\"attention_dropout\":true"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(js, sizeof js, "%s,%s}", base, bad[i]);
+        cr_expect_eq(zp_model_from_hf_json(js, "d.json", &m), ZP_EINVAL, "%s accepted", bad[i]);
+        char key[32];
+        snprintf(key, sizeof key, "%.*s", (int)(strchr(bad[i] + 1, '"') - bad[i] + 1), bad[i]);
+        cr_expect_not_null(strstr(zp_error_message(), key), "'%s' does not name %s", zp_error_message(), key);
+    }
+}
+
 /* More published models, given by their size keys only (as their config.json has them), each family's
  * variants: tied Qwen, MQA Gemma, GQA with 10 KV heads, a 2048-wide OPT, BLOOM, GPT-2 sizes. Expected
  * counts: HF safetensors totals / model catalogues (Qwen2.5-3B 3,085,938,688, Qwen2.5-14B 14,770,033,664,
