@@ -38,7 +38,10 @@ typedef struct {
     int nccl_ll128;          /* NCCL's LL128 protocol is available (NCCL >= 2.5 on NVLink); 0: LL and Simple */
     int unfused_kernels;     /* the software the preset stands for runs Megatron-LM 2019's unfused memory-bound
                                 kernels (the ZeRO paper's stack) */
-    double flash_efficiency; /* fraction of peak FlashAttention-2's causal forward+backward reaches (0: none) */
+    double flash_efficiency; /* fraction of peak FlashAttention-2's causal forward+backward reaches at long
+                                sequences (0: none) */
+    double flash_seq_half;   /* sequence length (tokens) at which FlashAttention reaches half of that: its
+                                efficiency at s tokens is flash_efficiency * s / (s + flash_seq_half) */
     double hbm_bw;           /* HBM bandwidth per GPU, B/s */
     double nvlink_bw;        /* NVSwitch bandwidth per GPU per direction, B/s */
     double nvlink_efficiency;/* fraction of it a ring all-reduce reaches as bus bandwidth (nccl-tests) */

@@ -40,6 +40,7 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->dev.dispatch_s = c->dispatch;
     p->dev.unfused_kernels = c->unfused_kernels;
     p->dev.flash_eff = c->flash_efficiency;
+    p->dev.flash_seq_half = c->flash_seq_half;
     p->dev.nccl_ctas = c->nccl_ctas;
     p->nvme_read_gbs = c->nvme_read_bw / 1e9;
     p->nvme_write_gbs = c->nvme_write_bw / 1e9;
@@ -143,14 +144,16 @@ double zp_cost_nvme(const zp_profile *p, const zp_op *op, const zp_op_info *info
 /* FlashAttention (Dao 2023): the causal forward computes the scores and the context over the unmasked half of
  * the s x s blocks, 4 s^2 d / 2 FLOPs per head = the scores GEMM's own FLOPs, at the kernel's efficiency; the
  * backward 2.5 times that (five GEMMs and the recomputed scores); the op's other attention GEMMs and the
- * softmax are inside these two kernels. */
+ * softmax are inside these two kernels. The efficiency falls with the sequence (op->m: the query rows of the
+ * scores and of their gradient) as s / (s + flash_seq_half). */
 static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
 {
     if (info->flash == ZP_FLASH_FUSED)
         return 0.0;
     const double peak = zp_profile_gemm_peak(p);
     const double work = info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops;
-    return p->dev.launch_s + work / (peak * p->dev.flash_eff);
+    const double s = op->m, eff = p->dev.flash_eff * (s > 0 ? s / (s + p->dev.flash_seq_half) : 1.0);
+    return p->dev.launch_s + work / (peak * eff);
 }
 
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu)

@@ -383,6 +383,7 @@ zp_status zp_profile_validate(const zp_profile *p)
     CHECK_NUM(p->dev.k_half, "device_model.k_half");
     CHECK_NUM(p->dev.launch_s, "device_model.launch_s");
     CHECK_NUM(p->dev.dispatch_s, "device_model.dispatch_s");
+    CHECK_NUM(p->dev.flash_seq_half, "device_model.flash_seq_half");
     if (!(p->dev.flash_eff >= 0 && p->dev.flash_eff <= 1))
         return ZP_FAIL(ZP_EINVAL, "profile: device_model.flash_efficiency must be in [0, 1] (got %g)", p->dev.flash_eff);
     if (p->dev.nccl_ctas < 0 || (p->dev.nccl_ctas > 0 && p->dev.nccl_ctas >= p->dev.sms))
@@ -641,7 +642,8 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
         if (!json_is_object(o))
             return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model must be an object", r->name);
         static const char *const dev_keys[] = {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",
-                                               "unfused_kernels", "flash_efficiency", "nccl_ctas", NULL};
+                                               "unfused_kernels", "flash_efficiency", "flash_seq_half", "nccl_ctas",
+                                               NULL};
         ZP_TRY(only_keys(r, o, "device_model", dev_keys));
         ZP_TRY(get_int(r, o, "device_model", "sms", &p->dev.sms));
         ZP_TRY(get_num(r, o, "device_model", "gemm_max_efficiency", &p->dev.gemm_max_eff));
@@ -654,6 +656,8 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
         p->dev.unfused_kernels = u && json_is_true(u);
         if (json_object_get(o, "flash_efficiency"))
             ZP_TRY(get_num(r, o, "device_model", "flash_efficiency", &p->dev.flash_eff));
+        if (json_object_get(o, "flash_seq_half"))
+            ZP_TRY(get_num(r, o, "device_model", "flash_seq_half", &p->dev.flash_seq_half));
         if (json_object_get(o, "nccl_ctas"))
             ZP_TRY(get_int(r, o, "device_model", "nccl_ctas", &p->dev.nccl_ctas));
     }
@@ -925,6 +929,8 @@ static json_t *to_json(const zp_profile *p)
             bad |= put(d, "unfused_kernels", json_true());
         if (p->dev.flash_eff > 0)
             bad |= put(d, "flash_efficiency", json_real(p->dev.flash_eff));
+        if (p->dev.flash_seq_half > 0)
+            bad |= put(d, "flash_seq_half", json_real(p->dev.flash_seq_half));
         if (p->dev.nccl_ctas > 0)
             bad |= put(d, "nccl_ctas", json_integer(p->dev.nccl_ctas));
         bad |= put(root, "device_model", d);

@@ -23,7 +23,8 @@
  *   "layer_kernels": {"layernorm_fwd" | "gelu_fwd" | ... (zp_profile_kernel_name):   OPTIONAL
  *                       {"t0_s", "s_per_elem", "elems"}},        time = t0 + elements * s_per_elem
  *   "device_model": {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",   OPTIONAL
- *                    "unfused_kernels" (optional, false), "flash_efficiency" (optional, 0)},
+ *                    "unfused_kernels" (optional, false), "flash_efficiency" (optional, 0),
+ *                    "flash_seq_half" (optional, 0), "nccl_ctas" (optional, 0)},
  *   "nvme_gbs": {"read", "write"}                                OPTIONAL: the node's drives (ZeRO-Infinity)
  * }
  * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
@@ -158,8 +159,10 @@ typedef struct {
                                 overlapped with collectives gets sms - nccl_ctas x (collectives running) of them
                                 (sim/zp_engine.c). 0: not modelled */
     double flash_eff;        /* fraction of the 16-bit peak FlashAttention's causal kernels reach, forward and
-                                backward (0: the GPU has none; a plan's FlashAttention is then costed as the
-                                unfused attention) */
+                                backward, at long sequences (0: the GPU has none; a plan's FlashAttention is
+                                then costed as the unfused attention) */
+    double flash_seq_half;   /* tokens a sequence at which they reach half of it: s / (s + flash_seq_half) of
+                                flash_eff at s tokens (0: every length alike) */
 } zp_profile_device;
 
 typedef struct {
