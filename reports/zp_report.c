@@ -588,6 +588,23 @@ static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
     return ZP_OK;
 }
 
+/* The "Precision" fact of a report: bytes per parameter and the GEMM peak of the plan's data type. */
+zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluster *cl)
+{
+    const char *dt = zp_plan_precision_name(p0);
+    const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
+    return zp_doc_add_fact(
+        d, "Precision",
+        "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "
+        "%.0f TFLOP/s peak%s (--precision, --grad-accum-dtype)",
+        dt, p0->param_bytes == 2.0 ? " mixed precision" : " training", p0->param_bytes,
+        zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : dt, p0->k_optimizer, per_param,
+        zp_cluster_peak_flops(cl, dt) / 1e12,
+        p0->param_bytes == 2.0 && p0->bf16 && !zp_cluster_has_bf16(cl)
+            ? ", the fp32 rate: this GPU has no bf16 tensor cores (use fp16)"
+            : "");
+}
+
 /* The what-if's items, in order; every format renders them (README: text for reading, CSV the plans
  * table, JSON the contract {"model", "cluster", "plans", "best"} from the items with keys, HTML a page
  * with the memory chart). */
@@ -664,21 +681,8 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                "rank; --global-batch sets it.",
                                (long long)r->default_batch, (long long)m->seq, tokens / 1e6));
     }
-    if (r->n > 0) {
-        const zp_plan *p0 = &r->plans[0].plan;
-        const char *dt = zp_plan_precision_name(p0);
-        const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
-        ZP_TRY(zp_doc_add_fact(
-            d, "Precision",
-            "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "
-            "%.0f TFLOP/s peak%s (--precision, --grad-accum-dtype)",
-            dt, p0->param_bytes == 2.0 ? " mixed precision" : " training", p0->param_bytes,
-            zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : dt, p0->k_optimizer, per_param,
-            zp_cluster_peak_flops(cl, dt) / 1e12,
-            p0->param_bytes == 2.0 && p0->bf16 && !zp_cluster_has_bf16(cl)
-                ? ", the fp32 rate: this GPU has no bf16 tensor cores (use fp16)"
-                : ""));
-    }
+    if (r->n > 0)
+        ZP_TRY(zp_report_precision_fact(d, &r->plans[0].plan, cl));
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
 

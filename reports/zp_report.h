@@ -78,6 +78,8 @@ void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len);
 /* A legend of the paper's names (Pos, Pos+g, Pos+g+p, Pa, Pa+cpu, CB, MD, offload, ckpt, MP) with the
  * DeepSpeed and Megatron-LM keys that set them (text, Markdown and HTML; not in CSV or JSON). */
 zp_status zp_report_legend(zp_doc *d);
+/* The "Precision" fact (bytes per parameter, the GEMM peak) of the plans a report shows, from one of them. */
+zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluster *cl);
 
 /* A document titled `title` (JSON reals to 8 digits) filled by items(d, ctx); freed on failure. */
 zp_status zp_report_doc_build(const char *title, zp_status (*items)(zp_doc *d, const void *ctx), const void *ctx,

@@ -95,6 +95,11 @@ fail:
 static zp_status compare_items(zp_doc *d, const void *ctx)
 {
     const zp_compare *c = ctx;
+    for (int i = 0; i < c->n; i++)
+        if (c->entries[i].found) { /* the rows share --precision: one line, from the first that has a plan */
+            ZP_TRY(zp_report_precision_fact(d, &c->entries[i].plan.plan, c->cluster));
+            break;
+        }
     zp_table *t = NULL;
     ZP_TRY(compare_table(c, &t));
     ZP_TRY(zp_doc_add_table(d, t));
