@@ -716,9 +716,9 @@ static const char *printable(const char *src, char *buf, size_t len)
 
 /* Dropout probabilities decide which masks a block keeps (zp_model.no_dropout): a family's hidden-dropout
  * key (GPT-2's resid_pdrop, BLOOM's and Falcon's hidden_dropout, OPT's dropout) and its attention-dropout key
- * (attn_pdrop, attention_dropout). A mask is dropped where a key present says 0, or where the architecture has
- * no such dropout (zp_arch.h: Llama, Qwen2, Gemma); otherwise a family keeps Megatron-LM's masks. A probability that is not a number in [0, 1) is
- * refused, naming the key: it would change the memory. */
+ * (attn_pdrop, attention_dropout). A mask is dropped where a key present says 0, or where the architecture
+ * has no such dropout (zp_arch.h: Llama, Qwen2, Gemma); otherwise a family keeps Megatron-LM's masks. A
+ * probability that is not a number in [0, 1) is refused, naming the key: it would change the memory. */
 static const struct {
     const char *key;
     unsigned mask;

@@ -283,12 +283,12 @@ double zp_model_flops_iteration(const zp_model *m, double batch, int recompute);
 
 /* ---- Activations ---------------------------------------------------------------------------- */
 
-/* Activation bytes of block i for `batch` sequences with model-parallel degree mp (fp16), without
- * recomputation, Korthikanti's terms from the description (Q/K/V widths, MLP kind and width, active
- * experts, norms); GPT: s*b*h*(10 + 24/t + 5*a*s/(h*t)) (t = mp). */
 /* Bytes a block keeps per attention score (per head, query and key): the scores and the softmax output in
  * 16 bits, and the dropout mask unless the model has none: 5 or 4. FlashAttention keeps none of them. */
 double zp_model_score_bytes(const zp_model *m);
+/* Activation bytes of block i for `batch` sequences with model-parallel degree mp (fp16), without
+ * recomputation, Korthikanti's terms from the description (Q/K/V widths, MLP kind and width, active
+ * experts, norms); GPT: s*b*h*(10 + 24/t + 5*a*s/(h*t)) (t = mp). */
 double zp_model_activation_bytes_block(const zp_model *m, int64_t i, double batch, int64_t mp);
 /* The mean block (layers x it = every block). */
 double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t mp);

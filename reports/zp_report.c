@@ -644,7 +644,8 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         int len = 0;
         if (r->n_pruned)
             len += snprintf(why + len, sizeof why - (size_t)len,
-                            " %d cannot beat the best: their kernels or their collectives alone take longer than its step (shown as "
+                            " %d cannot beat the best: their kernels or their collectives alone take longer than "
+                            "its step (shown as "
                             "bounds, >=).", r->n_pruned);
         if (r->n_dominated && len < (int)sizeof why)
             len += snprintf(why + len, sizeof why - (size_t)len,

@@ -72,7 +72,8 @@
 #define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
     .gemm_efficiency = 0.87, .sms = 108, .nccl_ctas = 24, \
-    .flash_efficiency = 0.60, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6, .nccl_ll128 = 1, .hbm_bw = (hbm),      \
+    .flash_efficiency = 0.60, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
+    .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 300e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 5e-6, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,     \
     .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 32e9, .host_mem = (host),         \
@@ -81,7 +82,8 @@
 #define ZP_DGX_H100(mem, hbm)                                                                                  \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
     .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, \
-    .flash_efficiency = 0.34, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6, .nccl_ll128 = 1, .hbm_bw = (hbm),      \
+    .flash_efficiency = 0.34, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
+    .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 450e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 4e-6, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,     \
     .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 64e9, .host_mem = 2e12,           \

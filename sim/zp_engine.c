@@ -1193,7 +1193,8 @@ static double colls_least_time(const zp_schedule *sc, zp_stream s)
     return t;
 }
 
-zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc, double *compute_colls_s, double *comm_s)
+zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc, double *compute_colls_s,
+                                  double *comm_s)
 {
     *compute_colls_s = *comm_s = 0.0;
     if (in->platform_file || in->plan->pp > 1)

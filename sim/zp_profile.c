@@ -88,7 +88,8 @@ double zp_profile_gemm_shape_efficiency(const zp_profile *p, double m, double n,
                        (bb * 0x27D4EB2F165667C5ull);
     const size_t slot = (size_t)(h >> 58) % EFF_CACHE;
     if (g_eff_cache[slot].m == m && g_eff_cache[slot].n == n && g_eff_cache[slot].k == k &&
-        g_eff_cache[slot].batch == batch && g_eff_cache[slot].sms == d->sms && g_eff_cache[slot].max_eff == d->gemm_max_eff &&
+        g_eff_cache[slot].batch == batch && g_eff_cache[slot].sms == d->sms &&
+        g_eff_cache[slot].max_eff == d->gemm_max_eff &&
         g_eff_cache[slot].k_half == d->k_half)
         return g_eff_cache[slot].eff;
     const double e = shape_efficiency(d, m, n, k, batch);
@@ -443,24 +444,38 @@ static zp_status need_object(const rd *r, json_t *obj, const char *parent, const
     return ZP_OK;
 }
 
-/* An object's keys must all be ones zplan reads: a misspelled key (e.g. device_model.nccl_channels) would
- * otherwise be dropped silently and the answer computed from the preset's figure instead. names: NULL-ended. */
-static zp_status only_keys(const rd *r, json_t *obj, const char *parent, const char *const *names)
+/* The first key of `obj` that is none of names[0..n) (NULL: all are), with the names as "a, b, c" in `list`
+ * for the message that refuses it. */
+static const char *unknown_key(json_t *obj, const char *const *names, int n, char *list, size_t len)
 {
     const char *key;
     json_t *val;
     json_object_foreach(obj, key, val) {
         int known = 0;
-        for (int i = 0; names[i] && !known; i++)
+        for (int i = 0; i < n && !known; i++)
             known = strcmp(key, names[i]) == 0;
         if (known)
             continue;
-        char list[384] = "";
-        for (int i = 0; names[i]; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+        list[0] = '\0';
+        for (int i = 0; i < n; i++)
+            snprintf(list + strlen(list), len - strlen(list), "%s%s", i ? ", " : "", names[i]);
+        return key;
+    }
+    return NULL;
+}
+
+/* An object's keys must all be ones zplan reads: a misspelled key (e.g. device_model.nccl_channels) would
+ * otherwise be dropped silently and the answer computed from the preset's figure instead. names: NULL-ended. */
+static zp_status only_keys(const rd *r, json_t *obj, const char *parent, const char *const *names)
+{
+    int n = 0;
+    while (names[n])
+        n++;
+    char list[384];
+    const char *key = unknown_key(obj, names, n, list, sizeof list);
+    if (key)
         return ZP_FAIL(ZP_EINVAL, "profile '%s': unknown key '%s%s%s' (zplan reads %s %s%s); remove or correct it",
                        r->name, parent, *parent ? "." : "", key, list, *parent ? "in " : "at the top level", parent);
-    }
     return ZP_OK;
 }
 
@@ -603,20 +618,11 @@ static zp_status read_kernels(const rd *r, json_t *root, zp_profile *p)
     if (!json_is_object(o))
         return ZP_FAIL(ZP_EINVAL, "profile '%s': layer_kernels must be an object", r->name);
     /* a kernel the cost model does not know would be silently unused: refused, naming it */
-    const char *key;
-    json_t *val;
-    json_object_foreach(o, key, val) {
-        int known = 0;
-        for (int k = 0; k < ZP_PROFILE_NKERNEL && !known; k++)
-            known = strcmp(key, kernel_names[k]) == 0;
-        if (!known) {
-            char list[256] = "";
-            for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", kernel_names[k]);
-            return ZP_FAIL(ZP_EINVAL, "profile '%s': layer_kernels.%s is not a kernel zplan knows (%s)", r->name,
-                           key, list);
-        }
-    }
+    char list[256];
+    const char *key = unknown_key(o, kernel_names, ZP_PROFILE_NKERNEL, list, sizeof list);
+    if (key)
+        return ZP_FAIL(ZP_EINVAL, "profile '%s': layer_kernels.%s is not a kernel zplan knows (%s)", r->name, key,
+                       list);
     for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
         json_t *e = json_object_get(o, kernel_names[k]);
         if (!e)
@@ -707,13 +713,15 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
     ZP_TRY(get_num(r, o, "host_device_gbs", "h2d", &p->h2d_gbs));
     ZP_TRY(get_num(r, o, "host_device_gbs", "d2h", &p->d2h_gbs));
     ZP_TRY(need_object(r, root, "", "compute", &o));
-    ZP_TRY(only_keys(r, o, "compute", (const char *const[]){"peak_flops_fp32", "peak_flops_fp16", "peak_flops_bf16", NULL}));
+    ZP_TRY(only_keys(r, o, "compute",
+                     (const char *const[]){"peak_flops_fp32", "peak_flops_fp16", "peak_flops_bf16", NULL}));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_fp32", &p->peak_flops_fp32));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_fp16", &p->peak_flops_fp16));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_bf16", &p->peak_flops_bf16));
 
     ZP_TRY(need_object(r, root, "", "adam", &o));
-    ZP_TRY(only_keys(r, o, "adam", (const char *const[]){"params_per_s", "bytes_per_param", "cpu_params_per_s", "points", NULL}));
+    ZP_TRY(only_keys(r, o, "adam",
+                     (const char *const[]){"params_per_s", "bytes_per_param", "cpu_params_per_s", "points", NULL}));
     ZP_TRY(get_num(r, o, "adam", "params_per_s", &p->adam_params_per_s));
     ZP_TRY(get_num(r, o, "adam", "bytes_per_param", &p->adam_bytes_per_param));
     ZP_TRY(get_num(r, o, "adam", "cpu_params_per_s", &p->cpu_adam_params_per_s));
@@ -746,7 +754,8 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
         ZP_TRY(get_num(r, e, path, "spread", &p->gemm[i].spread));
     }
     ZP_TRY(need_object(r, root, "", "gemm_model", &o));
-    ZP_TRY(only_keys(r, o, "gemm_model", (const char *const[]){"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual", NULL}));
+    ZP_TRY(only_keys(r, o, "gemm_model",
+                     (const char *const[]){"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual", NULL}));
     ZP_TRY(get_str(r, o, "gemm_model", "dtype", p->gemm_dtype, sizeof p->gemm_dtype));
     ZP_TRY(get_num(r, o, "gemm_model", "t0_s", &p->gemm_t0_s));
     ZP_TRY(get_num(r, o, "gemm_model", "s_per_flop", &p->gemm_s_per_flop));

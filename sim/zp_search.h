@@ -37,8 +37,9 @@ typedef struct {
     char reason[192];     /* why it does not fit */
     zp_step_time time;    /* seconds per step (analytic terms, or the simulated breakdown) */
     double analytic_step_s; /* the analytic estimate, kept beside a simulated time */
-    double bound_s;       /* a lower bound of the simulated step, s: the compute stream's kernels and blocking collectives, or the comm stream's collectives, alone
-                             (zp_search_step_bound); 0 when not computed */
+    double bound_s;       /* a lower bound of the simulated step, s: the compute stream's kernels and blocking
+                             collectives, or the comm stream's collectives, alone (zp_search_step_bound); 0
+                             when not computed */
     double global_batch;  /* sequences per step */
     double samples_per_s;
     double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */

@@ -102,8 +102,9 @@ static zp_status run_pool(zp_sim_job *jobs, int n, int parallel)
 }
 
 /* A step of gradient accumulation is affine in its micro-steps (zp_schedule.h): without a pipeline, a step
- * of m > ZP_ACCUM_AFFINE_ABOVE micro-steps is simulated at two short steps and extrapolated as below (every stage: ZeRO's
- * per-micro-step gathers and reductions repeat alike; tests/sim/test_bound.c compares random plans). A
+ * of m > ZP_ACCUM_AFFINE_ABOVE micro-steps is simulated at two short steps and extrapolated as below (every
+ * stage: ZeRO's per-micro-step gathers and reductions repeat alike; tests/sim/test_bound.c compares random
+ * plans). A
  * pipeline of P stages without ZeRO's per-micro-batch collectives (stage 0 or 1) runs a step that is
  * affine in its micro-batches m once the pipeline is full (m >= P): each further micro-batch adds the
  * bottleneck stage's period, while the fill, the drain, the gradients' all-reduce and the optimizer do not
