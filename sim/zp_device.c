@@ -141,17 +141,31 @@ double zp_cost_nvme(const zp_profile *p, const zp_op *op, const zp_op_info *info
     return op->bytes * (double)(gpus_per_cpu > 0 ? gpus_per_cpu : 1) / ((gbs > 0 ? gbs : 3.0) * 1e9);
 }
 
+/* The head dimension FlashAttention's kernels run at: FlashAttention-2 is compiled for head dimensions 32,
+ * 64, 96, 128, 160, 192 and 256 and runs a head of d on the next one (flash_api.cpp: head_size_rounded =
+ * d <= 192 ? round_multiple(d, 32) : 256), its tiles' columns beyond d computed on padding: MPT-3B's heads
+ * of 80 run as 96, MPT-30B's 112 as 128. */
+double zp_device_flash_head_dim(double d)
+{
+    if (!(d > 0))
+        return d;
+    return d <= 192 ? 32.0 * ceil(d / 32.0) : fmax(256.0, d);
+}
+
 /* FlashAttention (Dao 2023): the causal forward computes the scores and the context over the unmasked half of
  * the s x s blocks, 4 s^2 d / 2 FLOPs per head = the scores GEMM's own FLOPs, at the kernel's efficiency; the
  * backward 2.5 times that (five GEMMs and the recomputed scores); the op's other attention GEMMs and the
- * softmax are inside these two kernels. The efficiency falls with the sequence (op->m: the query rows of the
- * scores and of their gradient) as s / (s + flash_seq_half). */
+ * softmax are inside these two kernels, which run at the padded head dimension (the scores' k in the
+ * forward, the columns n of their query gradient in the backward). The efficiency falls with the sequence
+ * (op->m: the query rows of the scores and of their gradient) as s / (s + flash_seq_half). */
 static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
 {
     if (info->flash == ZP_FLASH_FUSED)
         return 0.0;
     const double peak = zp_profile_gemm_peak(p);
-    const double work = info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops;
+    const double d = info->flash == ZP_FLASH_BWD ? op->n : op->k;
+    const double pad = d > 0 ? zp_device_flash_head_dim(d) / d : 1.0;
+    const double work = (info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops) * pad;
     const double s = op->m, eff = p->dev.flash_eff * (s > 0 ? s / (s + p->dev.flash_seq_half) : 1.0);
     return p->dev.launch_s + work / (peak * eff);
 }

@@ -28,6 +28,9 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
  * bandwidth, Adam, the host CPU's Adam where `gpus_sharing_cpu` GPUs of the node share the CPU); 0 for an
  * op that is not a kernel. */
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu);
+/* The head dimension FlashAttention-2's kernels compute a head of `d` at (d rounded up to a multiple of 32
+ * up to 192, else 256): the attention kernels' work scales by it over d. */
+double zp_device_flash_head_dim(double d);
 /* Kernels an op of this kind launches under the profile (its row's, or its unfused row's). */
 int zp_device_launches(const zp_profile *p, const zp_op_info *info);
 

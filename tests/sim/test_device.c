@@ -121,7 +121,7 @@ static double attention_time(const zp_profile *p, const zp_model *m, zp_plan *pl
 Test(device, flash_attention)
 {
     zp_profile h = builtin("dgx-h100");
-    const zp_model *m = &zp_zoo_find("1.5B")->model; /* 48 layers, hidden 1600, 25 heads */
+    const zp_model *m = &zp_zoo_find("1.5B")->model; /* 48 layers, hidden 1600, 16 heads of 100 */
     zp_plan p;
     zp_plan_default(&p, 8);
     p.micro_batch = 4;
@@ -131,10 +131,11 @@ Test(device, flash_attention)
     double flash = attention_time(&h, m, &p);
     const double s = (double)m->seq, d = (double)m->hidden / (double)m->heads, B = 4.0 * (double)m->heads;
     const double scores = 2.0 * s * s * d * B; /* one block's scores GEMM */
+    const double pad = 128.0 / d;              /* heads of 100 run as 128 */
     /* at s tokens the kernels reach s / (s + flash_seq_half) of their long-sequence efficiency */
     cr_expect_eq(h.dev.flash_seq_half, 200.0);
     const double eff = h.dev.flash_eff * s / (s + h.dev.flash_seq_half);
-    double want = (double)m->layers * (2 * h.dev.launch_s + 3.5 * scores / (989e12 * eff));
+    double want = (double)m->layers * (2 * h.dev.launch_s + 3.5 * scores * pad / (989e12 * eff));
     cr_expect_float_eq(flash, want, 1e-9 * want, "flash %g s, want %g s", flash, want);
     cr_expect_lt(flash, unfused);
     /* the same tokens in sequences 4x as long: 4x the FLOPs per token, at a higher efficiency (pytorch/benchmark
@@ -160,6 +161,30 @@ Test(device, flash_attention)
     double vu = attention_time(&v, m, &p);
     p.flash_attn = 1;
     cr_expect_float_eq(attention_time(&v, m, &p), vu, 1e-12);
+}
+
+/* FlashAttention-2 runs a head on its next compiled head dimension (multiples of 32 up to 192, then 256): a
+ * model with heads of 80 (MPT-3B) pays 96/80 of the attention kernels' time of heads of 80 at full width. */
+Test(device, flash_attention_pads_the_head)
+{
+    cr_expect_eq(zp_device_flash_head_dim(64), 64.0);
+    cr_expect_eq(zp_device_flash_head_dim(80), 96.0);
+    cr_expect_eq(zp_device_flash_head_dim(112), 128.0);
+    cr_expect_eq(zp_device_flash_head_dim(128), 128.0);
+    cr_expect_eq(zp_device_flash_head_dim(200), 256.0);
+    zp_profile h = builtin("dgx-h100");
+    zp_model m = zp_zoo_find("1.5B")->model;
+    m.hidden = 1024; /* 16 heads of 64 */
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.micro_batch = 4;
+    p.checkpoint = 0;
+    p.flash_attn = 1;
+    const double launches = (double)m.layers * 2 * h.dev.launch_s;
+    const double t64 = attention_time(&h, &m, &p) - launches;
+    m.hidden = 1280; /* 16 heads of 80: 80/64 of the FLOPs, run as 96 */
+    const double t80 = attention_time(&h, &m, &p) - launches;
+    cr_expect_float_eq(t80, t64 * 96.0 / 64.0, 1e-9 * t80, "heads of 80: %g s, heads of 64: %g s", t80, t64);
 }
 
 /* NCCL's protocols: a small Megatron all-reduce inside a DGX A100 is latency-bound and NCCL runs it on LL/LL128
