@@ -2,6 +2,7 @@
 
 #include <math.h>
 
+#include "zp_device.h"
 #include "zp_shape.h"
 
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
@@ -97,13 +98,13 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     default: t.dp_comm = accum * (rs + 2.0 * ag); break;
     }
 
-    /* Optimizer on the local partition. GPU fused Adam streams 28 bytes per parameter (reads fp32
-     * param, fp16 grad, m, v = 14; writes param, m, v, fp16 copy = 14) at HBM bandwidth. With offload
+    /* Optimizer on the local partition: ZP_DEVICE_OPTIMIZER_BYTES per parameter (fused Adam with the
+     * gradient's cast, norm and unscaling and the 16-bit parameter copy) at HBM bandwidth. With offload
      * the CPU Adam of the node is shared by its GPUs, and gradients go down and fp16 parameters come
      * back over PCIe (2 bytes each way per parameter). */
     double part = si->partitions_optimizer ? psi_all / (double)plan->dp : psi;
     if (plan->offload == ZP_OFFLOAD_NONE) {
-        t.optimizer = 28.0 * part / c->hbm_bw;
+        t.optimizer = ZP_DEVICE_OPTIMIZER_BYTES * part / c->hbm_bw;
     } else {
         t.optimizer = part / (c->cpu_adam_rate / (double)c->gpus_per_node);
         t.offload += 2.0 * plan->param_bytes * part / c->pcie_bw;

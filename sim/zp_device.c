@@ -23,10 +23,9 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->peak_flops_fp16 = zp_cluster_peak_flops(c, "fp16");
     p->peak_flops_bf16 = zp_cluster_peak_flops(c, "bf16"); /* V100: no bf16 tensor cores, the fp32 rate */
     p->peak_flops_fp32 = zp_cluster_peak_flops(c, "fp32");
-    /* Fused Adam streams 28 bytes per parameter (fp32 param, m, v read and written; fp16 grad read; fp16
-     * param written). */
-    p->adam_bytes_per_param = 28.0;
-    p->adam_params_per_s = stream / 28.0;
+    /* the optimizer step streams ZP_DEVICE_OPTIMIZER_BYTES per parameter (Adam and what goes with it) */
+    p->adam_bytes_per_param = ZP_DEVICE_OPTIMIZER_BYTES;
+    p->adam_params_per_s = stream / ZP_DEVICE_OPTIMIZER_BYTES;
     p->cpu_adam_params_per_s = c->cpu_adam_rate;
     snprintf(p->gemm_dtype, sizeof p->gemm_dtype, "fp16");
     p->gemm_t0_s = c->kernel_launch;
@@ -122,7 +121,7 @@ double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info
     (void)info;
     (void)gpus_per_cpu;
     double t = zp_profile_adam_time(p, op->bytes, 0);
-    return t >= 0 ? t : op->bytes * 28.0 / stream_bw(p);
+    return t >= 0 ? t : op->bytes * ZP_DEVICE_OPTIMIZER_BYTES / stream_bw(p);
 }
 
 /* The host's Adam over the partition; the node's GPUs update theirs on the same CPU. */

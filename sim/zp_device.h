@@ -13,6 +13,12 @@
 #define ZP_DEVICE_ELTWISE_T0 5e-6
 /* Achievable fraction of HBM bandwidth for streaming kernels (STREAM copy on V100/A100/H100 ~85-90%). */
 #define ZP_DEVICE_STREAM_FRACTION 0.85
+/* Bytes a mixed-precision optimizer step moves per parameter of the rank's partition, as DeepSpeed's ZeRO
+ * step runs it (stage_1_and_2.py: step, unscale_and_clip_grads): the reduced 16-bit gradient partition cast
+ * to fp32 (2 read, 4 written), its norm (2 read), the unscale-and-clip multiply, unconditional (4 + 4), the
+ * fused Adam (28: fp32 parameter, gradient, m and v read; parameter, m and v written) and the fp32 master
+ * copied into the 16-bit parameters the next all-gather sends (4 + 2). Adam alone would be 28. */
+#define ZP_DEVICE_OPTIMIZER_BYTES 50.0
 /* A GEMM's main loop runs at k / (k + 64) of its speed: the prologue and epilogue of a CTA cost about two
  * of cuBLAS's 32-deep k-steps (the pipeline fill of its multistage kernels). */
 #define ZP_DEVICE_K_HALF 64.0
