@@ -10,6 +10,7 @@
 #define ZP_OPS_H
 
 #include "zp_coll.h"
+#include "zp_model.h"
 #include "zp_profile.h"
 
 /* Streams of one rank: compute (the GPU's compute stream, which also runs the blocking Megatron MP
@@ -208,6 +209,10 @@ typedef struct zp_op_info {
     double eltbytes_unfused;   /* ... with Megatron-LM 2019's unfused kernels (a device model with
                                   unfused_kernels: the ZeRO paper's stack); 0: as fused */
     int launches_unfused;      /* ... and its launches; 0: as fused */
+    double dropbytes;          /* of eltbytes, the bytes per element its dropout moves (the mask, and the
+                                  dropped copy where dropout is a kernel of its own): gone when the model
+                                  has no dropout of the kind `dropout` names */
+    unsigned dropout;          /* which dropout (ZP_DROPOUT_NO_HIDDEN or ZP_DROPOUT_NO_ATTN, zp_model.h) */
     zp_flash flash;            /* its part of FlashAttention's fused kernels */
     zp_bias bias;
     zp_coll_kind coll;

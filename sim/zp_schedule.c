@@ -84,14 +84,16 @@ static void gemm_bwd(zp_builder *b, int dgrad, int wgrad, double m, double n, do
 }
 
 /* An element-wise op over `elems` elements; its bytes are its row's (the kernels it stands for, in 16-bit
- * activations, scaled to the plan's element size) where the row has them, else `bytes`. */
+ * activations, scaled to the plan's element size; less its dropout's where the model has none) where the
+ * row has them, else `bytes`. */
 static void eltwise(zp_builder *b, int type, double bytes, double elems)
 {
     if (skip(b))
         return;
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
-    const double per = zp_op_table[type].eltbytes;
-    o->bytes = per > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
+    const zp_op_info *in = &zp_op_table[type];
+    const double per = in->eltbytes - ((b->m->no_dropout & in->dropout) ? in->dropbytes : 0.0);
+    o->bytes = in->eltbytes > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
     o->elems = elems;
     o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
 }

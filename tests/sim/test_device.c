@@ -187,6 +187,48 @@ Test(device, flash_attention_pads_the_head)
     cr_expect_float_eq(t80, t64 * 96.0 / 64.0, 1e-9 * t80, "heads of 80: %g s, heads of 64: %g s", t80, t64);
 }
 
+/* Bytes per element of the first op of a kind in a step (0 when none). */
+static double elt_bytes(const zp_model *m, zp_plan *pl, int type)
+{
+    zp_schedule s;
+    cr_assert_eq(zp_schedule_build(m, pl, &s), ZP_OK, "%s", zp_error_message());
+    double per = 0;
+    for (int i = 0; i < s.n[ZP_STREAM_COMPUTE] && per == 0; i++) {
+        const zp_op *o = &s.ops[ZP_STREAM_COMPUTE][i];
+        if (o->type == type && o->elems > 0)
+            per = o->bytes / o->elems;
+    }
+    zp_schedule_free(&s);
+    return per;
+}
+
+/* A model without dropout runs no masks: the bias-dropout-add kernels move 6 bytes an element instead of 7
+ * (no 1-byte mask), the attention's softmax 4 instead of 9 (no mask, no dropout kernel), their backward
+ * likewise; each kind of dropout on its own. */
+Test(device, no_dropout_no_mask_traffic)
+{
+    zp_model m = zp_zoo_find("1.5B")->model;
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.micro_batch = 2;
+    p.checkpoint = 0;
+    cr_assert_eq(p.param_bytes, 2.0);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID), 7.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID_BWD), 7.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID_LN2), 11.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_SOFTMAX), 9.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_SOFTMAX_BWD), 11.0, 1e-12);
+    m.no_dropout = ZP_DROPOUT_NO_HIDDEN;
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID), 6.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID_BWD), 6.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID_LN2), 10.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_SOFTMAX), 9.0, 1e-12);
+    m.no_dropout = ZP_DROPOUT_NO_ATTN;
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID), 7.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_SOFTMAX), 4.0, 1e-12);
+    cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_SOFTMAX_BWD), 6.0, 1e-12);
+}
+
 /* NCCL's protocols: a small Megatron all-reduce inside a DGX A100 is latency-bound and NCCL runs it on LL/LL128
  * (tens of microseconds), far from a large one's bandwidth-bound time on Simple. The simulated MP time per
  * all-reduce falls between NCCL's LL latency and the bandwidth-only time, and grows with the message. */
