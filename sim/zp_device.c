@@ -142,8 +142,8 @@ double zp_cost_nvme(const zp_profile *p, const zp_op *op, const zp_op_info *info
 
 /* The head dimension FlashAttention's kernels run at: FlashAttention-2 is compiled for head dimensions 32,
  * 64, 96, 128, 160, 192 and 256 and runs a head of d on the next one (flash_api.cpp: head_size_rounded =
- * d <= 192 ? round_multiple(d, 32) : 256), its tiles' columns beyond d computed on padding: MPT-3B's heads
- * of 80 run as 96, MPT-30B's 112 as 128. */
+ * d <= 192 ? round_multiple(d, 32) : 256), its tiles' columns beyond d computed on padding: heads of 80
+ * run as 96, MPT-30B's 112 and the zoo 1.5B's 100 as 128. */
 double zp_device_flash_head_dim(double d)
 {
     if (!(d > 0))
@@ -162,9 +162,10 @@ static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info 
     if (info->flash == ZP_FLASH_FUSED)
         return 0.0;
     const double peak = zp_profile_gemm_peak(p);
-    const double d = info->flash == ZP_FLASH_BWD ? op->n : op->k;
+    const int bwd = info->flash == ZP_FLASH_BWD;
+    const double d = bwd ? op->n : op->k;
     const double pad = d > 0 ? zp_device_flash_head_dim(d) / d : 1.0;
-    const double work = (info->flash == ZP_FLASH_BWD ? 2.5 * op->flops : op->flops) * pad;
+    const double work = (bwd ? 2.5 : 1.0) * op->flops * pad;
     const double s = op->m, eff = p->dev.flash_eff * (s > 0 ? s / (s + p->dev.flash_seq_half) : 1.0);
     return p->dev.launch_s + work / (peak * eff);
 }
