@@ -2,7 +2,8 @@
 # bench/heldout.sh [ZPLAN] — zplan judged on published, measured training runs it was never fitted to
 # (bench/heldout.csv: each row's source, configuration and measured step time or TFLOP/s per GPU).
 # For each run: the plan exactly as published (--exact: stage, MP, micro-batch, accumulation, checkpointing,
-# FlashAttention where the run used it) on the preset of its hardware, simulated (with --gpu-mem 1T, so that a
+# FlashAttention where the run used it, as the implementation it ran: MosaicML's llm-foundry runs of 2023 ran
+# attn_impl triton, a FlashAttention-1-class kernel, --flash-kernel fa1) on the preset of its hardware, simulated (with --gpu-mem 1T, so that a
 # run zplan thinks does not fit is still simulated), and separately whether zplan's memory model lets it fit
 # the GPU it ran on (it did: "no" is an error of the memory model). Error = (zplan step - measured step) /
 # measured step: negative = zplan too fast. Prints each run, then the median |error|, the share of runs beyond
@@ -29,7 +30,7 @@ for r in rows:
     json.dump(conf, open(cfg, "w"))
     argv = [z, "--model", cfg, "--cluster", r["cluster"], "--gpus", r["gpus"], "--stage", r["stage"],
             "--mp", r["mp"], "--micro-batch", r["micro"], "--grad-accum", r["accum"],
-            "--checkpoint" if r["ckpt"] == "1" else "--no-checkpoint", "--exact", "--gpu-mem", "1T"] + (["--flash-attention"] if r.get("flash") == "1" else []) + r.get("extra", "").split() + [
+            "--checkpoint" if r["ckpt"] == "1" else "--no-checkpoint", "--exact", "--gpu-mem", "1T"] + (["--flash-kernel", r["flash"]] if r.get("flash") not in ("", "0") else []) + r.get("extra", "").split() + [
             "--top", "1", "--format", "csv"]
     p = subprocess.run(argv, capture_output=True, text=True)
     out = list(csv.DictReader(p.stdout.splitlines())) if p.returncode == 0 else []

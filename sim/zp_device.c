@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <strings.h>
 
 #include "zp_config.h"
 
@@ -151,6 +152,51 @@ double zp_device_flash_head_dim(double d)
     return d <= 192 ? 32.0 * ceil(d / 32.0) : fmax(256.0, d);
 }
 
+/* FlashAttention-1 (flash-attn 1.x) has kernels for head dimensions up to 128 and runs a head on the next of
+ * 16, 32, 64, 128 (its fmha launchers); its Triton port (flash_attn_triton.py) likewise pads a head to
+ * BLOCK_HEADDIM = max(next power of two, 16) and stops at 128. */
+static double fa1_head_dim(double d)
+{
+    double r = 16;
+    while (r < d)
+        r *= 2;
+    return d > 0 ? r : d;
+}
+
+/* FlashAttention-2 is "around 2x" faster than FlashAttention-1 forward + backward (Dao 2023, abstract; its
+ * Fig. 4-7 on an A100: 1.7-3.0x), which reaches "only 25-40% of the theoretical maximum"; the Triton port
+ * of FlashAttention-1 that MPT's llm-foundry runs as attn_impl: triton is, in its own docstring, faster
+ * forward and slower backward than the CUDA version, "overall slightly slower": both are the FA1 row. The
+ * FA1-class kernels use the same mma.sync instructions as FA2 on an H100, so the ratio holds there too. */
+static const zp_flash_kernel g_flash_kernels[ZP_NFLASH_KERNELS] = {
+    [ZP_FLASH_KERNEL_FA2] = {.name = "fa2", .alias = "flash2",
+                             .what = "FlashAttention-2 (flash-attn >= 2.0; the preset's flash_efficiency)",
+                             .speed = 1.0, .max_head_dim = 0, .head_dim = zp_device_flash_head_dim},
+    [ZP_FLASH_KERNEL_FA1] = {.name = "fa1", .alias = "triton",
+                             .what = "FlashAttention-1 (flash-attn 1.x) or its Triton port (llm-foundry's "
+                                     "attn_impl: triton): half FlashAttention-2's speed, heads up to 128",
+                             .speed = 0.5, .max_head_dim = 128, .head_dim = fa1_head_dim},
+};
+
+const zp_flash_kernel *zp_flash_kernel_get(int id)
+{
+    return id >= 0 && id < ZP_NFLASH_KERNELS ? &g_flash_kernels[id] : NULL;
+}
+
+zp_status zp_flash_kernel_parse(const char *text, int *id)
+{
+    for (int i = 0; i < ZP_NFLASH_KERNELS; i++) {
+        const zp_flash_kernel *k = &g_flash_kernels[i];
+        if (strcasecmp(text, k->name) == 0 || (k->alias && strcasecmp(text, k->alias) == 0)) {
+            *id = i;
+            return ZP_OK;
+        }
+    }
+    return ZP_FAIL(ZP_EINVAL, "--flash-kernel: unknown FlashAttention kernel '%s' (use fa2 for FlashAttention-2, "
+                              "fa1 or triton for FlashAttention-1 and its Triton port)",
+                   text);
+}
+
 /* FlashAttention (Dao 2023): the causal forward computes the scores and the context over the unmasked half of
  * the s x s blocks, 4 s^2 d / 2 FLOPs per head = the scores GEMM's own FLOPs, at the kernel's efficiency; the
  * backward 2.5 times that (five GEMMs and the recomputed scores); the op's other attention GEMMs and the
@@ -164,9 +210,13 @@ static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info 
     const double peak = zp_profile_gemm_peak(p);
     const int bwd = info->flash == ZP_FLASH_BWD;
     const double d = bwd ? op->n : op->k;
-    const double pad = d > 0 ? zp_device_flash_head_dim(d) / d : 1.0;
+    const zp_flash_kernel *fk = zp_flash_kernel_get(op->flash - 1);
+    if (!fk)
+        fk = zp_flash_kernel_get(ZP_FLASH_KERNEL_FA2);
+    const double pad = d > 0 ? fk->head_dim(d) / d : 1.0;
     const double work = (bwd ? 2.5 : 1.0) * op->flops * pad;
-    const double s = op->m, eff = p->dev.flash_eff * (s > 0 ? s / (s + p->dev.flash_seq_half) : 1.0);
+    const double s = op->m;
+    const double eff = p->dev.flash_eff * fk->speed * (s > 0 ? s / (s + p->dev.flash_seq_half) : 1.0);
     return p->dev.launch_s + work / (peak * eff);
 }
 

@@ -37,6 +37,26 @@ double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_
 /* The head dimension FlashAttention-2's kernels compute a head of `d` at (d rounded up to a multiple of 32
  * up to 192, else 256): the attention kernels' work scales by it over d. */
 double zp_device_flash_head_dim(double d);
+
+/* A FlashAttention implementation (a strategy row, --flash-kernel): how fast its causal forward + backward
+ * runs next to FlashAttention-2's on the same GPU (the preset's flash_efficiency is FlashAttention-2's),
+ * the head dimension its kernels run a head of d at, and the largest head it runs. */
+typedef struct {
+    const char *name;            /* --flash-kernel value */
+    const char *alias;           /* the name a framework's config gives it (or NULL) */
+    const char *what;            /* one line for --help and messages */
+    double speed;                /* forward + backward speed over FlashAttention-2's on the same GPU */
+    double max_head_dim;         /* the largest head dimension it has kernels for; 0: any (FA2's 256 is
+                                    not enforced: a wider head is costed at its own width) */
+    double (*head_dim)(double d); /* the head dimension it computes a head of d at */
+} zp_flash_kernel;
+
+typedef enum { ZP_FLASH_KERNEL_FA2 = 0, ZP_FLASH_KERNEL_FA1, ZP_NFLASH_KERNELS } zp_flash_kernel_id;
+
+/* The row of a kernel id (NULL outside the table). */
+const zp_flash_kernel *zp_flash_kernel_get(int id);
+/* The id named `text` (a row's name or alias, any case); else ZP_EINVAL naming the choices. */
+zp_status zp_flash_kernel_parse(const char *text, int *id);
 /* Kernels an op of this kind launches under the profile (its row's, or its unfused row's). */
 int zp_device_launches(const zp_profile *p, const zp_op_info *info);
 

@@ -174,7 +174,8 @@ typedef struct {
     double flops;              /* FLOPs of a compute op (2 per multiply-add) */
     double elems;              /* element-wise: elements of the tensor the kernel walks (tokens x hidden,
                                   tokens x ffn, heads x seq x seq, tokens x vocabulary), per MP rank */
-    int flash;                 /* 1: costed as part of FlashAttention (the plan runs it; zp_op_info.flash) */
+    int flash;                 /* 0, or 1 + the zp_flash_kernel_id whose FlashAttention the op is costed as
+                                  part of (the plan runs it; zp_op_info.flash) */
     double bytes;              /* element-wise: bytes moved; collective: buffer bytes per rank (nccl-tests
                                   size); copy: bytes; Adam: parameters updated; alloc/free: bytes */
     zp_channel channel;        /* signal / wait */

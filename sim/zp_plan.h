@@ -106,6 +106,8 @@ typedef struct {
     int nvme;            /* ZP_NVME_* mask: offloaded states on NVMe instead of host memory (ZeRO-Infinity) */
     int flash_attn;      /* attention as one fused kernel (FlashAttention): no s x s scores in memory, the
                             scores, softmax and context GEMMs costed as that kernel (zp_op_info.flash) */
+    int flash_kernel;    /* which implementation (a zp_flash_kernel_id, sim/zp_device.h): FlashAttention-2 by
+                            default */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
     /* mixture of experts (DeepSpeed-MoE, Megatron-core): experts sharded over `ep` of the DP ranks */
     int64_t ep;          /* expert-parallel degree: divides dp and the routed experts; 1: every rank holds all */

@@ -67,7 +67,7 @@ static void gemm_part(zp_builder *b, int type, double m, double n, double k, dou
     o->k = k;
     o->batch = batch;
     o->flops = 2.0 * m * n * k * batch;
-    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE;
+    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE ? 1 + b->p->flash_kernel : 0;
 }
 
 static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
@@ -95,7 +95,7 @@ static void eltwise(zp_builder *b, int type, double bytes, double elems)
     const double per = in->eltbytes - ((b->m->no_dropout & in->dropout) ? in->dropbytes : 0.0);
     o->bytes = in->eltbytes > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
     o->elems = elems;
-    o->flash = b->p->flash_attn && in->flash != ZP_FLASH_NONE;
+    o->flash = b->p->flash_attn && in->flash != ZP_FLASH_NONE ? 1 + b->p->flash_kernel : 0;
 }
 
 /* A collective or copy of `bytes` on stream s (its kind's facts are the table's). */

@@ -72,6 +72,20 @@ static zp_status validate_pipeline(const zp_search_req *r)
     return ZP_OK;
 }
 
+/* The FlashAttention kernel against the model's heads: FlashAttention-1 has no kernel for heads over 128. */
+static zp_status validate_flash(const zp_search_req *r)
+{
+    const zp_flash_kernel *k = zp_flash_kernel_get(r->flash_kernel);
+    if (!k)
+        return ZP_FAIL(ZP_EINVAL, "--flash-kernel: no FlashAttention kernel %d", r->flash_kernel);
+    const int64_t d = r->model ? zp_model_head_dim(r->model) : 0;
+    if (r->flash_attn && k->max_head_dim > 0 && (double)d > k->max_head_dim)
+        return ZP_FAIL(ZP_EINVAL, "--flash-kernel %s: the model's heads are %lld wide and %s has kernels up to %g "
+                                  "(use --flash-kernel fa2, or no --flash-attention)",
+                       k->name, (long long)d, k->name, k->max_head_dim);
+    return ZP_OK;
+}
+
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus)
 {
     memset(r, 0, sizeof *r);
@@ -161,6 +175,7 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
     ZP_TRY(validate_pipeline(r));
+    ZP_TRY(validate_flash(r));
     /* with --mp the batch is a multiple of GPUs / MP, or of GPUs / (MP x PP) when --pp is given */
     if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
         int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1);
@@ -1019,6 +1034,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         p.stage3_prefetch = r->stage3_prefetch;
                         p.persistence_threshold = r->persistence_threshold;
                         p.flash_attn = r->flash_attn;
+                        p.flash_kernel = r->flash_kernel;
                         p.nvme = off == ZP_OFFLOAD_NONE ? 0
                                                         : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
                         p.ep = ep;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "zp_device.h"
 #include "zp_size.h"
 
 /* ---- setters: (args, "--name", value or NULL) ---- */
@@ -102,6 +103,15 @@ RANGE(set_lr, lr, 1e-12, 1e3)
 RANGE(set_timeout, timeout_s, 1, 1e6)
 ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
 ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
+
+/* --flash-kernel names the FlashAttention implementation, and so asks for FlashAttention. */
+static zp_status set_flash_kernel(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    ZP_TRY(zp_flash_kernel_parse(v, &a->r.flash_kernel));
+    a->r.flash_attn = 1;
+    return ZP_OK;
+}
 
 static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -365,6 +375,7 @@ static const zp_cli_opt g_opts[] = {
     {"bucket", 0, 1, PLAN, set_bucket},
     {"no-md", 0, 0, PLAN, set_no_md},
     {"flash-attention", 0, 0, SEARCH, set_flash},
+    {"flash-kernel", 0, 1, SEARCH, set_flash_kernel},
     {"exact", 0, 0, SEARCH, set_exact},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},

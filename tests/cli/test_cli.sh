@@ -54,6 +54,8 @@ expect_bad "global batch not x dp"    --model 1.5B --gpus 64 --mp 1 --global-bat
 expect_bad "unknown option"           --model 1.5B --gpus 64 --frobnicate
 expect_bad "option without value"     --model 1.5B --gpus
 expect_bad "missing --gpus"           --model 1.5B
+expect_bad "unknown flash kernel"     --model 1.5B --gpus 64 --flash-kernel fa9
+expect_bad "fa1 with heads of 160"    --model 1T --gpus 3072 --flash-kernel fa1
 expect_bad "missing --model"          --gpus 64
 expect_bad "unknown format"           --model 1.5B --gpus 64 --format xml
 expect_bad "unknown cluster"          --model 1.5B --gpus 64 --cluster dgx9

@@ -187,6 +187,46 @@ Test(device, flash_attention_pads_the_head)
     cr_expect_float_eq(t80, t64 * 96.0 / 64.0, 1e-9 * t80, "heads of 80: %g s, heads of 64: %g s", t80, t64);
 }
 
+/* FlashAttention-1 and its Triton port (--flash-kernel fa1 / triton): half FlashAttention-2's speed, heads on
+ * the next power of two from 16 up to 128 (heads of 80 run as 128, where FlashAttention-2 runs them as 96);
+ * names parse in any case, an unknown one fails naming the choices. */
+Test(device, flash_attention_1_is_half_as_fast)
+{
+    int id = -1;
+    cr_expect_eq(zp_flash_kernel_parse("fa2", &id), ZP_OK);
+    cr_expect_eq(id, ZP_FLASH_KERNEL_FA2);
+    cr_expect_eq(zp_flash_kernel_parse("Triton", &id), ZP_OK);
+    cr_expect_eq(id, ZP_FLASH_KERNEL_FA1);
+    cr_expect_eq(zp_flash_kernel_parse("fa1", &id), ZP_OK);
+    cr_expect_eq(id, ZP_FLASH_KERNEL_FA1);
+    cr_expect_eq(zp_flash_kernel_parse("fa3", &id), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "fa2") != NULL, "%s", zp_error_message());
+    cr_expect_null(zp_flash_kernel_get(ZP_NFLASH_KERNELS));
+    const zp_flash_kernel *fa1 = zp_flash_kernel_get(ZP_FLASH_KERNEL_FA1);
+    cr_expect_eq(fa1->head_dim(64), 64.0);
+    cr_expect_eq(fa1->head_dim(80), 128.0);
+    cr_expect_eq(fa1->head_dim(8), 16.0);
+    cr_expect_eq(fa1->max_head_dim, 128.0);
+    zp_profile a = builtin("dgx-a100");
+    zp_model m = zp_zoo_find("1.5B")->model;
+    m.hidden = 2048; /* 16 heads of 128: no padding under either */
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.micro_batch = 2;
+    p.checkpoint = 0;
+    p.flash_attn = 1;
+    const double launches = (double)m.layers * 2 * a.dev.launch_s;
+    const double t2 = attention_time(&a, &m, &p) - launches;
+    p.flash_kernel = ZP_FLASH_KERNEL_FA1;
+    const double t1 = attention_time(&a, &m, &p) - launches;
+    cr_expect_float_eq(t1, 2.0 * t2, 1e-9 * t1, "FA1 %g s, FA2 %g s", t1, t2);
+    m.hidden = 1280; /* 16 heads of 80: FA1 runs them as 128, FA2 as 96 */
+    const double t1_80 = attention_time(&a, &m, &p) - launches;
+    p.flash_kernel = ZP_FLASH_KERNEL_FA2;
+    const double t2_80 = attention_time(&a, &m, &p) - launches;
+    cr_expect_float_eq(t1_80, 2.0 * t2_80 * 128.0 / 96.0, 1e-9 * t1_80, "FA1 %g s, FA2 %g s", t1_80, t2_80);
+}
+
 /* Bytes per element of the first op of a kind in a step (0 when none). */
 static double elt_bytes(const zp_model *m, zp_plan *pl, int type)
 {
