@@ -396,7 +396,16 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
                                         : (rs ? ZP_OPK_GRAD_REDUCE_SCATTER : ZP_OPK_GRAD_ALLREDUCE);
             const double group = (double)(k->experts ? b->p->dp / b->p->ep : b->p->dp);
             const double bytes = zp_plan_grad_bytes(b->p) * n; /* fp32 gradients reduce in fp32 */
-            if (!b->p->overlap_comm) {
+            if (!b->p->overlap_comm && b->pps.stages > 1) {
+                /* overlap_comm off with pipeline stages: the reductions start after the pipeline flush, as
+                 * DeepSpeed's pipeline engine runs them (ReduceGrads after the last backward) and Megatron-LM
+                 * did before --overlap-grad-reduce (allreduce_gradients after forward_backward_func); a
+                 * reduction in the middle of the cooldown would hold up the stages waiting for this one's
+                 * gradients. passes_end releases them and the compute stream waits for all. */
+                b->flush_pending++;
+                wait_ch(b, ZP_STREAM_COMM, ZP_CH_BUCKET);
+                move(b, ZP_STREAM_COMM, type, bytes);
+            } else if (!b->p->overlap_comm) {
                 /* overlap_comm off: the reduction blocks the compute stream */
                 move(b, ZP_STREAM_COMPUTE, type, bytes);
                 sig(b, ZP_STREAM_COMPUTE, ZP_CH_BUCKET);
@@ -682,13 +691,16 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
     }
 }
 
-/* The end of the step's passes: the reductions not waited for yet, and with pipeline stages the tied
+/* The end of the step's passes: the reductions held for the pipeline flush released, those not waited for
+ * yet waited for, and with pipeline stages the tied
  * embedding's gradient all-reduced between the first and the last stage (Megatron-LM). */
 static void passes_end(zp_builder *b)
 {
     b->layer = -1;
     b->micro = micro_index(b->p->grad_accum - 1);
     b->phase = ZP_PHASE_BACKWARD;
+    for (; b->flush_pending > 0; b->flush_pending--) /* the pipeline is flushed: the reductions go */
+        sig(b, ZP_STREAM_COMPUTE, ZP_CH_BUCKET);
     for (; b->reduced_pending > 0; b->reduced_pending--)
         wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_REDUCED);
     const zp_pp_stage *st = &b->pps;

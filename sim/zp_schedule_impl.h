@@ -35,6 +35,7 @@ typedef struct zp_builder {
     int pass_head;             /* the current pass runs the LM head (its logits live until its backward ends) */
     int work_live;             /* the deepspeed layout's one-block working set is allocated */
     int reduced_pending;       /* REDUCED tokens the compute stream has not waited for yet */
+    int flush_pending;         /* buckets whose reduction waits for the pipeline flush (passes_end) */
     int last_buckets;          /* buckets closed in the passes of the last micro-batch (offload copies them) */
 } zp_builder;
 

@@ -709,6 +709,29 @@ Test(pipeline, bubble_is_p_minus_1_over_m_v)
     }
 }
 
+/* Without overlap_comm, a pipeline's gradient reductions wait for the flush (DeepSpeed's pipeline engine,
+ * Megatron-LM before --overlap-grad-reduce): the step grows by about the reductions' own time, and no
+ * stage waits for another's reduction in the middle of the cooldown (which would cost a multiple of it). */
+Test(pipeline, reductions_wait_for_the_flush)
+{
+    const zp_model m = uniform_gpt(16);
+    const zp_cluster *c = preset("dgx-a100");
+    for (int sc = 0; sc < 2; sc++) {
+        zp_plan p = plan_acc(0, 4, 1, 1, 8);
+        p.pp = 4;
+        p.schedule = sc ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
+        p.vstages = sc ? 2 : 1;
+        const zp_sim_result ov = simulate_as(&m, &p, c, ZP_SIM_FULL, 0);
+        p.overlap_comm = 0;
+        const zp_sim_result no = simulate_as(&m, &p, c, ZP_SIM_FULL, 0);
+        cr_expect_gt(ov.comm_busy, 0.0);
+        cr_expect_geq(no.step_time, ov.step_time - 1e-9);
+        cr_expect_leq(no.step_time, ov.step_time + 1.1 * ov.comm_busy,
+                      "%s: %.4f s without overlap, %.4f s with, reductions %.4f s", zp_pp_schedule_name(p.schedule),
+                      no.step_time, ov.step_time, ov.comm_busy);
+    }
+}
+
 /* Every data-parallel replica of a pipeline is alike: one node per stage gives the full step. */
 Test(pipeline, reduced_equals_full, .timeout = 600)
 {
