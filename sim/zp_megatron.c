@@ -22,6 +22,30 @@ zp_status zp_megatron_check(const zp_plan *p)
     return ZP_OK;
 }
 
+zp_status zp_megatron_check_model(const zp_model *m)
+{
+    const char *why = NULL;
+    if (m->attn == ZP_ATTN_MLA)
+        why = "multi-head latent attention (its MLA arguments are not written by zplan)";
+    else if (m->pos == ZP_POS_ALIBI)
+        why = "ALiBi positions (Megatron-LM has learned, rope and none)";
+    else if (m->mlp == ZP_MLP_GATED && m->act != ZP_ACT_SILU)
+        why = "a gated MLP other than SwiGLU (--swiglu is its only gated one)";
+    else if (m->parallel)
+        why = "parallel attention and MLP blocks";
+    else if (m->norm == ZP_NORM_PLAIN || m->block_norms != 0)
+        why = "norms other than one LayerNorm or RMSNorm before the attention and one before the MLP";
+    else if (m->embed_dim > 0 && m->embed_dim != m->hidden)
+        why = "a token embedding narrower than the model with projections";
+    else if (m->experts > 0 && (m->shared_experts > 0 || m->dense_layers > 0 || m->moe_every > 1 ||
+                                m->n_dense_list > 0))
+        why = "shared experts or dense blocks between MoE blocks (zplan writes uniform MoE layers only)";
+    if (why)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s has %s: zplan cannot state it as Megatron-LM arguments", m->name,
+                       why);
+    return ZP_OK;
+}
+
 typedef struct {
     char *buf;
     size_t len, used;
@@ -43,6 +67,7 @@ static void add(out *o, const char *fmt, ...)
 zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len)
 {
     ZP_TRY(zp_megatron_check(p));
+    ZP_TRY(zp_megatron_check_model(m));
     if (len < 1)
         return ZP_FAIL(ZP_ERANGE, "no room for the arguments");
     buf[0] = '\0';
@@ -51,6 +76,36 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
             "--max-position-embeddings %lld",
         (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn, (long long)m->seq,
         (long long)(m->positions > 0 ? m->positions : m->seq));
+    /* the architecture beyond GPT's defaults (Megatron-LM's own argument names) */
+    const int64_t d = zp_model_head_dim(m);
+    if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
+        add(&o, " --kv-channels %lld", (long long)d);
+    if (m->kv_heads > 0 && m->kv_heads < m->heads)
+        add(&o, " --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
+    if (m->mlp == ZP_MLP_GATED)
+        add(&o, " --swiglu");
+    if (m->norm == ZP_NORM_RMSNORM)
+        add(&o, " --normalization RMSNorm");
+    if (m->pos == ZP_POS_ROTARY)
+        add(&o, " --position-embedding-type rope");
+    if (m->untied)
+        add(&o, " --untie-embeddings-and-output-weights");
+    if ((m->nobias & ZP_BIAS_ALL) == ZP_BIAS_ALL)
+        add(&o, " --disable-bias-linear");
+    else if (m->nobias == (ZP_BIAS_ATTN_OUT | ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN))
+        add(&o, " --disable-bias-linear --add-qkv-bias"); /* Qwen2: a bias on Q, K, V only */
+    if (m->no_dropout & ZP_DROPOUT_NO_HIDDEN)
+        add(&o, " --hidden-dropout 0");
+    if (m->no_dropout & ZP_DROPOUT_NO_ATTN)
+        add(&o, " --attention-dropout 0");
+    if (m->experts > 0) {
+        add(&o, " --num-experts %lld --moe-router-topk %lld --expert-model-parallel-size %lld", (long long)m->experts,
+            (long long)m->top_k, (long long)(p->ep > 0 ? p->ep : 1));
+        if (m->expert_ffn > 0 && m->expert_ffn != m->ffn)
+            add(&o, " --moe-ffn-hidden-size %lld", (long long)m->expert_ffn);
+    }
+    if (p->flash_attn)
+        add(&o, " --use-flash-attn");
     add(&o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
         (long long)p->pp);
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
@@ -69,7 +124,13 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --use-distributed-optimizer");
     if (p->overlap_comm)
         add(&o, " --overlap-grad-reduce");
-    add(&o, " %s", p->param_bytes == 2.0 ? "--fp16" : "");
+    /* 16-bit parameters: bf16 or fp16 (fp32 training takes neither); fp32 gradients with 16-bit parameters
+     * are Megatron-LM's --accumulate-allreduce-grads-in-fp32 (which it forces on for bf16) */
+    if (p->param_bytes == 2.0) {
+        add(&o, " %s", p->bf16 ? "--bf16" : "--fp16");
+        if (zp_plan_grad_bytes(p) == 4.0)
+            add(&o, " --accumulate-allreduce-grads-in-fp32");
+    }
     if (o.used > 0 && buf[o.used - 1] == ' ')
         buf[--o.used] = '\0';
     return o.overflow ? ZP_FAIL(ZP_ERANGE, "the arguments need more than %zu bytes", len) : ZP_OK;

@@ -12,6 +12,10 @@
 /* ZP_OK when Megatron-LM runs the plan: ZeRO stage 0 or 1 (its distributed optimizer), no offload, no
  * checkpoints in host memory; else ZP_EUNSUPPORTED saying why. */
 zp_status zp_megatron_check(const zp_plan *p);
+/* ZP_OK when Megatron-LM's arguments can state the model's architecture (GPT, or Llama-like: GQA, SwiGLU,
+ * RMSNorm, rope, untied head, no biases or Qwen2's QKV bias, uniform MoE); else ZP_EUNSUPPORTED naming what
+ * it cannot (MLA, ALiBi, GeGLU, parallel blocks, extra norms, shared experts, dense blocks among MoE). */
+zp_status zp_megatron_check_model(const zp_model *m);
 /* The arguments, one line ("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2 ..."), into
  * buf; ZP_ERANGE when len is too small. */
 zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len);

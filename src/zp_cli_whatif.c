@@ -68,6 +68,11 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
     zp_search_result res;
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);
+    /* an architecture Megatron-LM's arguments cannot state fails whichever plan is best (nothing printed) */
+    if (o.a.emit_megatron && (st = zp_megatron_check_model(&o.model)) != ZP_OK) {
+        zp_search_result_free(&res);
+        return zp_cli_fail(st);
+    }
     const zp_eval *best = NULL;
     for (int i = 0; i < res.n && !best; i++)
         if (res.plans[i].fits)

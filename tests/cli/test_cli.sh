@@ -56,6 +56,7 @@ expect_bad "option without value"     --model 1.5B --gpus
 expect_bad "missing --gpus"           --model 1.5B
 expect_bad "unknown flash kernel"     --model 1.5B --gpus 64 --flash-kernel fa9
 expect_bad "fa1 with heads of 160"    --model 1T --gpus 3072 --flash-kernel fa1
+expect_bad "megatron args of ALiBi"   --model bloom-176b --gpus 64 --emit-megatron-args "$T/bloom.args"
 expect_bad "missing --model"          --gpus 64
 expect_bad "unknown format"           --model 1.5B --gpus 64 --format xml
 expect_bad "unknown cluster"          --model 1.5B --gpus 64 --cluster dgx9

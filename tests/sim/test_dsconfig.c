@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "zp_dsconfig.h"
+#include "zp_megatron.h"
 #include "zp_zoo.h"
 
 static const zp_cluster *dgx2(void)
@@ -294,4 +295,75 @@ Test(dsconfig, precision_round_trip)
         cr_expect_eq(e.plan.micro_batch, 4, "case %zu", i);
         cr_expect_eq(e.plan.grad_accum, 2, "case %zu", i);
     }
+}
+
+/* ---- Megatron-LM arguments (sim/zp_megatron) ---- */
+
+static int has(const char *args, const char *flag)
+{
+    const size_t n = strlen(flag);
+    for (const char *q = strstr(args, flag); q; q = strstr(q + 1, flag))
+        if ((q == args || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* A Llama plan states its architecture (GQA, SwiGLU, RMSNorm, rope, untied head, no biases, no dropout), its
+ * precision (bf16; fp32 gradients as --accumulate-allreduce-grads-in-fp32), FlashAttention, the interleaved
+ * schedule's layers per virtual stage and the distributed optimizer; a GPT plan in fp16 none of those. */
+Test(megatron, states_the_architecture_and_the_precision)
+{
+    const zp_model *llama = &zp_zoo_find("llama-2-70b")->model;
+    zp_plan p;
+    zp_plan_default(&p, 16);
+    p.stage = 1;
+    p.mp = 8;
+    p.pp = 2;
+    p.schedule = ZP_PP_INTERLEAVED;
+    p.vstages = 2;
+    p.bf16 = 1;
+    p.grad_bytes = 4.0;
+    p.flash_attn = 1;
+    char a[1024];
+    cr_assert_eq(zp_megatron_args(llama, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    const char *want[] = {"--group-query-attention", "--num-query-groups 8", "--swiglu", "--normalization RMSNorm",
+                          "--position-embedding-type rope", "--untie-embeddings-and-output-weights",
+                          "--disable-bias-linear", "--hidden-dropout 0", "--attention-dropout 0", "--use-flash-attn",
+                          "--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 2",
+                          "--num-layers-per-virtual-pipeline-stage 20", "--use-distributed-optimizer", "--bf16",
+                          "--accumulate-allreduce-grads-in-fp32"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(a, want[i]) != NULL, "missing %s in: %s", want[i], a);
+    cr_expect(!has(a, "--fp16"), "%s", a);
+
+    const zp_model *gpt = &zp_zoo_find("1.5B")->model;
+    zp_plan q;
+    zp_plan_default(&q, 16);
+    q.bf16 = 0;
+    cr_assert_eq(zp_megatron_args(gpt, &q, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    cr_expect(has(a, "--fp16"), "%s", a);
+    const char *none[] = {"--bf16", "--swiglu", "--group-query-attention", "--normalization", "--use-flash-attn",
+                          "--disable-bias-linear", "--accumulate-allreduce-grads-in-fp32", "--use-distributed-optimizer"};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        cr_expect(!has(a, none[i]), "unexpected %s in: %s", none[i], a);
+}
+
+/* What Megatron-LM's arguments cannot state is refused, saying what: ALiBi (BLOOM), GeGLU (Gemma), MLA
+ * (DeepSeek-V3), parallel blocks (Falcon), shared experts (Qwen-MoE); and ZeRO stage 2 plans. */
+Test(megatron, refuses_what_it_cannot_state)
+{
+    const struct {
+        const char *model, *why;
+    } cases[] = {{"bloom-176b", "ALiBi"}, {"gemma-7b", "SwiGLU"}, {"deepseek-v3", "latent attention"},
+                 {"falcon-7b", "parallel"}, {"qwen1.5-moe-a2.7b", "shared experts"}};
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    char a[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_expect_eq(zp_megatron_args(&zp_zoo_find(cases[i].model)->model, &p, a, sizeof a), ZP_EUNSUPPORTED,
+                     "%s", cases[i].model);
+        cr_expect(strstr(zp_error_message(), cases[i].why) != NULL, "%s: %s", cases[i].model, zp_error_message());
+    }
+    p.stage = 2;
+    cr_expect_eq(zp_megatron_args(&zp_zoo_find("1.5B")->model, &p, a, sizeof a), ZP_EUNSUPPORTED);
 }
