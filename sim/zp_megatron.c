@@ -106,6 +106,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     }
     if (p->flash_attn)
         add(&o, " --use-flash-attn");
+    if (!p->grad_accum_fusion) /* Megatron-LM fuses by default; the plan was costed with the adds */
+        add(&o, " --no-gradient-accumulation-fusion");
     add(&o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
         (long long)p->pp);
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)

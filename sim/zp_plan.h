@@ -106,6 +106,9 @@ typedef struct {
     int nvme;            /* ZP_NVME_* mask: offloaded states on NVMe instead of host memory (ZeRO-Infinity) */
     int flash_attn;      /* attention as one fused kernel (FlashAttention): no s x s scores in memory, the
                             scores, softmax and context GEMMs costed as that kernel (zp_op_info.flash) */
+    int grad_accum_fusion; /* the weight-gradient GEMMs accumulate into the gradients (beta 1: Megatron-core's
+                              --gradient-accumulation-fusion, zplan's executor); 0: a separate add per
+                              micro-batch (PyTorch's AccumulateGrad, DeepSpeed's ZeRO-0/1 with accumulation) */
     int flash_kernel;    /* which implementation (a zp_flash_kernel_id, sim/zp_device.h): FlashAttention-2 by
                             default */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */

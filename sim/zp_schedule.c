@@ -430,6 +430,24 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
     }
 }
 
+/* A micro-batch's gradients of `params` parameters added into the accumulated ones by an add kernel, where
+ * the framework does that (zp_plan.grad_accum_fusion off; DeepSpeed's memory layout, not the executor's,
+ * which fuses it): with ZeRO stage 0-1 (stage 2-3 reduce every micro-batch's gradients instead), each
+ * micro-batch after the first adds its 16-bit gradients into .grad (read, read, write: 3 x 2 bytes a
+ * parameter), and fp32 gradients beside 16-bit parameters take every micro-batch's add (DeepSpeed's bf16
+ * and Megatron-LM's main_grad hooks: 2 read, 4 read, 4 written). */
+static void grad_accumulate(zp_builder *b, int64_t u, double params)
+{
+    const zp_plan *p = b->p;
+    if (p->grad_accum_fusion || p->impl != ZP_IMPL_DEEPSPEED || p->stage >= 2 || !(params > 0))
+        return;
+    const double g = zp_plan_grad_bytes(p), w = p->param_bytes;
+    const int fp32_acc = g > w;
+    if (u == 0 && !fp32_acc)
+        return;
+    eltwise(b, ZP_OPK_GRAD_ACCUM, params * (w + 2.0 * g), params);
+}
+
 /* Pa+cpu: fetch the checkpoint partition of the block below over PCIe once compute asks for it. */
 static void ckpt_fetch(zp_builder *b, double bytes)
 {
@@ -652,13 +670,16 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
                         T * h);
             /* tied: the embedding's gradient completes with the embedding backward (one stage), or is the
              * last stage's own copy (pipeline stages); an untied head's is done */
-            if (b->f.grad[L + 1] > 0)
+            if (b->f.grad[L + 1] > 0) {
+                grad_accumulate(b, u, b->f.grad[L + 1]);
                 bucket_add(b, &k, b->f.grad[L + 1], 0);
+            }
             continue;
         }
         recompute(b, item, &c, pacpu, ckpt_part);
         block_backward(b);
         b->lay->block_done(b, item - 1);
+        grad_accumulate(b, u, b->f.grad[item] + b->f.grad_exp[item]);
         bucket_add(b, &k, b->f.grad[item], 0);
         if (b->f.grad_exp[item] > 0)
             bucket_add(b, &kx, b->f.grad_exp[item], 0);
@@ -672,6 +693,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
             b->lay->use(b, -1);
         mp_gather(b, 2.0 * T * h); /* the embedding's output gradient, whole on every rank */
         eltwise(b, ZP_OPK_EMBEDDING_BWD, 2.0 * 2.0 * T * h, T * h);
+        grad_accumulate(b, u, b->f.grad[0]);
         bucket_add(b, &k, b->f.grad[0], 1);
     } else {
         bucket_add(b, &k, 0.0, 1);

@@ -1035,6 +1035,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         p.persistence_threshold = r->persistence_threshold;
                         p.flash_attn = r->flash_attn;
                         p.flash_kernel = r->flash_kernel;
+                        p.grad_accum_fusion = r->grad_accum_fusion;
                         p.nvme = off == ZP_OFFLOAD_NONE ? 0
                                                         : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
                         p.ep = ep;

@@ -92,6 +92,7 @@ typedef struct {
     int nvme;              /* ZP_NVME_* mask: offloaded states on NVMe (ZeRO-Infinity) */
     int flash_attn;        /* the plans run FlashAttention (zp_plan.flash_attn) */
     int flash_kernel;      /* ... as this implementation (zp_plan.flash_kernel) */
+    int grad_accum_fusion; /* zp_plan.grad_accum_fusion */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;
     const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */

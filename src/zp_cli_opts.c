@@ -80,6 +80,7 @@ FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_max_model, max_model, 1)
 FLAG(set_flash, r.flash_attn, 1)
+FLAG(set_accum_fusion, r.grad_accum_fusion, 1)
 FLAG(set_no_cb, r.cb, 0)
 INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
 INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
@@ -376,6 +377,7 @@ static const zp_cli_opt g_opts[] = {
     {"no-md", 0, 0, PLAN, set_no_md},
     {"flash-attention", 0, 0, SEARCH, set_flash},
     {"flash-kernel", 0, 1, SEARCH, set_flash_kernel},
+    {"grad-accum-fusion", 0, 0, SEARCH, set_accum_fusion},
     {"exact", 0, 0, SEARCH, set_exact},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},

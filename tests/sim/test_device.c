@@ -227,6 +227,60 @@ Test(device, flash_attention_1_is_half_as_fast)
     cr_expect_float_eq(t1_80, 2.0 * t2_80 * 128.0 / 96.0, 1e-9 * t1_80, "FA1 %g s, FA2 %g s", t1_80, t2_80);
 }
 
+/* Gradient-accumulation adds in a step: how many, how many in micro-batch 0, bytes per parameter. */
+static void accum_adds(const zp_model *m, zp_plan *pl, int *n, int *n0, double *per)
+{
+    zp_schedule s;
+    cr_assert_eq(zp_schedule_build(m, pl, &s), ZP_OK, "%s", zp_error_message());
+    *n = *n0 = 0;
+    *per = 0;
+    for (int i = 0; i < s.n[ZP_STREAM_COMPUTE]; i++) {
+        const zp_op *o = &s.ops[ZP_STREAM_COMPUTE][i];
+        if (o->type != ZP_OPK_GRAD_ACCUM)
+            continue;
+        (*n)++;
+        *n0 += o->micro == 0;
+        *per = o->bytes / o->elems;
+    }
+    zp_schedule_free(&s);
+}
+
+/* Without fused accumulation, ZeRO-0/1 add each micro-batch's gradients after the first into the
+ * accumulated ones (3 x 2 bytes a parameter), fp32 gradients every micro-batch's (2 + 4 + 4); none with
+ * --grad-accum-fusion, none in the executor's schedule (it fuses), none at stage 2 (reduced every
+ * micro-batch instead). */
+Test(device, gradient_accumulation_adds)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.micro_batch = 1;
+    p.grad_accum = 4;
+    int n, n0;
+    double per;
+    accum_adds(m, &p, &n, &n0, &per);
+    cr_expect_eq(n, 3 * ((int)m->layers + 1), "3 micro-batches x (48 blocks + the embedding): %d", n);
+    cr_expect_eq(n0, 0);
+    cr_expect_float_eq(per, 6.0, 1e-12);
+    p.grad_bytes = 4.0;
+    accum_adds(m, &p, &n, &n0, &per);
+    cr_expect_eq(n, 4 * ((int)m->layers + 1));
+    cr_expect_gt(n0, 0);
+    cr_expect_float_eq(per, 10.0, 1e-12);
+    p.grad_bytes = 0;
+    p.grad_accum_fusion = 1;
+    accum_adds(m, &p, &n, &n0, &per);
+    cr_expect_eq(n, 0);
+    p.grad_accum_fusion = 0;
+    p.impl = ZP_IMPL_EXEC;
+    accum_adds(m, &p, &n, &n0, &per);
+    cr_expect_eq(n, 0);
+    p.impl = ZP_IMPL_DEEPSPEED;
+    p.stage = 2;
+    accum_adds(m, &p, &n, &n0, &per);
+    cr_expect_eq(n, 0);
+}
+
 /* Bytes per element of the first op of a kind in a step (0 when none). */
 static double elt_bytes(const zp_model *m, zp_plan *pl, int type)
 {
