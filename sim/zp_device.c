@@ -169,13 +169,10 @@ static double fa1_head_dim(double d)
  * forward and slower backward than the CUDA version, "overall slightly slower": both are the FA1 row. The
  * FA1-class kernels use the same mma.sync instructions as FA2 on an H100, so the ratio holds there too. */
 static const zp_flash_kernel g_flash_kernels[ZP_NFLASH_KERNELS] = {
-    [ZP_FLASH_KERNEL_FA2] = {.name = "fa2", .alias = "flash2",
-                             .what = "FlashAttention-2 (flash-attn >= 2.0; the preset's flash_efficiency)",
-                             .speed = 1.0, .max_head_dim = 0, .head_dim = zp_device_flash_head_dim},
-    [ZP_FLASH_KERNEL_FA1] = {.name = "fa1", .alias = "triton",
-                             .what = "FlashAttention-1 (flash-attn 1.x) or its Triton port (llm-foundry's "
-                                     "attn_impl: triton): half FlashAttention-2's speed, heads up to 128",
-                             .speed = 0.5, .max_head_dim = 128, .head_dim = fa1_head_dim},
+    [ZP_FLASH_KERNEL_FA2] = {.name = "fa2", .alias = "flash2", .speed = 1.0, .max_head_dim = 0,
+                             .head_dim = zp_device_flash_head_dim},
+    [ZP_FLASH_KERNEL_FA1] = {.name = "fa1", .alias = "triton", .speed = 0.5, .max_head_dim = 128,
+                             .head_dim = fa1_head_dim},
 };
 
 const zp_flash_kernel *zp_flash_kernel_get(int id)

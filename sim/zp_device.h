@@ -44,7 +44,6 @@ double zp_device_flash_head_dim(double d);
 typedef struct {
     const char *name;            /* --flash-kernel value */
     const char *alias;           /* the name a framework's config gives it (or NULL) */
-    const char *what;            /* one line for --help and messages */
     double speed;                /* forward + backward speed over FlashAttention-2's on the same GPU */
     double max_head_dim;         /* the largest head dimension it has kernels for; 0: any (FA2's 256 is
                                     not enforced: a wider head is costed at its own width) */

@@ -77,9 +77,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn, (long long)m->seq,
         (long long)(m->positions > 0 ? m->positions : m->seq));
     /* the architecture beyond GPT's defaults (Megatron-LM's own argument names) */
-    const int64_t d = zp_model_head_dim(m);
     if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
-        add(&o, " --kv-channels %lld", (long long)d);
+        add(&o, " --kv-channels %lld", (long long)m->head_dim);
     if (m->kv_heads > 0 && m->kv_heads < m->heads)
         add(&o, " --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
     if (m->mlp == ZP_MLP_GATED)

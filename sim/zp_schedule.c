@@ -54,6 +54,13 @@ void zp_builder_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_m
 /* Ops that take no memory and do not order the streams: left out of a memory-only schedule. */
 static int skip(const zp_builder *b) { return b->memory_only || b->st != ZP_OK; }
 
+/* An op of kind `type` is costed as part of FlashAttention when the plan runs it and the kind is one of its
+ * parts: 1 + the plan's FlashAttention kernel (zp_op.flash), else 0. */
+static int flash_of(const zp_builder *b, int type)
+{
+    return b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE ? 1 + b->p->flash_kernel : 0;
+}
+
 /* A GEMM whose FLOPs count `useful` of their executed amount in the step's FLOPs (an expert's rows padded
  * to its capacity and the busiest rank's extra tokens run but are no model FLOPs). */
 static void gemm_part(zp_builder *b, int type, double m, double n, double k, double batch, double useful)
@@ -67,7 +74,7 @@ static void gemm_part(zp_builder *b, int type, double m, double n, double k, dou
     o->k = k;
     o->batch = batch;
     o->flops = 2.0 * m * n * k * batch;
-    o->flash = b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE ? 1 + b->p->flash_kernel : 0;
+    o->flash = flash_of(b, type);
 }
 
 static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
@@ -95,7 +102,7 @@ static void eltwise(zp_builder *b, int type, double bytes, double elems)
     const double per = in->eltbytes - ((b->m->no_dropout & in->dropout) ? in->dropbytes : 0.0);
     o->bytes = in->eltbytes > 0 ? elems * per * b->p->param_bytes / 2.0 : bytes;
     o->elems = elems;
-    o->flash = b->p->flash_attn && in->flash != ZP_FLASH_NONE ? 1 + b->p->flash_kernel : 0;
+    o->flash = flash_of(b, type);
 }
 
 /* A collective or copy of `bytes` on stream s (its kind's facts are the table's). */
@@ -714,8 +721,8 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
 }
 
 /* The end of the step's passes: the reductions held for the pipeline flush released, those not waited for
- * yet waited for, and with pipeline stages the tied
- * embedding's gradient all-reduced between the first and the last stage (Megatron-LM). */
+ * yet waited for, and with pipeline stages the tied embedding's gradient all-reduced between the first and
+ * the last stage (Megatron-LM). */
 static void passes_end(zp_builder *b)
 {
     b->layer = -1;

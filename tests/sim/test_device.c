@@ -163,6 +163,17 @@ Test(device, flash_attention)
     cr_expect_float_eq(attention_time(&v, m, &p), vu, 1e-12);
 }
 
+/* A data-parallel plan on 8 GPUs running FlashAttention, micro-batch `b`, no recompute. */
+static zp_plan flash_plan(int64_t b)
+{
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.micro_batch = b;
+    p.checkpoint = 0;
+    p.flash_attn = 1;
+    return p;
+}
+
 /* FlashAttention-2 runs a head on its next compiled head dimension (multiples of 32 up to 192, then 256): a
  * model with heads of 80 (MPT-3B) pays 96/80 of the attention kernels' time of heads of 80 at full width. */
 Test(device, flash_attention_pads_the_head)
@@ -175,11 +186,7 @@ Test(device, flash_attention_pads_the_head)
     zp_profile h = builtin("dgx-h100");
     zp_model m = zp_zoo_find("1.5B")->model;
     m.hidden = 1024; /* 16 heads of 64 */
-    zp_plan p;
-    zp_plan_default(&p, 8);
-    p.micro_batch = 4;
-    p.checkpoint = 0;
-    p.flash_attn = 1;
+    zp_plan p = flash_plan(4);
     const double launches = (double)m.layers * 2 * h.dev.launch_s;
     const double t64 = attention_time(&h, &m, &p) - launches;
     m.hidden = 1280; /* 16 heads of 80: 80/64 of the FLOPs, run as 96 */
@@ -210,11 +217,7 @@ Test(device, flash_attention_1_is_half_as_fast)
     zp_profile a = builtin("dgx-a100");
     zp_model m = zp_zoo_find("1.5B")->model;
     m.hidden = 2048; /* 16 heads of 128: no padding under either */
-    zp_plan p;
-    zp_plan_default(&p, 8);
-    p.micro_batch = 2;
-    p.checkpoint = 0;
-    p.flash_attn = 1;
+    zp_plan p = flash_plan(2);
     const double launches = (double)m.layers * 2 * a.dev.launch_s;
     const double t2 = attention_time(&a, &m, &p) - launches;
     p.flash_kernel = ZP_FLASH_KERNEL_FA1;
