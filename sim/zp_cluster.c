@@ -19,9 +19,15 @@
  *          900 GB/s bidirectional per GPU, 8x 400 Gb/s NDR IB, 2 TB DDR5, PCIe gen5 x16 ~64 GB/s, 8x 3.84 TB NVMe.
  *  [h200]  DGX H200 datasheet: the same system with 8x H200 141 GB HBM3e at 4.8 TB/s (the same GH100 die).
  *  GEMM (kernel benchmarks of cuBLAS on large 16-bit GEMMs): V100 83 TFLOP/s of 125 (Markidis et al.,
- *  "NVIDIA Tensor Core Programmability, Performance & Precision", IPDPSW 2018: 0.66); A100-SXM4 ~271 of 312
- *  (stas00/ml-engineering's mamf-finder, the maximum achievable matmul FLOPS over shapes: 0.87); H100-SXM5
- *  759-786 of 989 on 8 GPUs of an AWS p5 node (mamf-finder, torch 2.5: 0.78; the H200, the same die: 0.78).
+ *  "NVIDIA Tensor Core Programmability, Performance & Precision", IPDPSW 2018: 0.66); H100-SXM5 759-786 of 989
+ *  on 8 GPUs of an AWS p5 node (mamf-finder, torch 2.5: 0.78; pytorch/pytorch #100850: 720-772 at
+ *  2048x8192x8192, which the shape model below puts at 0.96 of the ceiling: 0.76-0.81; the H200, the same die:
+ *  0.78). A100-SXM4: the ceiling is what shapes the model calls unquantized reach, two fixed-shape
+ *  measurements: CUTLASS's profiler documentation, 235.1 TFLOP/s at 3456x4096x8192 fp16 (fp32 accumulate;
+ *  8 full waves of 128x128 tiles: 0.95 x k/(k+64) of the ceiling -> 0.80), and mli/transformers-benchmarks,
+ *  torch.matmul of 8192x8192 fp16 timed for 3 s (sustained clocks) on an A100-SXM4-80GB, 230 (0.99 -> 0.74):
+ *  0.77, their mean. mamf-finder's 271 (0.87) is the best of a sweep over shapes with cuBLAS 12, short runs
+ *  each: a best case above what the same model's shapes reach, not a ceiling for all of them.
  *  The shape's tile and wave quantization and the main loop's k/(k + 64) come on top (sim/zp_profile.c).
  *  Software: dgx2 stands for the ZeRO paper's stack (PyTorch 1.2, CUDA 10.0, NCCL 2.4.8, Megatron-LM 2019, whose
  *  attention scaling, masking, softmax and dropout and whose bias, dropout and residual adds are separate
@@ -71,7 +77,7 @@
 /* The GPU and node figures every DGX of a generation shares (a preset's rows: its memory, fabric). */
 #define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
-    .gemm_efficiency = 0.87, .sms = 108, .nccl_ctas = 24, \
+    .gemm_efficiency = 0.77, .sms = 108, .nccl_ctas = 24, \
     .flash_efficiency = 0.60, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
     .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 300e9,                                                                                       \

@@ -33,6 +33,22 @@ static zp_op op_of(int type)
     return o;
 }
 
+/* The A100's ceiling comes from two fixed-shape kernel benchmarks (sim/zp_cluster.c): CUTLASS's profiler
+ * documentation, 235.1 TFLOP/s for 3456 x 4096 x 8192 fp16 with fp32 accumulation, and
+ * mli/transformers-benchmarks, 230 TFLOP/s for an 8192^3 fp16 torch.matmul timed for 3 s on an
+ * A100-SXM4-80GB. The device model of each shape stays within 5% of its measurement. */
+Test(device, a100_gemm_ceiling_from_fixed_shapes)
+{
+    zp_profile a = builtin("dgx-a100");
+    const double shapes[2][4] = {{3456, 4096, 8192, 235.1e12}, {8192, 8192, 8192, 230e12}};
+    for (int i = 0; i < 2; i++) {
+        const double m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        const double rate = 2 * m * n * k / zp_profile_gemm_time(&a, m, n, k);
+        cr_expect(fabs(rate / shapes[i][3] - 1) < 0.05, "%gx%gx%g: %.1f TFLOP/s, measured %.1f", m, n, k,
+                  rate / 1e12, shapes[i][3] / 1e12);
+    }
+}
+
 /* A large GEMM whose 256x128 tiles fill whole waves runs at the preset's efficiency times k/(k+64); one with
  * a few tiles more than a wave pays for the last, mostly idle wave (or a smaller tile); a long skinny GEMM of
  * small k is bound by its 16-bit traffic, not its FLOPs. */
@@ -43,7 +59,7 @@ Test(device, gemm_tiles_waves_and_memory)
     /* 108 x 2 tiles of 256 x 128: two full waves */
     double m = 256.0 * 108, n = 256.0, k = 8192;
     double e = zp_profile_gemm_shape_efficiency(&a, m, n, k, 1);
-    cr_expect_float_eq(e, 0.87 * k / (k + 64), 1e-9, "full waves: %g", e);
+    cr_expect_float_eq(e, 0.77 * k / (k + 64), 1e-9, "full waves: %g", e);
     double t = zp_profile_gemm_time(&a, m, n, k);
     cr_expect_float_eq(t, 2 * m * n * k / (312e12 * e) + a.dev.launch_s, 1e-12);
     /* one tile row more (m + 256: 218 tiles of this size, 3 waves): a smaller tile or the idle wave */
