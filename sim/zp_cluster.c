@@ -32,13 +32,16 @@
  *  Software: dgx2 stands for the ZeRO paper's stack (PyTorch 1.2, CUDA 10.0, NCCL 2.4.8, Megatron-LM 2019, whose
  *  attention scaling, masking, softmax and dropout and whose bias, dropout and residual adds are separate
  *  kernels: unfused_kernels); the A100 and H100 presets the fused kernels of Megatron-LM 2020 onwards.
- *  FlashAttention-2 (Dao 2023, Fig. 4-7: causal forward+backward at head dimensions 64-128, 2k-16k tokens): up to
- *  ~190 TFLOP/s of 312 on an A100-SXM4 (0.60) and ~335 of 989 on an H100-SXM5 (0.34); none on the V100.
- *  Those are long sequences': at 16k tokens per batch, head dimension 128 on an H100 (pytorch/benchmark
- *  #2391), Triton's FlashAttention-2 reaches 329, 390, 434, 458, 471 and 477 TFLOP/s at 512, 1k, 2k, 4k, 8k
- *  and 16k tokens a sequence and FlashAttention-3 430, 517, 566, 590, 614 and 621: both 0.69, 0.82, 0.91,
- *  0.96, 0.99 of their 16k figure, as s / (s + 200) gives (0.72, 0.84, 0.91, 0.95, 0.98): the per-row-block
- *  work (loading Q, the final rescale, writing O) and the diagonal tiles amortized over a row's keys.
+ *  FlashAttention-2 (Dao 2023, Fig. 4-7, the flash-attention repository's assets/flash2_{a100,h100}_fwd_bwd_
+ *  benchmark.png: forward+backward at head dimensions 64 and 128, 512 to 16k tokens a sequence, 16k tokens a
+ *  batch): causal, head dimension 128, 99, 133, 155, 173, 182, 189 TFLOP/s on an A100-SXM4 and 163, 221, 265,
+ *  294, 308, 328 on an H100-SXM5; none on the V100. Fitted as P s / (s + h) (each panel alone): causal
+ *  h = 485-540 tokens (A100 and H100, head dimensions 64 and 128; rms 1-3 TFLOP/s), P at head dimension 128
+ *  0.62 of 312 and 0.337 of 989 (presets: 0.60, 0.34); the non-causal panels give h = 180-205, as do Triton's
+ *  FlashAttention-2 and FlashAttention-3 on an H100 (pytorch/benchmark #2391: 0.69, 0.82, 0.91, 0.96, 0.99 of
+ *  the 16k figure at 512-8k). A causal kernel amortizes each row block's fixed work (loading Q, the final
+ *  rescale, writing O, the half-masked diagonal tile) over half the keys: training is causal, h = 500. The
+ *  head dimension and FlashAttention-1's speed: sim/zp_device.c (g_flash_kernels).
  *  Kernels: ~3 us of GPU time per kernel beyond its work (launch, ramp, tail of back-to-back kernels) and a host
  *  dispatch of ~10 us per kernel for a PyTorch eager framework (operator micro-benchmarks: 3.3 us for a bare
  *  op; autograd recording, Python module calls and the CUDA launch add the rest).
@@ -78,7 +81,7 @@
 #define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
     .gemm_efficiency = 0.77, .sms = 108, .nccl_ctas = 24, \
-    .flash_efficiency = 0.60, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
+    .flash_efficiency = 0.60, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
     .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 300e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 5e-6, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,     \
@@ -88,7 +91,7 @@
 #define ZP_DGX_H100(mem, hbm)                                                                                  \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
     .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, \
-    .flash_efficiency = 0.34, .flash_seq_half = 200, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
+    .flash_efficiency = 0.34, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
     .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 450e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 4e-6, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,     \

@@ -163,17 +163,27 @@ static double fa1_head_dim(double d)
     return d > 0 ? r : d;
 }
 
-/* FlashAttention-2 is "around 2x" faster than FlashAttention-1 forward + backward (Dao 2023, abstract; its
- * Fig. 4-7 on an A100: 1.7-3.0x), which reaches "only 25-40% of the theoretical maximum"; the Triton port
- * of FlashAttention-1 that MPT's llm-foundry runs as attn_impl: triton is, in its own docstring, faster
- * forward and slower backward than the CUDA version, "overall slightly slower": both are the FA1 row. The
- * FA1-class kernels use the same mma.sync instructions as FA2 on an H100, so the ratio holds there too. */
+/* The kernels' causal forward + backward (Dao 2023, Fig. 4-7; the flash-attention repository's
+ * assets/flash2_{a100,h100}_fwd_bwd_benchmark.png), each panel fitted as P s / (s + h) over 512-16k tokens:
+ *  FlashAttention-2: P at heads of 64 is 0.907 (A100) and 0.877 (H100) of P at 128: 0.89; h 485-540.
+ *  FlashAttention-1 (CUDA, flash-attn 1.x; both GPUs) and its Triton port (flash_attn_triton.py, which MPT's
+ *  llm-foundry runs as attn_impl: triton; A100): P at 128 is 0.424, 0.416 (A100) and 0.402 (H100) of
+ *  FlashAttention-2's at 128: 0.41; at 64, 0.496, 0.422 and 0.459: 0.46; h 160-375, mean 271 over
+ *  FlashAttention-2's 500: 0.54 (fewer rows of work per CTA: it saturates sooner, and lower). */
 static const zp_flash_kernel g_flash_kernels[ZP_NFLASH_KERNELS] = {
-    [ZP_FLASH_KERNEL_FA2] = {.name = "fa2", .alias = "flash2", .speed = 1.0, .max_head_dim = 0,
-                             .head_dim = zp_device_flash_head_dim},
-    [ZP_FLASH_KERNEL_FA1] = {.name = "fa1", .alias = "triton", .speed = 0.5, .max_head_dim = 128,
-                             .head_dim = fa1_head_dim},
+    [ZP_FLASH_KERNEL_FA2] = {.name = "fa2", .alias = "flash2", .speed64 = 0.89, .speed128 = 1.0,
+                             .seq_half_ratio = 1.0, .max_head_dim = 0, .head_dim = zp_device_flash_head_dim},
+    [ZP_FLASH_KERNEL_FA1] = {.name = "fa1", .alias = "triton", .speed64 = 0.46, .speed128 = 0.41,
+                             .seq_half_ratio = 0.54, .max_head_dim = 128, .head_dim = fa1_head_dim},
 };
+
+/* A kernel's long-sequence speed at a padded head dimension hd: its row's figures at 64 and 128, linear
+ * between (FlashAttention-2's 96), flat outside (no benchmark beyond). */
+static double flash_speed(const zp_flash_kernel *k, double hd)
+{
+    const double x = hd <= 64 ? 0.0 : hd >= 128 ? 1.0 : (hd - 64) / 64;
+    return k->speed64 + x * (k->speed128 - k->speed64);
+}
 
 const zp_flash_kernel *zp_flash_kernel_get(int id)
 {
@@ -199,7 +209,8 @@ zp_status zp_flash_kernel_parse(const char *text, int *id)
  * backward 2.5 times that (five GEMMs and the recomputed scores); the op's other attention GEMMs and the
  * softmax are inside these two kernels, which run at the padded head dimension (the scores' k in the
  * forward, the columns n of their query gradient in the backward). The efficiency falls with the sequence
- * (op->m: the query rows of the scores and of their gradient) as s / (s + flash_seq_half). */
+ * (op->m: the query rows of the scores and of their gradient) as s / (s + h), h the kernel's share of the
+ * preset's flash_seq_half. */
 static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
 {
     if (info->flash == ZP_FLASH_FUSED)
@@ -210,10 +221,11 @@ static double flash_time(const zp_profile *p, const zp_op *op, const zp_op_info 
     const zp_flash_kernel *fk = zp_flash_kernel_get(op->flash - 1);
     if (!fk)
         fk = zp_flash_kernel_get(ZP_FLASH_KERNEL_FA2);
-    const double pad = d > 0 ? fk->head_dim(d) / d : 1.0;
+    const double hd = d > 0 ? fk->head_dim(d) : 128.0;
+    const double pad = d > 0 ? hd / d : 1.0;
     const double work = (bwd ? 2.5 : 1.0) * op->flops * pad;
-    const double s = op->m;
-    const double eff = p->dev.flash_eff * fk->speed * (s > 0 ? s / (s + p->dev.flash_seq_half) : 1.0);
+    const double s = op->m, half = p->dev.flash_seq_half * fk->seq_half_ratio;
+    const double eff = p->dev.flash_eff * flash_speed(fk, hd) * (s > 0 ? s / (s + half) : 1.0);
     return p->dev.launch_s + work / (peak * eff);
 }
 

@@ -39,12 +39,16 @@ double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_
 double zp_device_flash_head_dim(double d);
 
 /* A FlashAttention implementation (a strategy row, --flash-kernel): how fast its causal forward + backward
- * runs next to FlashAttention-2's on the same GPU (the preset's flash_efficiency is FlashAttention-2's),
- * the head dimension its kernels run a head of d at, and the largest head it runs. */
+ * runs next to FlashAttention-2's at head dimension 128 on the same GPU (the preset's flash_efficiency),
+ * at heads of 64 and of 128 (padded; linear between, flat beyond), the sequence at which it reaches half
+ * of that (over the preset's flash_seq_half), the head dimension its kernels run a head of d at, and the
+ * largest head it runs. */
 typedef struct {
     const char *name;            /* --flash-kernel value */
     const char *alias;           /* the name a framework's config gives it (or NULL) */
-    double speed;                /* forward + backward speed over FlashAttention-2's on the same GPU */
+    double speed64, speed128;    /* long-sequence speed at (padded) heads of 64 and 128 over FlashAttention-2's
+                                    at 128 on the same GPU */
+    double seq_half_ratio;       /* its half-speed sequence over the preset's flash_seq_half */
     double max_head_dim;         /* the largest head dimension it has kernels for; 0: any (FA2's 256 is
                                     not enforced: a wider head is costed at its own width) */
     double (*head_dim)(double d); /* the head dimension it computes a head of d at */

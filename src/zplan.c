@@ -95,7 +95,7 @@ static const char USAGE[] =
     "                       Megatron-LM's GEMMs and softmax\n"
     "  --flash-kernel K     which FlashAttention (implies --flash-attention): fa2 (default, FlashAttention-2),\n"
     "                       fa1 or triton (FlashAttention-1 and its Triton port, llm-foundry's attn_impl:\n"
-    "                       triton: half FA2's speed, heads up to 128)\n"
+    "                       triton: ~0.4 of FA2's speed, heads up to 128)\n"
     "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30%% of activations, gradients, buffers)\n"
     "  --overlap-comm | --no-overlap-comm\n"
     "                       ZeRO-DP collectives overlap compute on their own stream (default), or block it\n"
