@@ -3,7 +3,7 @@
 # Large-Scale Language Model Training on GPU Clusters Using Megatron-LM": GPT models of 39.1B to 1008B on DGX
 # A100 nodes, A100-80GB, sequence 2048, vocabulary 51,200, TP 8, measured TFLOP/s per GPU with recompute
 # counted) against zplan: `--stage 0 --mp 8 --pp P --global-batch B` given, the rest searched, plus EXTRA
-# (e.g. `--recompute full --no-sp`: the 2021 stack, which had neither selective recompute nor sequence
+# (e.g. `--recompute full --no-sp`, or `--framework megatron-2021 --recompute full`: the 2021 stack, which had neither selective recompute nor sequence
 # parallelism). Prints each row's plan, TFLOP/s per GPU (zplan's: executed FLOPs, recompute included, the
 # paper's convention), the error (zplan / measured - 1: positive = zplan too fast) and whether it fits.
 # Nothing here is fitted: the rows judge the model (README, "Pipelines").

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "zp_doc.h"
+#include "zp_framework.h"
 #include "zp_memory.h"
 #include "zp_size.h"
 
@@ -674,6 +675,12 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                "analytic first-order step time (--analytic): compute at %.0f%% of the %.0f TFLOP/s "
                                "fp16 peak, every communication over its bandwidth, nothing overlapped.",
                                100 * cl->gemm_efficiency, cl->peak_flops / 1e12));
+    const zp_framework *fw = zp_framework_get(w->framework);
+    if (fw && w->framework != ZP_FRAMEWORK_ANY) {
+        ZP_TRY(zp_doc_add_fact(d, "Framework", "%s: %s; only the plans it runs were searched (--framework)",
+                               fw->name, fw->what));
+        ZP_TRY(zp_doc_set_key(d, "framework", json_string(fw->name)));
+    }
     if (r->default_batch > 0) {
         const double tokens = zp_search_default_batch_tokens(zp_model_params(m));
         ZP_TRY(zp_doc_add_fact(d, "Batch",

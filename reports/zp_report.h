@@ -49,6 +49,7 @@ typedef struct {
     const char *profile_note;  /* "profile <file>" when costs come from a calibrated profile */
     const zp_memory *stage_mem; /* with pipeline stages: the recommended plan's memory of each stage, or NULL */
     int nstages;
+    int framework;             /* the zp_framework_id the plans were limited to (--framework; 0: any) */
 } zp_whatif;
 
 /* The what-if answer in any format: one document (zp_report_whatif_doc) that every format renders. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "zp_device.h"
+#include "zp_framework.h"
 #include "zp_pipeline.h"
 #include "zp_shape.h"
 #include "zp_simrun.h"
@@ -70,6 +71,47 @@ static zp_status validate_pipeline(const zp_search_req *r)
     if (r->recompute != ZP_SEARCH_ANY && r->recompute != ZP_RECOMPUTE_FULL && (r->pa == 1 || r->pa_cpu == 1))
         return ZP_FAIL(ZP_EINVAL, "--pa/--pa-cpu partition activation checkpoints: they need --recompute full");
     return ZP_OK;
+}
+
+/* Options the framework's release does not have (--framework): refused, naming the option and the release.
+ * The search then offers only what it has (shapes_for, schedules_for, zp_search_run). */
+static zp_status validate_framework(const zp_search_req *r)
+{
+    const zp_framework *f = zp_framework_get(r->framework);
+    if (!f)
+        return ZP_FAIL(ZP_EINVAL, "--framework: no framework %d", r->framework);
+    const char *no = NULL;
+    if (r->stage != ZP_SEARCH_ANY && r->stage > f->max_stage)
+        no = "ZeRO stages 1-3 (--stage)";
+    else if (r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_NONE && !f->offload)
+        no = "--offload";
+    else if (r->nvme && !f->offload)
+        no = "--offload-device nvme";
+    else if (r->pa_cpu == 1 && !f->pa_cpu)
+        no = "--pa-cpu";
+    else if (r->model && r->model->experts > 0 && !f->moe)
+        no = "mixture-of-experts layers (the model's)";
+    else if (r->recompute == ZP_RECOMPUTE_SELECTIVE && !f->selective)
+        no = "--recompute selective";
+    else if (r->sp == 1 && !f->sp)
+        no = "--sp (Megatron-LM's sequence parallelism)";
+    else if ((r->pp_schedule == ZP_PP_INTERLEAVED || (r->vstages != ZP_SEARCH_ANY && r->vstages > 1)) &&
+             (f->interleave_min_pp == 0 || (r->pp != ZP_SEARCH_ANY && r->pp < f->interleave_min_pp)))
+        no = f->interleave_min_pp ? "the interleaved schedule with this few pipeline stages"
+                                  : "the interleaved schedule";
+    else if (r->grad_accum_fusion && !f->fusion)
+        no = "--grad-accum-fusion";
+    else if (r->flash_attn && !f->flash)
+        no = "FlashAttention (--flash-attention, --flash-kernel)";
+    if (!no)
+        return ZP_OK;
+    if (f->interleave_min_pp > 2 && strstr(no, "interleaved"))
+        return ZP_FAIL(ZP_EINVAL, "--framework %s: %s runs the interleaved schedule with %d or more pipeline stages "
+                                  "only (drop --schedule interleaved / --virtual-stages, or give --pp %d or more)",
+                       f->name, f->what, f->interleave_min_pp, f->interleave_min_pp);
+    return ZP_FAIL(ZP_EINVAL, "--framework %s: %s does not run %s (drop it, or plan for another framework: "
+                              "--framework any)",
+                   f->name, f->what, no);
 }
 
 /* The FlashAttention kernel against the model's heads: FlashAttention-1 has no kernel for heads over 128. */
@@ -176,6 +218,7 @@ zp_status zp_search_validate(const zp_search_req *r)
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
     ZP_TRY(validate_pipeline(r));
     ZP_TRY(validate_flash(r));
+    ZP_TRY(validate_framework(r));
     /* with --mp the batch is a multiple of GPUs / MP, or of GPUs / (MP x PP) when --pp is given */
     if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
         int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1);
@@ -900,6 +943,9 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
             ZP_TRY(shapes_push(out, base));
             continue;
         }
+        const zp_framework *f = zp_framework_get(r->framework);
+        if (f && (f->interleave_min_pp == 0 || base.pp < f->interleave_min_pp))
+            continue; /* not in the framework's release (validate_framework refused it given) */
         const int64_t L = r->model->layers;
         for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
             if ((r->vstages != ZP_SEARCH_ANY && v != r->vstages) || L % (base.pp * v) != 0)
@@ -921,8 +967,9 @@ static zp_status shapes_for(const zp_search_req *r, int stage, int64_t mp, shape
             continue;
         if (!pp_allowed(r, stage, mp, pp))
             continue;
+        const zp_framework *f = zp_framework_get(r->framework);
         for (int sp = 0; sp <= 1; sp++) {
-            if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1)))
+            if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || (f && !f->sp))))
                 continue;
             for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
                 /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
@@ -930,7 +977,7 @@ static zp_status shapes_for(const zp_search_req *r, int stage, int64_t mp, shape
                                ? rc == r->recompute
                                : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
                                                  : (!r->exact || rc == ZP_RECOMPUTE_FULL));
-                if (!want)
+                if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && f && !f->selective))
                     continue;
                 shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc};
                 ZP_TRY(schedules_for(r, base, out));
@@ -966,7 +1013,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     evec all = {0};
     shapes sh = {0};
     zp_status st = ZP_OK;
-    for (int stage = 0; stage <= 3 && st == ZP_OK; stage++) {
+    const zp_framework *fw = zp_framework_get(r->framework);
+    for (int stage = 0; stage <= fw->max_stage && st == ZP_OK; stage++) {
         if (r->stage != ZP_SEARCH_ANY && stage != r->stage)
             continue;
         for (int64_t mp = 1; mp <= r->gpus && st == ZP_OK; mp *= 2) {
@@ -984,6 +1032,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                  * checkpoints of full recompute, which sequence parallelism shards already). */
                 for (int ra = 0; ra < 3 && st == ZP_OK; ra++) {
                     int pa = ra >= 1, pacpu = ra == 2;
+                    if (pacpu && !fw->pa_cpu)
+                        continue;
                     if (pacpu_fixed == 1) {
                         if (!pacpu)
                             continue;
@@ -999,7 +1049,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         continue; /* no MP group to partition across */
                     for (int off = 0; off <= 2 && st == ZP_OK; off++)
                     for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
-                        if (off_fixed != ZP_SEARCH_ANY && off != off_fixed)
+                        if ((off_fixed != ZP_SEARCH_ANY && off != off_fixed) || (off != ZP_OFFLOAD_NONE && !fw->offload))
                             continue;
                         if (r->nvme && off == ZP_OFFLOAD_NONE)
                             continue; /* NVMe holds offloaded states: it implies offload */
@@ -1029,7 +1079,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         p.param_bytes = r->param_bytes;
                         p.bf16 = zp_search_bf16(r);
                         p.grad_bytes = r->grad_bytes;
-                        p.overlap_comm = r->overlap_comm;
+                        p.overlap_comm = r->overlap_comm && fw->overlap;
                         p.stage3_max_live = r->stage3_max_live;
                         p.stage3_prefetch = r->stage3_prefetch;
                         p.persistence_threshold = r->persistence_threshold;

@@ -93,6 +93,7 @@ typedef struct {
     int flash_attn;        /* the plans run FlashAttention (zp_plan.flash_attn) */
     int flash_kernel;      /* ... as this implementation (zp_plan.flash_kernel) */
     int grad_accum_fusion; /* zp_plan.grad_accum_fusion */
+    int framework;         /* a zp_framework_id (0: any): the plans its release can run (--framework) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;
     const zp_profile *profile;  /* kernel and link costs; NULL: the preset's built-in profile */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "zp_device.h"
+#include "zp_framework.h"
 #include "zp_size.h"
 
 /* ---- setters: (args, "--name", value or NULL) ---- */
@@ -112,6 +113,13 @@ static zp_status set_flash_kernel(zp_cli_args *a, const char *opt, const char *v
     ZP_TRY(zp_flash_kernel_parse(v, &a->r.flash_kernel));
     a->r.flash_attn = 1;
     return ZP_OK;
+}
+
+/* --framework: the release whose plans the search offers (zp_framework.h). */
+static zp_status set_framework(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    return zp_framework_parse(v, &a->r.framework);
 }
 
 static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
@@ -378,6 +386,7 @@ static const zp_cli_opt g_opts[] = {
     {"flash-attention", 0, 0, SEARCH, set_flash},
     {"flash-kernel", 0, 1, SEARCH, set_flash_kernel},
     {"grad-accum-fusion", 0, 0, SEARCH, set_accum_fusion},
+    {"framework", 0, 1, SEARCH, set_framework},
     {"exact", 0, 0, SEARCH, set_exact},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},
@@ -581,6 +590,15 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
 zp_status zp_cli_args_check_plan(const zp_cli_args *a)
 {
     const zp_search_req *r = &a->r;
+    const zp_framework *f = zp_framework_get(r->framework);
+    if (f && !f->overlap && a->overlap_given && r->overlap_comm)
+        return ZP_FAIL(ZP_EINVAL, "--framework %s: %s reduces gradients after the backward, not beside it (drop "
+                                  "--overlap-comm, or plan for another framework: --framework any)",
+                       f->name, f->what);
+    if (a->emit_megatron && r->framework == ZP_FRAMEWORK_MEGATRON_2021)
+        return ZP_FAIL(ZP_EINVAL, "--emit-megatron-args writes Megatron-core's argument names, which Megatron-LM v2 "
+                                  "(--framework megatron-2021) does not take (it has --checkpoint-activations, not "
+                                  "--recompute-granularity): drop one of the two");
     if (r->exact && r->stage == ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");

@@ -110,6 +110,7 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
                      .reserve = o->a.r.reserve,
                      .result = res,
                      .top = o->a.top,
+                     .framework = o->a.r.framework,
                      .profile_note = o->profile_note[0] ? o->profile_note : NULL};
 }
 

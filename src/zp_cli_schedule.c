@@ -26,7 +26,7 @@ static const char USAGE[] =
     "--stage, --mp, --ep, --micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
     "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --recompute, --pp,\n"
     "--schedule, --virtual-stages, --sp/--no-sp, --no-cb, --bucket, --no-md, --flash-attention, --flash-kernel,\n"
-    "--grad-accum-fusion, --overlap-comm, --exact, --analytic, --profile, --ds-config, --trace. With pipeline\n"
+    "--grad-accum-fusion, --overlap-comm, --framework, --exact, --analytic, --profile, --ds-config, --trace. With pipeline\n"
     "stages, rank R runs stage R / (DP x MP) (Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
 
 /* --replay FILE: the memory of a schedule read back, by category at the device peak. */

@@ -57,6 +57,12 @@ expect_bad "missing --gpus"           --model 1.5B
 expect_bad "unknown flash kernel"     --model 1.5B --gpus 64 --flash-kernel fa9
 expect_bad "fa1 with heads of 160"    --model 1T --gpus 3072 --flash-kernel fa1
 expect_bad "megatron args of ALiBi"   --model bloom-176b --gpus 64 --emit-megatron-args "$T/bloom.args"
+expect_bad "unknown framework"        --model 1.5B --gpus 64 --framework megatron-1999
+expect_bad "SP in Megatron-LM 2021"   --model 1.5B --gpus 64 --framework megatron-2021 --sp
+expect_bad "interleaved at PP 2 2021" --model 1.5B --gpus 64 --global-batch 512 --pp 2 --framework megatron-2021 --schedule interleaved
+expect_bad "interleaved in DeepSpeed" --model 1.5B --gpus 64 --global-batch 512 --pp 4 --framework deepspeed --virtual-stages 2
+expect_bad "overlap in Megatron 2021" --model 1.5B --gpus 64 --framework megatron-2021 --overlap-comm
+expect_bad "v2 and megatron-core args" --model 1.5B --gpus 64 --framework megatron-2021 --emit-megatron-args "$T/v2.args"
 expect_bad "missing --model"          --gpus 64
 expect_bad "unknown format"           --model 1.5B --gpus 64 --format xml
 expect_bad "unknown cluster"          --model 1.5B --gpus 64 --cluster dgx9

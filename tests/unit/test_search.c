@@ -7,6 +7,7 @@
 #include "zp_nearmiss.h"
 #include "zp_report.h"
 #include "zp_search.h"
+#include "zp_framework.h"
 #include "zp_zoo.h"
 
 static const zp_cluster *dgx2(void)
@@ -269,4 +270,98 @@ Test(search, max_model)
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK);
     cr_expect_eq(res.n_fit, 0);
     zp_search_result_free(&res);
+}
+
+/* Every plan a search over 1.5B on 64 A100s (global batch 512: pipelines searched) evaluates, for one
+ * --framework: the counts of plans with a property, into n[]. */
+enum { F_ALL, F_STAGE_GT0, F_SP, F_SELECTIVE, F_OFFLOAD, F_PACPU, F_OVERLAP, F_INTERLEAVED_PP2, F_INTERLEAVED,
+       F_PP2, F_NCOUNTS };
+static zp_status framework_search(int framework, int n[F_NCOUNTS])
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find("1.5B")->model, c, 64);
+    r.global_batch = 512;
+    r.simulate = 0;
+    r.framework = framework;
+    zp_search_result res;
+    zp_status st = zp_search_run(&r, &res);
+    memset(n, 0, sizeof(int) * F_NCOUNTS);
+    if (st != ZP_OK)
+        return st;
+    for (int i = 0; i < res.n; i++) {
+        const zp_plan *p = &res.plans[i].plan;
+        n[F_ALL]++;
+        n[F_STAGE_GT0] += p->stage > 0;
+        n[F_SP] += p->sp;
+        n[F_SELECTIVE] += zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE;
+        n[F_OFFLOAD] += p->offload != ZP_OFFLOAD_NONE;
+        n[F_PACPU] += p->pa_cpu;
+        n[F_OVERLAP] += p->overlap_comm;
+        n[F_INTERLEAVED] += p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED;
+        n[F_INTERLEAVED_PP2] += p->pp == 2 && p->schedule == ZP_PP_INTERLEAVED;
+        n[F_PP2] += p->pp == 2;
+    }
+    zp_search_result_free(&res);
+    return ZP_OK;
+}
+
+/* --framework: the search offers only what the release runs (megatron-2021: ZeRO stage 0, full or no
+ * recompute, no SP, no offload or Pa+cpu, gradients reduced after the backward, interleaving from 3 stages;
+ * deepspeed: no interleaving, no SP, no selective recompute), "any" everything; an option the release does
+ * not run is refused. */
+Test(search, framework_limits_the_plans)
+{
+    int any[F_NCOUNTS], m21[F_NCOUNTS], ds[F_NCOUNTS];
+    cr_assert_eq(framework_search(ZP_FRAMEWORK_ANY, any), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(framework_search(ZP_FRAMEWORK_MEGATRON_2021, m21), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(framework_search(ZP_FRAMEWORK_DEEPSPEED, ds), ZP_OK, "%s", zp_error_message());
+    /* without a framework every option is offered (so the limits below are not vacuous) */
+    for (int k = F_STAGE_GT0; k < F_NCOUNTS; k++)
+        cr_expect_gt(any[k], 0, "any: no plan has property %d", k);
+    cr_expect_gt(m21[F_ALL], 0);
+    cr_expect_gt(m21[F_PP2], 0);
+    cr_expect_gt(m21[F_INTERLEAVED], 0, "megatron-2021 interleaves with 4 stages");
+    cr_expect_eq(m21[F_INTERLEAVED_PP2], 0);
+    cr_expect_eq(m21[F_STAGE_GT0], 0);
+    cr_expect_eq(m21[F_SP], 0);
+    cr_expect_eq(m21[F_SELECTIVE], 0);
+    cr_expect_eq(m21[F_OFFLOAD], 0);
+    cr_expect_eq(m21[F_PACPU], 0);
+    cr_expect_eq(m21[F_OVERLAP], 0);
+    cr_expect_gt(ds[F_STAGE_GT0], 0);
+    cr_expect_gt(ds[F_PP2], 0);
+    cr_expect_eq(ds[F_INTERLEAVED], 0);
+    cr_expect_eq(ds[F_SP], 0);
+    cr_expect_eq(ds[F_SELECTIVE], 0);
+    /* given options the release does not run */
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    zp_search_req r;
+    zp_search_result res;
+    zp_search_req_default(&r, &zp_zoo_find("1.5B")->model, c, 64);
+    r.simulate = 0;
+    r.framework = ZP_FRAMEWORK_MEGATRON_2021;
+    r.sp = 1;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "megatron-2021") != NULL, "%s", zp_error_message());
+    r.sp = ZP_SEARCH_ANY;
+    r.global_batch = 512;
+    r.pp = 2;
+    r.pp_schedule = ZP_PP_INTERLEAVED;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "3 or more") != NULL, "%s", zp_error_message());
+    r.pp = 4;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    zp_search_result_free(&res);
+    r.framework = ZP_FRAMEWORK_DEEPSPEED;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    r.pp_schedule = ZP_SEARCH_ANY;
+    r.stage = 3;
+    r.pp = 1;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    zp_search_result_free(&res);
+    r.framework = ZP_FRAMEWORK_MEGATRON_2021;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL, "megatron-2021 has no ZeRO stage 3");
 }

@@ -1,0 +1,31 @@
+/* zp_framework.h — what a training framework (a release of it) can run, as a strategy table
+ * (--framework): the search offers only those plans, and a plan option the framework does not have is
+ * refused. Row 0, "any", is every option zplan models: the search as it is without --framework. */
+#ifndef ZP_FRAMEWORK_H
+#define ZP_FRAMEWORK_H
+
+#include "zp_status.h"
+
+typedef struct {
+    const char *name;      /* --framework value */
+    const char *what;      /* the release, for --help and messages */
+    int max_stage;         /* the highest ZeRO stage it runs (0: plain data parallelism only) */
+    int offload;           /* ZeRO-Offload / ZeRO-Infinity (--offload) */
+    int pa_cpu;            /* checkpoints in host memory (--pa-cpu) */
+    int moe;               /* mixture-of-experts layers */
+    int selective;         /* selective recompute (--recompute selective) */
+    int sp;                /* Megatron-LM's sequence parallelism (--sp) */
+    int interleave_min_pp; /* the interleaved 1F1B schedule from this many pipeline stages; 0: none */
+    int overlap;           /* gradient reduction beside the backward (--overlap-comm) */
+    int fusion;            /* accumulation inside the weight-gradient GEMM (--grad-accum-fusion) */
+    int flash;             /* FlashAttention (--flash-attention) */
+} zp_framework;
+
+typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;
+
+/* The row of an id (NULL outside the table). */
+const zp_framework *zp_framework_get(int id);
+/* The id named `text` (any case); else ZP_EINVAL naming the choices. */
+zp_status zp_framework_parse(const char *text, int *id);
+
+#endif
