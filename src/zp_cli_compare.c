@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "zp_cli.h"
+#include "zp_framework.h"
 #include "zp_nearmiss.h"
 #include "zp_progress.h"
 
@@ -15,7 +16,8 @@ static const char COMPARE_USAGE[] =
     "The best plan of each choice, side by side: every combination of the lists (comma-separated) is one\n"
     "what-if search with those options fixed, the others as given or searched; each row shows the plan,\n"
     "its memory, its simulated step and the DeepSpeed keys that select it, or, when it does not fit, the\n"
-    "plan nearest to fitting and why. Without a list, the four ZeRO stages are compared (--stage 0,1,2,3).\n"
+    "plan nearest to fitting and why. Without a list, the four ZeRO stages are compared (--stage 0,1,2,3; with\n"
+    "--framework, the stages it runs).\n"
     "  --stage LIST        e.g. 1,2,3\n"
     "  --mp LIST           e.g. 1,2,4,8\n"
     "  --offload LIST      of none, optimizer, params\n"
@@ -52,8 +54,12 @@ static int zp_cli_compare_body(zp_cli_plan *op)
 {
     zp_cli_plan o = *op; /* by value: the request points at o.model */
     o.a.r.model = &o.model;
-    if (!o.a.cmp_list[0] && !o.a.cmp_list[1] && !o.a.cmp_list[2] && !o.a.cmp_list[3])
-        o.a.cmp_list[0] = "0,1,2,3"; /* no list: the four ZeRO stages */
+    if (!o.a.cmp_list[0] && !o.a.cmp_list[1] && !o.a.cmp_list[2] && !o.a.cmp_list[3]) {
+        /* no list: the ZeRO stages the framework runs (all four without --framework) */
+        static const char *const stages[4] = {"0", "0,1", "0,1,2", "0,1,2,3"};
+        const zp_framework *fw = zp_framework_get(o.a.r.framework);
+        o.a.cmp_list[0] = stages[fw && fw->max_stage >= 0 && fw->max_stage <= 3 ? fw->max_stage : 3];
+    }
     zp_status st = ZP_OK;
     list lists[4];
     int combos = 1;

@@ -195,6 +195,10 @@ assert all(r["deepspeed"].startswith("stage=2") for r in rows)
 ' "$T/cmp.json"; then ok; else ko "compare lists: $(cat "$T/err") $(head -c 300 "$T/cmp.json")"; fi
 "$Z" compare --model 100B --gpus 16 --stage 1,2 --offload none --analytic >/dev/null 2>"$T/err"
 [ $? -eq 3 ] && ok || ko "compare where nothing fits: not exit 3"
+# with --framework, the stages it runs: Megatron-LM v2 has no ZeRO, so one row
+if "$Z" compare --model 13B --gpus 64 --cluster dgx-a100 --framework megatron-2021 --analytic --format csv >"$T/cmpf.csv" 2>"$T/err" &&
+   [ "$(grep -c '^--stage' "$T/cmpf.csv")" -eq 1 ] && grep -q '^--stage 0,' "$T/cmpf.csv"; then ok; else
+   ko "compare --framework megatron-2021: $(cat "$T/err") $(cat "$T/cmpf.csv")"; fi
 expect_bad "compare: a bad item"      compare --model 13B --gpus 64 --stage 1,7
 expect_bad "compare: a what-if-only option" compare --model 13B --gpus 64 --trace "$T/t.json"
 
