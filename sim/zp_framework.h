@@ -19,6 +19,7 @@ typedef struct {
     int overlap;           /* gradient reduction beside the backward (--overlap-comm) */
     int fusion;            /* accumulation inside the weight-gradient GEMM (--grad-accum-fusion) */
     int flash;             /* FlashAttention (--flash-attention) */
+    int bf16_fp32_grads;   /* bf16 parameters get fp32 gradients, accumulated and reduced in fp32 */
 } zp_framework;
 
 typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "zp_framework.h"
 #include "zp_io.h"
 
 zp_status zp_megatron_check(const zp_plan *p)
@@ -137,15 +138,100 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     return o.overflow ? ZP_FAIL(ZP_ERANGE, "the arguments need more than %zu bytes", len) : ZP_OK;
 }
 
-zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *path)
+zp_status zp_megatron_check_model_v2(const zp_model *m)
 {
-    char args[1024], text[1400];
-    ZP_TRY(zp_megatron_args(m, p, args, sizeof args));
+    const char *why = NULL;
+    if (m->attn != ZP_ATTN_STANDARD || (m->kv_heads > 0 && m->kv_heads < m->heads))
+        why = "grouped-query or latent attention";
+    else if (m->mlp != ZP_MLP_PLAIN || m->act != ZP_ACT_GELU)
+        why = "an MLP other than GeLU's";
+    else if (m->norm != ZP_NORM_LAYERNORM || m->block_norms != 0 || m->parallel)
+        why = "blocks other than GPT's (LayerNorm before the attention and before the MLP)";
+    else if (m->pos != ZP_POS_LEARNED)
+        why = "positions other than a learned table";
+    else if (m->untied)
+        why = "an output layer untied from the embedding";
+    else if (m->nobias != 0)
+        why = "linear layers without biases";
+    else if (m->experts > 0)
+        why = "mixture-of-experts layers";
+    else if (m->embed_dim > 0 && m->embed_dim != m->hidden)
+        why = "a token embedding narrower than the model";
+    if (why)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s has %s: Megatron-LM v2 (--framework megatron-2021) trains GPTs only",
+                       m->name, why);
+    return ZP_OK;
+}
+
+zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, size_t len)
+{
+    ZP_TRY(zp_megatron_check(p));
+    ZP_TRY(zp_megatron_check_model_v2(m));
+    if (p->stage != 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "ZeRO stage %d: Megatron-LM v2 has no distributed optimizer", p->stage);
+    if (p->sp || zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE || p->flash_attn || p->grad_accum_fusion)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which Megatron-LM v2 does not have",
+                       p->sp ? "sequence parallelism"
+                             : p->flash_attn ? "FlashAttention"
+                                             : p->grad_accum_fusion ? "gradient-accumulation fusion"
+                                                                    : "selective recompute");
+    if (len < 1)
+        return ZP_FAIL(ZP_ERANGE, "no room for the arguments");
+    buf[0] = '\0';
+    out o = {.buf = buf, .len = len};
+    add(&o, "--num-layers %lld --hidden-size %lld --num-attention-heads %lld --ffn-hidden-size %lld --seq-length %lld "
+            "--max-position-embeddings %lld",
+        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn, (long long)m->seq,
+        (long long)(m->positions > 0 ? m->positions : m->seq));
+    if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
+        add(&o, " --kv-channels %lld", (long long)m->head_dim);
+    if (m->no_dropout & ZP_DROPOUT_NO_HIDDEN)
+        add(&o, " --hidden-dropout 0");
+    if (m->no_dropout & ZP_DROPOUT_NO_ATTN)
+        add(&o, " --attention-dropout 0");
+    add(&o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
+        (long long)p->pp);
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
+        add(&o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
+    if (zp_plan_recompute(p) == ZP_RECOMPUTE_FULL)
+        add(&o, " --checkpoint-activations --checkpoint-num-layers 1");
+    if (p->pa && p->mp > 1)
+        add(&o, " --distribute-checkpointed-activations");
+    add(&o, " --micro-batch-size %lld --global-batch-size %.0f", (long long)p->micro_batch, zp_plan_global_batch(p));
+    if (p->param_bytes == 2.0) {
+        add(&o, " %s", p->bf16 ? "--bf16" : "--fp16");
+        if (zp_plan_grad_bytes(p) == 4.0) /* v2 forces it for bf16, and with it contiguous DDP buffers */
+            add(&o, " --accumulate-allreduce-grads-in-fp32");
+    }
+    return o.overflow ? ZP_FAIL(ZP_ERANGE, "the arguments need more than %zu bytes", len) : ZP_OK;
+}
+
+static zp_status write_args(const zp_model *m, const zp_plan *p, const char *args, const char *release,
+                            const char *path)
+{
+    char text[1400];
     int n = snprintf(text, sizeof text,
-                     "# Megatron-LM arguments (pretrain_gpt.py) of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x "
+                     "# %s arguments (pretrain_gpt.py) of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x "
                      "PP %lld\n%s\n",
-                     m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp, args);
+                     release, m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
+                     args);
     if (n < 0 || (size_t)n >= sizeof text)
         return ZP_FAIL(ZP_ERANGE, "the arguments are too long");
     return zp_io_write_file(path, text, (size_t)n);
+}
+
+zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *path)
+{
+    char args[1024];
+    ZP_TRY(zp_megatron_args(m, p, args, sizeof args));
+    return write_args(m, p, args, "Megatron-LM", path);
+}
+
+zp_status zp_megatron_write_for(const zp_model *m, const zp_plan *p, int framework, const char *path)
+{
+    if (framework != ZP_FRAMEWORK_MEGATRON_2021)
+        return zp_megatron_write(m, p, path);
+    char args[1024];
+    ZP_TRY(zp_megatron_args_v2(m, p, args, sizeof args));
+    return write_args(m, p, args, "Megatron-LM v2", path);
 }

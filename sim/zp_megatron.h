@@ -22,4 +22,16 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
 /* A comment line naming the plan, then the arguments, written atomically to `path`. */
 zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *path);
 
+/* Megatron-LM v2 (2021: --framework megatron-2021), whose arguments name fewer things and some otherwise
+ * (--checkpoint-activations for full recompute): ZP_OK when they state the model, which must be a GPT
+ * (LayerNorm, GeLU MLP, learned positions, tied embeddings, biases, one attention head per K/V head, no
+ * experts); else ZP_EUNSUPPORTED naming what they cannot. */
+zp_status zp_megatron_check_model_v2(const zp_model *m);
+/* The plan as Megatron-LM v2's arguments (ZeRO stage 0 only: v2 had no distributed optimizer; no SP or
+ * selective recompute), into buf. */
+zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, size_t len);
+/* zp_megatron_write for a framework (a zp_framework_id): v2's arguments for megatron-2021, else
+ * Megatron-core's. */
+zp_status zp_megatron_write_for(const zp_model *m, const zp_plan *p, int framework, const char *path);
+
 #endif

@@ -1078,7 +1078,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
                         p.k_optimizer = r->k_optimizer;
                         p.param_bytes = r->param_bytes;
                         p.bf16 = zp_search_bf16(r);
-                        p.grad_bytes = r->grad_bytes;
+                        p.grad_bytes = p.bf16 && p.param_bytes == 2.0 && fw->bf16_fp32_grads ? 4.0 : r->grad_bytes;
                         p.overlap_comm = r->overlap_comm && fw->overlap;
                         p.stage3_max_live = r->stage3_max_live;
                         p.stage3_prefetch = r->stage3_prefetch;

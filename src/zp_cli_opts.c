@@ -595,10 +595,6 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: %s reduces gradients after the backward, not beside it (drop "
                                   "--overlap-comm, or plan for another framework: --framework any)",
                        f->name, f->what);
-    if (a->emit_megatron && r->framework == ZP_FRAMEWORK_MEGATRON_2021)
-        return ZP_FAIL(ZP_EINVAL, "--emit-megatron-args writes Megatron-core's argument names, which Megatron-LM v2 "
-                                  "(--framework megatron-2021) does not take (it has --checkpoint-activations, not "
-                                  "--recompute-granularity): drop one of the two");
     if (r->exact && r->stage == ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");

@@ -6,6 +6,7 @@
 
 #include "zp_cli.h"
 #include "zp_dsconfig.h"
+#include "zp_framework.h"
 #include "zp_megatron.h"
 #include "zp_nearmiss.h"
 #include "zp_size.h"
@@ -17,7 +18,7 @@ static zp_status emit_megatron(const zp_cli_plan *o, const zp_search_result *res
         const zp_eval *e = &res->plans[i];
         if (!e->fits || zp_megatron_check(&e->plan) != ZP_OK)
             continue;
-        ZP_TRY(zp_megatron_write(&o->model, &e->plan, o->a.emit_megatron));
+        ZP_TRY(zp_megatron_write_for(&o->model, &e->plan, o->a.r.framework, o->a.emit_megatron));
         fprintf(stderr, "zplan: wrote %s: the Megatron-LM arguments of plan #%d%s\n", o->a.emit_megatron, i + 1,
                 i == 0 ? " (the recommended one)" : " (the best one Megatron-LM runs)");
         return ZP_OK;
@@ -69,7 +70,9 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);
     /* an architecture Megatron-LM's arguments cannot state fails whichever plan is best (nothing printed) */
-    if (o.a.emit_megatron && (st = zp_megatron_check_model(&o.model)) != ZP_OK) {
+    if (o.a.emit_megatron && (st = o.a.r.framework == ZP_FRAMEWORK_MEGATRON_2021 ? zp_megatron_check_model_v2(&o.model)
+                                                                                 : zp_megatron_check_model(&o.model)) !=
+                                 ZP_OK) {
         zp_search_result_free(&res);
         return zp_cli_fail(st);
     }

@@ -62,7 +62,12 @@ expect_bad "SP in Megatron-LM 2021"   --model 1.5B --gpus 64 --framework megatro
 expect_bad "interleaved at PP 2 2021" --model 1.5B --gpus 64 --global-batch 512 --pp 2 --framework megatron-2021 --schedule interleaved
 expect_bad "interleaved in DeepSpeed" --model 1.5B --gpus 64 --global-batch 512 --pp 4 --framework deepspeed --virtual-stages 2
 expect_bad "overlap in Megatron 2021" --model 1.5B --gpus 64 --framework megatron-2021 --overlap-comm
-expect_bad "v2 and megatron-core args" --model 1.5B --gpus 64 --framework megatron-2021 --emit-megatron-args "$T/v2.args"
+expect_bad "v2 args of a Llama"        --model llama-2-7b --gpus 64 --framework megatron-2021 --emit-megatron-args "$T/v2.args"
+# Megatron-LM v2's own argument names for --framework megatron-2021
+if "$Z" --model 1.5B --gpus 64 --cluster dgx-a100 --framework megatron-2021 --recompute full --analytic \
+        --emit-megatron-args "$T/v2.args" >/dev/null 2>"$T/err" && grep -q -- '--checkpoint-activations' "$T/v2.args" &&
+   ! grep -q -- '--recompute-granularity\|--overlap-grad-reduce\|--no-gradient-accumulation-fusion' "$T/v2.args"; then ok
+else ko "megatron-2021 arguments: $(cat "$T/err") $(cat "$T/v2.args" 2>/dev/null)"; fi
 expect_bad "missing --model"          --gpus 64
 expect_bad "unknown format"           --model 1.5B --gpus 64 --format xml
 expect_bad "unknown cluster"          --model 1.5B --gpus 64 --cluster dgx9

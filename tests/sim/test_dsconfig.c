@@ -367,3 +367,42 @@ Test(megatron, refuses_what_it_cannot_state)
     p.stage = 2;
     cr_expect_eq(zp_megatron_args(&zp_zoo_find("1.5B")->model, &p, a, sizeof a), ZP_EUNSUPPORTED);
 }
+
+/* Megatron-LM v2 (--framework megatron-2021) names its arguments otherwise and fewer: full recompute is
+ * --checkpoint-activations, no distributed optimizer, SP, selective recompute, fusion or FlashAttention
+ * flags; bf16 plans say --accumulate-allreduce-grads-in-fp32 (v2 forces it); only GPTs. */
+Test(megatron, v2_arguments)
+{
+    const zp_model *gpt = &zp_zoo_find("1.5B")->model;
+    zp_plan p;
+    zp_plan_default(&p, 4);
+    p.mp = 2;
+    p.pp = 4;
+    p.schedule = ZP_PP_INTERLEAVED;
+    p.vstages = 2;
+    p.bf16 = 0;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
+    char a[1024];
+    cr_assert_eq(zp_megatron_args_v2(gpt, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    const char *want[] = {"--checkpoint-activations", "--checkpoint-num-layers 1", "--tensor-model-parallel-size 2",
+                          "--pipeline-model-parallel-size 4", "--num-layers-per-virtual-pipeline-stage 6", "--fp16"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(a, want[i]) != NULL, "missing %s in: %s", want[i], a);
+    const char *none[] = {"--recompute-granularity", "--use-distributed-optimizer", "--no-gradient-accumulation-fusion",
+                          "--overlap-grad-reduce", "--sequence-parallel", "--use-flash-attn", "--bf16",
+                          "--accumulate-allreduce-grads-in-fp32"};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        cr_expect(!has(a, none[i]), "unexpected %s in: %s", none[i], a);
+    p.bf16 = 1;
+    p.grad_bytes = 4.0;
+    cr_assert_eq(zp_megatron_args_v2(gpt, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    cr_expect(has(a, "--bf16") && has(a, "--accumulate-allreduce-grads-in-fp32"), "%s", a);
+    p.stage = 1;
+    cr_expect_eq(zp_megatron_args_v2(gpt, &p, a, sizeof a), ZP_EUNSUPPORTED);
+    p.stage = 0;
+    p.sp = 1;
+    cr_expect_eq(zp_megatron_args_v2(gpt, &p, a, sizeof a), ZP_EUNSUPPORTED);
+    p.sp = 0;
+    cr_expect_eq(zp_megatron_args_v2(&zp_zoo_find("llama-2-7b")->model, &p, a, sizeof a), ZP_EUNSUPPORTED);
+    cr_expect(strstr(zp_error_message(), "GPTs only") != NULL, "%s", zp_error_message());
+}

@@ -275,7 +275,7 @@ Test(search, max_model)
 /* Every plan a search over 1.5B on 64 A100s (global batch 512: pipelines searched) evaluates, for one
  * --framework: the counts of plans with a property, into n[]. */
 enum { F_ALL, F_STAGE_GT0, F_SP, F_SELECTIVE, F_OFFLOAD, F_PACPU, F_OVERLAP, F_INTERLEAVED_PP2, F_INTERLEAVED,
-       F_PP2, F_NCOUNTS };
+       F_PP2, F_FP32_GRADS, F_NCOUNTS };
 static zp_status framework_search(int framework, int n[F_NCOUNTS])
 {
     const zp_cluster *c;
@@ -302,6 +302,7 @@ static zp_status framework_search(int framework, int n[F_NCOUNTS])
         n[F_INTERLEAVED] += p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED;
         n[F_INTERLEAVED_PP2] += p->pp == 2 && p->schedule == ZP_PP_INTERLEAVED;
         n[F_PP2] += p->pp == 2;
+        n[F_FP32_GRADS] += zp_plan_grad_bytes(p) == 4.0;
     }
     zp_search_result_free(&res);
     return ZP_OK;
@@ -317,8 +318,11 @@ Test(search, framework_limits_the_plans)
     cr_assert_eq(framework_search(ZP_FRAMEWORK_ANY, any), ZP_OK, "%s", zp_error_message());
     cr_assert_eq(framework_search(ZP_FRAMEWORK_MEGATRON_2021, m21), ZP_OK, "%s", zp_error_message());
     cr_assert_eq(framework_search(ZP_FRAMEWORK_DEEPSPEED, ds), ZP_OK, "%s", zp_error_message());
-    /* without a framework every option is offered (so the limits below are not vacuous) */
-    for (int k = F_STAGE_GT0; k < F_NCOUNTS; k++)
+    /* without a framework every option is offered (so the limits below are not vacuous); bf16 (the A100's)
+     * gradients stay bf16, where Megatron-LM v2 makes them fp32 */
+    cr_expect_eq(any[F_FP32_GRADS], 0);
+    cr_expect_eq(m21[F_FP32_GRADS], m21[F_ALL]);
+    for (int k = F_STAGE_GT0; k < F_FP32_GRADS; k++)
         cr_expect_gt(any[k], 0, "any: no plan has property %d", k);
     cr_expect_gt(m21[F_ALL], 0);
     cr_expect_gt(m21[F_PP2], 0);
