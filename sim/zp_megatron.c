@@ -65,6 +65,49 @@ static void add(out *o, const char *fmt, ...)
         o->used += (size_t)n;
 }
 
+/* The argument groups both releases name alike (Megatron-LM v2 and Megatron-core). */
+static void add_shape(out *o, const zp_model *m)
+{
+    add(o, "--num-layers %lld --hidden-size %lld --num-attention-heads %lld --ffn-hidden-size %lld --seq-length %lld "
+           "--max-position-embeddings %lld",
+        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn, (long long)m->seq,
+        (long long)(m->positions > 0 ? m->positions : m->seq));
+    if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
+        add(o, " --kv-channels %lld", (long long)m->head_dim);
+}
+
+static void add_dropouts(out *o, const zp_model *m)
+{
+    if (m->no_dropout & ZP_DROPOUT_NO_HIDDEN)
+        add(o, " --hidden-dropout 0");
+    if (m->no_dropout & ZP_DROPOUT_NO_ATTN)
+        add(o, " --attention-dropout 0");
+}
+
+static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
+{
+    add(o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
+        (long long)p->pp);
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
+        add(o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
+}
+
+static void add_batch(out *o, const zp_plan *p)
+{
+    add(o, " --micro-batch-size %lld --global-batch-size %.0f", (long long)p->micro_batch, zp_plan_global_batch(p));
+}
+
+/* 16-bit parameters: bf16 or fp16 (fp32 training takes neither); fp32 gradients with 16-bit parameters are
+ * --accumulate-allreduce-grads-in-fp32 (which both releases force on for bf16) */
+static void add_precision(out *o, const zp_plan *p)
+{
+    if (p->param_bytes == 2.0) {
+        add(o, " %s", p->bf16 ? "--bf16" : "--fp16");
+        if (zp_plan_grad_bytes(p) == 4.0)
+            add(o, " --accumulate-allreduce-grads-in-fp32");
+    }
+}
+
 zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len)
 {
     ZP_TRY(zp_megatron_check(p));
@@ -73,13 +116,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         return ZP_FAIL(ZP_ERANGE, "no room for the arguments");
     buf[0] = '\0';
     out o = {.buf = buf, .len = len};
-    add(&o, "--num-layers %lld --hidden-size %lld --num-attention-heads %lld --ffn-hidden-size %lld --seq-length %lld "
-            "--max-position-embeddings %lld",
-        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn, (long long)m->seq,
-        (long long)(m->positions > 0 ? m->positions : m->seq));
+    add_shape(&o, m);
     /* the architecture beyond GPT's defaults (Megatron-LM's own argument names) */
-    if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
-        add(&o, " --kv-channels %lld", (long long)m->head_dim);
     if (m->kv_heads > 0 && m->kv_heads < m->heads)
         add(&o, " --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
     if (m->mlp == ZP_MLP_GATED)
@@ -94,10 +132,7 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --disable-bias-linear");
     else if (m->nobias == (ZP_BIAS_ATTN_OUT | ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN))
         add(&o, " --disable-bias-linear --add-qkv-bias"); /* Qwen2: a bias on Q, K, V only */
-    if (m->no_dropout & ZP_DROPOUT_NO_HIDDEN)
-        add(&o, " --hidden-dropout 0");
-    if (m->no_dropout & ZP_DROPOUT_NO_ATTN)
-        add(&o, " --attention-dropout 0");
+    add_dropouts(&o, m);
     if (m->experts > 0) {
         add(&o, " --num-experts %lld --moe-router-topk %lld --expert-model-parallel-size %lld", (long long)m->experts,
             (long long)m->top_k, (long long)(p->ep > 0 ? p->ep : 1));
@@ -108,10 +143,7 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --use-flash-attn");
     if (!p->grad_accum_fusion) /* Megatron-LM fuses by default; the plan was costed with the adds */
         add(&o, " --no-gradient-accumulation-fusion");
-    add(&o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
-        (long long)p->pp);
-    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
-        add(&o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
+    add_parallel(&o, m, p);
     if (p->sp)
         add(&o, " --sequence-parallel");
     switch (zp_plan_recompute(p)) {
@@ -121,18 +153,12 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     }
     if (p->pa && p->mp > 1)
         add(&o, " --distribute-saved-activations");
-    add(&o, " --micro-batch-size %lld --global-batch-size %.0f", (long long)p->micro_batch, zp_plan_global_batch(p));
+    add_batch(&o, p);
     if (p->stage == 1)
         add(&o, " --use-distributed-optimizer");
     if (p->overlap_comm)
         add(&o, " --overlap-grad-reduce");
-    /* 16-bit parameters: bf16 or fp16 (fp32 training takes neither); fp32 gradients with 16-bit parameters
-     * are Megatron-LM's --accumulate-allreduce-grads-in-fp32 (which it forces on for bf16) */
-    if (p->param_bytes == 2.0) {
-        add(&o, " %s", p->bf16 ? "--bf16" : "--fp16");
-        if (zp_plan_grad_bytes(p) == 4.0)
-            add(&o, " --accumulate-allreduce-grads-in-fp32");
-    }
+    add_precision(&o, p);
     if (o.used > 0 && buf[o.used - 1] == ' ')
         buf[--o.used] = '\0';
     return o.overflow ? ZP_FAIL(ZP_ERANGE, "the arguments need more than %zu bytes", len) : ZP_OK;
@@ -179,30 +205,15 @@ zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, si
         return ZP_FAIL(ZP_ERANGE, "no room for the arguments");
     buf[0] = '\0';
     out o = {.buf = buf, .len = len};
-    add(&o, "--num-layers %lld --hidden-size %lld --num-attention-heads %lld --ffn-hidden-size %lld --seq-length %lld "
-            "--max-position-embeddings %lld",
-        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn, (long long)m->seq,
-        (long long)(m->positions > 0 ? m->positions : m->seq));
-    if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
-        add(&o, " --kv-channels %lld", (long long)m->head_dim);
-    if (m->no_dropout & ZP_DROPOUT_NO_HIDDEN)
-        add(&o, " --hidden-dropout 0");
-    if (m->no_dropout & ZP_DROPOUT_NO_ATTN)
-        add(&o, " --attention-dropout 0");
-    add(&o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
-        (long long)p->pp);
-    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
-        add(&o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
+    add_shape(&o, m);
+    add_dropouts(&o, m);
+    add_parallel(&o, m, p);
     if (zp_plan_recompute(p) == ZP_RECOMPUTE_FULL)
         add(&o, " --checkpoint-activations --checkpoint-num-layers 1");
     if (p->pa && p->mp > 1)
         add(&o, " --distribute-checkpointed-activations");
-    add(&o, " --micro-batch-size %lld --global-batch-size %.0f", (long long)p->micro_batch, zp_plan_global_batch(p));
-    if (p->param_bytes == 2.0) {
-        add(&o, " %s", p->bf16 ? "--bf16" : "--fp16");
-        if (zp_plan_grad_bytes(p) == 4.0) /* v2 forces it for bf16, and with it contiguous DDP buffers */
-            add(&o, " --accumulate-allreduce-grads-in-fp32");
-    }
+    add_batch(&o, p);
+    add_precision(&o, p);
     return o.overflow ? ZP_FAIL(ZP_ERANGE, "the arguments need more than %zu bytes", len) : ZP_OK;
 }
 

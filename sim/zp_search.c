@@ -80,6 +80,11 @@ static zp_status validate_framework(const zp_search_req *r)
     const zp_framework *f = zp_framework_get(r->framework);
     if (!f)
         return ZP_FAIL(ZP_EINVAL, "--framework: no framework %d", r->framework);
+    const int interleaved = r->pp_schedule == ZP_PP_INTERLEAVED || (r->vstages != ZP_SEARCH_ANY && r->vstages > 1);
+    if (interleaved && f->interleave_min_pp > 0 && r->pp != ZP_SEARCH_ANY && r->pp < f->interleave_min_pp)
+        return ZP_FAIL(ZP_EINVAL, "--framework %s: %s runs the interleaved schedule with %d or more pipeline stages "
+                                  "only (drop --schedule interleaved / --virtual-stages, or give --pp %d or more)",
+                       f->name, f->what, f->interleave_min_pp, f->interleave_min_pp);
     const char *no = NULL;
     if (r->stage != ZP_SEARCH_ANY && r->stage > f->max_stage)
         no = "ZeRO stages 1-3 (--stage)";
@@ -95,20 +100,14 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--recompute selective";
     else if (r->sp == 1 && !f->sp)
         no = "--sp (Megatron-LM's sequence parallelism)";
-    else if ((r->pp_schedule == ZP_PP_INTERLEAVED || (r->vstages != ZP_SEARCH_ANY && r->vstages > 1)) &&
-             (f->interleave_min_pp == 0 || (r->pp != ZP_SEARCH_ANY && r->pp < f->interleave_min_pp)))
-        no = f->interleave_min_pp ? "the interleaved schedule with this few pipeline stages"
-                                  : "the interleaved schedule";
+    else if (interleaved && f->interleave_min_pp == 0)
+        no = "the interleaved schedule";
     else if (r->grad_accum_fusion && !f->fusion)
         no = "--grad-accum-fusion";
     else if (r->flash_attn && !f->flash)
         no = "FlashAttention (--flash-attention, --flash-kernel)";
     if (!no)
         return ZP_OK;
-    if (f->interleave_min_pp > 2 && strstr(no, "interleaved"))
-        return ZP_FAIL(ZP_EINVAL, "--framework %s: %s runs the interleaved schedule with %d or more pipeline stages "
-                                  "only (drop --schedule interleaved / --virtual-stages, or give --pp %d or more)",
-                       f->name, f->what, f->interleave_min_pp, f->interleave_min_pp);
     return ZP_FAIL(ZP_EINVAL, "--framework %s: %s does not run %s (drop it, or plan for another framework: "
                               "--framework any)",
                    f->name, f->what, no);
@@ -943,8 +942,8 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
             ZP_TRY(shapes_push(out, base));
             continue;
         }
-        const zp_framework *f = zp_framework_get(r->framework);
-        if (f && (f->interleave_min_pp == 0 || base.pp < f->interleave_min_pp))
+        const zp_framework *f = zp_framework_get(r->framework); /* valid: zp_search_validate */
+        if (f->interleave_min_pp == 0 || base.pp < f->interleave_min_pp)
             continue; /* not in the framework's release (validate_framework refused it given) */
         const int64_t L = r->model->layers;
         for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
@@ -967,9 +966,9 @@ static zp_status shapes_for(const zp_search_req *r, int stage, int64_t mp, shape
             continue;
         if (!pp_allowed(r, stage, mp, pp))
             continue;
-        const zp_framework *f = zp_framework_get(r->framework);
+        const zp_framework *f = zp_framework_get(r->framework); /* valid: zp_search_validate */
         for (int sp = 0; sp <= 1; sp++) {
-            if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || (f && !f->sp))))
+            if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || !f->sp)))
                 continue;
             for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
                 /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
@@ -977,7 +976,7 @@ static zp_status shapes_for(const zp_search_req *r, int stage, int64_t mp, shape
                                ? rc == r->recompute
                                : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
                                                  : (!r->exact || rc == ZP_RECOMPUTE_FULL));
-                if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && f && !f->selective))
+                if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective))
                     continue;
                 shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc};
                 ZP_TRY(schedules_for(r, base, out));

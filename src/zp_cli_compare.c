@@ -58,7 +58,7 @@ static int zp_cli_compare_body(zp_cli_plan *op)
         /* no list: the ZeRO stages the framework runs (all four without --framework) */
         static const char *const stages[4] = {"0", "0,1", "0,1,2", "0,1,2,3"};
         const zp_framework *fw = zp_framework_get(o.a.r.framework);
-        o.a.cmp_list[0] = stages[fw && fw->max_stage >= 0 && fw->max_stage <= 3 ? fw->max_stage : 3];
+        o.a.cmp_list[0] = stages[fw ? fw->max_stage : 3]; /* max_stage: 0-3 (zp_framework.c) */
     }
     zp_status st = ZP_OK;
     list lists[4];
