@@ -8,7 +8,7 @@
 # the GPU it ran on (it did: "no" is an error of the memory model). Error = (zplan step - measured step) /
 # measured step: negative = zplan too fast. Prints each run, then the median |error|, the share of runs beyond
 # 35% and the median signed error, overall and by group. Nothing here was fitted: every preset figure comes
-# from kernel benchmarks and datasheets (sim/zp_cluster.c).
+# from kernel benchmarks and datasheets (vocab/zp_cluster.c).
 set -euo pipefail
 Z="${1:-build/src/zplan}"
 here=$(cd "$(dirname "$0")" && pwd)

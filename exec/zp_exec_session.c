@@ -1,5 +1,5 @@
 /* zp_exec_session.c — one rank's session: its configuration, the layout of its parameters (shapes from
- * sim/zp_layout.h, shards from sim/zp_shard.h), its schedule, its tensors (the schedule's setup, allocated
+ * sim/zp_layout.h, shards from vocab/zp_shard.h), its schedule, its tensors (the schedule's setup, allocated
  * by running its alloc ops) with their initial values, and its communicators. */
 #include <math.h>
 #include <stdlib.h>

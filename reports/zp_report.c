@@ -158,7 +158,7 @@ zp_status zp_report_clusters(zp_table **out)
                                        "nvswitch_gbs", "ib_gbs_per_node", "pcie_gbs", "description"};
     static const char *const heads[] = {"Name", "GPU", "GPUs/node", "GPU mem (GB)", "Peak (TFLOP/s)",
                                         "NVSwitch (GB/s/GPU)", "IB (GB/s/node)", "PCIe (GB/s)", "Description"};
-    zp_table *t = new_table("Cluster presets (bandwidths per direction; sources in sim/zp_cluster.c)", 9, keys, heads);
+    zp_table *t = new_table("Cluster presets (bandwidths per direction; sources in vocab/zp_cluster.c)", 9, keys, heads);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     for (int i = 0; i < zp_cluster_count(); i++) {

@@ -71,7 +71,7 @@ void zp_layout_facts_free(zp_layout_facts *f); /* accepts NULL */
 
 /* The executor's parameter tensors of one MP rank (Megatron: QKV and MLP-up column-split, projection and
  * MLP-down row-split, the vocabulary split, norms, row-parallel biases, wpe and the router replicated), in
- * the order they sit in its flat layout, sized from the model description's block shape (sim/zp_shape.h):
+ * the order they sit in its flat layout, sized from the model description's block shape (vocab/zp_shape.h):
  * a tensor the architecture does not have (a bias of a bias-less linear, LayerNorm's bias under RMSNorm,
  * wpe under rotary positions, an untied head's weight when tied) has 0 elements.
  *  - the embedding group: wte (Vl, C), wpe (T, C); tied, also lnf_w, lnf_b (C): the LM head is wte;

@@ -160,7 +160,7 @@ static void attention_core(zp_builder *b, const zp_block_shape *S)
     gemm(b, ZP_OPK_ATTN_CONTEXT, s, S->dv, s, S->bh);
 }
 /* Attention's projections in (Q, K, V: fused, or MLA's low-rank pairs), the rotary turn, scores, softmax,
- * context. Shapes per MP rank (sim/zp_shape.h). */
+ * context. Shapes per MP rank (vocab/zp_shape.h). */
 static void attention_forward(zp_builder *b, const zp_block_shape *S)
 {
     const double T = S->T, h = S->h;
@@ -303,7 +303,7 @@ static void block_mlp(zp_builder *b, const zp_block_shape *S, int backward)
 
 /* Forward of one block on the compute stream (also its recompute), Megatron's layout: column-split Q/K/V
  * and MLP-up, row-split projection and MLP-down, one all-reduce of T·h fp16 after each row-split GEMM.
- * The shapes are the model description's (sim/zp_shape.c): GQA, MLA, RMSNorm, rotary, gated MLPs;
+ * The shapes are the model description's (vocab/zp_shape.c): GQA, MLA, RMSNorm, rotary, gated MLPs;
  * a parallel block (GPT-J, NeoX) feeds attention and MLP the same input, with one norm or two. */
 static void block_forward(zp_builder *b)
 {

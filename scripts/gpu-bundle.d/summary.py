@@ -25,7 +25,7 @@ STEP_TOL = 0.10
 MEM_TOL = 0.03
 REQUIRED = ["tests_cuda", "tests_cuda_coll", "bench", "calibrate", "clusters",
             "exec_np1_stage0", "exec_np1_stage1", "exec_np1_stage2", "exec_np1_stage3"]
-# HBM bandwidth of the presets (sim/zp_cluster.c, spec sheets): the preset JSON carries peak and PCIe only
+# HBM bandwidth of the presets (vocab/zp_cluster.c, spec sheets): the preset JSON carries peak and PCIe only
 HBM_GBS = {"V100": 900.0, "A100": 2039.0, "H100": 3350.0}
 PRESET_OF = [("H100", "dgx-h100"), ("A100", "dgx-a100"), ("V100", "dgx2")]
 

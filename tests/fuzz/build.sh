@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (tests/fuzz/fuzz_*.c) with clang into OUTDIR:
 #   tests/fuzz/build.sh OUTDIR [SRCROOT]
-# The project's parsers (common/ models/ sim/ reports/ and the CLI's option code in src/) are compiled with
+# The project's parsers (common/ models/ vocab/ sim/ planner/ formats/ reports/ and the CLI's option code in src/) are compiled with
 # -fsanitize=fuzzer-no-link,address,undefined into one archive, each harness is linked against it.
 # Nothing is rebuilt when no source changed (a hash of every source and header is kept in OUTDIR).
 # Exit 77 (with a message) when clang or its libFuzzer runtime is missing (Debian: clang, libclang-rt-14-dev).
@@ -29,10 +29,10 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" >"$ou
   exit 77
 fi
 
-libsrc=("$root"/common/*.c "$root"/models/*.c "$root"/sim/*.c "$root"/reports/*.c
+libsrc=("$root"/common/*.c "$root"/models/*.c "$root"/vocab/*.c "$root"/sim/*.c "$root"/planner/*.c "$root"/formats/*.c "$root"/reports/*.c
         "$root"/src/zp_cli_opts.c "$root"/src/zp_cli_plan.c "$root"/src/zp_cli_common.c "$root"/src/zp_progress.c)
 harnesses=("$root"/tests/fuzz/fuzz_*.c)
-hash=$( (echo "$CLANG"; cat "${libsrc[@]}" "$root"/common/*.h "$root"/models/*.h "$root"/sim/*.h "$root"/reports/*.h \
+hash=$( (echo "$CLANG"; cat "${libsrc[@]}" "$root"/common/*.h "$root"/models/*.h "$root"/vocab/*.h "$root"/sim/*.h "$root"/planner/*.h "$root"/formats/*.h "$root"/reports/*.h \
         "$root"/src/*.h "$root"/tests/fuzz/*.c "$root"/tests/fuzz/*.h "$0" "$root"/meson.build) | sha256sum | cut -d' ' -f1)
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$hash" ]; then
   exit 0
@@ -51,7 +51,7 @@ CONF
 
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        -I"$out" -I"$root/common" -I"$root/models" -I"$root/sim" -I"$root/reports" -I"$root/src"
+        -I"$out" -I"$root/common" -I"$root/models" -I"$root/vocab" -I"$root/sim" -I"$root/planner" -I"$root/formats" -I"$root/reports" -I"$root/src"
         $(pkg-config --cflags jansson simgrid 2>/dev/null))
 libs=($(pkg-config --libs jansson simgrid 2>/dev/null || echo -ljansson -lsimgrid) -lm)
 

@@ -1,7 +1,7 @@
 /* sim/ on today's architectures: the step schedule read from the model description (GQA, MLA, RMSNorm,
  * rotary, gated MLPs, parallel blocks, mixture of experts) and expert parallelism (EP and EDP groups,
  * all-to-alls) in the schedule, the memory and the engine. The FLOPs of a schedule are summed op by op
- * from the shapes of sim/zp_shape.c and checked against the model's own arithmetic (models/zp_model.c,
+ * from the shapes of vocab/zp_shape.c and checked against the model's own arithmetic (models/zp_model.c,
  * from the tensor enumeration): two independent derivations. */
 #include <criterion/criterion.h>
 #include <math.h>

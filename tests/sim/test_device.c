@@ -33,7 +33,7 @@ static zp_op op_of(int type)
     return o;
 }
 
-/* The A100's ceiling comes from two fixed-shape kernel benchmarks (sim/zp_cluster.c): CUTLASS's profiler
+/* The A100's ceiling comes from two fixed-shape kernel benchmarks (vocab/zp_cluster.c): CUTLASS's profiler
  * documentation, 235.1 TFLOP/s for 3456 x 4096 x 8192 fp16 with fp32 accumulation, and
  * mli/transformers-benchmarks, 230 TFLOP/s for an 8192^3 fp16 torch.matmul timed for 3 s on an
  * A100-SXM4-80GB. The device model of each shape stays within 5% of its measurement. */

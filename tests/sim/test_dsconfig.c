@@ -1,4 +1,4 @@
-/* sim/zp_dsconfig: DeepSpeed configs in and out. */
+/* formats/zp_dsconfig: DeepSpeed configs in and out. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -297,7 +297,7 @@ Test(dsconfig, precision_round_trip)
     }
 }
 
-/* ---- Megatron-LM arguments (sim/zp_megatron) ---- */
+/* ---- Megatron-LM arguments (formats/zp_megatron) ---- */
 
 static int has(const char *args, const char *flag)
 {

@@ -3,7 +3,7 @@
  * option (stage, MP, offload, Pa, micro-batch, batch, checkpointing, more GPUs) that make a plan fit,
  * each with the best plan it gives. Also the largest model of a shape that any plan fits (--max-model).
  *
- * Every change is a search with that option opened (sim/zp_search.h): first the memory test alone
+ * Every change is a search with that option opened (planner/zp_search.h): first the memory test alone
  * (analytic, no simulation), then, for the changes that fit, the simulation of a few of their best plans
  * when the request simulates, so that the figures shown are the search's own (simulated or a bound). */
 #ifndef ZP_NEARMISS_H
