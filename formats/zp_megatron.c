@@ -84,10 +84,16 @@ static void add_dropouts(out *o, const zp_model *m)
         add(o, " --attention-dropout 0");
 }
 
+/* The degrees of the dimensions that multiply the GPUs, by the table's Megatron-LM names (vocab/zp_dims.h:
+ * --tensor-model-parallel-size, --pipeline-model-parallel-size; DP is what they leave); EP comes with the
+ * experts (add_moe). */
 static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
 {
-    add(o, " --tensor-model-parallel-size %lld --pipeline-model-parallel-size %lld", (long long)p->mp,
-        (long long)p->pp);
+    for (int d = 0; d < ZP_NDIMS; d++) {
+        const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+        if (t->within == t->id && t->megatron)
+            add(o, " %s %lld", t->megatron, (long long)p->deg[d]);
+    }
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
         add(o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
 }
@@ -134,8 +140,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --disable-bias-linear --add-qkv-bias"); /* Qwen2: a bias on Q, K, V only */
     add_dropouts(&o, m);
     if (m->experts > 0) {
-        add(&o, " --num-experts %lld --moe-router-topk %lld --expert-model-parallel-size %lld", (long long)m->experts,
-            (long long)m->top_k, (long long)(p->ep > 0 ? p->ep : 1));
+        add(&o, " --num-experts %lld --moe-router-topk %lld %s %lld", (long long)m->experts, (long long)m->top_k,
+            zp_dims_get(ZP_DIM_EP)->megatron, (long long)(p->ep > 0 ? p->ep : 1));
         if (m->expert_ffn > 0 && m->expert_ffn != m->ffn)
             add(&o, " --moe-ffn-hidden-size %lld", (long long)m->expert_ffn);
     }

@@ -14,23 +14,31 @@
 #include "zp_simrun.h"
 #include "zp_time.h"
 
+/* The table's context of a request: its GPUs, model and node, the degrees it gives. */
+static void dims_ctx(const zp_search_req *r, zp_dim_ctx *c)
+{
+    zp_dims_ctx_init(c, r->model, r->gpus, r->cluster ? r->cluster->gpus_per_node : 0, r->max_mp);
+    for (int d = 0; d < ZP_NDIMS; d++)
+        c->deg[d] = r->deg[d];
+}
+
+/* A given degree against its row's checks (zp_dims.h), the other given degrees known. */
+static zp_status check_given(const zp_search_req *r, zp_dim_id id)
+{
+    const zp_dim_type *d = zp_dims_get(id);
+    if (r->deg[id] == ZP_SEARCH_ANY || !d->check)
+        return ZP_OK;
+    zp_dim_ctx c;
+    dims_ctx(r, &c);
+    return d->check(&c, r->deg[id]);
+}
+
 /* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
 static zp_status validate_pipeline(const zp_search_req *r)
 {
     const int64_t pp = r->pp;
     if (pp != ZP_SEARCH_ANY) {
-        if (pp < 1)
-            return ZP_FAIL(ZP_EINVAL, "--pp: must be at least 1");
-        if (r->gpus % pp != 0)
-            return ZP_FAIL(ZP_EINVAL, "--pp: %lld pipeline stages do not divide the %lld GPUs", (long long)pp,
-                           (long long)r->gpus);
-        if (r->mp != ZP_SEARCH_ANY && r->gpus % (pp * r->mp) != 0)
-            return ZP_FAIL(ZP_EINVAL, "--pp %lld x --mp %lld do not divide the %lld GPUs", (long long)pp,
-                           (long long)r->mp, (long long)r->gpus);
-        if (r->model && pp > r->model->layers)
-            return ZP_FAIL(ZP_EINVAL, "--pp %lld: more pipeline stages than the model's %lld layers (each stage "
-                                      "needs at least one)",
-                           (long long)pp, (long long)r->model->layers);
+        ZP_TRY(check_given(r, ZP_DIM_PP));
         if (pp > 1 && r->stage >= 2)
             return ZP_FAIL(ZP_EINVAL, "--stage %d with --pp %lld: DeepSpeed's pipeline engine allows ZeRO stage 0 "
                                       "and 1 only (\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\": "
@@ -135,8 +143,8 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->gpu_mem = cluster ? cluster->gpu_mem : 0.0;
     r->gpus = gpus;
     r->stage = ZP_SEARCH_ANY;
-    r->mp = ZP_SEARCH_ANY;
-    r->ep = ZP_SEARCH_ANY;
+    for (int d = 0; d < ZP_NDIMS; d++)
+        r->deg[d] = ZP_SEARCH_ANY;
     r->capacity_factor = 1.0;
     r->moe_imbalance = 1.0;
     r->micro_batch = ZP_SEARCH_ANY;
@@ -147,7 +155,6 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->offload = ZP_SEARCH_ANY;
     r->checkpoint = 1;
     r->recompute = ZP_SEARCH_ANY;
-    r->pp = ZP_SEARCH_ANY;
     r->pp_schedule = ZP_SEARCH_ANY;
     r->vstages = ZP_SEARCH_ANY;
     r->sp = ZP_SEARCH_ANY;
@@ -181,25 +188,11 @@ zp_status zp_search_validate(const zp_search_req *r)
                        r->reserve / 1e9, r->gpu_mem / 1e9);
     if (r->stage != ZP_SEARCH_ANY && !zp_stage_get(r->stage))
         return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", r->stage);
-    if (r->mp != ZP_SEARCH_ANY) {
-        if (r->mp < 1)
-            return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
-        if (r->mp > r->gpus)
-            return ZP_FAIL(ZP_EINVAL, "--mp: %lld exceeds the %lld GPUs", (long long)r->mp, (long long)r->gpus);
-        if (r->gpus % r->mp != 0)
-            return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)r->mp,
-                           (long long)r->gpus);
-        ZP_TRY(zp_shape_check_mp(r->model, r->mp));
-    }
-    if (r->ep != ZP_SEARCH_ANY) {
-        if (r->ep < 1)
-            return ZP_FAIL(ZP_EINVAL, "--ep: must be at least 1");
-        /* the experts must split; the DP degree too when MP (hence DP) is given */
-        zp_plan q;
-        zp_plan_default(&q, r->mp != ZP_SEARCH_ANY ? r->gpus / r->mp : r->ep);
-        q.ep = r->ep;
-        ZP_TRY(zp_shape_check_ep(r->model, &q));
-    }
+    if (r->dp != ZP_SEARCH_ANY)
+        return ZP_FAIL(ZP_EINVAL, "the data-parallel degree is what the other degrees leave of the GPUs: it is not "
+                                  "given");
+    ZP_TRY(check_given(r, ZP_DIM_TP));
+    ZP_TRY(check_given(r, ZP_DIM_EP));
     if (!(r->capacity_factor > 0 && r->capacity_factor <= 64))
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->capacity_factor);
     if (!(r->moe_imbalance >= 1 && r->moe_imbalance <= 64))
@@ -901,26 +894,6 @@ static zp_status shapes_push(shapes *x, shape s)
     return ZP_OK;
 }
 
-/* Pipeline degrees for (stage, MP): the one given; 1 with --exact or without micro-batches to fill a
- * pipeline (neither --global-batch nor --grad-accum); else every P dividing the GPUs / MP with a layer per
- * stage, stage GPUs that fill nodes or share one, and a data-parallel degree dividing the global batch. */
-static int pp_allowed(const zp_search_req *r, int stage, int64_t mp, int64_t pp)
-{
-    if (r->gpus % (mp * pp) != 0 || pp > r->model->layers)
-        return 0;
-    if (pp == 1)
-        return 1;
-    if (stage >= 2)
-        return 0;
-    zp_plan q;
-    zp_plan_default(&q, r->gpus / mp / pp);
-    q.mp = mp;
-    zp_pp_place pl;
-    if (zp_pp_place_get(&q, r->cluster->gpus_per_node, &pl) != ZP_OK)
-        return 0;
-    return r->global_batch == ZP_SEARCH_ANY || r->global_batch % q.dp == 0;
-}
-
 /* Schedules and chunks for P stages: the ones given; else 1F1B and interleaved 1F1B with every v >= 2 that
  * divides the layers per stage (GPipe runs the same passes as 1F1B holding more micro-batches: taken when
  * given only). */
@@ -956,34 +929,210 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
     return ZP_OK;
 }
 
-/* Every shape of (stage, MP). */
-static zp_status shapes_for(const zp_search_req *r, int stage, int64_t mp, shapes *out)
+/* Every shape of (stage, degrees): sequence parallelism, recompute, schedule and chunks. */
+static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes *out)
 {
     out->n = 0;
-    const int fill = r->global_batch != ZP_SEARCH_ANY || r->grad_accum != ZP_SEARCH_ANY;
-    for (int64_t pp = 1; pp <= r->gpus / mp; pp++) {
-        if (r->pp != ZP_SEARCH_ANY ? pp != r->pp : (pp > 1 && (r->exact || !fill)))
+    const int64_t mp = c->deg[ZP_DIM_TP], pp = c->deg[ZP_DIM_PP];
+    const zp_framework *f = zp_framework_get(r->framework); /* valid: zp_search_validate */
+    for (int sp = 0; sp <= 1; sp++) {
+        if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || !f->sp)))
             continue;
-        if (!pp_allowed(r, stage, mp, pp))
-            continue;
-        const zp_framework *f = zp_framework_get(r->framework); /* valid: zp_search_validate */
-        for (int sp = 0; sp <= 1; sp++) {
-            if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || !f->sp)))
+        for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
+            /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
+            int want = r->recompute != ZP_SEARCH_ANY
+                           ? rc == r->recompute
+                           : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
+                                             : (!r->exact || rc == ZP_RECOMPUTE_FULL));
+            if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective))
                 continue;
-            for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
-                /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
-                int want = r->recompute != ZP_SEARCH_ANY
-                               ? rc == r->recompute
-                               : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
-                                                 : (!r->exact || rc == ZP_RECOMPUTE_FULL));
-                if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective))
+            shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc};
+            ZP_TRY(schedules_for(r, base, out));
+        }
+    }
+    return ZP_OK;
+}
+
+/* The search: a walk over the dimension table (each dimension's degrees, given or searched), then over the
+ * options of each set of degrees (shapes, ZeRO-R, offload), each candidate at its batches (eval_candidate). */
+typedef struct {
+    const zp_search_req *r;
+    const zp_framework *fw;
+    int stage;
+    int64_t target;        /* the default batch every candidate runs, 0 when options fix it */
+    int pa, pacpu, off;    /* given (or pinned by --exact), or ZP_SEARCH_ANY */
+    zp_dim_id order[ZP_NDIMS];
+    int norder;
+    shapes sh;
+    evec all;
+} walk;
+
+/* The dimensions the search decides, from the table: first those that multiply the GPUs (TP, PP; DP is what
+ * they leave), then those inside another (EP inside DP), whose range depends on it. */
+static void walk_order(walk *w)
+{
+    w->norder = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < ZP_NDIMS; d++) {
+            const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+            if (t->next && (t->within == t->id) == (pass == 0))
+                w->order[w->norder++] = t->id;
+        }
+}
+
+/* What the request adds to the table's range: a pipeline needs micro-batches to fill it (a global batch
+ * or an accumulation) unless given, ZeRO stage 0 or 1 (DeepSpeed's pipeline engine), and a DP degree
+ * that divides the global batch. */
+static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64_t d)
+{
+    const zp_search_req *r = w->r;
+    if (id != ZP_DIM_PP || d == 1)
+        return 1;
+    const int fill = r->global_batch != ZP_SEARCH_ANY || r->grad_accum != ZP_SEARCH_ANY;
+    if (r->pp == ZP_SEARCH_ANY && (r->exact || !fill))
+        return 0;
+    if (w->stage >= 2)
+        return 0;
+    const int64_t dp = r->gpus / c->deg[ZP_DIM_TP] / d;
+    return r->global_batch == ZP_SEARCH_ANY || r->global_batch % dp == 0;
+}
+
+/* The next degree of dimension `id` after `prev` (0: the first), 0 when none: the given one (or 1 under
+ * --exact) if the decided degrees admit it, else the row's range. */
+static int64_t walk_next(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64_t prev)
+{
+    const zp_dim_type *t = zp_dims_get(id);
+    const int64_t fixed = w->r->deg[id] != ZP_SEARCH_ANY ? w->r->deg[id] : (w->r->exact ? 1 : ZP_SEARCH_ANY);
+    if (fixed != ZP_SEARCH_ANY)
+        return prev == 0 && (!t->admits || t->admits(c, fixed)) && request_takes(w, c, id, fixed) ? fixed : 0;
+    for (int64_t d = t->next(c, prev); d > 0; d = t->next(c, d))
+        if (request_takes(w, c, id, d))
+            return d;
+    return 0;
+}
+
+/* A candidate's plan: the degrees and shape decided, the ZeRO-R and offload choice, the rest the
+ * request's. */
+static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, int ra, int off, zp_plan *p)
+{
+    const zp_search_req *r = w->r;
+    zp_plan_default(p, 1);
+    for (int d = 0; d < ZP_NDIMS; d++)
+        p->deg[d] = c->deg[d];
+    p->dp = r->gpus / zp_dims_gpus(c->deg);
+    p->stage = w->stage;
+    p->schedule = x->schedule;
+    p->vstages = x->vstages;
+    p->sp = x->sp;
+    zp_plan_set_recompute(p, x->recompute);
+    p->pa = ra >= 1;
+    p->pa_cpu = ra == 2;
+    p->cb = r->cb;
+    p->md = r->md;
+    p->bucket = r->bucket;
+    p->offload = (zp_offload)off;
+    p->k_optimizer = r->k_optimizer;
+    p->param_bytes = r->param_bytes;
+    p->bf16 = zp_search_bf16(r);
+    p->grad_bytes = p->bf16 && p->param_bytes == 2.0 && w->fw->bf16_fp32_grads ? 4.0 : r->grad_bytes;
+    p->overlap_comm = r->overlap_comm && w->fw->overlap;
+    p->stage3_max_live = r->stage3_max_live;
+    p->stage3_prefetch = r->stage3_prefetch;
+    p->persistence_threshold = r->persistence_threshold;
+    p->flash_attn = r->flash_attn;
+    p->flash_kernel = r->flash_kernel;
+    p->grad_accum_fusion = r->grad_accum_fusion;
+    p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
+    p->capacity_factor = r->capacity_factor;
+    p->moe_imbalance = r->moe_imbalance;
+}
+
+/* ZeRO-R activation options: none (0), Pa (1), Pa+cpu (2). Pa only matters with MP > 1; it partitions the
+ * checkpoints of full recompute, which sequence parallelism shards already. */
+static int ra_wanted(const walk *w, const shape *x, int64_t mp, int ra)
+{
+    const int pa = ra >= 1, pacpu = ra == 2;
+    if (pacpu && !w->fw->pa_cpu)
+        return 0;
+    if (w->pacpu == 1) {
+        if (!pacpu)
+            return 0;
+    } else if ((w->pacpu == 0 && pacpu) || (w->pa != ZP_SEARCH_ANY && pa != w->pa)) {
+        return 0;
+    }
+    if ((x->recompute != ZP_RECOMPUTE_FULL || x->sp) && ra > 0)
+        return 0;
+    return !(mp == 1 && ra > 0 && w->pa != 1 && w->pacpu != 1); /* no MP group to partition across */
+}
+
+/* Offload: none, optimizer, params, as given and as the stage and the framework allow. */
+static int off_wanted(const walk *w, int off)
+{
+    if ((w->off != ZP_SEARCH_ANY && off != w->off) || (off != ZP_OFFLOAD_NONE && !w->fw->offload))
+        return 0;
+    if (w->r->nvme && off == ZP_OFFLOAD_NONE)
+        return 0; /* NVMe holds offloaded states: it implies offload */
+    return !((off == ZP_OFFLOAD_OPTIMIZER && w->stage < 1) || (off == ZP_OFFLOAD_PARAMS && w->stage != 3));
+}
+
+/* Every candidate of one set of degrees. */
+static zp_status walk_options(walk *w, const zp_dim_ctx *c)
+{
+    ZP_TRY(shapes_for(w->r, c, &w->sh));
+    for (int k = 0; k < w->sh.n; k++)
+        for (int ra = 0; ra < 3; ra++) {
+            if (!ra_wanted(w, &w->sh.v[k], c->deg[ZP_DIM_TP], ra))
+                continue;
+            for (int off = 0; off <= 2; off++) {
+                if (!off_wanted(w, off))
                     continue;
-                shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc};
-                ZP_TRY(schedules_for(r, base, out));
+                zp_plan p;
+                candidate_plan(w, c, &w->sh.v[k], ra, off, &p);
+                ZP_TRY(eval_candidate(w->r, w->target, &p, &w->all));
             }
         }
-        if (r->pp != ZP_SEARCH_ANY)
-            break;
+    return ZP_OK;
+}
+
+/* Dimension k of the walk's order and those after it, then the options. */
+static zp_status walk_dims(walk *w, zp_dim_ctx *c, int k)
+{
+    if (k == w->norder)
+        return walk_options(w, c);
+    const zp_dim_id id = w->order[k];
+    for (int64_t d = walk_next(w, c, id, 0); d > 0; d = walk_next(w, c, id, d)) {
+        c->deg[id] = d;
+        zp_status st = walk_dims(w, c, k + 1);
+        if (st != ZP_OK)
+            return st;
+    }
+    c->deg[id] = ZP_DIM_ANY;
+    return ZP_OK;
+}
+
+/* Every candidate of the request, evaluated (memory, fit, analytic step). */
+static zp_status walk_search(const zp_search_req *r, walk *w)
+{
+    /* Options given are constraints and the rest is searched; with --exact the rest takes its default
+     * (no Pa, no offload, MP 1, no pipeline, no SP, full recompute), as a DeepSpeed config does. */
+    w->r = r;
+    w->fw = zp_framework_get(r->framework);
+    w->pa = r->pa != ZP_SEARCH_ANY ? r->pa : (r->exact ? 0 : ZP_SEARCH_ANY);
+    w->pacpu = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (r->exact ? 0 : ZP_SEARCH_ANY);
+    w->off = r->offload != ZP_SEARCH_ANY ? r->offload : (r->exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
+    /* no batch option given: every candidate runs about the default batch, not the largest that fits */
+    w->target = r->default_batch && !r->exact && r->global_batch == ZP_SEARCH_ANY && r->micro_batch == ZP_SEARCH_ANY &&
+                        r->grad_accum == ZP_SEARCH_ANY
+                    ? zp_search_default_batch(r->model)
+                    : 0;
+    walk_order(w);
+    for (int stage = 0; stage <= w->fw->max_stage; stage++) {
+        if (r->stage != ZP_SEARCH_ANY && stage != r->stage)
+            continue;
+        w->stage = stage;
+        zp_dim_ctx c;
+        zp_dims_ctx_init(&c, r->model, r->gpus, r->cluster->gpus_per_node, r->max_mp);
+        ZP_TRY(walk_dims(w, &c, 0));
     }
     return ZP_OK;
 }
@@ -992,130 +1141,25 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
 {
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_search_validate(r));
-    /* Options given are constraints and the rest is searched; with --exact the rest takes its default
-     * (no Pa, no offload, MP 1, no pipeline, no SP, full recompute), as a DeepSpeed config does. */
-    const int exact = r->exact;
-    const int64_t mp_fixed = r->mp != ZP_SEARCH_ANY ? r->mp : (exact ? 1 : ZP_SEARCH_ANY);
-    int pa_fixed = r->pa != ZP_SEARCH_ANY ? r->pa : (exact ? 0 : ZP_SEARCH_ANY);
-    int pacpu_fixed = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (exact ? 0 : ZP_SEARCH_ANY);
-    int off_fixed = r->offload != ZP_SEARCH_ANY ? r->offload : (exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
-    /* EP: an MoE model's experts sharded over 1, 2, 4, ... of the DP ranks (up to the experts); a dense
-     * model has none to shard */
-    const int64_t ep_fixed = r->ep != ZP_SEARCH_ANY ? r->ep : (exact || r->model->experts == 0 ? 1 : ZP_SEARCH_ANY);
-    const int64_t ep_max = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : r->model->experts;
-
-    /* no batch option given: every candidate runs about the default batch, not the largest that fits */
-    const int64_t target = r->default_batch && !exact && r->global_batch == ZP_SEARCH_ANY &&
-                                   r->micro_batch == ZP_SEARCH_ANY && r->grad_accum == ZP_SEARCH_ANY
-                               ? zp_search_default_batch(r->model)
-                               : 0;
-    evec all = {0};
-    shapes sh = {0};
-    zp_status st = ZP_OK;
-    const zp_framework *fw = zp_framework_get(r->framework);
-    for (int stage = 0; stage <= fw->max_stage && st == ZP_OK; stage++) {
-        if (r->stage != ZP_SEARCH_ANY && stage != r->stage)
-            continue;
-        for (int64_t mp = 1; mp <= r->gpus && st == ZP_OK; mp *= 2) {
-            if (mp_fixed != ZP_SEARCH_ANY) {
-                mp = mp_fixed;
-            } else if (mp > (r->max_mp > 0 ? r->max_mp : r->cluster->gpus_per_node) || r->gpus % mp != 0 ||
-                       !zp_shape_mp_ok(r->model, mp) ||
-                       (mp > r->cluster->gpus_per_node && mp % r->cluster->gpus_per_node)) {
-                continue;
-            }
-            st = shapes_for(r, stage, mp, &sh);
-            for (int k = 0; k < sh.n && st == ZP_OK; k++) {
-                const shape *x = &sh.v[k];
-                /* ZeRO-R activation options: none, Pa, Pa+cpu (Pa only matters with MP > 1; it partitions the
-                 * checkpoints of full recompute, which sequence parallelism shards already). */
-                for (int ra = 0; ra < 3 && st == ZP_OK; ra++) {
-                    int pa = ra >= 1, pacpu = ra == 2;
-                    if (pacpu && !fw->pa_cpu)
-                        continue;
-                    if (pacpu_fixed == 1) {
-                        if (!pacpu)
-                            continue;
-                    } else {
-                        if (pacpu_fixed == 0 && pacpu)
-                            continue;
-                        if (pa_fixed != ZP_SEARCH_ANY && pa != pa_fixed)
-                            continue;
-                    }
-                    if ((x->recompute != ZP_RECOMPUTE_FULL || x->sp) && ra > 0)
-                        continue;
-                    if (mp == 1 && ra > 0 && pa_fixed != 1 && pacpu_fixed != 1)
-                        continue; /* no MP group to partition across */
-                    for (int off = 0; off <= 2 && st == ZP_OK; off++)
-                    for (int64_t ep = ep_fixed != ZP_SEARCH_ANY ? ep_fixed : 1; ep <= ep_max && st == ZP_OK; ep *= 2) {
-                        if ((off_fixed != ZP_SEARCH_ANY && off != off_fixed) || (off != ZP_OFFLOAD_NONE && !fw->offload))
-                            continue;
-                        if (r->nvme && off == ZP_OFFLOAD_NONE)
-                            continue; /* NVMe holds offloaded states: it implies offload */
-                        if ((off == ZP_OFFLOAD_OPTIMIZER && stage < 1) || (off == ZP_OFFLOAD_PARAMS && stage != 3))
-                            continue;
-                        if ((r->gpus / mp / x->pp) % ep != 0 || (r->model->experts > 0 && r->model->experts % ep != 0)) {
-                            if (ep_fixed != ZP_SEARCH_ANY) /* a fixed EP that this shape's DP degree cannot take */
-                                break;
-                            continue;
-                        }
-                        zp_plan p;
-                        zp_plan_default(&p, r->gpus / mp / x->pp);
-                        p.stage = stage;
-                        p.mp = mp;
-                        p.pp = x->pp;
-                        p.schedule = x->schedule;
-                        p.vstages = x->vstages;
-                        p.sp = x->sp;
-                        zp_plan_set_recompute(&p, x->recompute);
-                        p.pa = pa;
-                        p.pa_cpu = pacpu;
-                        p.cb = r->cb;
-                        p.md = r->md;
-                        p.bucket = r->bucket;
-                        p.offload = (zp_offload)off;
-                        p.k_optimizer = r->k_optimizer;
-                        p.param_bytes = r->param_bytes;
-                        p.bf16 = zp_search_bf16(r);
-                        p.grad_bytes = p.bf16 && p.param_bytes == 2.0 && fw->bf16_fp32_grads ? 4.0 : r->grad_bytes;
-                        p.overlap_comm = r->overlap_comm && fw->overlap;
-                        p.stage3_max_live = r->stage3_max_live;
-                        p.stage3_prefetch = r->stage3_prefetch;
-                        p.persistence_threshold = r->persistence_threshold;
-                        p.flash_attn = r->flash_attn;
-                        p.flash_kernel = r->flash_kernel;
-                        p.grad_accum_fusion = r->grad_accum_fusion;
-                        p.nvme = off == ZP_OFFLOAD_NONE ? 0
-                                                        : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
-                        p.ep = ep;
-                        p.capacity_factor = r->capacity_factor;
-                        p.moe_imbalance = r->moe_imbalance;
-                        st = eval_candidate(r, target, &p, &all);
-                        if (ep_fixed != ZP_SEARCH_ANY)
-                            break;
-                    }
-                }
-            }
-            if (mp_fixed != ZP_SEARCH_ANY)
-                break;
-        }
-    }
-    free(sh.v);
+    walk w = {0};
+    zp_status st = walk_search(r, &w);
+    free(w.sh.v);
     if (st != ZP_OK) {
-        free(all.v);
+        free(w.all.v);
         return st;
     }
+    evec all = w.all;
     if (all.n == 0) {
         free(all.v);
-        if (ep_fixed > 1)
+        if (r->ep != ZP_SEARCH_ANY && r->ep > 1)
             return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options: --ep %lld must divide the data-parallel "
-                                      "degree (GPUs / MP) of some MP degree searched", (long long)ep_fixed);
+                                      "degree (GPUs / MP) of some MP degree searched", (long long)r->ep);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
                                   "data-parallel degrees: GPUs / (MP x PP); the interleaved schedule needs the "
                                   "micro-batches per step a multiple of --pp)");
     }
     qsort(all.v, (size_t)all.n, sizeof *all.v, cmp_eval);
-    out->default_batch = target;
+    out->default_batch = w.target;
     out->plans = all.v;
     out->n = all.n;
     for (int i = 0; i < all.n; i++)

@@ -12,7 +12,7 @@
 #include "zp_plan.h"
 #include "zp_profile.h"
 
-#define ZP_SEARCH_ANY (-1)
+#define ZP_SEARCH_ANY ZP_DIM_ANY
 #define ZP_MAX_GPUS INT64_C(100000000)       /* 1e8: beyond any machine */
 #define ZP_MAX_MICRO_BATCH INT64_C(1048576)  /* cap of the micro-batch search */
 /* Largest cluster simulated in full (nodes; the full simulation takes ~0.05 s per node and plan). The
@@ -60,8 +60,18 @@ typedef struct {
     int64_t gpus;
     /* ZP_SEARCH_ANY (-1) leaves an option to the search. */
     int stage;
-    int64_t mp;
-    int64_t ep;            /* expert-parallel degree of an MoE model (-1: searched over powers of two) */
+    /* The parallel degrees given, indexed by the dimension table (vocab/zp_dims.h; ZP_SEARCH_ANY: searched
+     * over the row's range), each also by its name. */
+    union {
+        int64_t deg[ZP_NDIMS];
+        struct {
+            int64_t mp;
+            int64_t ep;    /* expert-parallel degree of an MoE model (-1: searched over powers of two) */
+            int64_t dp;    /* always ZP_SEARCH_ANY: what the other degrees leave of the GPUs */
+            int64_t pp;    /* pipeline stages: -1 search (needs a global batch or an accumulation:
+                              micro-batches to fill the pipeline), or P */
+        };
+    };
     double capacity_factor, moe_imbalance; /* MoE: the experts' token capacity and the busiest rank's load */
     int64_t micro_batch;
     int64_t global_batch;
@@ -73,8 +83,6 @@ typedef struct {
     int offload;           /* -1 search, or a zp_offload */
     int checkpoint;        /* 0 / 1: 0 pins no recompute (--no-checkpoint) */
     int recompute;         /* -1 search (full, selective, none; with checkpoint 0 none only), or a zp_recompute */
-    int64_t pp;            /* pipeline stages: -1 search (needs a global batch or an accumulation: micro-batches
-                              to fill the pipeline), or P */
     int pp_schedule;       /* -1 search (1F1B and interleaved; GPipe runs the same passes with more memory, so
                               it is only taken when given), or a zp_pp_schedule */
     int vstages;           /* -1 search (the divisors of the layers per stage), or v */

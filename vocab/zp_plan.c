@@ -1,5 +1,6 @@
 #include "zp_plan.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -77,15 +78,21 @@ void zp_plan_set_recompute(zp_plan *p, zp_recompute r)
     p->selective = r == ZP_RECOMPUTE_SELECTIVE;
 }
 
-int64_t zp_plan_gpus(const zp_plan *p) { return p->dp * p->mp * (p->pp > 0 ? p->pp : 1); }
+/* The named degrees are the table's array (zp_plan.deg): the same memory, in the table's order. */
+_Static_assert(offsetof(zp_plan, mp) == offsetof(zp_plan, deg) + ZP_DIM_TP * sizeof(int64_t), "TP");
+_Static_assert(offsetof(zp_plan, ep) == offsetof(zp_plan, deg) + ZP_DIM_EP * sizeof(int64_t), "EP");
+_Static_assert(offsetof(zp_plan, dp) == offsetof(zp_plan, deg) + ZP_DIM_DP * sizeof(int64_t), "DP");
+_Static_assert(offsetof(zp_plan, pp) == offsetof(zp_plan, deg) + ZP_DIM_PP * sizeof(int64_t), "PP");
+
+int64_t zp_plan_gpus(const zp_plan *p) { return zp_dims_gpus(p->deg); }
 
 void zp_plan_default(zp_plan *p, int64_t gpus)
 {
     memset(p, 0, sizeof *p);
     p->stage = 0;
+    for (int d = 0; d < ZP_NDIMS; d++) /* every dimension of degree 1, DP what they leave: all the GPUs */
+        p->deg[d] = 1;
     p->dp = gpus;
-    p->mp = 1;
-    p->pp = 1;
     p->vstages = 1;
     p->micro_batch = 1;
     p->grad_accum = 1;
@@ -100,7 +107,6 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
     p->stage3_prefetch = ZP_DEFAULT_PREFETCH;
     p->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
-    p->ep = 1;
     p->capacity_factor = 1.0;
     p->moe_imbalance = 1.0;
 }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "zp_dims.h"
 #include "zp_status.h"
 
 typedef enum {
@@ -73,9 +74,17 @@ enum { ZP_NVME_OPTIMIZER = 1, ZP_NVME_PARAMS = 2 };
 
 typedef struct {
     int stage;           /* ZeRO-DP stage 0..3 */
-    int64_t dp;          /* Nd: data-parallel degree */
-    int64_t mp;          /* Nm: model (tensor) parallel degree */
-    int64_t pp;          /* pipeline stages (1: none); gpus = dp * mp * pp */
+    /* The parallel degrees, indexed by the dimension table (vocab/zp_dims.h); each also by its name. */
+    union {
+        int64_t deg[ZP_NDIMS];
+        struct {
+            int64_t mp;  /* [ZP_DIM_TP] Nm: model (tensor) parallel degree */
+            int64_t ep;  /* [ZP_DIM_EP] expert-parallel degree: divides dp and the routed experts; 1: every
+                            rank holds all (mixture of experts: DeepSpeed-MoE, Megatron-core) */
+            int64_t dp;  /* [ZP_DIM_DP] Nd: data-parallel degree */
+            int64_t pp;  /* [ZP_DIM_PP] pipeline stages (1: none); gpus = dp * mp * pp */
+        };
+    };
     zp_pp_schedule schedule; /* the pipeline schedule (with pp > 1) */
     int vstages;         /* model chunks per pipeline rank: v >= 2 for the interleaved schedule, else 1 */
     int sp;              /* Megatron sequence parallelism over the MP group (LayerNorm, dropout sharded;
@@ -113,7 +122,6 @@ typedef struct {
                             default */
     zp_impl impl;        /* whose memory the schedule's alloc ops describe (default: DeepSpeed's) */
     /* mixture of experts (DeepSpeed-MoE, Megatron-core): experts sharded over `ep` of the DP ranks */
-    int64_t ep;          /* expert-parallel degree: divides dp and the routed experts; 1: every rank holds all */
     double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
                                rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
     double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */

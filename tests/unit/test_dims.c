@@ -1,0 +1,121 @@
+/* vocab/zp_dims: the table of parallel dimensions, and the search's walk over it (planner/zp_search.c). */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "zp_dims.h"
+#include "zp_plan.h"
+#include "zp_search.h"
+#include "zp_zoo.h"
+
+Test(dims, rows_are_their_ids_and_well_formed)
+{
+    for (int d = 0; d < ZP_NDIMS; d++) {
+        const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+        cr_assert_not_null(t);
+        cr_assert_eq((int)t->id, d, "row %d holds dimension %d", d, (int)t->id);
+        cr_assert(t->name && *t->name && t->divides && *t->divides && t->option);
+        cr_assert((unsigned)t->within < ZP_NDIMS);
+        /* a dimension inside another is placed inside it (before it in the table) */
+        cr_assert(t->within == t->id || (int)t->within > d, "%s sits inside a dimension placed before it", t->name);
+        /* searched dimensions have a range and a check; the derived one (DP) has neither */
+        cr_assert((t->next == NULL) == (t->check == NULL), "%s", t->name);
+        for (int e = 0; e < d; e++)
+            cr_assert_str_neq(t->name, zp_dims_get((zp_dim_id)e)->name);
+    }
+    cr_assert_null(zp_dims_get(ZP_NDIMS));
+}
+
+Test(dims, the_plan_holds_its_degrees_in_the_table_order)
+{
+    zp_plan p;
+    zp_plan_default(&p, 64);
+    p.mp = 2;
+    p.ep = 4;
+    p.pp = 4;
+    p.dp = 8;
+    cr_assert_eq(p.deg[ZP_DIM_TP], 2);
+    cr_assert_eq(p.deg[ZP_DIM_EP], 4);
+    cr_assert_eq(p.deg[ZP_DIM_DP], 8);
+    cr_assert_eq(p.deg[ZP_DIM_PP], 4);
+    /* EP subdivides DP: it does not multiply the GPUs */
+    cr_assert_eq(zp_plan_gpus(&p), 64);
+    /* placement, innermost first: TP, then EP inside DP, then the pipeline */
+    cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_TP), 1);
+    cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_EP), 2);
+    cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_DP), 2);
+    cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_PP), 16);
+}
+
+/* A given degree is judged by its row, with the row's message. */
+Test(dims, given_degrees_are_checked_by_their_rows)
+{
+    const zp_model *m = &zp_zoo_find("100B")->model;
+    zp_dim_ctx c;
+    zp_dims_ctx_init(&c, m, 400, 16, 0);
+    const zp_dim_type *tp = zp_dims_get(ZP_DIM_TP), *pp = zp_dims_get(ZP_DIM_PP), *ep = zp_dims_get(ZP_DIM_EP);
+    cr_assert_eq(tp->check(&c, 16), ZP_OK);
+    cr_assert_eq(tp->check(&c, 3), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "--mp: 3 does not divide the 400 GPUs"), "%s", zp_error_message());
+    cr_assert_eq(pp->check(&c, 200), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "more pipeline stages than the model's 125 layers"), "%s",
+              zp_error_message());
+    c.deg[ZP_DIM_TP] = 16;
+    cr_assert_eq(pp->check(&c, 8), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "--pp 8 x --mp 16 do not divide the 400 GPUs"), "%s", zp_error_message());
+    cr_assert_eq(ep->check(&c, 2), ZP_EINVAL); /* a dense model has no experts */
+    cr_assert(strstr(zp_error_message(), "has no experts to shard"), "%s", zp_error_message());
+}
+
+/* Each row's range: every candidate it offers is admitted, and TP stays in a node unless asked. */
+Test(dims, search_ranges_offer_what_they_admit)
+{
+    const zp_model *m = &zp_zoo_find("mixtral-8x7b")->model;
+    zp_dim_ctx c;
+    zp_dims_ctx_init(&c, m, 64, 8, 0);
+    const zp_dim_type *tp = zp_dims_get(ZP_DIM_TP), *pp = zp_dims_get(ZP_DIM_PP), *ep = zp_dims_get(ZP_DIM_EP);
+    int64_t want_tp[] = {1, 2, 4, 8}, n = 0;
+    for (int64_t t = tp->next(&c, 0); t > 0; t = tp->next(&c, t), n++) {
+        cr_assert_lt(n, 4);
+        cr_assert_eq(t, want_tp[n]);
+    }
+    cr_assert_eq(n, 4);
+    c.deg[ZP_DIM_TP] = 2;
+    for (int64_t p = pp->next(&c, 0); p > 0; p = pp->next(&c, p)) {
+        cr_assert(pp->admits(&c, p));
+        cr_assert_eq(32 % p, 0);
+    }
+    c.deg[ZP_DIM_PP] = 4; /* DP 8: EP 1, 2, 4, 8 (Mixtral's 8 experts) */
+    n = 0;
+    for (int64_t e = ep->next(&c, 0); e > 0; e = ep->next(&c, e), n++)
+        cr_assert_eq(e, INT64_C(1) << n);
+    cr_assert_eq(n, 4);
+    cr_assert_not(ep->admits(&c, 16));
+}
+
+/* The search walks the table: every plan it returns has degrees its rows admit, and the GPUs. */
+Test(dims, the_search_offers_only_admitted_degrees)
+{
+    const zp_cluster *cl;
+    cr_assert_eq(zp_cluster_find("dgx-h100", &cl), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, cl, 64);
+    r.simulate = 0;
+    r.global_batch = 256;
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    int seen_ep = 0, seen_pp = 0;
+    for (int i = 0; i < res.n; i++) {
+        const zp_plan *p = &res.plans[i].plan;
+        cr_assert_eq(zp_plan_gpus(p), 64);
+        cr_assert_eq(p->dp % p->ep, 0);
+        cr_assert_leq(p->mp, 8);
+        seen_ep |= p->ep > 1;
+        seen_pp |= p->pp > 1;
+    }
+    cr_assert(seen_ep && seen_pp, "the walk searched EP and PP");
+    zp_search_result_free(&res);
+    /* the data-parallel degree is never given */
+    r.dp = 8;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_EINVAL);
+}

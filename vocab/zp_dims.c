@@ -1,0 +1,151 @@
+/* zp_dims.c — the table of parallel dimensions (zp_dims.h): one row each, its checks and search range. */
+#include "zp_dims.h"
+
+#include <stddef.h>
+
+#include "zp_pipeline.h"
+#include "zp_shape.h"
+
+static int64_t degree_or_1(const zp_dim_ctx *c, zp_dim_id id) { return c->deg[id] > 0 ? c->deg[id] : 1; }
+
+/* ---- tensor parallelism: Megatron-LM's split of heads and widths; inside a node unless asked */
+
+static zp_status tp_check(const zp_dim_ctx *c, int64_t t)
+{
+    if (t < 1)
+        return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
+    if (t > c->gpus)
+        return ZP_FAIL(ZP_EINVAL, "--mp: %lld exceeds the %lld GPUs", (long long)t, (long long)c->gpus);
+    if (c->gpus % t != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)t, (long long)c->gpus);
+    return zp_shape_check_mp(c->model, t);
+}
+
+static int tp_admits(const zp_dim_ctx *c, int64_t t) { return c->gpus % t == 0; }
+
+/* Powers of two dividing the GPUs and the heads, up to max_tp (a node's GPUs by default: Megatron-LM's TP
+ * across nodes only when asked); beyond a node, whole nodes. */
+static int64_t tp_next(const zp_dim_ctx *c, int64_t prev)
+{
+    const int64_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, max = c->max_tp > 0 ? c->max_tp : gpn;
+    for (int64_t t = prev > 0 ? 2 * prev : 1; t <= c->gpus; t *= 2)
+        if (t <= max && c->gpus % t == 0 && zp_shape_mp_ok(c->model, t) && !(t > gpn && t % gpn))
+            return t;
+    return 0;
+}
+
+/* ---- expert parallelism: the routed experts over EP of the DP ranks */
+
+static zp_status ep_check(const zp_dim_ctx *c, int64_t e)
+{
+    if (e < 1)
+        return ZP_FAIL(ZP_EINVAL, "--ep: must be at least 1");
+    /* the experts must split; the DP degree too when TP (hence DP) is given */
+    zp_plan q;
+    zp_plan_default(&q, c->deg[ZP_DIM_TP] != ZP_DIM_ANY ? c->gpus / c->deg[ZP_DIM_TP] : e);
+    q.ep = e;
+    return zp_shape_check_ep(c->model, &q);
+}
+
+/* EP divides the DP degree the others leave and the routed experts (a dense model: 1 only). */
+static int ep_admits(const zp_dim_ctx *c, int64_t e)
+{
+    const int64_t dp = c->gpus / zp_dims_gpus(c->deg), experts = c->model->experts;
+    return dp % e == 0 && (experts == 0 ? e == 1 : experts % e == 0);
+}
+
+/* Powers of two up to the experts; 1 for a dense model. */
+static int64_t ep_next(const zp_dim_ctx *c, int64_t prev)
+{
+    const int64_t top = c->model->experts > 0 ? c->model->experts : 1;
+    for (int64_t e = prev > 0 ? 2 * prev : 1; e <= top; e *= 2)
+        if (ep_admits(c, e))
+            return e;
+    return 0;
+}
+
+/* ---- pipeline parallelism: the layers cut into stages, a stage's GPUs filling nodes or sharing one */
+
+static zp_status pp_check(const zp_dim_ctx *c, int64_t pp)
+{
+    if (pp < 1)
+        return ZP_FAIL(ZP_EINVAL, "--pp: must be at least 1");
+    if (c->gpus % pp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--pp: %lld pipeline stages do not divide the %lld GPUs", (long long)pp,
+                       (long long)c->gpus);
+    const int64_t tp = c->deg[ZP_DIM_TP];
+    if (tp != ZP_DIM_ANY && c->gpus % (pp * tp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "--pp %lld x --mp %lld do not divide the %lld GPUs", (long long)pp, (long long)tp,
+                       (long long)c->gpus);
+    if (c->model && pp > c->model->layers)
+        return ZP_FAIL(ZP_EINVAL, "--pp %lld: more pipeline stages than the model's %lld layers (each stage needs at "
+                                  "least one)",
+                       (long long)pp, (long long)c->model->layers);
+    return ZP_OK;
+}
+
+/* Whether P stages fit the degrees decided: P divides what TP leaves, each stage has a layer, and a
+ * stage's GPUs fill whole nodes or share one (zp_pp_place_get). */
+static int pp_admits(const zp_dim_ctx *c, int64_t pp)
+{
+    const int64_t tp = degree_or_1(c, ZP_DIM_TP);
+    if (c->gpus % (tp * pp) != 0 || pp > c->model->layers)
+        return 0;
+    if (pp == 1)
+        return 1;
+    zp_plan q;
+    zp_plan_default(&q, c->gpus / tp / pp);
+    q.mp = tp;
+    zp_pp_place pl;
+    return zp_pp_place_get(&q, c->gpus_per_node, &pl) == ZP_OK;
+}
+
+static int64_t pp_next(const zp_dim_ctx *c, int64_t prev)
+{
+    for (int64_t pp = prev + 1; pp <= c->gpus / degree_or_1(c, ZP_DIM_TP); pp++)
+        if (pp_admits(c, pp))
+            return pp;
+    return 0;
+}
+
+/* The table, in placement order (innermost first). DeepSpeed's names: its pipeline engine's num_stages
+ * (deepspeed.pipe.PipelineModule), the MoE layer's ep_size (deepspeed.moe.layer.MoE), and the
+ * model-parallel unit Megatron-DeepSpeed hands it (mpu) for TP. */
+static const zp_dim_type g_dims[ZP_NDIMS] = {
+    {ZP_DIM_TP, "tensor", "--mp", "attention heads and the MLP's width (Megatron-LM's column/row split)",
+     ZP_DIM_TP, "--tensor-model-parallel-size", "mpu (model_parallel_size)", tp_check, tp_admits, tp_next},
+    {ZP_DIM_EP, "expert", "--ep", "routed experts", ZP_DIM_DP, "--expert-model-parallel-size", "ep_size",
+     ep_check, ep_admits, ep_next},
+    {ZP_DIM_DP, "data", "", "the global batch (ZeRO partitions model states over it)", ZP_DIM_DP, NULL,
+     "data_parallel_size", NULL, NULL, NULL},
+    {ZP_DIM_PP, "pipeline", "--pp", "layers (a stage's consecutive blocks)", ZP_DIM_PP,
+     "--pipeline-model-parallel-size", "num_stages", pp_check, pp_admits, pp_next},
+};
+
+const zp_dim_type *zp_dims_get(zp_dim_id id) { return (unsigned)id < ZP_NDIMS ? &g_dims[id] : NULL; }
+
+void zp_dims_ctx_init(zp_dim_ctx *c, const zp_model *model, int64_t gpus, int gpus_per_node, int64_t max_tp)
+{
+    *c = (zp_dim_ctx){.model = model, .gpus = gpus, .gpus_per_node = gpus_per_node, .max_tp = max_tp};
+    for (int d = 0; d < ZP_NDIMS; d++)
+        c->deg[d] = ZP_DIM_ANY;
+}
+
+int64_t zp_dims_gpus(const int64_t deg[ZP_NDIMS])
+{
+    int64_t n = 1;
+    for (int d = 0; d < ZP_NDIMS; d++)
+        if (g_dims[d].within == (zp_dim_id)d && deg[d] > 0) /* ZP_DIM_ANY: not decided, counts 1 */
+            n *= deg[d];
+    return n;
+}
+
+int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id)
+{
+    int64_t s = 1;
+    const zp_dim_id outer = g_dims[id].within;
+    for (int d = 0; d < (int)outer; d++)
+        if (g_dims[d].within == (zp_dim_id)d && deg[d] > 0)
+            s *= deg[d];
+    return s;
+}
