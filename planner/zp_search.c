@@ -145,29 +145,32 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->stage = ZP_SEARCH_ANY;
     for (int d = 0; d < ZP_NDIMS; d++)
         r->deg[d] = ZP_SEARCH_ANY;
-    r->capacity_factor = 1.0;
-    r->moe_imbalance = 1.0;
+    /* what is not searched starts at the plan's defaults (zp_plan_default, their one place) */
+    zp_plan d;
+    zp_plan_default(&d, gpus);
+    r->capacity_factor = d.capacity_factor;
+    r->moe_imbalance = d.moe_imbalance;
     r->micro_batch = ZP_SEARCH_ANY;
     r->global_batch = ZP_SEARCH_ANY;
     r->grad_accum = ZP_SEARCH_ANY;
     r->pa = ZP_SEARCH_ANY;
     r->pa_cpu = ZP_SEARCH_ANY;
     r->offload = ZP_SEARCH_ANY;
-    r->checkpoint = 1;
+    r->checkpoint = d.checkpoint;
     r->recompute = ZP_SEARCH_ANY;
     r->pp_schedule = ZP_SEARCH_ANY;
     r->vstages = ZP_SEARCH_ANY;
     r->sp = ZP_SEARCH_ANY;
-    r->cb = 1;
-    r->md = 1;
-    r->bucket = ZP_DEFAULT_BUCKET;
-    r->k_optimizer = ZP_ADAM_K;
-    r->param_bytes = 2.0;
+    r->cb = d.cb;
+    r->md = d.md;
+    r->bucket = d.bucket;
+    r->k_optimizer = d.k_optimizer;
+    r->param_bytes = d.param_bytes;
     r->bf16 = ZP_SEARCH_ANY;
-    r->overlap_comm = 1;
-    r->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
-    r->stage3_prefetch = ZP_DEFAULT_PREFETCH;
-    r->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
+    r->overlap_comm = d.overlap_comm;
+    r->stage3_max_live = d.stage3_max_live;
+    r->stage3_prefetch = d.stage3_prefetch;
+    r->persistence_threshold = d.persistence_threshold;
     r->max_simulated = 64;
     r->reserve = ZP_DEFAULT_RESERVE;
     r->default_batch = 1;
@@ -508,42 +511,30 @@ static int cmp_cand(const void *a, const void *b)
  * bound). Every fitting plan left unsimulated shows its bound (method "bound"), so no figure shown is
  * better than what the simulation could give it. Then simulates the recommended plan once more to write
  * its trace. */
-static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
+/* The profile that prices the request's plans: the user's or the preset's, for the plans' precision (bf16
+ * without bf16 tensor cores, fp32 training). */
+static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profile *typed)
 {
-    zp_profile builtin;
     const zp_profile *prof = r->profile;
     if (!prof) {
-        zp_device_profile_builtin(r->cluster, &builtin);
-        prof = &builtin;
+        zp_device_profile_builtin(r->cluster, builtin);
+        prof = builtin;
     }
-    /* the plans' precision prices their GEMMs (bf16 without bf16 tensor cores, fp32 training) */
-    zp_profile typed;
     zp_plan probe;
     zp_plan_default(&probe, 1);
     probe.param_bytes = r->param_bytes;
     probe.bf16 = zp_search_bf16(r);
-    zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), &typed);
-    prof = &typed;
-    int nfit = 0;
-    for (int i = 0; i < out->n; i++)
-        nfit += out->plans[i].fits;
-    int64_t gpn = r->cluster->gpus_per_node;
+    zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), typed);
+}
+
+/* The fitting plans worth simulating, into c (as many as fit), each with its bound: not those dominated,
+ * nor (beyond ZP_SIM_MAX_FULL_NODES nodes) those whose reduced simulation is not exact. */
+static zp_status screen_plans(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, cand *c,
+                              int *ncand)
+{
+    const int64_t gpn = r->cluster->gpus_per_node;
     const int too_large = (r->gpus + gpn - 1) / gpn > ZP_SIM_MAX_FULL_NODES; /* for the full simulation */
-    if (nfit == 0)
-        return ZP_OK; /* nothing to simulate */
-    cand *c = calloc((size_t)nfit, sizeof *c);
-    int jobs_at_once = r->jobs > 0 ? r->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs_at_once < 1)
-        jobs_at_once = 1;
-    zp_sim_job *jobs = calloc((size_t)jobs_at_once, sizeof *jobs);
-    int *which = calloc((size_t)jobs_at_once, sizeof *which);
-    if (!c || !jobs || !which) {
-        free(c);
-        free(jobs);
-        free(which);
-        return ZP_FAIL(ZP_ENOMEM, "out of memory");
-    }
-    int ncand = 0;
+    *ncand = 0;
     for (int i = 0; i < out->n; i++) {
         zp_eval *e = &out->plans[i];
         if (!e->fits)
@@ -562,66 +553,73 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
                                .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
                                .oversubscription = r->oversubscription};
             zp_sim_mode mode;
-            zp_status pst = zp_engine_pick(&in, &mode, NULL, 0);
-            if (pst != ZP_OK) {
-                free(c);
-                free(jobs);
-                free(which);
-                return pst;
-            }
+            ZP_TRY(zp_engine_pick(&in, &mode, NULL, 0));
             if (mode != ZP_SIM_REDUCED) {
                 e->unsimulated = "it needs the full simulation, which takes at most 2048 nodes";
                 out->n_too_large++;
                 continue;
             }
         }
-        c[ncand++] = (cand){.idx = i, .bound = throughput_bound(e)};
+        c[(*ncand)++] = (cand){.idx = i, .bound = throughput_bound(e)};
     }
-    nfit = ncand;
-    qsort(c, (size_t)nfit, sizeof *c, cmp_cand);
-    double t0 = zp_time_now_s(), best = 0.0;
-    int best_idx = -1, next = 0, done = 0;
-    zp_status st = ZP_OK;
-    zp_sim_input best_in = {0};
-    while (st == ZP_OK && next < nfit && done < r->max_simulated) {
-        int n = 0;
-        while (n < jobs_at_once && next < nfit && done + n < r->max_simulated) {
-            const cand *k = &c[next];
-            if (k->bound <= best)
-                break; /* sorted by bound: no later candidate can win either */
-            next++;
-            which[n] = k->idx;
-            jobs[n] = (zp_sim_job){.in = {.model = r->model, .plan = &out->plans[k->idx].plan, .cluster = r->cluster,
+    qsort(c, (size_t)*ncand, sizeof *c, cmp_cand);
+    return ZP_OK;
+}
+
+/* The simulation rounds' state: candidates by bound, the jobs of a round, the best so far. */
+typedef struct {
+    cand *c;
+    int nc, next, done;
+    zp_sim_job *jobs;
+    int *which;
+    int at_once;
+    double best;           /* samples/s */
+    int best_idx;
+    zp_sim_input best_in;
+} rounds;
+
+/* One round: up to at_once candidates whose bound can still beat the best, simulated at once; 0 in *n when
+ * none is left. */
+static zp_status simulate_round(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, rounds *R,
+                                int *n)
+{
+    *n = 0;
+    while (*n < R->at_once && R->next < R->nc && R->done + *n < r->max_simulated) {
+        const cand *k = &R->c[R->next];
+        if (k->bound <= R->best)
+            break; /* sorted by bound: no later candidate can win either */
+        R->next++;
+        R->which[*n] = k->idx;
+        R->jobs[*n] = (zp_sim_job){.in = {.model = r->model, .plan = &out->plans[k->idx].plan, .cluster = r->cluster,
                                           .profile = prof, .platform_file = r->platform_file, .sim = r->sim,
                                           .oversubscription = r->oversubscription}};
-            n++;
-        }
-        if (n == 0)
-            break;
-        st = zp_simrun_many(jobs, n, n);
-        for (int j = 0; j < n && st == ZP_OK; j++) {
-            zp_eval *e = &out->plans[which[j]];
-            if (jobs[j].st != ZP_OK) {
-                st = ZP_FAIL(jobs[j].st, "simulating stage %d, MP %lld, micro-batch %lld: %s", e->plan.stage,
-                             (long long)e->plan.mp, (long long)e->plan.micro_batch, jobs[j].err);
-                break;
-            }
-            apply_sim(r->model, e, &jobs[j].res);
-            if (e->samples_per_s > best) {
-                best = e->samples_per_s;
-                best_idx = which[j];
-                best_in = jobs[j].in;
-            }
-        }
-        done += n;
-        if (r->progress) /* the total shrinks to what will run once the bound ends the search */
-            r->progress(r->progress_ctx, done,
-                        next >= nfit || c[next].bound <= best ? done : (nfit < r->max_simulated ? nfit : r->max_simulated));
+        (*n)++;
     }
-    out->n_simulated = done;
-    for (int k = next; k < nfit; k++) {
-        zp_eval *e = &out->plans[c[k].idx];
-        if (c[k].bound <= best) {
+    if (*n == 0)
+        return ZP_OK;
+    ZP_TRY(zp_simrun_many(R->jobs, *n, *n));
+    for (int j = 0; j < *n; j++) {
+        zp_eval *e = &out->plans[R->which[j]];
+        if (R->jobs[j].st != ZP_OK)
+            return ZP_FAIL(R->jobs[j].st, "simulating stage %d, MP %lld, micro-batch %lld: %s", e->plan.stage,
+                           (long long)e->plan.mp, (long long)e->plan.micro_batch, R->jobs[j].err);
+        apply_sim(r->model, e, &R->jobs[j].res);
+        if (e->samples_per_s > R->best) {
+            R->best = e->samples_per_s;
+            R->best_idx = R->which[j];
+            R->best_in = R->jobs[j].in;
+        }
+    }
+    return ZP_OK;
+}
+
+/* Why each candidate left unsimulated was: beaten by its bound, or past the simulations allowed; every
+ * fitting plan left unsimulated then shows its bound. */
+static void mark_unsimulated(const zp_search_req *r, zp_search_result *out, const rounds *R)
+{
+    for (int k = R->next; k < R->nc; k++) {
+        zp_eval *e = &out->plans[R->c[k].idx];
+        if (R->c[k].bound <= R->best) {
             e->unsimulated = "its kernels alone, or its collectives alone, take longer than the best simulated step";
             out->n_pruned++;
         } else {
@@ -632,15 +630,51 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     for (int i = 0; i < out->n; i++)
         if (out->plans[i].fits && out->plans[i].unsimulated)
             apply_bound(r->model, &out->plans[i], out->plans[i].unsimulated);
-    if (st == ZP_OK && r->trace_path && best_idx >= 0) {
-        zp_sim_job tj = {.in = best_in};
+}
+
+static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
+{
+    zp_profile builtin, typed;
+    search_profile(r, &builtin, &typed);
+    const zp_profile *prof = &typed;
+    int nfit = 0;
+    for (int i = 0; i < out->n; i++)
+        nfit += out->plans[i].fits;
+    if (nfit == 0)
+        return ZP_OK; /* nothing to simulate */
+    rounds R = {.best_idx = -1};
+    R.at_once = r->jobs > 0 ? r->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (R.at_once < 1)
+        R.at_once = 1;
+    R.c = calloc((size_t)nfit, sizeof *R.c);
+    R.jobs = calloc((size_t)R.at_once, sizeof *R.jobs);
+    R.which = calloc((size_t)R.at_once, sizeof *R.which);
+    zp_status st = !R.c || !R.jobs || !R.which ? ZP_FAIL(ZP_ENOMEM, "out of memory")
+                                               : screen_plans(r, prof, out, R.c, &R.nc);
+    const double t0 = zp_time_now_s();
+    while (st == ZP_OK && R.next < R.nc && R.done < r->max_simulated) {
+        int n;
+        st = simulate_round(r, prof, out, &R, &n);
+        if (n == 0)
+            break;
+        R.done += n;
+        if (r->progress) /* the total shrinks to what will run once the bound ends the search */
+            r->progress(r->progress_ctx, R.done,
+                        R.next >= R.nc || R.c[R.next].bound <= R.best ? R.done
+                                                                      : (R.nc < r->max_simulated ? R.nc : r->max_simulated));
+    }
+    out->n_simulated = R.done;
+    if (R.c && R.jobs && R.which)
+        mark_unsimulated(r, out, &R);
+    if (st == ZP_OK && r->trace_path && R.best_idx >= 0) {
+        zp_sim_job tj = {.in = R.best_in};
         tj.in.trace_path = r->trace_path;
         st = zp_simrun_one(&tj);
     }
     out->sim_wall_s = zp_time_now_s() - t0;
-    free(c);
-    free(jobs);
-    free(which);
+    free(R.c);
+    free(R.jobs);
+    free(R.which);
     return st;
 }
 

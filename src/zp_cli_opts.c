@@ -83,8 +83,6 @@ FLAG(set_max_model, max_model, 1)
 FLAG(set_flash, r.flash_attn, 1)
 FLAG(set_accum_fusion, r.grad_accum_fusion, 1)
 FLAG(set_no_cb, r.cb, 0)
-INT(set_mp, r.mp, 1, ZP_MAX_GPUS)
-INT(set_ep, r.ep, 1, ZP_MAX_GPUS)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
 INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
@@ -92,7 +90,6 @@ INT(set_seq, seq, 1, INT64_C(1) << 30)
 INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
 INT(set_steps, steps, 1, INT64_C(1) << 20)
 INT(set_seed, seed, 0, 0x7fffffffL)
-INT(set_pp, r.pp, 1, ZP_MAX_GPUS)
 /* DeepSpeed's stage-3 limits, in elements (suffixes: 1G = 1e9). */
 RANGE(set_max_live, r.stage3_max_live, 0, 1e15)
 RANGE(set_prefetch, r.stage3_prefetch, 0, 1e15)
@@ -227,6 +224,16 @@ static zp_status set_format(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* A parallel degree, into the request's degree of the dimension whose option this is (--mp, --ep, --pp:
+ * the dimension table's options, vocab/zp_dims.h). */
+static zp_status set_degree(zp_cli_args *a, const char *opt, const char *v)
+{
+    for (int d = 0; d < ZP_NDIMS; d++)
+        if (strcmp(zp_dims_get((zp_dim_id)d)->option, opt) == 0)
+            return zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.deg[d]);
+    return ZP_FAIL(ZP_EINVAL, "%s: not a parallel dimension's option", opt);
+}
+
 /* --mp: the MP degree of a plan, or table2's list of degrees. */
 static zp_status set_mp_any(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -234,7 +241,7 @@ static zp_status set_mp_any(zp_cli_args *a, const char *opt, const char *v)
         a->mp_list = v;
         return ZP_OK;
     }
-    return set_mp(a, opt, v);
+    return set_degree(a, opt, v);
 }
 
 /* --report: the what-if's HTML page, or the report a sweep makes of its rows. */
@@ -356,7 +363,7 @@ static const zp_cli_opt g_opts[] = {
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
     {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
-    {"ep", 0, 1, PLAN, set_ep},
+    {"ep", 0, 1, PLAN, set_degree},
     {"capacity-factor", 0, 1, PLAN, set_capacity},
     {"moe-imbalance", 0, 1, PLAN, set_imbalance},
     {"micro-batch", 0, 1, PLAN | VAL, set_micro},
@@ -373,7 +380,7 @@ static const zp_cli_opt g_opts[] = {
     {"checkpoint-activations", 0, 0, PLAN, set_checkpoint}, /* Megatron-LM's and DeepSpeed's name */
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
     {"recompute", 0, 1, PLAN, set_recompute},
-    {"pp", 0, 1, PLAN, set_pp},
+    {"pp", 0, 1, PLAN, set_degree},
     {"schedule", 0, 1, PLAN, set_schedule},
     {"virtual-stages", 0, 1, PLAN, set_vstages},
     {"sp", 0, 0, PLAN, set_sp},
