@@ -26,6 +26,7 @@
 #include "zp_config.h"
 #include "zp_coll.h"
 #include "zp_status.h"
+#include "zp_timing.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -225,6 +226,29 @@ zp_status zp_comm_barrier(zp_comm *c);
 zp_status zp_comm_allreduce_double(zp_comm *c, double *value, zp_redop op);
 /* Number of distinct nodes among c's ranks. Collective. */
 zp_status zp_comm_node_count(const zp_comm *c, int *nodes);
+
+/* ---- timing kernels with the harness (common/zp_timing.h): calibrate and the benches ---- */
+
+/* A backend's timer as the harness's clock (wall clock on cpu, CUDA events on cuda). */
+typedef struct {
+    const zp_kernels_backend *be; /* whose timer_start and timer_stop time the samples */
+    zp_timer *timer;              /* from be->timer_create */
+} zp_kernels_clock;
+
+/* Sets o's clock to `clock` (NULL: the wall clock) and its barrier to zp_comm_barrier of `barrier` (NULL:
+ * none); the other fields of o are left as they are. clock and barrier must outlive the runs of o. */
+void zp_kernels_timing_hooks(zp_timing_opts *o, zp_kernels_clock *clock, zp_comm *barrier);
+
+/* One fused Adam step as an operation to time: zp_adam_op_run(&op) is a zp_timing_fn. */
+typedef struct {
+    const zp_kernels_backend *be; /* whose adam_step runs (buffers in its memory) */
+    zp_adam_hparams hp;
+    zp_adam_buffers b;
+} zp_adam_op;
+
+/* Runs one op->be->adam_step; ZP_ERUNTIME when the step overflowed (a timed step must update: its
+ * gradients are finite). */
+zp_status zp_adam_op_run(void *op);
 
 /* ---- the cpu backend's functions, callable directly (host memory) ---- */
 extern const zp_kernels_backend zp_kernels_cpu;
