@@ -210,6 +210,14 @@ zp_status zp_kernels_backend_get(const char *name, const zp_kernels_backend **ou
  * a no-op otherwise. zp_kernels_mpi_finalize finalises only what this call initialised. */
 zp_status zp_kernels_mpi_init(int *argc, char ***argv);
 zp_status zp_kernels_mpi_finalize(void);
+/* Ends the whole job with exit status `code` (MPI_Abort of the world): for a rank that fails while others
+ * may wait for it in a collective. Does not return when built with MPI; without MPI, does nothing (ZP_OK). */
+zp_status zp_kernels_mpi_abort(int code);
+/* Only when this process has neither started nor ended MPI: starts it, waits for every rank of the world
+ * and finalises it, so that ranks refusing a command under mpirun have all printed before any exits (a
+ * rank that exits at once makes mpirun tear the job down, losing the others' messages). Otherwise, and
+ * without MPI, does nothing (ZP_OK). */
+zp_status zp_kernels_mpi_meet(int *argc, char ***argv);
 
 /* All ranks (MPI_COMM_WORLD), for backend `be`. Collective over the world. */
 zp_status zp_comm_world(const zp_kernels_backend *be, zp_comm **out);
