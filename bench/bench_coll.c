@@ -20,36 +20,20 @@
     } while (0)
 
 typedef struct {
-    zp_comm *w;
-    zp_coll_kind kind;
-    float *a, *b, *c; /* STREAM: (n) each */
-    void *send, *recv;
-    size_t n;         /* STREAM floats, or the collective's whole buffer in floats */
-} op_arg;
+    float *a, *b, *c; /* (n) each */
+    size_t n;
+} stream_arg;
 
 static zp_status op_copy(void *p)
 {
-    op_arg *o = p;
+    stream_arg *o = p;
     return zp_kernels_cpu.stream_copy(o->a, o->b, o->n);
 }
 
 static zp_status op_triad(void *p)
 {
-    op_arg *o = p;
+    stream_arg *o = p;
     return zp_kernels_cpu.stream_triad(o->a, o->b, o->c, 3.0f, o->n);
-}
-
-static zp_status op_coll(void *p)
-{
-    op_arg *o = p;
-    const zp_kernels_backend *be = &zp_kernels_cpu;
-    size_t n = (size_t)zp_comm_size(o->w);
-    switch (o->kind) {
-    case ZP_COLL_ALLREDUCE: return be->allreduce(o->w, o->send, o->recv, o->n, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_REDUCE_SCATTER: return be->reduce_scatter(o->w, o->send, o->recv, o->n / n, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_ALLGATHER: return be->allgather(o->w, o->send, o->recv, o->n / n, ZP_DT_F32);
-    default: return be->broadcast(o->w, o->send, o->n, ZP_DT_F32, 0);
-    }
 }
 
 int main(int argc, char **argv)
@@ -67,7 +51,7 @@ int main(int argc, char **argv)
 
     /* memory bandwidth of every rank at once (what the collectives compete for): the best of 5 */
     size_t nb = (size_t)16 << 20;
-    op_arg st = {.w = w, .n = nb};
+    stream_arg st = {.n = nb};
     CHECK(be->alloc(nb * 4, (void **)&st.a));
     CHECK(be->alloc(nb * 4, (void **)&st.b));
     CHECK(be->alloc(nb * 4, (void **)&st.c));
@@ -94,10 +78,10 @@ int main(int argc, char **argv)
                    "count", "time(us)", "algbw", "busbw", "busbw/triad");
         for (double bytes = 1024; bytes <= maxb; bytes *= 4) {
             size_t unit = 4 * (size_t)n, sz = ((size_t)bytes + unit - 1) / unit * unit, cnt = sz / 4;
-            op_arg a = {.w = w, .kind = (zp_coll_kind)k, .send = send, .recv = recv, .n = cnt};
+            zp_coll_op a = {be, w, (zp_coll_kind)k, send, recv, cnt};
             o.warmup = 2;
             o.reps = sz > ((size_t)16 << 20) ? 5 : 20;
-            CHECK(zp_timing_run(&o, op_coll, &a, r));
+            CHECK(zp_timing_run(&o, zp_coll_op_run, &a, r));
             double med = r[0].median;
             CHECK(zp_comm_allreduce_double(w, &med, ZP_OP_MAX));
             double alg = sz / med / 1e9, bus = alg * zp_coll_busbw_factor((zp_coll_kind)k, n);

@@ -279,24 +279,6 @@ static void bench_gemm(json_t *root, const int *hidden, int nh, int tokens)
 
 /* ---- NCCL on this GPU alone ---- */
 
-typedef struct {
-    zp_comm *c;
-    zp_coll_kind kind;
-    void *send, *recv;
-    size_t count;
-} coll_arg;
-
-static zp_status op_coll(void *p)
-{
-    coll_arg *a = p;
-    switch (a->kind) {
-    case ZP_COLL_ALLREDUCE: return be->allreduce(a->c, a->send, a->recv, a->count, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_REDUCE_SCATTER: return be->reduce_scatter(a->c, a->send, a->recv, a->count, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_ALLGATHER: return be->allgather(a->c, a->send, a->recv, a->count, ZP_DT_F32);
-    default: return be->broadcast(a->c, a->send, a->count, ZP_DT_F32, 0);
-    }
-}
-
 static void bench_nccl(json_t *root, int *argc, char ***argv, size_t maxb)
 {
 #if ZP_HAVE_NCCL && ZP_HAVE_MPI
@@ -309,8 +291,8 @@ static void bench_nccl(json_t *root, int *argc, char ***argv, size_t maxb)
     for (int k = 0; k < ZP_COLL_MEASURED; k++) {
         json_t *pts = json_array();
         for (size_t b = (size_t)1 << 20; b <= maxb; b *= 16) {
-            coll_arg a = {c, (zp_coll_kind)k, send, recv, b / 4};
-            double t = per_call(op_coll, &a);
+            zp_coll_op a = {be, c, (zp_coll_kind)k, send, recv, b / 4}; /* one rank: count = the whole buffer */
+            double t = per_call(zp_coll_op_run, &a);
             json_array_append_new(pts, json_pack("{s:I,s:f,s:f}", "bytes", (json_int_t)b, "time_s", t, "algbw_gbs",
                                                  b / t / 1e9));
         }

@@ -478,28 +478,6 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
 
 /* ---- collectives ---- */
 
-typedef struct {
-    const zp_kernels_backend *be;
-    zp_comm *comm;
-    zp_coll_kind kind;
-    void *send, *recv;
-    size_t bytes; /* whole buffer */
-} coll_arg;
-
-static zp_status op_coll(void *p)
-{
-    coll_arg *a = p;
-    size_t n = (size_t)zp_comm_size(a->comm);
-    size_t count = a->bytes / 4;
-    switch (a->kind) {
-    case ZP_COLL_ALLREDUCE: return a->be->allreduce(a->comm, a->send, a->recv, count, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_REDUCE_SCATTER:
-        return a->be->reduce_scatter(a->comm, a->send, a->recv, count / n, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_ALLGATHER: return a->be->allgather(a->comm, a->send, a->recv, count / n, ZP_DT_F32);
-    default: return a->be->broadcast(a->comm, a->send, count, ZP_DT_F32, 0);
-    }
-}
-
 static int coll_sizes(const cal *c, double maxb, double *sizes, int cap)
 {
     int n = 0;
@@ -522,12 +500,13 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
             /* whole buffer, a multiple of 4 * nranks bytes */
             size_t unit = 4 * (size_t)nr;
             size_t bytes = ((size_t)sizes[i] + unit - 1) / unit * unit;
-            coll_arg a = {.be = c->be, .comm = comm, .kind = (zp_coll_kind)k, .send = send, .recv = recv, .bytes = bytes};
+            zp_coll_op a = {.be = c->be, .comm = comm, .kind = (zp_coll_kind)k, .send = send, .recv = recv,
+                            .count = bytes / 4};
             char what[96];
             snprintf(what, sizeof what, "%s %s", zp_coll_name((zp_coll_kind)k), zp_profile_scope_name(scope));
             progress(c, what);
             stat s;
-            ZP_TRY(time_op(c, comm, op_coll, &a, 1, &s));
+            ZP_TRY(time_op(c, comm, zp_coll_op_run, &a, 1, &s));
             c->done += 1;
             f->points[i] = (zp_profile_coll_point){(double)bytes, s.max_med, spread_of(&s, s.max_med)};
             xs[i] = (double)bytes;

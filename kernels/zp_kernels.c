@@ -221,6 +221,20 @@ void zp_kernels_timing_hooks(zp_timing_opts *o, zp_kernels_clock *clock, zp_comm
     o->barrier_ctx = barrier;
 }
 
+zp_status zp_coll_op_run(void *op)
+{
+    zp_coll_op *a = op;
+    const zp_kernels_backend *be = a->be;
+    const size_t n = (size_t)zp_comm_size(a->comm);
+    switch (a->kind) {
+    case ZP_COLL_ALLREDUCE: return be->allreduce(a->comm, a->send, a->recv, a->count, ZP_DT_F32, ZP_OP_SUM);
+    case ZP_COLL_REDUCE_SCATTER:
+        return be->reduce_scatter(a->comm, a->send, a->recv, a->count / n, ZP_DT_F32, ZP_OP_SUM);
+    case ZP_COLL_ALLGATHER: return be->allgather(a->comm, a->send, a->recv, a->count / n, ZP_DT_F32);
+    default: return be->broadcast(a->comm, a->send, a->count, ZP_DT_F32, 0);
+    }
+}
+
 zp_status zp_adam_op_run(void *op)
 {
     zp_adam_op *a = op;

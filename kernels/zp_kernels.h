@@ -258,6 +258,19 @@ typedef struct {
  * gradients are finite). */
 zp_status zp_adam_op_run(void *op);
 
+/* One collective (fp32, sum) over a whole buffer as an operation to time: zp_coll_op_run(&op) is a
+ * zp_timing_fn. All-reduce and broadcast move count elements; reduce-scatter and all-gather count / ranks
+ * per rank (send count -> recv count / ranks, and back). */
+typedef struct {
+    const zp_kernels_backend *be; /* whose collectives run (buffers in its memory) */
+    zp_comm *comm;
+    zp_coll_kind kind;
+    void *send, *recv;            /* (count) floats each; broadcast: send from rank 0 */
+    size_t count;                 /* the whole buffer's elements, a multiple of the ranks */
+} zp_coll_op;
+
+zp_status zp_coll_op_run(void *op);
+
 /* ---- the cpu backend's functions, callable directly (host memory) ---- */
 extern const zp_kernels_backend zp_kernels_cpu;
 zp_status zp_adam_step_cpu(const zp_adam_hparams *hp, const zp_adam_buffers *buf, zp_adam_result *res);
