@@ -1,13 +1,14 @@
 /* bench_coll — the cpu backend's collectives the nccl-tests way, under mpirun:
  * size, time, algbw = size / time, busbw = algbw * factor (2(n-1)/n all-reduce, (n-1)/n
  * reduce-scatter and all-gather, 1 broadcast), next to the memory bandwidth measured in the
- * same run. usage: mpirun -np N bench_coll [MAX_BYTES] */
+ * same run. Timing: the harness (common/zp_timing.h), the backend's timer, a barrier before each sample.
+ * usage: mpirun -np N bench_coll [MAX_BYTES] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zp_kernels.h"
-#include "zp_stats.h"
+#include "zp_timing.h"
 
 #define CHECK(expr)                                                                  \
     do {                                                                             \
@@ -17,6 +18,23 @@
             return 1;                                                                \
         }                                                                            \
     } while (0)
+
+typedef struct {
+    float *a, *b, *c; /* (n) each */
+    size_t n;
+} stream_arg;
+
+static zp_status op_copy(void *p)
+{
+    stream_arg *o = p;
+    return zp_kernels_cpu.stream_copy(o->a, o->b, o->n);
+}
+
+static zp_status op_triad(void *p)
+{
+    stream_arg *o = p;
+    return zp_kernels_cpu.stream_triad(o->a, o->b, o->c, 3.0f, o->n);
+}
 
 int main(int argc, char **argv)
 {
@@ -29,29 +47,24 @@ int main(int argc, char **argv)
     zp_timer *t;
     CHECK(be->timer_create(&t));
 
-    /* memory bandwidth of every rank at once (what the collectives compete for) */
+    zp_kernels_clock clock = {be, t};
+
+    /* memory bandwidth of every rank at once (what the collectives compete for): the best of 5 */
     size_t nb = (size_t)16 << 20;
-    float *a, *b, *c;
-    CHECK(be->alloc(nb * 4, (void **)&a));
-    CHECK(be->alloc(nb * 4, (void **)&b));
-    CHECK(be->alloc(nb * 4, (void **)&c));
-    memset(a, 0, nb * 4), memset(b, 0, nb * 4), memset(c, 0, nb * 4);
-    double best_copy = 1e9, best_triad = 1e9, s;
-    for (int r = 0; r < 5; r++) {
-        CHECK(zp_comm_barrier(w));
-        CHECK(be->timer_start(t));
-        CHECK(be->stream_copy(a, b, nb));
-        CHECK(be->timer_stop(t, &s));
-        best_copy = s < best_copy ? s : best_copy;
-        CHECK(be->timer_start(t));
-        CHECK(be->stream_triad(a, b, c, 3.0f, nb));
-        CHECK(be->timer_stop(t, &s));
-        best_triad = s < best_triad ? s : best_triad;
-    }
-    double copy = 8.0 * nb / best_copy / 1e9, triad = 12.0 * nb / best_triad / 1e9;
+    stream_arg st = {.n = nb};
+    CHECK(be->alloc(nb * 4, (void **)&st.a));
+    CHECK(be->alloc(nb * 4, (void **)&st.b));
+    CHECK(be->alloc(nb * 4, (void **)&st.c));
+    memset(st.a, 0, nb * 4), memset(st.b, 0, nb * 4), memset(st.c, 0, nb * 4);
+    const zp_timing_op stream[2] = {{op_copy, &st, 1}, {op_triad, &st, 1}};
+    zp_timing_opts o = {.warmup = 0, .reps = 5};
+    zp_kernels_timing_hooks(&o, &clock, w);
+    zp_timing_result r[2];
+    CHECK(zp_timing_run_ops(&o, stream, 2, r));
+    double copy = 8.0 * nb / r[0].min / 1e9, triad = 12.0 * nb / r[1].min / 1e9;
     CHECK(zp_comm_allreduce_double(w, &copy, ZP_OP_SUM));
     CHECK(zp_comm_allreduce_double(w, &triad, ZP_OP_SUM));
-    be->free(a), be->free(b), be->free(c);
+    be->free(st.a), be->free(st.b), be->free(st.c);
     if (rank == 0)
         printf("# %d ranks; memory bandwidth, all ranks together: copy %.1f GB/s, triad %.1f GB/s\n", n, copy, triad);
 
@@ -65,24 +78,11 @@ int main(int argc, char **argv)
                    "count", "time(us)", "algbw", "busbw", "busbw/triad");
         for (double bytes = 1024; bytes <= maxb; bytes *= 4) {
             size_t unit = 4 * (size_t)n, sz = ((size_t)bytes + unit - 1) / unit * unit, cnt = sz / 4;
-            int reps = sz > ((size_t)16 << 20) ? 5 : 20;
-            double ts[32];
-            for (int r = -2; r < reps; r++) {
-                CHECK(zp_comm_barrier(w));
-                CHECK(be->timer_start(t));
-                switch (k) {
-                case ZP_COLL_ALLREDUCE: CHECK(be->allreduce(w, send, recv, cnt, ZP_DT_F32, ZP_OP_SUM)); break;
-                case ZP_COLL_REDUCE_SCATTER:
-                    CHECK(be->reduce_scatter(w, send, recv, cnt / n, ZP_DT_F32, ZP_OP_SUM));
-                    break;
-                case ZP_COLL_ALLGATHER: CHECK(be->allgather(w, send, recv, cnt / n, ZP_DT_F32)); break;
-                default: CHECK(be->broadcast(w, send, cnt, ZP_DT_F32, 0)); break;
-                }
-                CHECK(be->timer_stop(t, &s));
-                if (r >= 0)
-                    ts[r] = s;
-            }
-            double med = zp_stats_median(ts, (size_t)reps);
+            zp_coll_op a = {be, w, (zp_coll_kind)k, send, recv, cnt};
+            o.warmup = 2;
+            o.reps = sz > ((size_t)16 << 20) ? 5 : 20;
+            CHECK(zp_timing_run(&o, zp_coll_op_run, &a, r));
+            double med = r[0].median;
             CHECK(zp_comm_allreduce_double(w, &med, ZP_OP_MAX));
             double alg = sz / med / 1e9, bus = alg * zp_coll_busbw_factor((zp_coll_kind)k, n);
             if (rank == 0)

@@ -2,13 +2,59 @@
  * replay its alloc/free ops) over the plans the what-if search of a model would screen, and beside it the
  * full schedule's build and replay. Prints microseconds per plan; the target is microseconds (tens), not
  * milliseconds: the search screens hundreds of plans, each at several micro-batches.
+ * Timing: the harness (common/zp_timing.h), wall clock: the median of 20 passes over the plans.
  * Usage: bench_replay [model [gpus]]   (default 100B on 400 GPUs) */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "zp_memory.h"
-#include "zp_time.h"
+#include "zp_timing.h"
 #include "zp_zoo.h"
+
+typedef struct {
+    const zp_model *m;
+    const zp_plan *plans;
+    int n;       /* plans in one pass */
+    double sink; /* the memories summed: the work cannot be optimised away */
+} pass_arg;
+
+/* zp_memory_estimate of every plan. */
+static zp_status pass_memory(void *p)
+{
+    pass_arg *a = p;
+    for (int i = 0; i < a->n; i++) {
+        zp_memory mem;
+        if (zp_memory_estimate(a->m, &a->plans[i], &mem) == ZP_OK)
+            a->sink += mem.total;
+    }
+    return ZP_OK;
+}
+
+/* The full schedule of every plan, built and replayed. */
+static zp_status pass_full(void *p)
+{
+    pass_arg *a = p;
+    for (int i = 0; i < a->n; i++) {
+        zp_schedule s;
+        zp_memory mem;
+        if (zp_schedule_build(a->m, &a->plans[i], &s) == ZP_OK && zp_memory_replay(&s, &mem) == ZP_OK)
+            a->sink += mem.total;
+        zp_schedule_free(&s);
+    }
+    return ZP_OK;
+}
+
+/* Seconds per plan of a pass: the median of `reps` passes. */
+static double per_plan(zp_timing_fn pass, pass_arg *a, int reps)
+{
+    zp_timing_opts o = {.warmup = 0, .reps = reps};
+    zp_timing_result r;
+    if (zp_timing_run(&o, pass, a, &r) != ZP_OK) {
+        fprintf(stderr, "bench_replay: %s\n", zp_error_message());
+        exit(1);
+    }
+    return r.median / a->n;
+}
 
 int main(int argc, char **argv)
 {
@@ -35,28 +81,10 @@ int main(int argc, char **argv)
                     p->pa_cpu = ra == 2;
                     p->micro_batch = b;
                 }
-    double sink = 0;
-    int reps = 20;
-    double t0 = zp_time_now_s();
-    for (int r = 0; r < reps; r++)
-        for (int i = 0; i < n; i++) {
-            zp_memory mem;
-            if (zp_memory_estimate(&m, &plans[i], &mem) == ZP_OK)
-                sink += mem.total;
-        }
-    double mem_only = (zp_time_now_s() - t0) / (reps * n);
-    t0 = zp_time_now_s();
-    int full_n = n < 40 ? n : 40;
-    for (int i = 0; i < full_n; i++) {
-        zp_schedule s;
-        zp_memory mem;
-        if (zp_schedule_build(&m, &plans[i], &s) == ZP_OK && zp_memory_replay(&s, &mem) == ZP_OK)
-            sink += mem.total;
-        zp_schedule_free(&s);
-    }
-    double full = (zp_time_now_s() - t0) / full_n;
+    pass_arg mem = {&m, plans, n, 0}, full = {&m, plans, n < 40 ? n : 40, 0};
+    double mem_only = per_plan(pass_memory, &mem, 20), per_full = per_plan(pass_full, &full, 1);
     printf("model %s (%lld layers) on %lld GPUs, %d plans\n", m.name, (long long)m.layers, (long long)gpus, n);
     printf("  memory of one plan (memory-only schedule, replayed)   %9.2f us\n", mem_only * 1e6);
-    printf("  the full schedule built and replayed, for comparison  %9.2f us\n", full * 1e6);
-    return sink > 0 ? 0 : 1;
+    printf("  the full schedule built and replayed, for comparison  %9.2f us\n", per_full * 1e6);
+    return mem.sink + full.sink > 0 ? 0 : 1;
 }

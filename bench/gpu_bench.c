@@ -8,7 +8,8 @@
  *                 alternated; fraction = plain time / backend time, per shape and over the sum of shapes;
  *   nccl          the backend's NCCL collectives on a one-rank communicator (this GPU alone): time, algbw;
  *   host_device   pageable and pinned host <-> device copies.
- * Timing: CUDA events on the default stream around loops of calls lasting >= 20 ms, the median of 5.
+ * Timing: the harness (common/zp_timing.h) with CUDA events on the default stream around loops of calls
+ * lasting >= 20 ms, the median of 5.
  * usage: zp_gpu_bench [--quick] [-o FILE]     exit 0 ok, 1 run-time failure, 2 bad usage or no CUDA device
  *        zp_gpu_bench --probe                 only says whether the cuda backend can use a GPU (its name, or why not) */
 #include <math.h>
@@ -24,10 +25,10 @@
 #include "zp_elementwise.h"
 #include "zp_io.h"
 #include "zp_kernels.h"
-#include "zp_stats.h"
+#include "zp_timing.h"
 
 static const zp_kernels_backend *be;
-static zp_timer *timer;
+static zp_kernels_clock bench_clock; /* be's timer: CUDA events on the default stream */
 
 static void die(const char *what)
 {
@@ -41,69 +42,52 @@ static void die(const char *what)
             die(#expr);              \
     } while (0)
 
-#define CUDA(call)                                                                                  \
-    do {                                                                                            \
-        cudaError_t e_ = (call);                                                                    \
-        if (e_ != cudaSuccess) {                                                                    \
-            fprintf(stderr, "zp_gpu_bench: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), \
-                    __FILE__, __LINE__);                                                            \
-            exit(1);                                                                                \
-        }                                                                                           \
+static void die_call(const char *call, const char *error, const char *file, int line)
+{
+    fprintf(stderr, "zp_gpu_bench: %s failed: %s (%s:%d)\n", call, error, file, line);
+    exit(1);
+}
+
+/* A CUDA or cuBLAS call whose result r_ passes `ok`, or the run ends naming it and `error` of r_. */
+#define CHECKED(type, call, ok, error)                                     \
+    do {                                                                   \
+        type r_ = (call);                                                  \
+        if (!(ok))                                                         \
+            die_call(#call, (error), __FILE__, __LINE__);                  \
     } while (0)
+#define CUDA(call) CHECKED(cudaError_t, call, r_ == cudaSuccess, cudaGetErrorString(r_))
+#define CUBLAS(call) CHECKED(cublasStatus_t, call, r_ == CUBLAS_STATUS_SUCCESS, cublasGetStatusString(r_))
 
-#define CUBLAS(call)                                                                                   \
-    do {                                                                                               \
-        cublasStatus_t s_ = (call);                                                                    \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-            fprintf(stderr, "zp_gpu_bench: %s failed: %s (%s:%d)\n", #call, cublasGetStatusString(s_), \
-                    __FILE__, __LINE__);                                                               \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
-
-typedef void (*op_fn)(void *arg);
-
-/* Seconds per call of fn: one warm call, a probe to size the loop (>= 20 ms), the median of 5 loops. */
-static int loop_size(op_fn fn, void *arg)
+/* Calls of fn per timed sample so that a sample lasts >= 20 ms: one warm call, one timed call. */
+static int loop_size(zp_timing_fn fn, void *arg)
 {
-    fn(arg);
-    double t = 0;
-    TRY(be->timer_start(timer));
-    fn(arg);
-    TRY(be->timer_stop(timer, &t));
-    double n = ceil(0.02 / fmax(t, 1e-7));
-    return n < 3 ? 3 : n > 2000 ? 2000 : (int)n;
+    zp_timing_opts o = {.warmup = 1, .reps = 1};
+    zp_kernels_timing_hooks(&o, &bench_clock, NULL);
+    zp_timing_result r;
+    TRY(zp_timing_run(&o, fn, arg, &r));
+    return zp_timing_inner(r.samples[0], 0.02, 3, 2000);
 }
 
-static double time_loop(op_fn fn, void *arg, int inner)
+/* Seconds per call of each of n (<= 2) operations timed alternately (a, b, a, b, ...: all see the same
+ * clocks and temperature) by the harness: loops of calls lasting >= 20 ms, the median of 5. */
+static void per_call_ops(zp_timing_op *ops, int n, double *seconds)
 {
-    double t = 0;
-    TRY(be->timer_start(timer));
-    for (int i = 0; i < inner; i++)
-        fn(arg);
-    TRY(be->timer_stop(timer, &t));
-    return t / inner;
+    for (int k = 0; k < n; k++)
+        ops[k].inner = loop_size(ops[k].fn, ops[k].ctx);
+    zp_timing_opts o = {.warmup = 0, .reps = 5};
+    zp_kernels_timing_hooks(&o, &bench_clock, NULL);
+    zp_timing_result r[2];
+    TRY(zp_timing_run_ops(&o, ops, n, r));
+    for (int k = 0; k < n; k++)
+        seconds[k] = r[k].median;
 }
 
-static double per_call(op_fn fn, void *arg)
+static double per_call(zp_timing_fn fn, void *arg)
 {
-    int inner = loop_size(fn, arg);
-    double s[5];
-    for (int r = 0; r < 5; r++)
-        s[r] = time_loop(fn, arg, inner);
-    return zp_stats_median(s, 5);
-}
-
-/* Two operations timed alternately (a, b, a, b, ...): both see the same clocks and temperature. */
-static void per_call_pair(op_fn fa, void *aa, op_fn fb, void *ab, double *ta, double *tb)
-{
-    int ia = loop_size(fa, aa), ib = loop_size(fb, ab);
-    double sa[5], sb[5];
-    for (int r = 0; r < 5; r++) {
-        sa[r] = time_loop(fa, aa, ia);
-        sb[r] = time_loop(fb, ab, ib);
-    }
-    *ta = zp_stats_median(sa, 5), *tb = zp_stats_median(sb, 5);
+    zp_timing_op op = {fn, arg, 1};
+    double t;
+    per_call_ops(&op, 1, &t);
+    return t;
 }
 
 static void *dalloc(size_t bytes)
@@ -146,24 +130,27 @@ typedef struct {
     size_t bytes;
 } copy_arg;
 
-static void op_memcpy(void *p)
+static zp_status op_memcpy(void *p)
 {
     copy_arg *c = p;
     CUDA(cudaMemcpyAsync(c->a, c->b, c->bytes, cudaMemcpyDeviceToDevice, 0));
+    return ZP_OK;
 }
 
-static void op_copy_kernel(void *p)
+static zp_status op_copy_kernel(void *p)
 {
     copy_arg *c = p;
-    TRY(be->stream_copy(c->a, c->b, c->bytes / 4));
+    return be->stream_copy(c->a, c->b, c->bytes / 4);
 }
 
 static double bench_copy(json_t *root, size_t bytes)
 {
     copy_arg c = {dalloc(bytes), dalloc(bytes), bytes};
     dfill(c.b, bytes, ZP_DT_F32);
-    double tm, tk;
-    per_call_pair(op_memcpy, &c, op_copy_kernel, &c, &tm, &tk);
+    zp_timing_op ops[2] = {{op_memcpy, &c, 1}, {op_copy_kernel, &c, 1}};
+    double t[2];
+    per_call_ops(ops, 2, t);
+    const double tm = t[0], tk = t[1];
     be->free(c.a), be->free(c.b);
     double gm = 2.0 * bytes / tm / 1e9, gk = 2.0 * bytes / tk / 1e9;
     json_object_set_new(root, "copy", json_pack("{s:I,s:f,s:f,s:f,s:s}", "bytes", (json_int_t)bytes, "memcpy_gbs", gm,
@@ -174,22 +161,6 @@ static double bench_copy(json_t *root, size_t bytes)
 }
 
 /* ---- Adam ---- */
-
-typedef struct {
-    zp_adam_hparams hp;
-    zp_adam_buffers b;
-} adam_arg;
-
-static void op_adam(void *p)
-{
-    adam_arg *a = p;
-    zp_adam_result r;
-    TRY(be->adam_step(&a->hp, &a->b, &r));
-    if (r.overflow) {
-        fprintf(stderr, "zp_gpu_bench: the Adam step overflowed\n");
-        exit(1);
-    }
-}
 
 static void bench_adam(json_t *root, const size_t *sizes, int nsizes, double copy_gbs)
 {
@@ -202,13 +173,14 @@ static void bench_adam(json_t *root, const size_t *sizes, int nsizes, double cop
     json_t *pts = json_array();
     double last_gbs = 0, last_check_gbs = 0;
     for (int i = 0; i < nsizes; i++) {
-        adam_arg a = {.hp = zp_adam_hparams_default(),
+        zp_adam_op a = {.be = be,
+                        .hp = zp_adam_hparams_default(),
                       .b = {.n = sizes[i], .param = p, .grad = g, .m = m, .v = v, .half = h, .half_dtype = ZP_DT_F16}};
         a.hp.weight_decay = 0.01;
         a.hp.grads_checked = 1; /* the kernel alone (the trainer checks once for all partitions) */
-        double t = per_call(op_adam, &a);
+        double t = per_call(zp_adam_op_run, &a);
         a.hp.grads_checked = 0; /* and with the backend's own NaN/inf check first */
-        double tc = per_call(op_adam, &a);
+        double tc = per_call(zp_adam_op_run, &a);
         double gbs = (double)ZP_ADAM_BYTES_PER_PARAM * sizes[i] / t / 1e9;
         double gbs_c = (double)ZP_ADAM_BYTES_PER_PARAM * sizes[i] / tc / 1e9;
         json_array_append_new(pts, json_pack("{s:I,s:f,s:f,s:f,s:f}", "params", (json_int_t)sizes[i], "time_s", t,
@@ -232,19 +204,20 @@ typedef struct {
     cublasComputeType_t ct;
 } gemm_arg;
 
-static void op_gemm_backend(void *p)
+static zp_status op_gemm_backend(void *p)
 {
     gemm_arg *a = p;
-    TRY(be->gemm(&a->g));
+    return be->gemm(&a->g);
 }
 
 /* The same product as the backend computes (row-major C = A B as column-major C^T = B^T A^T), straight. */
-static void op_gemm_plain(void *p)
+static zp_status op_gemm_plain(void *p)
 {
     gemm_arg *a = p;
     const zp_gemm_args *g = &a->g;
     CUBLAS(cublasGemmEx(a->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->m, g->k, &g->alpha, g->b, a->t, g->ldb, g->a, a->t,
                         g->lda, &g->beta, g->c, CUDA_R_32F, g->ldc, a->ct, CUBLAS_GEMM_DEFAULT));
+    return ZP_OK;
 }
 
 static void bench_gemm(json_t *root, const int *hidden, int nh, int tokens)
@@ -278,8 +251,10 @@ static void bench_gemm(json_t *root, const int *hidden, int nh, int tokens)
                               .h = handle,
                               .t = dt == ZP_DT_F16 ? CUDA_R_16F : dt == ZP_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F,
                               .ct = dt == ZP_DT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
-                double tb, tp;
-                per_call_pair(op_gemm_backend, &a, op_gemm_plain, &a, &tb, &tp);
+                zp_timing_op ops[2] = {{op_gemm_backend, &a, 1}, {op_gemm_plain, &a, 1}};
+                double t[2];
+                per_call_ops(ops, 2, t);
+                const double tb = t[0], tp = t[1];
                 double fl = 2.0 * m * n * k;
                 sum_b += tb, sum_p += tp;
                 best = fmax(best, fl / tb);
@@ -304,26 +279,6 @@ static void bench_gemm(json_t *root, const int *hidden, int nh, int tokens)
 
 /* ---- NCCL on this GPU alone ---- */
 
-typedef struct {
-    zp_comm *c;
-    zp_coll_kind kind;
-    void *send, *recv;
-    size_t count;
-} coll_arg;
-
-static void op_coll(void *p)
-{
-    coll_arg *a = p;
-    switch (a->kind) {
-    case ZP_COLL_ALLREDUCE: TRY(be->allreduce(a->c, a->send, a->recv, a->count, ZP_DT_F32, ZP_OP_SUM)); break;
-    case ZP_COLL_REDUCE_SCATTER:
-        TRY(be->reduce_scatter(a->c, a->send, a->recv, a->count, ZP_DT_F32, ZP_OP_SUM));
-        break;
-    case ZP_COLL_ALLGATHER: TRY(be->allgather(a->c, a->send, a->recv, a->count, ZP_DT_F32)); break;
-    default: TRY(be->broadcast(a->c, a->send, a->count, ZP_DT_F32, 0)); break;
-    }
-}
-
 static void bench_nccl(json_t *root, int *argc, char ***argv, size_t maxb)
 {
 #if ZP_HAVE_NCCL && ZP_HAVE_MPI
@@ -336,8 +291,8 @@ static void bench_nccl(json_t *root, int *argc, char ***argv, size_t maxb)
     for (int k = 0; k < ZP_COLL_MEASURED; k++) {
         json_t *pts = json_array();
         for (size_t b = (size_t)1 << 20; b <= maxb; b *= 16) {
-            coll_arg a = {c, (zp_coll_kind)k, send, recv, b / 4};
-            double t = per_call(op_coll, &a);
+            zp_coll_op a = {be, c, (zp_coll_kind)k, send, recv, b / 4}; /* one rank: count = the whole buffer */
+            double t = per_call(zp_coll_op_run, &a);
             json_array_append_new(pts, json_pack("{s:I,s:f,s:f}", "bytes", (json_int_t)b, "time_s", t, "algbw_gbs",
                                                  b / t / 1e9));
         }
@@ -362,13 +317,10 @@ typedef struct {
     int to_device;
 } hd_arg;
 
-static void op_hd(void *p)
+static zp_status op_hd(void *p)
 {
     hd_arg *a = p;
-    if (a->to_device)
-        TRY(be->copy_to_device(a->dev, a->host, a->bytes));
-    else
-        TRY(be->copy_to_host(a->host, a->dev, a->bytes));
+    return a->to_device ? be->copy_to_device(a->dev, a->host, a->bytes) : be->copy_to_host(a->host, a->dev, a->bytes);
 }
 
 static void bench_host_device(json_t *root, size_t bytes)
@@ -430,7 +382,8 @@ int main(int argc, char **argv)
         printf("%s (CUDA driver API %d, runtime %d)\n", name, drv, rt);
         return 0;
     }
-    TRY(be->timer_create(&timer));
+    bench_clock.be = be;
+    TRY(be->timer_create(&bench_clock.timer));
 
     json_t *root = json_object();
     struct cudaDeviceProp prop;
@@ -458,7 +411,7 @@ int main(int argc, char **argv)
     bench_host_device(root, quick ? (size_t)16 << 20 : (size_t)256 << 20);
     bench_nccl(root, &argc, &argv, quick ? (size_t)16 << 20 : (size_t)1 << 30);
 
-    be->timer_free(timer);
+    be->timer_free(bench_clock.timer);
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     json_decref(root);
     int rc = 0;

@@ -16,14 +16,13 @@
 #include "zp_kernels.h"
 #include "zp_nn.h"
 #include "zp_stats.h"
-
-typedef zp_status (*op_fn)(void *arg);
+#include "zp_timing.h"
 
 typedef struct {
     const zp_calibrate_opts *o;
     const zp_kernels_backend *be;
     zp_comm *world;
-    zp_timer *timer;
+    zp_kernels_clock clock; /* the backend's timer (clock.be: the backend being timed) */
     double done, total; /* progress units */
 } cal;
 
@@ -41,45 +40,37 @@ static void progress(cal *c, const char *what)
         c->o->progress(c->o->progress_arg, c->total > 0 ? c->done / c->total : 1.0, what);
 }
 
-/* Warm-up, then repetitions each after a barrier of `sync_comm` (every rank takes part);
- * repetitions are cut (to >= 3) when one run is long so a measurement stays within ~3 s
- * (~1 s quick); all ranks agree on the count. */
-static zp_status time_op(cal *c, zp_comm *sync_comm, op_fn fn, void *arg, stat *out)
+/* Times `inner` calls of fn per sample with the harness (common/zp_timing.h): a first sample after a
+ * barrier of every rank, warm-up, then repetitions each after a barrier of `sync_comm` (every rank takes
+ * part); repetitions are cut (to >= 3) when one run is long so a measurement stays within ~3 s (~1 s
+ * quick); all ranks agree on the count. Times per call. */
+static zp_status time_op(cal *c, zp_comm *sync_comm, zp_timing_fn fn, void *arg, int inner, stat *out)
 {
-    const zp_kernels_backend *be = c->be;
-    int warm = c->o->warmup, reps = c->o->reps;
-    double first = 0;
-    ZP_TRY(zp_comm_barrier(c->world));
-    ZP_TRY(be->timer_start(c->timer));
-    ZP_TRY(fn(arg));
-    ZP_TRY(be->timer_stop(c->timer, &first));
-    for (int i = 1; i < warm; i++)
-        ZP_TRY(fn(arg));
+    const zp_timing_op op = {fn, arg, inner};
+    zp_timing_opts o = {.warmup = 0, .reps = 1};
+    zp_kernels_timing_hooks(&o, &c->clock, c->world);
+    zp_timing_result r;
+    ZP_TRY(zp_timing_run_ops(&o, &op, 1, &r));
+    double first = r.samples[0] * inner; /* seconds of one sample */
     ZP_TRY(zp_comm_allreduce_double(c->world, &first, ZP_OP_MAX));
+    int reps = c->o->reps;
     double budget = c->o->quick ? 1.0 : 3.0;
     if (first * reps > budget) {
-        int r = (int)(budget / (first > 0 ? first : 1e-9));
-        reps = r < 3 ? 3 : r < reps ? r : reps;
+        int n = (int)(budget / (first > 0 ? first : 1e-9));
+        reps = n < 3 ? 3 : n < reps ? n : reps;
     }
-    double samples[64];
-    if (reps > 64)
-        reps = 64;
-    for (int i = 0; i < reps; i++) {
-        ZP_TRY(zp_comm_barrier(sync_comm));
-        ZP_TRY(be->timer_start(c->timer));
-        ZP_TRY(fn(arg));
-        ZP_TRY(be->timer_stop(c->timer, &samples[i]));
-    }
+    o.warmup = c->o->warmup > 1 ? c->o->warmup - 1 : 0; /* the first sample was one */
+    o.reps = reps < ZP_TIMING_MAX_REPS ? reps : ZP_TIMING_MAX_REPS;
+    zp_kernels_timing_hooks(&o, &c->clock, sync_comm);
+    ZP_TRY(zp_timing_run_ops(&o, &op, 1, &r));
     /* a collective ends for everyone when its slowest rank is done: the slowest rank of each repetition,
      * then the median (max_med). When the ranks outnumber the cores a different rank can be the slow one
      * in each repetition (the one the scheduler left out), and each rank's own median then misses it. */
-    double worst[64];
-    memcpy(worst, samples, (size_t)reps * sizeof samples[0]);
-    for (int i = 0; i < reps; i++)
+    double worst[ZP_TIMING_MAX_REPS];
+    memcpy(worst, r.samples, (size_t)r.reps * sizeof r.samples[0]);
+    for (int i = 0; i < r.reps; i++)
         ZP_TRY(zp_comm_allreduce_double(c->world, &worst[i], ZP_OP_MAX));
-    /* (the median sorts: samples[0] is then the min) */
-    double wmed = zp_stats_median(worst, (size_t)reps), med = zp_stats_median(samples, (size_t)reps);
-    stat s = {med, med, wmed, samples[0], samples[reps - 1]};
+    stat s = {r.median, r.median, zp_stats_median(worst, (size_t)r.reps), r.min, r.max};
     ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_avg, ZP_OP_SUM));
     s.med_avg /= zp_comm_size(c->world);
     ZP_TRY(zp_comm_allreduce_double(c->world, &s.med_max, ZP_OP_MAX));
@@ -98,36 +89,18 @@ static double spread_of(const stat *s, double med) { return med > 0 ? (s->max - 
  * call often runs inside one slice and would look as fast as on an idle machine). Every rank runs
  * the loop at once, as every rank of the executor computes at once; the slowest rank's median is
  * kept (the executor's ranks meet at every collective). */
-typedef struct {
-    op_fn fn;
-    void *arg;
-    int inner;
-} loop_arg;
-
-static zp_status op_loop(void *p)
+static zp_status time_loop(cal *c, zp_timing_fn fn, void *arg, double *per_call, double *spread)
 {
-    loop_arg *l = p;
-    for (int i = 0; i < l->inner; i++)
-        ZP_TRY(l->fn(l->arg));
-    return ZP_OK;
-}
-
-static zp_status time_loop(cal *c, op_fn fn, void *arg, double *per_call, double *spread)
-{
-    const zp_kernels_backend *be = c->be;
-    double first = 0;
-    ZP_TRY(fn(arg)); /* warm (pages, caches) */
-    ZP_TRY(be->timer_start(c->timer));
-    ZP_TRY(fn(arg));
-    ZP_TRY(be->timer_stop(c->timer, &first));
+    zp_timing_opts o = {.warmup = 1, .reps = 1}; /* warm (pages, caches), then one call timed */
+    zp_kernels_timing_hooks(&o, &c->clock, NULL);
+    zp_timing_result r;
+    ZP_TRY(zp_timing_run(&o, fn, arg, &r));
+    double first = r.samples[0];
     ZP_TRY(zp_comm_allreduce_double(c->world, &first, ZP_OP_MAX));
-    double target = c->o->quick ? 0.01 : 0.03;
-    double inner = ceil(target / (first > 1e-7 ? first : 1e-7));
-    inner = inner < 1 ? 1 : inner > 20000 ? 20000 : inner;
-    loop_arg l = {fn, arg, (int)inner};
+    int inner = zp_timing_inner(first, c->o->quick ? 0.01 : 0.03, 1, 20000);
     stat s;
-    ZP_TRY(time_op(c, c->world, op_loop, &l, &s));
-    *per_call = s.med_max / inner;
+    ZP_TRY(time_op(c, c->world, fn, arg, inner, &s));
+    *per_call = s.med_max;
     *spread = spread_of(&s, s.med_max);
     return ZP_OK;
 }
@@ -188,11 +161,11 @@ static zp_status measure_bandwidth(cal *c, zp_profile *p)
     ZP_TRY(st);
     stat sc, stt;
     progress(c, "memory bandwidth: copy");
-    st = time_op(c, c->world, op_copy, &s, &sc);
+    st = time_op(c, c->world, op_copy, &s, 1, &sc);
     c->done += 1;
     if (st == ZP_OK) {
         progress(c, "memory bandwidth: triad");
-        st = time_op(c, c->world, op_triad, &s, &stt);
+        st = time_op(c, c->world, op_triad, &s, 1, &stt);
         c->done += 1;
     }
     c->be->free(s.a);
@@ -206,28 +179,12 @@ static zp_status measure_bandwidth(cal *c, zp_profile *p)
 
 /* ---- Adam ---- */
 
-typedef struct {
-    const zp_kernels_backend *be;
-    zp_adam_hparams hp;
-    zp_adam_buffers b;
-} adam_arg;
-
-static zp_status op_adam(void *p)
-{
-    adam_arg *a = p;
-    zp_adam_result r;
-    ZP_TRY(a->be->adam_step(&a->hp, &a->b, &r));
-    if (r.overflow)
-        return ZP_FAIL(ZP_ERUNTIME, "calibration Adam step overflowed");
-    return ZP_OK;
-}
-
 /* Times the fused step over sizes[] on backend be; fills points and the fitted rate. */
 static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const double *sizes, int nsizes,
                                  zp_profile_adam_point *pts, double *rate)
 {
     size_t nmax = (size_t)sizes[nsizes - 1];
-    adam_arg a = {.be = be, .hp = zp_adam_hparams_default()};
+    zp_adam_op a = {.be = be, .hp = zp_adam_hparams_default()};
     a.hp.grads_checked = 1; /* the trainer's overflow check is timed with the collectives' flag */
     a.hp.weight_decay = 0.01;
     void *bufs[5] = {0};
@@ -236,14 +193,14 @@ static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const dou
     for (int i = 0; i < 5 && st == ZP_OK; i++)
         st = dev_alloc_fill(be, nmax * (i == 4 ? 2 : 4), vals[i], &bufs[i]);
     double ns[ZP_PROFILE_MAX_ADAM], ts[ZP_PROFILE_MAX_ADAM];
-    const zp_kernels_backend *saved = c->be;
-    c->be = be;
+    const zp_kernels_backend *saved = c->clock.be;
+    c->clock.be = be;
     for (int i = 0; i < nsizes && st == ZP_OK; i++) {
         a.b = (zp_adam_buffers){.n = (size_t)sizes[i], .param = bufs[0], .grad = bufs[1], .m = bufs[2], .v = bufs[3],
                                 .half = bufs[4], .half_dtype = ZP_DT_F16};
         stat s;
         progress(c, "fused Adam");
-        st = time_op(c, c->world, op_adam, &a, &s);
+        st = time_op(c, c->world, zp_adam_op_run, &a, 1, &s);
         c->done += 1;
         if (st == ZP_OK) {
             ns[i] = sizes[i];
@@ -252,7 +209,7 @@ static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const dou
                 pts[i] = (zp_profile_adam_point){sizes[i], sizes[i] / s.med_avg, spread_of(&s, s.med_avg)};
         }
     }
-    c->be = saved;
+    c->clock.be = saved;
     for (int i = 0; i < 5; i++)
         be->free(bufs[i]);
     ZP_TRY(st);
@@ -326,7 +283,7 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
                             .c = C, .ldc = n, .in_dtype = dt}};
         stat s;
         progress(c, "GEMM");
-        st = time_op(c, c->world, op_gemm, &g, &s);
+        st = time_op(c, c->world, op_gemm, &g, 1, &s);
         c->done += 1;
         if (st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM) {
             double flops = 2.0 * m * n * k;
@@ -521,28 +478,6 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
 
 /* ---- collectives ---- */
 
-typedef struct {
-    const zp_kernels_backend *be;
-    zp_comm *comm;
-    zp_coll_kind kind;
-    void *send, *recv;
-    size_t bytes; /* whole buffer */
-} coll_arg;
-
-static zp_status op_coll(void *p)
-{
-    coll_arg *a = p;
-    size_t n = (size_t)zp_comm_size(a->comm);
-    size_t count = a->bytes / 4;
-    switch (a->kind) {
-    case ZP_COLL_ALLREDUCE: return a->be->allreduce(a->comm, a->send, a->recv, count, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_REDUCE_SCATTER:
-        return a->be->reduce_scatter(a->comm, a->send, a->recv, count / n, ZP_DT_F32, ZP_OP_SUM);
-    case ZP_COLL_ALLGATHER: return a->be->allgather(a->comm, a->send, a->recv, count / n, ZP_DT_F32);
-    default: return a->be->broadcast(a->comm, a->send, count, ZP_DT_F32, 0);
-    }
-}
-
 static int coll_sizes(const cal *c, double maxb, double *sizes, int cap)
 {
     int n = 0;
@@ -565,12 +500,13 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
             /* whole buffer, a multiple of 4 * nranks bytes */
             size_t unit = 4 * (size_t)nr;
             size_t bytes = ((size_t)sizes[i] + unit - 1) / unit * unit;
-            coll_arg a = {.be = c->be, .comm = comm, .kind = (zp_coll_kind)k, .send = send, .recv = recv, .bytes = bytes};
+            zp_coll_op a = {.be = c->be, .comm = comm, .kind = (zp_coll_kind)k, .send = send, .recv = recv,
+                            .count = bytes / 4};
             char what[96];
             snprintf(what, sizeof what, "%s %s", zp_coll_name((zp_coll_kind)k), zp_profile_scope_name(scope));
             progress(c, what);
             stat s;
-            ZP_TRY(time_op(c, comm, op_coll, &a, &s));
+            ZP_TRY(time_op(c, comm, zp_coll_op_run, &a, 1, &s));
             c->done += 1;
             f->points[i] = (zp_profile_coll_point){(double)bytes, s.max_med, spread_of(&s, s.max_med)};
             xs[i] = (double)bytes;
@@ -637,13 +573,13 @@ static zp_status measure_host_device(cal *c, zp_profile *p)
     if (st == ZP_OK) {
         a.to_device = 1;
         progress(c, "host to device");
-        st = time_op(c, c->world, op_hd, &a, &s);
+        st = time_op(c, c->world, op_hd, &a, 1, &s);
         p->h2d_gbs = st == ZP_OK ? bytes / s.med_avg / 1e9 : 0;
     }
     if (st == ZP_OK) {
         a.to_device = 0;
         progress(c, "device to host");
-        st = time_op(c, c->world, op_hd, &a, &s);
+        st = time_op(c, c->world, op_hd, &a, 1, &s);
         p->d2h_gbs = st == ZP_OK ? bytes / s.med_avg / 1e9 : 0;
     }
     c->done += 2;
@@ -774,8 +710,9 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
     int nodes = 1;
     if (st == ZP_OK)
         st = zp_comm_node_count(c.world, &nodes);
+    c.clock.be = c.be;
     if (st == ZP_OK)
-        st = c.be->timer_create(&c.timer);
+        st = c.be->timer_create(&c.clock.timer);
 
     zp_profile p;
     zp_profile_init(&p);
@@ -812,8 +749,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         progress(&c, "done");
         st = zp_profile_validate(&p);
     }
-    if (c.timer)
-        c.be->timer_free(c.timer);
+    if (c.clock.timer)
+        c.be->timer_free(c.clock.timer);
     zp_comm_free(cross);
     zp_comm_free(node);
     zp_comm_free(c.world);

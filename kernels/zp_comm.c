@@ -170,6 +170,28 @@ zp_status zp_kernels_mpi_finalize(void)
     return ZP_OK;
 }
 
+zp_status zp_kernels_mpi_abort(int code)
+{
+    MPI_Abort(MPI_COMM_WORLD, code);
+    return ZP_FAIL(ZP_ERUNTIME, "MPI_Abort returned"); /* it does not */
+}
+
+zp_status zp_kernels_mpi_meet(int *argc, char ***argv)
+{
+    int initialized = 0, finalized = 0;
+    ZP_MPI_CHECK(MPI_Initialized(&initialized));
+    ZP_MPI_CHECK(MPI_Finalized(&finalized));
+    if (initialized || finalized)
+        return ZP_OK;
+    ZP_TRY(zp_kernels_mpi_init(argc, argv));
+    zp_status st = ZP_OK;
+    int rc = MPI_Barrier(MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS)
+        st = zp_mpi_fail(rc, "MPI_Barrier", __FILE__, __LINE__);
+    zp_status fin = zp_kernels_mpi_finalize();
+    return st != ZP_OK ? st : fin;
+}
+
 static zp_status comm_wrap(const zp_kernels_backend *be, MPI_Comm src, int dup, zp_comm **out)
 {
     zp_comm *c = NULL;
@@ -513,6 +535,19 @@ zp_status zp_kernels_mpi_init(int *argc, char ***argv)
 }
 
 zp_status zp_kernels_mpi_finalize(void) { return ZP_OK; }
+
+zp_status zp_kernels_mpi_abort(int code)
+{
+    (void)code;
+    return ZP_OK;
+}
+
+zp_status zp_kernels_mpi_meet(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return ZP_OK;
+}
 
 static zp_status self_comm(const zp_kernels_backend *be, zp_comm **out)
 {

@@ -26,6 +26,7 @@
 #include "zp_config.h"
 #include "zp_coll.h"
 #include "zp_status.h"
+#include "zp_timing.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -209,6 +210,14 @@ zp_status zp_kernels_backend_get(const char *name, const zp_kernels_backend **ou
  * a no-op otherwise. zp_kernels_mpi_finalize finalises only what this call initialised. */
 zp_status zp_kernels_mpi_init(int *argc, char ***argv);
 zp_status zp_kernels_mpi_finalize(void);
+/* Ends the whole job with exit status `code` (MPI_Abort of the world): for a rank that fails while others
+ * may wait for it in a collective. Does not return when built with MPI; without MPI, does nothing (ZP_OK). */
+zp_status zp_kernels_mpi_abort(int code);
+/* Only when this process has neither started nor ended MPI: starts it, waits for every rank of the world
+ * and finalises it, so that ranks refusing a command under mpirun have all printed before any exits (a
+ * rank that exits at once makes mpirun tear the job down, losing the others' messages). Otherwise, and
+ * without MPI, does nothing (ZP_OK). */
+zp_status zp_kernels_mpi_meet(int *argc, char ***argv);
 
 /* All ranks (MPI_COMM_WORLD), for backend `be`. Collective over the world. */
 zp_status zp_comm_world(const zp_kernels_backend *be, zp_comm **out);
@@ -225,6 +234,42 @@ zp_status zp_comm_barrier(zp_comm *c);
 zp_status zp_comm_allreduce_double(zp_comm *c, double *value, zp_redop op);
 /* Number of distinct nodes among c's ranks. Collective. */
 zp_status zp_comm_node_count(const zp_comm *c, int *nodes);
+
+/* ---- timing kernels with the harness (common/zp_timing.h): calibrate and the benches ---- */
+
+/* A backend's timer as the harness's clock (wall clock on cpu, CUDA events on cuda). */
+typedef struct {
+    const zp_kernels_backend *be; /* whose timer_start and timer_stop time the samples */
+    zp_timer *timer;              /* from be->timer_create */
+} zp_kernels_clock;
+
+/* Sets o's clock to `clock` (NULL: the wall clock) and its barrier to zp_comm_barrier of `barrier` (NULL:
+ * none); the other fields of o are left as they are. clock and barrier must outlive the runs of o. */
+void zp_kernels_timing_hooks(zp_timing_opts *o, zp_kernels_clock *clock, zp_comm *barrier);
+
+/* One fused Adam step as an operation to time: zp_adam_op_run(&op) is a zp_timing_fn. */
+typedef struct {
+    const zp_kernels_backend *be; /* whose adam_step runs (buffers in its memory) */
+    zp_adam_hparams hp;
+    zp_adam_buffers b;
+} zp_adam_op;
+
+/* Runs one op->be->adam_step; ZP_ERUNTIME when the step overflowed (a timed step must update: its
+ * gradients are finite). */
+zp_status zp_adam_op_run(void *op);
+
+/* One collective (fp32, sum) over a whole buffer as an operation to time: zp_coll_op_run(&op) is a
+ * zp_timing_fn. All-reduce and broadcast move count elements; reduce-scatter and all-gather count / ranks
+ * per rank (send count -> recv count / ranks, and back). */
+typedef struct {
+    const zp_kernels_backend *be; /* whose collectives run (buffers in its memory) */
+    zp_comm *comm;
+    zp_coll_kind kind;
+    void *send, *recv;            /* (count) floats each; broadcast: send from rank 0 */
+    size_t count;                 /* the whole buffer's elements, a multiple of the ranks */
+} zp_coll_op;
+
+zp_status zp_coll_op_run(void *op);
 
 /* ---- the cpu backend's functions, callable directly (host memory) ---- */
 extern const zp_kernels_backend zp_kernels_cpu;

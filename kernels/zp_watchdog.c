@@ -350,6 +350,32 @@ void zp_comm_watchdog_stop(void)
 #endif
 }
 
+zp_status zp_comm_watchdog_wait_all(zp_comm *c, const char *phase)
+{
+    if (!c)
+        return ZP_FAIL(ZP_EINVAL, "wait: NULL communicator");
+#if ZP_HAVE_MPI
+    MPI_Request req;
+    int rc = MPI_Ibarrier(c->mpi, &req);
+    if (rc != MPI_SUCCESS)
+        return ZP_FAIL(ZP_ERUNTIME, "MPI_Ibarrier failed (error %d)", rc);
+    for (;;) {
+        int done = 0;
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return ZP_FAIL(ZP_ERUNTIME, "MPI_Test failed (error %d)", rc);
+        if (done)
+            return ZP_OK;
+        zp_comm_watchdog_beat(phase);
+        struct timespec ts = {0, 20 * 1000 * 1000}; /* 20 ms: a wait costs no core */
+        nanosleep(&ts, NULL);
+    }
+#else
+    (void)phase;
+    return ZP_OK; /* one rank */
+#endif
+}
+
 zp_status zp_comm_check_same_config(const zp_comm *c, uint64_t hash, const char *what)
 {
     if (!c)

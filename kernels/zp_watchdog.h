@@ -37,6 +37,10 @@ zp_status zp_comm_check_same_config(const zp_comm *c, uint64_t hash, const char 
 zp_status zp_comm_watchdog_start(const zp_comm *c, double timeout_s, const char *who);
 /* The main thread progressed; `phase` (a string that stays valid, e.g. a literal) names what it starts. */
 void zp_comm_watchdog_beat(const char *phase);
+/* Waits until every rank of c arrives (a barrier, collective over c) without keeping a core busy: polls
+ * every 20 ms, beating this rank's watchdog with `phase` meanwhile (a rank that dies or hangs is named by
+ * the watchdog, or by mpirun). */
+zp_status zp_comm_watchdog_wait_all(zp_comm *c, const char *phase);
 /* Stops the watchdog (tells the other ranks this one is done, then joins the thread). Not collective. */
 void zp_comm_watchdog_stop(void);
 

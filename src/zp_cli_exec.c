@@ -27,10 +27,6 @@
 #include "zp_size.h"
 #include "zp_zoo.h"
 
-#if ZP_HAVE_MPI
-#include <mpi.h>
-#endif
-
 static const char USAGE[] =
     "Usage: mpirun -np N zplan exec --model M [options]\n"
     "Trains a decoder for real (fp32) with ZeRO, Megatron MP, expert parallelism, activation checkpointing\n"
@@ -598,10 +594,8 @@ static int exec_main(int argc, char **argv)
     int rank = world ? zp_comm_rank(world) : 0;
     if (st != ZP_OK) {
         fprintf(stderr, "zplan exec: rank %d: %s\n", rank, zp_error_message());
-#if ZP_HAVE_MPI
         if (ranks > 1) /* the others may be waiting in a collective: end the job */
-            MPI_Abort(MPI_COMM_WORLD, zp_status_exit_code(st));
-#endif
+            zp_kernels_mpi_abort(zp_status_exit_code(st));
         zp_comm_free(world);
         zp_kernels_mpi_finalize();
         return zp_status_exit_code(st);

@@ -4,12 +4,7 @@
 #include <stdlib.h>
 
 #include "zp_cli.h"
-#include "zp_config.h"
 #include "zp_kernels.h"
-
-#if ZP_HAVE_MPI
-#include <mpi.h>
-#endif
 
 /* Open MPI's variable, or the PMI one of MPICH and Slurm. */
 static int launch_env(const char *ompi, const char *pmi, int dflt)
@@ -28,24 +23,13 @@ int zp_cli_launch_local_size(int dflt) { return launch_env("OMPI_COMM_WORLD_LOCA
 
 int zp_cli_launch_exit(int argc, char **argv, int rc)
 {
-#if ZP_HAVE_MPI
     /* Under mpirun, a rank that exits at once makes mpirun tear the job down, and the other ranks'
-     * messages can be lost on the way: meet the others in MPI first, so every rank has printed before
-     * any exits. */
-    int initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (rc == 2 && zp_cli_launch_size() > 1 && !initialized && !finalized) {
+     * messages can be lost on the way: meet the others in MPI first (when MPI never started), so every
+     * rank has printed before any exits. */
+    if (rc == 2 && zp_cli_launch_size() > 1) {
         int argc2 = argc;
         char **argv2 = argv;
-        if (zp_kernels_mpi_init(&argc2, &argv2) == ZP_OK) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            zp_kernels_mpi_finalize();
-        }
+        (void)zp_kernels_mpi_meet(&argc2, &argv2);
     }
-#else
-    (void)argc;
-    (void)argv;
-#endif
     return rc;
 }

@@ -28,12 +28,6 @@
 #include "zp_views.h"
 #include "zp_watchdog.h"
 
-#if ZP_HAVE_MPI
-#include <mpi.h>
-
-#include "zp_kernels_mpi.h"
-#endif
-
 static const char USAGE[] =
     "Usage: zplan sweep --models LIST --gpus LIST [--cluster LIST] [plan options] [options]\n"
     "       zplan sweep --grid FILE [plan options] [options]\n"
@@ -367,29 +361,6 @@ static zp_status sweep_write(sweep *s, const zp_sweep_row *rows)
     return st;
 }
 
-#if ZP_HAVE_MPI
-/* Waits for every rank to finish its cells, showing the watchdog that this rank is alive meanwhile (a
- * rank that dies or hangs is named by it, or by mpirun). */
-static zp_status wait_all(zp_comm *world)
-{
-    MPI_Request req;
-    int rc = MPI_Ibarrier(zp_comm_mpi(world), &req);
-    if (rc != MPI_SUCCESS)
-        return ZP_FAIL(ZP_ERUNTIME, "MPI_Ibarrier failed (error %d)", rc);
-    for (;;) {
-        int done = 0;
-        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS)
-            return ZP_FAIL(ZP_ERUNTIME, "MPI_Test failed (error %d)", rc);
-        if (done)
-            return ZP_OK;
-        zp_comm_watchdog_beat("waiting for the other ranks' cells");
-        struct timespec ts = {0, 20 * 1000 * 1000}; /* 20 ms: a wait costs no core */
-        nanosleep(&ts, NULL);
-    }
-}
-#endif
-
 /* Every rank's rows on every rank (rank r's rows are cells r, r + ranks, ...), in cell order into all. */
 static zp_status gather(sweep *s, zp_comm *world, const zp_sweep_row *mine, zp_sweep_row *all)
 {
@@ -459,10 +430,8 @@ static int sweep_run(sweep *s, int argc, char **argv)
     if (st == ZP_OK)
         st = sweep_compute(s, jobs, mine);
     partial_close(s);
-#if ZP_HAVE_MPI
-    if (st == ZP_OK && s->ranks > 1)
-        st = wait_all(world);
-#endif
+    if (st == ZP_OK && s->ranks > 1) /* every rank has finished its cells; the watchdog sees this one alive */
+        st = zp_comm_watchdog_wait_all(world, "waiting for the other ranks' cells");
     if (st == ZP_OK && s->ranks > 1) {
         zp_sweep_row *every = s->rank == 0 ? all : calloc((size_t)s->cells.n, sizeof *every);
         st = every ? gather(s, world, mine, every) : ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -488,10 +457,8 @@ static int sweep_run(sweep *s, int argc, char **argv)
     }
     free(mine);
     free(all);
-#if ZP_HAVE_MPI
     if (rc != 0 && s->ranks > 1 && !gathered)
-        MPI_Abort(MPI_COMM_WORLD, rc); /* the others may wait in a collective: end the job */
-#endif
+        zp_kernels_mpi_abort(rc); /* the others may wait in a collective: end the job */
     zp_comm_free(world);
     if (s->ranks > 1)
         zp_kernels_mpi_finalize();

@@ -1,4 +1,4 @@
-/* common/: the monotonic clock, the median, the child-process runner. */
+/* common/: the monotonic clock, the median, the timing harness, the child-process runner. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <signal.h>
@@ -12,6 +12,7 @@
 #include "zp_child.h"
 #include "zp_stats.h"
 #include "zp_time.h"
+#include "zp_timing.h"
 
 /* ---- clock ---- */
 
@@ -49,6 +50,66 @@ Test(stats, median_of_one_and_of_none)
     double x[] = {7.25};
     cr_expect_eq(zp_stats_median(x, 1), 7.25);
     cr_expect(isnan(zp_stats_median(x, 0)));
+}
+
+/* ---- timing harness ---- */
+
+typedef struct {
+    char log[128];           /* what ran, in order: a/b the operations, | barrier, [ ] the clock */
+    const double *stops;     /* what the clock reads at each stop */
+    int nstops;
+} timing_trace;
+
+static void trace_add(timing_trace *t, char c) { t->log[strlen(t->log)] = c; }
+static zp_status op_a(void *p) { trace_add(p, 'a'); return ZP_OK; }
+static zp_status op_b(void *p) { trace_add(p, 'b'); return ZP_OK; }
+static zp_status trace_barrier(void *p) { trace_add(p, '|'); return ZP_OK; }
+static zp_status trace_start(void *p) { trace_add(p, '['); return ZP_OK; }
+
+static zp_status trace_stop(void *p, double *seconds)
+{
+    timing_trace *t = p;
+    trace_add(t, ']');
+    *seconds = t->stops[t->nstops++];
+    return ZP_OK;
+}
+
+Test(timing, warm_up_barrier_interleaving_and_statistics)
+{
+    static const double stops[] = {4, 1, 8, 3, 6, 2}; /* a (2 calls a sample), b, a, b, a, b */
+    timing_trace t = {.stops = stops};
+    zp_timing_opts o = {.warmup = 1, .reps = 3, .barrier = trace_barrier, .barrier_ctx = &t,
+                        .clock_start = trace_start, .clock_stop = trace_stop, .clock_ctx = &t};
+    const zp_timing_op ops[2] = {{op_a, &t, 2}, {op_b, &t, 0}};
+    zp_timing_result r[2];
+    cr_assert_eq(zp_timing_run_ops(&o, ops, 2, r), ZP_OK);
+    cr_expect_str_eq(t.log, "aab|[aa][b]|[aa][b]|[aa][b]");
+    cr_expect_eq(r[0].reps, 3);
+    cr_expect(r[0].samples[0] == 2 && r[0].samples[1] == 4 && r[0].samples[2] == 3, "per call, in order taken");
+    cr_expect(r[0].min == 2 && r[0].median == 3 && r[0].max == 4);
+    cr_expect(r[1].min == 1 && r[1].median == 2 && r[1].max == 3);
+}
+
+Test(timing, wall_clock_and_bad_options)
+{
+    timing_trace t = {0};
+    zp_timing_opts o = zp_timing_opts_default();
+    zp_timing_result r;
+    cr_assert_eq(zp_timing_run(&o, op_a, &t, &r), ZP_OK);
+    cr_expect_str_eq(t.log, "aaaaaa", "1 warm-up and 5 samples of one call");
+    cr_expect(r.reps == 5 && r.min >= 0 && r.min <= r.median && r.median <= r.max && r.max < 1);
+    o.reps = ZP_TIMING_MAX_REPS + 1;
+    cr_expect_eq(zp_timing_run(&o, op_a, &t, &r), ZP_EINVAL);
+    o.reps = 1, o.warmup = -1;
+    cr_expect_eq(zp_timing_run(&o, op_a, &t, &r), ZP_EINVAL);
+}
+
+Test(timing, inner_calls_for_a_target)
+{
+    cr_expect_eq(zp_timing_inner(1e-3, 0.02, 3, 2000), 20);
+    cr_expect_eq(zp_timing_inner(1e-3, 0.0205, 1, 2000), 21, "rounded up");
+    cr_expect_eq(zp_timing_inner(0, 0.03, 1, 20000), 20000, "below 100 ns counts as 100 ns, then clamped");
+    cr_expect_eq(zp_timing_inner(1.0, 0.02, 3, 2000), 3);
 }
 
 /* ---- child runner ---- */
