@@ -19,23 +19,6 @@
         }                                                                            \
     } while (0)
 
-typedef struct {
-    float *a, *b, *c; /* (n) each */
-    size_t n;
-} stream_arg;
-
-static zp_status op_copy(void *p)
-{
-    stream_arg *o = p;
-    return zp_kernels_cpu.stream_copy(o->a, o->b, o->n);
-}
-
-static zp_status op_triad(void *p)
-{
-    stream_arg *o = p;
-    return zp_kernels_cpu.stream_triad(o->a, o->b, o->c, 3.0f, o->n);
-}
-
 int main(int argc, char **argv)
 {
     double maxb = argc > 1 ? atof(argv[1]) : 256.0 * (1 << 20);
@@ -51,12 +34,12 @@ int main(int argc, char **argv)
 
     /* memory bandwidth of every rank at once (what the collectives compete for): the best of 5 */
     size_t nb = (size_t)16 << 20;
-    stream_arg st = {.n = nb};
+    zp_stream_op st = {.be = &zp_kernels_cpu, .n = nb};
     CHECK(be->alloc(nb * 4, (void **)&st.a));
     CHECK(be->alloc(nb * 4, (void **)&st.b));
     CHECK(be->alloc(nb * 4, (void **)&st.c));
     memset(st.a, 0, nb * 4), memset(st.b, 0, nb * 4), memset(st.c, 0, nb * 4);
-    const zp_timing_op stream[2] = {{op_copy, &st, 1}, {op_triad, &st, 1}};
+    const zp_timing_op stream[2] = {{zp_stream_copy_run, &st, 1}, {zp_stream_triad_run, &st, 1}};
     zp_timing_opts o = {.warmup = 0, .reps = 5};
     zp_kernels_timing_hooks(&o, &clock, w);
     zp_timing_result r[2];

@@ -43,29 +43,12 @@ static void run_ops(const zp_timing_opts *o, const zp_timing_op *ops, int n, zp_
     }
 }
 
-typedef struct {
-    float *a, *b, *c; /* (n) each */
-    size_t n;
-} stream_arg;
-
-static zp_status op_copy(void *p)
-{
-    stream_arg *s = p;
-    return be->stream_copy(s->a, s->b, s->n);
-}
-
-static zp_status op_triad(void *p)
-{
-    stream_arg *s = p;
-    return be->stream_triad(s->a, s->b, s->c, 3.0f, s->n);
-}
-
 /* Memory bandwidth and Adam, interleaved: each Adam sample runs between a copy and a triad sample, so all
  * three see the same machine state. */
 static void bench_adam(int quick, int reps)
 {
     const size_t nb = (size_t)32 << 20;
-    stream_arg st = {falloc(nb, 0), falloc(nb, 1), falloc(nb, 2), nb};
+    zp_stream_op st = {be, falloc(nb, 0), falloc(nb, 1), falloc(nb, 2), nb};
     printf("\nfused Adam with fp16 copy (30 B/param counted) vs STREAM (%zu floats) measured alongside\n", nb);
     printf("%10s %12s %9s %9s %9s %9s %9s %14s\n", "params", "params/s", "Adam GB/s", "copy", "triad", "vs triad",
            "vs copy", "+check GB/s");
@@ -82,7 +65,7 @@ static void bench_adam(int quick, int reps)
         adam.hp.grads_checked = 1; /* the trainer's overflow check, timed separately (checked) */
         const int inner = (int)((32u << 20) / n); /* each timed Adam sample >= ~20 ms */
         const zp_timing_op ops[4] = {
-            {op_copy, &st, 1}, {zp_adam_op_run, &adam, inner}, {op_triad, &st, 1}, {zp_adam_op_run, &checked, inner}};
+            {zp_stream_copy_run, &st, 1}, {zp_adam_op_run, &adam, inner}, {zp_stream_triad_run, &st, 1}, {zp_adam_op_run, &checked, inner}};
         zp_timing_opts o = {.warmup = 1, .reps = reps};
         zp_timing_result r[4];
         run_ops(&o, ops, 4, r);

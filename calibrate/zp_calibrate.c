@@ -129,48 +129,30 @@ static zp_status dev_alloc_fill(const zp_kernels_backend *be, size_t bytes, floa
 
 /* ---- memory bandwidth ---- */
 
-typedef struct {
-    const zp_kernels_backend *be;
-    float *a, *b, *cc;
-    size_t n;
-} stream_arg;
-
-static zp_status op_copy(void *p)
-{
-    stream_arg *s = p;
-    return s->be->stream_copy(s->a, s->b, s->n);
-}
-
-static zp_status op_triad(void *p)
-{
-    stream_arg *s = p;
-    return s->be->stream_triad(s->a, s->b, s->cc, 3.0f, s->n);
-}
-
 static zp_status measure_bandwidth(cal *c, zp_profile *p)
 {
     size_t n = c->o->quick ? ((size_t)8 << 20) : ((size_t)32 << 20);
-    stream_arg s = {.be = c->be, .n = n};
+    zp_stream_op s = {.be = c->be, .n = n};
     zp_status st = dev_alloc_fill(c->be, n * 4, 0.0f, (void **)&s.a);
     if (st == ZP_OK && (st = dev_alloc_fill(c->be, n * 4, 1.0f, (void **)&s.b)) != ZP_OK)
         c->be->free(s.a);
-    if (st == ZP_OK && (st = dev_alloc_fill(c->be, n * 4, 2.0f, (void **)&s.cc)) != ZP_OK) {
+    if (st == ZP_OK && (st = dev_alloc_fill(c->be, n * 4, 2.0f, (void **)&s.c)) != ZP_OK) {
         c->be->free(s.a);
         c->be->free(s.b);
     }
     ZP_TRY(st);
     stat sc, stt;
     progress(c, "memory bandwidth: copy");
-    st = time_op(c, c->world, op_copy, &s, 1, &sc);
+    st = time_op(c, c->world, zp_stream_copy_run, &s, 1, &sc);
     c->done += 1;
     if (st == ZP_OK) {
         progress(c, "memory bandwidth: triad");
-        st = time_op(c, c->world, op_triad, &s, 1, &stt);
+        st = time_op(c, c->world, zp_stream_triad_run, &s, 1, &stt);
         c->done += 1;
     }
     c->be->free(s.a);
     c->be->free(s.b);
-    c->be->free(s.cc);
+    c->be->free(s.c);
     ZP_TRY(st);
     p->copy_gbs = 2.0 * 4.0 * (double)n / sc.med_avg / 1e9;
     p->triad_gbs = 3.0 * 4.0 * (double)n / stt.med_avg / 1e9;

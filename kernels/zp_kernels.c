@@ -235,6 +235,18 @@ zp_status zp_coll_op_run(void *op)
     }
 }
 
+zp_status zp_stream_copy_run(void *op)
+{
+    zp_stream_op *s = op;
+    return s->be->stream_copy(s->a, s->b, s->n);
+}
+
+zp_status zp_stream_triad_run(void *op)
+{
+    zp_stream_op *s = op;
+    return s->be->stream_triad(s->a, s->b, s->c, 3.0f, s->n);
+}
+
 zp_status zp_adam_op_run(void *op)
 {
     zp_adam_op *a = op;

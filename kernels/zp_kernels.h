@@ -258,6 +258,17 @@ typedef struct {
  * gradients are finite). */
 zp_status zp_adam_op_run(void *op);
 
+/* The STREAM kernels as operations to time: zp_stream_copy_run(&op) copies b into a, zp_stream_triad_run(&op)
+ * writes a = b + 3 c (the scalar of McCalpin's triad); both are zp_timing_fns. */
+typedef struct {
+    const zp_kernels_backend *be; /* whose stream kernels run (buffers in its memory) */
+    float *a, *b, *c;             /* (n) each */
+    size_t n;
+} zp_stream_op;
+
+zp_status zp_stream_copy_run(void *op);
+zp_status zp_stream_triad_run(void *op);
+
 /* One collective (fp32, sum) over a whole buffer as an operation to time: zp_coll_op_run(&op) is a
  * zp_timing_fn. All-reduce and broadcast move count elements; reduce-scatter and all-gather count / ranks
  * per rank (send count -> recv count / ranks, and back). */
