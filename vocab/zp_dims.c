@@ -149,3 +149,9 @@ int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id)
             s *= deg[d];
     return s;
 }
+
+int64_t zp_dims_coord(const int64_t deg[ZP_NDIMS], int64_t rank, zp_dim_id id)
+{
+    const int64_t n = deg[id] > 0 ? deg[id] : 1;
+    return rank / zp_dims_stride(deg, id) % n;
+}

@@ -67,4 +67,8 @@ int64_t zp_dims_gpus(const int64_t deg[ZP_NDIMS]);
  * degree, DP the TP degree, PP TP x DP). */
 int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id);
 
+/* A rank's index in a dimension's group (its coordinate): (rank / stride) mod degree, the table's placement
+ * (the executor's process groups and the engine's placement both follow it). */
+int64_t zp_dims_coord(const int64_t deg[ZP_NDIMS], int64_t rank, zp_dim_id id);
+
 #endif

@@ -45,6 +45,11 @@ Test(dims, the_plan_holds_its_degrees_in_the_table_order)
     cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_EP), 2);
     cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_DP), 2);
     cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_PP), 16);
+    /* rank 45 = pp 2 (32..47), dp 6 (2 per DP step: 45 - 32 = 13 -> 6), tp 1; its EP index 6 mod 4 */
+    cr_assert_eq(zp_dims_coord(p.deg, 45, ZP_DIM_TP), 1);
+    cr_assert_eq(zp_dims_coord(p.deg, 45, ZP_DIM_DP), 6);
+    cr_assert_eq(zp_dims_coord(p.deg, 45, ZP_DIM_EP), 2);
+    cr_assert_eq(zp_dims_coord(p.deg, 45, ZP_DIM_PP), 2);
 }
 
 /* A given degree is judged by its row, with the row's message. */
