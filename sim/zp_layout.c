@@ -1,6 +1,6 @@
 /* zp_layout.c — the memory of a step as alloc and free ops: DeepSpeed's as the planner models it, and
  * zplan's executor's (see zp_layout.h). */
-#include "zp_schedule_impl.h"
+#include "zp_layout.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,59 +9,21 @@
  *    layout and data-parallel shards: the executor allocates by running these ops, so what it holds is
  *    what the schedule says.
  *
- * The hooks are called by the builder (sim/zp_schedule.c) at the points of the step where memory
- * changes. */
+ * The interface a layout implements (zp_layout: its facts and hooks) is the builder's (sim/zp_builder.h):
+ * the step's structure (sim/zp_schedule.c) calls the hooks at the points of the step where memory changes,
+ * and they emit their ops through the builder. */
 #ifndef ZP_LAYOUT_H
 #define ZP_LAYOUT_H
 
 #include <stddef.h>
 
+#include "zp_builder.h"
 #include "zp_model.h"
 #include "zp_pipeline.h"
 #include "zp_plan.h"
 #include "zp_shard.h"
 
-/* What a layout knows of a plan's parameters, per MP rank (and pipeline stage: groups of other stages are
- * 0). */
-typedef struct {
-    double *gather;     /* [L + 2] parameters a stage-3 gather of group i brings (0 the embedding, 1..L the
-                           blocks, L+1 the tied embedding as the LM head) */
-    double *grad;       /* [L + 2] parameters whose gradients group i completes in backward (0: the embedding
-                           group, last; L+1: an untied LM head and the final norm, first; 0 when tied; with
-                           pipeline stages, the last stage's final norm and head, with its own copy of a tied
-                           word embedding, complete after the head's backward) */
-    double *gather_exp; /* [L + 2] with EP > 1: the local experts' parameters of group i (an EDP gather); 0
-                           otherwise (the experts are then in gather[]) */
-    double *grad_exp;   /* [L + 2] ... and their gradients (reduced over the EDP group) */
-    double psi_exp;     /* the sum of grad_exp[]: the routed experts' parameters one rank holds (EP > 1) */
-    double psi;         /* parameters one MP rank (of its stage) holds before ZeRO partitions them: the sum of
-                           grad[] and grad_exp[] */
-    double psi_all;     /* the model's parameters over the MP degree (of the stage), which ZeRO partitions over
-                           the DP ranks (psi_all / dp each); psi_all = psi without expert parallelism */
-    /* the executor's flat layout (zplan-exec only) */
-    size_t n;           /* flat parameters of one MP rank */
-    size_t bucket;      /* elements per gradient bucket */
-    size_t shard;       /* this rank's shard (its pieces of every unit, padded), elements */
-    size_t max_piece;   /* the largest piece of a unit */
-    size_t nx, xshard, xmax_piece; /* the routed experts' flat layout: elements, shard, largest piece */
-} zp_layout_facts;
-
-struct zp_builder;
-typedef struct {
-    const char *name;
-    int compute_only;          /* 1: the step's allocs and frees are all on the compute stream, so their
-                                  program order is that stream's order whatever the others do */
-    zp_status (*facts)(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f);
-    void (*setup)(struct zp_builder *b);                  /* resident allocations, before the first step */
-    void (*block_begin)(struct zp_builder *b, int l);      /* the forward (not the recompute) of block l starts */
-    void (*block_end)(struct zp_builder *b, int l);        /* ... ends: block l's checkpoint is stored */
-    void (*block_done)(struct zp_builder *b, int l);       /* block l's backward is done */
-    void (*logits)(struct zp_builder *b);                  /* the LM head is about to write the logits */
-    void (*micro_end)(struct zp_builder *b);               /* the micro-batch's backward is done */
-    void (*gather)(struct zp_builder *b, int s, int item); /* stage 3: group `item` is gathered next on stream s */
-    void (*use)(struct zp_builder *b, int item);           /* stage 3: compute switches to group item (-1: none) */
-} zp_layout;
-
+/* The layout of plan->impl, NULL for an unknown one. */
 const zp_layout *zp_layout_get(zp_impl impl);
 /* Stage 3 under DeepSpeed: parameters of one MP rank gathered at once (elements): the block in use and
  * min(stage3_prefetch_bucket_size, a block) prefetched, at most stage3_max_live_parameters but never
