@@ -9,9 +9,9 @@
  *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
- * block l, each tensor where zp_layout_exec_tensors puts it (sim/zp_layout.h); with pipeline stages the
+ * block l, each tensor where zp_tensors_shape_get puts it (vocab/zp_tensors.h); with pipeline stages the
  * stage's blocks, and the embedding group first on the first stage and on top on the last
- * (zp_layout_exec_stage). Gradient buckets are
+ * (zp_tensors_stage_get). Gradient buckets are
  * filled from the top of this layout down, in the order backward completes them (the last block first,
  * the tied embedding last).
  *
@@ -21,10 +21,10 @@
 #define ZP_EXEC_IMPL_H
 
 #include "zp_exec.h"
-#include "zp_layout.h"
 #include "zp_memory.h"
 #include "zp_nn.h"
 #include "zp_shard.h"
+#include "zp_tensors.h"
 
 /* ---- the tracking allocator ---- */
 typedef struct {
@@ -65,22 +65,22 @@ struct zp_exec_session {
     zp_comm *world, *mpc, *dpc;
     int rank, nranks, mr, dr, mp, dp;
     int pp, pr;                       /* pipeline stages, this rank's (world rank = (pr·dp + dr)·mp + mr) */
-    zp_exec_stage xs;                 /* its layout: groups, blocks, micro-batches in flight */
+    zp_tensors_stage xs;              /* its layout: groups, blocks, micro-batches in flight */
     int next_rank, prev_rank;         /* the world ranks of this (dp, mp) place on the next and previous stage */
     zp_comm *embc;                    /* the first and last stage of this place (the tied embedding), or NULL */
     float *pp_slice;                  /* (BT C / mp) a received slice on its way to the MP all-gather (backend) */
     float *pp_dest;                   /* the tensor the last receive fills (its all-gather completes it) */
     struct zp_exec_sends *sends;      /* sends not yet known to be delivered (zp_exec_pipe.c) */
 
-    zp_exec_shape sh;                 /* the model's shapes on this MP rank (sim/zp_layout.h) */
+    zp_tensors_shape sh;              /* the model's shapes on this MP rank (vocab/zp_tensors.h) */
     size_t L, C, NH, T, V, F, Cq, Fl, Vl, NHl, hd, B, BT, GA;
                                       /* Cq: this rank's Q width (heads/mp x head size; C/mp for GPT) */
     size_t KVl, kvn, qkvn, up;        /* this rank's KV heads, K (= V) width, QKV width, fc_w rows */
     long v0;                          /* first vocabulary row of this MP rank */
     size_t esz, hsz, bsz, N;          /* embedding group, untied head group, block, total (flat) */
-    size_t e_off[ZP_EXEC_E_N + 1], b_off[ZP_EXEC_B_N + 1];
+    size_t e_off[ZP_TENSORS_E_N + 1], b_off[ZP_TENSORS_B_N + 1];
     /* the routed experts (MoE): their own flat layout, reduced and partitioned over the EDP group */
-    size_t xsz, NX, x_off[ZP_EXEC_X_N + 1];
+    size_t xsz, NX, x_off[ZP_TENSORS_X_N + 1];
     int ep, er, edp, edr;             /* EP degree, this rank's place in its EP group, EDP degree and place */
     zp_comm *epc, *edpc;              /* the EP group (token exchange) and the EDP group (expert gradients) */
     zp_units xunits;                  /* this rank's pieces of the experts' units */
