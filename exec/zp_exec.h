@@ -1,6 +1,6 @@
 /* zp_exec.h — the executor: trains a decoder for real under MPI with the kernels/ backend: GPT's block, or
  * today's (grouped-query attention, RMSNorm, rotary positions, gated MLPs, no biases, an untied head,
- * mixture-of-experts MLPs with expert parallelism; sim/zp_layout.h's zp_layout_exec_shape says which),
+ * mixture-of-experts MLPs with expert parallelism; vocab/zp_tensors.h's zp_tensors_check says which),
  * driven by sim/'s step schedule (the same schedule the simulator interprets), with ZeRO stages 0-3,
  * Megatron model parallelism, activation checkpointing and ZeRO-R Pa. Its tensors are the schedule's: it
  * allocates and frees them by running the schedule's alloc and free ops (the "zplan-exec" layout,

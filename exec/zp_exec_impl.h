@@ -1,25 +1,30 @@
 /* zp_exec_impl.h — private to exec/: one rank's session and the executor's parts, one job each:
  *   zp_exec_mem.c      the tracking allocator (the schedule's alloc and free ops land here)
  *   zp_exec_session.c  configuration, the layout of the parameters, the session's start and end
+ *   zp_exec_ops.c      the small operations every part uses (GEMM, MP all-reduce, where a group sits)
  *   zp_exec_model.c    the layers: the model's forward and backward, op by op (reads like the model)
  *   zp_exec_zero.c     ZeRO: gradient buckets, parameter gathers, the optimizer and ZeRO-Offload
+ *   zp_exec_moe.c      the routed experts (MoE): routing, the token exchange, the experts' layout
  *   zp_exec_pipe.c     pipeline parallelism: activations and gradients between stages, the tied embedding
  *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
- * block l, each tensor where zp_layout_exec_tensors puts it (sim/zp_layout.h); with pipeline stages the
+ * block l, each tensor where zp_tensors_shape_get puts it (vocab/zp_tensors.h); with pipeline stages the
  * stage's blocks, and the embedding group first on the first stage and on top on the last
- * (zp_layout_exec_stage). Gradient buckets are
+ * (zp_tensors_stage_get). Gradient buckets are
  * filled from the top of this layout down, in the order backward completes them (the last block first,
- * the tied embedding last). */
+ * the tied embedding last).
+ *
+ * Who calls whom, one way: run -> session and the parts (the op table); session -> mem, moe and pipe (their
+ * open and close); the parts (model, zero, moe, pipe) -> ops; ops and mem call no other file. */
 #ifndef ZP_EXEC_IMPL_H
 #define ZP_EXEC_IMPL_H
 
 #include "zp_exec.h"
-#include "zp_layout.h"
 #include "zp_memory.h"
 #include "zp_nn.h"
 #include "zp_shard.h"
+#include "zp_tensors.h"
 
 /* ---- the tracking allocator ---- */
 typedef struct {
@@ -60,22 +65,22 @@ struct zp_exec_session {
     zp_comm *world, *mpc, *dpc;
     int rank, nranks, mr, dr, mp, dp;
     int pp, pr;                       /* pipeline stages, this rank's (world rank = (pr·dp + dr)·mp + mr) */
-    zp_exec_stage xs;                 /* its layout: groups, blocks, micro-batches in flight */
+    zp_tensors_stage xs;              /* its layout: groups, blocks, micro-batches in flight */
     int next_rank, prev_rank;         /* the world ranks of this (dp, mp) place on the next and previous stage */
     zp_comm *embc;                    /* the first and last stage of this place (the tied embedding), or NULL */
     float *pp_slice;                  /* (BT C / mp) a received slice on its way to the MP all-gather (backend) */
     float *pp_dest;                   /* the tensor the last receive fills (its all-gather completes it) */
     struct zp_exec_sends *sends;      /* sends not yet known to be delivered (zp_exec_pipe.c) */
 
-    zp_exec_shape sh;                 /* the model's shapes on this MP rank (sim/zp_layout.h) */
+    zp_tensors_shape sh;              /* the model's shapes on this MP rank (vocab/zp_tensors.h) */
     size_t L, C, NH, T, V, F, Cq, Fl, Vl, NHl, hd, B, BT, GA;
                                       /* Cq: this rank's Q width (heads/mp x head size; C/mp for GPT) */
     size_t KVl, kvn, qkvn, up;        /* this rank's KV heads, K (= V) width, QKV width, fc_w rows */
     long v0;                          /* first vocabulary row of this MP rank */
     size_t esz, hsz, bsz, N;          /* embedding group, untied head group, block, total (flat) */
-    size_t e_off[ZP_EXEC_E_N + 1], b_off[ZP_EXEC_B_N + 1];
+    size_t e_off[ZP_TENSORS_E_N + 1], b_off[ZP_TENSORS_B_N + 1];
     /* the routed experts (MoE): their own flat layout, reduced and partitioned over the EDP group */
-    size_t xsz, NX, x_off[ZP_EXEC_X_N + 1];
+    size_t xsz, NX, x_off[ZP_TENSORS_X_N + 1];
     int ep, er, edp, edr;             /* EP degree, this rank's place in its EP group, EDP degree and place */
     zp_comm *epc, *edpc;              /* the EP group (token exchange) and the EDP group (expert gradients) */
     zp_units xunits;                  /* this rank's pieces of the experts' units */
@@ -111,6 +116,7 @@ struct zp_exec_session {
 /* An executor function per op kind (the second column of sim/zp_ops.def). */
 typedef zp_status (*zp_exec_fn)(zp_exec_session *S, const zp_op *o);
 
+/* ---- the small operations every part uses (zp_exec_ops.c) ---- */
 /* Parameters of group `item` this rank computes with (stages 0-2: its slice of the flat parameters;
  * stage 3: the gathered copy); NULL when a stage-3 group is not gathered. */
 float *zp_exec_group(const zp_exec_session *S, int item);
@@ -121,12 +127,14 @@ size_t zp_exec_item_len(const zp_exec_session *S, int item);
 int zp_exec_slot(const zp_exec_session *S, int micro);
 /* Block l's stored checkpoint for micro-batch `micro` (this rank's Pa partition with Pa). */
 float *zp_exec_ckpt(const zp_exec_session *S, int l, int micro);
-/* Pipeline sends still in flight are completed (the end of a step); zp_exec_pipe.c. */
-zp_status zp_exec_pipe_flush(zp_exec_session *S);
-void zp_exec_pipe_free(zp_exec_session *S);
 zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
                        const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc);
 zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op);
+
+/* ---- the parts ---- */
+/* Pipeline sends still in flight are completed (the end of a step); zp_exec_pipe.c. */
+zp_status zp_exec_pipe_flush(zp_exec_session *S);
+void zp_exec_pipe_free(zp_exec_session *S);
 /* The routed experts' flat layout: block l's local experts (stage 3: the gathered copy, NULL when not
  * gathered), and their gradient; zp_exec_moe.c. */
 float *zp_exec_xgroup(const zp_exec_session *S, int l);

@@ -2,7 +2,7 @@
  * forward (also its recompute) and backward, the head with Megatron's vocabulary-parallel cross-entropy.
  * GPT's block (LayerNorm, MHA, GeLU MLP, biases, learned positions, tied head) and today's (RMSNorm,
  * grouped-query attention, rotary positions, gated MLPs, no biases, an untied head), from the model's
- * shapes (zp_exec_shape); a mixture-of-experts MLP is zp_exec_moe.c's.
+ * shapes (zp_tensors_shape); a mixture-of-experts MLP is zp_exec_moe.c's.
  * Shapes per MP rank: BT = B·T tokens, C hidden, Cq = NHl·hd the Q width and Fl = F/mp the column-split
  * widths, kvn = KVl·hd the K (and V) width, qkvn = Cq + 2 kvn, up = Fl (gated: 2 Fl, [gate | up]),
  * Vl = V/mp vocabulary rows, NHl query heads of hd, each group of NHl/KVl sharing one KV head. Tensors are the schedule's buffers (BUF); parameters
@@ -15,11 +15,15 @@
 #include "zp_exec_impl.h"
 #include "zp_time.h"
 
-enum { E_WTE = ZP_EXEC_E_WTE, E_WPE = ZP_EXEC_E_WPE, E_LNFW = ZP_EXEC_E_LNFW, E_LNFB = ZP_EXEC_E_LNFB, E_LMW = ZP_EXEC_E_LMW };
 enum {
-    B_LN1W = ZP_EXEC_B_LN1W, B_LN1B = ZP_EXEC_B_LN1B, B_QKVW = ZP_EXEC_B_QKVW, B_QKVB = ZP_EXEC_B_QKVB,
-    B_PROJW = ZP_EXEC_B_PROJW, B_PROJB = ZP_EXEC_B_PROJB, B_LN2W = ZP_EXEC_B_LN2W, B_LN2B = ZP_EXEC_B_LN2B,
-    B_FCW = ZP_EXEC_B_FCW, B_FCB = ZP_EXEC_B_FCB, B_FCPW = ZP_EXEC_B_FCPW, B_FCPB = ZP_EXEC_B_FCPB
+    E_WTE = ZP_TENSORS_E_WTE, E_WPE = ZP_TENSORS_E_WPE, E_LNFW = ZP_TENSORS_E_LNFW, E_LNFB = ZP_TENSORS_E_LNFB,
+    E_LMW = ZP_TENSORS_E_LMW
+};
+enum {
+    B_LN1W = ZP_TENSORS_B_LN1W, B_LN1B = ZP_TENSORS_B_LN1B, B_QKVW = ZP_TENSORS_B_QKVW, B_QKVB = ZP_TENSORS_B_QKVB,
+    B_PROJW = ZP_TENSORS_B_PROJW, B_PROJB = ZP_TENSORS_B_PROJB, B_LN2W = ZP_TENSORS_B_LN2W,
+    B_LN2B = ZP_TENSORS_B_LN2B, B_FCW = ZP_TENSORS_B_FCW, B_FCB = ZP_TENSORS_B_FCB, B_FCPW = ZP_TENSORS_B_FCPW,
+    B_FCPB = ZP_TENSORS_B_FCPB
 };
 
 /* Where tensor `kind` of the embedding and head tensors sits in its group: an untied head's (lnf, lm_w) in

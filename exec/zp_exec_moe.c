@@ -141,7 +141,7 @@ static float *XG(const zp_exec_session *S, int l, int kind, size_t j)
 /* The router's weight (E, C) of block l: a tensor of the block's group. */
 static const float *router_w(const zp_exec_session *S, int l)
 {
-    return zp_exec_group(S, l + 1) + S->b_off[ZP_EXEC_B_ROUTER];
+    return zp_exec_group(S, l + 1) + S->b_off[ZP_TENSORS_B_ROUTER];
 }
 
 /* ---- forward ---- */
@@ -298,7 +298,7 @@ static zp_status segments(zp_exec_session *S, const zp_op *o, segment_fn fn)
 static zp_status seg_up(zp_exec_session *S, const zp_op *o, size_t j, size_t r0, size_t n)
 {
     const size_t C = S->C, u = S->sh.e_up;
-    return zp_exec_gemm(S, 0, 1, n, u, C, 0.0f, SETBUF(S, XD, o) + r0 * C, C, XW(S, o->layer, ZP_EXEC_X_UPW, j), C,
+    return zp_exec_gemm(S, 0, 1, n, u, C, 0.0f, SETBUF(S, XD, o) + r0 * C, C, XW(S, o->layer, ZP_TENSORS_X_UPW, j), C,
                         SETBUF(S, EH, o) + r0 * u, u);
 }
 
@@ -306,7 +306,7 @@ static zp_status seg_up(zp_exec_session *S, const zp_op *o, size_t j, size_t r0,
 static zp_status seg_down(zp_exec_session *S, const zp_op *o, size_t j, size_t r0, size_t n)
 {
     const size_t C = S->C, f = S->sh.e_f;
-    return zp_exec_gemm(S, 0, 1, n, C, f, 0.0f, SETBUF(S, EA, o) + r0 * f, f, XW(S, o->layer, ZP_EXEC_X_DOWNW, j), f,
+    return zp_exec_gemm(S, 0, 1, n, C, f, 0.0f, SETBUF(S, EA, o) + r0 * f, f, XW(S, o->layer, ZP_TENSORS_X_DOWNW, j), f,
                         out_rows(S, o) + r0 * C, C);
 }
 
@@ -366,7 +366,7 @@ zp_status x_a2a_combine_bwd(zp_exec_session *S, const zp_op *o)
 static zp_status seg_down_dgrad(zp_exec_session *S, const zp_op *o, size_t j, size_t r0, size_t n)
 {
     const size_t C = S->C, f = S->sh.e_f;
-    return zp_exec_gemm(S, 0, 0, n, f, C, 0.0f, BUF(S, MROWS, 0) + r0 * C, C, XW(S, o->layer, ZP_EXEC_X_DOWNW, j), f,
+    return zp_exec_gemm(S, 0, 0, n, f, C, 0.0f, BUF(S, MROWS, 0) + r0 * C, C, XW(S, o->layer, ZP_TENSORS_X_DOWNW, j), f,
                         BUF(S, DEA, 0) + r0 * f, f);
 }
 
@@ -375,7 +375,7 @@ static zp_status seg_down_wgrad(zp_exec_session *S, const zp_op *o, size_t j, si
 {
     const size_t C = S->C, f = S->sh.e_f;
     return zp_exec_gemm(S, 1, 0, C, f, n, 1.0f, BUF(S, MROWS, 0) + r0 * C, C, SETBUF(S, EA, o) + r0 * f, f,
-                        XG(S, o->layer, ZP_EXEC_X_DOWNW, j), f);
+                        XG(S, o->layer, ZP_TENSORS_X_DOWNW, j), f);
 }
 
 /* The gradient of the experts' hidden rows: a gated MLP's own buffer, GeLU's in place */
@@ -387,7 +387,7 @@ static float *dxd(const zp_exec_session *S) { return S->ep > 1 ? BUF(S, MROWS, 0
 static zp_status seg_up_dgrad(zp_exec_session *S, const zp_op *o, size_t j, size_t r0, size_t n)
 {
     const size_t C = S->C, u = S->sh.e_up;
-    return zp_exec_gemm(S, 0, 0, n, C, u, 0.0f, deh(S) + r0 * u, u, XW(S, o->layer, ZP_EXEC_X_UPW, j), C,
+    return zp_exec_gemm(S, 0, 0, n, C, u, 0.0f, deh(S) + r0 * u, u, XW(S, o->layer, ZP_TENSORS_X_UPW, j), C,
                         dxd(S) + r0 * C, C);
 }
 
@@ -396,7 +396,7 @@ static zp_status seg_up_wgrad(zp_exec_session *S, const zp_op *o, size_t j, size
 {
     const size_t C = S->C, u = S->sh.e_up;
     return zp_exec_gemm(S, 1, 0, u, C, n, 1.0f, deh(S) + r0 * u, u, SETBUF(S, XD, o) + r0 * C, C,
-                        XG(S, o->layer, ZP_EXEC_X_UPW, j), C);
+                        XG(S, o->layer, ZP_TENSORS_X_UPW, j), C);
 }
 
 zp_status x_expert_down_dgrad(zp_exec_session *S, const zp_op *o) { return segments(S, o, seg_down_dgrad); }
@@ -486,7 +486,7 @@ zp_status x_router_dgrad(zp_exec_session *S, const zp_op *o)
 zp_status x_router_wgrad(zp_exec_session *S, const zp_op *o)
 {
     float *g = (S->plan.stage < 2 ? BUF(S, GRADS, 0) : BUF(S, GWORK, 0)) + zp_exec_item_lo(S, o->layer + 1) +
-               S->b_off[ZP_EXEC_B_ROUTER];
+               S->b_off[ZP_TENSORS_B_ROUTER];
     return zp_exec_gemm(S, 1, 0, S->sh.E, S->C, S->BT, 1.0f, BUF(S, DRLOG, 0), S->sh.E, SETBUF(S, LN2, o), S->C, g,
                         S->C);
 }

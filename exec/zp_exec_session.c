@@ -1,5 +1,5 @@
 /* zp_exec_session.c — one rank's session: its configuration, the layout of its parameters (shapes from
- * sim/zp_layout.h, shards from vocab/zp_shard.h), its schedule, its tensors (the schedule's setup, allocated
+ * vocab/zp_tensors.h, shards from vocab/zp_shard.h), its schedule, its tensors (the schedule's setup, allocated
  * by running its alloc ops) with their initial values, and its communicators. */
 #include <math.h>
 #include <stdlib.h>
@@ -75,9 +75,9 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     zp_plan q = *p;
     q.dp = ranks / p->mp / pp;
     ZP_TRY(zp_plan_validate(&q));
-    zp_exec_shape sh; /* the architectures and splits the executor runs (named when it does not) */
-    ZP_TRY(zp_layout_exec_check(m, &q));
-    ZP_TRY(zp_layout_exec_shape(m, &q, &sh));
+    zp_tensors_shape sh; /* the architectures and splits the executor runs (named when it does not) */
+    ZP_TRY(zp_tensors_check(m, &q));
+    ZP_TRY(zp_tensors_shape_get(m, &q, &sh));
     if (sh.moe && pp > 1)
         return ZP_FAIL(ZP_EUNSUPPORTED, "--pp with the mixture-of-experts model %s: the executor runs experts "
                                         "without pipeline stages (the planner does)", m->name);
@@ -90,55 +90,6 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     if (big > 2e9 || act > 2e9 || (double)p->micro_batch * m->heads * m->seq * m->seq > 2e9)
         return ZP_FAIL(ZP_ERANGE, "model %s is too large for the executor on this host", m->name);
     return ZP_OK;
-}
-
-/* ---- helpers of the other parts ---- */
-
-zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
-                       const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc)
-{
-    zp_gemm_args g = {.trans_a = ta, .trans_b = tb, .m = (int)m, .n = (int)n, .k = (int)k, .alpha = 1.0f,
-                      .beta = beta, .a = a, .lda = (int)lda, .b = b, .ldb = (int)ldb, .c = c, .ldc = (int)ldc,
-                      .in_dtype = ZP_DT_F32};
-    return S->be->gemm(&g);
-}
-
-zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op)
-{
-    return S->mp == 1 ? ZP_OK : S->be->allreduce(S->mpc, x, x, n, ZP_DT_F32, op);
-}
-
-size_t zp_exec_item_lo(const zp_exec_session *S, int item)
-{
-    if (item == (int)S->L + 1 && S->hsz > 0)
-        return S->xs.head_off;
-    if (item == 0 || item == (int)S->L + 1)
-        return S->xs.emb_off;
-    return S->xs.blk_off + (size_t)(item - 1 - S->xs.l0) * S->bsz;
-}
-
-size_t zp_exec_item_len(const zp_exec_session *S, int item)
-{
-    if (item == (int)S->L + 1 && S->hsz > 0)
-        return S->hsz;
-    return (item == 0 || item == (int)S->L + 1) ? S->esz : S->bsz;
-}
-
-float *zp_exec_group(const zp_exec_session *S, int item)
-{
-    if (S->plan.stage < 3)
-        return BUF(S, PARAMS, 0) + zp_exec_item_lo(S, item);
-    return item >= 0 && item <= (int)S->L + 1 ? BUF(S, GATHERED, item) : NULL;
-}
-
-int zp_exec_slot(const zp_exec_session *S, int micro) { return micro % S->xs.slots; }
-
-float *zp_exec_ckpt(const zp_exec_session *S, int l, int micro)
-{
-    const int k = zp_exec_slot(S, micro);
-    if (S->plan.md)
-        return BUF(S, CK_REGION, 0) + ((size_t)(l - S->xs.l0) + (size_t)k * (size_t)S->xs.nl) * S->ck_len;
-    return BUF(S, CK, l + (int)S->L * k);
 }
 
 /* ---- the schedule's buffers ---- */
@@ -235,22 +186,23 @@ static float init_value(const zp_exec_session *S, int item, int kind, size_t r, 
     size_t g;
     if (item == 0) {
         switch (kind) {
-        case ZP_EXEC_E_WTE: case ZP_EXEC_E_LMW: g = ((size_t)S->v0 + r) * C + c; break;
-        case ZP_EXEC_E_WPE: g = r * C + c; std = 0.01; break;
-        case ZP_EXEC_E_LNFW: g = c; base = 1.0; break;
+        case ZP_TENSORS_E_WTE: case ZP_TENSORS_E_LMW: g = ((size_t)S->v0 + r) * C + c; break;
+        case ZP_TENSORS_E_WPE: g = r * C + c; std = 0.01; break;
+        case ZP_TENSORS_E_LNFW: g = c; base = 1.0; break;
         default: g = c; break; /* lnf_b */
         }
     } else {
         const double proj_std = 0.02 / sqrt(2.0 * (double)S->L);
         switch (kind) {
-        case ZP_EXEC_B_LN1W: case ZP_EXEC_B_LN2W: g = c; base = 1.0; break;
-        case ZP_EXEC_B_LN1B: case ZP_EXEC_B_LN2B: case ZP_EXEC_B_PROJB: case ZP_EXEC_B_FCPB: g = c; std = 0.01; break;
-        case ZP_EXEC_B_QKVW: g = qkv_row(S, r) * C + c; break;
-        case ZP_EXEC_B_QKVB: g = qkv_row(S, c); std = 0.01; break;
-        case ZP_EXEC_B_PROJW: g = r * S->NH * S->hd + mr * S->Cq + c; std = proj_std; break;
-        case ZP_EXEC_B_FCW: g = up_row(S, r, Fl, S->F) * C + c; break;
-        case ZP_EXEC_B_FCB: g = up_row(S, c, Fl, S->F); std = 0.01; break;
-        case ZP_EXEC_B_ROUTER: g = r * C + c; break;
+        case ZP_TENSORS_B_LN1W: case ZP_TENSORS_B_LN2W: g = c; base = 1.0; break;
+        case ZP_TENSORS_B_LN1B: case ZP_TENSORS_B_LN2B: case ZP_TENSORS_B_PROJB: case ZP_TENSORS_B_FCPB:
+            g = c; std = 0.01; break;
+        case ZP_TENSORS_B_QKVW: g = qkv_row(S, r) * C + c; break;
+        case ZP_TENSORS_B_QKVB: g = qkv_row(S, c); std = 0.01; break;
+        case ZP_TENSORS_B_PROJW: g = r * S->NH * S->hd + mr * S->Cq + c; std = proj_std; break;
+        case ZP_TENSORS_B_FCW: g = up_row(S, r, Fl, S->F) * C + c; break;
+        case ZP_TENSORS_B_FCB: g = up_row(S, c, Fl, S->F); std = 0.01; break;
+        case ZP_TENSORS_B_ROUTER: g = r * C + c; break;
         default: g = r * S->F + mr * Fl + c; std = proj_std; break; /* fcproj_w */
         }
     }
@@ -261,11 +213,11 @@ static float init_value(const zp_exec_session *S, int item, int kind, size_t r, 
  * e_local, the global expert's element (expert tensors split over MP as the dense MLP's). */
 static float init_expert(const zp_exec_session *S, int l, int kind, size_t r, size_t c)
 {
-    const zp_exec_shape *h = &S->sh;
+    const zp_tensors_shape *h = &S->sh;
     const uint64_t tid = (uint64_t)(1000 + l) * 16u + (uint64_t)kind;
-    const size_t rows = kind == ZP_EXEC_X_UPW ? h->e_up : S->C, j = r / rows, rr = r % rows;
+    const size_t rows = kind == ZP_TENSORS_X_UPW ? h->e_up : S->C, j = r / rows, rr = r % rows;
     const size_t eg = (size_t)S->er * h->e_local + j, mr = (size_t)S->mr;
-    if (kind == ZP_EXEC_X_UPW) {
+    if (kind == ZP_TENSORS_X_UPW) {
         const size_t grows = h->gated ? 2 * h->F_e : h->F_e;
         return (float)(0.02 * normal_at(S->cfg.seed, tid, (eg * grows + up_row(S, rr, h->e_f, h->F_e)) * S->C + c));
     }
@@ -279,10 +231,10 @@ static size_t tensor_cols(const zp_exec_session *S, int item, int kind)
     if (item == 0)
         return S->C;
     switch (kind) {
-    case ZP_EXEC_B_PROJW: return S->Cq;
-    case ZP_EXEC_B_FCPW: return S->Fl;
-    case ZP_EXEC_B_QKVB: return S->qkvn;
-    case ZP_EXEC_B_FCB: return S->up;
+    case ZP_TENSORS_B_PROJW: return S->Cq;
+    case ZP_TENSORS_B_FCPW: return S->Fl;
+    case ZP_TENSORS_B_QKVB: return S->qkvn;
+    case ZP_TENSORS_B_FCB: return S->up;
     default: return S->C;
     }
 }
@@ -301,8 +253,8 @@ static void init_range(const zp_exec_session *S, size_t lo, size_t hi, float *ds
         const size_t base = zp_exec_item_lo(S, (int)item);
         const size_t *off = blk ? S->b_off : S->e_off;
         /* the kinds of the group: a block's, the embedding group's (all the E kinds when tied), the head's */
-        const int k0 = item == L + 1 ? ZP_EXEC_E_LNFW : 0;
-        const int k1 = blk ? ZP_EXEC_B_N : (item == 0 && S->xs.head) ? ZP_EXEC_E_LNFW : ZP_EXEC_E_N;
+        const int k0 = item == L + 1 ? ZP_TENSORS_E_LNFW : 0;
+        const int k1 = blk ? ZP_TENSORS_B_N : (item == 0 && S->xs.head) ? ZP_TENSORS_E_LNFW : ZP_TENSORS_E_N;
         for (int k = k0; k < k1; k++) {
             size_t a = base + off[k] - off[k0], b = base + off[k + 1] - off[k0];
             size_t x = a > lo ? a : lo, y = b < hi ? b : hi;
@@ -319,9 +271,9 @@ static void init_range(const zp_exec_session *S, size_t lo, size_t hi, float *ds
 static void init_range_x(const zp_exec_session *S, size_t lo, size_t hi, float *dst)
 {
     for (int i = 0; i < S->xs.nl; i++)
-        for (int k = 0; k < ZP_EXEC_X_N; k++) {
+        for (int k = 0; k < ZP_TENSORS_X_N; k++) {
             const size_t a = (size_t)i * S->xsz + S->x_off[k], b = (size_t)i * S->xsz + S->x_off[k + 1];
-            const size_t x = a > lo ? a : lo, y = b < hi ? b : hi, cols = k == ZP_EXEC_X_UPW ? S->C : S->sh.e_f;
+            const size_t x = a > lo ? a : lo, y = b < hi ? b : hi, cols = k == ZP_TENSORS_X_UPW ? S->C : S->sh.e_f;
             for (size_t j = x; j < y; j++)
                 dst[j - lo] = init_expert(S, S->xs.l0 + i, k, (j - a) / cols, (j - a) % cols);
         }
@@ -439,7 +391,7 @@ static zp_status split_comms(zp_exec_session *S)
 /* Shapes, the flat layout and its units: group boundaries and the bucket boundaries from the top. */
 static zp_status layout(zp_exec_session *S)
 {
-    const zp_exec_shape *h = &S->sh;
+    const zp_tensors_shape *h = &S->sh;
     S->L = (size_t)S->m.layers;
     S->C = h->C;
     S->NH = h->NH;
@@ -459,11 +411,11 @@ static zp_status layout(zp_exec_session *S)
     S->GA = (size_t)S->plan.grad_accum;
     S->BT = S->B * S->T;
     S->v0 = (long)((size_t)S->mr * S->Vl);
-    for (int k = 0; k < ZP_EXEC_E_N; k++)
+    for (int k = 0; k < ZP_TENSORS_E_N; k++)
         S->e_off[k + 1] = S->e_off[k] + h->emb[k];
-    for (int k = 0; k < ZP_EXEC_B_N; k++)
+    for (int k = 0; k < ZP_TENSORS_B_N; k++)
         S->b_off[k + 1] = S->b_off[k] + h->blk[k];
-    for (int k = 0; k < ZP_EXEC_X_N; k++)
+    for (int k = 0; k < ZP_TENSORS_X_N; k++)
         S->x_off[k + 1] = S->x_off[k] + h->xp[k];
     S->esz = S->xs.esz;
     S->hsz = S->xs.hsz;
@@ -478,8 +430,8 @@ static zp_status layout(zp_exec_session *S)
     const int pa = S->plan.pa && S->mp > 1;
     S->ck_len = pa ? zp_shard_piece(S->BT * S->C, S->mp) : S->BT * S->C;
     if (S->NX > 0)
-        ZP_TRY(zp_layout_exec_units_exp(&S->m, &S->plan, S->pr, S->bucket, S->edr, &S->xunits));
-    return zp_layout_exec_units(&S->m, &S->plan, S->pr, S->bucket, S->dr, &S->units);
+        ZP_TRY(zp_tensors_units_exp(&S->m, &S->plan, S->pr, S->bucket, S->edr, &S->xunits));
+    return zp_tensors_units(&S->m, &S->plan, S->pr, S->bucket, S->dr, &S->units);
 }
 
 static zp_status setup_op(void *ctx, const zp_op *o)
@@ -522,13 +474,13 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     S->next_rank = S->pr + 1 < S->pp ? S->rank + S->mp * S->dp : -1;
     S->prev_rank = S->pr > 0 ? S->rank - S->mp * S->dp : -1;
     S->tok_micro = -1;
-    zp_status st = zp_layout_exec_shape(&S->m, &S->plan, &S->sh);
+    zp_status st = zp_tensors_shape_get(&S->m, &S->plan, &S->sh);
     S->ep = S->sh.moe ? (int)S->sh.ep : 1;
     S->er = S->dr % S->ep;
     S->edp = S->dp / S->ep;
     S->edr = S->dr / S->ep;
     if (st == ZP_OK)
-        st = zp_layout_exec_stage(&S->m, &S->plan, S->pr, &S->xs);
+        st = zp_tensors_stage_get(&S->m, &S->plan, S->pr, &S->xs);
     if (st == ZP_OK)
         st = split_comms(S);
     if (st == ZP_OK)

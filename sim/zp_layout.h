@@ -9,137 +9,26 @@
  *    layout and data-parallel shards: the executor allocates by running these ops, so what it holds is
  *    what the schedule says.
  *
- * The hooks are called by the builder (sim/zp_schedule.c) at the points of the step where memory
- * changes. */
+ * The interface a layout implements (zp_layout: its facts and hooks) is the builder's (sim/zp_builder.h):
+ * the step's structure (sim/zp_schedule.c) calls the hooks at the points of the step where memory changes,
+ * and they emit their ops through the builder. */
 #ifndef ZP_LAYOUT_H
 #define ZP_LAYOUT_H
 
 #include <stddef.h>
 
+#include "zp_builder.h"
 #include "zp_model.h"
 #include "zp_pipeline.h"
 #include "zp_plan.h"
 #include "zp_shard.h"
 
-/* What a layout knows of a plan's parameters, per MP rank (and pipeline stage: groups of other stages are
- * 0). */
-typedef struct {
-    double *gather;     /* [L + 2] parameters a stage-3 gather of group i brings (0 the embedding, 1..L the
-                           blocks, L+1 the tied embedding as the LM head) */
-    double *grad;       /* [L + 2] parameters whose gradients group i completes in backward (0: the embedding
-                           group, last; L+1: an untied LM head and the final norm, first; 0 when tied; with
-                           pipeline stages, the last stage's final norm and head, with its own copy of a tied
-                           word embedding, complete after the head's backward) */
-    double *gather_exp; /* [L + 2] with EP > 1: the local experts' parameters of group i (an EDP gather); 0
-                           otherwise (the experts are then in gather[]) */
-    double *grad_exp;   /* [L + 2] ... and their gradients (reduced over the EDP group) */
-    double psi_exp;     /* the sum of grad_exp[]: the routed experts' parameters one rank holds (EP > 1) */
-    double psi;         /* parameters one MP rank (of its stage) holds before ZeRO partitions them: the sum of
-                           grad[] and grad_exp[] */
-    double psi_all;     /* the model's parameters over the MP degree (of the stage), which ZeRO partitions over
-                           the DP ranks (psi_all / dp each); psi_all = psi without expert parallelism */
-    /* the executor's flat layout (zplan-exec only) */
-    size_t n;           /* flat parameters of one MP rank */
-    size_t bucket;      /* elements per gradient bucket */
-    size_t shard;       /* this rank's shard (its pieces of every unit, padded), elements */
-    size_t max_piece;   /* the largest piece of a unit */
-    size_t nx, xshard, xmax_piece; /* the routed experts' flat layout: elements, shard, largest piece */
-} zp_layout_facts;
-
-struct zp_builder;
-typedef struct {
-    const char *name;
-    int compute_only;          /* 1: the step's allocs and frees are all on the compute stream, so their
-                                  program order is that stream's order whatever the others do */
-    zp_status (*facts)(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f);
-    void (*setup)(struct zp_builder *b);                  /* resident allocations, before the first step */
-    void (*block_begin)(struct zp_builder *b, int l);      /* the forward (not the recompute) of block l starts */
-    void (*block_end)(struct zp_builder *b, int l);        /* ... ends: block l's checkpoint is stored */
-    void (*block_done)(struct zp_builder *b, int l);       /* block l's backward is done */
-    void (*logits)(struct zp_builder *b);                  /* the LM head is about to write the logits */
-    void (*micro_end)(struct zp_builder *b);               /* the micro-batch's backward is done */
-    void (*gather)(struct zp_builder *b, int s, int item); /* stage 3: group `item` is gathered next on stream s */
-    void (*use)(struct zp_builder *b, int item);           /* stage 3: compute switches to group item (-1: none) */
-} zp_layout;
-
+/* The layout of plan->impl, NULL for an unknown one. */
 const zp_layout *zp_layout_get(zp_impl impl);
 /* Stage 3 under DeepSpeed: parameters of one MP rank gathered at once (elements): the block in use and
  * min(stage3_prefetch_bucket_size, a block) prefetched, at most stage3_max_live_parameters but never
  * less than the largest tensor (DeepSpeed gathers an nn.Linear whole), at most the rank's parameters. */
 double zp_layout_stage3_live(const zp_model *m, const zp_plan *p);
 void zp_layout_facts_free(zp_layout_facts *f); /* accepts NULL */
-
-/* The executor's parameter tensors of one MP rank (Megatron: QKV and MLP-up column-split, projection and
- * MLP-down row-split, the vocabulary split, norms, row-parallel biases, wpe and the router replicated), in
- * the order they sit in its flat layout, sized from the model description's block shape (vocab/zp_shape.h):
- * a tensor the architecture does not have (a bias of a bias-less linear, LayerNorm's bias under RMSNorm,
- * wpe under rotary positions, an untied head's weight when tied) has 0 elements.
- *  - the embedding group: wte (Vl, C), wpe (T, C); tied, also lnf_w, lnf_b (C): the LM head is wte;
- *  - untied, the head group (its own, group L + 1, on top of the blocks): lnf_w, lnf_b (C), lm_w (Vl, C);
- *  - a block: ln1_w, ln1_b (C), qkv_w (q_n + 2 kv_n, C) with rows [Q heads | K heads | V heads] of this
- *    rank, qkv_b, proj_w (C, q_n), proj_b (C), ln2_w, ln2_b (C), fc_w (up, C) (gated: rows [gate | up],
- *    up = 2 Fl), fc_b (up), fcproj_w (C, Fl), fcproj_b (C), router_w (E, C) (an MoE block: its MLP is the
- *    routed experts, fc_* are 0);
- *  - the routed experts of an MoE block (a flat layout of their own, reduced and partitioned over the EDP
- *    group): up_w (e_local, e_up, C) (gated: [gate | up] rows), down_w (e_local, C, e_f).
- * Widths per MP rank: q_n = heads/mp x head_dim, kv_n = kv_heads/mp x head_dim, Fl = F/mp, e_f = F_e/mp. */
-enum { ZP_EXEC_E_WTE, ZP_EXEC_E_WPE, ZP_EXEC_E_LNFW, ZP_EXEC_E_LNFB, ZP_EXEC_E_LMW, ZP_EXEC_E_N };
-enum {
-    ZP_EXEC_B_LN1W, ZP_EXEC_B_LN1B, ZP_EXEC_B_QKVW, ZP_EXEC_B_QKVB, ZP_EXEC_B_PROJW, ZP_EXEC_B_PROJB,
-    ZP_EXEC_B_LN2W, ZP_EXEC_B_LN2B, ZP_EXEC_B_FCW, ZP_EXEC_B_FCB, ZP_EXEC_B_FCPW, ZP_EXEC_B_FCPB,
-    ZP_EXEC_B_ROUTER, ZP_EXEC_B_N
-};
-enum { ZP_EXEC_X_UPW, ZP_EXEC_X_DOWNW, ZP_EXEC_X_N };
-
-/* The shapes the executor runs a model with on one MP rank (of plan p), and its tensors' sizes. */
-typedef struct {
-    int rms, rotary, gated, untied, moe, act; /* RMSNorm, rotary positions, gated MLP, untied head, MoE, zp_activation */
-    size_t C, T, V, Vl, F, Fl, up;          /* hidden, sequence, vocabulary (this rank's rows), MLP inner, fc_w rows */
-    size_t NH, NHl, KV, kvh, hd;            /* query heads (this rank's), KV heads (this rank's), head size */
-    size_t q_n, kv_n, qkv_n;                /* Q width, K (= V) width, fused QKV width on this rank */
-    size_t E, k, ep, e_local, e_f, e_up, F_e; /* experts, top-k, EP degree, local experts, widths (per MP rank) */
-    size_t emb[ZP_EXEC_E_N], blk[ZP_EXEC_B_N], xp[ZP_EXEC_X_N];
-} zp_exec_shape;
-
-/* Whether the executor runs `m` under `p`: ZP_OK, or ZP_EUNSUPPORTED / ZP_EINVAL naming the option or the
- * architecture it does not run (MLA, shared experts, MoE blocks beside dense ones, parallel blocks, ALiBi,
- * an MP degree not dividing the KV heads or the widths, EP not dividing the experts, ...). */
-zp_status zp_layout_exec_check(const zp_model *m, const zp_plan *p);
-/* The shape of `m` under `p` for the executor (widths divided as integers: checked by the above). */
-zp_status zp_layout_exec_shape(const zp_model *m, const zp_plan *p, zp_exec_shape *out);
-
-/* Where a pipeline stage's groups sit in its flat layout (the whole model without pipeline stages): the
- * embedding group first on the first stage (and without stages), on top of the blocks on the last when the
- * head is tied (its gradient, the LM head's, completes first there: buckets go from the top), absent
- * between; the stage's blocks in order; an untied head group on top on the last stage. In-flight
- * micro-batches: a stage holds the activations of `slots` of them (1F1B: its warm-up + 1), in copies
- * indexed layer + L·slot. The routed experts' flat layout holds the stage's MoE blocks' local experts,
- * xsz each, in block order. */
-typedef struct {
-    size_t esz, bsz;    /* the embedding group's and a block's elements (per MP rank) */
-    size_t hsz;         /* an untied head group's (0 when tied: the embedding group is the head) */
-    size_t n;           /* the stage's flat parameters */
-    int l0, nl;         /* its first block and how many */
-    int emb;            /* 1: holds the embedding group */
-    int head;           /* 1: holds the untied head group */
-    size_t emb_off;     /* its offset (0, or nl·bsz on the last of several stages) */
-    size_t blk_off;     /* offset of block l0 */
-    size_t head_off;    /* offset of the head group */
-    int slots;          /* micro-batches in flight */
-    size_t xsz, nx;     /* the local experts' elements of one MoE block, of the stage */
-} zp_exec_stage;
-
-/* The layout of `stage` of the plan (one model chunk per stage: the executor runs no interleaving). */
-zp_status zp_layout_exec_stage(const zp_model *m, const zp_plan *p, int stage, zp_exec_stage *out);
-
-/* The units of the executor's flat layout of a stage (n = emb + L·blk elements without stages): cut at
- * every group boundary and at every bucket boundary from the top (buckets of `bucket` elements), each
- * split into plan->dp pieces; `rank`'s pieces (zp_shard.h). */
-zp_status zp_layout_exec_units(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
-                               zp_units *out);
-/* The same for the routed experts' flat layout: cut at every block and bucket boundary, each unit split
- * into dp / ep pieces (the EDP group); `rank` is the rank in that group. */
-zp_status zp_layout_exec_units_exp(const zp_model *m, const zp_plan *p, int stage, size_t bucket, int rank,
-                                   zp_units *out);
 
 #endif

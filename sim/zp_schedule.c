@@ -3,7 +3,9 @@
  * stage 3's parameter gathers one group ahead, Pa/Pa+cpu, then the optimizer (on the device, or on the
  * host with ZeRO-Offload) and the stage-1/2 parameter all-gather. Memory changes go through the plan's
  * layout (zp_layout.c); the program order is zp_schedule_walk's. */
-#include "zp_schedule_impl.h"
+#include "zp_builder.h"
+#include "zp_layout.h"
+#include "zp_schedule.h"
 
 #include "zp_shape.h"
 
@@ -11,45 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-zp_op *zp_builder_push(zp_builder *b, int s, int type)
-{
-    if (b->st != ZP_OK)
-        return NULL;
-    zp_opvec *v = s < 0 ? &b->setup : &b->s[s];
-    if (v->n == v->cap) {
-        int cap = v->cap ? 2 * v->cap : 256;
-        zp_op *nv = realloc(v->v, (size_t)cap * sizeof *nv);
-        if (!nv) {
-            b->st = ZP_FAIL(ZP_ENOMEM, "out of memory building the schedule");
-            return NULL;
-        }
-        v->v = nv;
-        v->cap = cap;
-    }
-    zp_op *o = &v->v[v->n++];
-    memset(o, 0, sizeof *o);
-    o->type = type;
-    o->stream = s < 0 ? ZP_STREAM_COMPUTE : (zp_stream)s;
-    o->phase = s < 0 ? ZP_PHASE_SETUP : b->phase;
-    o->micro = s < 0 ? 0 : b->micro;
-    o->layer = s < 0 ? -1 : b->layer;
-    o->batch = 1;
-    o->item = -1;
-    o->id = -1;
-    return o;
-}
-
-void zp_builder_mem(zp_builder *b, int s, int alloc, zp_buf buf, int index, zp_mem_cat cat, double bytes)
-{
-    zp_op *o = zp_builder_push(b, s, alloc ? ZP_OPK_ALLOC : ZP_OPK_FREE);
-    if (o) {
-        o->buf = buf;
-        o->item = index;
-        o->cat = cat;
-        o->bytes = bytes;
-    }
-}
 
 /* Ops that take no memory and do not order the streams: left out of a memory-only schedule. */
 static int skip(const zp_builder *b) { return b->memory_only || b->st != ZP_OK; }
@@ -113,7 +76,7 @@ static void move(zp_builder *b, int s, int type, double bytes)
     zp_builder_push(b, s, type)->bytes = bytes;
 }
 
-/* A signal or wait on channel c (left out of a collapsed memory-only schedule: see zp_schedule_impl.h). */
+/* A signal or wait on channel c (left out of a collapsed memory-only schedule: see zp_builder.h). */
 static void channel_op(zp_builder *b, int s, int type, zp_channel c)
 {
     zp_op *o = b->collapse ? NULL : zp_builder_push(b, s, type);
