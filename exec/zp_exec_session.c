@@ -468,11 +468,14 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     S->pp = c->plan.pp > 1 ? (int)c->plan.pp : 1;
     S->dp = nranks / S->mp / S->pp;
     S->plan.dp = S->dp;
-    S->mr = S->rank % S->mp;
-    S->dr = (S->rank / S->mp) % S->dp;
-    S->pr = S->rank / (S->mp * S->dp);
-    S->next_rank = S->pr + 1 < S->pp ? S->rank + S->mp * S->dp : -1;
-    S->prev_rank = S->pr > 0 ? S->rank - S->mp * S->dp : -1;
+    /* this rank's place in each group, by the dimension table's placement (TP innermost, then DP, the
+     * pipeline outermost: vocab/zp_dims.h) */
+    S->mr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_TP);
+    S->dr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_DP);
+    S->pr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_PP);
+    const int pstride = (int)zp_dims_stride(S->plan.deg, ZP_DIM_PP); /* the next stage's rank is this far */
+    S->next_rank = S->pr + 1 < S->pp ? S->rank + pstride : -1;
+    S->prev_rank = S->pr > 0 ? S->rank - pstride : -1;
     S->tok_micro = -1;
     zp_status st = zp_tensors_shape_get(&S->m, &S->plan, &S->sh);
     S->ep = S->sh.moe ? (int)S->sh.ep : 1;
