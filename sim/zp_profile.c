@@ -974,11 +974,8 @@ static int put_kernels(json_t *root, const zp_profile *p)
         const zp_profile_kernel_fit *f = &p->kernels[k];
         if (!f->measured)
             continue;
-        json_t *e = json_object();
-        bad |= put(e, "t0_s", json_real(f->t0_s));
-        bad |= put(e, "s_per_elem", json_real(f->s_per_elem));
-        bad |= put(e, "elems", json_real(f->elems));
-        bad |= put(ks, kernel_names[k], e);
+        bad |= put(ks, kernel_names[k], json_pack("{s:f, s:f, s:f}", "t0_s", f->t0_s, "s_per_elem", f->s_per_elem,
+                                                  "elems", f->elems));
     }
     bad |= put(root, "layer_kernels", ks);
     return bad;
