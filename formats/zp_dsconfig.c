@@ -214,22 +214,94 @@ static int is_literal(const char *w, size_t n)
     return *end == '\0' && (isdigit((unsigned char)buf[0]) || buf[0] == '-' || buf[0] == '.');
 }
 
+/* A quoted string from t[i] (its quote, ' or "): written double-quoted, inner double quotes escaped; returns
+ * the index after its closing quote. */
+static size_t hj_string(const char *t, size_t i, sbuf *b)
+{
+    const char c = t[i];
+    put(b, '"');
+    for (i++; t[i] && t[i] != c; i++) {
+        if (t[i] == '\\' && t[i + 1]) {
+            put(b, t[i++]);
+            put(b, t[i]);
+        } else {
+            if (t[i] == '"')
+                put(b, '\\');
+            put(b, t[i]);
+        }
+    }
+    put(b, '"');
+    return i + (t[i] ? 1 : 0);
+}
+
+/* A bare word from t[i]: a literal, a quoteless key, or a quoteless string to the end of the line (written
+ * quoted); *after_value set when it made a token. Returns the index after it. */
+static size_t hj_word(const char *t, size_t i, sbuf *b, int *after_value)
+{
+    long k = last_sig(b);
+    const int is_value = k >= 0 && b->s[k] == ':';
+    size_t j = i;
+    if (is_value) {
+        while (t[j] && t[j] != '\n' && t[j] != '\r' && t[j] != ',' && t[j] != '}' && t[j] != ']' && t[j] != '#' &&
+               !(t[j] == '/' && (t[j + 1] == '/' || t[j + 1] == '*')))
+            j++;
+        while (j > i && strchr(" \t", t[j - 1]))
+            j--;
+    } else {
+        while (is_bare(t[j]))
+            j++;
+    }
+    if (j == i) { /* a character no JSON token starts with: jansson will say where */
+        put(b, t[i]);
+        return i + 1;
+    }
+    size_t after = j;
+    while (t[after] && strchr(" \t", t[after]))
+        after++;
+    const int is_key = !is_value && t[after] == ':';
+    if (!is_key && is_literal(t + i, j - i)) {
+        for (size_t q = i; q < j; q++)
+            put(b, t[q]);
+    } else {
+        put(b, '"');
+        for (size_t q = i; q < j; q++) {
+            if (t[q] == '"' || t[q] == '\\')
+                put(b, '\\');
+            put(b, t[q]);
+        }
+        put(b, '"');
+    }
+    *after_value = 1;
+    return j;
+}
+
+/* A comment from t[i] (#, // to the end of the line; a block comment, its new lines kept): returns the index
+ * after it, or i when none starts there. */
+static size_t hj_comment(const char *t, size_t i, sbuf *b)
+{
+    if (t[i] == '#' || (t[i] == '/' && t[i + 1] == '/')) {
+        while (t[i] && t[i] != '\n')
+            i++;
+        return i;
+    }
+    if (t[i] == '/' && t[i + 1] == '*') {
+        for (i += 2; t[i] && !(t[i] == '*' && t[i + 1] == '/'); i++)
+            if (t[i] == '\n')
+                put(b, '\n');
+        return i + (t[i] ? 2 : 0);
+    }
+    return i;
+}
+
 zp_status zp_dsconfig_hjson_to_json(const char *t, char **out)
 {
     sbuf b = {.ok = 1};
     int after_value = 0; /* the last token ended a value or a key's string: a new one needs a comma first */
     for (size_t i = 0; t[i];) {
         char c = t[i];
-        if (c == '#' || (c == '/' && t[i + 1] == '/')) { /* a comment to the end of the line */
-            while (t[i] && t[i] != '\n')
-                i++;
-            continue;
-        }
-        if (c == '/' && t[i + 1] == '*') { /* a block comment: its new lines kept */
-            for (i += 2; t[i] && !(t[i] == '*' && t[i + 1] == '/'); i++)
-                if (t[i] == '\n')
-                    put(&b, '\n');
-            i += t[i] ? 2 : 0;
+        const size_t past_comment = hj_comment(t, i, &b);
+        if (past_comment != i) {
+            i = past_comment;
             continue;
         }
         if (strchr(" \t\r\n", c)) {
@@ -252,56 +324,10 @@ zp_status zp_dsconfig_hjson_to_json(const char *t, char **out)
             after_value = 0;
             i++;
         } else if (c == '"' || c == '\'') { /* a string: single quotes become double */
-            put(&b, '"');
-            for (i++; t[i] && t[i] != c; i++) {
-                if (t[i] == '\\' && t[i + 1]) {
-                    put(&b, t[i++]);
-                    put(&b, t[i]);
-                } else {
-                    if (t[i] == '"')
-                        put(&b, '\\');
-                    put(&b, t[i]);
-                }
-            }
-            put(&b, '"');
-            i += t[i] ? 1 : 0;
+            i = hj_string(t, i, &b);
             after_value = 1;
-        } else { /* a bare word: a literal, a quoteless key, or a quoteless string to the end of the line */
-            long k = last_sig(&b);
-            const int is_value = k >= 0 && b.s[k] == ':';
-            size_t j = i;
-            if (is_value) {
-                while (t[j] && t[j] != '\n' && t[j] != '\r' && t[j] != ',' && t[j] != '}' && t[j] != ']' &&
-                       t[j] != '#' && !(t[j] == '/' && (t[j + 1] == '/' || t[j + 1] == '*')))
-                    j++;
-                while (j > i && strchr(" \t", t[j - 1]))
-                    j--;
-            } else {
-                while (is_bare(t[j]))
-                    j++;
-            }
-            if (j == i) { /* a character no JSON token starts with: jansson will say where */
-                put(&b, t[i++]);
-                continue;
-            }
-            size_t after = j;
-            while (t[after] && strchr(" \t", t[after]))
-                after++;
-            const int is_key = !is_value && t[after] == ':';
-            if (!is_key && is_literal(t + i, j - i)) {
-                for (size_t q = i; q < j; q++)
-                    put(&b, t[q]);
-            } else {
-                put(&b, '"');
-                for (size_t q = i; q < j; q++) {
-                    if (t[q] == '"' || t[q] == '\\')
-                        put(&b, '\\');
-                    put(&b, t[q]);
-                }
-                put(&b, '"');
-            }
-            i = j;
-            after_value = 1;
+        } else {
+            i = hj_word(t, i, &b, &after_value);
         }
     }
     put(&b, '\0');
@@ -326,27 +352,10 @@ static zp_status batch_factor(const char *name, double tbs, double part, double 
     return ZP_OK;
 }
 
-zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r, zp_ds_notes *notes)
+/* MP and PP as DeepSpeed configs leave them (1 unless given), checked against the GPUs: the data-parallel
+ * degree in *dp (GPUs / (MP x PP)). */
+static zp_status ds_parallel(zp_search_req *r, zp_ds_notes *notes, double *dp)
 {
-    json_error_t err;
-    char *strict;
-    ZP_TRY(zp_dsconfig_hjson_to_json(text, &strict));
-    json_t *root = json_loads(strict, 0, &err);
-    free(strict);
-    if (!root)
-        return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON or HJSON (line %d: %s)", name, err.line, err.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return ZP_FAIL(ZP_EINVAL, "%s: a DeepSpeed config is a JSON object", name);
-    }
-    zp_status st = ZP_OK;
-    json_t *legacy_zo = NULL; /* zero_optimization: true/false as the object it stands for */
-#define CHECK(expr)                \
-    do {                           \
-        if ((st = (expr)) != ZP_OK) \
-            goto out;              \
-    } while (0)
-    warn_unknown(root, TOP_KEYS, "", notes);
     if (r->mp == ZP_SEARCH_ANY) {
         r->mp = 1;
         note(notes, "model parallelism: 1 (DeepSpeed configs do not set it; give --mp for Megatron MP)");
@@ -355,31 +364,28 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
      * --pp. Sequence parallelism is a way to run the Megatron MP given with --mp: searched with it. */
     if (r->pp == ZP_SEARCH_ANY)
         r->pp = 1;
-    if (r->gpus % r->mp != 0) {
-        st = ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)r->mp, (long long)r->gpus);
-        goto out;
-    }
-    if (r->gpus % (r->mp * r->pp) != 0) {
-        st = ZP_FAIL(ZP_EINVAL, "--mp %lld x --pp %lld do not divide the %lld GPUs", (long long)r->mp,
-                     (long long)r->pp, (long long)r->gpus);
-        goto out;
-    }
-    const double dp = (double)(r->gpus / r->mp / r->pp);
+    if (r->gpus % r->mp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)r->mp, (long long)r->gpus);
+    if (r->gpus % (r->mp * r->pp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld x --pp %lld do not divide the %lld GPUs", (long long)r->mp,
+                       (long long)r->pp, (long long)r->gpus);
+    *dp = (double)(r->gpus / r->mp / r->pp);
+    return ZP_OK;
+}
 
-    /* precision: fp16, bf16 (or DeepSpeed's legacy "bfloat16"), "auto" resolved by the GPU */
+/* precision: fp16, bf16 (or DeepSpeed's legacy "bfloat16"), "auto" resolved by the GPU; sets the bytes per
+ * parameter and of the optimizer state */
+static zp_status ds_precision(json_t *root, const char *name, zp_search_req *r, zp_ds_notes *notes)
+{
     int f16 = 0, b16 = 0, f16_auto = 0, b16_auto = 0;
-    CHECK(get_enabled(root, "fp16", name, &f16, &f16_auto));
+    ZP_TRY(get_enabled(root, "fp16", name, &f16, &f16_auto));
     const char *bkey = json_object_get(root, "bf16") ? "bf16" : "bfloat16";
-    if (json_object_get(root, "bf16") && json_object_get(root, "bfloat16")) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: both bf16 and its legacy name bfloat16 are given: keep bf16", name);
-        goto out;
-    }
-    CHECK(get_enabled(root, bkey, name, &b16, &b16_auto));
-    if (f16 && b16) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: fp16.enabled and %s.enabled are both true: DeepSpeed refuses it (keep one)", name,
-                     bkey);
-        goto out;
-    }
+    if (json_object_get(root, "bf16") && json_object_get(root, "bfloat16"))
+        return ZP_FAIL(ZP_EINVAL, "%s: both bf16 and its legacy name bfloat16 are given: keep bf16", name);
+    ZP_TRY(get_enabled(root, bkey, name, &b16, &b16_auto));
+    if (f16 && b16)
+        return ZP_FAIL(ZP_EINVAL, "%s: fp16.enabled and %s.enabled are both true: DeepSpeed refuses it (keep one)",
+                       name, bkey);
     if ((f16_auto || b16_auto) && !f16 && !b16) {
         /* "auto" (the HuggingFace integration fills it in): mixed precision in the type the GPU computes
          * fast, bf16 where it has bf16 tensor cores */
@@ -401,142 +407,174 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
         note(notes, "fp16 and bf16 disabled: fp32 training (4-byte parameters and gradients, Adam's m and v = 8 "
                     "bytes per parameter; GEMMs at the fp32 rate)");
     }
+    return ZP_OK;
+}
+
+/* data_types.grad_accum_dtype: fp32 gradients (4 bytes) under half-precision parameters; else 0 (the
+ * parameters' type). After ds_precision, which sets r->param_bytes. */
+static zp_status ds_data_types(json_t *root, const char *name, zp_search_req *r)
+{
     json_t *dtypes = json_object_get(root, "data_types");
     r->grad_bytes = 0;
-    if (dtypes && !json_is_object(dtypes)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: data_types must be an object like {\"grad_accum_dtype\": \"fp32\"}", name);
-        goto out;
-    }
-    if (dtypes) {
-        json_t *g = json_object_get(dtypes, "grad_accum_dtype");
-        const char *gt = json_is_string(g) ? json_string_value(g) : NULL;
-        if (g && !json_is_null(g) && !gt) {
-            st = ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype must be \"fp32\", \"fp16\" or \"bf16\"", name);
-            goto out;
-        }
-        if (gt && strcmp(gt, "fp32") == 0) {
-            r->grad_bytes = r->param_bytes == 2 ? 4.0 : 0.0;
-        } else if (gt && strcmp(gt, "fp16") && strcmp(gt, "bf16")) {
-            st = ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype \"%s\": use \"fp32\", \"fp16\" or \"bf16\"", name,
-                         gt);
-            goto out;
-        }
-    }
+    if (dtypes && !json_is_object(dtypes))
+        return ZP_FAIL(ZP_EINVAL, "%s: data_types must be an object like {\"grad_accum_dtype\": \"fp32\"}", name);
+    if (!dtypes)
+        return ZP_OK;
+    json_t *g = json_object_get(dtypes, "grad_accum_dtype");
+    const char *gt = json_is_string(g) ? json_string_value(g) : NULL;
+    if (g && !json_is_null(g) && !gt)
+        return ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype must be \"fp32\", \"fp16\" or \"bf16\"", name);
+    if (gt && strcmp(gt, "fp32") == 0)
+        r->grad_bytes = r->param_bytes == 2 ? 4.0 : 0.0;
+    else if (gt && strcmp(gt, "fp16") && strcmp(gt, "bf16"))
+        return ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype \"%s\": use \"fp32\", \"fp16\" or \"bf16\"", name,
+                       gt);
+    return ZP_OK;
+}
 
-    /* ZeRO */
-    int present;
+/* zero_optimization's offload: offload_optimizer / offload_param and DeepSpeed's deprecated booleans; sets
+ * r->offload and r->nvme. `stage` is the section's ZeRO stage, 0 to 3. */
+static zp_status ds_offload(json_t *zo, double stage, zp_search_req *r, zp_ds_notes *notes)
+{
+    int off_opt, off_par, b, nvme_opt, nvme_par, present;
+    ZP_TRY(get_offload(zo, "offload_optimizer", &off_opt, &nvme_opt, notes));
+    ZP_TRY(get_offload(zo, "offload_param", &off_par, &nvme_par, notes));
+    r->nvme = (nvme_opt ? ZP_NVME_OPTIMIZER : 0) | (nvme_par ? ZP_NVME_PARAMS : 0);
+    /* DeepSpeed's deprecated booleans (zero/config.py): cpu_offload, cpu_offload_param; zplan used to
+     * read a misspelt cpu_offload_params, still accepted */
+    static const char *const legacy[] = {"cpu_offload", "cpu_offload_param", "cpu_offload_params"};
+    for (int k = 0; k < 3; k++) {
+        if (get_bool(zo, legacy[k], "zero_optimization.", &b, &present) != ZP_OK)
+            return ZP_FAIL(ZP_EINVAL, "zero_optimization.%s must be true or false", legacy[k]);
+        if (present && b) {
+            *(k == 0 ? &off_opt : &off_par) = 1;
+            note(notes, "zero_optimization.%s (deprecated in DeepSpeed) -> %s.device \"cpu\"", legacy[k],
+                 k == 0 ? "offload_optimizer" : "offload_param");
+        }
+    }
+    if (off_par && stage != 3)
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization: parameter offload needs stage 3 (stage is %g)", stage);
+    if (off_opt && stage < 1)
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization: optimizer offload needs stage 1, 2 or 3 (stage is %g)", stage);
+    r->offload = off_par ? ZP_OFFLOAD_PARAMS : off_opt ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+    return ZP_OK;
+}
+
+/* zero_optimization's sizes, in elements: the reduce bucket (r->bucket) and stage 3's prefetch bucket, live
+ * parameters and persistence threshold, each DeepSpeed's default when absent; "auto" as the HuggingFace
+ * integration fills it in (from the hidden size). */
+static zp_status ds_zero_sizes(json_t *zo, zp_search_req *r, zp_ds_notes *notes)
+{
+    double v;
+    int a, present;
+    ZP_TRY(get_count(zo, "reduce_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
+    if (present && a) {
+        r->bucket = (double)r->model->hidden * (double)r->model->hidden;
+        note(notes, "zero_optimization.reduce_bucket_size \"auto\" -> hidden^2 = %.0f elements (as the "
+                    "HuggingFace integration)", r->bucket);
+    } else if (present) {
+        if (v < 1)
+            return ZP_FAIL(ZP_EINVAL, "zero_optimization.reduce_bucket_size must be at least 1");
+        r->bucket = v;
+    }
+    ZP_TRY(get_count(zo, "allgather_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
+    if (present && !a && v != r->bucket)
+        note(notes, "note: allgather_bucket_size %.0f differs from reduce_bucket_size %.0f: zplan sizes both "
+                    "buckets as reduce_bucket_size", v, r->bucket);
+    ZP_TRY(get_count(zo, "stage3_prefetch_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
+    r->stage3_prefetch = ZP_DEFAULT_PREFETCH; /* DeepSpeed's default */
+    if (present && a) {
+        r->stage3_prefetch = 0.9 * (double)r->model->hidden * (double)r->model->hidden;
+        note(notes, "zero_optimization.stage3_prefetch_bucket_size \"auto\" -> 0.9 hidden^2 = %.0f elements",
+             r->stage3_prefetch);
+    } else if (present) {
+        r->stage3_prefetch = v;
+    }
+    ZP_TRY(get_count(zo, "stage3_max_live_parameters", "zero_optimization.", 1e15, &v, &present, &a));
+    r->stage3_max_live = ZP_DEFAULT_MAX_LIVE; /* DeepSpeed's default */
+    if (present && !a)
+        r->stage3_max_live = v;
+    ZP_TRY(get_count(zo, "stage3_param_persistence_threshold", "zero_optimization.", 1e15, &v, &present, &a));
+    r->persistence_threshold = ZP_DEFAULT_PERSISTENCE; /* DeepSpeed's default */
+    if (present && a) {
+        r->persistence_threshold = 10.0 * (double)r->model->hidden;
+        note(notes, "zero_optimization.stage3_param_persistence_threshold \"auto\" -> 10 hidden = %.0f",
+             r->persistence_threshold);
+    } else if (present) {
+        r->persistence_threshold = v;
+    }
+    return ZP_OK;
+}
+
+/* A zero_optimization section (an object, not NULL): its stage, offload, overlap and sizes into r;
+ * contiguous_gradients into *contiguous_grads (left as it is when absent). */
+static zp_status ds_zero_section(json_t *zo, zp_search_req *r, zp_ds_notes *notes, int *contiguous_grads)
+{
+    double stage = 0;
+    int present, sauto;
+    warn_unknown(zo, ZERO_KEYS, "zero_optimization.", notes);
+    ZP_TRY(get_count(zo, "stage", "zero_optimization.", 3, &stage, &present, &sauto));
+    if (sauto)
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization.stage \"auto\": give 0, 1, 2 or 3 (or leave the config out "
+                                  "and let zplan search the stage)");
+    ZP_TRY(ds_offload(zo, stage, r, notes));
+    int overlap = stage == 3; /* DeepSpeed's default: overlap_comm on for stage 3 only */
+    ZP_TRY(get_bool(zo, "overlap_comm", "zero_optimization.", &overlap, &present));
+    ZP_TRY(get_bool(zo, "contiguous_gradients", "zero_optimization.", contiguous_grads, &present));
+    ZP_TRY(ds_zero_sizes(zo, r, notes));
+    r->stage = (int)stage;
+    r->overlap_comm = overlap;
+    return ZP_OK;
+}
+
+/* ZeRO: zero_optimization (an object, DeepSpeed's legacy true/false, or absent: stage 0) into r; whether
+ * gradients are contiguous (ZeRO-R MD's half) into *contiguous_grads. */
+static zp_status ds_zero(json_t *root, const char *name, zp_search_req *r, zp_ds_notes *notes, int *contiguous_grads)
+{
     json_t *zo = json_object_get(root, "zero_optimization");
+    json_t *legacy_zo = NULL; /* zero_optimization: true/false as the object it stands for */
     if (json_is_boolean(zo)) { /* DeepSpeed's oldest form: true is stage 1, false stage 0 */
         legacy_zo = json_pack("{s:i}", "stage", json_is_true(zo) ? 1 : 0);
         note(notes, "zero_optimization %s (the legacy boolean form) -> stage %d, as DeepSpeed reads it",
              json_is_true(zo) ? "true" : "false", json_is_true(zo) ? 1 : 0);
         zo = legacy_zo;
     }
-    if (zo && !json_is_object(zo)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: zero_optimization must be an object like {\"stage\": 2} (or true/false)", name);
-        goto out;
-    }
-    double stage = 0;
+    if (zo && !json_is_object(zo))
+        return ZP_FAIL(ZP_EINVAL, "%s: zero_optimization must be an object like {\"stage\": 2} (or true/false)", name);
     r->cb = 1; /* DeepSpeed always reduces through constant-size buckets */
     r->bucket = 5e8;
-    int contiguous_grads = 1, overlap = 0;
+    *contiguous_grads = 1;
+    zp_status st = ZP_OK;
     if (zo) {
-        warn_unknown(zo, ZERO_KEYS, "zero_optimization.", notes);
-        int sauto;
-        CHECK(get_count(zo, "stage", "zero_optimization.", 3, &stage, &present, &sauto));
-        if (sauto) {
-            st = ZP_FAIL(ZP_EINVAL, "zero_optimization.stage \"auto\": give 0, 1, 2 or 3 (or leave the config out "
-                                    "and let zplan search the stage)");
-            goto out;
-        }
-        int off_opt, off_par, b, nvme_opt, nvme_par;
-        CHECK(get_offload(zo, "offload_optimizer", &off_opt, &nvme_opt, notes));
-        CHECK(get_offload(zo, "offload_param", &off_par, &nvme_par, notes));
-        r->nvme = (nvme_opt ? ZP_NVME_OPTIMIZER : 0) | (nvme_par ? ZP_NVME_PARAMS : 0);
-        /* DeepSpeed's deprecated booleans (zero/config.py): cpu_offload, cpu_offload_param; zplan used to
-         * read a misspelt cpu_offload_params, still accepted */
-        static const char *const legacy[] = {"cpu_offload", "cpu_offload_param", "cpu_offload_params"};
-        for (int k = 0; k < 3; k++) {
-            if (get_bool(zo, legacy[k], "zero_optimization.", &b, &present) != ZP_OK)
-                CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.%s must be true or false", legacy[k]));
-            if (present && b) {
-                *(k == 0 ? &off_opt : &off_par) = 1;
-                note(notes, "zero_optimization.%s (deprecated in DeepSpeed) -> %s.device \"cpu\"", legacy[k],
-                     k == 0 ? "offload_optimizer" : "offload_param");
-            }
-        }
-        if (off_par && stage != 3) {
-            st = ZP_FAIL(ZP_EINVAL, "zero_optimization: parameter offload needs stage 3 (stage is %g)", stage);
-            goto out;
-        }
-        if (off_opt && stage < 1) {
-            st = ZP_FAIL(ZP_EINVAL, "zero_optimization: optimizer offload needs stage 1, 2 or 3 (stage is %g)", stage);
-            goto out;
-        }
-        r->offload = off_par ? ZP_OFFLOAD_PARAMS : off_opt ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
-        overlap = stage == 3; /* DeepSpeed's default: overlap_comm on for stage 3 only */
-        CHECK(get_bool(zo, "overlap_comm", "zero_optimization.", &overlap, &present));
-        CHECK(get_bool(zo, "contiguous_gradients", "zero_optimization.", &contiguous_grads, &present));
-        double v;
-        int a;
-        CHECK(get_count(zo, "reduce_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
-        if (present && a) {
-            r->bucket = (double)r->model->hidden * (double)r->model->hidden;
-            note(notes, "zero_optimization.reduce_bucket_size \"auto\" -> hidden^2 = %.0f elements (as the "
-                        "HuggingFace integration)", r->bucket);
-        } else if (present) {
-            if (v < 1)
-                CHECK(ZP_FAIL(ZP_EINVAL, "zero_optimization.reduce_bucket_size must be at least 1"));
-            r->bucket = v;
-        }
-        CHECK(get_count(zo, "allgather_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
-        if (present && !a && v != r->bucket)
-            note(notes, "note: allgather_bucket_size %.0f differs from reduce_bucket_size %.0f: zplan sizes both "
-                        "buckets as reduce_bucket_size", v, r->bucket);
-        CHECK(get_count(zo, "stage3_prefetch_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
-        r->stage3_prefetch = ZP_DEFAULT_PREFETCH; /* DeepSpeed's default */
-        if (present && a) {
-            r->stage3_prefetch = 0.9 * (double)r->model->hidden * (double)r->model->hidden;
-            note(notes, "zero_optimization.stage3_prefetch_bucket_size \"auto\" -> 0.9 hidden^2 = %.0f elements",
-                 r->stage3_prefetch);
-        } else if (present) {
-            r->stage3_prefetch = v;
-        }
-        CHECK(get_count(zo, "stage3_max_live_parameters", "zero_optimization.", 1e15, &v, &present, &a));
-        r->stage3_max_live = ZP_DEFAULT_MAX_LIVE; /* DeepSpeed's default */
-        if (present && !a)
-            r->stage3_max_live = v;
-        CHECK(get_count(zo, "stage3_param_persistence_threshold", "zero_optimization.", 1e15, &v, &present, &a));
-        r->persistence_threshold = ZP_DEFAULT_PERSISTENCE; /* DeepSpeed's default */
-        if (present && a) {
-            r->persistence_threshold = 10.0 * (double)r->model->hidden;
-            note(notes, "zero_optimization.stage3_param_persistence_threshold \"auto\" -> 10 hidden = %.0f",
-                 r->persistence_threshold);
-        } else if (present) {
-            r->persistence_threshold = v;
-        }
+        st = ds_zero_section(zo, r, notes, contiguous_grads);
     } else {
         r->offload = ZP_OFFLOAD_NONE;
         note(notes, "no zero_optimization section: stage 0 (plain data parallelism), as DeepSpeed");
+        r->stage = 0;
+        r->overlap_comm = 0;
     }
-    r->stage = (int)stage;
-    r->overlap_comm = overlap;
+    json_decref(legacy_zo);
+    return st;
+}
 
-    /* activation checkpointing */
+/* activation_checkpointing: ZeRO-R Pa and Pa+cpu, the recompute it implies, and ZeRO-R MD (contiguous
+ * gradients, from ds_zero, and contiguous checkpoints) into r. */
+static zp_status ds_activations(json_t *root, const char *name, int contiguous_grads, zp_search_req *r,
+                                zp_ds_notes *notes)
+{
     json_t *ac = json_object_get(root, "activation_checkpointing");
-    int pa = 0, pacpu = 0, contiguous_ckpt = 0;
-    if (ac && !json_is_object(ac)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: activation_checkpointing must be an object", name);
-        goto out;
-    }
+    int pa = 0, pacpu = 0, contiguous_ckpt = 0, present;
+    if (ac && !json_is_object(ac))
+        return ZP_FAIL(ZP_EINVAL, "%s: activation_checkpointing must be an object", name);
     if (ac) {
         warn_unknown(ac, ACT_KEYS, "activation_checkpointing.", notes);
-        CHECK(get_bool(ac, "partition_activations", "activation_checkpointing.", &pa, &present));
-        CHECK(get_bool(ac, "cpu_checkpointing", "activation_checkpointing.", &pacpu, &present));
-        CHECK(get_bool(ac, "contiguous_memory_optimization", "activation_checkpointing.", &contiguous_ckpt, &present));
+        ZP_TRY(get_bool(ac, "partition_activations", "activation_checkpointing.", &pa, &present));
+        ZP_TRY(get_bool(ac, "cpu_checkpointing", "activation_checkpointing.", &pacpu, &present));
+        ZP_TRY(get_bool(ac, "contiguous_memory_optimization", "activation_checkpointing.", &contiguous_ckpt,
+                        &present));
         double nck;
         int a;
-        CHECK(get_count(ac, "number_checkpoints", "activation_checkpointing.", 1e9, &nck, &present, &a));
+        ZP_TRY(get_count(ac, "number_checkpoints", "activation_checkpointing.", 1e9, &nck, &present, &a));
         if (present && !a && nck == 0 && r->recompute == ZP_SEARCH_ANY) {
             /* no block checkpointed: no full recompute (Megatron's selective recompute is not DeepSpeed's to
              * say, so it stays open) */
@@ -551,10 +589,8 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
             pa = 1;
         }
     }
-    if ((pa || pacpu) && !r->checkpoint) {
-        st = ZP_FAIL(ZP_EINVAL, "activation_checkpointing partitions checkpoints: drop --no-checkpoint");
-        goto out;
-    }
+    if ((pa || pacpu) && !r->checkpoint)
+        return ZP_FAIL(ZP_EINVAL, "activation_checkpointing partitions checkpoints: drop --no-checkpoint");
     r->pa = pa;
     r->pa_cpu = pacpu;
     if (r->recompute == ZP_SEARCH_ANY && r->checkpoint)
@@ -564,56 +600,93 @@ zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r
     if (!r->md)
         note(notes, "MD off (contiguous_gradients %s, contiguous_memory_optimization %s): a fragmentation reserve is "
                     "counted", contiguous_grads ? "true" : "false", contiguous_ckpt ? "true" : "false");
+    return ZP_OK;
+}
 
-    /* batch sizes: train_batch_size = micro x accumulation x DP */
-    double tbs = 0, mb = 0, gas = 0;
-    int has_tbs, has_mb, has_gas, a_tbs, a_mb, a_gas;
-    CHECK(get_count(root, "train_batch_size", "", 1e15, &tbs, &has_tbs, &a_tbs));
-    CHECK(get_count(root, "train_micro_batch_size_per_gpu", "", (double)ZP_MAX_MICRO_BATCH, &mb, &has_mb, &a_mb));
-    CHECK(get_count(root, "gradient_accumulation_steps", "", 1e9, &gas, &has_gas, &a_gas));
-    has_tbs = has_tbs && !a_tbs;
-    has_mb = has_mb && !a_mb;
-    has_gas = has_gas && !a_gas;
-    if ((has_tbs && tbs < 1) || (has_mb && mb < 1) || (has_gas && gas < 1)) {
-        st = ZP_FAIL(ZP_EINVAL, "%s: batch sizes must be at least 1", name);
-        goto out;
-    }
+/* The batch sizes given (tbs, mb, gas: train_batch_size, the micro-batch, the accumulation; has_*: given and
+ * not "auto") against train_batch_size = micro x accumulation x DP, the missing ones derived (noted) into
+ * *tbs, *mb, *gas. */
+static zp_status ds_batch_derive(const char *name, double dp, int has_tbs, int has_mb, int has_gas, double *tbs,
+                                 double *mb, double *gas, zp_ds_notes *notes)
+{
+    if ((has_tbs && *tbs < 1) || (has_mb && *mb < 1) || (has_gas && *gas < 1))
+        return ZP_FAIL(ZP_EINVAL, "%s: batch sizes must be at least 1", name);
     if (has_tbs && has_mb && has_gas) {
-        if (tbs != mb * gas * dp) {
-            st = ZP_FAIL(ZP_EINVAL,
-                         "%s: train_batch_size must equal train_micro_batch_size_per_gpu x gradient_accumulation_steps "
-                         "x data-parallel degree: %.0f != %.0f x %.0f x %.0f (GPUs / MP)",
-                         name, tbs, mb, gas, dp);
-            goto out;
-        }
+        if (*tbs != *mb * *gas * dp)
+            return ZP_FAIL(ZP_EINVAL,
+                           "%s: train_batch_size must equal train_micro_batch_size_per_gpu x "
+                           "gradient_accumulation_steps x data-parallel degree: %.0f != %.0f x %.0f x %.0f (GPUs / MP)",
+                           name, *tbs, *mb, *gas, dp);
     } else if (has_tbs && has_mb) {
-        CHECK(batch_factor(name, tbs, mb, dp, "micro-batch", "gradient_accumulation_steps", notes, &gas));
+        ZP_TRY(batch_factor(name, *tbs, *mb, dp, "micro-batch", "gradient_accumulation_steps", notes, gas));
     } else if (has_tbs && has_gas) {
-        CHECK(batch_factor(name, tbs, gas, dp, "accumulation", "train_micro_batch_size_per_gpu", notes, &mb));
+        ZP_TRY(batch_factor(name, *tbs, *gas, dp, "accumulation", "train_micro_batch_size_per_gpu", notes, mb));
     } else if (has_mb) {
         if (!has_gas)
-            gas = 1;
-        tbs = mb * gas * dp;
-        note(notes, "train_batch_size -> %.0f (micro-batch x accumulation x DP)", tbs);
+            *gas = 1;
+        *tbs = *mb * *gas * dp;
+        note(notes, "train_batch_size -> %.0f (micro-batch x accumulation x DP)", *tbs);
     } else if (has_tbs) {
-        if (fmod(tbs, dp) != 0) {
-            st = ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of the data-parallel degree %.0f", name,
-                         tbs, dp);
-            goto out;
-        }
+        if (fmod(*tbs, dp) != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s: train_batch_size %.0f is not a multiple of the data-parallel degree %.0f",
+                           name, *tbs, dp);
         note(notes, "train_micro_batch_size_per_gpu \"auto\"/absent -> the largest that fits and divides %.0f / DP",
-             tbs);
+             *tbs);
     } else {
         note(notes, "batch sizes \"auto\"/absent -> zplan's default batch (GPT-3's tokens per step for the model's "
                     "size) over the micro-batches that fit");
     }
+    return ZP_OK;
+}
+
+/* batch sizes: train_batch_size = micro x accumulation x DP; r's global batch and micro-batch where the config
+ * fixes them ("auto" or absent: searched). */
+static zp_status ds_batch(json_t *root, const char *name, double dp, zp_search_req *r, zp_ds_notes *notes)
+{
+    double tbs = 0, mb = 0, gas = 0;
+    int has_tbs, has_mb, has_gas, a_tbs, a_mb, a_gas;
+    ZP_TRY(get_count(root, "train_batch_size", "", 1e15, &tbs, &has_tbs, &a_tbs));
+    ZP_TRY(get_count(root, "train_micro_batch_size_per_gpu", "", (double)ZP_MAX_MICRO_BATCH, &mb, &has_mb, &a_mb));
+    ZP_TRY(get_count(root, "gradient_accumulation_steps", "", 1e9, &gas, &has_gas, &a_gas));
+    has_tbs = has_tbs && !a_tbs;
+    has_mb = has_mb && !a_mb;
+    has_gas = has_gas && !a_gas;
+    ZP_TRY(ds_batch_derive(name, dp, has_tbs, has_mb, has_gas, &tbs, &mb, &gas, notes));
     if (has_tbs || has_mb)
         r->global_batch = (int64_t)tbs;
     if (has_mb || (has_tbs && has_gas))
         r->micro_batch = (int64_t)mb;
-#undef CHECK
-out:
-    json_decref(legacy_zo);
+    return ZP_OK;
+}
+
+/* A DeepSpeed config's sections, in the order their notes are written. */
+static zp_status ds_sections(json_t *root, const char *name, zp_search_req *r, zp_ds_notes *notes)
+{
+    double dp = 0;
+    int contiguous_grads = 1;
+    warn_unknown(root, TOP_KEYS, "", notes);
+    ZP_TRY(ds_parallel(r, notes, &dp));
+    ZP_TRY(ds_precision(root, name, r, notes));
+    ZP_TRY(ds_data_types(root, name, r));
+    ZP_TRY(ds_zero(root, name, r, notes, &contiguous_grads));
+    ZP_TRY(ds_activations(root, name, contiguous_grads, r, notes));
+    return ds_batch(root, name, dp, r, notes);
+}
+
+zp_status zp_dsconfig_parse(const char *text, const char *name, zp_search_req *r, zp_ds_notes *notes)
+{
+    json_error_t err;
+    char *strict;
+    ZP_TRY(zp_dsconfig_hjson_to_json(text, &strict));
+    json_t *root = json_loads(strict, 0, &err);
+    free(strict);
+    if (!root)
+        return ZP_FAIL(ZP_EINVAL, "%s: not valid JSON or HJSON (line %d: %s)", name, err.line, err.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return ZP_FAIL(ZP_EINVAL, "%s: a DeepSpeed config is a JSON object", name);
+    }
+    zp_status st = ds_sections(root, name, r, notes);
     json_decref(root);
     return st;
 }

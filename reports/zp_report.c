@@ -606,17 +606,13 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
             : "");
 }
 
-/* The what-if's items, in order; every format renders them (README: text for reading, CSV the plans
- * table, JSON the contract {"model", "cluster", "plans", "best"} from the items with keys, HTML a page
- * with the memory chart). */
-static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
+/* The what-if's Model and Cluster facts, with their JSON keys. */
+static zp_status whatif_model_cluster(zp_doc *d, const zp_whatif *w)
 {
-    const zp_search_result *r = w->result;
     const zp_model *m = w->model;
     const zp_cluster *cl = w->cluster;
     char ps[32];
     zp_size_format(zp_model_params(m), ps, sizeof ps);
-    /* the facts, each with its part of the JSON contract */
     ZP_TRY(zp_doc_add_fact(d, "Model",
                            "%s: %lld layers, hidden %lld, %lld heads, seq %lld, vocab %lld, FFN %lld; "
                            "%.4g parameters (%s)%s%s",
@@ -639,9 +635,18 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                           json_pack("{s:s, s:I, s:i, s:f, s:f}", "name", cl->name, "gpus", (json_int_t)w->gpus,
                                     "gpus_per_node", cl->gpus_per_node, "gpu_mem_gb", w->gpu_mem / 1e9,
                                     "reserve_gb", w->reserve / 1e9)));
+    return ZP_OK;
+}
+
+/* The what-if's Method fact: simulation (with why some fitting plans show bounds), memory model alone when
+ * nothing fits, or the analytic step time. */
+static zp_status whatif_method(zp_doc *d, const zp_whatif *w)
+{
+    const zp_search_result *r = w->result;
+    const zp_cluster *cl = w->cluster;
     if (r->n_simulated > 0 || r->n_pruned + r->n_dominated + r->n_capped + r->n_too_large > 0) {
         /* every fitting plan is simulated or shows a bound of what its simulation could give */
-        char why[640];
+        char why[640] = "";
         int len = 0;
         if (r->n_pruned)
             len += snprintf(why + len, sizeof why - (size_t)len,
@@ -675,6 +680,14 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                "analytic first-order step time (--analytic): compute at %.0f%% of the %.0f TFLOP/s "
                                "fp16 peak, every communication over its bandwidth, nothing overlapped.",
                                100 * cl->gemm_efficiency, cl->peak_flops / 1e12));
+    return ZP_OK;
+}
+
+/* The what-if's Framework (when one was given), Batch (when zplan chose it), Precision and FLOPs facts. */
+static zp_status whatif_run_facts(zp_doc *d, const zp_whatif *w)
+{
+    const zp_search_result *r = w->result;
+    const zp_model *m = w->model;
     const zp_framework *fw = zp_framework_get(w->framework);
     if (fw && w->framework != ZP_FRAMEWORK_ANY) {
         ZP_TRY(zp_doc_add_fact(d, "Framework", "%s: %s; only the plans it runs were searched (--framework)",
@@ -690,9 +703,87 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
                                (long long)r->default_batch, (long long)m->seq, tokens / 1e6));
     }
     if (r->n > 0)
-        ZP_TRY(zp_report_precision_fact(d, &r->plans[0].plan, cl));
+        ZP_TRY(zp_report_precision_fact(d, &r->plans[0].plan, w->cluster));
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
+    return ZP_OK;
+}
+
+/* The recommended plan, r->plans[best]: the fit count, the memory chart (HTML), its memory table, its
+ * pipeline stages' table when replayed, and its description. */
+static zp_status whatif_best(zp_doc *d, const zp_whatif *w, int best)
+{
+    const zp_search_result *r = w->result;
+    zp_table *t;
+    const zp_eval *e = &r->plans[best];
+    ZP_TRY(zp_doc_add_text(d, "%d of %d candidate plans fit; showing the best %d.", r->n_fit, r->n,
+                           r->n_fit < w->top ? r->n_fit : w->top));
+    zp_chart c;
+    zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
+    ZP_TRY(zp_doc_add_chart(d, &c));
+    zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
+    ZP_TRY(zp_report_memory_table(e, w->gpu_mem, w->reserve, &t));
+    ZP_TRY(zp_doc_add_table(d, t));
+    if (w->stage_mem && w->nstages > 1 && e->plan.pp == w->nstages) {
+        ZP_TRY(stages_table(w, &t));
+        ZP_TRY(zp_doc_add_table(d, t));
+        ZP_TRY(zp_doc_set_key(d, "pipeline_stages", NULL));
+    }
+    char desc[384];
+    describe_plan(e, desc, sizeof desc);
+    ZP_TRY(zp_doc_add_text(d,
+                           "Recommended: %s.\n  step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs "
+                           "aggregate (%s)",
+                           desc, e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops, e->method));
+    zp_doc_strong(d);
+    ZP_TRY(zp_doc_set_key(d, "best", json_integer(best)));
+    return ZP_OK;
+}
+
+/* "Does not fit": the plans that do not, as a list. */
+static zp_status whatif_misfits(zp_doc *d, const zp_whatif *w)
+{
+    const zp_search_result *r = w->result;
+    /* one line per stage and MP degree: the variant (ZeRO-R, offload) nearest to fitting, the others
+     * counted (they differ in options, not in why) */
+    ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given; per stage and MP, the variant "
+                              "nearest to fitting):", 12, "see --format json"));
+    for (int i = 0; i < r->n; i++) {
+        const zp_eval *e = &r->plans[i];
+        if (e->fits)
+            continue;
+        int first = 1, others = 0;
+        for (int j = 0; j < r->n; j++) {
+            const zp_eval *x = &r->plans[j];
+            if (j == i || x->fits || x->plan.stage != e->plan.stage || x->plan.mp != e->plan.mp)
+                continue;
+            if (j < i)
+                first = 0; /* sorted by memory: the earlier one is nearer to fitting */
+            else
+                others++;
+        }
+        if (!first)
+            continue;
+        char opts[128], more[64] = "";
+        zp_report_plan_options(&e->plan, opts, sizeof opts);
+        if (others)
+            snprintf(more, sizeof more, " (and %d variant%s needing more)", others, others == 1 ? "" : "s");
+        ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s%s", e->plan.stage,
+                                zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason, more));
+    }
+    return ZP_OK;
+}
+
+/* The what-if's items, in order; every format renders them (README: text for reading, CSV the plans
+ * table, JSON the contract {"model", "cluster", "plans", "best"} from the items with keys, HTML a page
+ * with the memory chart). */
+static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
+{
+    const zp_search_result *r = w->result;
+    /* the facts, each with its part of the JSON contract */
+    ZP_TRY(whatif_model_cluster(d, w));
+    ZP_TRY(whatif_method(d, w));
+    ZP_TRY(whatif_run_facts(d, w));
 
     zp_table *t;
     ZP_TRY(plans_table(w, &t));
@@ -704,58 +795,10 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
         ZP_TRY(zp_doc_set_key(d, "best", json_null()));
         ZP_TRY(near_miss_items(d, w));
     } else {
-        const zp_eval *e = &r->plans[best];
-        ZP_TRY(zp_doc_add_text(d, "%d of %d candidate plans fit; showing the best %d.", r->n_fit, r->n,
-                               r->n_fit < w->top ? r->n_fit : w->top));
-        zp_chart c;
-        zp_report_memory_chart(r->plans, r->n_fit, w->top, w->gpu_mem, &c);
-        ZP_TRY(zp_doc_add_chart(d, &c));
-        zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_HTML));
-        ZP_TRY(zp_report_memory_table(e, w->gpu_mem, w->reserve, &t));
-        ZP_TRY(zp_doc_add_table(d, t));
-        if (w->stage_mem && w->nstages > 1 && e->plan.pp == w->nstages) {
-            ZP_TRY(stages_table(w, &t));
-            ZP_TRY(zp_doc_add_table(d, t));
-            ZP_TRY(zp_doc_set_key(d, "pipeline_stages", NULL));
-        }
-        char desc[384];
-        describe_plan(e, desc, sizeof desc);
-        ZP_TRY(zp_doc_add_text(d,
-                               "Recommended: %s.\n  step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs "
-                               "aggregate (%s)",
-                               desc, e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops, e->method));
-        zp_doc_strong(d);
-        ZP_TRY(zp_doc_set_key(d, "best", json_integer(best)));
+        ZP_TRY(whatif_best(d, w, best));
     }
-    if (r->n_fit < r->n) {
-        /* one line per stage and MP degree: the variant (ZeRO-R, offload) nearest to fitting, the others
-         * counted (they differ in options, not in why) */
-        ZP_TRY(zp_doc_add_list(d, "Does not fit (at micro-batch 1 or the one given; per stage and MP, the variant "
-                                  "nearest to fitting):", 12, "see --format json"));
-        for (int i = 0; i < r->n; i++) {
-            const zp_eval *e = &r->plans[i];
-            if (e->fits)
-                continue;
-            int first = 1, others = 0;
-            for (int j = 0; j < r->n; j++) {
-                const zp_eval *x = &r->plans[j];
-                if (j == i || x->fits || x->plan.stage != e->plan.stage || x->plan.mp != e->plan.mp)
-                    continue;
-                if (j < i)
-                    first = 0; /* sorted by memory: the earlier one is nearer to fitting */
-                else
-                    others++;
-            }
-            if (!first)
-                continue;
-            char opts[128], more[64] = "";
-            zp_report_plan_options(&e->plan, opts, sizeof opts);
-            if (others)
-                snprintf(more, sizeof more, " (and %d variant%s needing more)", others, others == 1 ? "" : "s");
-            ZP_TRY(zp_doc_add_entry(d, "stage %d (%s), MP %lld, %s: %s%s", e->plan.stage,
-                                    zp_stage_get(e->plan.stage)->name, (long long)e->plan.mp, opts, e->reason, more));
-        }
-    }
+    if (r->n_fit < r->n)
+        ZP_TRY(whatif_misfits(d, w));
     return zp_report_legend(d);
 }
 

@@ -38,11 +38,13 @@ static void nice_axis(double vmax, double *top, double *step)
     *top = ceil(vmax / *step) * *step;
 }
 
-zp_status zp_svg_write(const zp_chart *c, FILE *f)
+#define PW (W - ML - MR) /* the plot area's width and height (px) */
+#define PH (H - MT - MB)
+
+/* The largest value the y axis must show: the tallest stack of a stacked bar chart, else the largest point,
+ * and the reference line. */
+static double svg_vmax(const zp_chart *c)
 {
-    if (c->npoints < 1 || c->nseries < 1 || c->npoints > ZP_CHART_MAX_POINTS || c->nseries > ZP_CHART_MAX_SERIES)
-        return ZP_FAIL(ZP_EINVAL, "chart '%s' has no data", c->title);
-    const double pw = W - ML - MR, ph = H - MT - MB;
     double vmax = 0;
     for (int p = 0; p < c->npoints; p++) {
         double stack = 0;
@@ -60,8 +62,14 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
     }
     if (isfinite(c->hline) && c->hline > vmax)
         vmax = c->hline;
-    double top, step;
-    nice_axis(vmax, &top, &step);
+    return vmax;
+}
+
+/* The frame: the <svg> element, the title, the grid with the y ticks up to `top` every `step`, the axes and
+ * their labels. */
+static void svg_frame(const zp_chart *c, FILE *f, double top, double step)
+{
+    const double pw = PW, ph = PH;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"",
             W, H, W, H);
@@ -89,9 +97,13 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
             MT + ph / 2);
     zp_xml_escape(f, c->ylabel);
     fputs("</text>\n", f);
+}
 
-    /* x positions */
-    double xs[ZP_CHART_MAX_POINTS];
+/* Each point's x position (px): spread over the x values (log2 with logx) for a line chart of several
+ * points, else in the middle of equal slots; the category labels under the axis. */
+static void svg_xaxis(const zp_chart *c, FILE *f, double xs[ZP_CHART_MAX_POINTS])
+{
+    const double pw = PW, ph = PH;
     if (c->kind == ZP_CHART_LINE && c->npoints > 1) {
         double x0 = c->logx ? log2(c->x[0]) : c->x[0], x1 = c->logx ? log2(c->x[c->npoints - 1]) : c->x[c->npoints - 1];
         for (int p = 0; p < c->npoints; p++) {
@@ -108,6 +120,12 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
         zp_xml_escape(f, c->xcat[p]);
         fputs("</text>\n", f);
     }
+}
+
+/* The data: stacked bars or lines with their points, each with its value as a tooltip. */
+static void svg_data(const zp_chart *c, FILE *f, const double *xs, double top)
+{
+    const double pw = PW, ph = PH;
     if (c->kind == ZP_CHART_STACKED_BAR) {
         double bw = pw / c->npoints * 0.6;
         for (int p = 0; p < c->npoints; p++) {
@@ -137,6 +155,12 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
                             xs[p], MT + ph - c->y[s][p] / top * ph, PALETTE[s], c->xcat[p], c->y[s][p]);
         }
     }
+}
+
+/* The dashed reference line with its label, and the legend. */
+static void svg_hline_legend(const zp_chart *c, FILE *f, double top)
+{
+    const double pw = PW, ph = PH;
     if (isfinite(c->hline)) {
         double y = MT + ph - c->hline / top * ph;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#cc0000\" stroke-dasharray=\"6,4\"/>\n",
@@ -155,6 +179,19 @@ zp_status zp_svg_write(const zp_chart *c, FILE *f)
         zp_xml_escape(f, c->series[s]);
         fputs("</text>\n", f);
     }
+}
+
+zp_status zp_svg_write(const zp_chart *c, FILE *f)
+{
+    if (c->npoints < 1 || c->nseries < 1 || c->npoints > ZP_CHART_MAX_POINTS || c->nseries > ZP_CHART_MAX_SERIES)
+        return ZP_FAIL(ZP_EINVAL, "chart '%s' has no data", c->title);
+    double top, step;
+    nice_axis(svg_vmax(c), &top, &step);
+    svg_frame(c, f, top, step);
+    double xs[ZP_CHART_MAX_POINTS]; /* each point's x (px) */
+    svg_xaxis(c, f, xs);
+    svg_data(c, f, xs, top);
+    svg_hline_legend(c, f, top);
     fputs("</svg>\n", f);
     return ferror(f) ? ZP_FAIL(ZP_EIO, "writing the chart failed") : ZP_OK;
 }

@@ -199,6 +199,61 @@ static const struct {
     int stage, pa, pa_cpu;
 } g_configs[5] = {{"C1", 1, 0, 0}, {"C2", 1, 1, 0}, {"C3", 2, 0, 0}, {"C4", 2, 1, 0}, {"C5", 2, 1, 1}};
 
+/* The configurations' table: memory and throughput columns named after their models. NULL: out of memory. */
+static zp_table *configs_table(const zp_model *mem_model, const zp_model *speed_model)
+{
+    static const char *const keys[] = {"config", "stage", "pa", "pa_cpu", "largest_model_b", "memory_gb",
+                                       "memory_fits", "micro_batch", "tflops_per_gpu", "method"};
+    char mh[64], th[64];
+    snprintf(mh, sizeof mh, "%.40s memory (GB/GPU)", mem_model->name);
+    snprintf(th, sizeof th, "%.45s TFLOPs/GPU", speed_model->name);
+    const char *heads[] = {"Config", "Stage", "Pa", "Pa+cpu", "Largest model (B)", mh, "Fits", "Micro", th, "Method"};
+    return zp_table_new("Configurations", 10, keys, heads);
+}
+
+/* The fastest plan of speed_model under configuration p (its MP, stage, Pa, Pa+cpu; no offload; the
+ * micro-batch searched): *e, or *found = 0 when none fits. */
+static zp_status configs_speed(const zp_search_req *base, const zp_model *speed_model, const zp_plan *p, zp_eval *e,
+                               int *found)
+{
+    zp_search_req r = *base;
+    r.model = speed_model;
+    r.mp = p->mp;
+    r.stage = p->stage;
+    r.pa = p->pa;
+    r.pa_cpu = p->pa_cpu;
+    r.offload = ZP_OFFLOAD_NONE;
+    r.micro_batch = ZP_SEARCH_ANY;
+    r.trace_path = NULL;
+    r.progress = NULL;
+    return best_plan(&r, e, found);
+}
+
+/* One configuration's row: p, the largest model that fits (parameters), the memory model's plan `mem` and
+ * the fastest plan e (found = 0: none fits). */
+static zp_status configs_row(zp_table *t, const char *name, const zp_plan *p, double largest, const zp_eval *mem,
+                             const zp_eval *e, int found)
+{
+    ZP_TRY(zp_table_add_row(t));
+    ZP_TRY(zp_table_set_str(t, 0, name));
+    ZP_TRY(zp_table_set_num(t, 1, p->stage, "%.0f"));
+    ZP_TRY(zp_table_set_bool(t, 2, p->pa));
+    ZP_TRY(zp_table_set_bool(t, 3, p->pa_cpu));
+    ZP_TRY(zp_table_set_num(t, 4, largest / 1e9, "%.3g"));
+    ZP_TRY(zp_table_set_num(t, 5, mem->mem.total / 1e9, "%.1f"));
+    ZP_TRY(zp_table_set_bool(t, 6, mem->fits));
+    if (found) {
+        ZP_TRY(zp_table_set_num(t, 7, (double)e->plan.micro_batch, "%.0f"));
+        ZP_TRY(zp_table_set_num(t, 8, e->tflops_per_gpu, "%.1f"));
+        ZP_TRY(zp_table_set_str(t, 9, e->method));
+    } else {
+        ZP_TRY(zp_table_set_str(t, 7, "-"));
+        ZP_TRY(zp_table_set_str(t, 8, "does not fit"));
+        ZP_TRY(zp_table_set_str(t, 9, ""));
+    }
+    return ZP_OK;
+}
+
 zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, int64_t mem_batch,
                           const zp_model *speed_model, zp_doc **out)
 {
@@ -216,13 +271,7 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
                              "Figures 6-8). Largest model: GPT-2-like, micro-batch 1. Memory: %s at micro-batch %lld. "
                              "Throughput: %s at the largest micro-batch that fits. %s.",
                           mem_model->name, (long long)mem_batch, speed_model->name, ZP_FLOP_CONVENTION));
-    static const char *const keys[] = {"config", "stage", "pa", "pa_cpu", "largest_model_b", "memory_gb",
-                                       "memory_fits", "micro_batch", "tflops_per_gpu", "method"};
-    char mh[64], th[64];
-    snprintf(mh, sizeof mh, "%.40s memory (GB/GPU)", mem_model->name);
-    snprintf(th, sizeof th, "%.45s TFLOPs/GPU", speed_model->name);
-    const char *heads[] = {"Config", "Stage", "Pa", "Pa+cpu", "Largest model (B)", mh, "Fits", "Micro", th, "Method"};
-    t = zp_table_new("Configurations", 10, keys, heads);
+    t = configs_table(mem_model, speed_model);
     if (!t) {
         zp_doc_free(d);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -248,36 +297,10 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
         TRY_D(zp_memory_largest_fitting(&p, base->gpu_mem, host, &largest));
         p.micro_batch = mem_batch;
         TRY_D(zp_search_eval(mem_model, base->cluster, base->gpu_mem, base->host_mem, &p, &mems[i]));
-        zp_search_req r = *base;
-        r.model = speed_model;
-        r.mp = mp;
-        r.stage = p.stage;
-        r.pa = p.pa;
-        r.pa_cpu = p.pa_cpu;
-        r.offload = ZP_OFFLOAD_NONE;
-        r.micro_batch = ZP_SEARCH_ANY;
-        r.trace_path = NULL;
-        r.progress = NULL;
         zp_eval e;
         int found;
-        TRY_D(best_plan(&r, &e, &found));
-        TRY_D(zp_table_add_row(t));
-        TRY_D(zp_table_set_str(t, 0, g_configs[i].name));
-        TRY_D(zp_table_set_num(t, 1, p.stage, "%.0f"));
-        TRY_D(zp_table_set_bool(t, 2, p.pa));
-        TRY_D(zp_table_set_bool(t, 3, p.pa_cpu));
-        TRY_D(zp_table_set_num(t, 4, largest / 1e9, "%.3g"));
-        TRY_D(zp_table_set_num(t, 5, mems[i].mem.total / 1e9, "%.1f"));
-        TRY_D(zp_table_set_bool(t, 6, mems[i].fits));
-        if (found) {
-            TRY_D(zp_table_set_num(t, 7, (double)e.plan.micro_batch, "%.0f"));
-            TRY_D(zp_table_set_num(t, 8, e.tflops_per_gpu, "%.1f"));
-            TRY_D(zp_table_set_str(t, 9, e.method));
-        } else {
-            TRY_D(zp_table_set_str(t, 7, "-"));
-            TRY_D(zp_table_set_str(t, 8, "does not fit"));
-            TRY_D(zp_table_set_str(t, 9, ""));
-        }
+        TRY_D(configs_speed(base, speed_model, &p, &e, &found));
+        TRY_D(configs_row(t, g_configs[i].name, &p, largest, &mems[i], &e, found));
         snprintf(big.xcat[i], sizeof big.xcat[i], "%s", g_configs[i].name);
         snprintf(speed.xcat[i], sizeof speed.xcat[i], "%s", g_configs[i].name);
         big.x[i] = speed.x[i] = i;

@@ -679,7 +679,9 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
     return ZP_OK;
 }
 
-static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
+/* The header: an object of format ZP_PROFILE_FORMAT, version ZP_PROFILE_VERSION, only the keys a profile has;
+ * "machine" and "backend" (cpu or cuda). */
+static zp_status read_header(const rd *r, json_t *root, zp_profile *p)
 {
     if (!json_is_object(root))
         return ZP_FAIL(ZP_EINVAL, "profile '%s': the top level must be an object", r->name);
@@ -702,7 +704,12 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
     if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0)
         return ZP_FAIL(ZP_EINVAL, "profile '%s': 'backend' must be \"cpu\" or \"cuda\" (got \"%s\")", r->name,
                        p->backend);
+    return ZP_OK;
+}
 
+/* "memory_bw_gbs", "host_device_gbs" (GB/s) and "compute" (peak FLOP/s per precision). */
+static zp_status read_rates(const rd *r, json_t *root, zp_profile *p)
+{
     json_t *o = NULL;
     ZP_TRY(need_object(r, root, "", "memory_bw_gbs", &o));
     ZP_TRY(only_keys(r, o, "memory_bw_gbs", (const char *const[]){"copy", "triad", NULL}));
@@ -718,7 +725,13 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
     ZP_TRY(get_num(r, o, "compute", "peak_flops_fp32", &p->peak_flops_fp32));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_fp16", &p->peak_flops_fp16));
     ZP_TRY(get_num(r, o, "compute", "peak_flops_bf16", &p->peak_flops_bf16));
+    return ZP_OK;
+}
 
+/* "adam": the fused Adam's rates (parameters/s, bytes per parameter, the host's) and its measured points. */
+static zp_status read_adam(const rd *r, json_t *root, zp_profile *p)
+{
+    json_t *o = NULL;
     ZP_TRY(need_object(r, root, "", "adam", &o));
     ZP_TRY(only_keys(r, o, "adam",
                      (const char *const[]){"params_per_s", "bytes_per_param", "cpu_params_per_s", "points", NULL}));
@@ -737,7 +750,13 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
         ZP_TRY(get_num(r, e, path, "params_per_s", &p->adam[i].params_per_s));
         ZP_TRY(get_num(r, e, path, "spread", &p->adam[i].spread));
     }
+    return ZP_OK;
+}
 
+/* "gemm" (at least one measured shape, flop/s each) and "gemm_model" (the fit: t0 s + s/flop + s/byte). */
+static zp_status read_gemm(const rd *r, json_t *root, zp_profile *p)
+{
+    json_t *arr = NULL, *o = NULL;
     ZP_TRY(get_array(r, root, "", "gemm", ZP_PROFILE_MAX_GEMM, &arr));
     p->ngemm = (int)json_array_size(arr);
     if (p->ngemm < 1)
@@ -761,7 +780,15 @@ static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
     ZP_TRY(get_num(r, o, "gemm_model", "s_per_flop", &p->gemm_s_per_flop));
     ZP_TRY(get_num(r, o, "gemm_model", "s_per_byte", &p->gemm_s_per_byte));
     ZP_TRY(get_num(r, o, "gemm_model", "residual", &p->gemm_residual));
+    return ZP_OK;
+}
 
+static zp_status read_root(const rd *r, json_t *root, zp_profile *p)
+{
+    ZP_TRY(read_header(r, root, p));
+    ZP_TRY(read_rates(r, root, p));
+    ZP_TRY(read_adam(r, root, p));
+    ZP_TRY(read_gemm(r, root, p));
     ZP_TRY(read_collectives(r, root, p));
     ZP_TRY(read_kernels(r, root, p));
     ZP_TRY(read_device(r, root, p));
@@ -808,15 +835,13 @@ zp_status zp_profile_read(const char *path, zp_profile *out)
 
 static int put(json_t *o, const char *key, json_t *v) { return v ? json_object_set_new(o, key, v) : -1; }
 
-static json_t *to_json(const zp_profile *p)
+/* The writers of to_json, one per part: each adds its keys to root in the order a profile lists them and
+ * returns nonzero when one could not be made (out of memory). */
+
+/* "machine": where and with what the profile was measured. */
+static int put_machine(json_t *root, const zp_profile *p)
 {
     int bad = 0;
-    json_t *root = json_object();
-    if (!root)
-        return NULL;
-    bad |= put(root, "format", json_string(ZP_PROFILE_FORMAT));
-    bad |= put(root, "version", json_integer(ZP_PROFILE_VERSION));
-
     const zp_profile_machine *m = &p->machine;
     json_t *mach = json_object(), *lib = json_object();
     bad |= put(mach, "cpu_model", json_string(m->cpu_model));
@@ -834,8 +859,13 @@ static json_t *to_json(const zp_profile *p)
     bad |= put(lib, "nccl", json_string(m->nccl));
     bad |= put(mach, "libraries", lib);
     bad |= put(root, "machine", mach);
-    bad |= put(root, "backend", json_string(p->backend));
+    return bad;
+}
 
+/* "memory_bw_gbs", "host_device_gbs" (GB/s) and "compute" (peak FLOP/s per precision). */
+static int put_rates(json_t *root, const zp_profile *p)
+{
+    int bad = 0;
     json_t *o = json_object();
     bad |= put(o, "copy", json_real(p->copy_gbs));
     bad |= put(o, "triad", json_real(p->triad_gbs));
@@ -849,8 +879,14 @@ static json_t *to_json(const zp_profile *p)
     bad |= put(o, "peak_flops_fp16", json_real(p->peak_flops_fp16));
     bad |= put(o, "peak_flops_bf16", json_real(p->peak_flops_bf16));
     bad |= put(root, "compute", o);
+    return bad;
+}
 
-    o = json_object();
+/* "adam": rates and measured points. */
+static int put_adam(json_t *root, const zp_profile *p)
+{
+    int bad = 0;
+    json_t *o = json_object();
     bad |= put(o, "params_per_s", json_real(p->adam_params_per_s));
     bad |= put(o, "bytes_per_param", json_real(p->adam_bytes_per_param));
     bad |= put(o, "cpu_params_per_s", json_real(p->cpu_adam_params_per_s));
@@ -864,8 +900,14 @@ static json_t *to_json(const zp_profile *p)
     }
     bad |= put(o, "points", arr);
     bad |= put(root, "adam", o);
+    return bad;
+}
 
-    arr = json_array();
+/* "gemm" (the measured shapes) and "gemm_model" (the fit). */
+static int put_gemm(json_t *root, const zp_profile *p)
+{
+    int bad = 0;
+    json_t *arr = json_array();
     for (int i = 0; i < p->ngemm; i++) {
         json_t *e = json_object();
         bad |= put(e, "m", json_real(p->gemm[i].m));
@@ -876,14 +918,20 @@ static json_t *to_json(const zp_profile *p)
         bad |= json_array_append_new(arr, e);
     }
     bad |= put(root, "gemm", arr);
-    o = json_object();
+    json_t *o = json_object();
     bad |= put(o, "dtype", json_string(p->gemm_dtype));
     bad |= put(o, "t0_s", json_real(p->gemm_t0_s));
     bad |= put(o, "s_per_flop", json_real(p->gemm_s_per_flop));
     bad |= put(o, "s_per_byte", json_real(p->gemm_s_per_byte));
     bad |= put(o, "residual", json_real(p->gemm_residual));
     bad |= put(root, "gemm_model", o);
+    return bad;
+}
 
+/* "collectives": each kind's measured scopes, with their points. */
+static int put_collectives(json_t *root, const zp_profile *p)
+{
+    int bad = 0;
     json_t *colls = json_object();
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++) {
         json_t *kind = json_object();
@@ -910,23 +958,33 @@ static json_t *to_json(const zp_profile *p)
         bad |= put(colls, zp_coll_name((zp_coll_kind)c), kind);
     }
     bad |= put(root, "collectives", colls);
-    int nk = 0;
+    return bad;
+}
+
+/* "layer_kernels", written only when measured: older readers and diffs see nothing new otherwise. */
+static int put_kernels(json_t *root, const zp_profile *p)
+{
+    int bad = 0, nk = 0;
     for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
         nk += p->kernels[k].measured != 0;
-    if (nk > 0) { /* written only when measured: older readers and diffs see nothing new otherwise */
-        json_t *ks = json_object();
-        for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
-            const zp_profile_kernel_fit *f = &p->kernels[k];
-            if (!f->measured)
-                continue;
-            json_t *e = json_object();
-            bad |= put(e, "t0_s", json_real(f->t0_s));
-            bad |= put(e, "s_per_elem", json_real(f->s_per_elem));
-            bad |= put(e, "elems", json_real(f->elems));
-            bad |= put(ks, kernel_names[k], e);
-        }
-        bad |= put(root, "layer_kernels", ks);
+    if (nk == 0)
+        return 0;
+    json_t *ks = json_object();
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+        const zp_profile_kernel_fit *f = &p->kernels[k];
+        if (!f->measured)
+            continue;
+        bad |= put(ks, kernel_names[k], json_pack("{s:f, s:f, s:f}", "t0_s", f->t0_s, "s_per_elem", f->s_per_elem,
+                                                  "elems", f->elems));
     }
+    bad |= put(root, "layer_kernels", ks);
+    return bad;
+}
+
+/* "device_model" and "nvme_gbs", when known. */
+static int put_device(json_t *root, const zp_profile *p)
+{
+    int bad = 0;
     if (p->dev.sms > 0) {
         json_t *d = json_object();
         bad |= put(d, "sms", json_integer(p->dev.sms));
@@ -950,6 +1008,25 @@ static json_t *to_json(const zp_profile *p)
         bad |= put(d, "write", json_real(p->nvme_write_gbs));
         bad |= put(root, "nvme_gbs", d);
     }
+    return bad;
+}
+
+static json_t *to_json(const zp_profile *p)
+{
+    int bad = 0;
+    json_t *root = json_object();
+    if (!root)
+        return NULL;
+    bad |= put(root, "format", json_string(ZP_PROFILE_FORMAT));
+    bad |= put(root, "version", json_integer(ZP_PROFILE_VERSION));
+    bad |= put_machine(root, p);
+    bad |= put(root, "backend", json_string(p->backend));
+    bad |= put_rates(root, p);
+    bad |= put_adam(root, p);
+    bad |= put_gemm(root, p);
+    bad |= put_collectives(root, p);
+    bad |= put_kernels(root, p);
+    bad |= put_device(root, p);
     if (bad) {
         json_decref(root);
         return NULL;

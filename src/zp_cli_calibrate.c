@@ -99,6 +99,103 @@ static int fail(zp_status st)
     return zp_status_exit_code(st);
 }
 
+/* --hidden and --tokens: the layer GEMM shapes to time (the defaults of the mode for the one not given).
+ * Returns 0, or the exit code (the message printed). */
+static int calibrate_shapes(const zp_cli_args *a, zp_calibrate_opts *o)
+{
+    double hs[ZP_CALIBRATE_MAX_SHAPES / 4];
+    int nh = 0;
+    int64_t v;
+    double t = a->quick ? 512 : 2048;
+    if (a->hidden && zp_size_parse_list(a->hidden, "--hidden", hs, ZP_CALIBRATE_MAX_SHAPES / 4, &nh) != ZP_OK)
+        return fail(ZP_EINVAL);
+    if (!a->hidden) {
+        const double qh[] = {256, 512, 1024}, fh[] = {512, 1024, 2048};
+        memcpy(hs, a->quick ? qh : fh, sizeof qh);
+        nh = 3;
+    }
+    if (a->tokens) {
+        if (zp_size_parse_int(a->tokens, "--tokens", 1, 1000000, &v) != ZP_OK)
+            return fail(ZP_EINVAL);
+        t = (double)v;
+    }
+    zp_status st = zp_calibrate_set_layer_shapes(o, hs, nh, t);
+    if (st != ZP_OK)
+        return fail(st);
+    return 0;
+}
+
+/* The calibration options of the command line into *o (the mode's defaults for what is not given).
+ * Returns 0, or the exit code (the message printed). */
+static int calibrate_opts(const zp_cli_args *a, zp_calibrate_opts *o)
+{
+    zp_calibrate_opts_default(o, a->quick);
+    o->backend = a->backend;
+    int64_t v;
+    double d;
+    if (a->reps) {
+        if (zp_size_parse_int(a->reps, "--reps", 1, 64, &v) != ZP_OK)
+            return fail(ZP_EINVAL);
+        o->reps = (int)v;
+    }
+    if (a->warmup) {
+        if (zp_size_parse_int(a->warmup, "--warmup", 0, 100, &v) != ZP_OK)
+            return fail(ZP_EINVAL);
+        o->warmup = (int)v;
+    }
+    if (a->max_bytes) {
+        if (zp_size_parse(a->max_bytes, "--max-bytes", &d) != ZP_OK)
+            return fail(ZP_EINVAL);
+        if (d < o->min_coll_bytes) {
+            fprintf(stderr, "zplan calibrate: --max-bytes must be at least %.0f\n", o->min_coll_bytes);
+            return 2;
+        }
+        o->max_coll_bytes = d;
+    }
+    if (a->hidden || a->tokens)
+        return calibrate_shapes(a, o);
+    return 0;
+}
+
+/* Every rank must measure the same thing: ranks started with other options (o hashed) are refused, then
+ * the watchdog watches (started here, running on success). */
+static zp_status calibrate_watch(zp_comm *world, const zp_calibrate_opts *o, double timeout_s)
+{
+    char cfg[256 + 64 * ZP_CALIBRATE_MAX_SHAPES];
+    int len = snprintf(cfg, sizeof cfg, "zplan %s calibrate backend=%s quick=%d warmup=%d reps=%d bytes=%.17g..%.17g",
+                       ZP_VERSION, o->backend, o->quick, o->warmup, o->reps, o->min_coll_bytes, o->max_coll_bytes);
+    for (int i = 0; i < o->nshapes && len > 0 && len < (int)sizeof cfg; i++)
+        len += snprintf(cfg + len, sizeof cfg - (size_t)len, " %.17g,%.17g,%.17g", o->shapes[i][0], o->shapes[i][1],
+                        o->shapes[i][2]);
+    zp_status st = zp_comm_watchdog_start(world, timeout_s, "zplan calibrate");
+    if (st == ZP_OK) {
+        st = zp_comm_check_same_config(world, zp_config_hash(cfg, strlen(cfg), 0), "calibrate configuration");
+        if (st != ZP_OK)
+            zp_comm_watchdog_stop();
+    }
+    return st;
+}
+
+/* Rank 0's profile: written to `output` atomically (and summarised on stdout), or printed when NULL. */
+static zp_status calibrate_output(const zp_profile *p, const char *output)
+{
+    zp_status st;
+    if (output) {
+        st = zp_profile_write(p, output);
+        if (st == ZP_OK)
+            summary(p, output);
+        return st;
+    }
+    char *text = NULL;
+    st = zp_profile_to_json(p, &text);
+    if (st == ZP_OK) {
+        if (fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+            st = ZP_FAIL(ZP_EIO, "cannot write the profile to stdout");
+        free(text);
+    }
+    return st;
+}
+
 int zp_calibrate_main(int argc, char **argv)
 {
     zp_cli_args a;
@@ -112,59 +209,14 @@ int zp_calibrate_main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    const char *backend = a.backend, *output = a.out, *reps = a.reps, *warmup = a.warmup, *maxb = a.max_bytes,
-               *hidden = a.hidden, *tokens = a.tokens;
-    const int quick = a.quick;
     zp_calibrate_opts o;
-    zp_calibrate_opts_default(&o, quick);
-    o.backend = backend;
-    int64_t v;
-    double d;
-    if (reps) {
-        if (zp_size_parse_int(reps, "--reps", 1, 64, &v) != ZP_OK)
-            return fail(ZP_EINVAL);
-        o.reps = (int)v;
-    }
-    if (warmup) {
-        if (zp_size_parse_int(warmup, "--warmup", 0, 100, &v) != ZP_OK)
-            return fail(ZP_EINVAL);
-        o.warmup = (int)v;
-    }
-    if (maxb) {
-        if (zp_size_parse(maxb, "--max-bytes", &d) != ZP_OK)
-            return fail(ZP_EINVAL);
-        if (d < o.min_coll_bytes) {
-            fprintf(stderr, "zplan calibrate: --max-bytes must be at least %.0f\n", o.min_coll_bytes);
-            return 2;
-        }
-        o.max_coll_bytes = d;
-    }
-    if (hidden || tokens) {
-        double hs[ZP_CALIBRATE_MAX_SHAPES / 4];
-        int nh = 0;
-        double t = quick ? 512 : 2048;
-        if (hidden && zp_size_parse_list(hidden, "--hidden", hs, ZP_CALIBRATE_MAX_SHAPES / 4, &nh) != ZP_OK)
-            return fail(ZP_EINVAL);
-        if (!hidden) {
-            const double qh[] = {256, 512, 1024}, fh[] = {512, 1024, 2048};
-            memcpy(hs, quick ? qh : fh, sizeof qh);
-            nh = 3;
-        }
-        if (tokens) {
-            if (zp_size_parse_int(tokens, "--tokens", 1, 1000000, &v) != ZP_OK)
-                return fail(ZP_EINVAL);
-            t = (double)v;
-        }
-        zp_status st = zp_calibrate_set_layer_shapes(&o, hs, nh, t);
-        if (st != ZP_OK)
-            return fail(st);
-    }
-
-    const double timeout_s = a.timeout_s;
+    const int orc = calibrate_opts(&a, &o);
+    if (orc != 0)
+        return orc;
 
     /* the backend first: "no CUDA device" before MPI is even started */
     const zp_kernels_backend *be;
-    zp_status st = zp_kernels_backend_get(backend, &be);
+    zp_status st = zp_kernels_backend_get(a.backend, &be);
     if (st == ZP_OK)
         st = be->init();
     if (st != ZP_OK)
@@ -181,19 +233,7 @@ int zp_calibrate_main(int argc, char **argv)
         zp_kernels_mpi_finalize();
         return fail(st);
     }
-    /* every rank must measure the same thing: refuse ranks started with other options, then watch */
-    char cfg[256 + 64 * ZP_CALIBRATE_MAX_SHAPES];
-    int len = snprintf(cfg, sizeof cfg, "zplan %s calibrate backend=%s quick=%d warmup=%d reps=%d bytes=%.17g..%.17g",
-                       ZP_VERSION, o.backend, o.quick, o.warmup, o.reps, o.min_coll_bytes, o.max_coll_bytes);
-    for (int i = 0; i < o.nshapes && len > 0 && len < (int)sizeof cfg; i++)
-        len += snprintf(cfg + len, sizeof cfg - (size_t)len, " %.17g,%.17g,%.17g", o.shapes[i][0], o.shapes[i][1],
-                        o.shapes[i][2]);
-    st = zp_comm_watchdog_start(world, timeout_s, "zplan calibrate");
-    if (st == ZP_OK) {
-        st = zp_comm_check_same_config(world, zp_config_hash(cfg, strlen(cfg), 0), "calibrate configuration");
-        if (st != ZP_OK)
-            zp_comm_watchdog_stop();
-    }
+    st = calibrate_watch(world, &o, a.timeout_s);
     zp_comm_free(world);
     if (st != ZP_OK) {
         if (rank == 0)
@@ -207,21 +247,8 @@ int zp_calibrate_main(int argc, char **argv)
 
     zp_profile p;
     st = zp_calibrate_run(&o, &p);
-    if (st == ZP_OK && rank == 0) {
-        if (output) {
-            st = zp_profile_write(&p, output);
-            if (st == ZP_OK)
-                summary(&p, output);
-        } else {
-            char *text = NULL;
-            st = zp_profile_to_json(&p, &text);
-            if (st == ZP_OK) {
-                if (fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
-                    st = ZP_FAIL(ZP_EIO, "cannot write the profile to stdout");
-                free(text);
-            }
-        }
-    }
+    if (st == ZP_OK && rank == 0)
+        st = calibrate_output(&p, a.out);
     zp_comm_watchdog_stop();
     int code = 0;
     if (st != ZP_OK) {

@@ -204,9 +204,9 @@ static double mem_pred(const zp_memory *m, int i)
     return MEM_ROWS[i].cat < 0 ? m->peak_activations : m->peak[MEM_ROWS[i].cat];
 }
 
-static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
+/* report_json's "config": the model and the plan run, the backend and the run's options. */
+static json_t *report_json_config(const zp_exec_config *c, const zp_exec_result *r)
 {
-    json_t *root = json_object();
     json_t *cfg = json_object();
     json_object_set_new(cfg, "model", json_string(c->model.name));
     json_object_set_new(cfg, "layers", json_integer(c->model.layers));
@@ -234,7 +234,67 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(cfg, "steps", json_integer(c->steps));
     json_object_set_new(cfg, "min_seconds", json_real(c->min_seconds));
     json_object_set_new(cfg, "dtype", json_string("fp32"));
-    json_object_set_new(root, "config", cfg);
+    return cfg;
+}
+
+/* report_json's "pipeline_stages" (pp > 1): each stage's largest rank, and with a prediction its replay. */
+static json_t *report_json_stages(const zp_exec_result *r, const prediction *pr)
+{
+    json_t *st = json_array();
+    for (int k = 0; k < r->pp && k < ZP_EXEC_MAX_STAGES; k++) {
+        json_t *e = json_pack("{s:i, s:f, s:f}", "stage", k, "total_gb", r->stage_peak_total[k] / 1e9,
+                              "activations_gb", r->stage_peak_activations[k] / 1e9);
+        if (pr && pr->done && k < pr->nstages) {
+            json_object_set_new(e, "predicted_total_gb", json_real(pr->stage_mem[k].total / 1e9));
+            json_object_set_new(e, "total_error", json_real(rel(pr->stage_mem[k].total, r->stage_peak_total[k])));
+        }
+        json_array_append_new(st, e);
+    }
+    return st;
+}
+
+/* report_json's "validation" (a prediction done): predicted against measured, step, memory by category and
+ * time by part and by phase, with relative errors. */
+static json_t *report_json_validation(const zp_exec_result *r, const prediction *pr)
+{
+    json_t *v = json_object();
+    json_object_set_new(v, "predicted_step_s", json_real(pr->sim.step_time));
+    json_object_set_new(v, "measured_step_s", json_real(r->measured_step_s));
+    json_object_set_new(v, "step_error", json_real(rel(pr->sim.step_time, r->measured_step_s)));
+    json_t *me = json_object(), *mp = json_object();
+    for (int k = 0; k < NMEM; k++) {
+        json_object_set_new(me, MEM_ROWS[k].key, json_real(rel(mem_pred(&pr->mem, k), mem_measured(r, k))));
+        json_object_set_new(mp, MEM_ROWS[k].key, json_real(mem_pred(&pr->mem, k) / 1e9));
+    }
+    const double tot = pr->mem.total; /* the device's total: host memory apart */
+    json_object_set_new(me, "total", json_real(rel(tot, r->peak_total)));
+    json_object_set_new(mp, "total", json_real(tot / 1e9));
+    json_object_set_new(v, "memory_error", me);
+    json_object_set_new(v, "predicted_memory_gb", mp);
+    json_t *ph = json_object();
+    json_object_set_new(ph, "compute", json_pack("{s:f,s:f}", "predicted", pr->sim.compute, "measured",
+                                                r->time.compute));
+    json_object_set_new(ph, "mp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.mp_comm, "measured",
+                                                r->time.mp_comm));
+    json_object_set_new(ph, "dp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.dp_exposed, "measured",
+                                                r->time.dp_comm));
+    json_object_set_new(ph, "optimizer", json_pack("{s:f,s:f}", "predicted", pr->sim.optimizer, "measured",
+                                                  r->time.optimizer));
+    json_object_set_new(ph, "pp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.pp_exposed, "measured",
+                                                r->time.pp_comm));
+    json_object_set_new(v, "phases_s", ph);
+    json_t *bp = json_object(); /* the step's phases: what the compute stream ran or waited for in each */
+    for (int p = 0; p < ZP_NPHASES; p++)
+        json_object_set_new(bp, zp_phase_name((zp_phase)p), json_pack("{s:f,s:f}", "predicted", pr->sim.phase[p],
+                                                                      "measured", r->time.phase[p]));
+    json_object_set_new(v, "by_phase_s", bp);
+    return v;
+}
+
+static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "config", report_json_config(c, r));
     json_object_set_new(root, "ranks", json_integer(r->ranks));
     json_t *steps = json_array();
     for (int k = 0; k < r->steps; k++) {
@@ -251,19 +311,8 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
         json_object_set_new(mem, MEM_ROWS[k].key, json_real(mem_measured(r, k) / 1e9));
     json_object_set_new(mem, "total", json_real(r->peak_total / 1e9));
     json_object_set_new(root, "memory_peak_gb", mem);
-    if (r->pp > 1) { /* each stage's largest rank, and with --validate its replay */
-        json_t *st = json_array();
-        for (int k = 0; k < r->pp && k < ZP_EXEC_MAX_STAGES; k++) {
-            json_t *e = json_pack("{s:i, s:f, s:f}", "stage", k, "total_gb", r->stage_peak_total[k] / 1e9,
-                                  "activations_gb", r->stage_peak_activations[k] / 1e9);
-            if (pr && pr->done && k < pr->nstages) {
-                json_object_set_new(e, "predicted_total_gb", json_real(pr->stage_mem[k].total / 1e9));
-                json_object_set_new(e, "total_error", json_real(rel(pr->stage_mem[k].total, r->stage_peak_total[k])));
-            }
-            json_array_append_new(st, e);
-        }
-        json_object_set_new(root, "pipeline_stages", st);
-    }
+    if (r->pp > 1) /* each stage's largest rank, and with --validate its replay */
+        json_object_set_new(root, "pipeline_stages", report_json_stages(r, pr));
     json_t *tb = json_object();
     json_object_set_new(tb, "compute", json_real(r->time.compute));
     json_object_set_new(tb, "mp_comm", json_real(r->time.mp_comm));
@@ -273,42 +322,10 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     for (int p = 0; p < ZP_NPHASES; p++)
         json_object_set_new(tb, zp_phase_name((zp_phase)p), json_real(r->time.phase[p]));
     json_object_set_new(root, "time_breakdown_s", tb);
-    if (pr && pr->done) {
-        json_t *v = json_object();
-        json_object_set_new(v, "predicted_step_s", json_real(pr->sim.step_time));
-        json_object_set_new(v, "measured_step_s", json_real(r->measured_step_s));
-        json_object_set_new(v, "step_error", json_real(rel(pr->sim.step_time, r->measured_step_s)));
-        json_t *me = json_object(), *mp = json_object();
-        for (int k = 0; k < NMEM; k++) {
-            json_object_set_new(me, MEM_ROWS[k].key, json_real(rel(mem_pred(&pr->mem, k), mem_measured(r, k))));
-            json_object_set_new(mp, MEM_ROWS[k].key, json_real(mem_pred(&pr->mem, k) / 1e9));
-        }
-        const double tot = pr->mem.total; /* the device's total: host memory apart */
-        json_object_set_new(me, "total", json_real(rel(tot, r->peak_total)));
-        json_object_set_new(mp, "total", json_real(tot / 1e9));
-        json_object_set_new(v, "memory_error", me);
-        json_object_set_new(v, "predicted_memory_gb", mp);
-        json_t *ph = json_object();
-        json_object_set_new(ph, "compute", json_pack("{s:f,s:f}", "predicted", pr->sim.compute, "measured",
-                                                    r->time.compute));
-        json_object_set_new(ph, "mp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.mp_comm, "measured",
-                                                    r->time.mp_comm));
-        json_object_set_new(ph, "dp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.dp_exposed, "measured",
-                                                    r->time.dp_comm));
-        json_object_set_new(ph, "optimizer", json_pack("{s:f,s:f}", "predicted", pr->sim.optimizer, "measured",
-                                                      r->time.optimizer));
-        json_object_set_new(ph, "pp_comm", json_pack("{s:f,s:f}", "predicted", pr->sim.pp_exposed, "measured",
-                                                    r->time.pp_comm));
-        json_object_set_new(v, "phases_s", ph);
-        json_t *bp = json_object(); /* the step's phases: what the compute stream ran or waited for in each */
-        for (int p = 0; p < ZP_NPHASES; p++)
-            json_object_set_new(bp, zp_phase_name((zp_phase)p), json_pack("{s:f,s:f}", "predicted", pr->sim.phase[p],
-                                                                          "measured", r->time.phase[p]));
-        json_object_set_new(v, "by_phase_s", bp);
-        json_object_set_new(root, "validation", v);
-    } else if (pr && pr->err[0]) {
+    if (pr && pr->done)
+        json_object_set_new(root, "validation", report_json_validation(r, pr));
+    else if (pr && pr->err[0])
         json_object_set_new(root, "validation", json_pack("{s:s}", "error", pr->err));
-    }
     return root;
 }
 
@@ -464,6 +481,145 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     return ZP_OK;
 }
 
+/* The checks before the run, on every rank: the configuration against the ranks and this machine's memory,
+ * MPI where ranks > 1, the backend's start, and --profile (read into *prof, checked against the run).
+ * Returns 0 to go on, else the exit code (the message printed, by rank 0 where every rank fails alike). */
+static int exec_prepare(const zp_cli_args *a, const zp_exec_config *cfg, int ranks, int rank0, zp_profile *prof)
+{
+#if !ZP_HAVE_MPI
+    if (ranks > 1)
+        return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI: run it without mpirun"));
+#endif
+    if (zp_exec_config_check(cfg, ranks) != ZP_OK || check_fits_here(cfg, ranks) != ZP_OK) {
+        if (rank0)
+            fprintf(stderr, "zplan exec: %s\n", zp_error_message());
+        return 2;
+    }
+    const zp_kernels_backend *be;
+    zp_status st = zp_kernels_backend_get(cfg->backend, &be);
+    if (st == ZP_OK)
+        st = be->init();
+    if (st != ZP_OK) {
+        if (rank0)
+            fprintf(stderr, "zplan exec: --backend %s: %s\n", cfg->backend, zp_error_message());
+        return zp_status_exit_code(st);
+    }
+    if (a->validate && !a->profile)
+        return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EINVAL, "--validate needs --profile FILE: the costs of this "
+                                                           "machine, from `mpirun -np N zplan calibrate --quick -o FILE`"));
+    if (a->profile && zp_profile_read(a->profile, prof) != ZP_OK) {
+        if (rank0)
+            fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());
+        return 2;
+    }
+    if (a->profile && (st = check_profile_use(a->profile, prof, cfg, ranks, rank0)) != ZP_OK)
+        return zp_cli_fail_as("zplan exec", st);
+    return 0;
+}
+
+/* --validate's prediction, on rank 0 before MPI starts (the simulation forks): the step simulated on this
+ * machine's platform (prof's compute scaled to this run's share of the cores) and the memory replay of the
+ * executor's schedule, each pipeline stage's too; a failure is kept in pr->err for the report. */
+static void exec_predict(const zp_exec_config *cfg, zp_profile *prof, int ranks, prediction *pr)
+{
+    zp_plan plan = cfg->plan;
+    plan.dp = ranks / cfg->plan.mp / (cfg->plan.pp > 1 ? cfg->plan.pp : 1);
+    plan.param_bytes = 4.0;
+    plan.k_optimizer = 8.0;
+    plan.impl = ZP_IMPL_EXEC;
+    /* Ranks share the cores: with more ranks than cores each gets cores/ranks of a core. The profile's
+     * compute was measured with its own rank count running at once (zplan calibrate times every rank
+     * together), so it already holds that share; scale to this run's:
+     * max(1, ranks/cores) / max(1, calibration ranks/cores), 1 when calibrated with as many ranks. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    int cal_ranks = prof->machine.ranks > 0 ? prof->machine.ranks : 1;
+    double share = fmax(1.0, (double)ranks / (double)cores) / fmax(1.0, (double)cal_ranks / (double)cores);
+    if (share != 1.0)
+        zp_profile_scale_compute(prof, share);
+    zp_cluster cl;
+    local_cluster(prof, ranks, &cl);
+    zp_sim_job job;
+    memset(&job, 0, sizeof job);
+    job.in.model = &cfg->model;
+    job.in.plan = &plan;
+    job.in.cluster = &cl;
+    job.in.profile = prof;
+    zp_status st = zp_simrun_one(&job);
+    if (st == ZP_OK)
+        st = job.st;
+    if (st == ZP_OK)
+        st = zp_memory_estimate(&cfg->model, &plan, &pr->mem); /* plan.impl: the executor's own layout */
+    if (st == ZP_OK && plan.pp > 1 && plan.pp <= ZP_EXEC_MAX_STAGES) {
+        st = zp_memory_estimate_stages(&cfg->model, &plan, pr->stage_mem, ZP_EXEC_MAX_STAGES);
+        pr->nstages = (int)plan.pp;
+    }
+    if (st == ZP_OK) {
+        pr->sim = job.res;
+        pr->done = 1;
+    } else {
+        snprintf(pr->err, sizeof pr->err, "prediction failed: %s", job.err[0] ? job.err : zp_error_message());
+    }
+}
+
+/* The run on `world` (st: how the start went), watched: a watchdog names a rank that dies or hangs and ends
+ * the job within timeout_s (+ 2 heartbeats); ranks started with different options (argv hashed) are refused
+ * before any work. */
+static zp_status exec_run_watched(zp_status st, const zp_exec_config *cfg, zp_comm *world, int ranks,
+                                  double timeout_s, int argc, char **argv, zp_exec_result *res)
+{
+    int watching = 0;
+    if (st == ZP_OK && ranks > 1) {
+        st = zp_comm_watchdog_start(world, timeout_s, "zplan exec");
+        watching = st == ZP_OK;
+    }
+    if (st == ZP_OK && ranks > 1) {
+        uint64_t h = 0;
+        for (int i = 1; i < argc; i++) /* the command line, every argument and its end */
+            h = zp_config_hash(argv[i], strlen(argv[i]) + 1, h);
+        st = zp_comm_check_same_config(world, h, "exec configuration");
+    }
+    if (st == ZP_OK)
+        st = zp_exec_run(cfg, world, res);
+    if (watching)
+        zp_comm_watchdog_stop();
+    return st;
+}
+
+/* Rank 0's report (JSON or text; pr NULL without --validate) to `output`, or stdout when NULL: the exit
+ * code, 1 when it could not be written. */
+static int exec_write_report(const zp_exec_config *cfg, const zp_exec_result *res, const prediction *pr, int json,
+                             const char *output)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return 1;
+    if (json) {
+        json_t *j = report_json(cfg, res, pr);
+        json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        fputc('\n', f);
+        json_decref(j);
+    } else {
+        report_text(f, cfg, res, pr);
+    }
+    fclose(f);
+    int rc = 0;
+    if (output) {
+        if (zp_io_write_file(output, text, len) != ZP_OK) {
+            fprintf(stderr, "zplan exec: %s\n", zp_error_message());
+            rc = 1;
+        }
+    } else {
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+    }
+    free(text);
+    return rc;
+}
+
 static int exec_main(int argc, char **argv)
 {
     zp_cli_args a;
@@ -479,85 +635,17 @@ static int exec_main(int argc, char **argv)
     zp_exec_config cfg;
     if ((pst = exec_config(&a, ranks, &cfg)) != ZP_OK)
         return zp_cli_fail_as("zplan exec", pst);
-    const char *format = a.fmt == ZP_FMT_JSON ? "json" : "text", *profile_path = a.profile, *output = a.out;
     const int validate = a.validate;
-    const double timeout_s = a.timeout_s; /* the watchdog's bound on a dead or hung rank, seconds */
-#if !ZP_HAVE_MPI
-    if (ranks > 1)
-        return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EUNSUPPORTED, "this zplan was built without MPI: run it without mpirun"));
-#endif
-    if (zp_exec_config_check(&cfg, ranks) != ZP_OK || check_fits_here(&cfg, ranks) != ZP_OK) {
-        if (rank0)
-            fprintf(stderr, "zplan exec: %s\n", zp_error_message());
-        return 2;
-    }
-    {
-        const zp_kernels_backend *be;
-        zp_status st = zp_kernels_backend_get(cfg.backend, &be);
-        if (st == ZP_OK)
-            st = be->init();
-        if (st != ZP_OK) {
-            if (rank0)
-                fprintf(stderr, "zplan exec: --backend %s: %s\n", cfg.backend, zp_error_message());
-            return zp_status_exit_code(st);
-        }
-    }
     zp_profile prof;
-    if (validate && !profile_path)
-        return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EINVAL, "--validate needs --profile FILE: the costs of this "
-                                                           "machine, from `mpirun -np N zplan calibrate --quick -o FILE`"));
-    if (profile_path && zp_profile_read(profile_path, &prof) != ZP_OK) {
-        if (rank0)
-            fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());
-        return 2;
-    }
-    if (profile_path && (pst = check_profile_use(profile_path, &prof, &cfg, ranks, rank0)) != ZP_OK)
-        return zp_cli_fail_as("zplan exec", pst);
+    const int prc = exec_prepare(&a, &cfg, ranks, rank0, &prof);
+    if (prc != 0)
+        return prc;
 
     /* ---- prediction on rank 0, before MPI starts (fork) ---- */
     prediction pr;
     memset(&pr, 0, sizeof pr);
-    if (validate && rank0) {
-        zp_plan plan = cfg.plan;
-        plan.dp = ranks / cfg.plan.mp / (cfg.plan.pp > 1 ? cfg.plan.pp : 1);
-        plan.param_bytes = 4.0;
-        plan.k_optimizer = 8.0;
-        plan.impl = ZP_IMPL_EXEC;
-        /* Ranks share the cores: with more ranks than cores each gets cores/ranks of a core. The profile's
-         * compute was measured with its own rank count running at once (zplan calibrate times every rank
-         * together), so it already holds that share; scale to this run's:
-         * max(1, ranks/cores) / max(1, calibration ranks/cores), 1 when calibrated with as many ranks. */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        if (cores < 1)
-            cores = 1;
-        int cal_ranks = prof.machine.ranks > 0 ? prof.machine.ranks : 1;
-        double share = fmax(1.0, (double)ranks / (double)cores) / fmax(1.0, (double)cal_ranks / (double)cores);
-        if (share != 1.0)
-            zp_profile_scale_compute(&prof, share);
-        zp_cluster cl;
-        local_cluster(&prof, ranks, &cl);
-        zp_sim_job job;
-        memset(&job, 0, sizeof job);
-        job.in.model = &cfg.model;
-        job.in.plan = &plan;
-        job.in.cluster = &cl;
-        job.in.profile = &prof;
-        zp_status st = zp_simrun_one(&job);
-        if (st == ZP_OK)
-            st = job.st;
-        if (st == ZP_OK)
-            st = zp_memory_estimate(&cfg.model, &plan, &pr.mem); /* plan.impl: the executor's own layout */
-        if (st == ZP_OK && plan.pp > 1 && plan.pp <= ZP_EXEC_MAX_STAGES) {
-            st = zp_memory_estimate_stages(&cfg.model, &plan, pr.stage_mem, ZP_EXEC_MAX_STAGES);
-            pr.nstages = (int)plan.pp;
-        }
-        if (st == ZP_OK) {
-            pr.sim = job.res;
-            pr.done = 1;
-        } else {
-            snprintf(pr.err, sizeof pr.err, "prediction failed: %s", job.err[0] ? job.err : zp_error_message());
-        }
-    }
+    if (validate && rank0)
+        exec_predict(&cfg, &prof, ranks, &pr);
 
     /* ---- the run ---- */
     int argc2 = argc;
@@ -574,23 +662,7 @@ static int exec_main(int argc, char **argv)
         st = zp_comm_world(be, &world);
     if (st == ZP_OK && zp_comm_size(world) != ranks)
         st = ZP_FAIL(ZP_EINVAL, "the launcher announced %d ranks, MPI has %d", ranks, zp_comm_size(world));
-    /* Distributed faults: a watchdog names a rank that dies or hangs and ends the job within timeout_s
-     * (+ 2 heartbeats); ranks started with different options are refused before any work. */
-    int watching = 0;
-    if (st == ZP_OK && ranks > 1) {
-        st = zp_comm_watchdog_start(world, timeout_s, "zplan exec");
-        watching = st == ZP_OK;
-    }
-    if (st == ZP_OK && ranks > 1) {
-        uint64_t h = 0;
-        for (int i = 1; i < argc; i++) /* the command line, every argument and its end */
-            h = zp_config_hash(argv[i], strlen(argv[i]) + 1, h);
-        st = zp_comm_check_same_config(world, h, "exec configuration");
-    }
-    if (st == ZP_OK)
-        st = zp_exec_run(&cfg, world, &res);
-    if (watching)
-        zp_comm_watchdog_stop();
+    st = exec_run_watched(st, &cfg, world, ranks, a.timeout_s, argc, argv, &res);
     int rank = world ? zp_comm_rank(world) : 0;
     if (st != ZP_OK) {
         fprintf(stderr, "zplan exec: rank %d: %s\n", rank, zp_error_message());
@@ -601,34 +673,8 @@ static int exec_main(int argc, char **argv)
         return zp_status_exit_code(st);
     }
     int rc = 0;
-    if (rank == 0) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        if (!f) {
-            rc = 1;
-        } else {
-            if (strcmp(format, "json") == 0) {
-                json_t *j = report_json(&cfg, &res, validate ? &pr : NULL);
-                json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-                fputc('\n', f);
-                json_decref(j);
-            } else {
-                report_text(f, &cfg, &res, validate ? &pr : NULL);
-            }
-            fclose(f);
-            if (output) {
-                if (zp_io_write_file(output, text, len) != ZP_OK) {
-                    fprintf(stderr, "zplan exec: %s\n", zp_error_message());
-                    rc = 1;
-                }
-            } else {
-                fwrite(text, 1, len, stdout);
-                fflush(stdout);
-            }
-            free(text);
-        }
-    }
+    if (rank == 0)
+        rc = exec_write_report(&cfg, &res, validate ? &pr : NULL, a.fmt == ZP_FMT_JSON, a.out);
     zp_exec_result_free(&res);
     zp_comm_free(world);
     zp_kernels_mpi_finalize();
