@@ -3,10 +3,48 @@
 
 #include <stddef.h>
 
-#include "zp_pipeline.h"
-#include "zp_shape.h"
 
 static int64_t degree_or_1(const zp_dim_ctx *c, zp_dim_id id) { return c->deg[id] > 0 ? c->deg[id] : 1; }
+
+/* ---- what the model lets a degree split (Megatron-LM's rules) */
+
+int zp_dims_tp_ok(const zp_model *m, int64_t t)
+{
+    const int64_t kv = zp_model_kv_heads(m);
+    return t >= 1 && m->heads % t == 0 && (m->attn != ZP_ATTN_STANDARD || kv % t == 0 || t % kv == 0);
+}
+
+zp_status zp_dims_check_tp(const zp_model *m, int64_t t)
+{
+    if (t < 1)
+        return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
+    if (m->heads % t != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the model's %lld attention heads (Megatron splits "
+                                  "heads across MP ranks)",
+                       (long long)t, (long long)m->heads);
+    const int64_t kv = zp_model_kv_heads(m);
+    if (m->attn == ZP_ATTN_STANDARD && kv % t != 0 && t % kv != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp: %lld and the model's %lld key/value heads must divide one another (Megatron "
+                                  "splits the KV heads, or replicates them when MP exceeds them)",
+                       (long long)t, (long long)kv);
+    return ZP_OK;
+}
+
+zp_status zp_dims_check_ep(const zp_model *m, int64_t ep, int64_t dp)
+{
+    if (ep <= 1)
+        return ZP_OK;
+    if (m->experts == 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep %lld: model '%s' has no experts to shard", (long long)ep, m->name);
+    if (m->experts % ep != 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep: %lld does not divide the model's %lld routed experts", (long long)ep,
+                       (long long)m->experts);
+    if (dp % ep != 0)
+        return ZP_FAIL(ZP_EINVAL, "--ep: %lld does not divide the data-parallel degree %lld (experts are sharded "
+                                  "over the DP ranks)",
+                       (long long)ep, (long long)dp);
+    return ZP_OK;
+}
 
 /* ---- tensor parallelism: Megatron-LM's split of heads and widths; inside a node unless asked */
 
@@ -18,7 +56,7 @@ static zp_status tp_check(const zp_dim_ctx *c, int64_t t)
         return ZP_FAIL(ZP_EINVAL, "--mp: %lld exceeds the %lld GPUs", (long long)t, (long long)c->gpus);
     if (c->gpus % t != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)t, (long long)c->gpus);
-    return zp_shape_check_mp(c->model, t);
+    return zp_dims_check_tp(c->model, t);
 }
 
 static int tp_admits(const zp_dim_ctx *c, int64_t t) { return c->gpus % t == 0; }
@@ -29,7 +67,7 @@ static int64_t tp_next(const zp_dim_ctx *c, int64_t prev)
 {
     const int64_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, max = c->max_tp > 0 ? c->max_tp : gpn;
     for (int64_t t = prev > 0 ? 2 * prev : 1; t <= c->gpus; t *= 2)
-        if (t <= max && c->gpus % t == 0 && zp_shape_mp_ok(c->model, t) && !(t > gpn && t % gpn))
+        if (t <= max && c->gpus % t == 0 && zp_dims_tp_ok(c->model, t) && !(t > gpn && t % gpn))
             return t;
     return 0;
 }
@@ -41,10 +79,7 @@ static zp_status ep_check(const zp_dim_ctx *c, int64_t e)
     if (e < 1)
         return ZP_FAIL(ZP_EINVAL, "--ep: must be at least 1");
     /* the experts must split; the DP degree too when TP (hence DP) is given */
-    zp_plan q;
-    zp_plan_default(&q, c->deg[ZP_DIM_TP] != ZP_DIM_ANY ? c->gpus / c->deg[ZP_DIM_TP] : e);
-    q.ep = e;
-    return zp_shape_check_ep(c->model, &q);
+    return zp_dims_check_ep(c->model, e, c->deg[ZP_DIM_TP] != ZP_DIM_ANY ? c->gpus / c->deg[ZP_DIM_TP] : e);
 }
 
 /* EP divides the DP degree the others leave and the routed experts (a dense model: 1 only). */
@@ -93,11 +128,9 @@ static int pp_admits(const zp_dim_ctx *c, int64_t pp)
         return 0;
     if (pp == 1)
         return 1;
-    zp_plan q;
-    zp_plan_default(&q, c->gpus / tp / pp);
-    q.mp = tp;
-    zp_pp_place pl;
-    return zp_pp_place_get(&q, c->gpus_per_node, &pl) == ZP_OK;
+    /* zp_pp_place_get's rule: a stage's GPUs fill whole nodes, or a node holds whole stages */
+    const int64_t g = c->gpus / pp, gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1;
+    return g % gpn == 0 || gpn % g == 0;
 }
 
 static int64_t pp_next(const zp_dim_ctx *c, int64_t prev)

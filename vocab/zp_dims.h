@@ -67,6 +67,13 @@ int64_t zp_dims_gpus(const int64_t deg[ZP_NDIMS]);
  * degree, DP the TP degree, PP TP x DP). */
 int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id);
 
+/* Whether a TP degree t splits the model's heads as Megatron-LM can (the heads, and the KV heads of
+ * standard attention, divide t or t divides them): 1 / 0, and as a status naming why not. */
+int zp_dims_tp_ok(const zp_model *m, int64_t t);
+zp_status zp_dims_check_tp(const zp_model *m, int64_t t);
+/* Whether an EP degree fits the model and the DP degree: it divides the routed experts and dp. */
+zp_status zp_dims_check_ep(const zp_model *m, int64_t ep, int64_t dp);
+
 /* A rank's index in a dimension's group (its coordinate): (rank / stride) mod degree, the table's placement
  * (the executor's process groups and the engine's placement both follow it). */
 int64_t zp_dims_coord(const int64_t deg[ZP_NDIMS], int64_t rank, zp_dim_id id);

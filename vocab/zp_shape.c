@@ -2,44 +2,6 @@
 
 #include <string.h>
 
-int zp_shape_mp_ok(const zp_model *m, int64_t t)
-{
-    const int64_t kv = zp_model_kv_heads(m);
-    return t >= 1 && m->heads % t == 0 && (m->attn != ZP_ATTN_STANDARD || kv % t == 0 || t % kv == 0);
-}
-
-zp_status zp_shape_check_mp(const zp_model *m, int64_t t)
-{
-    if (t < 1)
-        return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
-    if (m->heads % t != 0)
-        return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the model's %lld attention heads (Megatron splits "
-                                  "heads across MP ranks)",
-                       (long long)t, (long long)m->heads);
-    const int64_t kv = zp_model_kv_heads(m);
-    if (m->attn == ZP_ATTN_STANDARD && kv % t != 0 && t % kv != 0)
-        return ZP_FAIL(ZP_EINVAL, "--mp: %lld and the model's %lld key/value heads must divide one another (Megatron "
-                                  "splits the KV heads, or replicates them when MP exceeds them)",
-                       (long long)t, (long long)kv);
-    return ZP_OK;
-}
-
-zp_status zp_shape_check_ep(const zp_model *m, const zp_plan *p)
-{
-    if (p->ep <= 1)
-        return ZP_OK;
-    if (m->experts == 0)
-        return ZP_FAIL(ZP_EINVAL, "--ep %lld: model '%s' has no experts to shard", (long long)p->ep, m->name);
-    if (m->experts % p->ep != 0)
-        return ZP_FAIL(ZP_EINVAL, "--ep: %lld does not divide the model's %lld routed experts", (long long)p->ep,
-                       (long long)m->experts);
-    if (p->dp % p->ep != 0)
-        return ZP_FAIL(ZP_EINVAL, "--ep: %lld does not divide the data-parallel degree %lld (experts are sharded "
-                                  "over the DP ranks)",
-                       (long long)p->ep, (long long)p->dp);
-    return ZP_OK;
-}
-
 void zp_shape_block(const zp_model *m, const zp_plan *p, int64_t block, zp_block_shape *o)
 {
     memset(o, 0, sizeof *o);

@@ -47,10 +47,5 @@ void zp_shape_params(const zp_model *m, const zp_plan *p, double *held, double *
 
 /* The shape of block `block` (0-based) of `m` under plan `p`. */
 void zp_shape_block(const zp_model *m, const zp_plan *p, int64_t block, zp_block_shape *out);
-/* Whether MP degree t splits the model's heads as Megatron-LM can: 1 / 0, and as a status naming why not. */
-int zp_shape_mp_ok(const zp_model *m, int64_t t);
-zp_status zp_shape_check_mp(const zp_model *m, int64_t t);
-/* Whether EP degree ep fits the model and the plan: divides the routed experts and the DP degree. */
-zp_status zp_shape_check_ep(const zp_model *m, const zp_plan *p);
 
 #endif

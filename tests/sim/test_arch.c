@@ -119,11 +119,11 @@ Test(arch, gqa_projection_widths)
         cr_expect_eq(S.rope_n, S.q_n + S.kvh * 128.0);
     }
     /* MP 3 splits neither the 64 heads nor the 8 KV heads; MP 16 > 8 KV heads is legal (replicated) */
-    cr_expect_eq(zp_shape_check_mp(&m, 3), ZP_EINVAL);
-    cr_expect_eq(zp_shape_check_mp(&m, 16), ZP_OK);
+    cr_expect_eq(zp_dims_check_tp(&m, 3), ZP_EINVAL);
+    cr_expect_eq(zp_dims_check_tp(&m, 16), ZP_OK);
     zp_model odd = m;
     odd.heads = 12, odd.kv_heads = 4, odd.hidden = 12 * 128;
-    cr_expect_eq(zp_shape_check_mp(&odd, 6), ZP_EINVAL, "6 and 4 KV heads do not divide one another");
+    cr_expect_eq(zp_dims_check_tp(&odd, 6), ZP_EINVAL, "6 and 4 KV heads do not divide one another");
     cr_expect(strstr(zp_error_message(), "key/value heads"), "%s", zp_error_message());
 }
 
@@ -256,9 +256,9 @@ Test(arch, ep_bad_inputs)
     cr_expect_eq(zp_plan_validate(&p), ZP_EINVAL, "EP 8 with DP 12 accepted");
     cr_expect(strstr(zp_error_message(), "--ep"), "%s", zp_error_message());
     p = plan_of(1, 12, 1, 3, 1);
-    cr_expect_eq(zp_shape_check_ep(&m, &p), ZP_EINVAL, "EP 3 of 8 experts accepted");
+    cr_expect_eq(zp_dims_check_ep(&m, p.ep, p.dp), ZP_EINVAL, "EP 3 of 8 experts accepted");
     p = plan_of(1, 16, 1, 2, 1);
-    cr_expect_eq(zp_shape_check_ep(&dense, &p), ZP_EINVAL, "EP on a dense model accepted");
+    cr_expect_eq(zp_dims_check_ep(&dense, p.ep, p.dp), ZP_EINVAL, "EP on a dense model accepted");
     zp_search_req r;
     zp_search_req_default(&r, &m, preset("dgx-a100"), 64);
     r.ep = 16;
