@@ -1,5 +1,6 @@
 /* zp_collcost.c — the collective cost model (zp_collcost.h): NCCL's tuner over the engine's group shapes
- * and link figures, and the bytes a collective puts on NVSwitch and on a rail. */
+ * and link figures, the bytes a collective puts on NVSwitch and on a rail, and the plain ring and fitted
+ * forms the analytic bound and the profile use. */
 #include "zp_collcost.h"
 
 #include <math.h>
@@ -231,4 +232,22 @@ double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_strea
         t += last_t;
     }
     return t;
+}
+
+double zp_collcost_ring_time(double bytes, int64_t n, double bw, double lat, double passes)
+{
+    if (n <= 1)
+        return 0.0;
+    double steps = passes * (double)(n - 1);
+    return steps / (double)n * bytes / bw + steps * lat;
+}
+
+double zp_collcost_bus_time(double bytes, double busbw_factor, double busbw_gbs)
+{
+    return bytes * busbw_factor / (busbw_gbs * 1e9);
+}
+
+double zp_collcost_fit_latency(double latency_s, int fit_nranks, int nranks)
+{
+    return latency_s * (double)(nranks - 1) / (double)(fit_nranks - 1);
 }
