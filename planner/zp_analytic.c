@@ -2,6 +2,7 @@
 
 #include <math.h>
 
+#include "zp_collcost.h"
 #include "zp_device.h"
 #include "zp_shape.h"
 
@@ -20,16 +21,6 @@ double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, doub
     double bw = zp_cluster_node_ib_bw(c) / concurrent;
     *latency = c->ib_latency;
     return bw < c->nvlink_bw ? bw : c->nvlink_bw;
-}
-
-/* Ring all-reduce of `bytes` among n: 2(n-1)/n · S/B + 2(n-1)·α; reduce-scatter and all-gather
- * half of it (the nccl-tests bus-bandwidth convention). */
-static double ring_time(double bytes, int64_t n, double bw, double lat, double factor)
-{
-    if (n <= 1)
-        return 0.0;
-    double steps = factor * (double)(n - 1);
-    return steps / (double)n * bytes / bw + steps * lat;
 }
 
 zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *c, zp_step_time *out)
@@ -52,15 +43,19 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
 
-    /* Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
+    /* Collectives as rings (zp_collcost_ring_time): all-reduce 2(n-1)/n · S/B + 2(n-1)·α, reduce-scatter
+     * and all-gather half of it (the nccl-tests bus-bandwidth convention).
+     * Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
      * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */
     double lat_mp;
     double bw_mp = zp_analytic_group_bw(c, plan->mp, 1, &lat_mp);
     double act_bytes = 2.0 * b * (double)model->seq * (double)model->hidden;
     double n_ar = plan->checkpoint ? 6.0 : 4.0;
-    t.mp_comm = accum * (double)model->layers / np * n_ar * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
+    const double ar_mp = zp_collcost_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
+    t.mp_comm = accum * (double)model->layers / np * n_ar * ar_mp;
     if (plan->pa || plan->pa_cpu)
-        t.mp_comm += accum * (double)model->layers / np * ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
+        t.mp_comm +=
+            accum * (double)model->layers / np * zp_collcost_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
     /* Pipeline: each micro-batch's activation in and its gradient out of every model chunk, 1/Nm of it
      * per GPU over the node's links (Megatron-LM's scatter/gather). */
     if (np > 1) {
@@ -74,7 +69,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     if (plan->ep > 1 && moe > 0) {
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
-        double one = ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
+        double one = zp_collcost_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
         t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 6.0 : 4.0) * one;
     }
 
@@ -85,10 +80,10 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
     double experts = psi_all - psi > 0 ? (psi_all - psi) / (double)(plan->ep - 1) : 0.0; /* a rank's experts */
     double bytes = plan->param_bytes * (psi - experts); /* (a stage's share with pipeline stages) */
-    double rs = ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
+    double rs = zp_collcost_ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
     if (experts > 0) { /* the local experts' gradients over the dp/ep ranks holding the same experts */
         double lat_x, bw_x = zp_analytic_group_bw(c, plan->dp / plan->ep, plan->ep * plan->mp, &lat_x);
-        rs += ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
+        rs += zp_collcost_ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
     }
     double ag = rs;
     switch (plan->stage) {

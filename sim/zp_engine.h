@@ -63,7 +63,11 @@
  * PCIe copies are flows between a GPU and its node's CPU host. Compute and element-wise kernels
  * take the time of the device profile (sim/zp_device.h).
  *
- * One simulation per process (a SimGrid limit): zp_simrun.h forks. */
+ * One simulation per process (a SimGrid limit): zp_simrun.h forks.
+ *
+ * The engine by concern, its state (zp_engine_impl.h) passed explicitly: groups, placement and the fabric
+ * analysis (zp_fabric.c), the collective cost model (zp_collcost.c), the stream actors (zp_actors.c), the
+ * platform file and user platforms (zp_platform.c), the trace (zp_trace.c), the run (zp_engine.c). */
 #ifndef ZP_ENGINE_H
 #define ZP_ENGINE_H
 

@@ -1,0 +1,253 @@
+/* zp_collcost.c — the collective cost model (zp_collcost.h): NCCL's tuner over the engine's group shapes
+ * and link figures, the bytes a collective puts on NVSwitch and on a rail, and the plain ring and fitted
+ * forms the analytic bound and the profile use. */
+#include "zp_collcost.h"
+
+#include <math.h>
+
+#include "zp_fabric.h"
+
+/* NCCL's tuner (src/graph/tuning.cc, ncclTopoTuneModel): a tree's bus bandwidth is 0.9 of the ring's
+ * (busBw * .9) and its algorithm bandwidth busBw/2, so a tree all-reduce of S bytes takes 2S/(0.9 busBw)
+ * against the ring's 2(k-1)/k S/busBw; its latency is 2 log2i(k) network steps against the ring's
+ * 2(k-1) (log2i: the floor). */
+#define ZP_TREE_BW_FRACTION 0.9
+
+static const zp_op_info *info_of(const zp_op *op) { return &zp_op_table[op->type]; }
+
+/* Ring passes over the buffer: 2 for an all-reduce (reduce-scatter + all-gather), 1 otherwise. */
+static double coll_factor(const zp_op *op) { return zp_coll_get(info_of(op)->coll)->passes; }
+
+/* Rails a cross-node collective of this group shape uses per node. */
+static int coll_rails(const zp_net *N, const zp_group_shape *gs)
+{
+    int want = gs->G * N->channels;
+    return want < N->rails ? want : N->rails;
+}
+
+/* NCCL's cost model (src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime, NCCL 2.8-2.10), which
+ * NCCL's tuner uses to pick an algorithm (ring, tree) and a protocol per collective and message size:
+ *   time = baseLat[algo][proto] + steps inside nodes x hwLat[NVLink][algo][proto]
+ *                               + steps across nodes x hwLat[network][algo][proto] + bytes / (busBw x fraction)
+ * in us and GB/s. LL sends 4 bytes of data per 8 on the wire and flags every line (a quarter of the ring's
+ * bus bandwidth, a tree's /3.8), LL128 120 of 128 bytes (0.92), Simple all of it with the largest latency;
+ * a tree runs at 0.9 of the ring's bandwidth. Ring Simple all-reduces across nodes pay 1.9x their latency
+ * at large sizes (the tuner's "plateau" factor). LL's intra-node hops cost 1.8x when nodes > 1. */
+enum { P_LL = ZP_COLLCOST_LL, P_LL128 = ZP_COLLCOST_LL128, P_SIMPLE = ZP_COLLCOST_SIMPLE, NPROTO };
+enum { A_TREE = 0, A_RING, NALGO };
+static const double nccl_base_us[NALGO][NPROTO] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
+static const double nccl_hw_nvlink_us[NALGO][NPROTO] = {{0.52, 1.2, 28.0}, {0.47, 1.9, 3.4}};
+static const double nccl_hw_net_us[NALGO][NPROTO] = {{5.0, 8.5, 50.0}, {2.7, 4.0, 9.6}};
+static const double nccl_bw_frac[NALGO][NPROTO] = {{0.9 / 3.8, 0.9 * 0.915, 0.9}, {0.25, 0.92, 1.0}};
+
+/* Ring passes over the buffer: 2 for an all-reduce (reduce-scatter + all-gather), 1 otherwise. */
+static double coll_factor_kind(zp_coll_kind k) { return zp_coll_get(k)->passes; }
+
+/* The tuner's uncontended time of (algo, proto) for `bytes` over the group, and its latency. The links:
+ * the NVSwitch phase at nv_bw, the node's share over its rails at rail_bw (as the simulation's flows). */
+static double nccl_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs, int algo, int proto,
+                        double *lat_out)
+{
+    const zp_coll_kind kind = info_of(op)->coll;
+    const double f = coll_factor_kind(kind), P = (double)gs->g * gs->k, k = gs->k, g = gs->g;
+    const int multi = gs->k > 1;
+    double intra_steps, inter_steps;
+    if (algo == A_TREE) { /* up and down: 2 (g-1) intra, 2 log2(k) network */
+        intra_steps = 2.0 * (g - 1.0);
+        inter_steps = 2.0 * floor(log2(k));
+    } else {
+        intra_steps = f * (P - 1.0) - f * (k - 1.0);
+        inter_steps = f * (k - 1.0);
+    }
+    double hw_intra = nccl_hw_nvlink_us[algo][proto] * (multi && proto == P_LL ? 1.8 : 1.0);
+    double lat = (nccl_base_us[algo][proto] + intra_steps * hw_intra + inter_steps * nccl_hw_net_us[algo][proto]) *
+                 1e-6;
+    if (algo == A_RING && proto == P_SIMPLE && multi && kind == ZP_COLL_ALLREDUCE && op->bytes >= P / 16.0 * 65536)
+        lat *= 1.9;
+    const double frac = nccl_bw_frac[algo][proto];
+    double t = 0.0;
+    if (g > 1 && !(multi && N->flat))
+        t += f * (g - 1.0) / g * op->bytes / (N->nv_bw * frac);
+    if (multi) {
+        double node = algo == A_TREE ? 2.0 * op->bytes * gs->G
+                                     : f * (N->flat ? (P - 1.0) / P : (k - 1.0) / k) * op->bytes * gs->G;
+        t += node / coll_rails(N, gs) / (N->rail_bw * frac);
+    }
+    *lat_out = lat;
+    return lat + t;
+}
+
+/* A profile measured here (no GPU device model: MPI, or a calibrated machine): its fitted latency per ring
+ * step (nv_lat, ib_lat), the ring at full bandwidth, and across nodes the double binary tree where its time
+ * (2 log2i(k) steps, 2S per node at 0.9 of the bandwidth) beats the ring's 2(k-1) steps; a flat ring's
+ * f(P-1) steps each last as long as its slowest hop. */
+static zp_coll_plan coll_choose_measured(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    zp_coll_plan c = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    const double f = coll_factor(op), k = gs->k;
+    if (N->tree && gs->k >= 2 && info_of(op)->coll == ZP_COLL_ALLREDUCE) {
+        double per_rail = op->bytes * gs->G / coll_rails(N, gs) / N->rail_bw; /* s to send S once */
+        double ring = 2.0 * (k - 1.0) * N->ib_lat + 2.0 * (k - 1.0) / k * per_rail;
+        double tree = 2.0 * floor(log2(k)) * N->ib_lat + 2.0 * per_rail / ZP_TREE_BW_FRACTION;
+        c.tree = tree < ring;
+    }
+    if (c.tree)
+        c.frac = ZP_TREE_BW_FRACTION;
+    if (gs->k > 1 && N->flat) {
+        c.lat = f * ((double)gs->g * gs->k - 1.0) * N->ib_lat;
+        return c;
+    }
+    if (gs->g > 1)
+        c.lat += f * (gs->g - 1.0) * N->nv_lat;
+    if (gs->k > 1)
+        c.lat += (c.tree ? 2.0 * floor(log2(k)) : f * (k - 1.0)) * N->ib_lat;
+    return c;
+}
+
+/* NCCL's choice: the (algorithm, protocol) of least estimated time; trees for all-reduces across nodes on
+ * presets that have them, LL128 where the preset's NCCL has it. */
+zp_coll_plan zp_collcost_choose(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    zp_coll_plan best = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    if (!N->nccl || info_of(op)->coll == ZP_COLL_ALLTOALL) /* all-to-all: grouped sends, no tuner */
+        return coll_choose_measured(N, op, gs);
+    double tbest = HUGE_VAL;
+    const int trees = N->tree && gs->k > 1 && info_of(op)->coll == ZP_COLL_ALLREDUCE;
+    for (int a = trees ? A_TREE : A_RING; a < NALGO; a++)
+        for (int p = 0; p < NPROTO; p++) {
+            if (p == P_LL128 && !N->ll128)
+                continue;
+            double lat, t = nccl_time(N, op, gs, a, p, &lat);
+            if (t < tbest) {
+                tbest = t;
+                best = (zp_coll_plan){.tree = a == A_TREE, .proto = p, .lat = lat, .frac = nccl_bw_frac[a][p]};
+            }
+        }
+    return best;
+}
+
+/* Bytes each GPU sends over its NVSwitch port in the intra-node ring phase(s) of a collective:
+ * f(g-1)/g of the buffer, at its protocol's fraction of the bandwidth (more bytes on the wire). A flat ring
+ * across nodes pipelines its NVSwitch hops behind the slower InfiniBand hop: none counted. */
+double zp_collcost_intra_bytes(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    if (gs->g <= 1 || (gs->k > 1 && N->flat))
+        return 0.0;
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL) /* S/(g·k) to each of the g-1 others in the node */
+        return (gs->g - 1.0) / ((double)gs->g * gs->k) * op->bytes;
+    return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes / zp_collcost_choose(N, op, gs).frac;
+}
+
+/* A collective within one node whose kind the profile measured (points, not only a fit) on exactly this
+ * many ranks: the measured time of that kind at that size (zp_profile_collective_time_measured). Reduce-
+ * scatter, all-gather and all-reduce differ a lot on shared-memory MPI, which one link figure cannot
+ * express. -1 otherwise (the built-in presets hold no points: their link model below is unchanged). */
+double zp_collcost_profile_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    const zp_coll_kind kind = info_of(op)->coll;
+    if (gs->k > 1 || gs->g <= 1 || (unsigned)kind >= ZP_PROFILE_NCOLL)
+        return -1;
+    const zp_profile *p = N->prof;
+    const zp_profile_coll_fit *f = &p->coll[kind][ZP_PROFILE_INTRA_NODE];
+    if (!f->measured || f->npoints < 2 || f->nranks != gs->g)
+        return -1;
+    return zp_profile_collective_time_measured(p, (zp_profile_coll)kind, ZP_PROFILE_INTRA_NODE, op->bytes, gs->g);
+}
+
+/* A collective over one rank moves nothing between GPUs, but one whose output is a new buffer (a
+ * reduce-scatter into the partition, stage 3's gather of a group from the shard: the table's writes_new)
+ * still copies it once at the device's copy bandwidth (NCCL and MPI both copy). An all-reduce or a
+ * stage 1-2 gather in place copies nothing. */
+static double coll_self_time(const zp_net *N, const zp_op *op)
+{
+    if (!info_of(op)->writes_new)
+        return 0.0;
+    const zp_profile *p = N->prof;
+    double bw = p && p->copy_gbs > 0 ? p->copy_gbs * 1e9 : 0.0; /* STREAM copy: read + write counted */
+    return bw > 0 ? 2.0 * op->bytes / bw : 0.0;
+}
+
+/* Intra-node phases as time (NVSwitch uncontended) plus the latencies. */
+double zp_collcost_local_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    if (gs->g <= 1 && gs->k <= 1)
+        return coll_self_time(N, op);
+    double t = zp_collcost_profile_time(N, op, gs);
+    return t >= 0 ? t : zp_collcost_intra_bytes(N, op, gs) / N->nv_bw + zp_collcost_choose(N, op, gs).lat;
+}
+
+/* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical ring),
+ * f(P-1)/P of it (a flat ring of P = g*k GPUs leaves each node once) or, as a double binary tree, 2S
+ * (interior in one tree, a leaf in the other, every node sends half the buffer up and down once per
+ * tree: S up and S down), over N->channels rings spread over the rails in use; divided by the protocol's
+ * fraction of the bandwidth (a tree's includes its 0.9). */
+double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    double P = (double)gs->g * gs->k, node_bytes;
+    const zp_coll_plan c = zp_collcost_choose(N, op, gs);
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL) {
+        /* no hierarchy helps an all-to-all: each of the node's g members sends (k-1)/k of its buffer to
+         * the other nodes */
+        node_bytes = (gs->k - 1.0) / gs->k * op->bytes * gs->g * gs->G;
+    } else if (!N->flat && c.tree) {
+        node_bytes = 2.0 * op->bytes * gs->G;
+    } else {
+        double share = N->flat ? (P - 1.0) / P : (gs->k - 1.0) / gs->k;
+        node_bytes = coll_factor(op) * share * op->bytes * gs->G;
+    }
+    return node_bytes / coll_rails(N, gs) / c.frac;
+}
+
+/* The least time the simulation can give one collective op: what it sleeps (latency, NVSwitch bytes at
+ * nv_bw, or a profile's measured time) and its rail bytes at the rail's bandwidth (a SimGrid flow is never
+ * faster than its links). */
+static double coll_least_time(const zp_net *N, const zp_op *op)
+{
+    const zp_op_info *in = info_of(op);
+    const zp_group_shape *gs = zp_fabric_group(N, in->group);
+    if (gs->k <= 1 && !N->intra_flows)
+        return zp_collcost_local_time(N, op, gs);
+    double t = N->intra_flows ? -1.0 : zp_collcost_profile_time(N, op, gs);
+    if (t < 0)
+        t = zp_collcost_intra_bytes(N, op, gs) / N->nv_bw + zp_collcost_choose(N, op, gs).lat;
+    if (gs->k > 1)
+        t += zp_collcost_rail_bytes(N, op, gs) / N->rail_bw;
+    return t;
+}
+
+/* The collectives of stream `s`, each at its least time (one after the other: their sum). */
+double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_stream s)
+{
+    double t = 0.0, last_bytes = -1.0, last_t = 0.0;
+    int last_type = -1;
+    for (int i = 0; i < sc->n[s]; i++) {
+        const zp_op *op = &sc->ops[s][i];
+        if (info_of(op)->cls != ZP_OPC_COLL)
+            continue;
+        if (op->type != last_type || op->bytes != last_bytes) { /* its time depends on these alone */
+            last_type = op->type;
+            last_bytes = op->bytes;
+            last_t = coll_least_time(N, op);
+        }
+        t += last_t;
+    }
+    return t;
+}
+
+double zp_collcost_ring_time(double bytes, int64_t n, double bw, double lat, double passes)
+{
+    if (n <= 1)
+        return 0.0;
+    double steps = passes * (double)(n - 1);
+    return steps / (double)n * bytes / bw + steps * lat;
+}
+
+double zp_collcost_bus_time(double bytes, double busbw_factor, double busbw_gbs)
+{
+    return bytes * busbw_factor / (busbw_gbs * 1e9);
+}
+
+double zp_collcost_fit_latency(double latency_s, int fit_nranks, int nranks)
+{
+    return latency_s * (double)(nranks - 1) / (double)(fit_nranks - 1);
+}

@@ -1,0 +1,55 @@
+/* zp_collcost.h — the one collective cost model: what the engine charges a collective (NCCL's tuner over
+ * the group's shape and the fabric's links, zp_engine.h has the algorithms), the least time the
+ * simulation can give it (the search's bounds), and the closed forms the analytic bound (a ring:
+ * f(n-1)/n S/B + f(n-1) alpha) and a calibrated profile (latency x steps + S x busbw factor / busbw)
+ * price collectives with. Seconds, bytes, B/s (GB/s where named _gbs). Pure: no simulation runs here. */
+#ifndef ZP_COLLCOST_H
+#define ZP_COLLCOST_H
+
+#include <stdint.h>
+
+#include "zp_schedule.h"
+
+typedef struct zp_net zp_net;                 /* zp_fabric.h */
+typedef struct zp_group_shape zp_group_shape; /* zp_fabric.h */
+
+/* NCCL's protocols, as zp_coll_plan.proto numbers them. */
+enum { ZP_COLLCOST_LL = 0, ZP_COLLCOST_LL128 = 1, ZP_COLLCOST_SIMPLE = 2 };
+
+/* What NCCL runs for one collective op of node 0: algorithm, protocol, latency and the fraction of the
+ * links' bandwidth its protocol gets. */
+typedef struct {
+    int tree;      /* the inter-node part as NCCL's double binary tree (all-reduce only) */
+    int proto;     /* ZP_COLLCOST_LL, _LL128, _SIMPLE */
+    double lat;    /* s */
+    double frac;   /* of the bus bandwidth */
+} zp_coll_plan;
+
+/* NCCL's choice for `op` over a group of shape gs: the (algorithm, protocol) of least estimated time; a
+ * measured profile's (no device model) fitted latencies and the ring or, where faster, the tree. */
+zp_coll_plan zp_collcost_choose(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* Bytes each GPU sends over its NVSwitch port in the intra-node phase(s), over the protocol's fraction. */
+double zp_collcost_intra_bytes(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* A collective within one node whose kind the profile measured on exactly g ranks: its measured time; -1
+ * otherwise. */
+double zp_collcost_profile_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* A collective within one node: its intra-node phases as time (NVSwitch uncontended) plus latencies, or
+ * the profile's measured time; over one rank, the copy of a new output buffer. */
+double zp_collcost_local_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* Bytes one rail of a node carries for a cross-node collective, over the protocol's fraction. */
+double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* The collectives of stream `s` of schedule `sc`, each at the least time the simulation can give it
+ * (no contention), added up. */
+double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_stream s);
+
+/* A ring over n ranks, `passes` passes over `bytes` (2: all-reduce, 1: reduce-scatter, all-gather,
+ * all-to-all) at bw B/s with lat s per step: steps / n x bytes / bw + steps x lat, steps = passes (n-1);
+ * 0 for n <= 1. */
+double zp_collcost_ring_time(double bytes, int64_t n, double bw, double lat, double passes);
+/* The bandwidth term of a fitted collective: bytes x busbw_factor / (busbw_gbs x 1e9), s. */
+double zp_collcost_bus_time(double bytes, double busbw_factor, double busbw_gbs);
+/* A fitted latency measured on fit_nranks ranks, scaled to nranks by ring steps: latency_s x (nranks - 1)
+ * / (fit_nranks - 1), s. */
+double zp_collcost_fit_latency(double latency_s, int fit_nranks, int nranks);
+
+#endif
