@@ -4,20 +4,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The MP (TP) and DP groups on nodes of gpn GPUs, placed in the dimension table's order (vocab/zp_dims.h):
+ * TP's members adjacent, DP's members `ds` ranks apart (ds = zp_dims_stride(DP) = the TP degree): within a
+ * node when TP x DP fits one, else DP runs across nodes (one member per node every ds / gpn nodes when TP
+ * spans nodes). */
 static void shape_groups(const zp_plan *p, zp_net *N)
 {
     int gpn = N->gpn;
     zp_group_shape *mp = &N->grp[ZP_GROUP_MP], *dp = &N->grp[ZP_GROUP_DP];
+    const int ds = (int)zp_dims_stride(p->deg, ZP_DIM_DP);
     if (p->mp <= gpn) {
         *mp = (zp_group_shape){.k = 1, .g = (int)p->mp, .G = gpn / (int)p->mp, .stride = 1};
-        if (p->dp * p->mp <= gpn)
-            *dp = (zp_group_shape){.k = 1, .g = (int)p->dp, .G = (int)p->mp, .stride = 1};
+        if (p->dp * ds <= gpn)
+            *dp = (zp_group_shape){.k = 1, .g = (int)p->dp, .G = ds, .stride = 1};
         else
-            *dp = (zp_group_shape){.k = N->nodes, .g = gpn / (int)p->mp, .G = (int)p->mp, .stride = 1};
+            *dp = (zp_group_shape){.k = N->nodes, .g = gpn / ds, .G = ds, .stride = 1};
     } else {
         int kmp = (int)(p->mp / gpn);
         *mp = (zp_group_shape){.k = kmp, .g = gpn, .G = 1, .stride = 1};
-        *dp = (zp_group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = kmp};
+        *dp = (zp_group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = ds / gpn};
     }
     N->grp[ZP_GROUP_EP] = N->grp[ZP_GROUP_EDP] = (zp_group_shape){.k = 1, .g = 1, .G = gpn, .stride = 1};
 }
@@ -55,8 +60,11 @@ static zp_status shape_expert_groups(const zp_plan *p, zp_net *N)
     N->xs_group[ZP_XS_COMM] = ZP_GROUP_DP;
     if (p->ep <= 1)
         return ZP_OK;
-    ZP_TRY(group_of("EP", p->ep, p->mp, N->gpn, &N->grp[ZP_GROUP_EP]));
-    ZP_TRY(group_of("EDP", p->dp / p->ep, p->ep * p->mp, N->gpn, &N->grp[ZP_GROUP_EDP]));
+    /* the table's placement: EP's members are its stride apart (the TP degree), the expert-data-parallel
+     * group's EP times that */
+    const int64_t es = zp_dims_stride(p->deg, ZP_DIM_EP);
+    ZP_TRY(group_of("EP", p->ep, es, N->gpn, &N->grp[ZP_GROUP_EP]));
+    ZP_TRY(group_of("EDP", p->dp / p->ep, p->ep * es, N->gpn, &N->grp[ZP_GROUP_EDP]));
     if (N->grp[ZP_GROUP_EP].k > 1) {
         if (N->grp[ZP_GROUP_MP].k > 1)
             return ZP_FAIL(ZP_EINVAL, "--ep %lld with --mp %lld: MP and EP groups both span nodes; keep MP within a node "
