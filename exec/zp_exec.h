@@ -4,8 +4,9 @@
  * driven by sim/'s step schedule (the same schedule the simulator interprets), with ZeRO stages 0-3,
  * Megatron model parallelism, activation checkpointing and ZeRO-R Pa. Its tensors are the schedule's: it
  * allocates and frees them by running the schedule's alloc and free ops (the "zplan-exec" layout,
- * sim/zp_layout.h) through a tracking allocator that counts by the same categories, so the memory the
- * replay predicts is the memory held, and a kernel that needs more than its tensor has overruns it.
+ * sim/zp_layout.c, vocab/zp_tensors.h) through a tracking allocator that counts by the same categories, so
+ * the memory the replay predicts is the memory held, and a kernel that needs more than its tensor has
+ * overruns it.
  *
  * Ranks: world rank w is model-parallel rank w % mp of data-parallel rank (w / mp) % dp of pipeline stage
  * w / (mp dp) (Megatron-LM's order: MP groups are consecutive ranks, inside a node; stages outermost).

@@ -58,7 +58,7 @@ int zp_comm_size(const zp_comm *c) { return c ? c->size : 0; }
 
 /* A collective over one rank is a copy (none in place). Done here rather than by MPI, whose one-rank
  * reduce-scatter took twice as long as memcpy (16 MB: 4.0 ms against 2.0 ms, measured): the step's
- * model prices it as one copy at the calibrated bandwidth (sim/zp_engine.c). */
+ * model prices it as one copy at the calibrated bandwidth (sim/zp_collcost.c). */
 static zp_status self_copy(const void *send, void *recv, size_t count, zp_dtype dt, const char *what)
 {
     ZP_TRY(zp_count_check(count, dt, what));

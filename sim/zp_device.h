@@ -1,7 +1,7 @@
 /* zp_device.h — what one operation of the schedule costs on a device: the built-in device profile of
  * each cluster preset (the same zp_profile that `zplan calibrate` writes), and the time of compute,
  * element-wise, Adam and CPU operations under a profile. Collectives and copies are not here: they
- * are flows on the SimGrid platform (sim/zp_engine.c). */
+ * are flows on the SimGrid platform (sim/zp_actors.c). */
 #ifndef ZP_DEVICE_H
 #define ZP_DEVICE_H
 
