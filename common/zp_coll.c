@@ -24,3 +24,21 @@ double zp_coll_busbw_factor(zp_coll_kind kind, int nranks)
     double n = nranks;
     return c->ring ? c->passes * (n - 1.0) / n : 1.0;
 }
+
+double zp_coll_ring_time(double bytes, int64_t n, double bw, double lat, double passes)
+{
+    if (n <= 1)
+        return 0.0;
+    double steps = passes * (double)(n - 1);
+    return steps / (double)n * bytes / bw + steps * lat;
+}
+
+double zp_coll_bus_time(double bytes, double busbw_factor, double busbw_gbs)
+{
+    return bytes * busbw_factor / (busbw_gbs * 1e9);
+}
+
+double zp_coll_fit_latency(double latency_s, int fit_nranks, int nranks)
+{
+    return latency_s * (double)(nranks - 1) / (double)(fit_nranks - 1);
+}

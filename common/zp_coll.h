@@ -10,6 +10,8 @@
 #ifndef ZP_COLL_H
 #define ZP_COLL_H
 
+#include <stdint.h>
+
 typedef enum {
     ZP_COLL_ALLREDUCE = 0,
     ZP_COLL_REDUCE_SCATTER,
@@ -36,5 +38,17 @@ const char *zp_coll_name(zp_coll_kind kind);
 /* Bytes through each rank's link per buffer byte (= busbw / algbw): passes·(n-1)/n, 1 for a broadcast; 0
  * for n < 1. */
 double zp_coll_busbw_factor(zp_coll_kind kind, int nranks);
+
+/* The closed forms of a collective's time, one definition for the analytic bound, a calibrated profile and
+ * the engine (sim/zp_collcost.c). */
+/* A ring over n ranks, `passes` passes over `bytes` (2: all-reduce, 1: reduce-scatter, all-gather,
+ * all-to-all) at bw B/s with lat s per step: steps / n x bytes / bw + steps x lat, steps = passes (n-1);
+ * 0 for n <= 1. */
+double zp_coll_ring_time(double bytes, int64_t n, double bw, double lat, double passes);
+/* The bandwidth term of a fitted collective: bytes x busbw_factor / (busbw_gbs x 1e9), s. */
+double zp_coll_bus_time(double bytes, double busbw_factor, double busbw_gbs);
+/* A fitted latency measured on fit_nranks ranks, scaled to nranks by ring steps: latency_s x (nranks - 1)
+ * / (fit_nranks - 1), s. */
+double zp_coll_fit_latency(double latency_s, int fit_nranks, int nranks);
 
 #endif

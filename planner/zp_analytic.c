@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-#include "zp_collcost.h"
+#include "zp_coll.h"
 #include "zp_device.h"
 #include "zp_shape.h"
 
@@ -43,7 +43,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
 
-    /* Collectives as rings (zp_collcost_ring_time): all-reduce 2(n-1)/n · S/B + 2(n-1)·α, reduce-scatter
+    /* Collectives as rings (zp_coll_ring_time): all-reduce 2(n-1)/n · S/B + 2(n-1)·α, reduce-scatter
      * and all-gather half of it (the nccl-tests bus-bandwidth convention).
      * Megatron MP: per block 2 all-reduces of b·s·h fp16 in forward, 2 in backward, 2 more when the
      * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */
@@ -51,11 +51,11 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double bw_mp = zp_analytic_group_bw(c, plan->mp, 1, &lat_mp);
     double act_bytes = 2.0 * b * (double)model->seq * (double)model->hidden;
     double n_ar = plan->checkpoint ? 6.0 : 4.0;
-    const double ar_mp = zp_collcost_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
+    const double ar_mp = zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
     t.mp_comm = accum * (double)model->layers / np * n_ar * ar_mp;
     if (plan->pa || plan->pa_cpu)
         t.mp_comm +=
-            accum * (double)model->layers / np * zp_collcost_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
+            accum * (double)model->layers / np * zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);
     /* Pipeline: each micro-batch's activation in and its gradient out of every model chunk, 1/Nm of it
      * per GPU over the node's links (Megatron-LM's scatter/gather). */
     if (np > 1) {
@@ -69,7 +69,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     if (plan->ep > 1 && moe > 0) {
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
-        double one = zp_collcost_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
+        double one = zp_coll_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
         t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 6.0 : 4.0) * one;
     }
 
@@ -80,10 +80,10 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
     double experts = psi_all - psi > 0 ? (psi_all - psi) / (double)(plan->ep - 1) : 0.0; /* a rank's experts */
     double bytes = plan->param_bytes * (psi - experts); /* (a stage's share with pipeline stages) */
-    double rs = zp_collcost_ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
+    double rs = zp_coll_ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
     if (experts > 0) { /* the local experts' gradients over the dp/ep ranks holding the same experts */
         double lat_x, bw_x = zp_analytic_group_bw(c, plan->dp / plan->ep, plan->ep * plan->mp, &lat_x);
-        rs += zp_collcost_ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
+        rs += zp_coll_ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
     }
     double ag = rs;
     switch (plan->stage) {

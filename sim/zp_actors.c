@@ -1,7 +1,7 @@
 /* zp_actors.c — the stream actors of a simulation: one per stream (compute, comm, pcie, cpu) of each
  * simulated node, running its stage's schedule on SimGrid (local time coalesced and slept, collectives
  * as NVSwitch and rail flows, copies over PCIe, pipeline point-to-point through mailboxes, channels as
- * semaphores), and node 0's breakdown of the step. Their state is the run's (zp_engine_impl.h). */
+ * semaphores), and node 0's breakdown of the step. Their state is the run's (zp_eng.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 
 #include "zp_collcost.h"
 #include "zp_device.h"
-#include "zp_engine_impl.h"
+#include "zp_eng.h"
 
 static const zp_op_info *info_of(const zp_op *op) { return &zp_op_table[op->type]; }
 
@@ -241,7 +241,7 @@ static void run_local(stream_ctx *c, const zp_op *op, double local)
     if (c->rec)
         account(E, s, op, local);
     const int stage = zp_eng_stage_of(E, c->node);
-    if (s == ZP_STREAM_COMPUTE && zp_eng_local_of(E, c->node) == 0 && stage < ZP_ENGINE_MAX_STAGE_STATS &&
+    if (s == ZP_STREAM_COMPUTE && zp_eng_local_of(E, c->node) == 0 && stage < (int)(sizeof E->res.stage_busy / sizeof E->res.stage_busy[0]) &&
         zp_op_part(op) == ZP_PART_COMPUTE)
         E->res.stage_busy[stage] += local;
 }

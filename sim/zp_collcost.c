@@ -233,21 +233,3 @@ double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_strea
     }
     return t;
 }
-
-double zp_collcost_ring_time(double bytes, int64_t n, double bw, double lat, double passes)
-{
-    if (n <= 1)
-        return 0.0;
-    double steps = passes * (double)(n - 1);
-    return steps / (double)n * bytes / bw + steps * lat;
-}
-
-double zp_collcost_bus_time(double bytes, double busbw_factor, double busbw_gbs)
-{
-    return bytes * busbw_factor / (busbw_gbs * 1e9);
-}
-
-double zp_collcost_fit_latency(double latency_s, int fit_nranks, int nranks)
-{
-    return latency_s * (double)(nranks - 1) / (double)(fit_nranks - 1);
-}

@@ -42,14 +42,4 @@ double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_s
  * (no contention), added up. */
 double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_stream s);
 
-/* A ring over n ranks, `passes` passes over `bytes` (2: all-reduce, 1: reduce-scatter, all-gather,
- * all-to-all) at bw B/s with lat s per step: steps / n x bytes / bw + steps x lat, steps = passes (n-1);
- * 0 for n <= 1. */
-double zp_collcost_ring_time(double bytes, int64_t n, double bw, double lat, double passes);
-/* The bandwidth term of a fitted collective: bytes x busbw_factor / (busbw_gbs x 1e9), s. */
-double zp_collcost_bus_time(double bytes, double busbw_factor, double busbw_gbs);
-/* A fitted latency measured on fit_nranks ranks, scaled to nranks by ring steps: latency_s x (nranks - 1)
- * / (fit_nranks - 1), s. */
-double zp_collcost_fit_latency(double latency_s, int fit_nranks, int nranks);
-
 #endif

@@ -17,7 +17,7 @@
 #include <simgrid/semaphore.h>
 
 #include "zp_collcost.h"
-#include "zp_engine_impl.h"
+#include "zp_eng.h"
 #include "zp_pipeline.h"
 
 static zp_status pick_mode(const zp_sim_input *in, const zp_net *N, zp_sim_mode *mode)

@@ -65,7 +65,7 @@
  *
  * One simulation per process (a SimGrid limit): zp_simrun.h forks.
  *
- * The engine by concern, its state (zp_engine_impl.h) passed explicitly: groups, placement and the fabric
+ * The engine by concern, its state (zp_eng.h) passed explicitly: groups, placement and the fabric
  * analysis (zp_fabric.c), the collective cost model (zp_collcost.c), the stream actors (zp_actors.c), the
  * platform file and user platforms (zp_platform.c), the trace (zp_trace.c), the run (zp_engine.c). */
 #ifndef ZP_ENGINE_H
@@ -146,9 +146,8 @@ zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sche
 /* Checks a user platform in a child process: it loads, and names GPU and CPU hosts as documented.
  * Sets *gpus_per_node and *nodes. */
 zp_status zp_engine_check_platform(const char *path, int *gpus_per_node, int *nodes);
-/* A platform that has not loaded within this time is refused (the child is killed). */
-#define ZP_PLATFORM_CHECK_TIMEOUT_S 120.0
-/* Changes that limit (seconds; <= 0 restores the default). For tests and fuzzing. */
+/* A platform that has not loaded within a time (120 s by default) is refused (the child is killed); this
+ * changes that limit (seconds; <= 0 restores the default). For tests and fuzzing. */
 void zp_engine_set_platform_timeout(double seconds);
 
 #endif

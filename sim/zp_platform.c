@@ -11,7 +11,7 @@
 #include <xbt/log.h>
 
 #include "zp_child.h"
-#include "zp_engine_impl.h"
+#include "zp_eng.h"
 
 /* One node's hosts and links: its GPUs, its CPU, PCIe, the NVSwitch ports of its two representative GPUs
  * and rail 0's NIC (the only rail simulated: the others carry the same flows). */
@@ -176,6 +176,8 @@ void zp_platform_simgrid_start(void)
 }
 
 
+/* A platform that has not loaded within this time is refused (the child is killed), s. */
+#define ZP_PLATFORM_CHECK_TIMEOUT_S 120.0
 static double g_platform_timeout_s = ZP_PLATFORM_CHECK_TIMEOUT_S;
 
 void zp_engine_set_platform_timeout(double seconds)

@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "zp_coll.h"
-#include "zp_collcost.h"
 #include "zp_io.h"
 
 #define MAX_PROFILE_BYTES ((size_t)16 << 20)
@@ -218,8 +217,8 @@ double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_
         return -1;
     if (nranks <= 1)
         return 0;
-    double lat = zp_collcost_fit_latency(f->latency_s, f->nranks, nranks);
-    return lat + zp_collcost_bus_time(bytes, zp_profile_busbw_factor(kind, nranks), f->busbw_gbs);
+    double lat = zp_coll_fit_latency(f->latency_s, f->nranks, nranks);
+    return lat + zp_coll_bus_time(bytes, zp_profile_busbw_factor(kind, nranks), f->busbw_gbs);
 }
 
 double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
@@ -240,7 +239,7 @@ double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll 
         return q[0].time_s;
     int last = f->npoints - 1;
     if (bytes >= q[last].bytes)
-        return q[last].time_s + zp_collcost_bus_time(bytes - q[last].bytes, zp_profile_busbw_factor(kind, nranks),
+        return q[last].time_s + zp_coll_bus_time(bytes - q[last].bytes, zp_profile_busbw_factor(kind, nranks),
                                                      f->busbw_gbs);
     int i = 1;
     while (q[i].bytes < bytes)

@@ -164,7 +164,7 @@ void zp_dims_ctx_init(zp_dim_ctx *c, const zp_model *model, int64_t gpus, int gp
         c->deg[d] = ZP_DIM_ANY;
 }
 
-int64_t zp_dims_gpus(const int64_t deg[ZP_NDIMS])
+int64_t zp_dims_gpus(const int64_t *deg)
 {
     int64_t n = 1;
     for (int d = 0; d < ZP_NDIMS; d++)
@@ -173,7 +173,7 @@ int64_t zp_dims_gpus(const int64_t deg[ZP_NDIMS])
     return n;
 }
 
-int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id)
+int64_t zp_dims_stride(const int64_t *deg, zp_dim_id id)
 {
     int64_t s = 1;
     const zp_dim_id outer = g_dims[id].within;
@@ -183,7 +183,7 @@ int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id)
     return s;
 }
 
-int64_t zp_dims_coord(const int64_t deg[ZP_NDIMS], int64_t rank, zp_dim_id id)
+int64_t zp_dims_coord(const int64_t *deg, int64_t rank, zp_dim_id id)
 {
     const int64_t n = deg[id] > 0 ? deg[id] : 1;
     return rank / zp_dims_stride(deg, id) % n;

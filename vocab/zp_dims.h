@@ -60,12 +60,13 @@ typedef struct zp_dim_type {
 const zp_dim_type *zp_dims_get(zp_dim_id id);
 /* The context of `gpus` GPUs of `model`, nothing decided. */
 void zp_dims_ctx_init(zp_dim_ctx *c, const zp_model *model, int64_t gpus, int gpus_per_node, int64_t max_tp);
-/* GPUs a set of degrees occupies: the product of the degrees that multiply the GPUs (unset ones count 1). */
-int64_t zp_dims_gpus(const int64_t deg[ZP_NDIMS]);
+/* deg: (ZP_NDIMS) degrees indexed by the table (a zp_plan's deg, or a context's).
+ * GPUs a set of degrees occupies: the product of the degrees that multiply the GPUs (unset ones count 1). */
+int64_t zp_dims_gpus(const int64_t *deg);
 /* Ranks between consecutive members of a dimension's group: the product of the degrees of the dimensions
  * that multiply the GPUs and are placed inside it, or inside the one it subdivides (TP 1, EP the TP
  * degree, DP the TP degree, PP TP x DP). */
-int64_t zp_dims_stride(const int64_t deg[ZP_NDIMS], zp_dim_id id);
+int64_t zp_dims_stride(const int64_t *deg, zp_dim_id id);
 
 /* Whether a TP degree t splits the model's heads as Megatron-LM can (the heads, and the KV heads of
  * standard attention, divide t or t divides them): 1 / 0, and as a status naming why not. */
@@ -76,6 +77,6 @@ zp_status zp_dims_check_ep(const zp_model *m, int64_t ep, int64_t dp);
 
 /* A rank's index in a dimension's group (its coordinate): (rank / stride) mod degree, the table's placement
  * (the executor's process groups and the engine's placement both follow it). */
-int64_t zp_dims_coord(const int64_t deg[ZP_NDIMS], int64_t rank, zp_dim_id id);
+int64_t zp_dims_coord(const int64_t *deg, int64_t rank, zp_dim_id id);
 
 #endif

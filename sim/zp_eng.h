@@ -1,8 +1,8 @@
-/* zp_engine_impl.h — the state of one simulation, shared by the engine's parts (run: zp_engine.c, stream
+/* zp_eng.h — the state of one simulation, shared by the engine's parts (run: zp_engine.c, stream
  * actors: zp_actors.c, platform file: zp_platform.c) and passed explicitly: the run owns it, the actors
  * get it as their data (sg_actor_self_get_data). Private to sim/. */
-#ifndef ZP_ENGINE_IMPL_H
-#define ZP_ENGINE_IMPL_H
+#ifndef ZP_ENG_H
+#define ZP_ENG_H
 
 #include <stdio.h>
 
