@@ -397,12 +397,12 @@ static zp_status ds_precision(json_t *root, const char *name, zp_search_req *r, 
              r->cluster ? r->cluster->gpu_name : "GPU", has ? "has" : "has no", has ? "bf16" : "fp16");
     }
     if (f16 || b16) {
-        r->param_bytes = 2;
-        r->k_optimizer = 12;
+        r->base.param_bytes = 2;
+        r->base.k_optimizer = 12;
         r->bf16 = b16;
     } else {
-        r->param_bytes = 4;
-        r->k_optimizer = 8;
+        r->base.param_bytes = 4;
+        r->base.k_optimizer = 8;
         r->bf16 = 0;
         note(notes, "fp16 and bf16 disabled: fp32 training (4-byte parameters and gradients, Adam's m and v = 8 "
                     "bytes per parameter; GEMMs at the fp32 rate)");
@@ -411,11 +411,11 @@ static zp_status ds_precision(json_t *root, const char *name, zp_search_req *r, 
 }
 
 /* data_types.grad_accum_dtype: fp32 gradients (4 bytes) under half-precision parameters; else 0 (the
- * parameters' type). After ds_precision, which sets r->param_bytes. */
+ * parameters' type). After ds_precision, which sets r->base.param_bytes. */
 static zp_status ds_data_types(json_t *root, const char *name, zp_search_req *r)
 {
     json_t *dtypes = json_object_get(root, "data_types");
-    r->grad_bytes = 0;
+    r->base.grad_bytes = 0;
     if (dtypes && !json_is_object(dtypes))
         return ZP_FAIL(ZP_EINVAL, "%s: data_types must be an object like {\"grad_accum_dtype\": \"fp32\"}", name);
     if (!dtypes)
@@ -425,7 +425,7 @@ static zp_status ds_data_types(json_t *root, const char *name, zp_search_req *r)
     if (g && !json_is_null(g) && !gt)
         return ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype must be \"fp32\", \"fp16\" or \"bf16\"", name);
     if (gt && strcmp(gt, "fp32") == 0)
-        r->grad_bytes = r->param_bytes == 2 ? 4.0 : 0.0;
+        r->base.grad_bytes = r->base.param_bytes == 2 ? 4.0 : 0.0;
     else if (gt && strcmp(gt, "fp16") && strcmp(gt, "bf16"))
         return ZP_FAIL(ZP_EINVAL, "%s: data_types.grad_accum_dtype \"%s\": use \"fp32\", \"fp16\" or \"bf16\"", name,
                        gt);
@@ -433,13 +433,13 @@ static zp_status ds_data_types(json_t *root, const char *name, zp_search_req *r)
 }
 
 /* zero_optimization's offload: offload_optimizer / offload_param and DeepSpeed's deprecated booleans; sets
- * r->offload and r->nvme. `stage` is the section's ZeRO stage, 0 to 3. */
+ * r->offload and r->base.nvme. `stage` is the section's ZeRO stage, 0 to 3. */
 static zp_status ds_offload(json_t *zo, double stage, zp_search_req *r, zp_ds_notes *notes)
 {
     int off_opt, off_par, b, nvme_opt, nvme_par, present;
     ZP_TRY(get_offload(zo, "offload_optimizer", &off_opt, &nvme_opt, notes));
     ZP_TRY(get_offload(zo, "offload_param", &off_par, &nvme_par, notes));
-    r->nvme = (nvme_opt ? ZP_NVME_OPTIMIZER : 0) | (nvme_par ? ZP_NVME_PARAMS : 0);
+    r->base.nvme = (nvme_opt ? ZP_NVME_OPTIMIZER : 0) | (nvme_par ? ZP_NVME_PARAMS : 0);
     /* DeepSpeed's deprecated booleans (zero/config.py): cpu_offload, cpu_offload_param; zplan used to
      * read a misspelt cpu_offload_params, still accepted */
     static const char *const legacy[] = {"cpu_offload", "cpu_offload_param", "cpu_offload_params"};
@@ -460,7 +460,7 @@ static zp_status ds_offload(json_t *zo, double stage, zp_search_req *r, zp_ds_no
     return ZP_OK;
 }
 
-/* zero_optimization's sizes, in elements: the reduce bucket (r->bucket) and stage 3's prefetch bucket, live
+/* zero_optimization's sizes, in elements: the reduce bucket (r->base.bucket) and stage 3's prefetch bucket, live
  * parameters and persistence threshold, each DeepSpeed's default when absent; "auto" as the HuggingFace
  * integration fills it in (from the hidden size). */
 static zp_status ds_zero_sizes(json_t *zo, zp_search_req *r, zp_ds_notes *notes)
@@ -469,39 +469,39 @@ static zp_status ds_zero_sizes(json_t *zo, zp_search_req *r, zp_ds_notes *notes)
     int a, present;
     ZP_TRY(get_count(zo, "reduce_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
     if (present && a) {
-        r->bucket = (double)r->model->hidden * (double)r->model->hidden;
+        r->base.bucket = (double)r->model->hidden * (double)r->model->hidden;
         note(notes, "zero_optimization.reduce_bucket_size \"auto\" -> hidden^2 = %.0f elements (as the "
-                    "HuggingFace integration)", r->bucket);
+                    "HuggingFace integration)", r->base.bucket);
     } else if (present) {
         if (v < 1)
             return ZP_FAIL(ZP_EINVAL, "zero_optimization.reduce_bucket_size must be at least 1");
-        r->bucket = v;
+        r->base.bucket = v;
     }
     ZP_TRY(get_count(zo, "allgather_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
-    if (present && !a && v != r->bucket)
+    if (present && !a && v != r->base.bucket)
         note(notes, "note: allgather_bucket_size %.0f differs from reduce_bucket_size %.0f: zplan sizes both "
-                    "buckets as reduce_bucket_size", v, r->bucket);
+                    "buckets as reduce_bucket_size", v, r->base.bucket);
     ZP_TRY(get_count(zo, "stage3_prefetch_bucket_size", "zero_optimization.", 1e15, &v, &present, &a));
-    r->stage3_prefetch = ZP_DEFAULT_PREFETCH; /* DeepSpeed's default */
+    r->base.stage3_prefetch = ZP_DEFAULT_PREFETCH; /* DeepSpeed's default */
     if (present && a) {
-        r->stage3_prefetch = 0.9 * (double)r->model->hidden * (double)r->model->hidden;
+        r->base.stage3_prefetch = 0.9 * (double)r->model->hidden * (double)r->model->hidden;
         note(notes, "zero_optimization.stage3_prefetch_bucket_size \"auto\" -> 0.9 hidden^2 = %.0f elements",
-             r->stage3_prefetch);
+             r->base.stage3_prefetch);
     } else if (present) {
-        r->stage3_prefetch = v;
+        r->base.stage3_prefetch = v;
     }
     ZP_TRY(get_count(zo, "stage3_max_live_parameters", "zero_optimization.", 1e15, &v, &present, &a));
-    r->stage3_max_live = ZP_DEFAULT_MAX_LIVE; /* DeepSpeed's default */
+    r->base.stage3_max_live = ZP_DEFAULT_MAX_LIVE; /* DeepSpeed's default */
     if (present && !a)
-        r->stage3_max_live = v;
+        r->base.stage3_max_live = v;
     ZP_TRY(get_count(zo, "stage3_param_persistence_threshold", "zero_optimization.", 1e15, &v, &present, &a));
-    r->persistence_threshold = ZP_DEFAULT_PERSISTENCE; /* DeepSpeed's default */
+    r->base.persistence_threshold = ZP_DEFAULT_PERSISTENCE; /* DeepSpeed's default */
     if (present && a) {
-        r->persistence_threshold = 10.0 * (double)r->model->hidden;
+        r->base.persistence_threshold = 10.0 * (double)r->model->hidden;
         note(notes, "zero_optimization.stage3_param_persistence_threshold \"auto\" -> 10 hidden = %.0f",
-             r->persistence_threshold);
+             r->base.persistence_threshold);
     } else if (present) {
-        r->persistence_threshold = v;
+        r->base.persistence_threshold = v;
     }
     return ZP_OK;
 }
@@ -523,7 +523,7 @@ static zp_status ds_zero_section(json_t *zo, zp_search_req *r, zp_ds_notes *note
     ZP_TRY(get_bool(zo, "contiguous_gradients", "zero_optimization.", contiguous_grads, &present));
     ZP_TRY(ds_zero_sizes(zo, r, notes));
     r->stage = (int)stage;
-    r->overlap_comm = overlap;
+    r->base.overlap_comm = overlap;
     return ZP_OK;
 }
 
@@ -541,8 +541,8 @@ static zp_status ds_zero(json_t *root, const char *name, zp_search_req *r, zp_ds
     }
     if (zo && !json_is_object(zo))
         return ZP_FAIL(ZP_EINVAL, "%s: zero_optimization must be an object like {\"stage\": 2} (or true/false)", name);
-    r->cb = 1; /* DeepSpeed always reduces through constant-size buckets */
-    r->bucket = 5e8;
+    r->base.cb = 1; /* DeepSpeed always reduces through constant-size buckets */
+    r->base.bucket = 5e8;
     *contiguous_grads = 1;
     zp_status st = ZP_OK;
     if (zo) {
@@ -551,7 +551,7 @@ static zp_status ds_zero(json_t *root, const char *name, zp_search_req *r, zp_ds
         r->offload = ZP_OFFLOAD_NONE;
         note(notes, "no zero_optimization section: stage 0 (plain data parallelism), as DeepSpeed");
         r->stage = 0;
-        r->overlap_comm = 0;
+        r->base.overlap_comm = 0;
     }
     json_decref(legacy_zo);
     return st;
@@ -596,8 +596,8 @@ static zp_status ds_activations(json_t *root, const char *name, int contiguous_g
     if (r->recompute == ZP_SEARCH_ANY && r->checkpoint)
         r->recompute = ZP_RECOMPUTE_FULL;
     /* ZeRO-R MD: contiguous gradients and contiguous checkpoints */
-    r->md = contiguous_grads && (contiguous_ckpt || !r->checkpoint);
-    if (!r->md)
+    r->base.md = contiguous_grads && (contiguous_ckpt || !r->checkpoint);
+    if (!r->base.md)
         note(notes, "MD off (contiguous_gradients %s, contiguous_memory_optimization %s): a fragmentation reserve is "
                     "counted", contiguous_grads ? "true" : "false", contiguous_ckpt ? "true" : "false");
     return ZP_OK;

@@ -31,8 +31,8 @@ static int applies(const zp_search_req *r, relax k)
     case R_OFFLOAD: return r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_PARAMS;
     case R_PA: return (r->pa != ZP_SEARCH_ANY || r->pa_cpu != ZP_SEARCH_ANY) && r->pa_cpu != 1;
     case R_CKPT: return !r->checkpoint;
-    case R_CB: return !r->cb;
-    case R_MD: return !r->md;
+    case R_CB: return !r->base.cb;
+    case R_MD: return !r->base.md;
     case R_ACCUM: return r->grad_accum != ZP_SEARCH_ANY;
     case R_GLOBAL: return r->global_batch != ZP_SEARCH_ANY;
     case R_EXACT: return r->exact;
@@ -48,7 +48,7 @@ static void open_all(zp_search_req *q)
     q->pa = q->pa_cpu = ZP_SEARCH_ANY;
     q->offload = ZP_SEARCH_ANY;
     q->exact = 0;
-    q->checkpoint = q->cb = q->md = 1;
+    q->checkpoint = q->base.cb = q->base.md = 1;
 }
 
 static void apply(zp_search_req *q, relax k)
@@ -60,8 +60,8 @@ static void apply(zp_search_req *q, relax k)
     case R_OFFLOAD: q->offload = ZP_SEARCH_ANY; break;
     case R_PA: q->pa = q->pa_cpu = ZP_SEARCH_ANY; break;
     case R_CKPT: q->checkpoint = 1; break;
-    case R_CB: q->cb = 1; break;
-    case R_MD: q->md = 1; break;
+    case R_CB: q->base.cb = 1; break;
+    case R_MD: q->base.md = 1; break;
     case R_ACCUM: q->grad_accum = ZP_SEARCH_ANY; break;
     case R_GLOBAL: q->global_batch = ZP_SEARCH_ANY; q->micro_batch = q->grad_accum = ZP_SEARCH_ANY; break;
     case R_EXACT: q->exact = 0; break;

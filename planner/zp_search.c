@@ -98,7 +98,7 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "ZeRO stages 1-3 (--stage)";
     else if (r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_NONE && !f->offload)
         no = "--offload";
-    else if (r->nvme && !f->offload)
+    else if (r->base.nvme && !f->offload)
         no = "--offload-device nvme";
     else if (r->pa_cpu == 1 && !f->pa_cpu)
         no = "--pa-cpu";
@@ -110,9 +110,9 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--sp (Megatron-LM's sequence parallelism)";
     else if (interleaved && f->interleave_min_pp == 0)
         no = "the interleaved schedule";
-    else if (r->grad_accum_fusion && !f->fusion)
+    else if (r->base.grad_accum_fusion && !f->fusion)
         no = "--grad-accum-fusion";
-    else if (r->flash_attn && !f->flash)
+    else if (r->base.flash_attn && !f->flash)
         no = "FlashAttention (--flash-attention, --flash-kernel)";
     if (!no)
         return ZP_OK;
@@ -124,11 +124,11 @@ static zp_status validate_framework(const zp_search_req *r)
 /* The FlashAttention kernel against the model's heads: FlashAttention-1 has no kernel for heads over 128. */
 static zp_status validate_flash(const zp_search_req *r)
 {
-    const zp_flash_kernel *k = zp_flash_kernel_get(r->flash_kernel);
+    const zp_flash_kernel *k = zp_flash_kernel_get(r->base.flash_kernel);
     if (!k)
-        return ZP_FAIL(ZP_EINVAL, "--flash-kernel: no FlashAttention kernel %d", r->flash_kernel);
+        return ZP_FAIL(ZP_EINVAL, "--flash-kernel: no FlashAttention kernel %d", r->base.flash_kernel);
     const int64_t d = r->model ? zp_model_head_dim(r->model) : 0;
-    if (r->flash_attn && k->max_head_dim > 0 && (double)d > k->max_head_dim)
+    if (r->base.flash_attn && k->max_head_dim > 0 && (double)d > k->max_head_dim)
         return ZP_FAIL(ZP_EINVAL, "--flash-kernel %s: the model's heads are %lld wide and %s has kernels up to %g "
                                   "(use --flash-kernel fa2, or no --flash-attention)",
                        k->name, (long long)d, k->name, k->max_head_dim);
@@ -146,31 +146,19 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     for (int d = 0; d < ZP_NDIMS; d++)
         r->deg[d] = ZP_SEARCH_ANY;
     /* what is not searched starts at the plan's defaults (zp_plan_default, their one place) */
-    zp_plan d;
-    zp_plan_default(&d, gpus);
-    r->capacity_factor = d.capacity_factor;
-    r->moe_imbalance = d.moe_imbalance;
+    zp_plan_default(&r->base, gpus);
     r->micro_batch = ZP_SEARCH_ANY;
     r->global_batch = ZP_SEARCH_ANY;
     r->grad_accum = ZP_SEARCH_ANY;
     r->pa = ZP_SEARCH_ANY;
     r->pa_cpu = ZP_SEARCH_ANY;
     r->offload = ZP_SEARCH_ANY;
-    r->checkpoint = d.checkpoint;
+    r->checkpoint = r->base.checkpoint;
     r->recompute = ZP_SEARCH_ANY;
     r->pp_schedule = ZP_SEARCH_ANY;
     r->vstages = ZP_SEARCH_ANY;
     r->sp = ZP_SEARCH_ANY;
-    r->cb = d.cb;
-    r->md = d.md;
-    r->bucket = d.bucket;
-    r->k_optimizer = d.k_optimizer;
-    r->param_bytes = d.param_bytes;
     r->bf16 = ZP_SEARCH_ANY;
-    r->overlap_comm = d.overlap_comm;
-    r->stage3_max_live = d.stage3_max_live;
-    r->stage3_prefetch = d.stage3_prefetch;
-    r->persistence_threshold = d.persistence_threshold;
     r->max_simulated = 64;
     r->reserve = ZP_DEFAULT_RESERVE;
     r->default_batch = 1;
@@ -196,10 +184,10 @@ zp_status zp_search_validate(const zp_search_req *r)
                                   "given");
     ZP_TRY(check_given(r, ZP_DIM_TP));
     ZP_TRY(check_given(r, ZP_DIM_EP));
-    if (!(r->capacity_factor > 0 && r->capacity_factor <= 64))
-        return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->capacity_factor);
-    if (!(r->moe_imbalance >= 1 && r->moe_imbalance <= 64))
-        return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", r->moe_imbalance);
+    if (!(r->base.capacity_factor > 0 && r->base.capacity_factor <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->base.capacity_factor);
+    if (!(r->base.moe_imbalance >= 1 && r->base.moe_imbalance <= 64))
+        return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", r->base.moe_imbalance);
     if (r->micro_batch != ZP_SEARCH_ANY && r->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (r->micro_batch > ZP_MAX_MICRO_BATCH)
@@ -231,9 +219,9 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--offload optimizer needs ZeRO stage 1, 2 or 3 (as in DeepSpeed)");
     if (r->offload == ZP_OFFLOAD_PARAMS && r->stage != ZP_SEARCH_ANY && r->stage != 3)
         return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
-    if (r->grad_bytes != 0 && r->grad_bytes != 4.0 && r->grad_bytes != r->param_bytes)
+    if (r->base.grad_bytes != 0 && r->base.grad_bytes != 4.0 && r->base.grad_bytes != r->base.param_bytes)
         return ZP_FAIL(ZP_EINVAL, "--grad-accum-dtype: gradients are fp32 or the parameters' type");
-    if (r->cb && !(r->bucket >= 1 && r->bucket <= 1e15))
+    if (r->base.cb && !(r->base.bucket >= 1 && r->base.bucket <= 1e15))
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be between 1 and 1e15 elements");
     if (r->cluster) {
         ZP_TRY(zp_cluster_check_size(r->cluster, r->gpus, r->oversubscription));
@@ -522,7 +510,7 @@ static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profi
     }
     zp_plan probe;
     zp_plan_default(&probe, 1);
-    probe.param_bytes = r->param_bytes;
+    probe.param_bytes = r->base.param_bytes;
     probe.bf16 = zp_search_bf16(r);
     zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), typed);
 }
@@ -1050,7 +1038,8 @@ static int64_t walk_next(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64
 static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, int ra, int off, zp_plan *p)
 {
     const zp_search_req *r = w->r;
-    zp_plan_default(p, 1);
+    *p = r->base;
+    p->micro_batch = p->grad_accum = 1; /* the batch is eval_candidate's */
     for (int d = 0; d < ZP_NDIMS; d++)
         p->deg[d] = c->deg[d];
     p->dp = r->gpus / zp_dims_gpus(c->deg);
@@ -1061,24 +1050,12 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     zp_plan_set_recompute(p, x->recompute);
     p->pa = ra >= 1;
     p->pa_cpu = ra == 2;
-    p->cb = r->cb;
-    p->md = r->md;
-    p->bucket = r->bucket;
     p->offload = (zp_offload)off;
-    p->k_optimizer = r->k_optimizer;
-    p->param_bytes = r->param_bytes;
     p->bf16 = zp_search_bf16(r);
-    p->grad_bytes = p->bf16 && p->param_bytes == 2.0 && w->fw->bf16_fp32_grads ? 4.0 : r->grad_bytes;
-    p->overlap_comm = r->overlap_comm && w->fw->overlap;
-    p->stage3_max_live = r->stage3_max_live;
-    p->stage3_prefetch = r->stage3_prefetch;
-    p->persistence_threshold = r->persistence_threshold;
-    p->flash_attn = r->flash_attn;
-    p->flash_kernel = r->flash_kernel;
-    p->grad_accum_fusion = r->grad_accum_fusion;
-    p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->nvme : r->nvme & ZP_NVME_OPTIMIZER);
-    p->capacity_factor = r->capacity_factor;
-    p->moe_imbalance = r->moe_imbalance;
+    /* what the framework's release forces: fp32 gradients beside bf16 (Megatron-LM v2), no overlap */
+    p->grad_bytes = p->bf16 && p->param_bytes == 2.0 && w->fw->bf16_fp32_grads ? 4.0 : r->base.grad_bytes;
+    p->overlap_comm = r->base.overlap_comm && w->fw->overlap;
+    p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->base.nvme : r->base.nvme & ZP_NVME_OPTIMIZER);
 }
 
 /* ZeRO-R activation options: none (0), Pa (1), Pa+cpu (2). Pa only matters with MP > 1; it partitions the
@@ -1104,7 +1081,7 @@ static int off_wanted(const walk *w, int off)
 {
     if ((w->off != ZP_SEARCH_ANY && off != w->off) || (off != ZP_OFFLOAD_NONE && !w->fw->offload))
         return 0;
-    if (w->r->nvme && off == ZP_OFFLOAD_NONE)
+    if (w->r->base.nvme && off == ZP_OFFLOAD_NONE)
         return 0; /* NVMe holds offloaded states: it implies offload */
     return !((off == ZP_OFFLOAD_OPTIMIZER && w->stage < 1) || (off == ZP_OFFLOAD_PARAMS && w->stage != 3));
 }

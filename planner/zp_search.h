@@ -58,6 +58,12 @@ typedef struct {
     double host_mem;       /* host memory per node, bytes (<= 0: the preset's), shared by the job's GPUs
                               on the node (zp_cluster_host_per_gpu) */
     int64_t gpus;
+    /* The base plan: every candidate starts from it (zp_plan_default's values unless an option or a config
+     * changed them: MoE capacity and imbalance, CB and its bucket, MD, optimizer bytes K, parameter and
+     * gradient bytes, overlap, the stage-3 limits, NVMe, FlashAttention and its kernel, accumulation
+     * fusion). What the search decides (the stage, the degrees, the shape, ZeRO-R, offload, the batch) is
+     * set on it per candidate; the fields below say which of those are given. */
+    zp_plan base;
     /* ZP_SEARCH_ANY (-1) leaves an option to the search. */
     int stage;
     /* The parallel degrees given, indexed by the dimension table (vocab/zp_dims.h; ZP_SEARCH_ANY: searched
@@ -72,7 +78,6 @@ typedef struct {
                               micro-batches to fill the pipeline), or P */
         };
     };
-    double capacity_factor, moe_imbalance; /* MoE: the experts' token capacity and the busiest rank's load */
     int64_t micro_batch;
     int64_t global_batch;
     int64_t grad_accum;    /* micro-batches per step */
@@ -87,20 +92,8 @@ typedef struct {
                               it is only taken when given), or a zp_pp_schedule */
     int vstages;           /* -1 search (the divisors of the layers per stage), or v */
     int sp;                /* -1 search (with MP > 1 and no Pa), 0 off, 1 on */
-    int cb, md;            /* 0 / 1 */
-    double bucket;         /* elements */
-    double k_optimizer;
-    double param_bytes;    /* 2 (fp16/bf16) or 4 (fp32) */
     int bf16;              /* 16-bit type: 1 bf16, 0 fp16, ZP_SEARCH_ANY: by the GPU (bf16 where it has bf16
                               tensor cores: A100, H100; fp16 on V100), as DeepSpeed's "auto" is resolved */
-    double grad_bytes;     /* 4: fp32 gradients and accumulation (Megatron-LM); 0: as the parameters */
-    int overlap_comm;      /* 0 / 1 */
-    double stage3_max_live, stage3_prefetch, persistence_threshold; /* stage-3 limits (DeepSpeed's defaults;
-                                                                        0: none) */
-    int nvme;              /* ZP_NVME_* mask: offloaded states on NVMe (ZeRO-Infinity) */
-    int flash_attn;        /* the plans run FlashAttention (zp_plan.flash_attn) */
-    int flash_kernel;      /* ... as this implementation (zp_plan.flash_kernel) */
-    int grad_accum_fusion; /* zp_plan.grad_accum_fusion */
     int framework;         /* a zp_framework_id (0: any): the plans its release can run (--framework) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;

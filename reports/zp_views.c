@@ -145,7 +145,7 @@ zp_status zp_view_sizes(const zp_search_req *base, const zp_model *models, int n
         z.progress = b.progress = NULL;
         b.gpus = baseline_gpus;
         b.stage = 0;
-        b.cb = b.md = 0;
+        b.base.cb = b.base.md = 0;
         b.pa = b.pa_cpu = 0;
         b.offload = ZP_OFFLOAD_NONE;
         b.mp = ZP_SEARCH_ANY;
@@ -291,8 +291,8 @@ zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, 
         p.stage = g_configs[i].stage;
         p.pa = g_configs[i].pa;
         p.pa_cpu = g_configs[i].pa_cpu;
-        p.bucket = base->bucket;
-        p.k_optimizer = base->k_optimizer;
+        p.bucket = base->base.bucket;
+        p.k_optimizer = base->base.k_optimizer;
         double largest = 0;
         TRY_D(zp_memory_largest_fitting(&p, base->gpu_mem, host, &largest));
         p.micro_batch = mem_batch;

@@ -459,14 +459,14 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
         zp_plan_set_recompute(p, r->recompute != ZP_SEARCH_ANY ? (zp_recompute)r->recompute
                                                                : (r->checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE));
     if (a->overlap_given)
-        p->overlap_comm = r->overlap_comm;
+        p->overlap_comm = r->base.overlap_comm;
     p->pa = r->pa == 1;
     p->pa_cpu = r->pa_cpu == 1;
     if (r->offload != ZP_SEARCH_ANY)
         p->offload = (zp_offload)r->offload;
-    p->cb = r->cb;
-    p->bucket = r->bucket;
-    p->md = r->md;
+    p->cb = r->base.cb;
+    p->bucket = r->base.bucket;
+    p->md = r->base.md;
     cfg->steps = (int)a->steps;
     cfg->seed = (uint64_t)a->seed;
     cfg->lr = a->lr;

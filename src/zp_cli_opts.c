@@ -74,15 +74,15 @@ STR(set_max_bytes, max_bytes)
 STR(set_hidden, hidden)
 STR(set_tokens, tokens)
 FLAG(set_help, help, 1)
-FLAG(set_no_md, r.md, 0)
+FLAG(set_no_md, r.base.md, 0)
 FLAG(set_analytic, r.simulate, 0)
 FLAG(set_exact, r.exact, 1)
 FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_max_model, max_model, 1)
-FLAG(set_flash, r.flash_attn, 1)
-FLAG(set_accum_fusion, r.grad_accum_fusion, 1)
-FLAG(set_no_cb, r.cb, 0)
+FLAG(set_flash, r.base.flash_attn, 1)
+FLAG(set_accum_fusion, r.base.grad_accum_fusion, 1)
+FLAG(set_no_cb, r.base.cb, 0)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
 INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
@@ -91,11 +91,11 @@ INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
 INT(set_steps, steps, 1, INT64_C(1) << 20)
 INT(set_seed, seed, 0, 0x7fffffffL)
 /* DeepSpeed's stage-3 limits, in elements (suffixes: 1G = 1e9). */
-RANGE(set_max_live, r.stage3_max_live, 0, 1e15)
-RANGE(set_prefetch, r.stage3_prefetch, 0, 1e15)
+RANGE(set_max_live, r.base.stage3_max_live, 0, 1e15)
+RANGE(set_prefetch, r.base.stage3_prefetch, 0, 1e15)
 RANGE(set_reserve, r.reserve, 0, 1e15)
-RANGE(set_capacity, r.capacity_factor, 0.01, 64)
-RANGE(set_imbalance, r.moe_imbalance, 1, 64)
+RANGE(set_capacity, r.base.capacity_factor, 0.01, 64)
+RANGE(set_imbalance, r.base.moe_imbalance, 1, 64)
 RANGE(set_oversubscription, r.oversubscription, 1, 1e6)
 RANGE(set_min_seconds, min_seconds, 0, 3600)
 RANGE(set_lr, lr, 1e-12, 1e3)
@@ -107,8 +107,8 @@ ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
 static zp_status set_flash_kernel(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)opt;
-    ZP_TRY(zp_flash_kernel_parse(v, &a->r.flash_kernel));
-    a->r.flash_attn = 1;
+    ZP_TRY(zp_flash_kernel_parse(v, &a->r.base.flash_kernel));
+    a->r.base.flash_attn = 1;
     return ZP_OK;
 }
 
@@ -186,15 +186,15 @@ static zp_status set_sp(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
-    a->r.overlap_comm = strncmp(opt, "--no-", 5) != 0;
+    a->r.base.overlap_comm = strncmp(opt, "--no-", 5) != 0;
     a->overlap_given = 1;
     return ZP_OK;
 }
 
 static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
 {
-    ZP_TRY(zp_size_parse_range(v, opt, 1, 1e15, &a->r.bucket));
-    a->r.cb = 1;
+    ZP_TRY(zp_size_parse_range(v, opt, 1, 1e15, &a->r.base.bucket));
+    a->r.base.cb = 1;
     return ZP_OK;
 }
 
@@ -202,9 +202,9 @@ static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_offload_device(zp_cli_args *a, const char *opt, const char *v)
 {
     if (strcmp(v, "cpu") == 0)
-        a->r.nvme = 0;
+        a->r.base.nvme = 0;
     else if (strcmp(v, "nvme") == 0)
-        a->r.nvme = ZP_NVME_OPTIMIZER | ZP_NVME_PARAMS;
+        a->r.base.nvme = ZP_NVME_OPTIMIZER | ZP_NVME_PARAMS;
     else
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not cpu or nvme", opt, v);
     return ZP_OK;
@@ -269,12 +269,12 @@ static zp_status set_sim(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
 {
     if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0) {
-        a->r.param_bytes = 2.0;
-        a->r.k_optimizer = ZP_ADAM_K;
+        a->r.base.param_bytes = 2.0;
+        a->r.base.k_optimizer = ZP_ADAM_K;
         a->r.bf16 = v[0] == 'b';
     } else if (strcmp(v, "fp32") == 0) {
-        a->r.param_bytes = 4.0;
-        a->r.k_optimizer = 8.0;
+        a->r.base.param_bytes = 4.0;
+        a->r.base.k_optimizer = 8.0;
         a->r.bf16 = 0;
     } else {
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16 or fp32)", opt, v);
@@ -287,9 +287,9 @@ static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_grad_dtype(zp_cli_args *a, const char *opt, const char *v)
 {
     if (strcmp(v, "fp32") == 0)
-        a->r.grad_bytes = 4.0;
+        a->r.base.grad_bytes = 4.0;
     else if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0 || strcmp(v, "16") == 0)
-        a->r.grad_bytes = 0.0;
+        a->r.base.grad_bytes = 0.0;
     else
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a gradient type (use fp32, or fp16/bf16 as the parameters)", opt, v);
     return ZP_OK;
@@ -598,7 +598,7 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
 {
     const zp_search_req *r = &a->r;
     const zp_framework *f = zp_framework_get(r->framework);
-    if (f && !f->overlap && a->overlap_given && r->overlap_comm)
+    if (f && !f->overlap && a->overlap_given && r->base.overlap_comm)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: %s reduces gradients after the backward, not beside it (drop "
                                   "--overlap-comm, or plan for another framework: --framework any)",
                        f->name, f->what);

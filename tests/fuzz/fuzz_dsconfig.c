@@ -30,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_ASSERT(r.mp >= 1, "mp %lld", (long long)r.mp);
         FZ_ASSERT(r.micro_batch == ZP_SEARCH_ANY || r.micro_batch >= 1, "micro %lld", (long long)r.micro_batch);
         FZ_ASSERT(r.global_batch == ZP_SEARCH_ANY || r.global_batch >= 1, "global %lld", (long long)r.global_batch);
-        FZ_ASSERT(isfinite(r.bucket) && r.bucket >= 1, "bucket %g", r.bucket);
-        FZ_ASSERT(r.param_bytes == 2 || r.param_bytes == 4, "param bytes %g", r.param_bytes);
+        FZ_ASSERT(isfinite(r.base.bucket) && r.base.bucket >= 1, "bucket %g", r.base.bucket);
+        FZ_ASSERT(r.base.param_bytes == 2 || r.base.param_bytes == 4, "param bytes %g", r.base.param_bytes);
         (void)zp_search_validate(&r);
     }
     FZ_ASSERT(notes.n >= 0 && notes.n <= ZP_DS_MAX_NOTES, "notes %d", notes.n);

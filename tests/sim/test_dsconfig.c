@@ -131,11 +131,11 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
     cr_expect_eq(r.stage, 3);
     cr_expect_eq(r.offload, ZP_OFFLOAD_PARAMS);
     cr_expect_eq(r.pa_cpu, 1);
-    cr_expect_eq(r.bucket, 4096.0 * 4096.0);
-    cr_expect_eq(r.persistence_threshold, 40960.0);
-    cr_expect_eq(r.nvme, ZP_NVME_PARAMS); /* ZeRO-Infinity: the parameters on NVMe, the optimizer on the host */
-    cr_expect_eq(r.stage3_max_live, 1e9);  /* DeepSpeed's defaults where the config is silent */
-    cr_expect_eq(r.stage3_prefetch, 5e8);
+    cr_expect_eq(r.base.bucket, 4096.0 * 4096.0);
+    cr_expect_eq(r.base.persistence_threshold, 40960.0);
+    cr_expect_eq(r.base.nvme, ZP_NVME_PARAMS); /* ZeRO-Infinity: the parameters on NVMe, the optimizer on the host */
+    cr_expect_eq(r.base.stage3_max_live, 1e9);  /* DeepSpeed's defaults where the config is silent */
+    cr_expect_eq(r.base.stage3_prefetch, 5e8);
     cr_expect(has_note(&n, "unknown key zero_optimization.frobnicate"));
     cr_expect(has_note(&n, "unknown key bogus_top"));
     cr_expect(has_note(&n, "reduce_bucket_size \"auto\""));
@@ -145,8 +145,8 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
     cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
     r = req("8B", 64, 1);
     cr_assert_eq(parse("{\"fp16\": {\"enabled\": false}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.param_bytes, 4.0);
-    cr_expect_eq(r.k_optimizer, 8.0);
+    cr_expect_eq(r.base.param_bytes, 4.0);
+    cr_expect_eq(r.base.k_optimizer, 8.0);
 }
 
 Test(dsconfig, bad_configs)
@@ -185,19 +185,19 @@ Test(dsconfig, precision_auto_legacy_and_grad_dtype)
     /* "auto" follows the GPU: bf16 on an A100 (it used to become fp32, priced at fp16), fp16 on a V100 */
     zp_search_req r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.param_bytes, 2.0);
+    cr_expect_eq(r.base.param_bytes, 2.0);
     cr_expect_eq(r.bf16, 1);
     cr_expect(has_note(&n, "bf16.enabled \"auto\" -> true"));
     r = req_on("13B", "dgx2", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.param_bytes, 2.0);
+    cr_expect_eq(r.base.param_bytes, 2.0);
     cr_expect_eq(r.bf16, 0);
     cr_expect(has_note(&n, "has no bf16 tensor cores"));
     /* DeepSpeed's legacy "bfloat16" key (it used to be ignored: fp32) */
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bfloat16\": {\"enabled\": true}}", &r, &n), ZP_OK);
     cr_expect_eq(r.bf16, 1);
-    cr_expect_eq(r.param_bytes, 2.0);
+    cr_expect_eq(r.base.param_bytes, 2.0);
     r = req_on("13B", "dgx-a100", 64);
     cr_expect_eq(parse("{\"bfloat16\": {\"enabled\": 1}}", &r, &n), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "bfloat16.enabled"), "names the user's key: %s", zp_error_message());
@@ -205,7 +205,7 @@ Test(dsconfig, precision_auto_legacy_and_grad_dtype)
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": true}, \"data_types\": {\"grad_accum_dtype\": \"fp32\"}}", &r, &n),
                  ZP_OK);
-    cr_expect_eq(r.grad_bytes, 4.0);
+    cr_expect_eq(r.base.grad_bytes, 4.0);
     r = req_on("13B", "dgx-a100", 64);
     cr_expect_eq(parse("{\"data_types\": {\"grad_accum_dtype\": \"fp8\"}}", &r, &n), ZP_EINVAL);
     /* the legacy boolean zero_optimization */
@@ -243,7 +243,7 @@ Test(dsconfig, hjson_as_deepspeed_reads_it)
     cr_expect_eq(r.bf16, 1);
     cr_expect_eq(r.stage, 3);
     cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
-    cr_expect_eq(r.overlap_comm, 1);
+    cr_expect_eq(r.base.overlap_comm, 1);
     /* strict JSON is unchanged in meaning; a broken file still says where */
     char *out;
     cr_assert_eq(zp_dsconfig_hjson_to_json("{\"a\": [1, -2.5e3, \"x\"], \"b\": {\"c\": null}}", &out), ZP_OK);
