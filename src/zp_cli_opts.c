@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "zp_device.h"
 #include "zp_framework.h"
@@ -201,9 +202,9 @@ static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
 /* Where offloaded states live: host memory (cpu) or NVMe (ZeRO-Infinity), for whatever --offload moves. */
 static zp_status set_offload_device(zp_cli_args *a, const char *opt, const char *v)
 {
-    if (strcmp(v, "cpu") == 0)
+    if (strcasecmp(v, "cpu") == 0)
         a->r.base.nvme = 0;
-    else if (strcmp(v, "nvme") == 0)
+    else if (strcasecmp(v, "nvme") == 0)
         a->r.base.nvme = ZP_NVME_OPTIMIZER | ZP_NVME_PARAMS;
     else
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not cpu or nvme", opt, v);
@@ -268,11 +269,11 @@ static zp_status set_sim(zp_cli_args *a, const char *opt, const char *v)
  * 12 bytes a parameter; fp32 training keeps 4-byte parameters and gradients, m and v: K = 8). */
 static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
 {
-    if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0) {
+    if (strcasecmp(v, "fp16") == 0 || strcasecmp(v, "bf16") == 0) {
         a->r.base.param_bytes = 2.0;
         a->r.base.k_optimizer = ZP_ADAM_K;
-        a->r.bf16 = v[0] == 'b';
-    } else if (strcmp(v, "fp32") == 0) {
+        a->r.bf16 = v[0] == 'b' || v[0] == 'B';
+    } else if (strcasecmp(v, "fp32") == 0) {
         a->r.base.param_bytes = 4.0;
         a->r.base.k_optimizer = 8.0;
         a->r.bf16 = 0;
@@ -286,9 +287,9 @@ static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
  * (Megatron-LM's default), or the parameters' own type. */
 static zp_status set_grad_dtype(zp_cli_args *a, const char *opt, const char *v)
 {
-    if (strcmp(v, "fp32") == 0)
+    if (strcasecmp(v, "fp32") == 0)
         a->r.base.grad_bytes = 4.0;
-    else if (strcmp(v, "fp16") == 0 || strcmp(v, "bf16") == 0 || strcmp(v, "16") == 0)
+    else if (strcasecmp(v, "fp16") == 0 || strcasecmp(v, "bf16") == 0 || strcmp(v, "16") == 0)
         a->r.base.grad_bytes = 0.0;
     else
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a gradient type (use fp32, or fp16/bf16 as the parameters)", opt, v);

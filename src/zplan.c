@@ -96,7 +96,7 @@ static const char USAGE[] =
     "  --flash-kernel K     which FlashAttention (implies --flash-attention): fa2 (default, FlashAttention-2),\n"
     "                       fa1 or triton (FlashAttention-1 and its Triton port, llm-foundry's attn_impl:\n"
     "                       triton: ~0.4 of FA2's speed, heads up to 128)\n"
-    "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30%% of activations, gradients, buffers)\n"
+    "  --no-md              ZeRO-R MD off: count a fragmentation reserve (30% of activations, gradients, buffers)\n"
     "  --overlap-comm | --no-overlap-comm\n"
     "                       ZeRO-DP collectives overlap compute on their own stream (default), or block it\n"
     "  --framework F        plan for what a framework's release runs: any (default: every option), megatron-2021\n"

@@ -374,6 +374,13 @@ echo "== help and version"
 "$Z" report --help | grep -q 'table2' && ok || ko "report --help"
 "$Z" --version | grep -Eq '^zplan [0-9]' && ok || ko "--version"
 "$Z" models --help | grep -q 'zoo' && ok || ko "models --help"
+# keywords are case-insensitive (a team writes BF16 as its configs do), and the help prints no printf escapes
+for v in BF16 Bf16 FP32; do
+  lo=$(echo "$v" | tr 'A-Z' 'a-z')
+  if cmp -s <("$Z" --model 1.5B --gpus 8 --precision "$v" --analytic --top 1 2>&1) \
+            <("$Z" --model 1.5B --gpus 8 --precision "$lo" --analytic --top 1 2>&1); then ok; else ko "--precision $v differs from $lo"; fi
+done
+if "$Z" --help | grep -q '%%'; then ko "--help shows a doubled %"; else ok; fi
 
 echo "bad inputs tried: $bad_tried"
 echo "$pass passed, $fail failed"
