@@ -31,16 +31,24 @@ static const char *const TOP_KEYS[] = {
     "optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "prescale_gradients",
     "gradient_predivide_factor", "zero_allow_untested_optimizer", "logging", "tensorboard", "wandb", "csv_monitor",
     "flops_profiler", "comms_logger", "communication_data_type", "seed", "dump_state", "amp", NULL};
+/* the first TOP_READS of them change the plan */
+enum { TOP_READS = 9 };
 static const char *const ZERO_KEYS[] = {
     "stage", "offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_param", "cpu_offload_params",
-    "cpu_offload_use_pin_memory",
     "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size", "reduce_scatter",
     "allgather_partitions", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
-    "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
-    "stage3_gather_fp16_weights_on_model_save", "sub_group_size", "round_robin_gradients", "elastic_checkpoint",
+    "stage3_param_persistence_threshold", "sub_group_size",
+    /* known, no effect as modelled: */
+    "cpu_offload_use_pin_memory", "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save",
+    "stage3_gather_fp16_weights_on_model_save", "round_robin_gradients", "elastic_checkpoint",
     "load_from_fp32_weights", "ignore_unused_parameters", "memory_efficient_linear", NULL};
+/* the first ZERO_READS change the plan (stage, offload, overlap, buckets, stage-3 limits, NVMe's sub-groups) */
+enum { ZERO_READS = 16 };
 static const char *const ACT_KEYS[] = {"partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
                                        "number_checkpoints", "synchronize_checkpoint_boundary", "profile", NULL};
+
+/* the first ACT_READS change the plan (Pa, Pa+cpu, MD's contiguous checkpoints, the checkpoints' count) */
+enum { ACT_READS = 4 };
 
 static int known(const char *const *keys, const char *k)
 {
@@ -50,16 +58,54 @@ static int known(const char *const *keys, const char *k)
     return 0;
 }
 
-static void warn_unknown(json_t *obj, const char *const *keys, const char *prefix, zp_ds_notes *n)
+/* Edits (insert, delete, substitute, swap two neighbours; case ignored) from a to b, counting no further than
+ * 3: how far a misspelling is from the key it means. */
+static int key_distance(const char *a, const char *b)
+{
+    const size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > 3)
+        return 3;
+    int d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            const int sub = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + sub;
+            v = v < d[i - 1][j] + 1 ? v : d[i - 1][j] + 1;
+            v = v < d[i][j - 1] + 1 ? v : d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb] < 3 ? d[la][lb] : 3;
+}
+
+/* Keys of obj that zplan does not know: a misspelling of one of the first `reads` keys (those that change the
+ * plan: within 2 edits, or 1 for keys under 6 letters) is refused, naming the key it means, since ignoring
+ * it would silently plan something else (a zero_optimisation section dropped is stage 0); any other
+ * unknown key is ignored with a warning. */
+static zp_status check_unknown(json_t *obj, const char *const *keys, int reads, const char *prefix,
+                               zp_ds_notes *n)
 {
     const char *k;
     json_t *v;
     json_object_foreach(obj, k, v)
     {
         (void)v;
-        if (!known(keys, k))
-            note(n, "warning: unknown key %s%s ignored (not a DeepSpeed key zplan knows)", prefix, k);
+        if (known(keys, k))
+            continue;
+        for (int i = 0; i < reads && keys[i]; i++)
+            if (key_distance(k, keys[i]) <= (strlen(keys[i]) < 6 ? 1 : 2))
+                return ZP_FAIL(ZP_EINVAL, "ds-config: unknown key %s%s: did you mean %s%s? (zplan reads that "
+                                          "key, and it changes the plan: fix its name)",
+                               prefix, k, prefix, keys[i]);
+        note(n, "warning: unknown key %s%s ignored (not a DeepSpeed key zplan knows)", prefix, k);
     }
+    return ZP_OK;
 }
 
 static int is_auto(json_t *v) { return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0; }
@@ -512,7 +558,7 @@ static zp_status ds_zero_section(json_t *zo, zp_search_req *r, zp_ds_notes *note
 {
     double stage = 0;
     int present, sauto;
-    warn_unknown(zo, ZERO_KEYS, "zero_optimization.", notes);
+    ZP_TRY(check_unknown(zo, ZERO_KEYS, ZERO_READS, "zero_optimization.", notes));
     ZP_TRY(get_count(zo, "stage", "zero_optimization.", 3, &stage, &present, &sauto));
     if (sauto)
         return ZP_FAIL(ZP_EINVAL, "zero_optimization.stage \"auto\": give 0, 1, 2 or 3 (or leave the config out "
@@ -567,7 +613,7 @@ static zp_status ds_activations(json_t *root, const char *name, int contiguous_g
     if (ac && !json_is_object(ac))
         return ZP_FAIL(ZP_EINVAL, "%s: activation_checkpointing must be an object", name);
     if (ac) {
-        warn_unknown(ac, ACT_KEYS, "activation_checkpointing.", notes);
+        ZP_TRY(check_unknown(ac, ACT_KEYS, ACT_READS, "activation_checkpointing.", notes));
         ZP_TRY(get_bool(ac, "partition_activations", "activation_checkpointing.", &pa, &present));
         ZP_TRY(get_bool(ac, "cpu_checkpointing", "activation_checkpointing.", &pacpu, &present));
         ZP_TRY(get_bool(ac, "contiguous_memory_optimization", "activation_checkpointing.", &contiguous_ckpt,
@@ -664,7 +710,7 @@ static zp_status ds_sections(json_t *root, const char *name, zp_search_req *r, z
 {
     double dp = 0;
     int contiguous_grads = 1;
-    warn_unknown(root, TOP_KEYS, "", notes);
+    ZP_TRY(check_unknown(root, TOP_KEYS, TOP_READS, "", notes));
     ZP_TRY(ds_parallel(r, notes, &dp));
     ZP_TRY(ds_precision(root, name, r, notes));
     ZP_TRY(ds_data_types(root, name, r));

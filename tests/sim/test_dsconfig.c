@@ -149,6 +149,38 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
     cr_expect_eq(r.base.k_optimizer, 8.0);
 }
 
+/* A misspelled key that zplan reads is refused, naming the key it means: ignored, it would plan something else
+ * (zero_optimisation dropped is stage 0). A misspelled key that changes nothing modelled, or a key far from
+ * every key zplan knows, is still a warning. */
+Test(dsconfig, misspelled_keys_that_change_the_plan)
+{
+    zp_search_req r;
+    zp_ds_notes n;
+    const struct {
+        const char *cfg, *means;
+    } bad[] = {
+        {"{\"train_batch_size\": 16, \"zero_optimisation\": {\"stage\": 3}}", "did you mean zero_optimization?"},
+        {"{\"zero_optimization\": {\"stag\": 3}}", "did you mean zero_optimization.stage?"},
+        {"{\"zero_optimization\": {\"stage\": 2, \"Overlap_comm\": false}}", "zero_optimization.overlap_comm?"},
+        {"{\"fp61\": {\"enabled\": true}}", "did you mean fp16?"},
+        {"{\"train_micro_batch_size_per_gp\": 2}", "did you mean train_micro_batch_size_per_gpu?"},
+        {"{\"activation_checkpointing\": {\"partition_activation\": true}}",
+         "activation_checkpointing.partition_activations?"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        zp_search_req_default(&r, NULL, NULL, 16);
+        cr_expect_eq(parse(bad[i].cfg, &r, &n), ZP_EINVAL, "%s accepted", bad[i].cfg);
+        cr_expect(strstr(zp_error_message(), bad[i].means), "%s: %s", bad[i].cfg, zp_error_message());
+    }
+    const char *warned[] = {"{\"wall_clock_breakdwn\": true}", "{\"zero_optimization\": {\"elastic_checkpont\": 1}}",
+                            "{\"fp8\": {\"enabled\": true}}", "{\"bogus_top\": 1}"};
+    for (size_t i = 0; i < sizeof warned / sizeof warned[0]; i++) {
+        zp_search_req_default(&r, NULL, NULL, 16);
+        cr_expect_eq(parse(warned[i], &r, &n), ZP_OK, "%s: %s", warned[i], zp_error_message());
+        cr_expect(has_note(&n, "unknown key"), "%s: no warning", warned[i]);
+    }
+}
+
 Test(dsconfig, bad_configs)
 {
     const char *bad[] = {
