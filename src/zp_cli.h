@@ -59,10 +59,12 @@ int zp_cli_sweep_report(const char *kind, int argc, char **argv, const char *usa
 int zp_cli_fail(zp_status st);
 /* The same with the command's name: "zplan exec: <message>". */
 int zp_cli_fail_as(const char *name, zp_status st);
-/* Opens the output: stdout when path is NULL, else an atomic temporary beside path. */
+/* Opens the output: stdout when path is NULL, else an atomic temporary beside path; closing it renames the
+ * temporary into place and says "zplan: wrote PATH" on stderr (a user is told of every file written). */
 typedef struct {
     FILE *f;
     void *atomic;
+    const char *path;
 } zp_cli_out;
 zp_status zp_cli_out_open(const char *path, zp_cli_out *o);
 zp_status zp_cli_out_close(zp_cli_out *o, zp_status st);

@@ -18,6 +18,7 @@ zp_status zp_cli_out_open(const char *path, zp_cli_out *o)
 {
     o->atomic = NULL;
     o->f = stdout;
+    o->path = path;
     if (!path)
         return ZP_OK;
     zp_io_atomic *a;
@@ -38,7 +39,9 @@ zp_status zp_cli_out_close(zp_cli_out *o, zp_status st)
         zp_io_atomic_abort(o->atomic);
         return st;
     }
-    return zp_io_atomic_commit(o->atomic);
+    ZP_TRY(zp_io_atomic_commit(o->atomic));
+    fprintf(stderr, "zplan: wrote %s\n", o->path);
+    return ZP_OK;
 }
 
 int zp_cli_write_table(zp_table *t, zp_format fmt, const char *path)

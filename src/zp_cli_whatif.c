@@ -120,9 +120,16 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
     if (st == ZP_OK && o.a.report_html)
         st = write_answer(o.a.report_html, ZP_FMT_HTML, &w);
     free(stage_mem);
+    const int traced = best && res.n_simulated > 0; /* the search simulated the best plan again to trace it */
     zp_search_result_free(&res);
     if (st != ZP_OK)
         return zp_cli_fail(st);
+    if (o.a.r.trace_path && traced)
+        fprintf(stderr, "zplan: wrote %s: the recommended plan's simulated step as a Chrome trace (Perfetto)\n",
+                o.a.r.trace_path);
+    else if (o.a.r.trace_path)
+        fprintf(stderr, "zplan: %s: no trace written to %s\n", best ? "no plan was simulated" : "no plan fits",
+                o.a.r.trace_path);
     if (!best) {
         if (o.a.emit_ds)
             fprintf(stderr, "zplan: no plan fits: no DeepSpeed config written to %s\n", o.a.emit_ds);

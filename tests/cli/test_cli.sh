@@ -374,6 +374,13 @@ echo "== help and version"
 "$Z" report --help | grep -q 'table2' && ok || ko "report --help"
 "$Z" --version | grep -Eq '^zplan [0-9]' && ok || ko "--version"
 "$Z" models --help | grep -q 'zoo' && ok || ko "models --help"
+# every file written is named on stderr: -o, --report, --trace (and no trace claimed when none is written)
+if "$Z" --model tiny --gpus 4 --top 1 -o "$T/w.txt" --report "$T/w.html" --trace "$T/w.json" 2>"$T/werr" >/dev/null &&
+   grep -q "^zplan: wrote $T/w.txt\$" "$T/werr" && grep -q "^zplan: wrote $T/w.html\$" "$T/werr" &&
+   grep -q "^zplan: wrote $T/w.json: " "$T/werr" && [ -s "$T/w.json" ]; then ok; else ko "wrote lines: $(cat "$T/werr")"; fi
+"$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 --trace "$T/nofit.json" >/dev/null 2>"$T/werr"
+if [ $? -eq 3 ] && grep -q "no plan fits: no trace written to $T/nofit.json" "$T/werr" && [ ! -e "$T/nofit.json" ]; then ok
+else ko "no-fit trace: $(cat "$T/werr")"; fi
 # keywords are case-insensitive (a team writes BF16 as its configs do), and the help prints no printf escapes
 for v in BF16 Bf16 FP32; do
   lo=$(echo "$v" | tr 'A-Z' 'a-z')
