@@ -792,6 +792,9 @@ static zp_status whatif_items(zp_doc *d, const zp_whatif *w)
     const int best = best_index(r);
     if (best < 0) {
         zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_CSV) | ZP_FMT_BIT(ZP_FMT_JSON)); /* no plan for readers */
+        /* "best": null in an item of its own (set on the table, it took the place of "plans") */
+        ZP_TRY(zp_doc_add_text(d, "no plan fits"));
+        zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_JSON));
         ZP_TRY(zp_doc_set_key(d, "best", json_null()));
         ZP_TRY(near_miss_items(d, w));
     } else {

@@ -175,6 +175,26 @@ Test(search, json_contract)
     zp_search_result_free(&res);
 }
 
+/* When no plan fits (exit 3), the contract still has "plans" (every plan evaluated, none fitting) beside
+ * "best": null and the near misses; "best" once took the place of "plans". */
+Test(search, json_contract_when_nothing_fits)
+{
+    zp_search_req r;
+    zp_search_result res;
+    search_100b(3, 1, 200, &r, &res);
+    cr_assert_eq(res.n_fit, 0);
+    zp_whatif w = {.model = r.model, .cluster = dgx2(), .gpus = 400, .gpu_mem = 32e9, .result = &res, .top = 5};
+    json_t *j = zp_report_whatif_json(&w);
+    cr_assert_not_null(j);
+    json_t *plans = json_object_get(j, "plans");
+    cr_assert(json_is_array(plans), "no plans key when nothing fits");
+    cr_expect_eq(json_array_size(plans), (size_t)res.n);
+    cr_expect(json_is_false(json_object_get(json_array_get(plans, 0), "fits")));
+    cr_expect(json_is_null(json_object_get(j, "best")));
+    json_decref(j);
+    zp_search_result_free(&res);
+}
+
 /* Issue #18 case 3: with no batch option the what-if proposes the batch a team would pick (GPT-3's tokens
  * per step by size), not the largest that fits, and every plan leaves the reserve free. 13B on 8 x 80 GB
  * used to get micro-batch 50 at 79.9 GB. */
