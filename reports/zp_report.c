@@ -607,6 +607,30 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
 }
 
 /* The what-if's Model and Cluster facts, with their JSON keys. */
+/* The JSON contract's "model": its size, and its architecture as the plans are shaped from it (attention,
+ * KV heads and head size, MLP, norm, positions; the routed experts, top-k and shared experts of an MoE
+ * model) with the parameters a token passes through (active_params: params of a dense model). */
+static json_t *model_json(const zp_model *m)
+{
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "layers",
+                          (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads,
+                          "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab, "ffn", (json_int_t)m->ffn,
+                          "params", zp_model_params(m));
+    json_t *arch = json_pack("{s:f, s:s, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I}", "active_params",
+                             zp_model_params_active(m), "attention", zp_model_attention_name(m->attn), "kv_heads",
+                             (json_int_t)zp_model_kv_heads(m), "head_dim", (json_int_t)zp_model_head_dim(m), "mlp",
+                             zp_model_mlp_name(m->mlp), "norm", zp_model_norm_name(m->norm), "position",
+                             zp_model_position_name(m->pos), "experts", (json_int_t)m->experts, "top_k",
+                             (json_int_t)(m->experts > 0 ? m->top_k : 0), "shared_experts",
+                             (json_int_t)m->shared_experts);
+    if (!o || !arch || json_object_update(o, arch) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(arch);
+    return o;
+}
+
 static zp_status whatif_model_cluster(zp_doc *d, const zp_whatif *w)
 {
     const zp_model *m = w->model;
@@ -619,11 +643,7 @@ static zp_status whatif_model_cluster(zp_doc *d, const zp_whatif *w)
                            m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads,
                            (long long)m->seq, (long long)m->vocab, (long long)m->ffn, zp_model_params(m), ps,
                            w->model_note ? "; " : "", w->model_note ? w->model_note : ""));
-    ZP_TRY(zp_doc_set_key(d, "model",
-                          json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "layers",
-                                    (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads",
-                                    (json_int_t)m->heads, "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab,
-                                    "ffn", (json_int_t)m->ffn, "params", zp_model_params(m))));
+    ZP_TRY(zp_doc_set_key(d, "model", model_json(m)));
     char gpus[200], mem[200];
     zp_report_gpus_label(cl, w->gpus, gpus, sizeof gpus);
     zp_report_gpu_mem_label(cl, w->gpu_mem, mem, sizeof mem);

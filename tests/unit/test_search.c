@@ -139,8 +139,9 @@ Test(search, json_contract)
     zp_whatif w = {.model = r.model, .cluster = dgx2(), .gpus = 64, .gpu_mem = 32e9, .result = &res, .top = 5};
     json_t *j = zp_report_whatif_json(&w);
     cr_assert_not_null(j);
-    const char *mk[] = {"name", "layers", "hidden", "heads", "seq", "vocab", "params"};
-    for (int i = 0; i < 7; i++)
+    const char *mk[] = {"name", "layers", "hidden", "heads", "seq", "vocab", "params", "active_params", "attention",
+                        "kv_heads", "head_dim", "mlp", "norm", "position", "experts", "top_k", "shared_experts"};
+    for (int i = 0; i < 17; i++)
         cr_expect_not_null(json_object_get(json_object_get(j, "model"), mk[i]), "model.%s", mk[i]);
     const char *ck[] = {"name", "gpus", "gpus_per_node", "gpu_mem_gb"};
     for (int i = 0; i < 4; i++)
@@ -171,6 +172,29 @@ Test(search, json_contract)
     cr_assert(json_is_integer(best));
     cr_expect(json_is_true(json_object_get(json_array_get(plans, (size_t)json_integer_value(best)), "fits")));
     cr_expect_str_eq(json_string_value(json_object_get(p0, "method")), "analytic");
+    json_decref(j);
+    zp_search_result_free(&res);
+}
+
+/* An MoE model's JSON says its architecture and the parameters a token passes through (Mixtral 8x7B: 46.7B,
+ * 12.9B active, 8 experts, top-2, 8 KV heads of 128). */
+Test(search, json_model_architecture)
+{
+    const zp_cluster *h100;
+    cr_assert_eq(zp_cluster_find("dgx-h100", &h100), ZP_OK);
+    zp_search_req r;
+    zp_search_result res;
+    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, h100, 64);
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    zp_whatif w = {.model = r.model, .cluster = h100, .gpus = 64, .gpu_mem = 80e9, .result = &res, .top = 1};
+    json_t *j = zp_report_whatif_json(&w), *m = json_object_get(j, "model");
+    cr_assert_not_null(m);
+    cr_expect_float_eq(json_real_value(json_object_get(m, "active_params")), 12.88e9, 0.01e9);
+    cr_expect_lt(json_real_value(json_object_get(m, "active_params")), json_real_value(json_object_get(m, "params")));
+    cr_expect_eq(json_integer_value(json_object_get(m, "experts")), 8);
+    cr_expect_eq(json_integer_value(json_object_get(m, "top_k")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(m, "kv_heads")), 8);
+    cr_expect_str_eq(json_string_value(json_object_get(m, "mlp")), "gated");
     json_decref(j);
     zp_search_result_free(&res);
 }
