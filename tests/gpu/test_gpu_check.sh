@@ -205,5 +205,13 @@ mv "$T/f/bin/test_kernels_cuda.real" "$T/f/bin/test_kernels_cuda"
 check "interrupted: non-zero exit, OUTDIR as it was, no temporary left" \
   '[ $rc != 0 ] && [ -e "$T/w/run/marker" ] && [ -e "$T/w/run/summary.md" ] && [ "$(leftovers)" = 0 ]'
 
+# from a source archive (git archive: no .git), as from a checkout: the bundle says its commit is unknown
+if command -v git >/dev/null && git -C "$S" rev-parse HEAD >/dev/null 2>&1; then
+  mkdir -p "$T/arch"
+  git -C "$S" ls-files -z scripts | (cd "$S" && xargs -0 tar -cf -) | tar -xf - -C "$T/arch"
+  out=$("$T/arch/scripts/gpu-bundle" --skeleton "$T/arch/b" 2>&1); arc=$?
+  check "gpu-bundle from an archive: exit 0, commit unknown ($arc: $out)" \
+    '[ $arc = 0 ] && grep -q "ZP_BUNDLE_COMMIT=unknown" "$T/arch/b/share/zplan-bundle/"*'
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
