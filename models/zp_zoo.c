@@ -219,6 +219,11 @@ zp_status zp_model_resolve(const char *spec, int64_t seq, zp_model *out, zp_mode
         ZP_TRY(zp_model_from_hf_config(spec, out));
         o = ZP_MODEL_FROM_FILE;
     } else if (looks_like_size(spec)) {
+        const char last = spec[strlen(spec) - 1];
+        if (isdigit((unsigned char)last) || last == '.')
+            return ZP_FAIL(ZP_EINVAL, "--model: '%s' is a number without a unit: give the parameters with one "
+                                      "(%sB for billions, %sM for millions), a zoo name or a config.json",
+                           spec, spec, spec);
         double p;
         ZP_TRY(zp_size_parse(spec, "--model", &p));
         ZP_TRY(zp_model_from_size(p, out));

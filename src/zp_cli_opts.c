@@ -3,6 +3,7 @@
  * zp_cli_args (through zp_size.h, so every number takes the same suffixes and gives the same errors). */
 #include "zp_cli_opts.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 #include <strings.h>
@@ -87,7 +88,6 @@ FLAG(set_no_cb, r.base.cb, 0)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
 INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
 INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
-INT(set_seq, seq, 1, INT64_C(1) << 30)
 INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
 INT(set_steps, steps, 1, INT64_C(1) << 20)
 INT(set_seed, seed, 0, 0x7fffffffL)
@@ -223,6 +223,19 @@ static zp_status set_format(zp_cli_args *a, const char *opt, const char *v)
         return ZP_FAIL(ZP_EINVAL, "--format: %s writes text, md, csv or json, not '%s'", a->name, v);
     a->fmt_given = 1;
     return ZP_OK;
+}
+
+/* --seq: tokens, where K and M are binary as every framework's context lengths are (8k = 8,192, 128K =
+ * 131,072; Llama 3.1's "128K" is 131,072); Ki/Mi and plain numbers as everywhere. */
+static zp_status set_seq(zp_cli_args *a, const char *opt, const char *v)
+{
+    const size_t n = strlen(v);
+    char bin[64];
+    if (n >= 2 && n < sizeof bin - 1 && strchr("kKmM", v[n - 1]) && isdigit((unsigned char)v[n - 2])) {
+        snprintf(bin, sizeof bin, "%.*s%ci", (int)(n - 1), v, toupper((unsigned char)v[n - 1]));
+        v = bin;
+    }
+    return zp_size_parse_int(v, opt, 1, INT64_C(1) << 30, &a->seq);
 }
 
 /* A parallel degree, into the request's degree of the dimension whose option this is (--mp, --ep, --pp:

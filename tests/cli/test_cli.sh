@@ -381,6 +381,11 @@ if "$Z" --model tiny --gpus 4 --top 1 -o "$T/w.txt" --report "$T/w.html" --trace
 "$Z" --model 100B --gpus 400 --stage 3 --mp 1 --micro-batch 200 --trace "$T/nofit.json" >/dev/null 2>"$T/werr"
 if [ $? -eq 3 ] && grep -q "no plan fits: no trace written to $T/nofit.json" "$T/werr" && [ ! -e "$T/nofit.json" ]; then ok
 else ko "no-fit trace: $(cat "$T/werr")"; fi
+# token counts take binary K and M (8k = 8,192, as every framework's context lengths); a bare model size is refused
+if cmp -s <("$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 8k --analytic --top 1 2>&1) \
+          <("$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 8192 --analytic --top 1 2>&1); then ok
+else ko "--seq 8k is not 8192"; fi
+expect_bad "a model size without its unit" --model 70 --gpus 8
 # keywords are case-insensitive (a team writes BF16 as its configs do), and the help prints no printf escapes
 for v in BF16 Bf16 FP32; do
   lo=$(echo "$v" | tr 'A-Z' 'a-z')

@@ -64,9 +64,10 @@ hf() { # hf NAME JSON: a config.json
 
 echo "== absurd model sizes"
 try "1e30 parameters"                      2  --model 1e30 --gpus 400
-try "1e15 parameters (the limit)"          02 --model 1e15 --gpus 1e8 --analytic
+try "1000T parameters (the limit)"         02 --model 1000T --gpus 1e8 --analytic
 try "1e-9 parameters"                      2  --model 1e-9 --gpus 8
-try "1 parameter"                          0  --model 1 --gpus 1 --analytic
+try "a bare number, no unit"               2  --model 1 --gpus 1 --analytic
+try "1K parameters"                        0  --model 1K --gpus 1 --analytic
 try "0 parameters"                         2  --model 0 --gpus 1
 try "size 1e300T"                          2  --model 1e300T --gpus 8
 try "config.json with n_layer 0"           2  --model "$(hf zero '{"n_layer": 0, "n_embd": 768, "n_head": 12}')" --gpus 8

@@ -112,6 +112,12 @@ Test(models, bad_specs)
         cr_expect_eq(zp_status_exit_code(st), 2, "'%s' not a usage error", bad[i]);
         cr_expect_gt(strlen(zp_error_message()), 10);
     }
+    /* a bare number has no unit: 70 is neither 70 parameters nor 70B (it planned a 46.5M model) */
+    const char *bare[] = {"70", "1.5", "1e9", "0"};
+    for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
+        cr_expect_eq(zp_model_resolve(bare[i], 0, &m, NULL), ZP_EINVAL, "'%s' accepted", bare[i]);
+        cr_expect(strstr(zp_error_message(), "without a unit"), "%s", zp_error_message());
+    }
 }
 
 static char *write_tmp(const char *text)
