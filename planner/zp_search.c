@@ -1,6 +1,7 @@
 #include "zp_search.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,12 @@
 #include "zp_shape.h"
 #include "zp_simrun.h"
 #include "zp_time.h"
+
+/* The request's named degrees are its array (zp_search_req.deg), as a plan's are. */
+_Static_assert(offsetof(zp_search_req, mp) == offsetof(zp_search_req, deg) + ZP_DIM_TP * sizeof(int64_t), "TP");
+_Static_assert(offsetof(zp_search_req, ep) == offsetof(zp_search_req, deg) + ZP_DIM_EP * sizeof(int64_t), "EP");
+_Static_assert(offsetof(zp_search_req, dp) == offsetof(zp_search_req, deg) + ZP_DIM_DP * sizeof(int64_t), "DP");
+_Static_assert(offsetof(zp_search_req, pp) == offsetof(zp_search_req, deg) + ZP_DIM_PP * sizeof(int64_t), "PP");
 
 /* The table's context of a request: its GPUs, model and node, the degrees it gives. */
 static void dims_ctx(const zp_search_req *r, zp_dim_ctx *c)
@@ -508,9 +515,7 @@ static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profi
         zp_device_profile_builtin(r->cluster, builtin);
         prof = builtin;
     }
-    zp_plan probe;
-    zp_plan_default(&probe, 1);
-    probe.param_bytes = r->base.param_bytes;
+    zp_plan probe = r->base; /* every candidate's precision: the base plan's, bf16 as resolved */
     probe.bf16 = zp_search_bf16(r);
     zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), typed);
 }
@@ -1162,7 +1167,7 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     evec all = w.all;
     if (all.n == 0) {
         free(all.v);
-        if (r->ep != ZP_SEARCH_ANY && r->ep > 1)
+        if (r->ep > 1)
             return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options: --ep %lld must divide the data-parallel "
                                       "degree (GPUs / MP) of some MP degree searched", (long long)r->ep);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "

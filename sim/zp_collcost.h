@@ -1,8 +1,8 @@
 /* zp_collcost.h — the one collective cost model: what the engine charges a collective (NCCL's tuner over
  * the group's shape and the fabric's links, zp_engine.h has the algorithms), the least time the
- * simulation can give it (the search's bounds), and the closed forms the analytic bound (a ring:
- * f(n-1)/n S/B + f(n-1) alpha) and a calibrated profile (latency x steps + S x busbw factor / busbw)
- * price collectives with. Seconds, bytes, B/s (GB/s where named _gbs). Pure: no simulation runs here. */
+ * simulation can give it (the search's bounds); the closed forms it shares with the analytic bound and a
+ * calibrated profile (a ring, a fitted latency and bus bandwidth) are common/zp_coll.h's. Seconds, bytes,
+ * B/s (GB/s where named _gbs). Pure: no simulation runs here. */
 #ifndef ZP_COLLCOST_H
 #define ZP_COLLCOST_H
 

@@ -3,7 +3,6 @@
 
 #include <stddef.h>
 
-
 static int64_t degree_or_1(const zp_dim_ctx *c, zp_dim_id id) { return c->deg[id] > 0 ? c->deg[id] : 1; }
 
 /* ---- what the model lets a degree split (Megatron-LM's rules) */

@@ -5,8 +5,8 @@
  * ranks are placed in the table's order, innermost first (MP inside a node before EP, EP inside DP, the
  * pipeline outermost), as Megatron-LM orders its process groups (tp-ep-dp-pp).
  *
- * A new dimension is a row here, its enum id, and its functions (check, next); the places that use a
- * degree by name (the schedule's shapes, the memory model, the cost of its collectives) then read it. */
+ * A new dimension is a row here, its enum id, and its functions (check, admits, next); the places that use
+ * a degree by name (the schedule's shapes, the memory model, the cost of its collectives) then read it. */
 #ifndef ZP_DIMS_H
 #define ZP_DIMS_H
 
