@@ -84,14 +84,15 @@ static void add_dropouts(out *o, const zp_model *m)
         add(o, " --attention-dropout 0");
 }
 
-/* The degrees of the dimensions that multiply the GPUs, by the table's Megatron-LM names (vocab/zp_dims.h:
- * --tensor-model-parallel-size, --pipeline-model-parallel-size; DP is what they leave); EP comes with the
- * experts (add_moe). */
+/* The degrees of the dimensions that multiply the GPUs and of those that split the sequence, by the table's
+ * Megatron-LM names (vocab/zp_dims.h: --tensor-model-parallel-size, --pipeline-model-parallel-size; the
+ * latter when they split it; DP is
+ * what they leave); EP comes with the experts (add_moe). */
 static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
 {
     for (int d = 0; d < ZP_NDIMS; d++) {
         const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
-        if (t->within == t->id && t->megatron)
+        if ((t->within == t->id || (t->seq_split && p->deg[d] > 1)) && t->megatron)
             add(o, " %s %lld", t->megatron, (long long)p->deg[d]);
     }
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)

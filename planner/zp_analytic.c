@@ -38,7 +38,8 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
 
     /* Compute: the executed FLOPs of one micro-batch split over the MP group and the pipeline stages; a
      * pipeline idles (P - 1)/v passes of each stage's per-micro-batch work (its bubble). */
-    double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm / np;
+    const double split = (double)zp_dims_seq_split(plan->deg); /* context parallelism: a rank's slice */
+    double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm / np / split;
     const double rate = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
@@ -49,7 +50,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
      * forward is recomputed; Pa adds one all-gather of the checkpoint before each recompute. */
     double lat_mp;
     double bw_mp = zp_analytic_group_bw(c, plan->mp, 1, &lat_mp);
-    double act_bytes = 2.0 * b * (double)model->seq * (double)model->hidden;
+    double act_bytes = 2.0 * b * (double)model->seq / split * (double)model->hidden;
     double n_ar = plan->checkpoint ? 6.0 : 4.0;
     const double ar_mp = zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
     t.mp_comm = accum * (double)model->layers / np * n_ar * ar_mp;

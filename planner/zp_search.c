@@ -41,6 +41,16 @@ static zp_status check_given(const zp_search_req *r, zp_dim_id id)
 }
 
 /* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
+
+/* Whether every dimension that splits the sequence has its degree given (the batch's replicas are known). */
+static int seq_split_given(const zp_search_req *r)
+{
+    for (int d = 0; d < ZP_NDIMS; d++)
+        if (zp_dims_get((zp_dim_id)d)->seq_split && r->deg[d] == ZP_SEARCH_ANY)
+            return 0;
+    return 1;
+}
+
 static zp_status validate_pipeline(const zp_search_req *r)
 {
     const int64_t pp = r->pp;
@@ -209,9 +219,11 @@ zp_status zp_search_validate(const zp_search_req *r)
     ZP_TRY(validate_pipeline(r));
     ZP_TRY(validate_flash(r));
     ZP_TRY(validate_framework(r));
-    /* with --mp the batch is a multiple of GPUs / MP, or of GPUs / (MP x PP) when --pp is given */
-    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
-        int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1);
+    /* with --mp the batch is a multiple of the replicas: GPUs / MP, or GPUs / (MP x PP) when --pp is given,
+     * over the ways a sequence is split (when those are given) */
+    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0 &&
+        seq_split_given(r)) {
+        int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1) / zp_dims_seq_split(r->deg);
         if (r->global_batch % dp != 0)
             return ZP_FAIL(ZP_EINVAL, "--global-batch: %lld is not a multiple of the data-parallel degree %lld",
                            (long long)r->global_batch, (long long)dp);
@@ -773,7 +785,8 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
     const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), usable = zp_search_usable_mem(r);
     const int64_t given_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
     if (target > 0) {
-        int64_t per = (target + p->dp - 1) / p->dp;
+        const int64_t replicas = zp_plan_replicas(p);
+        int64_t per = (target + replicas - 1) / replicas;
         if (p->pp > 1) { /* whole micro-batches per pipeline flush; interleaving wants a multiple of the stages */
             if (p->schedule == ZP_PP_INTERLEAVED)
                 per = (per + p->pp - 1) / p->pp * p->pp;
@@ -792,9 +805,9 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
     }
     int64_t per_rank = 0; /* sequences per DP rank per step, when the global batch is fixed */
     if (r->global_batch != ZP_SEARCH_ANY) {
-        if (r->global_batch % p->dp != 0)
-            return ZP_OK; /* this MP degree cannot keep the batch */
-        per_rank = r->global_batch / p->dp;
+        if (r->global_batch % zp_plan_replicas(p) != 0)
+            return ZP_OK; /* these degrees cannot keep the batch */
+        per_rank = r->global_batch / zp_plan_replicas(p);
     }
     int64_t fixed = r->micro_batch;
     if (fixed == ZP_SEARCH_ANY && per_rank && r->grad_accum != ZP_SEARCH_ANY) {

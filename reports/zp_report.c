@@ -230,9 +230,13 @@ zp_status zp_report_legend(zp_doc *d)
 
 void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
 {
-    char pipe[48] = "", ep[32] = "";
-    if (p->ep > 1) /* MoE: experts sharded over EP ranks */
-        snprintf(ep, sizeof ep, "EP%lld ", (long long)p->ep);
+    char pipe[48] = "", ep[64] = "";
+    /* the dimensions inside another (EP: MoE experts sharded over EP ranks), by their tags */
+    for (int d = 0, n = 0; d < ZP_NDIMS; d++) {
+        const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+        if (t->within != t->id && p->deg[d] > 1 && n < (int)sizeof ep)
+            n += snprintf(ep + n, sizeof ep - (size_t)n, "%s%lld ", t->tag, (long long)p->deg[d]);
+    }
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
         snprintf(pipe, sizeof pipe, " interleaved:v%d", p->vstages);
     else if (p->pp > 1)
@@ -319,7 +323,7 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
     zp_report_plan_options(p, opts, sizeof opts);
     snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
     ZP_TRY(zp_table_set_str(t, col0 + P_STAGE, stage));
-    const long long ints[] = {p->stage, p->mp, p->pp, p->dp, p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+    const long long ints[] = {p->stage, p->mp, p->pp, zp_plan_replicas(p), p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
     for (int k = 0; k < 7; k++)
         ZP_TRY(zp_table_set_int(t, col0 + P_STAGE_NUM + k, ints[k]));
     ZP_TRY(zp_table_set_str(t, col0 + P_SCHEDULE, p->pp > 1 ? zp_pp_schedule_name(p->schedule) : "none"));
@@ -486,7 +490,7 @@ static void describe_plan(const zp_eval *e, char *buf, size_t len)
     else if (e->plan.pp > 1)
         snprintf(pp, sizeof pp, ", PP %lld (%s)", (long long)e->plan.pp, zp_pp_schedule_name(e->plan.schedule));
     snprintf(buf, len, "ZeRO stage %d (%s), MP %lld%s, DP %lld, micro-batch %lld x %lld accumulation = global batch %.0f, %s",
-             e->plan.stage, si->name, (long long)e->plan.mp, pp, (long long)e->plan.dp, (long long)e->plan.micro_batch,
+             e->plan.stage, si->name, (long long)e->plan.mp, pp, (long long)zp_plan_replicas(&e->plan), (long long)e->plan.micro_batch,
              (long long)e->plan.grad_accum, e->global_batch, opts);
 }
 

@@ -60,7 +60,7 @@ static zp_status compare_table(const zp_compare *c, zp_table **out)
         TRY_C(zp_table_set_bool(t, C_FITS, e->found));
         TRY_C(zp_table_set_str(t, C_STAGE, stage));
         TRY_C(zp_table_set_int(t, C_MP, p->mp));
-        TRY_C(zp_table_set_int(t, C_DP, p->dp));
+        TRY_C(zp_table_set_int(t, C_DP, zp_plan_replicas(p)));
         TRY_C(zp_table_set_int(t, C_MICRO, p->micro_batch));
         TRY_C(zp_table_set_int(t, C_ACCUM, p->grad_accum));
         TRY_C(zp_table_set_num(t, C_GLOBAL, v->global_batch, "%.0f"));

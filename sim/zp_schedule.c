@@ -800,6 +800,17 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_model_validate(model));
     ZP_TRY(zp_plan_validate(plan));
+    /* The model as one rank runs it: with the sequence split (context parallelism) its slice of each
+     * sequence, every token-proportional op and activation of the slice (zp_shape_block: its queries
+     * meet every slice's keys); the learned positions stay the whole sequence's. */
+    zp_model slice = *model;
+    const int64_t split = zp_dims_seq_split(plan->deg);
+    if (split > 1) {
+        if (slice.positions == 0)
+            slice.positions = model->seq;
+        slice.seq = model->seq / split;
+        model = &slice;
+    }
     zp_builder b = {.m = model, .p = plan, .lay = zp_layout_get(plan->impl), .st = ZP_OK,
                     .memory_only = memory_only, .item = -1, .repeat = 1.0};
     if (!b.lay)

@@ -145,13 +145,13 @@ static int64_t pp_next(const zp_dim_ctx *c, int64_t prev)
  * model-parallel unit Megatron-DeepSpeed hands it (mpu) for TP. */
 static const zp_dim_type g_dims[ZP_NDIMS] = {
     {ZP_DIM_TP, "tensor", "--mp", "attention heads and the MLP's width (Megatron-LM's column/row split)",
-     ZP_DIM_TP, "--tensor-model-parallel-size", "mpu (model_parallel_size)", tp_check, tp_admits, tp_next},
+     ZP_DIM_TP, "--tensor-model-parallel-size", "mpu (model_parallel_size)", "TP", 0, tp_check, tp_admits, tp_next},
     {ZP_DIM_EP, "expert", "--ep", "routed experts", ZP_DIM_DP, "--expert-model-parallel-size", "ep_size",
-     ep_check, ep_admits, ep_next},
+     "EP", 0, ep_check, ep_admits, ep_next},
     {ZP_DIM_DP, "data", "", "the global batch (ZeRO partitions model states over it)", ZP_DIM_DP, NULL,
-     "data_parallel_size", NULL, NULL, NULL},
+     "data_parallel_size", "DP", 0, NULL, NULL, NULL},
     {ZP_DIM_PP, "pipeline", "--pp", "layers (a stage's consecutive blocks)", ZP_DIM_PP,
-     "--pipeline-model-parallel-size", "num_stages", pp_check, pp_admits, pp_next},
+     "--pipeline-model-parallel-size", "num_stages", "PP", 0, pp_check, pp_admits, pp_next},
 };
 
 const zp_dim_type *zp_dims_get(zp_dim_id id) { return (unsigned)id < ZP_NDIMS ? &g_dims[id] : NULL; }
@@ -170,6 +170,21 @@ int64_t zp_dims_gpus(const int64_t *deg)
         if (g_dims[d].within == (zp_dim_id)d && deg[d] > 0) /* ZP_DIM_ANY: not decided, counts 1 */
             n *= deg[d];
     return n;
+}
+
+int64_t zp_dims_seq_split(const int64_t *deg)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ZP_NDIMS; d++)
+        if (g_dims[d].seq_split && deg[d] > 0)
+            n *= deg[d];
+    return n;
+}
+
+int64_t zp_dims_replicas(const int64_t *deg)
+{
+    const int64_t dp = deg[ZP_DIM_DP] > 0 ? deg[ZP_DIM_DP] : 1;
+    return dp / zp_dims_seq_split(deg);
 }
 
 int64_t zp_dims_stride(const int64_t *deg, zp_dim_id id)

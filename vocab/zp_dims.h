@@ -45,6 +45,10 @@ typedef struct zp_dim_type {
                                  degree multiplies the GPUs (gpus = product of those degrees) */
     const char *megatron;     /* Megatron-LM's argument, or NULL (DP is what the GPUs leave) */
     const char *deepspeed;    /* DeepSpeed's name (config key or engine argument), or NULL */
+    const char *tag;          /* its short label in a plan's options ("EP8"), for one inside another */
+    int seq_split;            /* its ranks split each sequence between them (context parallelism): inside DP,
+                                 they hold the same weights (ZeRO partitions over them, their gradients are
+                                 reduced together) but are one replica of the batch (zp_dims_replicas) */
     /* A degree given by the user against the context: ZP_OK or ZP_EINVAL naming the option and the fix.
      * NULL: nothing to check beyond >= 1. */
     zp_status (*check)(const zp_dim_ctx *c, int64_t degree);
@@ -63,6 +67,11 @@ void zp_dims_ctx_init(zp_dim_ctx *c, const zp_model *model, int64_t gpus, int gp
 /* deg: (ZP_NDIMS) degrees indexed by the table (a zp_plan's deg, or a context's).
  * GPUs a set of degrees occupies: the product of the degrees that multiply the GPUs (unset ones count 1). */
 int64_t zp_dims_gpus(const int64_t *deg);
+/* The ways each sequence is split: the product of the degrees of the rows that split it (1: none). */
+int64_t zp_dims_seq_split(const int64_t *deg);
+/* The replicas of the batch: the DP degree over the ways its sequences are split (a global batch is
+ * micro-batch x accumulation x this). */
+int64_t zp_dims_replicas(const int64_t *deg);
 /* Ranks between consecutive members of a dimension's group: the product of the degrees of the dimensions
  * that multiply the GPUs and are placed inside it, or inside the one it subdivides (TP 1, EP the TP
  * degree, DP the TP degree, PP TP x DP). */

@@ -118,9 +118,11 @@ const char *zp_plan_precision_name(const zp_plan *p)
     return p->param_bytes == 4.0 ? "fp32" : p->bf16 ? "bf16" : "fp16";
 }
 
+int64_t zp_plan_replicas(const zp_plan *p) { return zp_dims_replicas(p->deg); }
+
 double zp_plan_global_batch(const zp_plan *p)
 {
-    return (double)p->micro_batch * (double)p->grad_accum * (double)p->dp;
+    return (double)p->micro_batch * (double)p->grad_accum * (double)zp_plan_replicas(p);
 }
 
 zp_status zp_plan_validate(const zp_plan *p)

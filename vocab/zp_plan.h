@@ -140,7 +140,9 @@ zp_recompute zp_plan_recompute(const zp_plan *p);
 void zp_plan_set_recompute(zp_plan *p, zp_recompute r);
 /* GPUs of the plan: dp * mp * pp. */
 int64_t zp_plan_gpus(const zp_plan *p);
-/* Global batch in sequences: micro_batch * grad_accum * dp. */
+/* The replicas of the batch: dp over the ways a sequence is split (context parallelism), zp_dims_replicas. */
+int64_t zp_plan_replicas(const zp_plan *p);
+/* Global batch in sequences: micro_batch * grad_accum * replicas. */
 double zp_plan_global_batch(const zp_plan *p);
 /* Consistency of the plan itself (stage range, Pa needs checkpointing, offload needs a stage, what
  * DeepSpeed and Megatron-LM allow with pipeline parallelism). */

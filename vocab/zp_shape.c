@@ -24,7 +24,9 @@ void zp_shape_block(const zp_model *m, const zp_plan *p, int64_t block, zp_block
     o->dv = (double)zp_model_v_head_dim(m);
     /* whole-model products first, then / t: GPT's widths come out as 3h/t, h/t exactly */
     const double a = (double)m->heads;
-    o->bh = o->B * a / t;
+    /* with the sequence split (context parallelism: m is the rank's slice) the slice's queries meet every
+     * slice's keys, one attention block each (ring attention), so the balanced causal work is 1/split */
+    o->bh = o->B * a / t * (double)zp_dims_seq_split(p->deg);
     o->q_n = a * o->dqk / t;
     o->kv_n = kv >= t ? kv * (o->dqk + o->dv) / t : o->dqk + o->dv;
     o->o_k = a * o->dv / t;

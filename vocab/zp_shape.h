@@ -23,7 +23,8 @@ typedef struct {
     double h;                 /* hidden */
     double qh, kvh;           /* query and key/value heads on this rank */
     double dqk, dv;           /* per-head Q/K width and V width */
-    double bh;                /* attention's batched GEMMs: sequences x this rank's query heads, B·a/t */
+    double bh;                /* attention's batched GEMMs: sequences x this rank's query heads, B·a/t, times
+                                 the slices a sequence is split into (each slice's keys a block) */
     double q_n, kv_n;         /* this rank's Q projection width (qh·dqk) and K+V width (kvh·(dqk + dv)) */
     double qkv_n;             /* the fused projection's width on this rank: q_n + kv_n (3h/t for GPT) */
     double rope_n;            /* elements per token the rotary embedding turns: Q and K heads' rotary part */
@@ -45,7 +46,8 @@ void zp_shape_block_params(const zp_model *m, int64_t i, double *all, double *ex
  * either way partitioned / dp on each rank). Equal without EP. */
 void zp_shape_params(const zp_model *m, const zp_plan *p, double *held, double *partitioned);
 
-/* The shape of block `block` (0-based) of `m` under plan `p`. */
+/* The shape of block `block` (0-based) of `m` under plan `p`; `m` as one rank runs it (with context
+ * parallelism, its slice of each sequence: sim/zp_schedule.c's build). */
 void zp_shape_block(const zp_model *m, const zp_plan *p, int64_t block, zp_block_shape *out);
 
 #endif
