@@ -47,7 +47,9 @@ def test_whatif_is_the_binarys_answer():
 
 def test_two_calls_give_the_same_answer():
     first = zplan.whatif(**WHATIF)
-    zplan.whatif(model="gpt2-1.5B", gpus=16, analytic=True)  # another search between them
+    zplan.whatif(model="gpt2-1.5B", gpus=16, analytic=True, pa=True, stage=3)  # another search between them
+    with pytest.raises(zplan.ZplanError):  # and a refusal
+        zplan.whatif(model="70", gpus=8)
     assert zplan.whatif(**WHATIF) == first
 
 
