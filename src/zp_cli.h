@@ -44,6 +44,8 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
  * reading --ds-config when given; the result is the what-if's. */
 zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res);
 
+/* The whole command line (zplan.c): argv as main's, argv[0] the program; returns the exit status. */
+int zp_cli_main(int argc, char **argv);
 int zp_cli_whatif(int argc, char **argv, const char *usage);
 int zp_cli_list(int argc, char **argv);
 int zp_cli_report(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* zplan — the command line: parses options, calls the libraries, turns statuses into messages and
- * exit codes (0 ok, 1 run-time failure, 2 bad usage or input). The only place that exits. */
+ * exit codes (0 ok, 1 run-time failure, 2 bad usage or input). zp_cli_main is the command line's whole
+ * dispatch: main (zp_main.c) returns it, and so does the Python module's entry (zp_api.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,7 @@ static const char USAGE[] =
     "given, and the changes of one option (stage, MP, offload, Pa, batch, more GPUs) that make a plan fit.\n"
     "Exit status: 0 ok, 1 run-time failure, 2 bad usage or input, 3 no plan fits (the answer is printed).\n";
 
-int main(int argc, char **argv)
+int zp_cli_main(int argc, char **argv)
 {
     if (argc >= 2) {
         const char *cmd = argv[1];
