@@ -52,7 +52,9 @@ const char *zp_part_name(zp_part p)
 
 const char *zp_group_name(zp_group g)
 {
-    static const char *const n[ZP_NGROUPS] = {"mp", "dp", "ep", "edp"};
+#define ZP_GROUP_NAME(id, name) name,
+    static const char *const n[ZP_NGROUPS] = {ZP_GROUPS(ZP_GROUP_NAME)};
+#undef ZP_GROUP_NAME
     return (unsigned)g < ZP_NGROUPS ? n[g] : "?";
 }
 

@@ -59,8 +59,15 @@ typedef enum {
  * DP index d and MP index j. MP: the mp ranks of one d; DP: the dp ranks of one j; with mixture of experts
  * (plan->ep > 1), EP: ep consecutive DP indices (the ranks that shard one block's experts between them,
  * exchanging tokens by all-to-all) and EDP: the dp/ep ranks holding the same experts (DP indices equal
- * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned. */
-typedef enum { ZP_GROUP_MP, ZP_GROUP_DP, ZP_GROUP_EP, ZP_GROUP_EDP, ZP_NGROUPS } zp_group;
+ * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned. A new
+ * group is one row of ZP_GROUPS (its id and the name the trace and `zplan schedule` print). */
+#define ZP_GROUPS(X) X(MP, "mp") X(DP, "dp") X(EP, "ep") X(EDP, "edp")
+typedef enum {
+#define ZP_GROUP_ENUM(id, name) ZP_GROUP_##id,
+    ZP_GROUPS(ZP_GROUP_ENUM)
+#undef ZP_GROUP_ENUM
+    ZP_NGROUPS
+} zp_group;
 typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 /* What a point-to-point op does with its peer stage: send, receive, or both (an all-reduce of two). */
 typedef enum { ZP_P2P_SEND, ZP_P2P_RECV, ZP_P2P_EXCHANGE } zp_p2p_kind;
