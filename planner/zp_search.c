@@ -199,8 +199,9 @@ zp_status zp_search_validate(const zp_search_req *r)
     if (r->dp != ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "the data-parallel degree is what the other degrees leave of the GPUs: it is not "
                                   "given");
-    ZP_TRY(check_given(r, ZP_DIM_TP));
-    ZP_TRY(check_given(r, ZP_DIM_EP));
+    for (int d = 0; d < ZP_NDIMS; d++) /* the given degrees, by their rows (PP with the pipeline's options) */
+        if (d != ZP_DIM_PP)
+            ZP_TRY(check_given(r, (zp_dim_id)d));
     if (!(r->base.capacity_factor > 0 && r->base.capacity_factor <= 64))
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->base.capacity_factor);
     if (!(r->base.moe_imbalance >= 1 && r->base.moe_imbalance <= 64))

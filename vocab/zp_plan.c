@@ -186,6 +186,12 @@ zp_status zp_plan_validate(const zp_plan *p)
     if (p->ep < 1 || p->dp % p->ep != 0)
         return ZP_FAIL(ZP_EINVAL, "--ep: %lld must divide the data-parallel degree %lld (experts are sharded over "
                                   "the DP ranks)", (long long)p->ep, (long long)p->dp);
+    for (int d = 0; d < ZP_NDIMS; d++) { /* every other dimension inside DP: its group is made of DP ranks */
+        const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+        if (t->within == ZP_DIM_DP && t->id != ZP_DIM_DP && (p->deg[d] < 1 || p->dp % p->deg[d] != 0))
+            return ZP_FAIL(ZP_EINVAL, "%s: %lld must divide the data-parallel degree %lld (its groups are made of DP "
+                                      "ranks)", t->option, (long long)p->deg[d], (long long)p->dp);
+    }
     if (!(p->capacity_factor > 0 && p->capacity_factor <= 64))
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", p->capacity_factor);
     if (!(p->moe_imbalance >= 1 && p->moe_imbalance <= 64))
