@@ -42,15 +42,6 @@ static zp_status check_given(const zp_search_req *r, zp_dim_id id)
 
 /* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
 
-/* Whether every dimension that splits the sequence has its degree given (the batch's replicas are known). */
-static int seq_split_given(const zp_search_req *r)
-{
-    for (int d = 0; d < ZP_NDIMS; d++)
-        if (zp_dims_get((zp_dim_id)d)->seq_split && r->deg[d] == ZP_SEARCH_ANY)
-            return 0;
-    return 1;
-}
-
 static zp_status validate_pipeline(const zp_search_req *r)
 {
     const int64_t pp = r->pp;
@@ -221,9 +212,8 @@ zp_status zp_search_validate(const zp_search_req *r)
     ZP_TRY(validate_flash(r));
     ZP_TRY(validate_framework(r));
     /* with --mp the batch is a multiple of the replicas: GPUs / MP, or GPUs / (MP x PP) when --pp is given,
-     * over the ways a sequence is split (when those are given) */
-    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0 &&
-        seq_split_given(r)) {
+     * over the ways a sequence is split that are given (one searched counts 1: the plans without it) */
+    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
         int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1) / zp_dims_seq_split(r->deg);
         if (r->global_batch % dp != 0)
             return ZP_FAIL(ZP_EINVAL, "--global-batch: %lld is not a multiple of the data-parallel degree %lld",
