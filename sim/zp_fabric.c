@@ -58,6 +58,8 @@ static zp_status shape_expert_groups(const zp_plan *p, zp_net *N)
 {
     N->xs_group[ZP_XS_COMPUTE] = ZP_GROUP_MP;
     N->xs_group[ZP_XS_COMM] = ZP_GROUP_DP;
+    /* context parallelism's ring: CP consecutive DP indices, its stride (the TP degree) apart */
+    ZP_TRY(group_of("CP", p->cp, zp_dims_stride(p->deg, ZP_DIM_CP), N->gpn, &N->grp[ZP_GROUP_CP]));
     if (p->ep <= 1)
         return ZP_OK;
     /* the table's placement: EP's members are its stride apart (the TP degree), the expert-data-parallel

@@ -59,9 +59,10 @@ typedef enum {
  * DP index d and MP index j. MP: the mp ranks of one d; DP: the dp ranks of one j; with mixture of experts
  * (plan->ep > 1), EP: ep consecutive DP indices (the ranks that shard one block's experts between them,
  * exchanging tokens by all-to-all) and EDP: the dp/ep ranks holding the same experts (DP indices equal
- * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned. A new
+ * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned; with
+ * context parallelism (plan->cp > 1), CP: cp consecutive DP indices that split each sequence. A new
  * group is one row of ZP_GROUPS (its id and the name the trace and `zplan schedule` print). */
-#define ZP_GROUPS(X) X(MP, "mp") X(DP, "dp") X(EP, "ep") X(EDP, "edp")
+#define ZP_GROUPS(X) X(MP, "mp") X(DP, "dp") X(EP, "ep") X(EDP, "edp") X(CP, "cp")
 typedef enum {
 #define ZP_GROUP_ENUM(id, name) ZP_GROUP_##id,
     ZP_GROUPS(ZP_GROUP_ENUM)
@@ -91,7 +92,9 @@ typedef enum { ZP_FLASH_NONE = 0, ZP_FLASH_FWD, ZP_FLASH_BWD, ZP_FLASH_FUSED } z
     X(BUCKET_D2H, "bucket_d2h", OPTIMIZER) /* offload: copy a reduced bucket's partition to the host */       \
     X(OPT_DONE, "opt_done", OPTIMIZER)   /* offload: the CPU Adam finished (cpu -> pcie) */                   \
     X(PARAMS_BACK, "params_back", OPTIMIZER) /* offload: updated parameters are back on the device */         \
-    X(UPDATED, "updated", DP_COMM)       /* the optimizer step is done on the device (compute -> comm) */
+    X(UPDATED, "updated", DP_COMM)       /* the optimizer step is done on the device (compute -> comm) */    \
+    X(CP_KV, "cp_kv", MP_COMM)           /* CP: a block's K and V (or their gradients) are ready for the ring */ \
+    X(CP_RING, "cp_ring", MP_COMM)       /* CP: the ring has passed every slice's K and V (comm -> compute) */
 
 typedef enum {
 #define ZP_CH_ENUM(id, name, part) ZP_CH_##id,

@@ -113,14 +113,38 @@ static void mp_gather(zp_builder *b, double bytes)
         move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLGATHER, bytes);
 }
 
+/* Context parallelism: the ring of K and V slices (forward; backward: K and V again and their gradients
+ * back) on the comm stream beside the attention work that hides it, which waits for the ring at its end.
+ * Bytes: every slice's K and V of this rank's heads, 16-bit (MLA: each head's K with the shared rotary
+ * part). `begin` 1 before the attention, 0 after it; nothing without CP. */
+static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int begin)
+{
+    const int64_t cp = b->p->cp;
+    if (cp <= 1)
+        return;
+    if (!begin) {
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
+        return;
+    }
+    const double kv = S->kv_n + (S->mla ? S->qh * S->rope : 0.0), bytes = 2.0 * S->T * kv * (double)cp;
+    sig(b, ZP_STREAM_COMPUTE, ZP_CH_CP_KV);
+    wait_ch(b, ZP_STREAM_COMM, ZP_CH_CP_KV);
+    move(b, ZP_STREAM_COMM, ZP_OPK_CP_KV_RING, bytes);
+    if (backward)
+        move(b, ZP_STREAM_COMM, ZP_OPK_CP_DKV_RING, bytes);
+    sig(b, ZP_STREAM_COMM, ZP_CH_CP_RING);
+}
+
 /* The attention core of one block (scores, softmax, context): part of its forward, and what selective
  * recompute recomputes before the block's backward. */
 static void attention_core(zp_builder *b, const zp_block_shape *S)
 {
     const double s = S->s;
+    cp_ring(b, S, 0, 1);
     gemm(b, ZP_OPK_ATTN_SCORES, s, s, S->dqk, S->bh);
     eltwise(b, ZP_OPK_SOFTMAX, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
     gemm(b, ZP_OPK_ATTN_CONTEXT, s, S->dv, s, S->bh);
+    cp_ring(b, S, 0, 0);
 }
 /* Attention's projections in (Q, K, V: fused, or MLA's low-rank pairs), the rotary turn, scores, softmax,
  * context. Shapes per MP rank (vocab/zp_shape.h). */
@@ -149,9 +173,11 @@ static void attention_forward(zp_builder *b, const zp_block_shape *S)
 static void attention_backward(zp_builder *b, const zp_block_shape *S)
 {
     const double T = S->T, h = S->h, s = S->s;
+    cp_ring(b, S, 1, 1);
     gemm_bwd(b, ZP_OPK_ATTN_CONTEXT_DGRAD, ZP_OPK_ATTN_CONTEXT_WGRAD, s, S->dv, s, S->bh);
     eltwise(b, ZP_OPK_SOFTMAX_BWD, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
     gemm_bwd(b, ZP_OPK_ATTN_SCORES_DGRAD, ZP_OPK_ATTN_SCORES_WGRAD, s, s, S->dqk, S->bh);
+    cp_ring(b, S, 1, 0);
     if (S->rotary)
         eltwise(b, ZP_OPK_ROPE_BWD, 2.0 * 2.0 * T * S->rope_n, T * S->rope_n);
     if (S->mla) {

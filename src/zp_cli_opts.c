@@ -395,6 +395,7 @@ static const zp_cli_opt g_opts[] = {
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
     {"recompute", 0, 1, PLAN, set_recompute},
     {"pp", 0, 1, PLAN, set_degree},
+    {"cp", 0, 1, SEARCH, set_degree},
     {"schedule", 0, 1, PLAN, set_schedule},
     {"virtual-stages", 0, 1, PLAN, set_vstages},
     {"sp", 0, 0, PLAN, set_sp},

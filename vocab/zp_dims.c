@@ -140,6 +140,56 @@ static int64_t pp_next(const zp_dim_ctx *c, int64_t prev)
     return 0;
 }
 
+/* ---- context parallelism: each sequence cut over CP of the DP ranks (Megatron-core's ring attention) */
+
+/* The search offers CP > 1 only while each rank keeps a slice of at least this many tokens: below it a
+ * slice's attention is too short to hide its KV transfer to the next rank (the ring's P2P step), and
+ * Megatron-core's own guidance is CP for long sequences (Llama 3 405B: 131,072 tokens over CP 16, 8K slices).
+ * A given --cp is taken whatever its slice. */
+#define ZP_CP_MIN_SLICE 8192
+
+static int cp_divides_seq(const zp_dim_ctx *c, int64_t cp)
+{
+    return cp == 1 || (c->model && c->model->seq % (2 * cp) == 0);
+}
+
+static zp_status cp_check(const zp_dim_ctx *c, int64_t cp)
+{
+    if (cp < 1)
+        return ZP_FAIL(ZP_EINVAL, "--cp: must be at least 1");
+    if (cp == 1)
+        return ZP_OK;
+    if (!cp_divides_seq(c, cp))
+        return ZP_FAIL(ZP_EINVAL, "--cp %lld: the sequence of %lld tokens does not cut into 2 x %lld equal chunks "
+                                  "(causal load balancing gives each CP rank a pair, the first and last unmasked "
+                                  "alike); use a CP degree whose double divides the sequence, or --seq",
+                       (long long)cp, (long long)c->model->seq, (long long)cp);
+    const int64_t tp = c->deg[ZP_DIM_TP], pp = c->deg[ZP_DIM_PP] > 0 ? c->deg[ZP_DIM_PP] : 1;
+    const int64_t dp = tp > 0 ? c->gpus / tp / pp : c->gpus / pp;
+    if (c->gpus % cp != 0 || dp % cp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--cp %lld does not divide the %lld data-parallel ranks the other degrees leave "
+                                  "(CP ranks are DP ranks that share one sequence)",
+                       (long long)cp, (long long)dp);
+    return ZP_OK;
+}
+
+/* CP divides the DP ranks the others leave, and twice CP the sequence. */
+static int cp_admits(const zp_dim_ctx *c, int64_t cp)
+{
+    return (c->gpus / zp_dims_gpus(c->deg)) % cp == 0 && cp_divides_seq(c, cp);
+}
+
+/* 1, then powers of two whose slices keep ZP_CP_MIN_SLICE tokens. */
+static int64_t cp_next(const zp_dim_ctx *c, int64_t prev)
+{
+    for (int64_t cp = prev > 0 ? 2 * prev : 1; cp == 1 || c->model->seq / cp >= ZP_CP_MIN_SLICE; cp *= 2)
+        if (cp_admits(c, cp))
+            return cp;
+        else if (cp > c->gpus)
+            return 0;
+    return 0;
+}
+
 /* The table, in placement order (innermost first). DeepSpeed's names: its pipeline engine's num_stages
  * (deepspeed.pipe.PipelineModule), the MoE layer's ep_size (deepspeed.moe.layer.MoE), and the
  * model-parallel unit Megatron-DeepSpeed hands it (mpu) for TP. */
@@ -152,6 +202,8 @@ static const zp_dim_type g_dims[ZP_NDIMS] = {
      "data_parallel_size", "DP", 0, NULL, NULL, NULL},
     {ZP_DIM_PP, "pipeline", "--pp", "layers (a stage's consecutive blocks)", ZP_DIM_PP,
      "--pipeline-model-parallel-size", "num_stages", "PP", 0, pp_check, pp_admits, pp_next},
+    {ZP_DIM_CP, "context", "--cp", "each sequence (ring attention over its slices)", ZP_DIM_DP,
+     "--context-parallel-size", NULL, "CP", 1, cp_check, cp_admits, cp_next},
 };
 
 const zp_dim_type *zp_dims_get(zp_dim_id id) { return (unsigned)id < ZP_NDIMS ? &g_dims[id] : NULL; }

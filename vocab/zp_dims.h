@@ -15,13 +15,16 @@
 #include "zp_model.h"
 #include "zp_status.h"
 
-/* Placement order, innermost first: a dimension's group members are the product of the degrees of the
- * dimensions before it apart (zp_dims_stride), except one that subdivides another (EP inside DP). */
+/* Placement order, innermost first, of the dimensions that multiply the GPUs: a dimension's group members
+ * are the product of the degrees of those before it apart (zp_dims_stride); one that subdivides another
+ * (EP and CP inside DP) has the stride of the one it subdivides, wherever its row is. */
 typedef enum {
     ZP_DIM_TP = 0, /* tensor (model) parallelism: Megatron-LM's column/row split of every block */
     ZP_DIM_EP,     /* expert parallelism: the routed experts sharded over EP of the DP ranks */
     ZP_DIM_DP,     /* data parallelism (ZeRO shards over it): the GPUs the other dimensions leave */
     ZP_DIM_PP,     /* pipeline parallelism: the layers cut into stages */
+    ZP_DIM_CP,     /* context parallelism: each sequence cut over CP of the DP ranks (Megatron-core's ring
+                      attention), placed inside DP next to TP as Megatron-core's tp-cp-ep-dp-pp order does */
     ZP_NDIMS
 } zp_dim_id;
 

@@ -4,6 +4,7 @@
 #ifndef ZP_PLAN_H
 #define ZP_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "zp_dims.h"
@@ -83,6 +84,8 @@ typedef struct {
                             rank holds all (mixture of experts: DeepSpeed-MoE, Megatron-core) */
             int64_t dp;  /* [ZP_DIM_DP] Nd: data-parallel degree */
             int64_t pp;  /* [ZP_DIM_PP] pipeline stages (1: none); gpus = dp * mp * pp */
+            int64_t cp;  /* [ZP_DIM_CP] context-parallel degree: divides dp; each sequence split over cp
+                            of the DP ranks, so the batch has dp / cp replicas (zp_plan_replicas) */
         };
     };
     zp_pp_schedule schedule; /* the pipeline schedule (with pp > 1) */
@@ -126,6 +129,7 @@ typedef struct {
                                rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
     double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
 } zp_plan;
+_Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
 /* A plan with defaults: stage 0, dp = gpus, mp 1, micro-batch 1, checkpointing on, CB and MD on,
  * DeepSpeed's stage-3 limits. */

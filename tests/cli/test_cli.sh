@@ -394,6 +394,18 @@ for v in BF16 Bf16 FP32; do
 done
 if "$Z" --help | grep -q '%%'; then ko "--help shows a doubled %"; else ok; fi
 
+# context parallelism (--cp): a dimension of the table inside DP; the batch has DP / CP replicas
+expect_bad "--cp not cutting the sequence" --model llama-3-8b --gpus 64 --cluster dgx-h100 --seq 8k --cp 3
+expect_bad "--cp above the DP ranks"       --model llama-3-8b --gpus 64 --cluster dgx-h100 --mp 8 --cp 16
+expect_bad "--cp to the executor"          exec --model tiny --cp 2
+if "$Z" --model llama-3-8b --gpus 64 --cluster dgx-h100 --seq 32k --mp 2 --cp 4 --global-batch 16 --stage 1 --flash-attention \
+     --recompute none --top 1 --analytic --emit-megatron-args "$T/cp.args" >"$T/cp.out" 2>"$T/err" &&
+   grep -Eq '^1 +1 Pos +2 +1 +8 +2 +1 +16 +CP4 ' "$T/cp.out" && grep -q -- '--context-parallel-size 4' "$T/cp.args"; then ok
+else ko "--cp 4: plan row or Megatron-LM args: $(grep '^1 ' "$T/cp.out") $(cat "$T/err")"; fi
+if "$Z" schedule --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 32k --mp 2 --cp 2 --stage 1 --micro-batch 1 --flash-attention \
+     --recompute none 2>"$T/err" | grep -q 'cp_kv_ring.*allgather over cp'; then ok
+else ko "zplan schedule --cp 2 has no K/V ring over the CP group: $(cat "$T/err")"; fi
+
 echo "bad inputs tried: $bad_tried"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

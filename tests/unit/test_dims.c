@@ -16,8 +16,14 @@ Test(dims, rows_are_their_ids_and_well_formed)
         cr_assert_eq((int)t->id, d, "row %d holds dimension %d", d, (int)t->id);
         cr_assert(t->name && *t->name && t->divides && *t->divides && t->option);
         cr_assert((unsigned)t->within < ZP_NDIMS);
-        /* a dimension inside another is placed inside it (before it in the table) */
-        cr_assert(t->within == t->id || (int)t->within > d, "%s sits inside a dimension placed before it", t->name);
+        /* a dimension inside another is placed inside it: its stride is the one it sits in (EP and CP inside
+         * DP: the TP degree), wherever its row is */
+        if (t->within != t->id) {
+            int64_t deg[ZP_NDIMS];
+            for (int e = 0; e < ZP_NDIMS; e++)
+                deg[e] = e == (int)t->id ? 2 : 4;
+            cr_assert_eq(zp_dims_stride(deg, t->id), zp_dims_stride(deg, t->within), "%s", t->name);
+        }
         /* searched dimensions have a range and a check; the derived one (DP) has neither */
         cr_assert((t->next == NULL) == (t->check == NULL), "%s", t->name);
         for (int e = 0; e < d; e++)
@@ -123,4 +129,61 @@ Test(dims, the_search_offers_only_admitted_degrees)
     /* the data-parallel degree is never given */
     r.dp = 8;
     cr_assert_eq(zp_search_run(&r, &res), ZP_EINVAL);
+}
+
+/* Context parallelism: a row inside DP that splits each sequence. Its ranks are DP ranks (ZeRO's group
+ * and the gradient reduction keep them), the batch has DP / CP replicas, its group sits next to TP. */
+Test(dims, context_parallelism_splits_the_sequence_inside_dp)
+{
+    const zp_dim_type *cp = zp_dims_get(ZP_DIM_CP);
+    cr_assert_eq(cp->within, ZP_DIM_DP);
+    cr_assert(cp->seq_split);
+    cr_assert_str_eq(cp->option, "--cp");
+    cr_assert_str_eq(cp->megatron, "--context-parallel-size");
+    zp_plan p;
+    zp_plan_default(&p, 16384); /* Llama 3 405B at 128K: TP 8, CP 16, PP 16, DP 8 */
+    p.mp = 8;
+    p.pp = 16;
+    p.dp = 128;
+    p.cp = 16;
+    p.micro_batch = 1;
+    p.grad_accum = 16;
+    cr_assert_eq(zp_plan_gpus(&p), 16384);
+    cr_assert_eq(zp_plan_replicas(&p), 8);
+    cr_assert_eq(zp_dims_seq_split(p.deg), 16);
+    cr_assert_float_eq(zp_plan_global_batch(&p), 128.0, 1e-9);
+    cr_assert_eq(zp_dims_stride(p.deg, ZP_DIM_CP), 8);
+    cr_assert_eq(zp_dims_coord(p.deg, 8 * 5 + 3, ZP_DIM_CP), 5);
+    cr_assert_eq(zp_plan_validate(&p), ZP_OK);
+    p.cp = 3; /* not a divisor of the DP ranks */
+    cr_assert_eq(zp_plan_validate(&p), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "--cp: 3 must divide the data-parallel degree 128"), "%s",
+              zp_error_message());
+}
+
+Test(dims, context_parallel_degrees_are_checked_and_searched_on_long_sequences)
+{
+    zp_model m = zp_zoo_find("llama-3-8b")->model;
+    m.seq = 131072;
+    zp_dim_ctx c;
+    zp_dims_ctx_init(&c, &m, 64, 8, 0);
+    const zp_dim_type *cp = zp_dims_get(ZP_DIM_CP);
+    cr_assert_eq(cp->check(&c, 16), ZP_OK);
+    m.seq = 8192;
+    cr_assert_eq(cp->check(&c, 3), ZP_EINVAL); /* 2 x 3 does not divide 8192 */
+    cr_assert(strstr(zp_error_message(), "2 x 3 equal chunks"), "%s", zp_error_message());
+    c.deg[ZP_DIM_TP] = 8;
+    cr_assert_eq(cp->check(&c, 16), ZP_EINVAL); /* 64 / 8 leaves 8 DP ranks */
+    cr_assert(strstr(zp_error_message(), "does not divide the 8 data-parallel ranks"), "%s", zp_error_message());
+    /* the range: 1 alone at 8K (a slice keeps 8K tokens), 1..16 at 128K within the 64 / 8 x ... DP ranks */
+    c.deg[ZP_DIM_TP] = 1;
+    c.deg[ZP_DIM_PP] = 1;
+    cr_assert_eq(cp->next(&c, 0), 1);
+    cr_assert_eq(cp->next(&c, 1), 0);
+    m.seq = 131072;
+    int64_t n = 0, last = 0;
+    for (int64_t d = cp->next(&c, 0); d > 0; d = cp->next(&c, d), n++)
+        last = d;
+    cr_assert_eq(n, 5);
+    cr_assert_eq(last, 16);
 }
