@@ -99,7 +99,7 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     r->cluster = o->cluster;
     r->gpu_mem = o->gpu_mem;
     /* this era's default: FlashAttention where the GPU, the framework and the heads allow it */
-    if (!a->flash_given && (a->cmd & (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_COMPARE | ZP_CMD_SWEEP)))
+    if (!a->flash_given && (a->cmd & (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_COMPARE | ZP_CMD_SWEEP | ZP_CMD_SCHEDULE)))
         r->base.flash_attn = zp_search_flash_default(r);
     return ZP_OK;
 }

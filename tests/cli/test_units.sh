@@ -37,6 +37,13 @@ check "--no-flash-attention" "d['flash_attention'] is False" "$T/nofa.json"
 "$Z" --model 13B --gpus 16 --json --analytic >"$T/v100.json" 2>/dev/null
 check "FlashAttention off by default on V100 (dgx2)" "d['flash_attention'] is False and d['model']['family'] == 'gpt'" "$T/v100.json"
 
+# zplan schedule takes the what-if's default: its plan on H100 is FlashAttention's unless turned off
+"$Z" schedule --model llama-3-8b --gpus 8 --cluster dgx-h100 --analytic --format json >"$T/s1.json" 2>/dev/null
+"$Z" schedule --model llama-3-8b --gpus 8 --cluster dgx-h100 --analytic --flash-attention --format json >"$T/s2.json" 2>/dev/null
+"$Z" schedule --model llama-3-8b --gpus 8 --cluster dgx-h100 --analytic --no-flash-attention --format json >"$T/s3.json" 2>/dev/null
+if [ -s "$T/s1.json" ] && cmp -s "$T/s1.json" "$T/s2.json" && ! cmp -s "$T/s1.json" "$T/s3.json"; then ok
+  echo "ok   schedule: FlashAttention by default on H100"; else ko "schedule FlashAttention default"; fi
+
 # a token budget: 2T (decimal), priced
 "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --train-tokens 2T --gpu-hour-price 2.5 --json >"$T/b.json" 2>/dev/null
 check "--train-tokens 2T: days, GPU-hours, MWh at 700 W, dollars" \
