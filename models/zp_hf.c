@@ -562,6 +562,31 @@ static zp_status require(const hf_family *f, const hf_vals *x, hf_key_id id)
     return ZP_OK;
 }
 
+/* The sequence: the pre-training context (the rule in the header comment), and why into m->seq_note. */
+static int64_t pretraining_seq(const hf_family *f, const hf_vals *x, zp_model *m)
+{
+    const char *key = key_name(f, x, K_POSITIONS);
+    int64_t ctx = val(f, x, K_POSITIONS, 0);
+    if (ctx == 0) {
+        key = has_val(f, x, K_SEQ) ? key_name(f, x, K_SEQ) : "GPT-2's default";
+        ctx = val(f, x, K_SEQ, ZP_MODEL_DEFAULT_SEQ);
+    }
+    if (m->pos != ZP_POS_LEARNED && x->original_ctx > 0 && x->original_ctx < ctx) {
+        snprintf(m->seq_note, sizeof m->seq_note, "sequence %lld: rope_scaling's original_max_position_embeddings "
+                 "(the pre-training context; %s %lld is its extension)", (long long)x->original_ctx, key,
+                 (long long)ctx);
+        ctx = x->original_ctx;
+    } else if (m->pos != ZP_POS_LEARNED && ctx > ZP_MODEL_PRETRAIN_SEQ_CAP) {
+        snprintf(m->seq_note, sizeof m->seq_note, "sequence %d: %s %lld capped at %d, a pre-training context (the "
+                 "longer one is a long-context extension)", ZP_MODEL_PRETRAIN_SEQ_CAP, key, (long long)ctx,
+                 ZP_MODEL_PRETRAIN_SEQ_CAP);
+        ctx = ZP_MODEL_PRETRAIN_SEQ_CAP;
+    } else {
+        snprintf(m->seq_note, sizeof m->seq_note, "sequence %lld: %s", (long long)ctx, key);
+    }
+    return ctx;
+}
+
 static zp_status build(const hf_family *f, const hf_vals *x, zp_model *m)
 {
     ZP_TRY(require(f, x, K_LAYERS));
@@ -653,30 +678,10 @@ static zp_status build(const hf_family *f, const hf_vals *x, zp_model *m)
     }
     m->mtp_layers = val(f, x, K_MTP, 0);
 
-    /* Sequence: the pre-training context (the rule above), and why */
-    const char *key = key_name(f, x, K_POSITIONS);
-    int64_t ctx = val(f, x, K_POSITIONS, 0);
-    if (ctx == 0) {
-        key = has_val(f, x, K_SEQ) ? key_name(f, x, K_SEQ) : "GPT-2's default";
-        ctx = val(f, x, K_SEQ, ZP_MODEL_DEFAULT_SEQ);
-    }
-    if (m->pos != ZP_POS_LEARNED && x->original_ctx > 0 && x->original_ctx < ctx) {
-        snprintf(m->seq_note, sizeof m->seq_note, "sequence %lld: rope_scaling's original_max_position_embeddings "
-                 "(the pre-training context; %s %lld is its extension)", (long long)x->original_ctx, key,
-                 (long long)ctx);
-        ctx = x->original_ctx;
-    } else if (m->pos != ZP_POS_LEARNED && ctx > ZP_MODEL_PRETRAIN_SEQ_CAP) {
-        snprintf(m->seq_note, sizeof m->seq_note, "sequence %d: %s %lld capped at %d, a pre-training context (the "
-                 "longer one is a long-context extension)", ZP_MODEL_PRETRAIN_SEQ_CAP, key, (long long)ctx,
-                 ZP_MODEL_PRETRAIN_SEQ_CAP);
-        ctx = ZP_MODEL_PRETRAIN_SEQ_CAP;
-    } else {
-        snprintf(m->seq_note, sizeof m->seq_note, "sequence %lld: %s", (long long)ctx, key);
-    }
+    m->seq = pretraining_seq(f, x, m);
     m->family = f->model_type;
-    m->seq = ctx;
     if (m->pos == ZP_POS_LEARNED)
-        m->positions = ctx;
+        m->positions = m->seq;
     if (f->hook)
         ZP_TRY(f->hook(f, x, m));
     return ZP_OK;
