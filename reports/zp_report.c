@@ -573,13 +573,15 @@ void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_m
 static json_t *fix_json(const zp_fix *f)
 {
     const zp_eval *e = &f->plan;
-    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:s, s:f, s:f, s:f, s:f, s:s}", "change",
+    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
+                     "change",
                      f->change, "what", f->what, "stage", e->plan.stage, "mp", (json_int_t)e->plan.mp, "dp",
                      (json_int_t)e->plan.dp, "micro_batch", (json_int_t)e->plan.micro_batch, "grad_accum",
                      (json_int_t)e->plan.grad_accum, "global_batch", e->global_batch, "pa", e->plan.pa, "pa_cpu",
                      e->plan.pa_cpu, "offload", zp_offload_name(e->plan.offload), "memory_gb", e->mem.total / 1e9,
-                     "host_memory_gb", e->mem.host / 1e9, "step_time_s", e->time.total, "tflops_per_gpu",
-                     e->tflops_per_gpu, "method", e->method);
+                     "host_memory_gb", e->mem.host / 1e9, "step_time_s", e->time.total, "tokens_per_s_per_gpu",
+                     e->tokens_per_s_per_gpu, "mfu", e->mfu, "tflops_per_gpu", e->tflops_per_gpu, "method",
+                     e->method);
 }
 
 /* No plan fits: why (the plan nearest to fitting), the largest micro-batch, sequence and model that fit

@@ -37,6 +37,11 @@ check "--no-flash-attention" "d['flash_attention'] is False" "$T/nofa.json"
 "$Z" --model 13B --gpus 16 --json --analytic >"$T/v100.json" 2>/dev/null
 check "FlashAttention off by default on V100 (dgx2)" "d['flash_attention'] is False and d['model']['family'] == 'gpt'" "$T/v100.json"
 
+# no plan fits: each change that would make one says its speed in the same units
+"$Z" --model 13B --gpus 16 --stage 3 --mp 1 --micro-batch 200 --analytic --json >"$T/nm.json" 2>/dev/null
+check "near_miss fixes: tokens/s per GPU and MFU" \
+  "d['near_miss']['fixes'] and all(f['tokens_per_s_per_gpu'] > 0 and 0 < f['mfu'] < 1 for f in d['near_miss']['fixes'])" "$T/nm.json"
+
 # zplan schedule takes the what-if's default: its plan on H100 is FlashAttention's unless turned off
 "$Z" schedule --model llama-3-8b --gpus 8 --cluster dgx-h100 --analytic --format json >"$T/s1.json" 2>/dev/null
 "$Z" schedule --model llama-3-8b --gpus 8 --cluster dgx-h100 --analytic --flash-attention --format json >"$T/s2.json" 2>/dev/null
