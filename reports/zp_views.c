@@ -452,6 +452,15 @@ zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *ro
                                    c->cluster, r->plans, e.plan.stage, (long long)e.plan.mp,
                                    (long long)e.plan.micro_batch, e.reason);
     }
+    int differ = 0; /* one global batch per model across its cells, or the table says not */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i && rows[i].found; j++)
+            differ |= rows[j].found && strcmp(rows[i].model, rows[j].model) == 0 &&
+                      rows[i].best.global_batch != rows[j].best.global_batch;
+    if (st == ZP_OK && differ)
+        st = zp_table_add_note(t, "A model's global batch differs between its cells: each runs the default batch "
+                                  "rounded up to whole sequences per DP rank (its Global column); tokens/s and MFU "
+                                  "compare them, --global-batch holds one.");
     if (st != ZP_OK) {
         zp_table_free(t);
         return st;

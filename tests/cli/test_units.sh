@@ -97,5 +97,12 @@ n=$(awk '/^ *[0-9]+  / && NF > 8 {print $6}' "$T/sc2.txt" | sort -u | tr -d ' \n
 if [ "$n" = 2048 ] && ! grep -q 'differs between the points' "$T/sc2.txt"; then ok; echo "ok   report scaling --global-batch 2048"
 else ko "scaling --global-batch: '$n' $(head -12 "$T/sc2.txt")"; fi
 
+# zplan sweep: a model's cells of different global batches are said to differ
+printf 'model,gpus,cluster\n13B,16,dgx-a100\n13B,64,dgx-a100\n' >"$T/grid.csv"
+"$Z" sweep --grid "$T/grid.csv" --analytic >"$T/sw.txt" 2>/dev/null
+b=$(awk '/^[0-9]+  / && NF > 8 {print $11}' "$T/sw.txt" | sort -u | wc -l)
+if grep -q 'Tokens/s/GPU' "$T/sw.txt" && { [ "$b" -eq 1 ] || grep -q "^A model's global batch differs between its cells" "$T/sw.txt"; }; then
+  ok; echo "ok   sweep: tokens/s, MFU, the batch across cells"; else ko "sweep batch: $b $(head -12 "$T/sw.txt")"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
