@@ -14,8 +14,11 @@
  *  - layers, hidden size and heads are required; every other size key takes transformers' default;
  *  - without model_type only GPT-2's own keys (n_layer, n_embd, n_head, n_inner, n_positions,
  *    vocab_size, ...) are unambiguous: such a file is read as gpt2; any other key asks for model_type;
- *  - the sequence length is max_position_embeddings (n_positions), or the pre-training context when
- *    rope scaling extends it (rope_scaling.original_max_position_embeddings, Llama-3.1, DeepSeek-V3).
+ *  - the sequence length is the pre-training context: rope_scaling.original_max_position_embeddings when
+ *    rope scaling extends it (Llama-3.1, DeepSeek-V3); else max_position_embeddings (n_positions), capped
+ *    at ZP_MODEL_PRETRAIN_SEQ_CAP (8,192) for rotary and ALiBi models, whose max_position_embeddings
+ *    states a long-context extension (Qwen2-7B: 32,768, pre-trained at 4,096); learned positions take
+ *    their table's length. m->seq_note says which; --seq sets another.
  * Only the causal LM is sized (an LM head; not a classification head). */
 #include "zp_zoo.h"
 
@@ -559,6 +562,31 @@ static zp_status require(const hf_family *f, const hf_vals *x, hf_key_id id)
     return ZP_OK;
 }
 
+/* The sequence: the pre-training context (the rule in the header comment), and why into m->seq_note. */
+static int64_t pretraining_seq(const hf_family *f, const hf_vals *x, zp_model *m)
+{
+    const char *key = key_name(f, x, K_POSITIONS);
+    int64_t ctx = val(f, x, K_POSITIONS, 0);
+    if (ctx == 0) {
+        key = has_val(f, x, K_SEQ) ? key_name(f, x, K_SEQ) : "GPT-2's default";
+        ctx = val(f, x, K_SEQ, ZP_MODEL_DEFAULT_SEQ);
+    }
+    if (m->pos != ZP_POS_LEARNED && x->original_ctx > 0 && x->original_ctx < ctx) {
+        snprintf(m->seq_note, sizeof m->seq_note, "sequence %lld: rope_scaling's original_max_position_embeddings "
+                 "(the pre-training context; %s %lld is its extension)", (long long)x->original_ctx, key,
+                 (long long)ctx);
+        ctx = x->original_ctx;
+    } else if (m->pos != ZP_POS_LEARNED && ctx > ZP_MODEL_PRETRAIN_SEQ_CAP) {
+        snprintf(m->seq_note, sizeof m->seq_note, "sequence %d: %s %lld capped at %d, a pre-training context (the "
+                 "longer one is a long-context extension)", ZP_MODEL_PRETRAIN_SEQ_CAP, key, (long long)ctx,
+                 ZP_MODEL_PRETRAIN_SEQ_CAP);
+        ctx = ZP_MODEL_PRETRAIN_SEQ_CAP;
+    } else {
+        snprintf(m->seq_note, sizeof m->seq_note, "sequence %lld: %s", (long long)ctx, key);
+    }
+    return ctx;
+}
+
 static zp_status build(const hf_family *f, const hf_vals *x, zp_model *m)
 {
     ZP_TRY(require(f, x, K_LAYERS));
@@ -650,15 +678,10 @@ static zp_status build(const hf_family *f, const hf_vals *x, zp_model *m)
     }
     m->mtp_layers = val(f, x, K_MTP, 0);
 
-    /* Sequence: the context; the pre-training one when rope scaling stretched it. */
-    int64_t ctx = val(f, x, K_POSITIONS, 0);
-    if (ctx == 0)
-        ctx = val(f, x, K_SEQ, ZP_MODEL_DEFAULT_SEQ);
-    if (m->pos != ZP_POS_LEARNED && x->original_ctx > 0 && x->original_ctx < ctx)
-        ctx = x->original_ctx;
-    m->seq = ctx;
+    m->seq = pretraining_seq(f, x, m);
+    m->family = f->model_type;
     if (m->pos == ZP_POS_LEARNED)
-        m->positions = ctx;
+        m->positions = m->seq;
     if (f->hook)
         ZP_TRY(f->hook(f, x, m));
     return ZP_OK;

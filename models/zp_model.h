@@ -159,10 +159,21 @@ typedef struct {
      * after the attention and after the MLP of each block, and one on the attention probabilities). A
      * config with its dropout probabilities at 0 (MPT, Llama's attention_dropout) keeps no such mask. */
     unsigned no_dropout;
+
+    /* Where the model came from, for reports: the HF model_type of a config.json (NULL for the zoo and
+     * generated models: zp_model_family), and which sequence a config.json gave and why ("" otherwise). */
+    const char *family;
+    char seq_note[192];
 } zp_model;
 
 #define ZP_DROPOUT_NO_HIDDEN 1u /* no mask after the attention and the MLP: 2·s·b·h bytes less per block */
 #define ZP_DROPOUT_NO_ATTN 2u   /* no mask on the attention probabilities: a·s²·b bytes less per block */
+
+/* The longest sequence taken as a config.json's pre-training context when it names none: rotary models
+ * state their longest context in max_position_embeddings (32,768 to 131,072 for Qwen2 and Mistral), which
+ * their pre-training reached only in a final long-context phase; their main phase ran at 8,192 or less
+ * (Llama 3: 8,192; Qwen2: 4,096, then 32,768). --seq sets another. */
+#define ZP_MODEL_PRETRAIN_SEQ_CAP 8192
 
 /* Default GPT-2 vocabulary (50257 BPE tokens) and sequence length used when a source gives none. */
 #define ZP_MODEL_DEFAULT_VOCAB 50257

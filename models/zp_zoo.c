@@ -235,10 +235,32 @@ zp_status zp_model_resolve(const char *spec, int64_t seq, zp_model *out, zp_mode
                        spec);
     }
     if (seq > 0) {
+        if (o == ZP_MODEL_FROM_FILE && out->seq != seq)
+            snprintf(out->seq_note, sizeof out->seq_note, "sequence %lld: --seq (the config gave %lld)",
+                     (long long)seq, (long long)out->seq);
         out->seq = seq;
         ZP_TRY(zp_model_validate(out));
     }
     if (origin)
         *origin = o;
     return ZP_OK;
+}
+
+const char *zp_model_family(const zp_model *m)
+{
+    if (m->family)
+        return m->family;
+    /* the zoo's published models by their names' prefix, as HuggingFace's model_type names the family */
+    static const struct {
+        const char *prefix, *family;
+    } names[] = {{"llama", "llama"},         {"mistral", "mistral"},   {"mixtral", "mixtral"},
+                 {"qwen1.5-moe", "qwen2_moe"}, {"qwen2", "qwen2"},       {"gemma-2", "gemma2"},
+                 {"gemma", "gemma"},         {"phi-3", "phi3"},        {"falcon", "falcon"},
+                 {"gpt-neox", "gpt_neox"},   {"gpt-j", "gptj"},        {"bloom", "bloom"},
+                 {"deepseek-v2", "deepseek_v2"}, {"deepseek-v3", "deepseek_v3"}, {"opt", "opt"},
+                 {"gpt2", "gpt2"},           {"tiny-llama", "llama"},  {"tiny-moe", "mixtral"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(m->name, names[i].prefix, strlen(names[i].prefix)) == 0)
+            return names[i].family;
+    return "gpt"; /* the ZeRO paper's and Megatron-LM's GPT shapes, and models generated from a size */
 }

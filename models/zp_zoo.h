@@ -39,5 +39,8 @@ typedef enum { ZP_MODEL_FROM_ZOO, ZP_MODEL_FROM_SIZE, ZP_MODEL_FROM_FILE } zp_mo
 /* Resolves a zoo name, a size ("37B", "1.2T", "350M") or a path to a config.json. `seq`, when
  * positive, overrides the sequence length. */
 zp_status zp_model_resolve(const char *spec, int64_t seq, zp_model *out, zp_model_origin *origin);
+/* The model's family as HuggingFace's model_type names it ("llama", "mixtral", "deepseek_v3", ...): a
+ * config.json's own; the zoo's by name; "gpt" for the GPT shapes and models generated from a size. */
+const char *zp_model_family(const zp_model *m);
 
 #endif

@@ -14,6 +14,7 @@
 #include "zp_shape.h"
 #include "zp_simrun.h"
 #include "zp_time.h"
+#include "zp_units.h"
 
 /* The request's named degrees are its array (zp_search_req.deg), as a plan's are. */
 _Static_assert(offsetof(zp_search_req, mp) == offsetof(zp_search_req, deg) + ZP_DIM_TP * sizeof(int64_t), "TP");
@@ -141,6 +142,17 @@ static zp_status validate_flash(const zp_search_req *r)
                                   "(use --flash-kernel fa2, or no --flash-attention)",
                        k->name, (long long)d, k->name, k->max_head_dim);
     return ZP_OK;
+}
+
+int zp_search_flash_default(const zp_search_req *r)
+{
+    if (!r->cluster || !(r->cluster->flash_efficiency > 0))
+        return 0; /* no FlashAttention-2 kernels for the GPU (V100: sm_70) */
+    const zp_framework *f = zp_framework_get(r->framework);
+    if (f && r->framework != ZP_FRAMEWORK_ANY && !f->flash)
+        return 0; /* the release predates it */
+    const zp_flash_kernel *k = zp_flash_kernel_get(r->base.flash_kernel);
+    return !(r->model && k && k->max_head_dim > 0 && (double)zp_model_head_dim(r->model) > k->max_head_dim);
 }
 
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus)
@@ -284,6 +296,7 @@ zp_status zp_search_eval(const zp_model *model, const zp_cluster *cluster, doubl
     out->pflops = out->tflops_per_gpu * gpus / 1e3;
     out->method = "analytic";
     out->analytic_step_s = out->time.total;
+    zp_units_fill(model, cluster, out);
     return ZP_OK;
 }
 
@@ -476,26 +489,50 @@ typedef struct {
 /* A fitting plan is dominated when another fitting plan runs the same batch (stage, MP, micro-batch,
  * accumulation, checkpointing) with a subset of its extra work: Pa adds an all-gather per block,
  * Pa+cpu adds PCIe copies, offload replaces the GPU Adam by the CPU's and adds copies. Those options
- * buy memory (a larger micro-batch: another candidate), never speed at the same batch. */
+ * buy memory (a larger micro-batch: another candidate), never speed at the same batch. Plan j of out
+ * dominates plan i: j fits, runs i's batch, and its extra work is a strict subset of i's. */
+static int dominates(const zp_search_result *out, int j, int i)
+{
+    const zp_plan *p = &out->plans[i].plan, *q = &out->plans[j].plan;
+    if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp || q->ep != p->ep ||
+        q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint ||
+        q->selective != p->selective || q->sp != p->sp || q->pp != p->pp || q->schedule != p->schedule ||
+        q->vstages != p->vstages)
+        return 0;
+    int work = p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
+    int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
+    int subset = q->pa <= p->pa && q->pa_cpu <= p->pa_cpu &&
+                 (q->offload == ZP_OFFLOAD_NONE || q->offload == p->offload ||
+                  (q->offload == ZP_OFFLOAD_OPTIMIZER && p->offload == ZP_OFFLOAD_PARAMS));
+    return subset && qwork < work;
+}
+
 static int dominated(const zp_search_result *out, int i)
 {
-    const zp_plan *p = &out->plans[i].plan;
-    int work = p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
-    for (int j = 0; j < out->n; j++) {
-        const zp_plan *q = &out->plans[j].plan;
-        if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp || q->ep != p->ep ||
-            q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint ||
-            q->selective != p->selective || q->sp != p->sp || q->pp != p->pp || q->schedule != p->schedule ||
-            q->vstages != p->vstages)
-            continue;
-        int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
-        int subset = q->pa <= p->pa && q->pa_cpu <= p->pa_cpu &&
-                     (q->offload == ZP_OFFLOAD_NONE || q->offload == p->offload ||
-                      (q->offload == ZP_OFFLOAD_OPTIMIZER && p->offload == ZP_OFFLOAD_PARAMS));
-        if (subset && qwork < work)
+    for (int j = 0; j < out->n; j++)
+        if (dominates(out, j, i))
             return 1;
-    }
     return 0;
+}
+
+/* A dominated plan runs its twin's step and more: its step is at least the slowest step of the plans that
+ * dominate it and are not dominated themselves (a least-work dominator is one), not only its own bound.
+ * Those twins' steps are final (simulated or bounded) when this runs. */
+static void raise_dominated(const zp_model *model, zp_search_result *out)
+{
+    for (int i = 0; i < out->n; i++) {
+        zp_eval *e = &out->plans[i];
+        if (!e->fits || !e->dominated)
+            continue;
+        double twin = 0; /* s */
+        for (int j = 0; j < out->n; j++)
+            if (!out->plans[j].dominated && dominates(out, j, i) && out->plans[j].time.total > twin)
+                twin = out->plans[j].time.total;
+        if (twin > e->bound_s) {
+            e->bound_s = twin;
+            apply_bound(model, e, e->unsimulated);
+        }
+    }
 }
 
 static int cmp_cand(const void *a, const void *b)
@@ -626,6 +663,7 @@ static void mark_unsimulated(const zp_search_req *r, zp_search_result *out, cons
     for (int i = 0; i < out->n; i++)
         if (out->plans[i].fits && out->plans[i].unsimulated)
             apply_bound(r->model, &out->plans[i], out->plans[i].unsimulated);
+    raise_dominated(r->model, out);
 }
 
 static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
@@ -870,9 +908,9 @@ static int cmp_eval(const void *a, const void *b)
     int xs = method_rank(x), ys = method_rank(y);
     if (x->fits && xs != ys)
         return xs - ys;
-    if (x->fits) {
-        if (x->samples_per_s != y->samples_per_s)
-            return x->samples_per_s < y->samples_per_s ? 1 : -1;
+    if (x->fits) { /* by tokens/s: plans of different global batches compare by throughput, not step */
+        if (x->tokens_per_s != y->tokens_per_s)
+            return x->tokens_per_s < y->tokens_per_s ? 1 : -1;
     } else if (x->mem.total != y->mem.total) {
         return x->mem.total < y->mem.total ? -1 : 1; /* closest to fitting first */
     }
@@ -1190,6 +1228,8 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
             zp_search_result_free(out);
             return sst;
         }
+        for (int i = 0; i < out->n; i++) /* the simulated or bounded steps' tokens/s and MFU */
+            zp_units_fill(r->model, r->cluster, &out->plans[i]);
         qsort(out->plans, (size_t)out->n, sizeof *out->plans, cmp_eval);
     }
     return ZP_OK;

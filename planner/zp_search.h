@@ -44,6 +44,10 @@ typedef struct {
     double samples_per_s;
     double tflops_per_gpu; /* executed FLOPs (incl. recompute) per second per GPU, 1e12 */
     double pflops;         /* aggregate, 1e15 */
+    double tokens_per_s;          /* global batch x sequence / step, the cluster's (zp_units_fill) */
+    double tokens_per_s_per_gpu;  /* ... per GPU */
+    double model_tflops_per_gpu;  /* PaLM's model FLOPs (no recompute) per second per GPU, 1e12 */
+    double mfu;                   /* model_tflops_per_gpu over the GPU's peak of the plan's precision, 0-1 */
     const char *method;    /* "simgrid" (simulated), "bound" (not simulated: time.total is bound_s, a lower
                               bound, and the throughputs are upper bounds) or "analytic" (--analytic) */
     const char *unsimulated; /* "bound": why it was not simulated (one phrase), else NULL */
@@ -138,6 +142,12 @@ int zp_search_bf16(const zp_search_req *r);
  * length (at least 1). Each candidate runs ceil(that / DP) sequences per DP rank. */
 double zp_search_default_batch_tokens(double params);
 int64_t zp_search_default_batch(const zp_model *model);
+
+/* FlashAttention by default (1) where the request can run it: the GPU has FlashAttention-2 kernels (the
+ * preset's flash_efficiency > 0: A100, H100, H200; not V100), the framework release (if one is given) has it,
+ * and the kernel takes the model's head size. The CLI's search commands take it unless --flash-attention,
+ * --flash-kernel or --no-flash-attention is given. */
+int zp_search_flash_default(const zp_search_req *r);
 
 /* A request with every option open, for `gpus` GPUs of `cluster`. */
 void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_cluster *cluster, int64_t gpus);

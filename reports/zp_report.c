@@ -7,6 +7,8 @@
 #include "zp_framework.h"
 #include "zp_memory.h"
 #include "zp_size.h"
+#include "zp_units.h"
+#include "zp_zoo.h"
 
 #define TRY_T(expr)                 \
     do {                            \
@@ -253,10 +255,20 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
 enum {
     P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
-    P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TFLOPS, P_PFLOPS,
+    P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
     P_REASON, P_NCOLS
 };
+
+void zp_report_seconds(double s, char *buf, size_t len)
+{
+    int decimals = 1;
+    if (s > 0 && isfinite(s)) {
+        decimals = 3 - (int)floor(log10(s));
+        decimals = decimals < 1 ? 1 : decimals > 9 ? 9 : decimals;
+    }
+    snprintf(buf, len, "%.*f", decimals, s);
+}
 
 /* A number shown as `mark` and the number (">=14.1"), exact in CSV and JSON. */
 static zp_status set_bounded(zp_table *t, int col, double v, const char *mark, const char *fmt)
@@ -292,7 +304,13 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_FITS] = {"fits", "Fits"},
     [P_STEP] = {"step_time_s", "Step (s)"},
     [P_SAMPLES] = {"samples_per_s", "Samples/s"},
-    [P_TFLOPS] = {"tflops_per_gpu", "TFLOPs/GPU"},
+    /* a team's units (planner/zp_units.h): tokens = global batch x sequence per step; MFU by PaLM's
+       appendix B (model FLOPs, no recompute) beside the executed TFLOP/s (recompute included) */
+    [P_TOKENS_GPU] = {"tokens_per_s_per_gpu", "Tokens/s/GPU"},
+    [P_TOKENS] = {"tokens_per_s", NULL},
+    [P_MFU] = {"mfu", "MFU"},
+    [P_MODEL_TFLOPS] = {"model_tflops_per_gpu", NULL},
+    [P_TFLOPS] = {"tflops_per_gpu", "Exec TFLOPs/GPU"},
     [P_PFLOPS] = {"pflops", "PFLOPs"},
     [P_T_COMPUTE] = DATA("time_breakdown_s.compute"), [P_T_MP] = DATA("time_breakdown_s.mp_comm"),
     [P_T_DP] = DATA("time_breakdown_s.dp_comm"), [P_T_OPT] = DATA("time_breakdown_s.optimizer"),
@@ -346,8 +364,17 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
     ZP_TRY(zp_table_set_bool(t, col0 + P_FITS, e->fits));
     /* a bound reads as one: the step at least, the throughputs at most */
     const int bound = e->method && strcmp(e->method, "bound") == 0;
-    ZP_TRY(set_bounded(t, col0 + P_STEP, e->time.total, bound ? ">=" : "", "%.3g"));
+    char step[48], stext[64];
+    zp_report_seconds(e->time.total, step, sizeof step);
+    snprintf(stext, sizeof stext, "%s%s", bound ? ">=" : "", step);
+    ZP_TRY(zp_table_set_num_text(t, col0 + P_STEP, e->time.total, stext));
     ZP_TRY(set_bounded(t, col0 + P_SAMPLES, e->samples_per_s, bound ? "<=" : "", "%.4g"));
+    ZP_TRY(set_bounded(t, col0 + P_TOKENS_GPU, e->tokens_per_s_per_gpu, bound ? "<=" : "", "%.0f"));
+    ZP_TRY(set_bounded(t, col0 + P_TOKENS, e->tokens_per_s, bound ? "<=" : "", "%.0f"));
+    char mfu[48]; /* a fraction in CSV and JSON, a percentage to read */
+    snprintf(mfu, sizeof mfu, "%s%.1f%%", bound ? "<=" : "", 100.0 * e->mfu);
+    ZP_TRY(zp_table_set_num_text(t, col0 + P_MFU, e->mfu, mfu));
+    ZP_TRY(set_bounded(t, col0 + P_MODEL_TFLOPS, e->model_tflops_per_gpu, bound ? "<=" : "", "%.1f"));
     ZP_TRY(set_bounded(t, col0 + P_TFLOPS, e->tflops_per_gpu, bound ? "<=" : "", "%.1f"));
     ZP_TRY(set_bounded(t, col0 + P_PFLOPS, e->pflops, bound ? "<=" : "", "%.2f"));
     const double ts[] = {e->time.compute, e->time.mp_comm, e->time.dp_comm, e->time.optimizer,
@@ -375,14 +402,41 @@ zp_status zp_report_plan_none(zp_table *t, int col0, const char *what, const cha
 
 /* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
  * fitting ones: a rank column, then the plan's. */
+/* With --train-tokens: what the budget takes at each plan's speed (JSON only: the text shows the
+ * recommended plan's as a fact). */
+enum { T_DAYS, T_GPU_HOURS, T_ENERGY, T_COST, T_NCOLS };
+static const zp_col g_train_cols[T_NCOLS] = {
+    [T_DAYS] = {NULL, NULL, "train_days", ZP_COL_OMIT_UNSET},
+    [T_GPU_HOURS] = {NULL, NULL, "gpu_hours", ZP_COL_OMIT_UNSET},
+    [T_ENERGY] = {NULL, NULL, "energy_mwh", ZP_COL_OMIT_UNSET},
+    [T_COST] = {NULL, NULL, "cost_usd", ZP_COL_OMIT_UNSET},
+};
+
+static zp_status train_cells(zp_table *t, int col0, const zp_whatif *w, const zp_eval *e)
+{
+    if (!(w->train_tokens > 0) || !e->fits || !(e->tokens_per_s > 0))
+        return ZP_OK;
+    zp_train_cost c;
+    zp_units_train(e, w->cluster, w->train_tokens, w->gpu_hour_price, &c);
+    ZP_TRY(zp_table_set_num(t, col0 + T_DAYS, c.days, "%.1f"));
+    ZP_TRY(zp_table_set_num(t, col0 + T_GPU_HOURS, c.gpu_hours, "%.0f"));
+    ZP_TRY(zp_table_set_num(t, col0 + T_ENERGY, c.energy_mwh, "%.1f"));
+    if (w->gpu_hour_price > 0)
+        ZP_TRY(zp_table_set_num(t, col0 + T_COST, c.cost_usd, "%.0f"));
+    return ZP_OK;
+}
+
+/* The plans table: every plan (fitting first, best first) for CSV and JSON; readers see the best `top`
+ * fitting ones: a rank column, then the plan's. */
 static zp_status plans_table(const zp_whatif *w, zp_table **out)
 {
     int pp = 0;
     for (int i = 0; i < w->result->n; i++)
         pp |= w->result->plans[i].plan.pp > 1;
-    zp_col cols[1 + P_NCOLS] = {{"rank", "#", "", 0}};
+    zp_col cols[1 + P_NCOLS + T_NCOLS] = {{"rank", "#", "", 0}};
     zp_report_plan_cols(cols + 1, pp);
-    zp_table *t = zp_table_new_cols("Plans that fit, best first", 1 + P_NCOLS, cols);
+    memcpy(cols + 1 + P_NCOLS, g_train_cols, sizeof g_train_cols);
+    zp_table *t = zp_table_new_cols("Plans that fit, best first", 1 + P_NCOLS + T_NCOLS, cols);
     if (!t)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     int shown = 0;
@@ -395,6 +449,7 @@ static zp_status plans_table(const zp_whatif *w, zp_table **out)
             zp_table_hide_row(t);
         TRY_T(zp_table_set_num(t, 0, i + 1, "%.0f"));
         TRY_T(zp_report_plan_cells(t, 1, e));
+        TRY_T(train_cells(t, 1 + P_NCOLS, w, e));
     }
     *out = t;
     return ZP_OK;
@@ -522,13 +577,15 @@ void zp_report_memory_chart(const zp_eval *plans, int count, int n, double gpu_m
 static json_t *fix_json(const zp_fix *f)
 {
     const zp_eval *e = &f->plan;
-    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:s, s:f, s:f, s:f, s:f, s:s}", "change",
+    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:b, s:b, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
+                     "change",
                      f->change, "what", f->what, "stage", e->plan.stage, "mp", (json_int_t)e->plan.mp, "dp",
                      (json_int_t)e->plan.dp, "micro_batch", (json_int_t)e->plan.micro_batch, "grad_accum",
                      (json_int_t)e->plan.grad_accum, "global_batch", e->global_batch, "pa", e->plan.pa, "pa_cpu",
                      e->plan.pa_cpu, "offload", zp_offload_name(e->plan.offload), "memory_gb", e->mem.total / 1e9,
-                     "host_memory_gb", e->mem.host / 1e9, "step_time_s", e->time.total, "tflops_per_gpu",
-                     e->tflops_per_gpu, "method", e->method);
+                     "host_memory_gb", e->mem.host / 1e9, "step_time_s", e->time.total, "tokens_per_s_per_gpu",
+                     e->tokens_per_s_per_gpu, "mfu", e->mfu, "tflops_per_gpu", e->tflops_per_gpu, "method",
+                     e->method);
 }
 
 /* No plan fits: why (the plan nearest to fitting), the largest micro-batch, sequence and model that fit
@@ -570,13 +627,15 @@ static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
             char opts[96];
             zp_report_plan_options(&e->plan, opts, sizeof opts);
             const int bound = strcmp(e->method, "bound") == 0;
+            char step[48];
+            zp_report_seconds(e->time.total, step, sizeof step);
             ZP_TRY(zp_doc_add_entry(d,
                                     "%s (%s): stage %d, MP %lld, DP %lld, micro-batch %lld x %lld = %.0f, %s; "
-                                    "%.1f GB of %.1f GB usable; step %s%.3g s, %s%.1f TFLOPs/GPU (%s)",
+                                    "%.1f GB of %.1f GB usable; step %s%s s, %s%.1f TFLOPs/GPU (%s)",
                                     f->change, f->what, e->plan.stage, (long long)e->plan.mp, (long long)e->plan.dp,
                                     (long long)e->plan.micro_batch, (long long)e->plan.grad_accum, e->global_batch,
                                     opts, e->mem.total / 1e9, (w->gpu_mem - w->reserve) / 1e9, bound ? ">=" : "",
-                                    e->time.total, bound ? "<=" : "", e->tflops_per_gpu, e->method));
+                                    step, bound ? "<=" : "", e->tflops_per_gpu, e->method));
         }
     } else {
         ZP_TRY(zp_doc_add_text(d, "No change of one option makes a plan fit, nor up to 64 times the GPUs: the model "
@@ -616,7 +675,8 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
  * model) with the parameters a token passes through (active_params: params of a dense model). */
 static json_t *model_json(const zp_model *m)
 {
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "layers",
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "family",
+                          zp_model_family(m), "layers",
                           (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads,
                           "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab, "ffn", (json_int_t)m->ffn,
                           "params", zp_model_params(m));
@@ -707,6 +767,51 @@ static zp_status whatif_method(zp_doc *d, const zp_whatif *w)
     return ZP_OK;
 }
 
+/* The global batches the shown plans run where they differ from the default batch (rounded up per DP
+ * rank): ": the plans shown run 256 (and 288)" (each plan's Global column says its own), else "". */
+static void batches_run(const zp_whatif *w, char *buf, size_t len)
+{
+    const zp_search_result *r = w->result;
+    double seen[8];
+    int n = 0, differ = 0, shown = 0;
+    for (int i = 0; i < r->n && shown < w->top; i++) {
+        const zp_eval *e = &r->plans[i];
+        if (!e->fits || e->dominated)
+            continue;
+        shown++;
+        differ |= e->global_batch != (double)r->default_batch;
+        int k = 0;
+        while (k < n && seen[k] != e->global_batch)
+            k++;
+        if (k == n && n < 8)
+            seen[n++] = e->global_batch;
+    }
+    buf[0] = '\0';
+    if (!differ || n == 0)
+        return;
+    size_t o = (size_t)snprintf(buf, len, ": the plans shown run %.0f", seen[0]);
+    for (int k = 1; k < n && o < len; k++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%.0f", k == n - 1 ? " or " : ", ", seen[k]);
+    if (o < len)
+        snprintf(buf + o, len - o, " sequences (their Global column)");
+}
+
+/* Which attention the plans run: FlashAttention by default where the GPU has its kernels. */
+static zp_status attention_fact(zp_doc *d, const zp_whatif *w)
+{
+    if (w->result->n == 0)
+        return ZP_OK;
+    const int fa = w->result->plans[0].plan.flash_attn;
+    const int runs = w->cluster->flash_efficiency > 0;
+    ZP_TRY(zp_doc_add_fact(d, "Attention", "%s", fa ? "FlashAttention's fused kernels (the default where the GPU runs "
+                                                      "them; --no-flash-attention turns it off)"
+                                               : runs ? "unfused: the s x s scores in memory (--flash-attention turns "
+                                                        "FlashAttention on)"
+                                                      : "unfused: the s x s scores in memory (this GPU has no "
+                                                        "FlashAttention-2 kernels)"));
+    return zp_doc_set_key(d, "flash_attention", json_boolean(fa));
+}
+
 /* The what-if's Framework (when one was given), Batch (when zplan chose it), Precision and FLOPs facts. */
 static zp_status whatif_run_facts(zp_doc *d, const zp_whatif *w)
 {
@@ -720,17 +825,56 @@ static zp_status whatif_run_facts(zp_doc *d, const zp_whatif *w)
     }
     if (r->default_batch > 0) {
         const double tokens = zp_search_default_batch_tokens(zp_model_params(m));
+        char run[160];
+        batches_run(w, run, sizeof run);
         ZP_TRY(zp_doc_add_fact(d, "Batch",
                                "%lld sequences of %lld tokens per step (%.3gM tokens: GPT-3's batch for a model of "
                                "this size, Brown et al. 2020), rounded up for each plan to whole sequences per DP "
-                               "rank; --global-batch sets it.",
-                               (long long)r->default_batch, (long long)m->seq, tokens / 1e6));
+                               "rank%s; --global-batch sets it.",
+                               (long long)r->default_batch, (long long)m->seq, tokens / 1e6, run));
+        ZP_TRY(zp_doc_set_key(d, "default_global_batch", json_integer(r->default_batch)));
     }
+    ZP_TRY(attention_fact(d, w));
     if (r->n > 0)
         ZP_TRY(zp_report_precision_fact(d, &r->plans[0].plan, w->cluster));
     ZP_TRY(zp_doc_add_fact(d, "FLOPs", "%s.", ZP_FLOP_CONVENTION));
     ZP_TRY(zp_doc_set_key(d, "flop_convention", json_string(ZP_FLOP_CONVENTION)));
+    ZP_TRY(zp_doc_add_fact(d, "MFU", "model FLOPs (PaLM's 6N+12LHQT, N the active parameters; no recompute; "
+                                     "attention not halved for causal masking: %.4g per token) per second over the "
+                                     "GPU's dense %s peak; tokens = global batch x %lld-token sequences",
+                           zp_units_model_flops_per_token(m), r->n > 0 ? zp_plan_precision_name(&r->plans[0].plan) : "16-bit",
+                           (long long)m->seq));
+    ZP_TRY(zp_doc_set_key(d, "mfu_definition", json_string(ZP_MFU_DEFINITION)));
+    ZP_TRY(zp_doc_add_text(d, "model FLOPs per token"));
+    zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_JSON));
+    ZP_TRY(zp_doc_set_key(d, "model_flops_per_token", json_real(zp_units_model_flops_per_token(m))));
     return ZP_OK;
+}
+
+/* With --train-tokens: the budget at the recommended plan's speed (every plan's in JSON). */
+static zp_status whatif_train_fact(zp_doc *d, const zp_whatif *w, const zp_eval *e)
+{
+    if (!(w->train_tokens > 0))
+        return ZP_OK;
+    ZP_TRY(zp_doc_add_text(d, "Train tokens"));
+    zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_JSON));
+    ZP_TRY(zp_doc_set_key(d, "train_tokens", json_real(w->train_tokens)));
+    ZP_TRY(zp_doc_add_text(d, "Energy: %s.", ZP_ENERGY_DEFINITION));
+    zp_doc_only(d, ZP_FMT_BIT(ZP_FMT_JSON));
+    ZP_TRY(zp_doc_set_key(d, "energy_definition", json_string(ZP_ENERGY_DEFINITION)));
+    if (!e || !(e->tokens_per_s > 0))
+        return ZP_OK;
+    zp_train_cost c;
+    zp_units_train(e, w->cluster, w->train_tokens, w->gpu_hour_price, &c);
+    char tok[32], cost[96] = "";
+    zp_size_format(w->train_tokens, tok, sizeof tok);
+    if (w->gpu_hour_price > 0)
+        snprintf(cost, sizeof cost, ", $%.0f at $%g per GPU-hour", c.cost_usd, w->gpu_hour_price);
+    const int bound = strcmp(e->method, "bound") == 0;
+    return zp_doc_add_text(d, "Training %s tokens at the recommended plan's %.0f tokens/s: %s%.1f days, %s%.0f "
+                              "GPU-hours, %s%.1f MWh (%s, %.0f W per GPU)%s.",
+                           tok, e->tokens_per_s, bound ? ">=" : "", c.days, bound ? ">=" : "", c.gpu_hours,
+                           bound ? ">=" : "", c.energy_mwh, ZP_ENERGY_DEFINITION, w->cluster->tdp_w, cost);
 }
 
 /* The recommended plan, r->plans[best]: the fit count, the memory chart (HTML), its memory table, its
@@ -755,13 +899,17 @@ static zp_status whatif_best(zp_doc *d, const zp_whatif *w, int best)
     }
     char desc[384];
     describe_plan(e, desc, sizeof desc);
+    char step[48];
+    zp_report_seconds(e->time.total, step, sizeof step);
     ZP_TRY(zp_doc_add_text(d,
-                           "Recommended: %s.\n  step %.3g s, %.4g samples/s, %.1f TFLOPs per GPU, %.2f PFLOPs "
+                           "Recommended: %s.\n  step %s s, %.4g samples/s, %.0f tokens/s per GPU (%.0f per "
+                           "cluster), MFU %.1f%%, %.1f TFLOPs per GPU executed (recompute included), %.2f PFLOPs "
                            "aggregate (%s)",
-                           desc, e->time.total, e->samples_per_s, e->tflops_per_gpu, e->pflops, e->method));
+                           desc, step, e->samples_per_s, e->tokens_per_s_per_gpu, e->tokens_per_s, 100.0 * e->mfu,
+                           e->tflops_per_gpu, e->pflops, e->method));
     zp_doc_strong(d);
     ZP_TRY(zp_doc_set_key(d, "best", json_integer(best)));
-    return ZP_OK;
+    return whatif_train_fact(d, w, e);
 }
 
 /* "Does not fit": the plans that do not, as a list. */

@@ -50,6 +50,9 @@ typedef struct {
     const zp_memory *stage_mem; /* with pipeline stages: the recommended plan's memory of each stage, or NULL */
     int nstages;
     int framework;             /* the zp_framework_id the plans were limited to (--framework; 0: any) */
+    double train_tokens;       /* a token budget to price per plan (--train-tokens; 0: none) */
+    double gpu_hour_price;     /* USD per GPU-hour (--gpu-hour-price; 0: none) */
+    const char *seq_note;      /* which sequence was taken and why (an HF config's), or NULL */
 } zp_whatif;
 
 /* The what-if answer in any format: one document (zp_report_whatif_doc) that every format renders. */
@@ -76,6 +79,9 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len);
 /* The DeepSpeed config keys that select a plan's ZeRO options, as one line:
  * "stage=3 offload_optimizer=cpu partition_activations=true ..." (and Megatron-LM's MP). */
 void zp_report_ds_keys(const zp_plan *p, char *buf, size_t len);
+/* A duration in seconds as a reader sees it, fixed-point (never an exponent: 1080.4, 41.49, 0.01234): about
+ * four significant digits, at least one decimal. */
+void zp_report_seconds(double s, char *buf, size_t len);
 /* A legend of the paper's names (Pos, Pos+g, Pos+g+p, Pa, Pa+cpu, CB, MD, offload, ckpt, MP) with the
  * DeepSpeed and Megatron-LM keys that set them (text, Markdown and HTML; not in CSV or JSON). */
 zp_status zp_report_legend(zp_doc *d);

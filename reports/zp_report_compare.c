@@ -6,15 +6,22 @@
 
 enum {
     C_CHOICE, C_FITS, C_STAGE, C_MP, C_DP, C_MICRO, C_ACCUM, C_GLOBAL, C_OPTIONS, C_DS, C_GPU_GB, C_HOST_GB, C_STEP,
-    C_SAMPLES, C_TFLOPS, C_METHOD, C_REASON, C_NCOLS
+    C_SAMPLES, C_TOKENS_GPU, C_MFU, C_TFLOPS, C_METHOD, C_REASON, C_NCOLS
 };
+
+/* v shown as `num` (already formatted), after `mark` when bound; exact in CSV and JSON */
+static zp_status set_bounded_text(zp_table *t, int col, double v, int bound, const char *mark, const char *num)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%s%s", bound ? mark : "", num);
+    return zp_table_set_num_text(t, col, v, text);
+}
 
 static zp_status set_bounded(zp_table *t, int col, double v, int bound, const char *mark, const char *fmt)
 {
-    char num[48], text[64];
+    char num[48];
     snprintf(num, sizeof num, fmt, v);
-    snprintf(text, sizeof text, "%s%s", bound ? mark : "", num);
-    return zp_table_set_num_text(t, col, v, text);
+    return set_bounded_text(t, col, v, bound, mark, num);
 }
 
 static zp_status compare_table(const zp_compare *c, zp_table **out)
@@ -34,7 +41,9 @@ static zp_status compare_table(const zp_compare *c, zp_table **out)
         [C_HOST_GB] = {"host_mem_gb", "Host GB"},
         [C_STEP] = {"step_time_s", "Step (s)"},
         [C_SAMPLES] = {"samples_per_s", "Samples/s"},
-        [C_TFLOPS] = {"tflops_per_gpu", "TFLOPs/GPU"},
+        [C_TOKENS_GPU] = {"tokens_per_s_per_gpu", "Tokens/s/GPU"},
+        [C_MFU] = {"mfu", "MFU"},
+        [C_TFLOPS] = {"tflops_per_gpu", "Exec TFLOPs/GPU"},
         [C_METHOD] = {"method", "Method"},
         [C_REASON] = {"reason", "Why not", NULL, ZP_COL_OMIT_UNSET},
     };
@@ -70,8 +79,13 @@ static zp_status compare_table(const zp_compare *c, zp_table **out)
         TRY_C(zp_table_set_num(t, C_HOST_GB, v->mem.host / 1e9, "%.1f"));
         if (e->found) {
             const int bound = strcmp(v->method, "bound") == 0;
-            TRY_C(set_bounded(t, C_STEP, v->time.total, bound, ">=", "%.3g"));
+            char step[48], mfu[32];
+            zp_report_seconds(v->time.total, step, sizeof step);
+            TRY_C(set_bounded_text(t, C_STEP, v->time.total, bound, ">=", step));
             TRY_C(set_bounded(t, C_SAMPLES, v->samples_per_s, bound, "<=", "%.4g"));
+            TRY_C(set_bounded(t, C_TOKENS_GPU, v->tokens_per_s_per_gpu, bound, "<=", "%.0f"));
+            snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * v->mfu);
+            TRY_C(set_bounded_text(t, C_MFU, v->mfu, bound, "<=", mfu));
             TRY_C(set_bounded(t, C_TFLOPS, v->tflops_per_gpu, bound, "<=", "%.1f"));
             TRY_C(zp_table_set_str(t, C_METHOD, v->method));
         } else {

@@ -36,10 +36,14 @@ static zp_status best_plan(const zp_search_req *r, zp_eval *best, int *found)
     return ZP_OK;
 }
 
+/* The columns plan_row fills: stage, MP, micro-batch, global batch, step, tokens/s per GPU, MFU, executed
+ * TFLOP/s per GPU, PFLOP/s, method. */
+#define ZP_VIEW_PLAN_COLS 10
+
 static zp_status plan_row(zp_table *t, int col, const zp_eval *e, int found)
 {
     if (!found) {
-        for (int c = col; c < col + 8; c++)
+        for (int c = col; c < col + ZP_VIEW_PLAN_COLS; c++)
             ZP_TRY(zp_table_set_str(t, c, c == col ? "does not fit" : ""));
         return ZP_OK;
     }
@@ -49,10 +53,15 @@ static zp_status plan_row(zp_table *t, int col, const zp_eval *e, int found)
     ZP_TRY(zp_table_set_num(t, col + 1, (double)e->plan.mp, "%.0f"));
     ZP_TRY(zp_table_set_num(t, col + 2, (double)e->plan.micro_batch, "%.0f"));
     ZP_TRY(zp_table_set_num(t, col + 3, e->global_batch, "%.0f"));
-    ZP_TRY(zp_table_set_num(t, col + 4, e->time.total, "%.3g"));
-    ZP_TRY(zp_table_set_num(t, col + 5, e->tflops_per_gpu, "%.1f"));
-    ZP_TRY(zp_table_set_num(t, col + 6, e->pflops, "%.2f"));
-    ZP_TRY(zp_table_set_str(t, col + 7, e->method));
+    char step[48], mfu[32];
+    zp_report_seconds(e->time.total, step, sizeof step);
+    ZP_TRY(zp_table_set_num_text(t, col + 4, e->time.total, step));
+    ZP_TRY(zp_table_set_num(t, col + 5, e->tokens_per_s_per_gpu, "%.0f"));
+    snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * e->mfu);
+    ZP_TRY(zp_table_set_num_text(t, col + 6, e->mfu, mfu));
+    ZP_TRY(zp_table_set_num(t, col + 7, e->tflops_per_gpu, "%.1f"));
+    ZP_TRY(zp_table_set_num(t, col + 8, e->pflops, "%.2f"));
+    ZP_TRY(zp_table_set_str(t, col + 9, e->method));
     return ZP_OK;
 }
 
@@ -67,10 +76,10 @@ zp_status zp_view_scaling_doc(const zp_model *model, const zp_cluster *cluster, 
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     TRY_D(zp_doc_add_text(d, "The best plan on each GPU count (options not given are searched). %s.", ZP_FLOP_CONVENTION));
     static const char *const keys[] = {"gpus", "stage", "mp", "micro_batch", "global_batch", "step_time_s",
-                                       "tflops_per_gpu", "pflops", "method"};
-    static const char *const heads[] = {"GPUs", "Stage", "MP", "Micro", "Global", "Step (s)", "TFLOPs/GPU", "PFLOPs",
-                                        "Method"};
-    t = zp_table_new("Best plan per GPU count", 9, keys, heads);
+                                       "tokens_per_s_per_gpu", "mfu", "tflops_per_gpu", "pflops", "method"};
+    static const char *const heads[] = {"GPUs", "Stage", "MP", "Micro", "Global", "Step (s)", "Tokens/s/GPU", "MFU",
+                                        "Exec TFLOPs/GPU", "PFLOPs", "Method"};
+    t = zp_table_new("Best plan per GPU count", 11, keys, heads);
     if (!t) {
         zp_doc_free(d);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -93,6 +102,17 @@ zp_status zp_view_scaling_doc(const zp_model *model, const zp_cluster *cluster, 
         agg.y[0][i] = found[i] ? best[i].pflops : NAN;
         per.npoints = agg.npoints = i + 1;
     }
+    double g0 = 0; /* one global batch across the points, or each point's says so */
+    int differ = 0;
+    for (int i = 0; i < n; i++)
+        if (found[i]) {
+            differ |= g0 > 0 && best[i].global_batch != g0;
+            g0 = g0 > 0 ? g0 : best[i].global_batch;
+        }
+    if (differ)
+        TRY_D(zp_table_add_note(t, "The global batch differs between the points: each runs the default batch rounded "
+                                   "up to whole sequences per DP rank (its Global column); tokens/s and MFU compare "
+                                   "them, --global-batch holds one."));
     zp_status st = zp_doc_add_table(d, t);
     t = NULL;
     if (st == ZP_OK)
@@ -121,13 +141,13 @@ zp_status zp_view_sizes(const zp_search_req *base, const zp_model *models, int n
                              "ZeRO-R, MP up to the GPU count, across nodes when needed). %s.",
                           (long long)base->gpus, (long long)baseline_gpus, ZP_FLOP_CONVENTION));
     static const char *const keys[] = {"model", "params_b", "zero_stage", "zero_mp", "zero_micro_batch",
-                                       "zero_global_batch", "zero_step_time_s", "zero_tflops_per_gpu", "zero_pflops",
-                                       "zero_method", "baseline_mp", "baseline_micro_batch",
-                                       "baseline_tflops_per_gpu", "speedup"};
+                                       "zero_global_batch", "zero_step_time_s", "zero_tokens_per_s_per_gpu",
+                                       "zero_mfu", "zero_tflops_per_gpu", "zero_pflops", "zero_method",
+                                       "baseline_mp", "baseline_micro_batch", "baseline_tflops_per_gpu", "speedup"};
     static const char *const heads[] = {"Model", "Params (B)", "ZeRO stage", "MP", "Micro", "Global", "Step (s)",
-                                        "TFLOPs/GPU", "PFLOPs", "Method", "Baseline MP", "Micro", "Baseline TFLOPs/GPU",
-                                        "Speed-up"};
-    t = zp_table_new("ZeRO against the baseline, per model", 14, keys, heads);
+                                        "Tokens/s/GPU", "MFU", "Exec TFLOPs/GPU", "PFLOPs", "Method", "Baseline MP",
+                                        "Micro", "Baseline TFLOPs/GPU", "Speed-up"};
+    t = zp_table_new("ZeRO against the baseline, per model", 16, keys, heads);
     if (!t) {
         zp_doc_free(d);
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -159,20 +179,21 @@ zp_status zp_view_sizes(const zp_search_req *base, const zp_model *models, int n
         TRY_D(zp_table_set_str(t, 0, models[i].name));
         TRY_D(zp_table_set_num(t, 1, psi / 1e9, "%.3g"));
         TRY_D(plan_row(t, 2, &ez, fz));
-        /* plan_row wrote stage, mp, micro, global, step, tflops, pflops, method into 2..9 */
+        /* plan_row wrote its ZP_VIEW_PLAN_COLS columns into 2..11 */
+        const int bc = 2 + ZP_VIEW_PLAN_COLS;
         if (fb) {
-            TRY_D(zp_table_set_num(t, 10, (double)eb.plan.mp, "%.0f"));
-            TRY_D(zp_table_set_num(t, 11, (double)eb.plan.micro_batch, "%.0f"));
-            TRY_D(zp_table_set_num(t, 12, eb.tflops_per_gpu, "%.1f"));
+            TRY_D(zp_table_set_num(t, bc, (double)eb.plan.mp, "%.0f"));
+            TRY_D(zp_table_set_num(t, bc + 1, (double)eb.plan.micro_batch, "%.0f"));
+            TRY_D(zp_table_set_num(t, bc + 2, eb.tflops_per_gpu, "%.1f"));
         } else {
-            TRY_D(zp_table_set_str(t, 10, "does not fit"));
-            TRY_D(zp_table_set_str(t, 11, ""));
-            TRY_D(zp_table_set_str(t, 12, ""));
+            TRY_D(zp_table_set_str(t, bc, "does not fit"));
+            TRY_D(zp_table_set_str(t, bc + 1, ""));
+            TRY_D(zp_table_set_str(t, bc + 2, ""));
         }
         if (fz && fb)
-            TRY_D(zp_table_set_num(t, 13, ez.tflops_per_gpu / eb.tflops_per_gpu, "%.1fx"));
+            TRY_D(zp_table_set_num(t, bc + 3, ez.tflops_per_gpu / eb.tflops_per_gpu, "%.1fx"));
         else
-            TRY_D(zp_table_set_str(t, 13, ""));
+            TRY_D(zp_table_set_str(t, bc + 3, ""));
         c.x[i] = psi / 1e9;
         snprintf(c.xcat[i], sizeof c.xcat[i], "%s", models[i].name);
         c.y[0][i] = fz ? ez.tflops_per_gpu : NAN;
@@ -431,6 +452,15 @@ zp_status zp_view_sweep_table(const zp_sweep_cell *cells, const zp_sweep_row *ro
                                    c->cluster, r->plans, e.plan.stage, (long long)e.plan.mp,
                                    (long long)e.plan.micro_batch, e.reason);
     }
+    int differ = 0; /* one global batch per model across its cells, or the table says not */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i && rows[i].found; j++)
+            differ |= rows[j].found && strcmp(rows[i].model, rows[j].model) == 0 &&
+                      rows[i].best.global_batch != rows[j].best.global_batch;
+    if (st == ZP_OK && differ)
+        st = zp_table_add_note(t, "A model's global batch differs between its cells: each runs the default batch "
+                                  "rounded up to whole sequences per DP rank (its Global column); tokens/s and MFU "
+                                  "compare them, --global-batch holds one.");
     if (st != ZP_OK) {
         zp_table_free(t);
         return st;

@@ -21,7 +21,7 @@ typedef struct {
     const zp_cluster *cluster;
     zp_profile profile;
     double gpu_mem;
-    char model_note[200], profile_note[300];
+    char model_note[512], profile_note[300];
     int prepared;  /* zp_cli_plan_prepare ran */
 } zp_cli_plan;
 

@@ -82,7 +82,27 @@ FLAG(set_exact, r.exact, 1)
 FLAG(set_validate, validate, 1)
 FLAG(set_quick, quick, 1)
 FLAG(set_max_model, max_model, 1)
-FLAG(set_flash, r.base.flash_attn, 1)
+RANGE(set_train_tokens, train_tokens, 1, 1e18)
+RANGE(set_gpu_hour_price, gpu_hour_price, 0, 1e6)
+
+/* --flash-attention, --no-flash-attention: the default is by the GPU (zp_search_flash_default). */
+static zp_status set_flash(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)v;
+    a->r.base.flash_attn = strcmp(opt, "--no-flash-attention") != 0;
+    a->flash_given = 1;
+    return ZP_OK;
+}
+
+/* --json: --format json. */
+static zp_status set_json(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->fmt = ZP_FMT_JSON;
+    a->fmt_given = 1;
+    return ZP_OK;
+}
 FLAG(set_accum_fusion, r.base.grad_accum_fusion, 1)
 FLAG(set_no_cb, r.base.cb, 0)
 INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
@@ -110,6 +130,7 @@ static zp_status set_flash_kernel(zp_cli_args *a, const char *opt, const char *v
     (void)opt;
     ZP_TRY(zp_flash_kernel_parse(v, &a->r.base.flash_kernel));
     a->r.base.flash_attn = 1;
+    a->flash_given = 1;
     return ZP_OK;
 }
 
@@ -361,6 +382,7 @@ static const zp_cli_opt g_opts[] = {
     {"help", 'h', 0, ALL, set_help},
     {"output", 'o', 1, ALL, set_out},
     {"format", 0, 1, ALL & ~ZP_CMD_CALIBRATE, set_format},
+    {"json", 0, 0, ALL & ~ZP_CMD_CALIBRATE, set_json},
     /* the model and the cluster */
     {"model", 0, 1, PLAN, set_model},
     {"models", 0, 1, ZP_CMD_VIEW | ZP_CMD_TABLE | VAL | SWEEP, set_models},
@@ -406,6 +428,7 @@ static const zp_cli_opt g_opts[] = {
     {"bucket", 0, 1, PLAN, set_bucket},
     {"no-md", 0, 0, PLAN, set_no_md},
     {"flash-attention", 0, 0, SEARCH, set_flash},
+    {"no-flash-attention", 0, 0, SEARCH, set_flash},
     {"flash-kernel", 0, 1, SEARCH, set_flash_kernel},
     {"grad-accum-fusion", 0, 0, SEARCH, set_accum_fusion},
     {"framework", 0, 1, SEARCH, set_framework},
@@ -421,6 +444,8 @@ static const zp_cli_opt g_opts[] = {
     {"ds-config", 0, 1, ZP_CMD_WHATIF | ZP_CMD_SCHEDULE, set_ds_config},
     {"emit-ds-config", 0, 1, ZP_CMD_WHATIF, set_emit_ds},
     {"max-model", 0, 0, ZP_CMD_WHATIF, set_max_model},
+    {"train-tokens", 0, 1, ZP_CMD_WHATIF, set_train_tokens},
+    {"gpu-hour-price", 0, 1, ZP_CMD_WHATIF, set_gpu_hour_price},
     {"emit-megatron-args", 0, 1, ZP_CMD_WHATIF, set_emit_megatron},
     /* schedule */
     {"rank", 0, 1, ZP_CMD_SCHEDULE, set_rank},

@@ -45,6 +45,9 @@ typedef struct {
     int checkpoint_given, overlap_given;
     const char *ds_config, *emit_ds, *emit_megatron, *report_html;
     int max_model;             /* --max-model: the largest model of --model's shape that fits */
+    double train_tokens;       /* --train-tokens: a token budget to price (0: none) */
+    double gpu_hour_price;     /* --gpu-hour-price: USD per GPU-hour (0: none) */
+    int flash_given;           /* --flash-attention / --flash-kernel (1) or --no-flash-attention (0) given */
     /* compare: the comma-separated lists of --stage, --mp, --offload, --micro-batch (NULL: not given);
        each item was checked by that option's own setter */
     const char *cmp_list[4];

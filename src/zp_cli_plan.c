@@ -91,12 +91,16 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
         if (o->origin == ZP_MODEL_FROM_SIZE)
             snprintf(o->model_note, sizeof o->model_note, "generated from the size '%s': %lld layers x hidden %lld",
                      a->model, (long long)o->model.layers, (long long)o->model.hidden);
-        else if (o->origin == ZP_MODEL_FROM_FILE)
-            snprintf(o->model_note, sizeof o->model_note, "read from %s", a->model);
+        else if (o->origin == ZP_MODEL_FROM_FILE) /* and which sequence, and why */
+            snprintf(o->model_note, sizeof o->model_note, "read from %.250s; %s%s", a->model, o->model.seq_note,
+                     a->seq > 0 ? "" : " (--seq sets another)");
     }
     r->model = &o->model;
     r->cluster = o->cluster;
     r->gpu_mem = o->gpu_mem;
+    /* this era's default: FlashAttention where the GPU, the framework and the heads allow it */
+    if (!a->flash_given && (a->cmd & (ZP_CMD_WHATIF | ZP_CMD_VIEW | ZP_CMD_COMPARE | ZP_CMD_SWEEP | ZP_CMD_SCHEDULE)))
+        r->base.flash_attn = zp_search_flash_default(r);
     return ZP_OK;
 }
 
@@ -111,6 +115,8 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
                      .result = res,
                      .top = o->a.top,
                      .framework = o->a.r.framework,
+                     .train_tokens = o->a.train_tokens,
+                     .gpu_hour_price = o->a.gpu_hour_price,
                      .profile_note = o->profile_note[0] ? o->profile_note : NULL};
 }
 

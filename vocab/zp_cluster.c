@@ -18,6 +18,8 @@
  *  [h100]  DGX H100 datasheet: 8x H100-SXM5 80 GB, 989 TFLOP/s bf16 dense, 3.35 TB/s HBM3, 132 SMs, NVLink4
  *          900 GB/s bidirectional per GPU, 8x 400 Gb/s NDR IB, 2 TB DDR5, PCIe gen5 x16 ~64 GB/s, 8x 3.84 TB NVMe.
  *  [h200]  DGX H200 datasheet: the same system with 8x H200 141 GB HBM3e at 4.8 TB/s (the same GH100 die).
+ *  Board power (TDP, the GPU datasheets' "max thermal design power"): V100-SXM3 350 W (SXM2 300 W), A100-SXM4
+ *          400 W, H100-SXM5 700 W, H200-SXM5 700 W; the GPUs alone (a DGX H100 node draws ~10.2 kW at most).
  *  GEMM (kernel benchmarks of cuBLAS on large 16-bit GEMMs): V100 83 TFLOP/s of 125 (Markidis et al.,
  *  "NVIDIA Tensor Core Programmability, Performance & Precision", IPDPSW 2018: 0.66); H100-SXM5 759-786 of 989
  *  on 8 GPUs of an AWS p5 node (mamf-finder, torch 2.5: 0.78; pytorch/pytorch #100850: 720-772 at
@@ -80,7 +82,7 @@
 /* The GPU and node figures every DGX of a generation shares (a preset's rows: its memory, fabric). */
 #define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
-    .gemm_efficiency = 0.77, .sms = 108, .nccl_ctas = 24, \
+    .gemm_efficiency = 0.77, .sms = 108, .nccl_ctas = 24, .tdp_w = 400,                                       \
     .flash_efficiency = 0.60, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
     .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 300e9,                                                                                       \
@@ -90,7 +92,7 @@
     .cpu_adam_rate = 4e9
 #define ZP_DGX_H100(mem, hbm)                                                                                  \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
-    .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, \
+    .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, .tdp_w = 700,                                       \
     .flash_efficiency = 0.34, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
     .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 450e9,                                                                                       \
@@ -113,6 +115,7 @@ static const zp_cluster g_clusters[] = {
         .dispatch = 10e-6,
         .nccl_ll128 = 0,
         .unfused_kernels = 1,
+        .tdp_w = 350, /* V100 SXM3 32GB in DGX-2 (SXM2: 300 W) */
         .hbm_bw = 900e9,
         .nvlink_bw = 150e9,
         .nvlink_efficiency = 0.78,

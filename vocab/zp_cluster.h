@@ -42,6 +42,7 @@ typedef struct {
                                 sequences (0: none) */
     double flash_seq_half;   /* sequence length (tokens) at which FlashAttention reaches half of that: its
                                 efficiency at s tokens is flash_efficiency * s / (s + flash_seq_half) */
+    double tdp_w;            /* the GPU's board power (TDP), W: the energy of a token budget (zp_units.h) */
     double hbm_bw;           /* HBM bandwidth per GPU, B/s */
     double nvlink_bw;        /* NVSwitch bandwidth per GPU per direction, B/s */
     double nvlink_efficiency;/* fraction of it a ring all-reduce reaches as bus bandwidth (nccl-tests) */
