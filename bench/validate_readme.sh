@@ -14,6 +14,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 Z="${1:-build}/src/zplan"
+[ -x "$Z" ] && Z=$(realpath "$Z")
 [ -x "$Z" ] || { echo "$(basename "$0"): no $Z (build first: scripts/build)"; exit 2; }
 reps="${2:-3}"
 root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
@@ -32,6 +33,7 @@ for rep in $(seq "$reps"); do
         --micro-batch 4 -o p.json >calibrate.log 2>&1); then
     echo "calibration failed:"; tail -3 "$T/calibrate.log"; exit 1
   fi
+  grep 'while calibrating' "$T/calibrate.log" | sed 's/^ */   /'
   for model in gpt2-4x256.json tiny-llama tiny-moe; do
     for mp in 1 2; do
       for stage in 0 1 2 3; do

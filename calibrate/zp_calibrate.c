@@ -15,6 +15,7 @@
 #include "zp_fit.h"
 #include "zp_kernels.h"
 #include "zp_nn.h"
+#include "zp_quiet.h"
 #include "zp_stats.h"
 #include "zp_timing.h"
 
@@ -691,6 +692,28 @@ static void fill_machine(cal *c, zp_profile *p, int nodes)
                         sizeof m->nccl);
 }
 
+/* The machine over the calibration (q0 at its start, on every rank): other processes' CPU, the machine's
+ * busy time less every rank's own, and the load at the end, as rank 0 read them (one node only). */
+static zp_status watched(cal *c, zp_profile *p, const zp_quiet_sample *q0, int nodes)
+{
+    zp_quiet_sample q1;
+    zp_quiet_sample_take(&q1);
+    double own = q1.own_cpu_s - q0->own_cpu_s, busy = q1.busy_s - q0->busy_s, load = q1.load1;
+    const int rank0 = zp_comm_rank(c->world) == 0;
+    if (!rank0)
+        busy = load = 0;
+    ZP_TRY(zp_comm_allreduce_double(c->world, &own, ZP_OP_SUM));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &busy, ZP_OP_SUM));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &load, ZP_OP_SUM));
+    const double wall = q1.wall_s - q0->wall_s;
+    if (nodes != 1 || q0->busy_s < 0 || q1.busy_s < 0 || load < 0 || !(wall > 0))
+        return ZP_OK; /* not known: the profile says nothing */
+    p->machine.watched = 1;
+    p->machine.others_cores = fmax(0.0, (busy - own) / wall);
+    p->machine.load1 = load;
+    return ZP_OK;
+}
+
 /* Free memory per rank on this node for the collectives' two buffers. */
 static double coll_bytes_cap(zp_comm *node)
 {
@@ -727,6 +750,7 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = c.be->timer_create(&c.clock.timer);
 
     zp_profile p;
+    zp_quiet_sample q0 = {0};
     zp_profile_init(&p);
     snprintf(p.backend, sizeof p.backend, "%s", c.be->name);
     double maxb = 0;
@@ -744,6 +768,7 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
                   (c.be == &zp_kernels_cpu ? 2.0 * ZP_PROFILE_NKERNEL : 0) +
                   (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
+        zp_quiet_sample_take(&q0);
         st = measure_bandwidth(&c, &p);
     }
     if (st == ZP_OK)
@@ -756,6 +781,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = measure_host_device(&c, &p);
     if (st == ZP_OK)
         st = measure_collectives(&c, &p, node, cross, maxb);
+    if (st == ZP_OK)
+        st = watched(&c, &p, &q0, nodes);
     if (st == ZP_OK) {
         c.done = c.total;
         progress(&c, "done");

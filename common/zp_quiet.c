@@ -118,3 +118,10 @@ zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
     out->quiet = out->reason[0] == '\0';
     return ZP_OK;
 }
+
+zp_status zp_quiet_judge_figures(int cores, int procs, double others_cores, double load1, zp_quiet_verdict *out)
+{
+    zp_quiet_in in = {.cores = cores, .procs = procs, .wall_s = 1.0, .busy_s = others_cores, .load1 = load1};
+    in.steps.n = 0;
+    return zp_quiet_judge(&in, out);
+}

@@ -75,6 +75,10 @@ typedef struct {
  * ZP_EINVAL for NULL or cores < 1. */
 zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out);
 
+/* A calibration's reading (others' cores, load at the end; zp_profile's machine.while_calibrating) judged as
+ * a window of no steps on `cores` cores with `procs` ranks. */
+zp_status zp_quiet_judge_figures(int cores, int procs, double others_cores, double load1, zp_quiet_verdict *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include "zp_config.h"
 #include "zp_kernels.h"
 #include "zp_progress.h"
+#include "zp_quiet.h"
 #include "zp_exec.h"
 #include "zp_size.h"
 #include "zp_tensors.h"
@@ -102,6 +103,17 @@ static void summary(const zp_profile *p, const char *path)
         }
     if (!any)
         printf("  collectives        not measured (one rank per node and one node: run under mpirun -np N)\n");
+    zp_quiet_verdict v;
+    const zp_profile_machine *m = &p->machine;
+    if (m->watched && zp_quiet_judge_figures(m->cores, m->ranks, m->others_cores, m->load1, &v) == ZP_OK) {
+        printf("  machine            %s while calibrating (other processes %.2f cores, load %.2f on %d cores)\n",
+               v.quiet ? "quiet" : "NOT QUIET", m->others_cores, m->load1, m->cores);
+        if (!v.quiet)
+            fprintf(stderr, "zplan calibrate: warning: the machine was not quiet while calibrating (%s): the profile "
+                            "priced other processes' work too, and exec --validate will not judge against it; "
+                            "calibrate again on an idle machine\n",
+                    v.reason);
+    }
 }
 
 static int fail(zp_status st)

@@ -147,7 +147,7 @@ static zp_status check_profile_use(const char *path, const zp_profile *p, const 
     if (p->machine.ranks != ranks)
         fprintf(stderr, "zplan exec: warning: --profile %s was calibrated with %d rank%s and this run has %d: the "
                         "ranks share the cores and memory differently, so the predicted compute can be far off "
-                        "(calibrate with `mpirun -np %d zplan calibrate --quick -o FILE` for this run)\n",
+                        "(calibrate with `mpirun -np %d zplan calibrate -o FILE` for this run)\n",
                 path, p->machine.ranks, p->machine.ranks == 1 ? "" : "s", ranks, ranks);
     char model[128] = "";
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -197,6 +197,7 @@ typedef struct {
     zp_memory stage_mem[ZP_EXEC_MAX_STAGES]; /* with pipeline stages: each stage's replay */
     int nstages;
     char err[300];
+    zp_profile_machine cal; /* the profile's machine: was it quiet while calibrating (cal.watched)? */
 } prediction;
 
 static double rel(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : (pred > 0 ? INFINITY : 0.0); }
@@ -220,11 +221,20 @@ static double mem_pred(const zp_memory *m, int i)
     return MEM_ROWS[i].cat < 0 ? m->peak_activations : m->peak[MEM_ROWS[i].cat];
 }
 
-/* --validate's verdict on a done prediction: "not quiet" when the machine was not (the comparison then
+/* --validate's verdict on a done prediction: "not quiet" when the machine was not, while calibrating the
+ * profile or while measuring (qv->reason says which and why; the comparison then
  * says nothing of the model: it is neither met nor missed), else "met" when the step is within
  * ZP_CLI_TARGET_STEP and every memory category and the total within ZP_CLI_TARGET_MEMORY, else "missed". */
 static const char *verdict(const zp_exec_result *r, const prediction *pr, zp_quiet_verdict *qv)
 {
+    zp_quiet_verdict cv; /* the profile's calibration first: a busy one priced other people's work */
+    const zp_profile_machine *m = &pr->cal;
+    if (m->watched && zp_quiet_judge_figures(m->cores, m->ranks, m->others_cores, m->load1, &cv) == ZP_OK &&
+        !cv.quiet) {
+        memset(qv, 0, sizeof *qv);
+        snprintf(qv->reason, sizeof qv->reason, "the profile was calibrated on a busy machine: %.150s", cv.reason);
+        return "not quiet";
+    }
     if (zp_quiet_judge(&r->quiet, qv) != ZP_OK || !qv->quiet)
         return "not quiet";
     double worst = fabs(rel(pr->mem.total, r->peak_total));
@@ -309,6 +319,7 @@ static json_t *report_json_validation(const zp_exec_result *r, const prediction 
     json_object_set_new(v, "measured_steps", json_integer((json_int_t)r->quiet.steps.n));
     zp_quiet_verdict qv;
     json_object_set_new(v, "verdict", json_string(verdict(r, pr, &qv)));
+    json_object_set_new(v, "verdict_reason", json_string(qv.reason));
     json_t *me = json_object(), *mp = json_object();
     for (int k = 0; k < NMEM; k++) {
         json_object_set_new(me, MEM_ROWS[k].key, json_real(rel(mem_pred(&pr->mem, k), mem_measured(r, k))));
@@ -592,7 +603,9 @@ static int exec_prepare(const zp_cli_args *a, const zp_exec_config *cfg, int ran
     }
     if (a->validate && !a->profile)
         return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EINVAL, "--validate needs --profile FILE: the costs of this "
-                                                           "machine, from `mpirun -np N zplan calibrate --quick -o FILE`"));
+                                                           "machine, from `mpirun -np %d zplan calibrate --model %s "
+                                                           "--micro-batch %lld -o FILE`",
+                                                    ranks, a->model, (long long)cfg->plan.micro_batch));
     if (a->profile && zp_profile_read(a->profile, prof) != ZP_OK) {
         if (rank0)
             fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());
@@ -643,6 +656,7 @@ static void exec_predict(const zp_exec_config *cfg, zp_profile *prof, int ranks,
     }
     if (st == ZP_OK) {
         pr->sim = job.res;
+        pr->cal = prof->machine;
         pr->done = 1;
     } else {
         snprintf(pr->err, sizeof pr->err, "prediction failed: %s", job.err[0] ? job.err : zp_error_message());

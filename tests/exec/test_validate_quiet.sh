@@ -5,6 +5,7 @@
 # steps and >= 2 s, with the min <= median <= max beside the prediction. `zplan calibrate --model` times
 # the executor's GEMMs of that model (small at micro-batch 4: the LM head is (512, 4096, 256), in no other
 # shape list); bad --model exits 2.
+# A profile whose calibration was not quiet (machine.while_calibrating) makes every run against it not quiet.
 # Whether an idle run is quiet is not asserted (CI machines are shared): bench/validate_readme.sh.
 set -u
 zplan="$1"
@@ -45,6 +46,24 @@ ok = (j["config"]["steps"] == 5 and j["config"]["min_seconds"] == 2 and v["measu
       and v["verdict"] in ("met", "missed", "not quiet") and (v["verdict"] == "not quiet") == (not q["quiet"]))
 if not ok:
     print("FAIL: --validate defaults or statistics:", json.dumps(v)[:400], json.dumps(q)); sys.exit(1)
+PY
+
+# a profile calibrated on a busy machine: every run against it is not quiet, the reason naming the profile
+python3 - "$tmp/p.json" "$tmp/busy.json" <<'PY' || fail=1
+import json, sys
+p = json.load(open(sys.argv[1]))
+if "while_calibrating" not in p["machine"]:
+    print("FAIL: calibrate did not record the machine while calibrating"); sys.exit(1)
+p["machine"]["while_calibrating"] = {"others_cores": 1.5, "load_1min": 6.0}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+"$zplan" exec --model tiny --validate --steps 2 --min-seconds 0 --profile "$tmp/busy.json" --format json \
+    > "$tmp/pb.json" 2> "$tmp/pb.err" || { echo "FAIL: exec against the busy profile: $(cat "$tmp/pb.err")"; fail=1; }
+python3 - "$tmp/pb.json" <<'PY' && echo "ok   a profile calibrated on a busy machine: not quiet, the profile named" || fail=1
+import json, sys
+v = json.load(open(sys.argv[1]))["validation"]
+if v["verdict"] != "not quiet" or "profile was calibrated on a busy machine" not in v["verdict_reason"]:
+    print("FAIL: judged against a busy profile:", v["verdict"], v.get("verdict_reason")); sys.exit(1)
 PY
 
 # a busy machine: one `yes` per core, and one more
