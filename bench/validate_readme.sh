@@ -33,7 +33,7 @@ for rep in $(seq "$reps"); do
         --micro-batch 4 -o p.json >calibrate.log 2>&1); then
     echo "calibration failed:"; tail -3 "$T/calibrate.log"; exit 1
   fi
-  grep 'while calibrating' "$T/calibrate.log" | sed 's/^ */   /'
+  grep '^  machine .*while calibrating' "$T/calibrate.log" | sed 's/^ */   /'
   for model in gpt2-4x256.json tiny-llama tiny-moe; do
     for mp in 1 2; do
       for stage in 0 1 2 3; do
@@ -52,7 +52,7 @@ print("%3s %-16s %2s %5s  %7.4f %7.4f %7.4f  %7.4f  %+7.1f%%  %5.2f%%  %-3s %5.2
     rep, model.replace(".json", ""), mp, stage, v["measured_step_min_s"], v["measured_step_s"],
     v["measured_step_max_s"], v["predicted_step_s"], 100 * v["step_error"], 100 * mem,
     "yes" if q["quiet"] else "NO", q["others_cores"], q["load_1min"], v["verdict"],
-    "" if q["quiet"] else "  (" + q["reason"] + ")"), flush=True)
+    "  (" + v["verdict_reason"] + ")" if v["verdict_reason"] else ""), flush=True)
 PY
       done
     done
@@ -63,12 +63,12 @@ python3 - "$T/rows" "$(getconf _NPROCESSORS_ONLN)" <<'PY'
 import re, sys, os
 rows = [l.split() for l in open(sys.argv[1]) if re.match(r"\s*\d", l)]
 cores = int(sys.argv[2])
-quiet = [r for r in rows if r[10] == "yes"]
-busy = [r for r in rows if r[10] != "yes"]
+quiet = [r for r in rows if r[13] in ("met", "missed")]  # judged: the run and its profile's calibration quiet
+busy = [r for r in rows if r[13] not in ("met", "missed")]
 steps = [abs(float(r[8].rstrip("%"))) for r in quiet]
 mems = [float(r[9].rstrip("%")) for r in quiet]
 print()
-print("runs %d: quiet %d (met %d, missed %d), not quiet %d (not judged)" % (
+print("runs %d: judged %d (met %d, missed %d), not quiet %d (the run or its calibration; not judged)" % (
     len(rows), len(quiet), sum(r[13] == "met" for r in quiet), sum(r[13] == "missed" for r in quiet), len(busy)))
 if quiet:
     s = sorted(steps)
