@@ -15,6 +15,7 @@
 #include "zp_fit.h"
 #include "zp_kernels.h"
 #include "zp_nn.h"
+#include "zp_quiet.h"
 #include "zp_stats.h"
 #include "zp_timing.h"
 
@@ -245,6 +246,12 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
             return ZP_FAIL(ZP_EINVAL, "GEMM shape %d (%g, %g, %g) is not a valid (m, n, k)", i, m, n, k);
         amax = fmax(amax, m * k), bmax = fmax(bmax, k * n), cmax = fmax(cmax, m * n);
     }
+    for (int i = 0; i < c->o->nextra && !cuda; i++) { /* a given model's shapes */
+        double m = c->o->extra[i][0], n = c->o->extra[i][1], k = c->o->extra[i][2];
+        if (!(m >= 1 && n >= 1 && k >= 1) || m > 1e6 || n > 1e6 || k > 1e6)
+            return ZP_FAIL(ZP_EINVAL, "GEMM shape (%g, %g, %g) is not a valid (m, n, k)", m, n, k);
+        amax = fmax(amax, m * k), bmax = fmax(bmax, k * n), cmax = fmax(cmax, m * n);
+    }
     size_t es = zp_dtype_size(dt);
     void *A = NULL, *B = NULL, *C = NULL;
     /* 16-bit inputs: fill each 32-bit word with two fp16 0.01 */
@@ -279,8 +286,10 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
      * others is near still has measured neighbours: the executor's shapes of models the calibration never
      * saw are interpolated between them (zp_profile_gemm_time). Timed in loops (time_loop). */
     if (!cuda && st == ZP_OK) {
-        double ex[32 + ZP_CALIBRATE_MAX_GRID][3];
+        double ex[32 + ZP_CALIBRATE_MAX_EXTRA + ZP_CALIBRATE_MAX_GRID][3];
         int nex = zp_calibrate_exec_shapes(ex, 32);
+        memcpy(ex + nex, c->o->extra, (size_t)c->o->nextra * sizeof ex[0]); /* a given model's, before the grid */
+        nex += c->o->nextra;
         nex += zp_calibrate_grid_shapes(ex + nex, ZP_CALIBRATE_MAX_GRID);
         gemm_arg g = {.be = c->be, .g = {.alpha = 1, .beta = 0, .a = A, .b = B, .c = C, .in_dtype = dt}};
         for (int i = 0; i < nex && st == ZP_OK && p->ngemm < ZP_PROFILE_MAX_GEMM; i++) {
@@ -625,6 +634,28 @@ zp_status zp_calibrate_set_layer_shapes(zp_calibrate_opts *o, const double *hidd
     return ZP_OK;
 }
 
+void zp_calibrate_opts_exec(zp_calibrate_opts *o)
+{
+    zp_calibrate_opts_default(o, 0);
+    o->max_coll_bytes = 64.0 * (1 << 20);
+    const double h[] = {256, 512, 1024};
+    zp_calibrate_set_layer_shapes(o, h, 3, 512);
+}
+
+int zp_calibrate_add_extra(zp_calibrate_opts *o, double m, double n, double k)
+{
+    if (!(m >= 1 && n >= 1 && k >= 1))
+        return 0;
+    for (int i = 0; i < o->nextra; i++)
+        if (o->extra[i][0] == m && o->extra[i][1] == n && o->extra[i][2] == k)
+            return 0;
+    if (o->nextra >= ZP_CALIBRATE_MAX_EXTRA)
+        return 0;
+    o->extra[o->nextra][0] = m, o->extra[o->nextra][1] = n, o->extra[o->nextra][2] = k;
+    o->nextra++;
+    return 1;
+}
+
 void zp_calibrate_opts_default(zp_calibrate_opts *o, int quick)
 {
     memset(o, 0, sizeof *o);
@@ -659,6 +690,28 @@ static void fill_machine(cal *c, zp_profile *p, int nodes)
     snprintf(m->zplan_version, sizeof m->zplan_version, "%s", ZP_VERSION);
     zp_kernels_versions(m->blas, sizeof m->blas, m->mpi, sizeof m->mpi, m->cuda, sizeof m->cuda, m->nccl,
                         sizeof m->nccl);
+}
+
+/* The machine over the calibration (q0 at its start, on every rank): other processes' CPU, the machine's
+ * busy time less every rank's own, and the load at the end, as rank 0 read them (one node only). */
+static zp_status watched(cal *c, zp_profile *p, const zp_quiet_sample *q0, int nodes)
+{
+    zp_quiet_sample q1;
+    zp_quiet_sample_take(&q1);
+    double own = q1.own_cpu_s - q0->own_cpu_s, busy = q1.busy_s - q0->busy_s, load = q1.load1;
+    const int rank0 = zp_comm_rank(c->world) == 0;
+    if (!rank0)
+        busy = load = 0;
+    ZP_TRY(zp_comm_allreduce_double(c->world, &own, ZP_OP_SUM));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &busy, ZP_OP_SUM));
+    ZP_TRY(zp_comm_allreduce_double(c->world, &load, ZP_OP_SUM));
+    const double wall = q1.wall_s - q0->wall_s;
+    if (nodes != 1 || q0->busy_s < 0 || q1.busy_s < 0 || load < 0 || !(wall > 0))
+        return ZP_OK; /* not known: the profile says nothing */
+    p->machine.watched = 1;
+    p->machine.others_cores = fmax(0.0, (busy - own) / wall);
+    p->machine.load1 = load;
+    return ZP_OK;
 }
 
 /* Free memory per rank on this node for the collectives' two buffers. */
@@ -697,6 +750,7 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = c.be->timer_create(&c.clock.timer);
 
     zp_profile p;
+    zp_quiet_sample q0 = {0};
     zp_profile_init(&p);
     snprintf(p.backend, sizeof p.backend, "%s", c.be->name);
     double maxb = 0;
@@ -709,11 +763,12 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         int ncoll = coll_sizes(&c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
         int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
         double ex[32][3];
-        int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + ZP_CALIBRATE_MAX_GRID : 0;
+        int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + o->nextra + ZP_CALIBRATE_MAX_GRID : 0;
         c.total = 2 + (o->quick ? 5 : 6) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes + nex +
                   (c.be == &zp_kernels_cpu ? 2.0 * ZP_PROFILE_NKERNEL : 0) +
                   (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
+        zp_quiet_sample_take(&q0);
         st = measure_bandwidth(&c, &p);
     }
     if (st == ZP_OK)
@@ -726,6 +781,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = measure_host_device(&c, &p);
     if (st == ZP_OK)
         st = measure_collectives(&c, &p, node, cross, maxb);
+    if (st == ZP_OK)
+        st = watched(&c, &p, &q0, nodes);
     if (st == ZP_OK) {
         c.done = c.total;
         progress(&c, "done");

@@ -18,6 +18,7 @@ extern "C" {
 typedef void (*zp_calibrate_progress_fn)(void *arg, double fraction, const char *what);
 
 #define ZP_CALIBRATE_MAX_SHAPES 48
+#define ZP_CALIBRATE_MAX_EXTRA 40
 
 typedef struct {
     const char *backend;        /* "cpu" or "cuda" */
@@ -28,6 +29,8 @@ typedef struct {
     double min_coll_bytes;      /* smallest collective buffer (bytes) */
     int nshapes;                /* GEMM shapes to time */
     double shapes[ZP_CALIBRATE_MAX_SHAPES][3]; /* (m, n, k) of C(m,n) = A(m,k) B(k,n) */
+    int nextra;                 /* cpu: more GEMM shapes timed in loops beside the executor's and the grid's, */
+    double extra[ZP_CALIBRATE_MAX_EXTRA][3]; /* (m, n, k): a given model's (zplan calibrate --model) */
     zp_calibrate_progress_fn progress; /* NULL: none */
     void *progress_arg;
 } zp_calibrate_opts;
@@ -36,6 +39,14 @@ typedef struct {
  * transformer layers for hidden sizes 512, 1024, 2048 at 2048 tokens. quick = 1: warm-up 1,
  * 3 repetitions, collectives to 64 MiB, hidden sizes 256, 512, 1024 at 512 tokens. */
 void zp_calibrate_opts_default(zp_calibrate_opts *o, int quick);
+
+/* The options of the cpu backend's default calibration, aimed at what `zplan exec` runs: the quick
+ * calibration's layer shapes (hidden 256, 512, 1024 at 512 tokens) and collectives up to 64 MiB (the zoo's
+ * exec models move at most tens of MB), with the full calibration's warm-up and repetitions. */
+void zp_calibrate_opts_exec(zp_calibrate_opts *o);
+
+/* Adds (m, n, k) to o->extra unless there already or too many (returns 0 then, 1 when added). */
+int zp_calibrate_add_extra(zp_calibrate_opts *o, double m, double n, double k);
 
 /* The GEMM shapes of one transformer layer for each hidden size h at `tokens` = b*s rows:
  * QKV (tokens, 3h, h), attention projection (tokens, h, h), MLP up (tokens, 4h, h) and

@@ -37,6 +37,7 @@
 #include "zp_kernels.h"
 #include "zp_model.h"
 #include "zp_plan.h"
+#include "zp_quiet.h"
 #include "zp_schedule.h"
 #include "zp_status.h"
 
@@ -97,6 +98,10 @@ typedef struct {
     zp_exec_breakdown time;  /* mean over the measured steps (all but the first when there are >= 2) of
                                 rank 0's breakdown */
     double measured_step_s;  /* median step time over the same steps */
+    zp_quiet_in quiet;       /* the machine over the measured steps: their min/q10/median/q90/max (s), the
+                                wall time, the machine's busy CPU seconds and the run's own (every rank's,
+                                summed; busy -1 when the ranks span nodes), the load at the end, the cores
+                                and the ranks on this machine; for zp_quiet_judge */
     double peak[ZP_MEM_NCAT];/* largest rank's peak bytes per category (zp_mem_cat, sim/zp_ops.h) */
     double peak_activations; /* largest rank's peak of activations + checkpoints */
     double peak_total;       /* largest rank's peak of the device total (every category but host) */

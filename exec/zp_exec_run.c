@@ -9,6 +9,7 @@
  * its time goes to its kind's part and its phase. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zp_exec_impl.h"
 #include "zp_stats.h"
@@ -134,6 +135,29 @@ void zp_exec_result_free(zp_exec_result *r)
     r->step = NULL;
 }
 
+/* The machine over the measured steps (q0 at their start, q1 at their end, on every rank): the run's own
+ * CPU time summed over the ranks, the machine's busy time and load as rank 0 read them (unknown, -1, when
+ * the ranks span nodes: one machine's /proc says nothing of the others). */
+static zp_status quiet_window(zp_exec_session *S, const zp_quiet_sample *q0, const zp_quiet_sample *q1,
+                              zp_quiet_in *q)
+{
+    int nodes = 1;
+    ZP_TRY(zp_comm_node_count(S->world, &nodes));
+    double cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    q->cores = cores >= 1 ? (int)cores : 1;
+    q->procs = S->nranks;
+    q->wall_s = q1->wall_s - q0->wall_s;
+    q->own_cpu_s = q1->own_cpu_s - q0->own_cpu_s;
+    q->busy_s = nodes == 1 && q0->busy_s >= 0 && q1->busy_s >= 0 ? q1->busy_s - q0->busy_s : -1;
+    q->load1 = nodes == 1 ? q1->load1 : -1;
+    if (S->rank != 0)
+        q->busy_s = q->load1 = q->wall_s = 0;
+    ZP_TRY(zp_comm_allreduce_double(S->world, &q->own_cpu_s, ZP_OP_SUM));
+    ZP_TRY(zp_comm_allreduce_double(S->world, &q->busy_s, ZP_OP_SUM));
+    ZP_TRY(zp_comm_allreduce_double(S->world, &q->load1, ZP_OP_SUM));
+    return zp_comm_allreduce_double(S->world, &q->wall_s, ZP_OP_SUM);
+}
+
 /* The measured run's summary, reduced over the ranks: rank 0's breakdown goes to everyone (rank 0
  * prints it), memory is the largest rank's. */
 static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *times, int first, int counted)
@@ -143,6 +167,7 @@ static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *time
                     &out->time.pp_comm, &out->time.phase[0], &out->time.phase[1], &out->time.phase[2],
                     &out->time.phase[3]};
     int n = out->steps - first;
+    ZP_TRY(zp_quiet_steps_of(times + first, (size_t)n, &out->quiet.steps));
     out->measured_step_s = zp_stats_median(times + first, (size_t)n);
     out->tokens_per_s = (double)S->BT * (double)S->GA * (double)S->dp / out->measured_step_s;
     for (size_t i = 0; i < sizeof bd / sizeof bd[0]; i++) {
@@ -181,6 +206,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
     int cap = c->steps, first = c->steps >= 2 || c->min_seconds > 0 ? 1 : 0, counted = 0, k = 0;
     out->step = calloc((size_t)cap, sizeof *out->step);
     double *times = calloc((size_t)cap, sizeof *times), measured = 0;
+    zp_quiet_sample q0 = {0}, q1;
     zp_status st = (out->step && times) ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
     /* every rank sees the same dt (the max over ranks), so every rank stops after the same step */
     for (; st == ZP_OK && (k < c->steps || (measured < c->min_seconds && k < ZP_EXEC_MAX_STEPS)); k++) {
@@ -198,6 +224,8 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
         }
         zp_comm_watchdog_beat("a training step"); /* progress for the distributed-fault watchdog */
         st = zp_comm_barrier(world);
+        if (k == first)
+            zp_quiet_sample_take(&q0);
         double t0 = zp_time_now_s(), loss = 0;
         if (st == ZP_OK)
             st = step_run(S, k, -1, &loss);
@@ -220,6 +248,9 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
         }
     }
     out->steps = k;
+    zp_quiet_sample_take(&q1);
+    if (st == ZP_OK)
+        st = quiet_window(S, &q0, &q1, &out->quiet);
     if (st == ZP_OK)
         st = summarize(S, out, times, first, counted);
     free(times);

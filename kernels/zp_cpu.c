@@ -39,6 +39,16 @@ int zp_kernels_cpu_threads(void)
 #endif
 }
 
+void zp_kernels_cpu_set_threads(int n)
+{
+    if (n < 1)
+        n = 1;
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    openblas_set_num_threads(n);
+}
+
 /* ---- Adam ---- */
 
 ZP_CLONES static void adam_range_plain(zp_adam_coeffs c, float *restrict p, const float *restrict g,

@@ -289,6 +289,8 @@ zp_status zp_adam_grad_check_cpu(const float *grad, size_t n, size_t *nonfinite)
 zp_status zp_gemm_cpu(const zp_gemm_args *g);
 /* Threads the cpu kernels use (OpenMP's), 1 without OpenMP. */
 int zp_kernels_cpu_threads(void);
+/* Sets the threads of the cpu kernels, OpenMP's and OpenBLAS's, to n >= 1 (for the calling process). */
+void zp_kernels_cpu_set_threads(int n);
 
 #if ZP_HAVE_CUDA
 extern const zp_kernels_backend zp_kernels_cuda;

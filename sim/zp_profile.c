@@ -557,6 +557,14 @@ static zp_status read_machine(const rd *r, json_t *root, zp_profile_machine *m)
     ZP_TRY(get_str(r, o, "machine", "hostname", m->hostname, sizeof m->hostname));
     ZP_TRY(get_str(r, o, "machine", "measured_at", m->measured_at, sizeof m->measured_at));
     ZP_TRY(get_str(r, o, "machine", "zplan_version", m->zplan_version, sizeof m->zplan_version));
+    json_t *w = json_object_get(o, "while_calibrating");
+    if (w) {
+        if (!json_is_object(w))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': 'machine.while_calibrating' must be an object", r->name);
+        ZP_TRY(get_num(r, w, "machine.while_calibrating", "others_cores", &m->others_cores));
+        ZP_TRY(get_num(r, w, "machine.while_calibrating", "load_1min", &m->load1));
+        m->watched = 1;
+    }
     ZP_TRY(need_object(r, o, "machine", "libraries", &lib));
     ZP_TRY(get_str(r, lib, "machine.libraries", "blas", m->blas, sizeof m->blas));
     ZP_TRY(get_str(r, lib, "machine.libraries", "mpi", m->mpi, sizeof m->mpi));
@@ -854,6 +862,9 @@ static int put_machine(json_t *root, const zp_profile *p)
     bad |= put(mach, "hostname", json_string(m->hostname));
     bad |= put(mach, "measured_at", json_string(m->measured_at));
     bad |= put(mach, "zplan_version", json_string(m->zplan_version));
+    if (m->watched)
+        bad |= put(mach, "while_calibrating",
+                   json_pack("{s:f, s:f}", "others_cores", m->others_cores, "load_1min", m->load1));
     bad |= put(lib, "blas", json_string(m->blas));
     bad |= put(lib, "mpi", json_string(m->mpi));
     bad |= put(lib, "cuda", json_string(m->cuda));

@@ -7,6 +7,7 @@
  *   "format": "zplan-profile", "version": 1,
  *   "machine": {"cpu_model", "cores", "gpu", "gpu_count", "nodes", "ranks", "hostname",
  *               "measured_at" (ISO 8601 UTC), "zplan_version",
+ *               "while_calibrating": {"others_cores", "load_1min"} (optional: the machine watched),
  *               "libraries": {"blas", "mpi", "cuda", "nccl"}},
  *   "backend": "cpu" | "cuda",
  *   "memory_bw_gbs": {"copy", "triad"},                        STREAM convention, per rank
@@ -70,6 +71,10 @@ typedef struct {
     char hostname[128];      /* host of rank 0 */
     char measured_at[32];    /* ISO 8601 UTC, "2024-05-01T12:00:00Z" */
     char zplan_version[32];
+    int watched;             /* 1: the machine was watched while calibrating (JSON "while_calibrating",
+                                optional: {"others_cores", "load_1min"}); 0: not known (older profiles) */
+    double others_cores;     /* cores' worth of CPU other processes used meanwhile (zp_quiet.h) */
+    double load1;            /* the 1-minute load average at the end */
     char blas[256];          /* library versions, "" when absent */
     char mpi[128];
     char cuda[64];

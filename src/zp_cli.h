@@ -76,6 +76,12 @@ int zp_cli_launch_size(void);
 int zp_cli_launch_rank(void);
 /* The ranks the launcher started on this machine (dflt without a launcher that says). */
 int zp_cli_launch_local_size(int dflt);
+/* Under a launcher with several ranks on this machine, and unless OMP_NUM_THREADS or OPENBLAS_NUM_THREADS
+ * says otherwise: each rank's kernels get cores / ranks threads (at least 1), as calibrate and exec must
+ * agree on and as the benches set by hand (OpenMP threads of oversubscribed ranks spin against each other),
+ * and MPI yields when idle (OMPI_MCA_mpi_yield_when_idle, unless set). Call before MPI starts. Returns
+ * the threads set, 0 when left as they were. */
+int zp_cli_launch_threads(void);
 /* A command's exit under a launcher: a bad input (rc 2) found on every rank before MPI started meets
  * the other ranks in MPI first, so that mpirun does not end the job before each has printed why.
  * Returns rc. */

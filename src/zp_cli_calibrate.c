@@ -12,27 +12,39 @@
 #include "zp_config.h"
 #include "zp_kernels.h"
 #include "zp_progress.h"
+#include "zp_quiet.h"
+#include "zp_exec.h"
 #include "zp_size.h"
+#include "zp_tensors.h"
 #include "zp_watchdog.h"
+#include "zp_zoo.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json]\n"
-          "                       [--reps N] [--warmup N] [--max-bytes SIZE] [--hidden H,H,...] [--tokens N]\n"
+    fputs("usage: zplan calibrate [--backend cpu|cuda] [--quick] [-o profile.json] [--model M[,M...]\n"
+          "                       [--micro-batch b] [--seq s]] [--reps N] [--warmup N] [--max-bytes SIZE]\n"
+          "                       [--hidden H,H,...] [--tokens N]\n"
           "\n"
           "Times this machine's kernels (memory bandwidth, fused Adam, GEMM over transformer-layer shapes,\n"
           "collectives within and across nodes) and fits the cost models of a device profile for\n"
           "`zplan --profile`. Run alone or under `mpirun -np N` (every rank measures; rank 0 writes).\n"
+          "On cpu the default is aimed at `zplan exec --validate` with the same N: the zoo's exec models'\n"
+          "GEMMs and layer kernels, a grid of small GEMMs around them, collectives up to 64 MiB.\n"
           "\n"
           "  --backend NAME   cpu (default) or cuda\n"
           "  --quick          fewer sizes and repetitions; collectives up to 64 MiB\n"
           "  -o, --output F   write the profile to F atomically (default: print it on stdout)\n"
+          "  --model M[,M]    cpu: also time the GEMMs `zplan exec --model M` runs (zoo names or config.json\n"
+          "                   files, comma-separated), per MP degree dividing N, at --micro-batch b (default 1)\n"
+          "                   and --seq s (default the model's): give exec's --micro-batch and --seq\n"
           "  --reps N         timed repetitions per measurement (median and spread; default 7, quick 3)\n"
           "  --warmup N       untimed runs first (default 2, quick 1)\n"
-          "  --max-bytes SIZE largest collective buffer, e.g. 256Mi (default 1Gi, quick 64Mi;\n"
+          "  --max-bytes SIZE largest collective buffer, e.g. 256Mi (default: cpu 64Mi, cuda 1Gi; quick 64Mi;\n"
           "                   always capped by free memory)\n"
-          "  --hidden LIST    hidden sizes whose layer GEMMs to time (default 512,1024,2048; quick 256,512,1024)\n"
-          "  --tokens N       rows (micro-batch x sequence) of those GEMMs (default 2048, quick 512)\n"
+          "  --hidden LIST    hidden sizes whose layer GEMMs to time (default: cpu 256,512,1024, cuda\n"
+          "                   512,1024,2048; quick 256,512,1024)\n"
+          "  --tokens N       rows (micro-batch x sequence) of those GEMMs (default: cpu 512, cuda 2048;\n"
+          "                   quick 512)\n"
           "  --timeout S      under mpirun: end the job, naming the rank, when a rank dies or makes no\n"
           "                   progress for S seconds (default 120); ranks must all get the same options\n"
           "  -h, --help       this help\n",
@@ -91,6 +103,17 @@ static void summary(const zp_profile *p, const char *path)
         }
     if (!any)
         printf("  collectives        not measured (one rank per node and one node: run under mpirun -np N)\n");
+    zp_quiet_verdict v;
+    const zp_profile_machine *m = &p->machine;
+    if (m->watched && zp_quiet_judge_figures(m->cores, m->ranks, m->others_cores, m->load1, &v) == ZP_OK) {
+        printf("  machine            %s while calibrating (other processes %.2f cores, load %.2f on %d cores)\n",
+               v.quiet ? "quiet" : "NOT QUIET", m->others_cores, m->load1, m->cores);
+        if (!v.quiet)
+            fprintf(stderr, "zplan calibrate: warning: the machine was not quiet while calibrating (%s): the profile "
+                            "priced other processes' work too, and exec --validate will not judge against it; "
+                            "calibrate again on an idle machine\n",
+                    v.reason);
+    }
 }
 
 static int fail(zp_status st)
@@ -125,11 +148,83 @@ static int calibrate_shapes(const zp_cli_args *a, zp_calibrate_opts *o)
     return 0;
 }
 
+/* One linear of the executor, out x in at `rows` tokens: its forward C(rows, out) = X W^T, input gradient
+ * (rows, in) and weight gradient (out, in) over the rows, as zp_exec_gemm runs them. */
+static void add_linear(zp_calibrate_opts *o, double rows, double out, double in)
+{
+    zp_calibrate_add_extra(o, rows, out, in);
+    zp_calibrate_add_extra(o, rows, in, out);
+    zp_calibrate_add_extra(o, out, in, rows);
+}
+
+/* The GEMMs `zplan exec --model` runs on one MP rank of plan p (exec/zp_exec_model.c, zp_exec_moe.c). */
+static void add_model_shapes(zp_calibrate_opts *o, const zp_tensors_shape *t, double mb)
+{
+    const double bt = mb * (double)t->T, T = (double)t->T, hd = (double)t->hd;
+    add_linear(o, bt, (double)t->qkv_n, (double)t->C);
+    add_linear(o, bt, (double)t->C, (double)t->q_n);
+    zp_calibrate_add_extra(o, T, T, hd); /* attention scores, and their input gradient */
+    zp_calibrate_add_extra(o, T, hd, T); /* context, dQ, dK, dV */
+    if (t->moe) { /* an expert's rows: the tokens of its share of the top-k, on average */
+        const double rows = fmax(1.0, floor(bt * (double)t->k / (double)(t->E ? t->E : 1)));
+        add_linear(o, rows, (double)t->e_up, (double)t->C);
+        add_linear(o, rows, (double)t->C, (double)t->e_f);
+    } else {
+        add_linear(o, bt, (double)t->up, (double)t->C);
+        add_linear(o, bt, (double)t->C, (double)t->Fl);
+    }
+    add_linear(o, bt, (double)t->Vl, (double)t->C); /* the LM head */
+}
+
+/* --model M[,M...] (cpu): each model's GEMMs for every MP degree dividing the launcher's ranks that the
+ * executor runs, at --micro-batch (default 1) and --seq. Returns 0, or the exit code (the message printed). */
+static int calibrate_models(const zp_cli_args *a, zp_calibrate_opts *o)
+{
+    if (strcmp(a->backend, "cpu") != 0) {
+        fprintf(stderr, "zplan calibrate: --model times the cpu executor's GEMMs: give it with --backend cpu\n");
+        return 2;
+    }
+    char list[1024];
+    if (snprintf(list, sizeof list, "%s", a->model) >= (int)sizeof list)
+        return fail(ZP_FAIL(ZP_EINVAL, "--model: the list is too long (at most 1023 characters)"));
+    const int ranks = zp_cli_launch_size();
+    const double mb = a->r.micro_batch != ZP_SEARCH_ANY ? (double)a->r.micro_batch : 1.0;
+    char *save = NULL;
+    for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        zp_exec_config cfg;
+        zp_exec_config_default(&cfg);
+        zp_model_origin origin;
+        if (zp_model_resolve(name, a->seq, &cfg.model, &origin) != ZP_OK)
+            return fail(ZP_EINVAL); /* the message names --model and the fix */
+        int runs = 0;
+        for (int mp = 1; mp <= ranks; mp++) {
+            zp_tensors_shape t;
+            cfg.plan.mp = mp;
+            cfg.plan.dp = ranks / mp;
+            if (ranks % mp != 0 || zp_tensors_check(&cfg.model, &cfg.plan) != ZP_OK ||
+                zp_tensors_shape_get(&cfg.model, &cfg.plan, &t) != ZP_OK)
+                continue;
+            add_model_shapes(o, &t, mb);
+            runs++;
+        }
+        if (runs == 0)
+            return fail(ZP_FAIL(ZP_EINVAL, "--model %s: zplan exec does not run it on %d rank%s (zplan exec "
+                                           "--model %s says why)", name, ranks, ranks == 1 ? "" : "s", name));
+    }
+    if (o->nextra >= ZP_CALIBRATE_MAX_EXTRA)
+        fprintf(stderr, "zplan calibrate: warning: --model: more GEMM shapes than %d; the first are timed, the "
+                        "others interpolated (give fewer models)\n", ZP_CALIBRATE_MAX_EXTRA);
+    return 0;
+}
+
 /* The calibration options of the command line into *o (the mode's defaults for what is not given).
  * Returns 0, or the exit code (the message printed). */
 static int calibrate_opts(const zp_cli_args *a, zp_calibrate_opts *o)
 {
-    zp_calibrate_opts_default(o, a->quick);
+    if (strcmp(a->backend, "cpu") == 0 && !a->quick)
+        zp_calibrate_opts_exec(o);
+    else
+        zp_calibrate_opts_default(o, a->quick);
     o->backend = a->backend;
     int64_t v;
     double d;
@@ -152,21 +247,25 @@ static int calibrate_opts(const zp_cli_args *a, zp_calibrate_opts *o)
         }
         o->max_coll_bytes = d;
     }
-    if (a->hidden || a->tokens)
-        return calibrate_shapes(a, o);
-    return 0;
+    const int rc = a->hidden || a->tokens ? calibrate_shapes(a, o) : 0;
+    if (rc != 0)
+        return rc;
+    return a->model ? calibrate_models(a, o) : 0;
 }
 
 /* Every rank must measure the same thing: ranks started with other options (o hashed) are refused, then
  * the watchdog watches (started here, running on success). */
 static zp_status calibrate_watch(zp_comm *world, const zp_calibrate_opts *o, double timeout_s)
 {
-    char cfg[256 + 64 * ZP_CALIBRATE_MAX_SHAPES];
+    char cfg[256 + 64 * (ZP_CALIBRATE_MAX_SHAPES + ZP_CALIBRATE_MAX_EXTRA)];
     int len = snprintf(cfg, sizeof cfg, "zplan %s calibrate backend=%s quick=%d warmup=%d reps=%d bytes=%.17g..%.17g",
                        ZP_VERSION, o->backend, o->quick, o->warmup, o->reps, o->min_coll_bytes, o->max_coll_bytes);
     for (int i = 0; i < o->nshapes && len > 0 && len < (int)sizeof cfg; i++)
         len += snprintf(cfg + len, sizeof cfg - (size_t)len, " %.17g,%.17g,%.17g", o->shapes[i][0], o->shapes[i][1],
                         o->shapes[i][2]);
+    for (int i = 0; i < o->nextra && len > 0 && len < (int)sizeof cfg; i++)
+        len += snprintf(cfg + len, sizeof cfg - (size_t)len, " x%.17g,%.17g,%.17g", o->extra[i][0], o->extra[i][1],
+                        o->extra[i][2]);
     zp_status st = zp_comm_watchdog_start(world, timeout_s, "zplan calibrate");
     if (st == ZP_OK) {
         st = zp_comm_check_same_config(world, zp_config_hash(cfg, strlen(cfg), 0), "calibrate configuration");
@@ -214,6 +313,7 @@ int zp_calibrate_main(int argc, char **argv)
     if (orc != 0)
         return orc;
 
+    zp_cli_launch_threads(); /* as exec does: the profile prices the threads the run will have */
     /* the backend first: "no CUDA device" before MPI is even started */
     const zp_kernels_backend *be;
     zp_status st = zp_kernels_backend_get(a.backend, &be);

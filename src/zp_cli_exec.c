@@ -23,9 +23,19 @@
 #include "zp_io.h"
 #include "zp_memory.h"
 #include "zp_profile.h"
+#include "zp_quiet.h"
 #include "zp_simrun.h"
 #include "zp_size.h"
 #include "zp_zoo.h"
+
+/* --validate's measured run when --steps and --min-seconds are not given: steps at least, seconds of
+ * measured steps at least */
+#define ZP_CLI_VALIDATE_STEPS 5
+#define ZP_CLI_VALIDATE_SECONDS 2.0
+/* --validate's targets: a quiet run whose step is within this fraction of the prediction, and every
+ * memory category within ZP_CLI_TARGET_MEMORY, has met them */
+#define ZP_CLI_TARGET_STEP 0.15
+#define ZP_CLI_TARGET_MEMORY 0.03
 
 static const char USAGE[] =
     "Usage: mpirun -np N zplan exec --model M [options]\n"
@@ -62,16 +72,22 @@ static const char USAGE[] =
     "                            back; on --backend cpu an emulation (the device is host memory, copies\n"
     "                            are memcpy)\n"
     "Run options:\n"
-    "  --steps k                 training steps (default 3)\n"
+    "  --steps k                 training steps (default 3; with --validate 5)\n"
     "  --min-seconds S           keep training past k steps until the steps after the first took S seconds\n"
-    "                            (default 0; a benchmark's median then spans a shared machine's noise)\n"
+    "                            (default 0, with --validate 2: the median then spans a shared machine's\n"
+    "                            noise)\n"
     "  --backend cpu|cuda        kernels backend (default cpu; cuda needs a GPU)\n"
     "  --seed n                  parameters and synthetic tokens (default 1)\n"
     "  --lr x                    Adam learning rate (default 1e-3)\n"
     "  --format text|json        report format (default text), printed by rank 0\n"
     "  --validate                also predict the step (SimGrid) and the memory (the replay of the\n"
-    "                            executor's schedule), with errors\n"
-    "  --profile FILE            device profile of this machine (zplan calibrate) for --validate\n"
+    "                            executor's schedule), with errors; the measured step is the median with\n"
+    "                            its min and max, and the machine is watched while it runs: a run that\n"
+    "                            was not quiet (other processes using over 0.25 core, a load above the\n"
+    "                            cores, steps spread over 50%) is reported as such and not judged; a\n"
+    "                            quiet one is 'met' with its step within 15% and memory within 3%\n"
+    "  --profile FILE            device profile of this machine for --validate, from\n"
+    "                            `mpirun -np N zplan calibrate [--model M --micro-batch b] -o FILE`\n"
     "  --timeout S               under mpirun: end the job, naming the rank, when a rank dies or makes no\n"
     "                            progress for S seconds (default 120); ranks must all get the same options\n"
     "  -o, --output FILE         write the report to FILE\n"
@@ -131,7 +147,7 @@ static zp_status check_profile_use(const char *path, const zp_profile *p, const 
     if (p->machine.ranks != ranks)
         fprintf(stderr, "zplan exec: warning: --profile %s was calibrated with %d rank%s and this run has %d: the "
                         "ranks share the cores and memory differently, so the predicted compute can be far off "
-                        "(calibrate with `mpirun -np %d zplan calibrate --quick -o FILE` for this run)\n",
+                        "(calibrate with `mpirun -np %d zplan calibrate -o FILE` for this run)\n",
                 path, p->machine.ranks, p->machine.ranks == 1 ? "" : "s", ranks, ranks);
     char model[128] = "";
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -181,6 +197,7 @@ typedef struct {
     zp_memory stage_mem[ZP_EXEC_MAX_STAGES]; /* with pipeline stages: each stage's replay */
     int nstages;
     char err[300];
+    zp_profile_machine cal; /* the profile's machine: was it quiet while calibrating (cal.watched)? */
 } prediction;
 
 static double rel(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : (pred > 0 ? INFINITY : 0.0); }
@@ -202,6 +219,42 @@ static double mem_measured(const zp_exec_result *r, int i)
 static double mem_pred(const zp_memory *m, int i)
 {
     return MEM_ROWS[i].cat < 0 ? m->peak_activations : m->peak[MEM_ROWS[i].cat];
+}
+
+/* --validate's verdict on a done prediction: "not quiet" when the machine was not, while calibrating the
+ * profile or while measuring (qv->reason says which and why; the comparison then
+ * says nothing of the model: it is neither met nor missed), else "met" when the step is within
+ * ZP_CLI_TARGET_STEP and every memory category and the total within ZP_CLI_TARGET_MEMORY, else "missed". */
+static const char *verdict(const zp_exec_result *r, const prediction *pr, zp_quiet_verdict *qv)
+{
+    zp_quiet_verdict cv; /* the profile's calibration first: a busy one priced other people's work */
+    const zp_profile_machine *m = &pr->cal;
+    if (m->watched && zp_quiet_judge_figures(m->cores, m->ranks, m->others_cores, m->load1, &cv) == ZP_OK &&
+        !cv.quiet) {
+        memset(qv, 0, sizeof *qv);
+        snprintf(qv->reason, sizeof qv->reason, "the profile was calibrated on a busy machine: %.150s", cv.reason);
+        return "not quiet";
+    }
+    if (zp_quiet_judge(&r->quiet, qv) != ZP_OK || !qv->quiet)
+        return "not quiet";
+    double worst = fabs(rel(pr->mem.total, r->peak_total));
+    for (int k = 0; k < NMEM; k++)
+        worst = fmax(worst, fabs(rel(mem_pred(&pr->mem, k), mem_measured(r, k))));
+    const double step = fabs(rel(pr->sim.step_time, r->measured_step_s));
+    return step <= ZP_CLI_TARGET_STEP && worst <= ZP_CLI_TARGET_MEMORY ? "met" : "missed";
+}
+
+/* report_json's "quiet": the machine over the measured steps, and the judge's reading of it. */
+static json_t *report_json_quiet(const zp_exec_result *r)
+{
+    zp_quiet_verdict v;
+    const zp_quiet_in *q = &r->quiet;
+    if (zp_quiet_judge(q, &v) != ZP_OK)
+        return json_null();
+    return json_pack("{s:b, s:s, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f}", "quiet", v.quiet, "reason", v.reason,
+                     "others_cores", v.others_cores, "load_1min", q->load1, "load_limit", v.load_limit, "cores",
+                     q->cores, "ranks_here", q->procs, "spread", v.spread, "window_s", q->wall_s, "own_cpu_s",
+                     q->own_cpu_s);
 }
 
 /* report_json's "config": the model and the plan run, the backend and the run's options. */
@@ -261,6 +314,12 @@ static json_t *report_json_validation(const zp_exec_result *r, const prediction 
     json_object_set_new(v, "predicted_step_s", json_real(pr->sim.step_time));
     json_object_set_new(v, "measured_step_s", json_real(r->measured_step_s));
     json_object_set_new(v, "step_error", json_real(rel(pr->sim.step_time, r->measured_step_s)));
+    json_object_set_new(v, "measured_step_min_s", json_real(r->quiet.steps.min));
+    json_object_set_new(v, "measured_step_max_s", json_real(r->quiet.steps.max));
+    json_object_set_new(v, "measured_steps", json_integer((json_int_t)r->quiet.steps.n));
+    zp_quiet_verdict qv;
+    json_object_set_new(v, "verdict", json_string(verdict(r, pr, &qv)));
+    json_object_set_new(v, "verdict_reason", json_string(qv.reason));
     json_t *me = json_object(), *mp = json_object();
     for (int k = 0; k < NMEM; k++) {
         json_object_set_new(me, MEM_ROWS[k].key, json_real(rel(mem_pred(&pr->mem, k), mem_measured(r, k))));
@@ -306,6 +365,7 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     }
     json_object_set_new(root, "steps", steps);
     json_object_set_new(root, "tokens_per_s", json_real(r->tokens_per_s));
+    json_object_set_new(root, "quiet", report_json_quiet(r));
     json_t *mem = json_object();
     for (int k = 0; k < NMEM; k++)
         json_object_set_new(mem, MEM_ROWS[k].key, json_real(mem_measured(r, k) / 1e9));
@@ -327,6 +387,36 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     else if (pr && pr->err[0])
         json_object_set_new(root, "validation", json_pack("{s:s}", "error", pr->err));
     return root;
+}
+
+/* --validate's lines on the measured steps and the machine: min / median / max, and quiet or not (why). */
+static void report_text_quiet(FILE *f, const zp_exec_result *r)
+{
+    const zp_quiet_in *q = &r->quiet;
+    zp_quiet_verdict v;
+    if (zp_quiet_judge(q, &v) != ZP_OK)
+        return;
+    fprintf(f, "measured steps: %zu over %.1f s, min %.4f / median %.4f / max %.4f s (q10..q90 spread %.0f%%)\n",
+            q->steps.n, q->wall_s, q->steps.min, q->steps.median, q->steps.max, 100 * v.spread);
+    char others[32] = "unknown";
+    if (v.others_cores >= 0)
+        snprintf(others, sizeof others, "%.2f cores", v.others_cores);
+    fprintf(f, "machine while measuring: %s (other processes %s, load %.2f on %d cores, %d ranks here)%s%s\n",
+            v.quiet ? "quiet" : "NOT QUIET", others, q->load1, q->cores, q->procs, v.quiet ? "" : ": ", v.reason);
+}
+
+/* --validate's last line: met or missed on a quiet machine, not judged on a busy one. */
+static void report_text_verdict(FILE *f, const zp_exec_result *r, const prediction *pr)
+{
+    zp_quiet_verdict qv;
+    const char *vd = verdict(r, pr, &qv);
+    if (strcmp(vd, "not quiet") == 0)
+        fprintf(f, "\nverdict: not judged: the machine was not quiet while measuring (%s); run again on an idle "
+                   "machine\n",
+                qv.reason);
+    else
+        fprintf(f, "\nverdict: %s (targets: step within %.0f%%, memory within %.0f%%; the machine was quiet)\n", vd,
+                100 * ZP_CLI_TARGET_STEP, 100 * ZP_CLI_TARGET_MEMORY);
 }
 
 static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *r, const prediction *pr)
@@ -351,6 +441,8 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
         fprintf(f, "%6d %12.6f %10.4f\n", k + 1, r->step[k].loss, r->step[k].time_s);
     fprintf(f, "\nmeasured step %.4f s (median%s), %.0f tokens/s\n", r->measured_step_s,
             r->steps >= 2 ? " without the first step" : "", r->tokens_per_s);
+    if (pr)
+        report_text_quiet(f, r);
     fprintf(f, "\npeak memory per rank (largest rank), MB = 1e6 B (total: the device's; host apart):\n");
     const double tot_pred = pr && pr->done ? pr->mem.total : 0;
     if (pr && pr->done)
@@ -415,6 +507,8 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
     }
     if (pr && !pr->done && pr->err[0])
         fprintf(f, "\nvalidation: %s\n", pr->err);
+    if (pr && pr->done)
+        report_text_verdict(f, r, pr);
 }
 
 /* The exec configuration of the options: exactly the plan given, exec's defaults for the rest (stage 0,
@@ -467,10 +561,13 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     p->cb = r->base.cb;
     p->bucket = r->base.bucket;
     p->md = r->base.md;
-    cfg->steps = (int)a->steps;
+    /* --validate compares a median step with a prediction: by default over >= 5 steps and >= 2 s of them
+     * (step times on this VM swing by -20%..+40% in spells of several steps; a 2 s median of one
+     * configuration stayed within 0.038-0.040 s where a 7-step one landed anywhere in 0.032-0.044 s) */
+    cfg->steps = a->steps > 0 ? (int)a->steps : (a->validate ? ZP_CLI_VALIDATE_STEPS : 3);
+    cfg->min_seconds = a->min_seconds >= 0 ? a->min_seconds : (a->validate ? ZP_CLI_VALIDATE_SECONDS : 0);
     cfg->seed = (uint64_t)a->seed;
     cfg->lr = a->lr;
-    cfg->min_seconds = a->min_seconds;
     cfg->backend = a->backend;
     if (!a->model)
         return ZP_FAIL(ZP_EINVAL, "--model is required (e.g. --model tiny; zplan models lists them)");
@@ -506,7 +603,9 @@ static int exec_prepare(const zp_cli_args *a, const zp_exec_config *cfg, int ran
     }
     if (a->validate && !a->profile)
         return zp_cli_fail_as("zplan exec", ZP_FAIL(ZP_EINVAL, "--validate needs --profile FILE: the costs of this "
-                                                           "machine, from `mpirun -np N zplan calibrate --quick -o FILE`"));
+                                                           "machine, from `mpirun -np %d zplan calibrate --model %s "
+                                                           "--micro-batch %lld -o FILE`",
+                                                    ranks, a->model, (long long)cfg->plan.micro_batch));
     if (a->profile && zp_profile_read(a->profile, prof) != ZP_OK) {
         if (rank0)
             fprintf(stderr, "zplan exec: --profile %s\n", zp_error_message());
@@ -557,6 +656,7 @@ static void exec_predict(const zp_exec_config *cfg, zp_profile *prof, int ranks,
     }
     if (st == ZP_OK) {
         pr->sim = job.res;
+        pr->cal = prof->machine;
         pr->done = 1;
     } else {
         snprintf(pr->err, sizeof pr->err, "prediction failed: %s", job.err[0] ? job.err : zp_error_message());
@@ -636,6 +736,7 @@ static int exec_main(int argc, char **argv)
     if ((pst = exec_config(&a, ranks, &cfg)) != ZP_OK)
         return zp_cli_fail_as("zplan exec", pst);
     const int validate = a.validate;
+    zp_cli_launch_threads();
     zp_profile prof;
     const int prc = exec_prepare(&a, &cfg, ranks, rank0, &prof);
     if (prc != 0)

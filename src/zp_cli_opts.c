@@ -384,9 +384,9 @@ static const zp_cli_opt g_opts[] = {
     {"format", 0, 1, ALL & ~ZP_CMD_CALIBRATE, set_format},
     {"json", 0, 0, ALL & ~ZP_CMD_CALIBRATE, set_json},
     /* the model and the cluster */
-    {"model", 0, 1, PLAN, set_model},
+    {"model", 0, 1, PLAN | ZP_CMD_CALIBRATE, set_model},
     {"models", 0, 1, ZP_CMD_VIEW | ZP_CMD_TABLE | VAL | SWEEP, set_models},
-    {"seq", 0, 1, PLAN | ZP_CMD_VIEW, set_seq},
+    {"seq", 0, 1, PLAN | ZP_CMD_VIEW | ZP_CMD_CALIBRATE, set_seq},
     {"gpus", 0, 1, SEARCH, set_gpus},
     {"cluster", 0, 1, SEARCH, set_cluster},
     {"preset", 0, 1, SEARCH, set_preset},
@@ -402,7 +402,7 @@ static const zp_cli_opt g_opts[] = {
     {"ep", 0, 1, PLAN, set_degree},
     {"capacity-factor", 0, 1, PLAN, set_capacity},
     {"moe-imbalance", 0, 1, PLAN, set_imbalance},
-    {"micro-batch", 0, 1, PLAN | VAL, set_micro},
+    {"micro-batch", 0, 1, PLAN | VAL | ZP_CMD_CALIBRATE, set_micro},
     {"global-batch", 0, 1, PLAN, set_global},
     {"grad-accum", 0, 1, PLAN, set_accum},
     {"pa", 0, 0, PLAN, set_pa},
@@ -529,6 +529,10 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
     if (cmd == ZP_CMD_SWEEP) /* a rank can be busy with one full simulation of a large cluster (~0.05 s per
                                 node, up to ZP_SIM_MAX_FULL_NODES) between two signs of progress */
         a->timeout_s = 600;
+    if (cmd == ZP_CMD_EXEC) { /* not given: exec_config's defaults, which depend on --validate */
+        a->steps = 0;
+        a->min_seconds = -1;
+    }
     if (cmd == ZP_CMD_VALIDATION) {
         /* step times on this VM swing by -20%..+40% in spells of several steps: 7 steps' median landed
          * anywhere in 0.032-0.044 s for one configuration, 40 steps' (2 s) within 0.038-0.040 s (measured) */

@@ -476,3 +476,30 @@ Test(profile, writes_are_atomic_and_validated)
     cr_assert_eq(zp_profile_read("/nonexistent/p.json", &q), ZP_ENOENT);
     rm_dir(d);
 }
+
+/* The machine watched while calibrating (issue #31): optional (older profiles have no reading: watched 0),
+ * kept exactly through a round trip, and checked when present. */
+Test(profile, while_calibrating_optional_kept_and_checked)
+{
+    zp_profile p = sample(), q;
+    cr_assert_eq(p.machine.watched, 0);
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    cr_expect_null(strstr(text, "while_calibrating"), "nothing said when nothing was watched");
+    free(text);
+    p.machine.watched = 1;
+    p.machine.others_cores = 0.8125;
+    p.machine.load1 = 3.5;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    free(text);
+    cr_expect_eq(q.machine.watched, 1);
+    cr_expect_eq(q.machine.others_cores, 0.8125);
+    cr_expect_eq(q.machine.load1, 3.5);
+    char *bad = with("machine.while_calibrating", json_pack("{s:f}", "others_cores", 0.1));
+    cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "load_1min missing accepted");
+    free(bad);
+    bad = with("machine.while_calibrating", json_integer(1));
+    cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "a number accepted");
+    free(bad);
+}

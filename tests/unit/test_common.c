@@ -297,3 +297,129 @@ Test(child, kill_a_running_child)
     cr_expect(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGKILL);
     zp_child_kill(&c); /* a finished child: nothing */
 }
+
+/* ---- quiet: the step statistics and the judge of a measured window (common/zp_quiet.h) ---- */
+
+#include "zp_quiet.h"
+
+Test(quiet, steps_min_quantiles_median_max_without_changing_the_input)
+{
+    double x[] = {0.050, 0.010, 0.030, 0.020, 0.040};
+    zp_quiet_steps s;
+    cr_assert_eq(zp_quiet_steps_of(x, 5, &s), ZP_OK);
+    cr_expect_eq(s.n, 5);
+    cr_expect_float_eq(s.min, 0.010, 1e-15);
+    cr_expect_float_eq(s.median, 0.030, 1e-15);
+    cr_expect_float_eq(s.max, 0.050, 1e-15);
+    cr_expect_float_eq(s.q10, 0.014, 1e-12, "0.1 x 4 = 0.4 of the way from 0.010 to 0.020: %g", s.q10);
+    cr_expect_float_eq(s.q90, 0.046, 1e-12, "%g", s.q90);
+    cr_expect_float_eq(x[0], 0.050, 0, "the input keeps its order");
+    double even[] = {4, 1, 3, 2};
+    cr_assert_eq(zp_quiet_steps_of(even, 4, &s), ZP_OK);
+    cr_expect_float_eq(s.median, 2.5, 1e-15);
+    cr_assert_eq(zp_quiet_steps_of(NULL, 0, &s), ZP_OK);
+    cr_expect(isnan(s.median));
+    cr_expect_neq(zp_quiet_steps_of(NULL, 3, &s), ZP_OK);
+}
+
+/* An idle 2-core machine running 2 ranks for 2 s: the ranks used 3.96 core-seconds of the 4.0 busy. */
+static zp_quiet_in idle_run(void)
+{
+    zp_quiet_in in = {.cores = 2, .procs = 2, .wall_s = 2.0, .busy_s = 4.0, .own_cpu_s = 3.96, .load1 = 1.9};
+    double t[40];
+    for (int i = 0; i < 40; i++)
+        t[i] = 0.050 * (1 + 0.1 * ((i * 7) % 5 - 2) / 2.0); /* 0.045 .. 0.055 s */
+    zp_quiet_steps_of(t, 40, &in.steps);
+    return in;
+}
+
+Test(quiet, an_idle_run_is_quiet)
+{
+    zp_quiet_in in = idle_run();
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet, "%s", v.reason);
+    cr_expect_str_empty(v.reason);
+    cr_expect_float_eq(v.others_cores, 0.02, 1e-9);
+    cr_expect_float_eq(v.load_limit, 2.5, 1e-12);
+    cr_expect_lt(v.spread, 0.25);
+}
+
+Test(quiet, a_process_hogging_a_core_is_not_quiet)
+{
+    zp_quiet_in in = idle_run();
+    in.own_cpu_s = 2.7; /* the ranks got 1.35 of the 2 cores, the hog the rest */
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect_not(v.quiet);
+    cr_expect_float_eq(v.others_cores, 0.65, 1e-9);
+    cr_expect(strstr(v.reason, "other processes used 0.65 cores") != NULL, "%s", v.reason);
+}
+
+Test(quiet, a_load_above_the_cores_is_not_quiet_and_own_ranks_raise_the_bound)
+{
+    zp_quiet_in in = idle_run();
+    in.load1 = 3.2; /* the run's 2 ranks and more than one process beside them */
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect_not(v.quiet);
+    cr_expect(strstr(v.reason, "load 3.20 on 2 cores (bound 2.50)") != NULL, "%s", v.reason);
+    in.procs = 4; /* 4 ranks on 2 cores make a load of 4 themselves */
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet, "%s", v.reason);
+    cr_expect_float_eq(v.load_limit, 4.5, 1e-12);
+}
+
+Test(quiet, steps_that_spread_widely_are_not_quiet_and_one_outlier_is_forgiven)
+{
+    zp_quiet_in in = idle_run();
+    double t[20];
+    for (int i = 0; i < 20; i++)
+        t[i] = i % 2 ? 0.040 : 0.080; /* half the steps twice as long as the others */
+    zp_quiet_steps_of(t, 20, &in.steps);
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect_not(v.quiet);
+    cr_expect(strstr(v.reason, "steps spread") != NULL, "%s", v.reason);
+    for (int i = 0; i < 20; i++)
+        t[i] = 0.050;
+    t[7] = 0.500; /* one step preempted: q90 stays */
+    zp_quiet_steps_of(t, 20, &in.steps);
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet, "%s", v.reason);
+}
+
+Test(quiet, unknown_figures_are_not_held_against_a_run_and_every_failed_check_is_named)
+{
+    zp_quiet_in in = idle_run();
+    in.busy_s = -1;
+    in.load1 = -1;
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet);
+    cr_expect_lt(v.others_cores, 0);
+    in = idle_run();
+    in.own_cpu_s = 1.0;
+    in.load1 = 4.0;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(strstr(v.reason, "other processes") && strstr(v.reason, "; load 4.00"), "%s", v.reason);
+    in.cores = 0;
+    cr_expect_neq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect_neq(zp_quiet_judge(NULL, &v), ZP_OK);
+}
+
+Test(quiet, the_sampler_reads_this_machine)
+{
+    zp_quiet_sample a, b;
+    cr_assert_eq(zp_quiet_sample_take(&a), ZP_OK);
+    volatile double x = 0;
+    for (int i = 0; i < 20000000; i++)
+        x += i * 1e-9;
+    cr_assert_eq(zp_quiet_sample_take(&b), ZP_OK);
+    cr_expect_gt(b.wall_s, a.wall_s);
+    cr_expect_geq(b.own_cpu_s, a.own_cpu_s);
+    cr_expect_geq(a.busy_s, 0, "/proc/stat read");
+    cr_expect_geq(b.busy_s, a.busy_s);
+    cr_expect_geq(a.load1, 0, "/proc/loadavg read");
+    cr_expect_neq(zp_quiet_sample_take(NULL), ZP_OK);
+}

@@ -1,0 +1,86 @@
+/* zp_quiet.h — was this machine quiet while something was measured? A measured time is only worth
+ * comparing with a prediction when nothing else ran beside it: other processes' CPU time, a load above the
+ * cores, or steps that spread widely each mean the figure measured other people's work too.
+ *
+ *     zp_quiet_sample a, b;
+ *     zp_quiet_sample_take(&a);  ... the measured work ...  zp_quiet_sample_take(&b);
+ *     zp_quiet_in in = {.cores = 2, .procs = 2, ...};   // from b - a, the own CPU summed over the ranks
+ *     zp_quiet_verdict v;
+ *     zp_quiet_judge(&in, &v);   // v.quiet, v.reason
+ *
+ * The judge is a pure function of its figures (tested with made-up loads); only the sampler reads /proc. */
+#ifndef ZP_QUIET_H
+#define ZP_QUIET_H
+
+#include <stddef.h>
+
+#include "zp_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Not quiet when other processes used more than this many cores on average over the window: 0.25 core
+ * (an idle machine's daemons and the launcher use a few hundredths; one process hogging a core, 1). */
+#define ZP_QUIET_MAX_OTHERS_CORES 0.25
+/* Not quiet when the 1-minute load average exceeds the cores (or the run's own processes, when they are
+ * more) by more than this: the run's own ranks make a load of about their count. */
+#define ZP_QUIET_LOAD_MARGIN 0.5
+/* Not quiet when the middle 80% of the steps spread more than this fraction of the median,
+ * (q90 - q10) / median: this VM's idle steps swing -20%..+40% in spells, whose middle 80% stay within
+ * about a third of the median. */
+#define ZP_QUIET_MAX_SPREAD 0.5
+
+/* One reading of the machine and of this process. */
+typedef struct {
+    double wall_s;    /* the monotonic clock, seconds */
+    double busy_s;    /* CPU seconds this machine's cores spent not idle since boot (/proc/stat: user, nice,
+                         system, irq, softirq, steal); < 0 unknown */
+    double own_cpu_s; /* CPU seconds of this process, every thread, user + system (getrusage) */
+    double load1;     /* the 1-minute load average (/proc/loadavg); < 0 unknown */
+} zp_quiet_sample;
+
+/* Fills *s; figures it cannot read are -1. Never fails (ZP_EINVAL for s NULL). */
+zp_status zp_quiet_sample_take(zp_quiet_sample *s);
+
+/* Step times in order statistics: min, 10th percentile, median, 90th percentile, max, seconds (linear
+ * interpolation between order statistics; every figure NAN for n = 0). x is not changed. */
+typedef struct {
+    size_t n;
+    double min, q10, median, q90, max;
+} zp_quiet_steps;
+zp_status zp_quiet_steps_of(const double *x, size_t n, zp_quiet_steps *out);
+
+/* What the judge looks at. */
+typedef struct {
+    int cores;          /* this machine's online cores */
+    int procs;          /* the run's own busy processes on this machine (its ranks) */
+    double wall_s;      /* the measured window, seconds */
+    double busy_s;      /* the machine's busy CPU seconds over the window; < 0 unknown */
+    double own_cpu_s;   /* the run's own CPU seconds over the window, all its ranks on this machine */
+    double load1;       /* 1-minute load average at the window's end; < 0 unknown */
+    zp_quiet_steps steps;
+} zp_quiet_in;
+
+typedef struct {
+    int quiet;              /* 1: every check passed; 0: at least one failed (reason says which) */
+    double others_cores;    /* (busy - own) / wall: cores' worth of CPU other processes used; < 0 unknown */
+    double load_limit;      /* the load above which it is not quiet */
+    double spread;          /* (q90 - q10) / median of the steps; 0 with fewer than 2 steps */
+    char reason[200];       /* "" when quiet; otherwise each failed check with its figure and its bound */
+} zp_quiet_verdict;
+
+/* Judges in: not quiet when others_cores > ZP_QUIET_MAX_OTHERS_CORES, load1 > max(cores, procs) +
+ * ZP_QUIET_LOAD_MARGIN, or spread > ZP_QUIET_MAX_SPREAD. Unknown figures are not held against it.
+ * ZP_EINVAL for NULL or cores < 1. */
+zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out);
+
+/* A calibration's reading (others' cores, load at the end; zp_profile's machine.while_calibrating) judged as
+ * a window of no steps on `cores` cores with `procs` ranks. */
+zp_status zp_quiet_judge_figures(int cores, int procs, double others_cores, double load1, zp_quiet_verdict *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
