@@ -38,6 +38,8 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->dev.k_half = ZP_DEVICE_K_HALF;
     p->dev.launch_s = c->kernel_launch;
     p->dev.dispatch_s = c->dispatch;
+    p->dev.nccl_ll_base_s = c->nccl_ll_base;
+    p->dev.nccl_ll_hop_s = c->nccl_ll_hop;
     p->dev.unfused_kernels = c->unfused_kernels;
     p->dev.flash_eff = c->flash_efficiency;
     p->dev.flash_seq_half = c->flash_seq_half;
