@@ -145,15 +145,15 @@ typedef struct {
  *   max(2mnk / (peak x efficiency), bytes(A, B, C) / copy bandwidth) + launch_s,
  *   efficiency = gemm_max_efficiency x max over cuBLAS's CTA tiles of (the tile's relative throughput x tile
  *                quantization x wave quantization over `sms` SMs) x k / (k + k_half),
- * an element-wise kernel launch_s + its bytes / copy bandwidth, and every kernel at least dispatch_s (the
- * framework's host-side dispatch: an op of many small kernels waits on the CPU). sms == 0: not set (the GEMM
+ * an element-wise kernel launch_s + its bytes / copy bandwidth; the host dispatches each kernel in dispatch_s
+ * (the framework's host side, a queue ahead of the GPU in the simulation: small kernels wait on the CPU). sms == 0: not set (the GEMM
  * fit and the measured kernels alone, as `zplan calibrate` writes for the cpu backend). */
 typedef struct {
     int sms;                 /* streaming multiprocessors: a GEMM's CTAs run in waves of this many */
     double gemm_max_eff;     /* fraction of the 16-bit peak a GEMM reaches when its tiles fill whole waves */
     double k_half;           /* the k at which a GEMM's main loop runs at half speed (prologue, epilogue) */
     double launch_s;         /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
-    double dispatch_s;       /* host-side framework dispatch per kernel, s: the least a kernel takes */
+    double dispatch_s;       /* host-side framework dispatch per kernel, s (sim/zp_actors.c: the host's queue) */
     double nccl_ll_base_s;   /* NCCL's LL protocol inside a node, measured: fixed time of a collective, s */
     double nccl_ll_hop_s;    /* ... and each ring step over NVSwitch, s (0 both: NCCL's tuner figures) */
     int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused
