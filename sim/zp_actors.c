@@ -32,6 +32,8 @@ typedef struct {
     double kpending;   /* s: of the compute stream's coalesced kernels, under nccl_frac: run as an execution */
     int kphase;        /* the phase of the last of them */
     double run_start;  /* s: when the coalesced time began */
+    double host;       /* s: when the host will have dispatched the stream's ops so far (compute stream) */
+    int synced;        /* the host has waited for the GPU before this step's optimizer */
 } stream_ctx;
 
 /* An op of node `node` on stream `stream` from ts for dur s, in the trace (a stage's first node only). */
@@ -277,6 +279,33 @@ static void run_coll(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
     nccl_release(held);
 }
 
+/* The host's dispatch queue ahead of the compute stream (the framework issues every kernel, collective and
+ * copy from Python, zp_device_host_time): it runs ahead while the GPU is busy, and an op starts on the GPU
+ * only once the host has issued it, so the GPU idles where the host falls behind (small work per GPU: each
+ * kernel shorter than its dispatch). Before the optimizer the host waits for the GPU once (Megatron-LM and
+ * DeepSpeed read the gradient norm or the loss scaler's found-inf flag with .item()). The idle time is
+ * the op's part of the breakdown, and of it host_wait; traced as "host dispatch". */
+static void host_dispatch(stream_ctx *c, const zp_op *op)
+{
+    zp_eng *E = c->E;
+    const double gpu_free = c->run_start + c->pending + c->kpending;
+    if (zp_op_part(op) == ZP_PART_OPTIMIZER && !c->synced) {
+        c->host = fmax(c->host, gpu_free);
+        c->synced = 1;
+    }
+    c->host += zp_device_host_time(E->in->profile, op);
+    const double idle = c->host - gpu_free;
+    if (!(idle > 0))
+        return;
+    c->pending += idle;
+    if (E->in->trace_path && zp_eng_local_of(E, c->node) == 0)
+        zp_trace_add(&E->tr, zp_eng_stage_of(E, c->node), c->s, gpu_free, idle, op, "host dispatch");
+    if (c->rec) {
+        account(E, c->s, op, idle);
+        E->res.host_wait += idle;
+    }
+}
+
 /* An op that interacts with other actors (a collective with flows, a copy, a point-to-point op, a
  * channel's signal or wait): the coalesced time passes first; traced and accounted as it lasted. */
 static void run_interacting(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
@@ -321,6 +350,7 @@ static void stream_actor(int argc, char *argv[])
     const zp_stream s = (zp_stream)atoi(argv[2]);
     stream_ctx c = {.E = E, .node = node, .s = s, .xs = s == ZP_STREAM_COMPUTE ? ZP_XS_COMPUTE : ZP_XS_COMM,
                     .rec = node == 0, .run_start = simgrid_get_clock()};
+    c.host = c.run_start;
     E->streams_started++;
 
     const zp_schedule *sc = &E->sc[zp_eng_stage_of(E, node)];
@@ -337,6 +367,8 @@ static void stream_actor(int argc, char *argv[])
             continue;
         }
         const zp_group_shape *gs = zp_fabric_group(&E->n, in->group);
+        if (s == ZP_STREAM_COMPUTE)
+            host_dispatch(&c, op);
         double local = op_local_time(E, op, gs);
         if (local >= 0.0)
             run_local(&c, op, local);

@@ -32,7 +32,10 @@ static int coll_rails(const zp_net *N, const zp_group_shape *gs)
  * in us and GB/s. LL sends 4 bytes of data per 8 on the wire and flags every line (a quarter of the ring's
  * bus bandwidth, a tree's /3.8), LL128 120 of 128 bytes (0.92), Simple all of it with the largest latency;
  * a tree runs at 0.9 of the ring's bandwidth. Ring Simple all-reduces across nodes pay 1.9x their latency
- * at large sizes (the tuner's "plateau" factor). LL's intra-node hops cost 1.8x when nodes > 1. */
+ * at large sizes (the tuner's "plateau" factor). LL's intra-node hops cost 1.8x when nodes > 1. Where the
+ * profile holds nccl-tests' measured LL floor over NVSwitch (dev.nccl_ll_base_s, nccl_ll_hop_s: a DGX
+ * A100's, 6.0 us + 1.98 us a ring step, vocab/zp_cluster.c) LL takes those figures instead of the tuner's
+ * 3.6 + 0.47 us, which NCCL uses to rank protocols, not to predict times. */
 enum { P_LL = ZP_COLLCOST_LL, P_LL128 = ZP_COLLCOST_LL128, P_SIMPLE = ZP_COLLCOST_SIMPLE, NPROTO };
 enum { A_TREE = 0, A_RING, NALGO };
 static const double nccl_base_us[NALGO][NPROTO] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
@@ -59,9 +62,14 @@ static double nccl_time(const zp_net *N, const zp_op *op, const zp_group_shape *
         intra_steps = f * (P - 1.0) - f * (k - 1.0);
         inter_steps = f * (k - 1.0);
     }
-    double hw_intra = nccl_hw_nvlink_us[algo][proto] * (multi && proto == P_LL ? 1.8 : 1.0);
-    double lat = (nccl_base_us[algo][proto] + intra_steps * hw_intra + inter_steps * nccl_hw_net_us[algo][proto]) *
-                 1e-6;
+    double base = nccl_base_us[algo][proto], hw_intra = nccl_hw_nvlink_us[algo][proto];
+    const zp_profile *pr = N->prof;
+    if (proto == P_LL && pr && pr->dev.nccl_ll_hop_s > 0) { /* nccl-tests' measured LL floor (zp_cluster.c) */
+        base = pr->dev.nccl_ll_base_s * 1e6;
+        hw_intra = pr->dev.nccl_ll_hop_s * 1e6;
+    }
+    hw_intra *= multi && proto == P_LL ? 1.8 : 1.0;
+    double lat = (base + intra_steps * hw_intra + inter_steps * nccl_hw_net_us[algo][proto]) * 1e-6;
     if (algo == A_RING && proto == P_SIMPLE && multi && kind == ZP_COLL_ALLREDUCE && op->bytes >= P / 16.0 * 65536)
         lat *= 1.9;
     const double frac = nccl_bw_frac[algo][proto];

@@ -38,6 +38,8 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->dev.k_half = ZP_DEVICE_K_HALF;
     p->dev.launch_s = c->kernel_launch;
     p->dev.dispatch_s = c->dispatch;
+    p->dev.nccl_ll_base_s = c->nccl_ll_base;
+    p->dev.nccl_ll_hop_s = c->nccl_ll_hop;
     p->dev.unfused_kernels = c->unfused_kernels;
     p->dev.flash_eff = c->flash_efficiency;
     p->dev.flash_seq_half = c->flash_seq_half;
@@ -236,11 +238,29 @@ double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_
         return 0.0;
     if (op->flash && p->dev.flash_eff > 0) {
         double t = flash_time(p, op, i);
-        return t > 0 ? fmax(t, p->dev.dispatch_s) : 0.0;
+        return t > 0 ? t : 0.0;
     }
-    double t = i->cost(p, op, i, gpus_sharing_cpu);
-    /* a device kernel is launched by the framework on the host: at least its dispatch each */
-    if (i->stream != ZP_STREAM_CPU && p->dev.dispatch_s > 0)
-        t = fmax(t, p->dev.dispatch_s * zp_device_launches(p, i));
-    return t;
+    return i->cost(p, op, i, gpus_sharing_cpu);
+}
+
+/* The host's side of an op (zp_device.h): the framework's dispatch of each kernel it launches, one framework
+ * call for a collective, a point-to-point op or a copy (Python, autograd, c10d, the launch); nothing for
+ * what the host runs itself (its Adam) or what is no GPU work (allocations, channels). */
+double zp_device_host_time(const zp_profile *p, const zp_op *op)
+{
+    const zp_op_info *i = zp_op_info_get(op->type);
+    if (!i || p->dev.dispatch_s <= 0 || i->stream == ZP_STREAM_CPU)
+        return 0.0;
+    switch (i->cls) {
+    case ZP_OPC_COMPUTE:
+        if (!i->cost)
+            return 0.0;
+        if (op->flash && p->dev.flash_eff > 0) /* one FlashAttention kernel; the ops inside it none */
+            return i->flash == ZP_FLASH_FUSED ? 0.0 : p->dev.dispatch_s;
+        return p->dev.dispatch_s * zp_device_launches(p, i);
+    case ZP_OPC_COLL:
+    case ZP_OPC_P2P:
+    case ZP_OPC_COPY: return p->dev.dispatch_s;
+    default: return 0.0;
+    }
 }

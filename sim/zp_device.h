@@ -25,7 +25,7 @@
 
 /* The preset's built-in profile: the per-kernel device model (zp_profile_device: GEMMs by shape with tile
  * and wave quantization, max of compute and memory traffic, launch; element-wise kernels by their bytes;
- * the host's dispatch floor per kernel), Adam at the achievable HBM bandwidth, CPU Adam at the node's rate,
+ * the host's dispatch per kernel, zp_device_host_time), Adam at the achievable HBM bandwidth, CPU Adam at the node's rate,
  * collectives with NVSwitch / InfiniBand latency and bandwidth, PCIe copies, NVMe drives. */
 void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
 
@@ -34,6 +34,11 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *out);
  * bandwidth, Adam, the host CPU's Adam where `gpus_sharing_cpu` GPUs of the node share the CPU); 0 for an
  * op that is not a kernel. */
 double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_cpu);
+/* The host CPU's time to issue `op` (the framework's dispatch: dev.dispatch_s per kernel launched, one for a
+ * collective, a point-to-point op or a copy), s; 0 for host work and non-GPU ops. The simulation runs the
+ * host as a queue ahead of the GPU (sim/zp_actors.c): a kernel starts when both the GPU is free and its
+ * dispatch is done, so the GPU idles where the host falls behind (small work per GPU). */
+double zp_device_host_time(const zp_profile *p, const zp_op *op);
 /* The head dimension FlashAttention-2's kernels compute a head of `d` at (d rounded up to a multiple of 32
  * up to 192, else 256): the attention kernels' work scales by it over d. */
 double zp_device_flash_head_dim(double d);

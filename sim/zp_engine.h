@@ -104,6 +104,8 @@ typedef struct {
     double compute;          /* forward, recompute and backward kernels (nccl_contention included) */
     double nccl_contention;  /* of compute: what the kernels lost to the SMs of NCCL collectives running
                                 beside them (zp_profile_device.nccl_ctas) */
+    double host_wait;        /* of the parts above: the compute stream idle, waiting for the host to dispatch
+                                its next op (zp_device_host_time; sim/zp_actors.c) */
     double mp_comm;          /* Megatron MP all-reduces and Pa all-gathers (blocking, on the compute stream) */
     double dp_exposed;       /* waiting for ZeRO-DP collectives (gathers, reductions) + the tail after compute */
     double optimizer;        /* the Adam step (GPU), or waiting for the CPU Adam and its copies */

@@ -385,6 +385,8 @@ zp_status zp_profile_validate(const zp_profile *p)
     CHECK_NUM(p->dev.k_half, "device_model.k_half");
     CHECK_NUM(p->dev.launch_s, "device_model.launch_s");
     CHECK_NUM(p->dev.dispatch_s, "device_model.dispatch_s");
+    CHECK_NUM(p->dev.nccl_ll_base_s, "device_model.nccl_ll_base_s");
+    CHECK_NUM(p->dev.nccl_ll_hop_s, "device_model.nccl_ll_hop_s");
     CHECK_NUM(p->dev.flash_seq_half, "device_model.flash_seq_half");
     if (!(p->dev.flash_eff >= 0 && p->dev.flash_eff <= 1))
         return ZP_FAIL(ZP_EINVAL, "profile: device_model.flash_efficiency must be in [0, 1] (got %g)", p->dev.flash_eff);
@@ -658,7 +660,7 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
             return ZP_FAIL(ZP_EINVAL, "profile '%s': device_model must be an object", r->name);
         static const char *const dev_keys[] = {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",
                                                "unfused_kernels", "flash_efficiency", "flash_seq_half", "nccl_ctas",
-                                               NULL};
+                                               "nccl_ll_base_s", "nccl_ll_hop_s", NULL};
         ZP_TRY(only_keys(r, o, "device_model", dev_keys));
         ZP_TRY(get_int(r, o, "device_model", "sms", &p->dev.sms));
         ZP_TRY(get_num(r, o, "device_model", "gemm_max_efficiency", &p->dev.gemm_max_eff));
@@ -675,6 +677,10 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
             ZP_TRY(get_num(r, o, "device_model", "flash_seq_half", &p->dev.flash_seq_half));
         if (json_object_get(o, "nccl_ctas"))
             ZP_TRY(get_int(r, o, "device_model", "nccl_ctas", &p->dev.nccl_ctas));
+        if (json_object_get(o, "nccl_ll_base_s"))
+            ZP_TRY(get_num(r, o, "device_model", "nccl_ll_base_s", &p->dev.nccl_ll_base_s));
+        if (json_object_get(o, "nccl_ll_hop_s"))
+            ZP_TRY(get_num(r, o, "device_model", "nccl_ll_hop_s", &p->dev.nccl_ll_hop_s));
     }
     o = json_object_get(root, "nvme_gbs");
     if (o) {
@@ -1012,6 +1018,10 @@ static int put_device(json_t *root, const zp_profile *p)
             bad |= put(d, "flash_seq_half", json_real(p->dev.flash_seq_half));
         if (p->dev.nccl_ctas > 0)
             bad |= put(d, "nccl_ctas", json_integer(p->dev.nccl_ctas));
+        if (p->dev.nccl_ll_base_s > 0 || p->dev.nccl_ll_hop_s > 0) {
+            bad |= put(d, "nccl_ll_base_s", json_real(p->dev.nccl_ll_base_s));
+            bad |= put(d, "nccl_ll_hop_s", json_real(p->dev.nccl_ll_hop_s));
+        }
         bad |= put(root, "device_model", d);
     }
     if (p->nvme_read_gbs > 0 || p->nvme_write_gbs > 0) {

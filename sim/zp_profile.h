@@ -25,7 +25,8 @@
  *                       {"t0_s", "s_per_elem", "elems"}},        time = t0 + elements * s_per_elem
  *   "device_model": {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",   OPTIONAL
  *                    "unfused_kernels" (optional, false), "flash_efficiency" (optional, 0),
- *                    "flash_seq_half" (optional, 0), "nccl_ctas" (optional, 0)},
+ *                    "flash_seq_half" (optional, 0), "nccl_ctas" (optional, 0),
+ *                    "nccl_ll_base_s", "nccl_ll_hop_s" (optional, 0: NCCL's tuner figures)},
  *   "nvme_gbs": {"read", "write"}                                OPTIONAL: the node's drives (ZeRO-Infinity)
  * }
  * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
@@ -149,15 +150,17 @@ typedef struct {
  *   max(2mnk / (peak x efficiency), bytes(A, B, C) / copy bandwidth) + launch_s,
  *   efficiency = gemm_max_efficiency x max over cuBLAS's CTA tiles of (the tile's relative throughput x tile
  *                quantization x wave quantization over `sms` SMs) x k / (k + k_half),
- * an element-wise kernel launch_s + its bytes / copy bandwidth, and every kernel at least dispatch_s (the
- * framework's host-side dispatch: an op of many small kernels waits on the CPU). sms == 0: not set (the GEMM
+ * an element-wise kernel launch_s + its bytes / copy bandwidth; the host dispatches each kernel in dispatch_s
+ * (the framework's host side, a queue ahead of the GPU in the simulation: small kernels wait on the CPU). sms == 0: not set (the GEMM
  * fit and the measured kernels alone, as `zplan calibrate` writes for the cpu backend). */
 typedef struct {
     int sms;                 /* streaming multiprocessors: a GEMM's CTAs run in waves of this many */
     double gemm_max_eff;     /* fraction of the 16-bit peak a GEMM reaches when its tiles fill whole waves */
     double k_half;           /* the k at which a GEMM's main loop runs at half speed (prologue, epilogue) */
     double launch_s;         /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
-    double dispatch_s;       /* host-side framework dispatch per kernel, s: the least a kernel takes */
+    double dispatch_s;       /* host-side framework dispatch per kernel, s (sim/zp_actors.c: the host's queue) */
+    double nccl_ll_base_s;   /* NCCL's LL protocol inside a node, measured: fixed time of a collective, s */
+    double nccl_ll_hop_s;    /* ... and each ring step over NVSwitch, s (0 both: NCCL's tuner figures) */
     int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused
                                 (sim/zp_ops.def: eltbytes_unfused) rather than 2020's fused ones */
     int nccl_ctas;           /* SMs (one CTA per NCCL channel) a collective's kernel holds while it runs: compute

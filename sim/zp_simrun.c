@@ -147,6 +147,7 @@ static void extrapolate(const zp_sim_result *a, const zp_sim_result *b, double f
     X(step_time);
     X(compute);
     X(nccl_contention);
+    X(host_wait);
     X(mp_comm);
     X(dp_exposed);
     X(optimizer);

@@ -46,11 +46,20 @@
  *  head dimension and FlashAttention-1's speed: sim/zp_device.c (g_flash_kernels).
  *  Kernels: ~3 us of GPU time per kernel beyond its work (launch, ramp, tail of back-to-back kernels) and a host
  *  dispatch of ~10 us per kernel for a PyTorch eager framework (operator micro-benchmarks: 3.3 us for a bare
- *  op; autograd recording, Python module calls and the CUDA launch add the rest).
+ *  op; autograd recording, Python module calls and the CUDA launch add the rest; pytorch/pytorch issue
+ *  #41383: 5 us per op on a scalar from Python, 7 us with autograd; flagos-ai/Torch-FL PR #27: an eager CUDA
+ *  add of 512x512 issued back to back costs the host 8 us per op on an A100). The simulation runs it as the
+ *  host's queue ahead of the GPU (sim/zp_actors.c).
  *  Collectives: NCCL's own cost model (src/graph/tuning.cc: latency per protocol LL/LL128/Simple and per hop
  *  kind NVLink/PCIe/network, bandwidth fractions per protocol; sim/zp_engine.c); NCCL 2.4.8 of the ZeRO paper
  *  predates LL128 (2.5). Latencies of the links themselves: NVSwitch ~5 us and InfiniBand ~6-10 us per ring
  *  step on the Simple protocol.
+ *  Small collectives inside a node: nccl-tests all_reduce_perf on a DGX A100, NCCL_ALGO=Ring, one channel,
+ *  8-128 bytes (nccl-tests issue #123, "Understanding the latency of NCCL", 2022): 10.0, 13.76, 16.88, 20.8,
+ *  25.2, 29.5, 33.7 us on 2-8 GPUs, i.e. 6.0 us + 1.98 us per ring step (2(g-1) steps; least squares,
+ *  residuals under 0.6 us); NCCL's tuner figures (3.6 + 0.47 us a step) are 3-4 times below the measured
+ *  times from 4 GPUs up. A 2-GPU all-reduce of 32 bytes on A100-SXM4 (NCCL issue #583): 10.1 us. No such
+ *  table for a DGX H100's NVSwitch was found: its presets take the A100's floor (nccl_ll_base, nccl_ll_hop).
  *  Channels across nodes: the paper's NCCL 2.4.8 drove one ring per collective across DGX-2 nodes, so a
  *  group's inter-node traffic crossed one 100 Gb/s rail; NCCL 2.4 ran large collectives as flat rings through
  *  every GPU of the group, so each node's egress carries 2(P-1)/P of the buffer per all-reduce; NCCL >= 2.7 with
@@ -84,7 +93,7 @@
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
     .gemm_efficiency = 0.77, .sms = 108, .nccl_ctas = 24, .tdp_w = 400,                                       \
     .flash_efficiency = 0.60, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
-    .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
+    .nccl_ll128 = 1, .nccl_ll_base = 6.0e-6, .nccl_ll_hop = 1.98e-6, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 300e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 5e-6, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,     \
     .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 32e9, .host_mem = (host),         \
@@ -94,7 +103,7 @@
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
     .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, .tdp_w = 700,                                       \
     .flash_efficiency = 0.34, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
-    .nccl_ll128 = 1, .hbm_bw = (hbm),                                                                         \
+    .nccl_ll128 = 1, .nccl_ll_base = 6.0e-6, .nccl_ll_hop = 1.98e-6, .hbm_bw = (hbm),                                                                         \
     .nvlink_bw = 450e9,                                                                                       \
     .nvlink_efficiency = 0.78, .nvlink_latency = 4e-6, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,     \
     .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 64e9, .host_mem = 2e12,           \

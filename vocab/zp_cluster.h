@@ -36,6 +36,9 @@ typedef struct {
                                 INFO "24 coll channels" on 8-GPU NVSwitch nodes); compute overlapped with a
                                 collective runs on the other SMs. 0: not modelled */
     int nccl_ll128;          /* NCCL's LL128 protocol is available (NCCL >= 2.5 on NVLink); 0: LL and Simple */
+    double nccl_ll_base;     /* a small all-reduce's fixed time on NCCL's LL protocol inside the node, s, and */
+    double nccl_ll_hop;      /* ... each NVSwitch step of its ring (2(g-1) steps): nccl-tests' measured floor
+                                where it was published (0: NCCL's tuner figures, 3.6 + 0.47 us a step) */
     int unfused_kernels;     /* the software the preset stands for runs Megatron-LM 2019's unfused memory-bound
                                 kernels (the ZeRO paper's stack) */
     double flash_efficiency; /* fraction of peak FlashAttention-2's causal forward+backward reaches at long

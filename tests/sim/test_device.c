@@ -93,11 +93,16 @@ Test(device, eltwise_bytes_launches_and_dispatch_floor)
     cr_expect_float_eq(big, 2 * a.dev.launch_s + 11e8 / (a.copy_gbs * 1e9), 1e-12);
     o.elems = 1e3;
     o.bytes = o.elems * in->eltbytes;
-    cr_expect_float_eq(zp_device_op_time(&a, &o, 1), 2 * a.dev.dispatch_s, 1e-15, "tiny: the dispatch floor");
+    /* tiny: the GPU's time is its launches and bytes; the host's dispatch of its 2 kernels is longer, and
+     * the simulation's host queue (sim/zp_actors.c) makes the GPU wait for it */
+    cr_expect_float_eq(zp_device_op_time(&a, &o, 1), 2 * a.dev.launch_s + 11e3 / (a.copy_gbs * 1e9), 1e-15);
+    cr_expect_float_eq(zp_device_host_time(&a, &o), 2 * a.dev.dispatch_s, 1e-15, "tiny: 2 dispatches");
+    cr_expect_gt(zp_device_host_time(&a, &o), zp_device_op_time(&a, &o, 1));
     /* the host's CPU Adam pays no GPU dispatch */
     zp_op adam = op_of(ZP_OPK_CPU_ADAM);
     adam.bytes = 10;
     cr_expect_lt(zp_device_op_time(&a, &adam, 1), 1e-6);
+    cr_expect_eq(zp_device_host_time(&a, &adam), 0.0);
 }
 
 /* The ZeRO paper's stack (dgx2: Megatron-LM 2019) runs its attention softmax and its bias/dropout/residual adds
@@ -482,4 +487,48 @@ Test(device, nvme_swaps_at_the_drives_bandwidth)
     const double psi = zp_model_params(m);
     cr_expect_float_eq(rd, 16.0 * psi, 1e3);
     cr_expect_float_eq(wr, 14.0 * psi, 1e3, "12 bytes of states and the 2-byte parameters");
+}
+
+/* The host's dispatch queue (sim/zp_actors.c): with small work per GPU (1.5B at MP 8, one sequence) the
+ * kernels are shorter than their dispatch, so the GPU waits for the host (host_wait > 0) and the step lasts
+ * at least the host's dispatch of every compute-stream op; with large work (micro-batch 16, MP 1) the host
+ * runs ahead and the GPU hardly waits (under 1% of the step). */
+static double host_total(const zp_model *m, const zp_plan *p, const zp_profile *prof)
+{
+    zp_schedule s;
+    cr_assert_eq(zp_schedule_build(m, p, &s), ZP_OK);
+    double h = 0;
+    for (int i = 0; i < s.n[ZP_STREAM_COMPUTE]; i++)
+        h += zp_device_host_time(prof, &s.ops[ZP_STREAM_COMPUTE][i]);
+    zp_schedule_free(&s);
+    return h;
+}
+
+Test(device, host_dispatch_queue)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    const int64_t mp[2] = {8, 1}, mb[2] = {1, 16};
+    for (int i = 0; i < 2; i++) {
+        zp_plan p;
+        zp_plan_default(&p, mp[i]);
+        p.mp = mp[i];
+        p.dp = 1;
+        p.micro_batch = mb[i];
+        p.checkpoint = 0;
+        zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
+        cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
+        const double h = host_total(m, &p, &prof);
+        if (i == 0) {
+            cr_expect_gt(j.res.host_wait, 0.0, "small work: the GPU waits for the host");
+            cr_expect_geq(j.res.step_time, h, "step %g s, host dispatch %g s", j.res.step_time, h);
+        } else {
+            cr_expect_lt(j.res.host_wait, 0.01 * j.res.step_time, "large work: waits %g s of a %g s step",
+                         j.res.host_wait, j.res.step_time);
+            cr_expect_lt(h, j.res.step_time);
+        }
+    }
 }
