@@ -27,6 +27,9 @@ static zp_status launch_vocab(const zp_launch *l, int64_t *vocab)
         return ZP_FAIL(ZP_EINVAL, "%s: the vocabulary is not stated (tokenizer '%s' is not one zplan knows): state "
                                   "it (Megatron-LM --vocab-size, NeMo model.tokenizer) or give --model",
                        l->name, l->tokenizer[0] ? l->tokenizer : "none");
+    if (v > (INT64_C(1) << 32) || l->vocab_multiple > 1000000 || l->tp > ZP_MAX_GPUS)
+        return ZP_FAIL(ZP_EINVAL, "%s: vocabulary %lld, its multiple %lld or TP %lld out of range", l->name,
+                       (long long)v, (long long)l->vocab_multiple, (long long)l->tp);
     if (l->kind == ZP_LAUNCH_MEGATRON || l->kind == ZP_LAUNCH_NEMO) {
         const int64_t mult = (l->vocab_multiple > 0 ? l->vocab_multiple : 128) * (l->tp > 0 ? l->tp : 1);
         v = (v + mult - 1) / mult * mult;
@@ -90,7 +93,7 @@ int64_t zp_launch_gpus(const zp_launch *l)
 /* The data-parallel degree and the ZeRO stage: what TP x PP leave (torchtitan: its FSDP and DDP degrees). */
 static zp_status launch_dp(zp_launch *l, int64_t gpus, int64_t tp, int64_t pp, int64_t *dp, int *stage)
 {
-    if (gpus % (tp * pp) != 0)
+    if (tp > gpus || pp > gpus || gpus % (tp * pp) != 0)
         return ZP_FAIL(ZP_EINVAL, "%s: tensor x pipeline parallelism (%lld x %lld) do not divide the %lld GPUs "
                                   "(--gpus)",
                        l->name, (long long)tp, (long long)pp, (long long)gpus);
@@ -101,7 +104,7 @@ static zp_status launch_dp(zp_launch *l, int64_t gpus, int64_t tp, int64_t pp, i
     /* torchtitan: FSDP over data_parallel_shard_degree (-1: what is left), DDP over the replicate degree */
     const int64_t rep = l->dp_replicate > 0 ? l->dp_replicate : 1;
     const int64_t shard = l->dp_shard > 0 ? l->dp_shard : *dp / rep;
-    if (rep * shard != *dp || shard < 1)
+    if (rep > *dp || shard > *dp || rep * shard != *dp || shard < 1)
         return ZP_FAIL(ZP_EINVAL, "%s: parallelism.data_parallel_replicate_degree %lld x data_parallel_shard_degree "
                                   "%lld must be the %lld GPUs' data-parallel degree (GPUs / (TP x PP))",
                        l->name, (long long)rep, (long long)shard, (long long)*dp);
@@ -120,6 +123,11 @@ static zp_status launch_batch(zp_launch *l, int64_t dp, zp_search_req *r)
         micro = 1;
         zp_launch_note(l, "micro-batch not stated: 1");
     }
+    const double most = (double)(INT64_C(1) << 50); /* sequences: beyond any run, and no overflow below */
+    if ((double)micro * (double)dp * (double)(l->grad_accum > 0 ? l->grad_accum : 1) > most ||
+        (double)global > most)
+        return ZP_FAIL(ZP_EINVAL, "%s: the batch (micro-batch %lld x DP %lld) is beyond %.0f sequences", l->name,
+                       (long long)micro, (long long)dp, most);
     if (global <= 0)
         global = micro * dp * (l->grad_accum > 0 ? l->grad_accum : 1);
     if (global % (micro * dp) != 0)
@@ -174,8 +182,11 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     /* torchtitan's TP always shards the norms' activations along the sequence (SequenceParallel) */
     r->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1;
     int64_t v = l->vstages > 1 ? l->vstages : 1;
+    if (v > ZP_MAX_VSTAGES)
+        return ZP_FAIL(ZP_EINVAL, "%s: %lld virtual stages: zplan models at most %d", l->name, (long long)v,
+                       ZP_MAX_VSTAGES);
     if (l->vp > 0 && pp > 1) {
-        if (r->model->layers % (pp * l->vp) != 0)
+        if (l->vp > r->model->layers || r->model->layers % (pp * l->vp) != 0)
             return ZP_FAIL(ZP_EINVAL, "%s: %lld layers per virtual stage x %lld stages do not divide the %lld layers",
                            l->name, (long long)l->vp, (long long)pp, (long long)r->model->layers);
         v = r->model->layers / (pp * l->vp);

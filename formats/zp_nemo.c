@@ -196,12 +196,20 @@ static zp_status yaml_line(ypath *y, const char *p, const char *e, int ind, cons
         return ZP_FAIL(ZP_EINVAL, "%s:%d: expected key: value (zplan reads a subset of YAML: block mappings)", name,
                        line);
     char key[200];
-    int n = 0;
-    for (int i = 0; i < y->depth; i++)
-        n += snprintf(key + n, sizeof key - (size_t)n, "%s.", y->key[i]);
-    if ((size_t)n + (size_t)(p - k) >= sizeof key || (size_t)(p - k) >= sizeof y->key[0] || y->depth >= MAX_DEPTH)
+    size_t n = 0;
+    for (int i = 0; i < y->depth && n < sizeof key; i++) {
+        const size_t kl = strlen(y->key[i]);
+        if (n + kl + 1 >= sizeof key)
+            n = sizeof key; /* too long: refused below */
+        else {
+            memcpy(key + n, y->key[i], kl);
+            key[n + kl] = '.';
+            n += kl + 1;
+        }
+    }
+    if (n + (size_t)(p - k) >= sizeof key || (size_t)(p - k) >= sizeof y->key[0] || y->depth >= MAX_DEPTH)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: key nested too deep or too long", name, line);
-    snprintf(key + n, sizeof key - (size_t)n, "%.*s", (int)(p - k), k);
+    snprintf(key + n, sizeof key - n, "%.*s", (int)(p - k), k);
     p++;
     while (p < e && (*p == ' ' || *p == '\t'))
         p++;
