@@ -111,17 +111,16 @@ zp_status zp_nemo_parse(const char *text, const char *name, zp_launch *l);
 /* Reads a file of the kind (at most 16 MiB). */
 zp_status zp_launch_read(const char *path, zp_launch_kind kind, zp_launch *l);
 
-/* The model the launch states: *stated 0 when it gives no shape (torchtitan names a flavor: l->zoo).
- * `base` (may be NULL) is a model the user gave: the launch's sequence length overrides its own. */
+/* The model the launch states: *stated 0 when it gives no shape (torchtitan names a flavor: l->zoo; the
+ * caller resolves it, with the launch's sequence length). */
 zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated);
 /* The GPUs the launch states (nodes x GPUs per node; NeMo's trainer), 0 when it does not. */
 int64_t zp_launch_gpus(const zp_launch *l);
 /* Pins r (its model, cluster and gpus set, every plan option open) to exactly the launch's plan, what the
  * file leaves out at its framework's default: ZP_EINVAL naming the key when the GPUs cannot be split so. */
 zp_status zp_launch_request(zp_launch *l, zp_search_req *r);
-/* Whether the launch's framework runs a plan (for the verdict's best plan): Megatron-LM and NeMo, stage 0-1
- * without offload (zp_megatron_check); torchtitan, stage 0 or 3 without offload, Pa, or TP without SP;
- * DeepSpeed, what --framework deepspeed runs. */
+/* Whether the launch's framework runs a plan (for the verdict's best plan and the emitted launches):
+ * Megatron-LM and NeMo, zp_megatron_check; torchtitan, zp_torchtitan_check; DeepSpeed, zp_dsconfig_check. */
 int zp_launch_runs(zp_launch_kind kind, const zp_plan *p);
 /* The name of a plan setting in the launch's own terms, for the verdict's "one change" ("--tensor-model-
  * parallel-size", "parallelism.tensor_parallel_degree", ...): `what` is one of the zp_verdict knobs'

@@ -75,8 +75,8 @@ zp_status zp_cli_verdict(zp_cli_plan *o, const zp_search_result *res, FILE *f)
     ZP_TRY(zp_verdict_find(&req, launch, runs, (int)kind, &v));
     char desc[320];
     describe(&launch->plan, desc, sizeof desc);
-    fprintf(f, "\nVerdict on %s (%s, %lld GPUs, global batch %.0f)\n", file, zp_launch_kind_name(kind),
-            (long long)o->a.r.gpus, zp_plan_global_batch(&launch->plan));
+    fprintf(f, "\nVerdict on %s (%s, %lld GPU%s, global batch %.0f)\n", file, zp_launch_kind_name(kind),
+            (long long)o->a.r.gpus, o->a.r.gpus == 1 ? "" : "s", zp_plan_global_batch(&launch->plan));
     if (launch->fits)
         fprintf(f, "  your launch: %.3g s a step, %.1f TFLOP/s per GPU (%s): %s\n", launch->time.total,
                 launch->tflops_per_gpu, launch->method ? launch->method : "analytic", desc);
