@@ -35,6 +35,7 @@ typedef struct {
     int64_t vocab_multiple;  /* Megatron-LM's --make-vocab-size-divisible-by (128 by default) */
     double rope_theta;       /* 0: not stated */
     int swiglu, rmsnorm, rope, untied, no_bias; /* 0/1, or UNSET */
+    int qkv_bias;            /* with no_bias: Q, K and V keep theirs (Qwen2; Megatron-LM --add-qkv-bias) */
     double hidden_dropout, attn_dropout;        /* probabilities; < 0: not stated */
     char tokenizer[64];      /* the tokenizer's type, "" when not stated */
     char zoo[64];            /* a zoo model the file names (torchtitan's name and flavor), "" when none */
@@ -49,6 +50,8 @@ typedef struct {
     int stage;               /* ZeRO stage (Megatron's distributed optimizer: 1; FSDP: 3), or UNSET */
     int recompute;           /* a zp_recompute, or UNSET */
     int sp, flash, overlap, fusion; /* 0/1, or UNSET */
+    int pa;                  /* 1: the checkpoints split over the TP ranks (ZeRO-R Pa: Megatron-LM
+                                --distribute-saved-activations); 0 */
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */

@@ -75,7 +75,7 @@ zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
     }
     m->untied = l->untied == 1;
     if (l->no_bias == 1)
-        m->nobias = ZP_BIAS_ALL;
+        m->nobias = l->qkv_bias == 1 ? ZP_BIAS_ALL & ~ZP_BIAS_QKV : ZP_BIAS_ALL;
     if (l->hidden_dropout == 0)
         m->no_dropout |= ZP_DROPOUT_NO_HIDDEN;
     if (l->attn_dropout == 0)
@@ -175,7 +175,12 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     r->ep = 1;
     ZP_TRY(launch_batch(l, dp, r));
     r->exact = 1;
-    r->pa = r->pa_cpu = 0;
+    r->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */
+    r->pa_cpu = 0;
+    if (r->pa && l->recompute != ZP_RECOMPUTE_FULL)
+        return ZP_FAIL(ZP_EINVAL, "%s: checkpoints distributed over TP need full recompute (Megatron-LM refuses "
+                                  "--distribute-saved-activations without --recompute-granularity full)",
+                       l->name);
     r->offload = ZP_OFFLOAD_NONE;
     r->recompute = l->recompute != ZP_LAUNCH_UNSET ? l->recompute : ZP_RECOMPUTE_NONE;
     r->checkpoint = r->recompute == ZP_RECOMPUTE_FULL;

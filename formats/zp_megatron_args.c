@@ -145,8 +145,9 @@ static const zp_launch_key g_keys[] = {
     {"nproc-per-node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
     {"nnodes", ZP_LK_INT, F(nodes), 0, NULL, NULL},
     /* what zplan does not model, and that changes the answer */
-    {"distribute-saved-activations", ZP_LK_REFUSE, 0, 0, NULL, "checkpoints split over TP are not read yet"},
-    {"add-qkv-bias", ZP_LK_REFUSE, 0, 0, NULL, "QKV biases are not read yet (give --model with a config.json)"},
+    {"distribute-saved-activations", ZP_LK_FLAG, F(pa), 1, NULL, NULL},
+    {"distribute-checkpointed-activations", ZP_LK_FLAG, F(pa), 1, NULL, NULL}, /* Megatron-LM v2's name */
+    {"add-qkv-bias", ZP_LK_FLAG, F(qkv_bias), 1, NULL, NULL},
     {"cpu-offloading", ZP_LK_REFUSE, 0, 0, NULL, "Transformer Engine's activation offloading is not modelled"},
     /* known, no effect on memory or step time as modelled */
     {"group-query-attention", ZP_LK_KNOWN, 0, 0, NULL, NULL},

@@ -539,3 +539,31 @@ Test(launch, dsconfig_check)
     cr_expect_eq(zp_dsconfig_check(&p), ZP_EUNSUPPORTED);
     cr_expect(strstr(zp_error_message(), "selective recompute") != NULL, "%s", zp_error_message());
 }
+
+/* Qwen2's QKV biases (--disable-bias-linear --add-qkv-bias) and checkpoints split over TP
+ * (--distribute-saved-activations) read back as they were written. */
+Test(launch, megatron_args_qkv_bias_and_pa)
+{
+    const zp_model *qwen = &zp_zoo_find("qwen2-72b")->model;
+    zp_plan p;
+    zp_plan_default(&p, 64);
+    p.mp = 8;
+    p.dp = 8;
+    p.pa = 1;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
+    char a[1024];
+    cr_assert_eq(zp_megatron_args(qwen, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    zp_launch l;
+    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
+    zp_model m;
+    int stated = 0;
+    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(zp_model_params(&m), zp_model_params(qwen), "%.0f != %.0f", zp_model_params(&m),
+                 zp_model_params(qwen));
+    const zp_cluster *cl = NULL;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &m, cl, 64);
+    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
+    cr_expect(r.pa == 1 && r.recompute == ZP_RECOMPUTE_FULL && r.mp == 8);
+}
