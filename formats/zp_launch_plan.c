@@ -223,7 +223,8 @@ const char *zp_launch_key_of(zp_launch_kind kind, const char *what)
     static const char *const names[ZP_NLAUNCH][8] = {
         {"--use-distributed-optimizer", "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
          "--micro-batch-size", "--recompute-granularity", "--sequence-parallel", "offload", "Pa"},
-        {"data_parallel_shard_degree", "parallelism.tensor_parallel_degree", "parallelism.pipeline_parallel_degree",
+        {"parallelism.data_parallel_shard_degree (FSDP) or _replicate_degree (DDP)",
+         "parallelism.tensor_parallel_degree", "parallelism.pipeline_parallel_degree",
          "training.local_batch_size", "activation_checkpoint.mode", "SP", "offload", "Pa"},
         {"model.optim.name distributed_fused_adam", "model.tensor_model_parallel_size",
          "model.pipeline_model_parallel_size", "model.micro_batch_size", "model.activations_checkpoint_granularity",
