@@ -96,6 +96,34 @@ static zp_status set_optim(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
+/* model.fp8 and model.fsdp: true changes the answer and is not read yet */
+static zp_status set_refused_if_true(zp_launch *l, const zp_launch_entry *e)
+{
+    int on = strcasecmp(e->value, "true") == 0;
+    if (!on && strcasecmp(e->value, "false") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is not true or false", l->name, e->line, e->key, e->value);
+    if (on)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s true: %s", l->name, e->line, e->key,
+                       strstr(e->key, "fp8") ? "FP8 training is not modelled yet"
+                                             : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
+    return ZP_OK;
+}
+
+static zp_status set_rampup(zp_launch *l, const zp_launch_entry *e)
+{
+    zp_launch_note(l, "line %d: model.rampup_batch_size %s: judged at the full global batch", e->line, e->value);
+    return ZP_OK;
+}
+
+/* model.mcore_gpt: Megatron-core's layers, whose attention is Transformer Engine's fused (flash) kernel unless
+ * use_flash_attention says otherwise */
+static zp_status set_mcore(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcasecmp(e->value, "true") == 0 && l->flash == ZP_LAUNCH_UNSET)
+        l->flash = 1;
+    return ZP_OK;
+}
+
 #define F(field) offsetof(zp_launch, field)
 static const zp_launch_key g_keys[] = {
     {"trainer.devices", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
@@ -132,6 +160,12 @@ static const zp_launch_key g_keys[] = {
     {"model.use_flash_attention", ZP_LK_BOOL, F(flash), 1, NULL, NULL},
     {"model.optim.name", ZP_LK_FN, 0, 0, set_optim, NULL},
     {"model.num_moe_experts", ZP_LK_INT, F(experts), 0, NULL, NULL},
+    {"model.optim.overlap_grad_sync", ZP_LK_BOOL, F(overlap), 1, NULL, NULL},
+    {"model.fp8", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.fsdp", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.rampup_batch_size", ZP_LK_FN, 0, 0, set_rampup, NULL},
+    {"model.mcore_gpt", ZP_LK_FN, 0, 0, set_mcore, NULL},
+    {"model.transformer_engine", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"trainer.accumulate_grad_batches", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* NeMo derives it from the batch */
     {"model.activations_checkpoint_method", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"model.megatron_amp_O2", ZP_LK_KNOWN, 0, 0, NULL, NULL},
@@ -258,29 +292,75 @@ static zp_status yaml_scan(const char *text, const char *name, zp_launch_entries
     return ZP_OK;
 }
 
-/* ${a.b} (absolute) and ${.b} (beside the key) of another key: its value (three levels at most). */
+/* The value of the key an interpolation names: ${a.b} (absolute) or ${.b} (beside `key`); NULL when none. */
+static const char *lookup(const zp_launch_entries *en, const char *key, const char *ref, size_t n)
+{
+    char target[300];
+    if (ref[0] == '.') {
+        const char *dot = strrchr(key, '.');
+        snprintf(target, sizeof target, "%.*s%.*s", dot ? (int)(dot - key) : 0, key, (int)(dot ? n : n - 1),
+                 ref + !dot);
+    } else {
+        snprintf(target, sizeof target, "%.*s", (int)n, ref);
+    }
+    for (int j = 0; j < en->n; j++)
+        if (strcmp(en->e[j].key, target) == 0)
+            return en->e[j].value;
+    return NULL;
+}
+
+/* One pass over a value: each innermost ${a.b} or ${.b} of another key replaced by its value, and
+ * ${multiply:X, Y} of two numbers (NeMo's resolver) by their product. Returns 1 when it changed. */
+static int resolve_value(const zp_launch_entries *en, zp_launch_entry *x)
+{
+    char *v = x->value, out[sizeof x->value];
+    for (char *p = strstr(v, "${"); p; p = strstr(p + 2, "${")) {
+        char *e = strchr(p + 2, '}');
+        if (!e)
+            return 0;
+        const size_t n = (size_t)(e - p - 2);
+        if (memchr(p + 2, '$', n))
+            continue; /* not innermost */
+        const char *rep = NULL;
+        char prod[64];
+        double a, b;
+        char *end;
+        if (strncmp(p + 2, "multiply:", 9) == 0) {
+            a = strtod(p + 11, &end);
+            if (end == p + 11 || *end != ',')
+                continue;
+            b = strtod(end + 1, &end);
+            while (*end == ' ')
+                end++;
+            if (end != e || !(a * b < 1e15) || a * b != (double)(long long)(a * b))
+                continue;
+            snprintf(prod, sizeof prod, "%lld", (long long)(a * b));
+            rep = prod;
+        } else if (!memchr(p + 2, ':', n)) {
+            rep = lookup(en, x->key, p + 2, n);
+        }
+        if (!rep || strstr(rep, "${"))
+            continue;
+        const int k = snprintf(out, sizeof out, "%.*s%s%s", (int)(p - v), v, rep, e + 1);
+        if (k < 0 || (size_t)k >= sizeof out)
+            return 0;
+        memcpy(v, out, (size_t)k + 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* OmegaConf's interpolations of other keys and NeMo's multiply, resolved (a few levels deep). */
 static void resolve(zp_launch_entries *en)
 {
-    for (int pass = 0; pass < 3; pass++)
-        for (int i = 0; i < en->n; i++) {
-            zp_launch_entry *x = &en->e[i];
-            const size_t n = strlen(x->value);
-            if (n < 4 || strncmp(x->value, "${", 2) != 0 || x->value[n - 1] != '}' || strpbrk(x->value + 2, ":${"))
-                continue;
-            char target[300];
-            if (x->value[2] == '.') {
-                const char *dot = strrchr(x->key, '.');
-                snprintf(target, sizeof target, "%.*s%.*s", dot ? (int)(dot - x->key) : 0, x->key,
-                         (int)(n - 3) - !dot, x->value + 2 + !dot);
-            } else {
-                snprintf(target, sizeof target, "%.*s", (int)(n - 3), x->value + 2);
-            }
-            for (int j = 0; j < en->n; j++)
-                if (j != i && strcmp(en->e[j].key, target) == 0) {
-                    memcpy(x->value, en->e[j].value, sizeof x->value);
-                    break;
-                }
-        }
+    for (int pass = 0; pass < 4; pass++) {
+        int changed = 0;
+        for (int i = 0; i < en->n; i++)
+            for (int k = 0; k < 4 && resolve_value(en, &en->e[i]); k++)
+                changed = 1;
+        if (!changed)
+            break;
+    }
 }
 
 zp_status zp_nemo_parse(const char *text, const char *name, zp_launch *l)

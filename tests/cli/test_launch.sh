@@ -56,6 +56,10 @@ judged "NeMo megatron_gpt_config.yaml" --nemo "$F/megatron_gpt_config.yaml" --cl
 has "NeMo: its plan" "ZeRO stage 0, TP 1, DP 1, micro-batch 4 x 2, no recompute"
 has "NeMo: the GPUs from trainer" "GPUs: 1, as the file states them"
 has "NeMo: interpolated positions" "12 layers, hidden 768, 12 heads, seq 512, vocab 50304"
+# NeMo-Framework-Launcher's GPT-3 5B: 16 nodes x 8 from trainer, ${multiply:4, ${.hidden_size}} resolved
+judged "NeMo-Framework-Launcher gpt3 5b.yaml" --nemo "$F/gpt3_5b.yaml" --cluster dgx-a100 --top 1
+has "5B: its plan" "ZeRO stage 1, TP 1, DP 128, micro-batch 4 x 4, no recompute"
+has "5B: multiply resolved" "24 layers, hidden 4096, 32 heads, seq 2048, vocab 50304, FFN 16384"
 cat >"$T/ds.json" <<'EOF'
 {"train_batch_size": 512, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
  "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "overlap_comm": true}}
@@ -106,6 +110,8 @@ sed 's/^  hidden_size: 768/  hidden_size: ${model.nope}/' "$F/megatron_gpt_confi
 bad "NeMo unresolved interpolation" 'interp.yaml:56: model.hidden_size: its value' --nemo "$T/interp.yaml"
 sed 's/^  pipeline_model_parallel_size: 1 /  context_parallel_size: 2 /' "$F/megatron_gpt_config.yaml" >"$T/cp.yaml"
 bad "NeMo context parallelism" 'context parallelism not yet supported' --nemo "$T/cp.yaml"
+sed 's/^  fp8: False/  fp8: True/' "$F/gpt3_5b.yaml" >"$T/fp8.yaml"
+bad "NeMo FP8" 'fp8.yaml:137: model.fp8 true: FP8 training is not modelled yet' --nemo "$T/fp8.yaml"
 sed 's/^  global_batch_size: 8/  global_batch_size: 6/' "$F/megatron_gpt_config.yaml" >"$T/gb.yaml"
 bad "NeMo global batch not micro x DP" 'global batch 6 is not a multiple of micro-batch 4' --nemo "$T/gb.yaml"
 
