@@ -652,6 +652,13 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
         if (given)
             return ZP_FAIL(ZP_EINVAL, "%s %s sets the plan: drop %s (zplan judges the launch as written)",
                            a->launch_opt, a->launch, given);
+        /* a launch's plan is priced as its framework runs it: another framework's file of it would not be */
+        const char *emit = a->emit_ds ? "--emit-ds-config" : a->emit_megatron ? "--emit-megatron-args"
+                           : a->emit_torchtitan ? "--emit-torchtitan" : NULL;
+        if (emit)
+            return ZP_FAIL(ZP_EINVAL, "%s and %s: a launch is judged, not converted (its plan is priced as its "
+                                      "framework runs it); emit from a what-if with the options of the plan",
+                           a->launch_opt, emit);
     }
     if (r->exact && r->stage == ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "

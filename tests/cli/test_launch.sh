@@ -91,6 +91,7 @@ bad "an unknown tokenizer's vocabulary" 'the vocabulary is not stated' --megatro
 bad "--mp beside a launch" 'sets the plan: drop --mp' --megatron-args "$T/cp.args" --gpus 8 --mp 2
 bad "--model beside a stated shape" "states the model's shape: drop --model" --megatron-args "$T/cp.args" \
   --gpus 8 --model 1.5B
+bad "a launch with an emission" 'is judged, not converted' --megatron-args "$T/cp.args" --gpus 8 --emit-torchtitan "$T/x.toml"
 bad "two launch files" 'one launch file at a time' --megatron-args "$T/cp.args" --nemo "$T/cp.args" --gpus 8
 sed 's/^tensor_parallel_degree = 1/tensor_paralel_degree = 1/' "$F/llama3_8b.toml" >"$T/typo.toml"
 bad "misspelt torchtitan key" 'typo.toml:43: unknown key parallelism.tensor_paralel_degree: did you mean parallelism.tensor_parallel_degree' \
