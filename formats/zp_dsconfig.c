@@ -746,6 +746,20 @@ zp_status zp_dsconfig_read(const char *path, zp_search_req *r, zp_ds_notes *note
     return st;
 }
 
+zp_status zp_dsconfig_check(const zp_plan *p)
+{
+    const char *no = p->sp                                               ? "Megatron-LM's sequence parallelism (SP)"
+                     : zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE    ? "selective recompute"
+                     : p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED     ? "the interleaved pipeline schedule"
+                     : p->grad_accum_fusion                              ? "gradient accumulation fused into the GEMMs"
+                                                                         : NULL;
+    if (no)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which DeepSpeed does not (a DeepSpeed config cannot say it): "
+                                        "plan with --framework deepspeed",
+                       no);
+    return ZP_OK;
+}
+
 json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
 {
     double tbs = (double)p->micro_batch * (double)p->grad_accum * (double)p->dp;

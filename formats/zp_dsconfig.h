@@ -33,6 +33,10 @@ zp_status zp_dsconfig_parse(const char *json, const char *name, zp_search_req *r
  * user's); strict JSON comes out unchanged in meaning. *out is malloc'ed. */
 zp_status zp_dsconfig_hjson_to_json(const char *text, char **out);
 
+/* ZP_OK when DeepSpeed runs the plan (its engine and pipeline engine, --framework deepspeed); else
+ * ZP_EUNSUPPORTED naming what a DeepSpeed config cannot express: Megatron-LM's sequence parallelism,
+ * selective recompute, the interleaved pipeline schedule, fused gradient accumulation. */
+zp_status zp_dsconfig_check(const zp_plan *plan);
 /* Writes `plan` of a model of `layers` blocks as a DeepSpeed configuration, atomically. */
 zp_status zp_dsconfig_write(const zp_plan *plan, int64_t layers, const char *path);
 /* The configuration as a JSON object (new reference). */

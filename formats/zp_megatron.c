@@ -124,6 +124,9 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     buf[0] = '\0';
     out o = {.buf = buf, .len = len};
     add_shape(&o, m);
+    /* the vocabulary zplan planned (Megatron-LM pads the tokenizer's to a multiple of
+     * make-vocab-size-divisible-by x TP: 1 keeps it as it is, up to TP) */
+    add(&o, " --vocab-size %lld --make-vocab-size-divisible-by 1", (long long)m->vocab);
     /* the architecture beyond GPT's defaults (Megatron-LM's own argument names) */
     if (m->kv_heads > 0 && m->kv_heads < m->heads)
         add(&o, " --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
@@ -131,8 +134,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --swiglu");
     if (m->norm == ZP_NORM_RMSNORM)
         add(&o, " --normalization RMSNorm");
-    if (m->pos == ZP_POS_ROTARY)
-        add(&o, " --position-embedding-type rope");
+    if (m->pos == ZP_POS_ROTARY) /* RoPE's base: 10000 unless the model states it (Llama 3: 500000) */
+        add(&o, " --position-embedding-type rope --rotary-base %.0f", m->rope_theta > 0 ? m->rope_theta : 10000.0);
     if (m->untied)
         add(&o, " --untie-embeddings-and-output-weights");
     if ((m->nobias & ZP_BIAS_ALL) == ZP_BIAS_ALL)
@@ -225,31 +228,32 @@ zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, si
 }
 
 static zp_status write_args(const zp_model *m, const zp_plan *p, const char *args, const char *release,
-                            const char *path)
+                            const char *step, const char *path)
 {
-    char text[1400];
+    char text[1600];
     int n = snprintf(text, sizeof text,
                      "# %s arguments (pretrain_gpt.py) of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x "
-                     "PP %lld\n%s\n",
+                     "PP %lld%s%s\n%s\n",
                      release, m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
-                     args);
+                     step ? "; " : "", step ? step : "", args);
     if (n < 0 || (size_t)n >= sizeof text)
         return ZP_FAIL(ZP_ERANGE, "the arguments are too long");
     return zp_io_write_file(path, text, (size_t)n);
 }
 
-zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *path)
+zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *step, const char *path)
 {
     char args[1024];
     ZP_TRY(zp_megatron_args(m, p, args, sizeof args));
-    return write_args(m, p, args, "Megatron-LM", path);
+    return write_args(m, p, args, "Megatron-LM", step, path);
 }
 
-zp_status zp_megatron_write_for(const zp_model *m, const zp_plan *p, int framework, const char *path)
+zp_status zp_megatron_write_for(const zp_model *m, const zp_plan *p, int framework, const char *step,
+                                const char *path)
 {
     if (framework != ZP_FRAMEWORK_MEGATRON_2021)
-        return zp_megatron_write(m, p, path);
+        return zp_megatron_write(m, p, step, path);
     char args[1024];
     ZP_TRY(zp_megatron_args_v2(m, p, args, sizeof args));
-    return write_args(m, p, args, "Megatron-LM v2", path);
+    return write_args(m, p, args, "Megatron-LM v2", step, path);
 }

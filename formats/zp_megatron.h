@@ -1,6 +1,8 @@
 /* zp_megatron.h — a plan as Megatron-LM's command-line arguments (pretrain_gpt.py): tensor and pipeline
  * sizes, virtual stages, sequence parallelism, recompute granularity, micro and global batch, the
- * distributed optimizer (ZeRO stage 1), and the model's shape. */
+ * distributed optimizer (ZeRO stage 1), and the model: its shape, vocabulary, attention (GQA), MLP (SwiGLU),
+ * norms, positions (rope and its base), embeddings, biases and dropouts. Reading them back is
+ * zp_launch.h's zp_megatron_args_parse. */
 #ifndef ZP_MEGATRON_H
 #define ZP_MEGATRON_H
 
@@ -19,8 +21,9 @@ zp_status zp_megatron_check_model(const zp_model *m);
 /* The arguments, one line ("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2 ..."), into
  * buf; ZP_ERANGE when len is too small. */
 zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len);
-/* A comment line naming the plan, then the arguments, written atomically to `path`. */
-zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *path);
+/* A comment line naming the plan (and `step`, a phrase such as "step 3.2 s (simgrid)", when not NULL), then
+ * the arguments, written atomically to `path`. */
+zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *step, const char *path);
 
 /* Megatron-LM v2 (2021: --framework megatron-2021), whose arguments name fewer things and some otherwise
  * (--checkpoint-activations for full recompute): ZP_OK when they state the model, which must be a GPT
@@ -32,6 +35,7 @@ zp_status zp_megatron_check_model_v2(const zp_model *m);
 zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, size_t len);
 /* zp_megatron_write for a framework (a zp_framework_id): v2's arguments for megatron-2021, else
  * Megatron-core's. */
-zp_status zp_megatron_write_for(const zp_model *m, const zp_plan *p, int framework, const char *path);
+zp_status zp_megatron_write_for(const zp_model *m, const zp_plan *p, int framework, const char *step,
+                                const char *path);
 
 #endif

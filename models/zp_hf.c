@@ -851,6 +851,9 @@ zp_status zp_model_from_hf_json(const char *text, const char *path, zp_model *ou
         st = build(f, x, &m);
     if (st == ZP_OK)
         st = read_dropout(root, path, &m);
+    json_t *theta = json_object_get(root, "rope_theta"); /* changes no size: kept for the emitted launches */
+    if (st == ZP_OK && json_is_number(theta) && json_number_value(theta) > 0 && json_number_value(theta) < 1e12)
+        m.rope_theta = json_number_value(theta);
     free(x);
     json_decref(root);
     ZP_TRY(st);

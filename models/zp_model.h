@@ -129,6 +129,8 @@ typedef struct {
     /* Embeddings and positions. */
     zp_position pos;
     int64_t positions; /* rows of the learned position table; 0 = seq (GPT, today's behaviour) */
+    double rope_theta; /* RoPE's base (HF rope_theta, Megatron-LM --rotary-base); 0 = not stated: 10000, the
+                        * RoPE paper's (Su et al. 2021) and both tools' default. Changes no count or time. */
     int untied;        /* the LM head (V x E) is its own tensor; 0 = tied to the token embedding (GPT-2) */
     int lm_head_bias;  /* the LM head has a bias of V (GPT-J) */
     int embed_norm;    /* a norm right after the token embedding (BLOOM's word_embeddings_layernorm) */

@@ -22,9 +22,13 @@
  * published counts). seq is the pre-training context. */
 #define LLAMA(nm, l, h, a, kv, f, v, s)                                                                        \
     {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .kv_heads = kv, ZP_ARCH_LLAMA}
+/* Llama 3 (rope_theta 500000 in meta-llama/Meta-Llama-3-8B's config.json) */
+#define LLAMA3(nm, l, h, a, kv, f, v, s)                                                                       \
+    {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .kv_heads = kv,          \
+     .rope_theta = 500000, ZP_ARCH_LLAMA}
 #define MOE(nm, l, h, a, kv, f, v, s, e, k)                                                                    \
     {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .kv_heads = kv,          \
-     .experts = e, .top_k = k, ZP_ARCH_LLAMA}
+     .experts = e, .top_k = k, .rope_theta = 1e6, ZP_ARCH_LLAMA} /* Mixtral's rope_theta (its config.json) */
 #define DEEPSEEK(nm, l, h, a, f, v, s, ql, ef, e, k, sh, dense, rb, mtp)                                        \
     {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .attn = ZP_ATTN_MLA,       \
      .q_lora_rank = ql, .kv_lora_rank = 512, .qk_nope_dim = 128, .qk_rope_dim = 64, .v_head_dim = 128,           \
@@ -81,11 +85,11 @@ static const zp_zoo_entry g_zoo[] = {
      "Llama 2 13B (Touvron et al. 2023), HF meta-llama/Llama-2-13b-hf", 0},
     {LLAMA("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096), 68976648192.0,
      "Llama 2 70B (Touvron et al. 2023), GQA 8 KV heads, HF meta-llama/Llama-2-70b-hf", 0},
-    {LLAMA("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192), 8030261248.0,
+    {LLAMA3("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192), 8030261248.0,
      "Llama 3 8B (Meta 2024), HF meta-llama/Meta-Llama-3-8B", 0},
-    {LLAMA("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192), 70553706496.0,
+    {LLAMA3("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192), 70553706496.0,
      "Llama 3 70B (Meta 2024), HF meta-llama/Meta-Llama-3-70B", 0},
-    {LLAMA("llama-3-405b", 126, 16384, 128, 8, 53248, 128256, 8192), 405853388800.0,
+    {LLAMA3("llama-3-405b", 126, 16384, 128, 8, 53248, 128256, 8192), 405853388800.0,
      "Llama 3.1 405B (Meta 2024), HF meta-llama/Llama-3.1-405B", 0},
     {LLAMA("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 8192), 7241732096.0,
      "Mistral 7B (Jiang et al. 2023), HF mistralai/Mistral-7B-v0.1", 0},

@@ -11,6 +11,7 @@
 #include "zp_zoo.h"
 
 #include "zp_cli_opts.h"
+#include "zp_launch.h"
 
 /* A command's options with what they resolve to: the model, the cluster, the costs. */
 typedef struct {
@@ -23,6 +24,8 @@ typedef struct {
     double gpu_mem;
     char model_note[512], profile_note[300];
     int prepared;  /* zp_cli_plan_prepare ran */
+    zp_launch launch; /* --megatron-args / --torchtitan / --nemo: the launch read (a.launch set) */
+    char gpus_buf[32]; /* --gpus as the launch states it, when not given */
 } zp_cli_plan;
 
 /* Parses the options of `cmd` (zp_cli_opts.h) into o->a. */
@@ -47,6 +50,10 @@ zp_status zp_cli_plan_search(zp_cli_plan *o, zp_search_result *res);
 /* The whole command line (zplan.c): argv as main's, argv[0] the program; returns the exit status. */
 int zp_cli_main(int argc, char **argv);
 int zp_cli_whatif(int argc, char **argv, const char *usage);
+/* The verdict on a launch (--megatron-args, --torchtitan, --nemo, --ds-config) whose exact plan `res` holds
+ * (its first plan): against the best its framework runs, and the one change that gets most of it; printed
+ * to `f`. */
+zp_status zp_cli_verdict(zp_cli_plan *o, const zp_search_result *res, FILE *f);
 int zp_cli_list(int argc, char **argv);
 int zp_cli_report(int argc, char **argv);
 int zp_cli_schedule(int argc, char **argv);

@@ -65,6 +65,7 @@ STR(set_partial, partial)
 STR(set_ds_config, ds_config)
 STR(set_emit_ds, emit_ds)
 STR(set_emit_megatron, emit_megatron)
+STR(set_emit_torchtitan, emit_torchtitan)
 STR(set_backend, backend)
 STR(set_replay, replay)
 STR(set_dp_list, dp_list)
@@ -131,6 +132,20 @@ static zp_status set_flash_kernel(zp_cli_args *a, const char *opt, const char *v
     ZP_TRY(zp_flash_kernel_parse(v, &a->r.base.flash_kernel));
     a->r.base.flash_attn = 1;
     a->flash_given = 1;
+    return ZP_OK;
+}
+
+/* --megatron-args, --torchtitan, --nemo: a launch file to judge (its kind, zp_launch.h, by the option). */
+static zp_status set_launch(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (a->launch)
+        return ZP_FAIL(ZP_EINVAL, "%s: %s already names the launch to judge (one launch file at a time)", opt,
+                       a->launch_opt);
+    a->launch = v;
+    a->launch_opt = strcmp(opt, "--megatron-args") == 0 ? "--megatron-args"
+                    : strcmp(opt, "--torchtitan") == 0  ? "--torchtitan"
+                                                        : "--nemo";
+    a->launch_kind = a->launch_opt[2] == 'm' ? 0 : a->launch_opt[2] == 't' ? 1 : 2; /* zp_launch_kind's order */
     return ZP_OK;
 }
 
@@ -447,6 +462,10 @@ static const zp_cli_opt g_opts[] = {
     {"train-tokens", 0, 1, ZP_CMD_WHATIF, set_train_tokens},
     {"gpu-hour-price", 0, 1, ZP_CMD_WHATIF, set_gpu_hour_price},
     {"emit-megatron-args", 0, 1, ZP_CMD_WHATIF, set_emit_megatron},
+    {"emit-torchtitan", 0, 1, ZP_CMD_WHATIF, set_emit_torchtitan},
+    {"megatron-args", 0, 1, ZP_CMD_WHATIF, set_launch},
+    {"torchtitan", 0, 1, ZP_CMD_WHATIF, set_launch},
+    {"nemo", 0, 1, ZP_CMD_WHATIF, set_launch},
     /* schedule */
     {"rank", 0, 1, ZP_CMD_SCHEDULE, set_rank},
     {"replay", 0, 1, ZP_CMD_SCHEDULE, set_replay},
@@ -646,6 +665,31 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: %s reduces gradients after the backward, not beside it (drop "
                                   "--overlap-comm, or plan for another framework: --framework any)",
                        f->name, f->what);
+    if (a->launch && a->ds_config)
+        return ZP_FAIL(ZP_EINVAL, "%s and --ds-config: judge one launch at a time", a->launch_opt);
+    if (a->launch) {
+        const char *given = r->stage != ZP_SEARCH_ANY          ? "--stage"
+                            : r->mp != ZP_SEARCH_ANY           ? "--mp"
+                            : r->pp != ZP_SEARCH_ANY           ? "--pp"
+                            : r->micro_batch != ZP_SEARCH_ANY  ? "--micro-batch"
+                            : r->global_batch != ZP_SEARCH_ANY ? "--global-batch"
+                            : r->grad_accum != ZP_SEARCH_ANY   ? "--grad-accum"
+                            : r->recompute != ZP_SEARCH_ANY    ? "--recompute (or --checkpoint)"
+                            : r->sp != ZP_SEARCH_ANY           ? "--sp"
+                            : r->offload != ZP_SEARCH_ANY      ? "--offload"
+                            : r->exact                         ? "--exact"
+                                                               : NULL;
+        if (given)
+            return ZP_FAIL(ZP_EINVAL, "%s %s sets the plan: drop %s (zplan judges the launch as written)",
+                           a->launch_opt, a->launch, given);
+        /* a launch's plan is priced as its framework runs it: another framework's file of it would not be */
+        const char *emit = a->emit_ds ? "--emit-ds-config" : a->emit_megatron ? "--emit-megatron-args"
+                           : a->emit_torchtitan ? "--emit-torchtitan" : NULL;
+        if (emit)
+            return ZP_FAIL(ZP_EINVAL, "%s and %s: a launch is judged, not converted (its plan is priced as its "
+                                      "framework runs it); emit from a what-if with the options of the plan",
+                           a->launch_opt, emit);
+    }
     if (r->exact && r->stage == ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");

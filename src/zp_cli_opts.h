@@ -44,6 +44,10 @@ typedef struct {
     zp_search_req r;
     int checkpoint_given, overlap_given;
     const char *ds_config, *emit_ds, *emit_megatron, *report_html;
+    const char *launch;        /* --megatron-args / --torchtitan / --nemo FILE: a launch to judge */
+    int launch_kind;           /* its zp_launch_kind */
+    const char *launch_opt;    /* the option that named it, for messages */
+    const char *emit_torchtitan; /* --emit-torchtitan FILE */
     int max_model;             /* --max-model: the largest model of --model's shape that fits */
     double train_tokens;       /* --train-tokens: a token budget to price (0: none) */
     double gpu_hour_price;     /* --gpu-hour-price: USD per GPU-hour (0: none) */

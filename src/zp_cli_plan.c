@@ -81,6 +81,7 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
     ZP_TRY(zp_cli_check_output("--report", a->report_html));
     ZP_TRY(zp_cli_check_output("--emit-ds-config", a->emit_ds));
     ZP_TRY(zp_cli_check_output("--emit-megatron-args", a->emit_megatron));
+    ZP_TRY(zp_cli_check_output("--emit-torchtitan", a->emit_torchtitan));
     if (need_gpus == 1)
         ZP_TRY(zp_size_parse_int(a->gpus, "--gpus", 1, ZP_MAX_GPUS, &r->gpus));
     o->gpu_mem = o->cluster->gpu_mem;
@@ -120,9 +121,53 @@ void zp_cli_plan_whatif(zp_cli_plan *o, const zp_search_result *res, zp_whatif *
                      .profile_note = o->profile_note[0] ? o->profile_note : NULL};
 }
 
+/* A launch file (--megatron-args, --torchtitan, --nemo): read, its GPUs and model taken where the options
+ * leave them, and the request pinned to exactly its plan; what it resolved is noted on stderr. */
+static zp_status prepare_launch(zp_cli_plan *o)
+{
+    zp_cli_args *a = &o->a;
+    zp_launch *l = &o->launch;
+    ZP_TRY(zp_launch_read(a->launch, (zp_launch_kind)a->launch_kind, l));
+    const int64_t gpus = zp_launch_gpus(l);
+    if (!a->gpus && gpus > 0) {
+        snprintf(o->gpus_buf, sizeof o->gpus_buf, "%lld", (long long)gpus);
+        a->gpus = o->gpus_buf;
+        zp_launch_note(l, "GPUs: %lld, as the file states them (--gpus sets them)", (long long)gpus);
+    } else if (a->gpus && gpus > 0) {
+        zp_launch_note(l, "GPUs: --gpus %s (the file states %lld)", a->gpus, (long long)gpus);
+    }
+    zp_model m;
+    int stated = 0;
+    ZP_TRY(zp_launch_model(l, &m, &stated));
+    if (stated && a->model)
+        return ZP_FAIL(ZP_EINVAL, "%s %s states the model's shape: drop --model", a->launch_opt, a->launch);
+    if (!stated && !a->model) {
+        if (!l->zoo[0])
+            return ZP_FAIL(ZP_EINVAL, "%s %s names no model zplan knows: give --model", a->launch_opt, a->launch);
+        a->model = l->zoo;
+        zp_launch_note(l, "model: %s (the file's model name and flavor)", l->zoo);
+    }
+    if (!stated && l->seq > 0 && !a->seq)
+        a->seq = l->seq;
+    ZP_TRY(zp_cli_plan_resolve(o, !stated, 1));
+    if (stated) {
+        o->model = m;
+        o->origin = ZP_MODEL_FROM_FILE;
+        snprintf(o->model_note, sizeof o->model_note, "read from %s", a->launch);
+    }
+    return zp_launch_request(l, &a->r);
+}
+
 zp_status zp_cli_plan_prepare(zp_cli_plan *o)
 {
-    ZP_TRY(zp_cli_plan_resolve(o, 1, 1));
+    if (o->a.launch) {
+        zp_status st = prepare_launch(o);
+        for (int i = 0; i < o->launch.notes.n; i++)
+            fprintf(stderr, "zplan: %s: %s\n", o->a.launch_opt + 2, o->launch.notes.line[i]);
+        ZP_TRY(st);
+    } else {
+        ZP_TRY(zp_cli_plan_resolve(o, 1, 1));
+    }
     if (o->a.ds_config) {
         zp_ds_notes notes = {0};
         zp_status st = zp_dsconfig_read(o->a.ds_config, &o->a.r, &notes);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "zp_cli.h"
 #include "zp_dsconfig.h"
@@ -10,22 +11,64 @@
 #include "zp_megatron.h"
 #include "zp_nearmiss.h"
 #include "zp_size.h"
+#include "zp_torchtitan.h"
+#include "zp_verdict.h"
 
-/* --emit-megatron-args: the best fitting plan Megatron-LM runs (stage 0-1, no offload, no host checkpoints). */
-static zp_status emit_megatron(const zp_cli_plan *o, const zp_search_result *res)
+static int runs(int kind, const zp_plan *p) { return zp_launch_runs((zp_launch_kind)kind, p); }
+
+/* --emit-megatron-args, --emit-torchtitan: the best fitting plan the framework runs (Megatron-LM: stage 0-1,
+ * no offload, no host checkpoints; torchtitan: DDP or FSDP, TP with SP), written with its simulated step (a
+ * plan the search left as a bound is simulated first: zp_verdict_best_in). */
+static zp_status emit_launch(zp_cli_plan *o, const zp_search_result *res, int torchtitan)
 {
-    for (int i = 0; i < res->n; i++) {
-        const zp_eval *e = &res->plans[i];
-        if (!e->fits || zp_megatron_check(&e->plan) != ZP_OK)
-            continue;
-        ZP_TRY(zp_megatron_write_for(&o->model, &e->plan, o->a.r.framework, o->a.emit_megatron));
-        fprintf(stderr, "zplan: wrote %s: the Megatron-LM arguments of plan #%d%s\n", o->a.emit_megatron, i + 1,
-                i == 0 ? " (the recommended one)" : " (the best one Megatron-LM runs)");
-        return ZP_OK;
+    const char *path = torchtitan ? o->a.emit_torchtitan : o->a.emit_megatron;
+    const char *what = torchtitan ? "torchtitan job TOML" : "Megatron-LM arguments";
+    int i = -1;
+    zp_eval best;
+    const zp_eval *e = &best;
+    ZP_TRY(zp_verdict_best_in(&o->a.r, res, runs, torchtitan ? ZP_LAUNCH_TORCHTITAN : ZP_LAUNCH_MEGATRON, &best, &i,
+                              NULL));
+    if (i < 0)
+        return ZP_FAIL(ZP_ERUNTIME, "no fitting, simulated plan is one %s runs (%s): no %s written to %s",
+                       torchtitan ? "torchtitan" : "Megatron-LM",
+                       torchtitan ? "DDP or FSDP, no offload or Pa, TP with SP"
+                                  : "ZeRO stage 0-1, no offload, no Pa+cpu",
+                       what, path);
+    char step[96];
+    snprintf(step, sizeof step, "step %.3g s, %.1f TFLOP/s per GPU (%s)", e->time.total, e->tflops_per_gpu,
+             e->method ? e->method : "analytic");
+    if (torchtitan)
+        ZP_TRY(zp_torchtitan_write(&o->model, &e->plan, step, path));
+    else
+        ZP_TRY(zp_megatron_write_for(&o->model, &e->plan, o->a.r.framework, step, path));
+    fprintf(stderr, "zplan: wrote %s: the %s of plan #%d%s, %s\n", path, what, i + 1,
+            i == 0 ? " (the recommended one)" : torchtitan ? " (the best one torchtitan runs)"
+                                                           : " (the best one Megatron-LM runs)",
+            step);
+    return ZP_OK;
+}
+
+/* What the framework a launch is written for does whatever the plan: Megatron-LM keeps bf16 models' gradients
+ * in fp32 (arguments.py forces accumulate_allreduce_grads_in_fp32 with --bf16); torchtitan's SDPA runs
+ * FlashAttention and its FSDP reduces in fp32 by default. The search prices its plans so, unless the options
+ * said otherwise, so that the plan written is the plan simulated. */
+static zp_status emit_conditions(zp_cli_plan *o)
+{
+    ZP_TRY(zp_cli_plan_prepare(o));
+    zp_search_req *r = &o->a.r;
+    const int half = r->base.param_bytes == 2.0;
+    if ((o->a.emit_torchtitan || (o->a.emit_megatron && zp_search_bf16(r))) && half && r->base.grad_bytes == 0) {
+        r->base.grad_bytes = 4.0;
+        fprintf(stderr, "zplan: %s: gradients in fp32 beside 16-bit parameters, as %s does\n",
+                o->a.emit_torchtitan ? "--emit-torchtitan" : "--emit-megatron-args",
+                o->a.emit_torchtitan ? "torchtitan's FSDP (mixed_precision_reduce float32)"
+                                     : "Megatron-LM with --bf16");
     }
-    return ZP_FAIL(ZP_ERUNTIME, "no fitting plan is one Megatron-LM runs (ZeRO stage 0-1, no offload, no Pa+cpu): no "
-                                "arguments written to %s",
-                   o->a.emit_megatron);
+    if (o->a.emit_torchtitan && !r->base.flash_attn) {
+        r->base.flash_attn = 1;
+        fprintf(stderr, "zplan: --emit-torchtitan: attention as FlashAttention, as torchtitan's SDPA runs it\n");
+    }
+    return ZP_OK;
 }
 
 /* --max-model: the model becomes the largest of its shape (blocks varied) that a plan fits. */
@@ -66,9 +109,22 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
         if ((st = zp_cli_plan_prepare(&o)) != ZP_OK || (st = max_model(&o)) != ZP_OK)
             return zp_cli_fail(st);
     }
+    /* a DeepSpeed config says only what DeepSpeed runs: the search stays within it */
+    if (o.a.emit_ds && o.a.r.framework == ZP_FRAMEWORK_ANY) {
+        o.a.r.framework = ZP_FRAMEWORK_DEEPSPEED;
+        fprintf(stderr, "zplan: --emit-ds-config: planning within --framework deepspeed (what a DeepSpeed config "
+                        "can say)\n");
+    }
+    if ((o.a.emit_megatron || o.a.emit_torchtitan) && (st = emit_conditions(&o)) != ZP_OK)
+        return zp_cli_fail(st);
     zp_search_result res;
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);
+    /* a model torchtitan's TOML cannot name fails whichever plan is best (nothing printed) */
+    if (o.a.emit_torchtitan && (st = zp_torchtitan_check_model(&o.model)) != ZP_OK) {
+        zp_search_result_free(&res);
+        return zp_cli_fail(st);
+    }
     /* an architecture Megatron-LM's arguments cannot state fails whichever plan is best (nothing printed) */
     if (o.a.emit_megatron && (st = o.a.r.framework == ZP_FRAMEWORK_MEGATRON_2021 ? zp_megatron_check_model_v2(&o.model)
                                                                                  : zp_megatron_check_model(&o.model)) !=
@@ -86,7 +142,8 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
         return zp_cli_fail(st);
     }
     if (o.a.emit_ds && best) {
-        if ((st = zp_dsconfig_write(&best->plan, o.model.layers, o.a.emit_ds)) != ZP_OK) {
+        if ((st = zp_dsconfig_check(&best->plan)) != ZP_OK ||
+            (st = zp_dsconfig_write(&best->plan, o.model.layers, o.a.emit_ds)) != ZP_OK) {
             zp_search_result_free(&res);
             return zp_cli_fail(st);
         }
@@ -102,7 +159,11 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
                     o.a.emit_ds, (long long)best->plan.ep, (long long)best->plan.ep, best->plan.capacity_factor,
                     (long long)best->plan.ep);
     }
-    if (o.a.emit_megatron && best && (st = emit_megatron(&o, &res)) != ZP_OK) {
+    if (o.a.emit_megatron && best && (st = emit_launch(&o, &res, 0)) != ZP_OK) {
+        zp_search_result_free(&res);
+        return zp_cli_fail(st);
+    }
+    if (o.a.emit_torchtitan && best && (st = emit_launch(&o, &res, 1)) != ZP_OK) {
         zp_search_result_free(&res);
         return zp_cli_fail(st);
     }
@@ -119,6 +180,9 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
     st = write_answer(o.a.out, o.a.fmt, &w);
     if (st == ZP_OK && o.a.report_html)
         st = write_answer(o.a.report_html, ZP_FMT_HTML, &w);
+    /* a launch judged: the verdict after the answer (on stdout with the text answer, else on stderr) */
+    if (st == ZP_OK && (o.a.launch || o.a.ds_config))
+        st = zp_cli_verdict(&o, &res, !o.a.out && o.a.fmt == ZP_FMT_TEXT ? stdout : stderr);
     free(stage_mem);
     const int traced = best && res.n_simulated > 0; /* the search simulated the best plan again to trace it */
     zp_search_result_free(&res);

@@ -3,7 +3,8 @@
 <!-- example: [exit=N] zplan ARGS... --> is run (zplan is the built binary) and its stdout is compared
 with the fenced block that follows the marker, line by line (trailing spaces ignored). A line "..." in
 the block skips output lines up to the next line of the block (or to the end, when it is the last).
-The exit status must be N (default 0). Exit 0 when every example matches, 1 otherwise."""
+The exit status must be N (default 0). Commands run in README's folder (its paths are the tree's). Exit 0 when every example matches, 1 otherwise."""
+import os
 import re
 import shlex
 import subprocess
@@ -55,7 +56,7 @@ def match(expected, got):
 
 
 def main():
-    zplan, readme = sys.argv[1], sys.argv[2]
+    zplan, readme = os.path.abspath(sys.argv[1]), sys.argv[2]
     with open(readme, encoding='utf-8') as f:
         text = f.read()
     fail = 0
@@ -66,7 +67,8 @@ def main():
             print('FAIL: README line %d: the example marker is not followed by a ``` block' % line)
             fail += 1
             continue
-        p = subprocess.run([zplan] + shlex.split(args), capture_output=True, text=True, timeout=300)
+        p = subprocess.run([zplan] + shlex.split(args), capture_output=True, text=True, timeout=300,
+                           cwd=os.path.dirname(os.path.abspath(readme)))  # paths in examples: the source tree's
         got = p.stdout.rstrip('\n').split('\n')
         why = match(block, got)
         if p.returncode != want_rc:

@@ -54,6 +54,8 @@ killed_mid_write "what-if --trace FILE, 8 KiB limit" trace.json 8 --model 1.5B -
 killed_mid_write "calibrate --quick -o FILE, 1 KiB limit" profile.json 1 calibrate --quick --reps 1 --warmup 0 --max-bytes 64Ki -o profile.json
 # DeepSpeed configs are smaller than a KiB: the limit is 0, which stops the first byte
 killed_mid_write "what-if --emit-ds-config FILE, 0 KiB limit" ds.json 0 --model 1.5B --gpus 64 --analytic --emit-ds-config ds.json
+killed_mid_write "what-if --emit-megatron-args FILE, 0 KiB limit" m.args 0 --model llama-3-8b --gpus 64 --analytic --emit-megatron-args m.args
+killed_mid_write "what-if --emit-torchtitan FILE, 0 KiB limit" t.toml 0 --model llama-3-8b --gpus 64 --analytic --emit-torchtitan t.toml
 
 echo "== report killed at 16 moments of its run (SIGKILL): old file or complete new file, never a part"
 d="$T/race"

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "zp_dsconfig.h"
+#include "zp_launch.h"
 #include "zp_megatron.h"
 #include "zp_zoo.h"
 
@@ -363,7 +364,8 @@ Test(megatron, states_the_architecture_and_the_precision)
                           "--disable-bias-linear", "--hidden-dropout 0", "--attention-dropout 0", "--use-flash-attn",
                           "--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 2",
                           "--num-layers-per-virtual-pipeline-stage 20", "--use-distributed-optimizer", "--bf16",
-                          "--accumulate-allreduce-grads-in-fp32"};
+                          "--accumulate-allreduce-grads-in-fp32", "--rotary-base 10000", "--vocab-size 32000",
+                          "--make-vocab-size-divisible-by 1"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(a, want[i]) != NULL, "missing %s in: %s", want[i], a);
     cr_expect(!has(a, "--fp16"), "%s", a);
@@ -374,7 +376,7 @@ Test(megatron, states_the_architecture_and_the_precision)
     q.bf16 = 0;
     cr_assert_eq(zp_megatron_args(gpt, &q, a, sizeof a), ZP_OK, "%s", zp_error_message());
     cr_expect(has(a, "--fp16"), "%s", a);
-    const char *none[] = {"--bf16", "--swiglu", "--group-query-attention", "--normalization", "--use-flash-attn",
+    const char *none[] = {"--bf16", "--swiglu", "--group-query-attention", "--normalization", "--use-flash-attn", "--rotary-base",
                           "--disable-bias-linear", "--accumulate-allreduce-grads-in-fp32", "--use-distributed-optimizer"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         cr_expect(!has(a, none[i]), "unexpected %s in: %s", none[i], a);
@@ -437,4 +439,131 @@ Test(megatron, v2_arguments)
     p.sp = 0;
     cr_expect_eq(zp_megatron_args_v2(&zp_zoo_find("llama-2-7b")->model, &p, a, sizeof a), ZP_EUNSUPPORTED);
     cr_expect(strstr(zp_error_message(), "GPTs only") != NULL, "%s", zp_error_message());
+}
+
+/* ---- launches read back (formats/zp_launch.h) ---- */
+
+/* Megatron-LM's arguments zplan writes read back as the same model (to the parameter) and the same plan. */
+Test(launch, megatron_args_round_trip)
+{
+    const zp_model *llama = &zp_zoo_find("llama-3-8b")->model;
+    zp_plan p;
+    zp_plan_default(&p, 64);
+    p.stage = 1;
+    p.mp = 4;
+    p.dp = 16;
+    p.sp = 1;
+    p.micro_batch = 2;
+    p.grad_accum = 4;
+    p.bf16 = 1;
+    p.grad_bytes = 4.0;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    char a[1024];
+    cr_assert_eq(zp_megatron_args(llama, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    zp_launch l;
+    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
+    zp_model m;
+    int stated = 0;
+    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
+    cr_assert(stated);
+    cr_expect_eq(zp_model_params(&m), zp_model_params(llama), "%.0f != %.0f", zp_model_params(&m),
+                 zp_model_params(llama));
+    cr_expect_eq(m.rope_theta, 500000.0);
+    const zp_cluster *cl = NULL;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &m, cl, 64);
+    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
+    cr_expect(r.stage == 1 && r.mp == 4 && r.pp == 1 && r.sp == 1 && r.micro_batch == 2 && r.grad_accum == 4);
+    cr_expect(r.recompute == ZP_RECOMPUTE_SELECTIVE && r.bf16 == 1 && r.base.grad_bytes == 4.0);
+}
+
+/* A misspelt key that would change the answer is refused, naming the line and the key it means; a key zplan
+ * does not know otherwise is noted; a value left to a shell variable is refused where it is read. */
+Test(launch, megatron_args_refuse)
+{
+    zp_launch l;
+    cr_expect_eq(zp_megatron_args_parse("--num-layers 2\n--hiden-size 64\n", "a", &l), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "a:2: unknown key --hiden-size: did you mean --hidden-size") != NULL, "%s",
+              zp_error_message());
+    cr_expect_eq(zp_megatron_args_parse("N=4\n--num-layers $N --hidden-size ${H} --some-new-flag\n", "b", &l),
+                 ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "b:2: --hidden-size: its value '${H}'") != NULL, "%s", zp_error_message());
+    cr_assert_eq(zp_megatron_args_parse("N=4\n--num-layers $N --some-new-flag\n", "c", &l), ZP_OK, "%s",
+                 zp_error_message());
+    cr_expect_eq(l.layers, 4);
+    cr_expect(l.notes.n == 1 && strstr(l.notes.line[0], "--some-new-flag") != NULL);
+    cr_expect_eq(zp_megatron_args_parse("--num-layers 2 'unclosed\n", "d", &l), ZP_EINVAL);
+}
+
+/* TOML: sections, strings of both quotes, arrays over several lines, comments; quiet sections ignored. */
+Test(launch, torchtitan_toml)
+{
+    zp_launch l;
+    const char *t = "[job]\ndescription = \"x # not a comment\"\n[model]\nname = 'llama3' # c\nflavor = \"70B\"\n"
+                    "converters = [\n  \"x\",\n]\n[training]\nlocal_batch_size = 2\nseq_len = 4096\n"
+                    "[parallelism]\ntensor_parallel_degree = 8\npipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_microbatch_size = 1\n[activation_checkpoint]\nmode = \"full\"\n";
+    cr_assert_eq(zp_torchtitan_parse(t, "t", &l), ZP_OK, "%s", zp_error_message());
+    cr_expect_str_eq(l.zoo, "llama-3-70b");
+    cr_expect(l.tp == 8 && l.pp == 2 && l.seq == 4096 && l.micro_batch == 1 && l.grad_accum == 2);
+    cr_expect_eq(l.recompute, ZP_RECOMPUTE_FULL);
+    cr_expect_eq(zp_torchtitan_parse("[training]\nseq_len = \"8192\n", "u", &l), ZP_EINVAL);
+    cr_expect_eq(zp_torchtitan_parse("[training]\nseq_len 8192\n", "v", &l), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "v:2:") != NULL, "%s", zp_error_message());
+}
+
+/* YAML: nesting by indentation, ${.key} and ${a.b} resolved, null unstated, sequences skipped. */
+Test(launch, nemo_yaml)
+{
+    zp_launch l;
+    const char *y = "trainer:\n  devices: 8\n  num_nodes: 2\n  precision: bf16\nmodel:\n  micro_batch_size: 1\n"
+                    "  global_batch_size: 64\n  encoder_seq_length: 2048\n  max_position_embeddings: ${.encoder_seq_length}\n"
+                    "  num_layers: 4\n  hidden_size: 256\n  num_attention_heads: 8\n  kv_channels: null\n"
+                    "  tensor_model_parallel_size: ${model.num_layers}\n  optim:\n    name: distributed_fused_adam\n"
+                    "    betas:\n    - 0.9\n    - 0.95\n";
+    cr_assert_eq(zp_nemo_parse(y, "y", &l), ZP_OK, "%s", zp_error_message());
+    cr_expect(l.gpus_per_node == 8 && l.nodes == 2 && zp_launch_gpus(&l) == 16);
+    cr_expect(l.positions == 2048 && l.tp == 4 && l.stage == 1 && l.head_dim == 0);
+    cr_expect_eq(l.precision, ZP_LAUNCH_BF16);
+    cr_expect_eq(zp_nemo_parse("model:\n  num_layers: [\n", "z", &l), ZP_EINVAL);
+}
+
+/* What a DeepSpeed config cannot say is refused, naming it. */
+Test(launch, dsconfig_check)
+{
+    zp_plan p;
+    zp_plan_default(&p, 16);
+    cr_expect_eq(zp_dsconfig_check(&p), ZP_OK);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    cr_expect_eq(zp_dsconfig_check(&p), ZP_EUNSUPPORTED);
+    cr_expect(strstr(zp_error_message(), "selective recompute") != NULL, "%s", zp_error_message());
+}
+
+/* Qwen2's QKV biases (--disable-bias-linear --add-qkv-bias) and checkpoints split over TP
+ * (--distribute-saved-activations) read back as they were written. */
+Test(launch, megatron_args_qkv_bias_and_pa)
+{
+    const zp_model *qwen = &zp_zoo_find("qwen2-72b")->model;
+    zp_plan p;
+    zp_plan_default(&p, 64);
+    p.mp = 8;
+    p.dp = 8;
+    p.pa = 1;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
+    char a[1024];
+    cr_assert_eq(zp_megatron_args(qwen, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    zp_launch l;
+    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
+    zp_model m;
+    int stated = 0;
+    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(zp_model_params(&m), zp_model_params(qwen), "%.0f != %.0f", zp_model_params(&m),
+                 zp_model_params(qwen));
+    const zp_cluster *cl = NULL;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
+    zp_search_req r;
+    zp_search_req_default(&r, &m, cl, 64);
+    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
+    cr_expect(r.pa == 1 && r.recompute == ZP_RECOMPUTE_FULL && r.mp == 8);
 }

@@ -1,0 +1,239 @@
+/* zp_launch_plan.c — what a launch file states as zplan's model and its exactly pinned request, with each
+ * framework's defaults for what the file leaves out (see zp_launch.h). */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "zp_framework.h"
+#include "zp_launch.h"
+#include "zp_megatron.h"
+#include "zp_torchtitan.h"
+
+/* The vocabulary of a tokenizer type the launch names, or 0 when zplan does not know it: Megatron-LM's GPT-2
+ * BPE (50257 tokens, its gpt2-vocab.json). */
+static int64_t tokenizer_vocab(const char *t)
+{
+    if (strcasecmp(t, "GPT2BPETokenizer") == 0)
+        return 50257;
+    return 0;
+}
+
+/* The vocabulary the model trains with: Megatron-LM and NeMo pad the tokenizer's to a multiple of
+ * make-vocab-size-divisible-by (128 by default) x TP (megatron/training/tokenizer: _vocab_size_with_padding). */
+static zp_status launch_vocab(const zp_launch *l, int64_t *vocab)
+{
+    int64_t v = l->vocab > 0 ? l->vocab : tokenizer_vocab(l->tokenizer);
+    if (v == 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: the vocabulary is not stated (tokenizer '%s' is not one zplan knows): state "
+                                  "it (Megatron-LM --vocab-size, NeMo model.tokenizer) or give --model",
+                       l->name, l->tokenizer[0] ? l->tokenizer : "none");
+    if (v > (INT64_C(1) << 32) || l->vocab_multiple > 1000000 || l->tp > ZP_MAX_GPUS)
+        return ZP_FAIL(ZP_EINVAL, "%s: vocabulary %lld, its multiple %lld or TP %lld out of range", l->name,
+                       (long long)v, (long long)l->vocab_multiple, (long long)l->tp);
+    if (l->kind == ZP_LAUNCH_MEGATRON || l->kind == ZP_LAUNCH_NEMO) {
+        const int64_t mult = (l->vocab_multiple > 0 ? l->vocab_multiple : 128) * (l->tp > 0 ? l->tp : 1);
+        v = (v + mult - 1) / mult * mult;
+    }
+    *vocab = v;
+    return ZP_OK;
+}
+
+zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
+{
+    *stated = l->layers > 0 || l->hidden > 0 || l->heads > 0;
+    if (!*stated)
+        return ZP_OK;
+    if (!(l->layers > 0 && l->hidden > 0 && l->heads > 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: the model needs its layers, hidden size and attention heads (%s missing)",
+                       l->name, l->layers <= 0 ? "layers" : l->hidden <= 0 ? "hidden size" : "heads");
+    if (l->seq <= 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: the sequence length is not stated", l->name);
+    if (l->experts > 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: mixture-of-experts launches are not read yet (give --model and the options)",
+                       l->name);
+    int64_t vocab = 0;
+    ZP_TRY(launch_vocab(l, &vocab));
+    const char *base = strrchr(l->name, '/');
+    ZP_TRY(zp_model_init(m, base ? base + 1 : l->name, l->layers, l->hidden, l->heads, l->seq, vocab, l->ffn));
+    if (l->kv_heads > 0 && l->kv_heads != l->heads) {
+        m->kv_heads = l->kv_heads;
+        m->qkv_separate = 1;
+    }
+    if (l->head_dim > 0 && l->head_dim * l->heads != l->hidden)
+        m->head_dim = l->head_dim;
+    if (l->swiglu == 1) {
+        m->mlp = ZP_MLP_GATED;
+        m->act = ZP_ACT_SILU;
+    }
+    if (l->rmsnorm == 1)
+        m->norm = ZP_NORM_RMSNORM;
+    if (l->rope == 1) {
+        m->pos = ZP_POS_ROTARY;
+        m->rope_theta = l->rope_theta;
+    } else if (l->positions > 0) {
+        m->positions = l->positions;
+    }
+    m->untied = l->untied == 1;
+    if (l->no_bias == 1)
+        m->nobias = l->qkv_bias == 1 ? ZP_BIAS_ALL & ~ZP_BIAS_QKV : ZP_BIAS_ALL;
+    if (l->hidden_dropout == 0)
+        m->no_dropout |= ZP_DROPOUT_NO_HIDDEN;
+    if (l->attn_dropout == 0)
+        m->no_dropout |= ZP_DROPOUT_NO_ATTN;
+    return zp_model_validate(m);
+}
+
+int64_t zp_launch_gpus(const zp_launch *l)
+{
+    if (l->gpus_per_node <= 0)
+        return 0;
+    return l->gpus_per_node * (l->nodes > 0 ? l->nodes : 1);
+}
+
+/* The data-parallel degree and the ZeRO stage: what TP x PP leave (torchtitan: its FSDP and DDP degrees). */
+static zp_status launch_dp(zp_launch *l, int64_t gpus, int64_t tp, int64_t pp, int64_t *dp, int *stage)
+{
+    if (tp > gpus || pp > gpus || gpus % (tp * pp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: tensor x pipeline parallelism (%lld x %lld) do not divide the %lld GPUs "
+                                  "(--gpus)",
+                       l->name, (long long)tp, (long long)pp, (long long)gpus);
+    *dp = gpus / (tp * pp);
+    *stage = l->stage != ZP_LAUNCH_UNSET ? l->stage : 0;
+    if (l->kind != ZP_LAUNCH_TORCHTITAN)
+        return ZP_OK;
+    /* torchtitan: FSDP over data_parallel_shard_degree (-1: what is left), DDP over the replicate degree */
+    const int64_t rep = l->dp_replicate > 0 ? l->dp_replicate : 1;
+    const int64_t shard = l->dp_shard > 0 ? l->dp_shard : *dp / rep;
+    if (rep > *dp || shard > *dp || rep * shard != *dp || shard < 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: parallelism.data_parallel_replicate_degree %lld x data_parallel_shard_degree "
+                                  "%lld must be the %lld GPUs' data-parallel degree (GPUs / (TP x PP))",
+                       l->name, (long long)rep, (long long)shard, (long long)*dp);
+    if (rep > 1 && shard > 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: hybrid sharding (replicate %lld x shard %lld, HSDP) is not modelled yet",
+                       l->name, (long long)rep, (long long)shard);
+    *stage = shard > 1 ? 3 : 0;
+    return ZP_OK;
+}
+
+/* The batch: micro x accumulation x DP = global, each stated or derived (as the framework does). */
+static zp_status launch_batch(zp_launch *l, int64_t dp, zp_search_req *r)
+{
+    int64_t micro = l->micro_batch, global = l->global_batch;
+    if (micro <= 0) {
+        micro = 1;
+        zp_launch_note(l, "micro-batch not stated: 1");
+    }
+    const double most = (double)(INT64_C(1) << 50); /* sequences: beyond any run, and no overflow below */
+    if ((double)micro * (double)dp * (double)(l->grad_accum > 0 ? l->grad_accum : 1) > most ||
+        (double)global > most)
+        return ZP_FAIL(ZP_EINVAL, "%s: the batch (micro-batch %lld x DP %lld) is beyond %.0f sequences", l->name,
+                       (long long)micro, (long long)dp, most);
+    if (global <= 0)
+        global = micro * dp * (l->grad_accum > 0 ? l->grad_accum : 1);
+    if (global % (micro * dp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: the global batch %lld is not a multiple of micro-batch %lld x data-parallel "
+                                  "%lld (as the framework requires)",
+                       l->name, (long long)global, (long long)micro, (long long)dp);
+    r->micro_batch = micro;
+    r->global_batch = global;
+    r->grad_accum = global / (micro * dp);
+    return ZP_OK;
+}
+
+/* Precision: 16-bit mixed precision or fp32; the gradients' type. Megatron-LM and NeMo train in fp32 unless
+ * told (--fp16/--bf16, trainer.precision), and keep bf16 models' gradients in fp32 (arguments.py forces
+ * accumulate_allreduce_grads_in_fp32); torchtitan's FSDP computes in bf16 and reduces in fp32 by default. */
+static void launch_precision(zp_launch *l, zp_search_req *r)
+{
+    int prec = l->precision;
+    if (prec == ZP_LAUNCH_UNSET) {
+        prec = l->kind == ZP_LAUNCH_TORCHTITAN ? ZP_LAUNCH_BF16 : ZP_LAUNCH_FP32;
+        zp_launch_note(l, "precision not stated: %s, the framework's default",
+                       prec == ZP_LAUNCH_BF16 ? "bf16 mixed precision" : "fp32");
+    }
+    r->base.param_bytes = prec == ZP_LAUNCH_FP32 ? 4.0 : 2.0;
+    r->base.k_optimizer = prec == ZP_LAUNCH_FP32 ? 8.0 : ZP_ADAM_K;
+    r->bf16 = prec == ZP_LAUNCH_BF16;
+    const int fp32_grads = l->kind == ZP_LAUNCH_TORCHTITAN && l->grad_fp32 != ZP_LAUNCH_UNSET
+                               ? l->grad_fp32 /* FSDP's reduce dtype, as stated */
+                               : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
+    r->base.grad_bytes = prec != ZP_LAUNCH_FP32 && fp32_grads ? 4.0 : 0.0;
+}
+
+zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
+{
+    if (l->cp > 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: context parallelism %lld: context parallelism not yet supported", l->name,
+                       (long long)l->cp);
+    const int64_t tp = l->tp > 0 ? l->tp : 1, pp = l->pp > 0 ? l->pp : 1;
+    int64_t dp = 1;
+    int stage = 0;
+    ZP_TRY(launch_dp(l, r->gpus, tp, pp, &dp, &stage));
+    r->stage = stage;
+    r->mp = tp;
+    r->pp = pp;
+    r->ep = 1;
+    ZP_TRY(launch_batch(l, dp, r));
+    r->exact = 1;
+    r->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */
+    r->pa_cpu = 0;
+    if (r->pa && l->recompute != ZP_RECOMPUTE_FULL)
+        return ZP_FAIL(ZP_EINVAL, "%s: checkpoints distributed over TP need full recompute (Megatron-LM refuses "
+                                  "--distribute-saved-activations without --recompute-granularity full)",
+                       l->name);
+    r->offload = ZP_OFFLOAD_NONE;
+    r->recompute = l->recompute != ZP_LAUNCH_UNSET ? l->recompute : ZP_RECOMPUTE_NONE;
+    r->checkpoint = r->recompute == ZP_RECOMPUTE_FULL;
+    /* torchtitan's TP always shards the norms' activations along the sequence (SequenceParallel) */
+    r->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1;
+    int64_t v = l->vstages > 1 ? l->vstages : 1;
+    if (v > ZP_MAX_VSTAGES)
+        return ZP_FAIL(ZP_EINVAL, "%s: %lld virtual stages: zplan models at most %d", l->name, (long long)v,
+                       ZP_MAX_VSTAGES);
+    if (l->vp > 0 && pp > 1) {
+        if (l->vp > r->model->layers || r->model->layers % (pp * l->vp) != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s: %lld layers per virtual stage x %lld stages do not divide the %lld layers",
+                           l->name, (long long)l->vp, (long long)pp, (long long)r->model->layers);
+        v = r->model->layers / (pp * l->vp);
+    }
+    r->pp_schedule = pp == 1 ? ZP_SEARCH_ANY : v > 1 ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
+    r->vstages = pp == 1 ? ZP_SEARCH_ANY : (int)v;
+    launch_precision(l, r);
+    /* Megatron-core fuses the weight-gradient accumulation unless told not to; PyTorch (torchtitan) does not */
+    r->base.grad_accum_fusion = l->fusion != ZP_LAUNCH_UNSET ? l->fusion : l->kind == ZP_LAUNCH_MEGATRON;
+    r->base.flash_attn = l->flash != ZP_LAUNCH_UNSET ? l->flash : l->kind == ZP_LAUNCH_TORCHTITAN;
+    r->base.overlap_comm = l->overlap != ZP_LAUNCH_UNSET ? l->overlap : l->kind == ZP_LAUNCH_TORCHTITAN;
+    return ZP_OK;
+}
+
+int zp_launch_runs(zp_launch_kind kind, const zp_plan *p)
+{
+    switch (kind) {
+    case ZP_LAUNCH_MEGATRON:
+    case ZP_LAUNCH_NEMO: return zp_megatron_check(p) == ZP_OK;
+    case ZP_LAUNCH_TORCHTITAN: return zp_torchtitan_check(p) == ZP_OK;
+    case ZP_LAUNCH_DEEPSPEED: return zp_dsconfig_check(p) == ZP_OK;
+    default: return 1;
+    }
+}
+
+const char *zp_launch_key_of(zp_launch_kind kind, const char *what)
+{
+    static const char *const knobs[] = {"stage", "tp", "pp", "micro", "recompute", "sp", "offload", "pa"};
+    static const char *const names[ZP_NLAUNCH][8] = {
+        {"--use-distributed-optimizer", "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+         "--micro-batch-size", "--recompute-granularity", "--sequence-parallel", "offload", "Pa"},
+        {"parallelism.data_parallel_shard_degree (FSDP) or _replicate_degree (DDP)",
+         "parallelism.tensor_parallel_degree", "parallelism.pipeline_parallel_degree",
+         "training.local_batch_size", "activation_checkpoint.mode", "SP", "offload", "Pa"},
+        {"model.optim.name distributed_fused_adam", "model.tensor_model_parallel_size",
+         "model.pipeline_model_parallel_size", "model.micro_batch_size", "model.activations_checkpoint_granularity",
+         "model.sequence_parallel", "offload", "Pa"},
+        {"zero_optimization.stage", "Megatron --tensor-model-parallel-size", "pipeline stages (PipelineModule)",
+         "train_micro_batch_size_per_gpu", "activation_checkpointing", "SP",
+         "zero_optimization.offload_optimizer", "activation_checkpointing.partition_activations"}};
+    for (int i = 0; i < 8; i++)
+        if (strcmp(what, knobs[i]) == 0)
+            return (unsigned)kind < ZP_NLAUNCH ? names[kind][i] : what;
+    return what;
+}

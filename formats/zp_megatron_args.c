@@ -1,0 +1,389 @@
+/* zp_megatron_args.c — Megatron-LM's pretrain_gpt.py arguments read as a launch (zp_launch.h): a file of
+ * arguments (what --emit-megatron-args writes), or a launch script as Megatron-LM's examples are
+ * (examples/gpt3/train_gpt3_175b_distributed.sh: NAME=value lines, bash arrays of arguments, comments,
+ * backslash continuations, a torchrun line whose --nproc_per_node and --nnodes give the GPUs). Each command
+ * line and each line of an array is a group: an option's values are the words after it in its group. $NAME
+ * and ${NAME} take the file's NAME=value; a value left unset is refused where zplan reads it. */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "zp_dims.h"
+#include "zp_launch.h"
+
+#define MAX_VARS 64
+
+typedef struct {
+    char name[64], value[256];
+} shvar;
+
+typedef struct {
+    shvar v[MAX_VARS];
+    int n;
+} shvars;
+
+static zp_status set_norm(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcasecmp(e->value, "RMSNorm") == 0 || strcasecmp(e->value, "LayerNorm") == 0) {
+        l->rmsnorm = strcasecmp(e->value, "RMSNorm") == 0;
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --normalization '%s': use LayerNorm or RMSNorm", l->name, e->line, e->value);
+}
+
+static zp_status set_pos(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "rope") == 0 || strcmp(e->value, "learned_absolute") == 0) {
+        l->rope = strcmp(e->value, "rope") == 0;
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --position-embedding-type '%s': zplan reads rope and learned_absolute",
+                   l->name, e->line, e->value);
+}
+
+static zp_status set_granularity(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "full") == 0 || strcmp(e->value, "selective") == 0) {
+        l->recompute = e->value[0] == 'f' ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_SELECTIVE;
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --recompute-granularity '%s': use full or selective", l->name, e->line,
+                   e->value);
+}
+
+static zp_status set_recompute_layers(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "1") != 0)
+        zp_launch_note(l, "line %d: --recompute-num-layers %s: zplan recomputes block by block (1)", e->line,
+                       e->value);
+    return ZP_OK;
+}
+
+/* FlashAttention: Transformer Engine's fused or flash backends (auto picks one on today's GPUs) */
+static zp_status set_backend(zp_launch *l, const zp_launch_entry *e)
+{
+    static const char *const on[] = {"flash", "fused", "auto"}, *const off[] = {"unfused", "local"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(e->value, on[i]) == 0) {
+            l->flash = 1;
+            return ZP_OK;
+        }
+    for (int i = 0; i < 2; i++)
+        if (strcmp(e->value, off[i]) == 0) {
+            l->flash = 0;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --attention-backend '%s': use flash, fused, unfused, local or auto", l->name,
+                   e->line, e->value);
+}
+
+/* --vocab-file with --merge-file and no --tokenizer-type: GPT-2's BPE, as Megatron-LM's GPT examples */
+static zp_status set_merge(zp_launch *l, const zp_launch_entry *e)
+{
+    (void)e;
+    if (!l->tokenizer[0])
+        snprintf(l->tokenizer, sizeof l->tokenizer, "GPT2BPETokenizer");
+    return ZP_OK;
+}
+
+static zp_status set_rampup(zp_launch *l, const zp_launch_entry *e)
+{
+    zp_launch_note(l, "line %d: --rampup-batch-size %s: judged at the full global batch", e->line, e->value);
+    return ZP_OK;
+}
+
+#define F(field) offsetof(zp_launch, field)
+/* The arguments zplan reads (the degrees of the parallel dimensions come from vocab/zp_dims.c), and those it
+ * knows change nothing it models. */
+static const zp_launch_key g_keys[] = {
+    {"num-layers", ZP_LK_INT, F(layers), 0, NULL, NULL},
+    {"hidden-size", ZP_LK_INT, F(hidden), 0, NULL, NULL},
+    {"num-attention-heads", ZP_LK_INT, F(heads), 0, NULL, NULL},
+    {"ffn-hidden-size", ZP_LK_INT, F(ffn), 0, NULL, NULL},
+    {"seq-length", ZP_LK_INT, F(seq), 0, NULL, NULL},
+    {"max-position-embeddings", ZP_LK_INT, F(positions), 0, NULL, NULL},
+    {"num-query-groups", ZP_LK_INT, F(kv_heads), 0, NULL, NULL},
+    {"kv-channels", ZP_LK_INT, F(head_dim), 0, NULL, NULL},
+    {"swiglu", ZP_LK_FLAG, F(swiglu), 1, NULL, NULL},
+    {"normalization", ZP_LK_FN, 0, 0, set_norm, NULL},
+    {"position-embedding-type", ZP_LK_FN, 0, 0, set_pos, NULL},
+    {"use-rotary-position-embeddings", ZP_LK_FLAG, F(rope), 1, NULL, NULL},
+    {"rotary-base", ZP_LK_REAL, F(rope_theta), 0, NULL, NULL},
+    {"untie-embeddings-and-output-weights", ZP_LK_FLAG, F(untied), 1, NULL, NULL},
+    {"disable-bias-linear", ZP_LK_FLAG, F(no_bias), 1, NULL, NULL},
+    {"vocab-size", ZP_LK_INT, F(vocab), 0, NULL, NULL},
+    {"make-vocab-size-divisible-by", ZP_LK_INT, F(vocab_multiple), 0, NULL, NULL},
+    {"tokenizer-type", ZP_LK_STR, F(tokenizer), 0, NULL, NULL},
+    {"merge-file", ZP_LK_FN, 0, 0, set_merge, NULL},
+    {"hidden-dropout", ZP_LK_REAL, F(hidden_dropout), 0, NULL, NULL},
+    {"attention-dropout", ZP_LK_REAL, F(attn_dropout), 0, NULL, NULL},
+    {"num-experts", ZP_LK_INT, F(experts), 0, NULL, NULL},
+    {"context-parallel-size", ZP_LK_INT, F(cp), 0, NULL, NULL},
+    {"num-layers-per-virtual-pipeline-stage", ZP_LK_INT, F(vp), 0, NULL, NULL},
+    {"sequence-parallel", ZP_LK_FLAG, F(sp), 1, NULL, NULL},
+    {"micro-batch-size", ZP_LK_INT, F(micro_batch), 0, NULL, NULL},
+    {"global-batch-size", ZP_LK_INT, F(global_batch), 0, NULL, NULL},
+    {"rampup-batch-size", ZP_LK_FN, 0, 0, set_rampup, NULL},
+    {"use-distributed-optimizer", ZP_LK_FLAG, F(stage), 1, NULL, NULL},
+    {"recompute-granularity", ZP_LK_FN, 0, 0, set_granularity, NULL},
+    {"recompute-activations", ZP_LK_FLAG, F(recompute), ZP_RECOMPUTE_SELECTIVE, NULL, NULL},
+    {"checkpoint-activations", ZP_LK_FLAG, F(recompute), ZP_RECOMPUTE_FULL, NULL, NULL},
+    {"recompute-num-layers", ZP_LK_FN, 0, 0, set_recompute_layers, NULL},
+    {"checkpoint-num-layers", ZP_LK_FN, 0, 0, set_recompute_layers, NULL},
+    {"fp16", ZP_LK_FLAG, F(precision), ZP_LAUNCH_FP16, NULL, NULL},
+    {"bf16", ZP_LK_FLAG, F(precision), ZP_LAUNCH_BF16, NULL, NULL},
+    {"accumulate-allreduce-grads-in-fp32", ZP_LK_FLAG, F(grad_fp32), 1, NULL, NULL},
+    {"use-flash-attn", ZP_LK_FLAG, F(flash), 1, NULL, NULL},
+    {"attention-backend", ZP_LK_FN, 0, 0, set_backend, NULL},
+    {"no-gradient-accumulation-fusion", ZP_LK_FLAG, F(fusion), 0, NULL, NULL},
+    {"overlap-grad-reduce", ZP_LK_FLAG, F(overlap), 1, NULL, NULL},
+    /* torchrun's: the GPUs */
+    {"nproc_per_node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
+    {"nproc-per-node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
+    {"nnodes", ZP_LK_INT, F(nodes), 0, NULL, NULL},
+    /* what zplan does not model, and that changes the answer */
+    {"distribute-saved-activations", ZP_LK_FLAG, F(pa), 1, NULL, NULL},
+    {"distribute-checkpointed-activations", ZP_LK_FLAG, F(pa), 1, NULL, NULL}, /* Megatron-LM v2's name */
+    {"add-qkv-bias", ZP_LK_FLAG, F(qkv_bias), 1, NULL, NULL},
+    {"cpu-offloading", ZP_LK_REFUSE, 0, 0, NULL, "Transformer Engine's activation offloading is not modelled"},
+    /* known, no effect on memory or step time as modelled */
+    {"group-query-attention", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"recompute-method", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"vocab-file", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"overlap-param-gather", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"master_addr", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"master_port", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"node_rank", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"train-iters", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"weight-decay", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"adam-beta1", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"adam-beta2", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"init-method-std", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"clip-grad", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"lr", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"min-lr", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"lr-decay-style", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"lr-warmup-fraction", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"lr-decay-iters", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"data-path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"split", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"log-interval", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"save-interval", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"eval-interval", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"save", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"load", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"eval-iters", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"tensorboard-dir", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+#undef F
+
+/* ---- the shell's words ---- */
+
+static const char *var_get(const shvars *vs, const char *name, size_t n)
+{
+    for (int i = 0; i < vs->n; i++)
+        if (strlen(vs->v[i].name) == n && strncmp(vs->v[i].name, name, n) == 0)
+            return vs->v[i].value;
+    return NULL;
+}
+
+/* A word with $NAME and ${NAME} of the file's variables replaced (others kept as written) into out. */
+static void expand(const shvars *vs, const char *w, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; w[i] && o + 1 < len;) {
+        const int brace = w[i] == '$' && w[i + 1] == '{';
+        if (w[i] == '$' && (brace || isalpha((unsigned char)w[i + 1]) || w[i + 1] == '_')) {
+            size_t s = i + 1 + brace, e = s;
+            while (isalnum((unsigned char)w[e]) || w[e] == '_')
+                e++;
+            const char *v = var_get(vs, w + s, e - s);
+            if (v && (!brace || w[e] == '}')) {
+                o += (size_t)snprintf(out + o, len - o, "%s", v);
+                if (o >= len)
+                    o = len - 1;
+                i = e + brace;
+                continue;
+            }
+        }
+        out[o++] = w[i++];
+    }
+    out[o] = '\0';
+}
+
+/* The words of one logical line (quotes removed, a '#' word ends it) into w[] (at most max); returns how
+ * many, or -1 when a quote is not closed. */
+static int split_words(const char *s, char w[][256], int max)
+{
+    int n = 0;
+    while (*s) {
+        while (*s && isspace((unsigned char)*s))
+            s++;
+        if (!*s || *s == '#')
+            break;
+        size_t o = 0;
+        while (*s && !isspace((unsigned char)*s)) {
+            if (*s == '"' || *s == '\'') {
+                const char q = *s++;
+                while (*s && *s != q) {
+                    if (o < 255)
+                        w[n < max ? n : max - 1][o++] = *s;
+                    s++;
+                }
+                if (!*s)
+                    return -1;
+                s++;
+            } else {
+                if (o < 255)
+                    w[n < max ? n : max - 1][o++] = *s;
+                s++;
+            }
+        }
+        w[n < max ? n : max - 1][o] = '\0';
+        if (n < max)
+            n++;
+    }
+    return n;
+}
+
+/* NAME=value (optionally after `export`): a variable, its value expanded; returns 1 when it was one. A value
+ * opening an array, NAME=(, is not (its words are arguments). */
+static int assignment(shvars *vs, char w[][256], int n)
+{
+    const int at = n >= 1 && strcmp(w[0], "export") == 0;
+    if (n != at + 1)
+        return 0;
+    const char *eq = strchr(w[at], '=');
+    if (!eq || eq == w[at] || eq[1] == '(')
+        return 0;
+    for (const char *p = w[at]; p < eq; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_')
+            return 0;
+    if (vs->n < MAX_VARS) {
+        shvar *v = &vs->v[vs->n++];
+        snprintf(v->name, sizeof v->name, "%.*s", (int)(eq - w[at]), w[at]);
+        expand(vs, eq + 1, v->value, sizeof v->value);
+    }
+    return 1;
+}
+
+/* One group's words as entries: an option (--name or --name=value) and the words up to the next option. */
+static zp_status group_entries(const shvars *vs, char w[][256], int n, int line, const char *name,
+                               zp_launch_entries *en)
+{
+    for (int i = 0; i < n; i++) {
+        if (strncmp(w[i], "--", 2) != 0 || !w[i][2])
+            continue; /* a program, an array's parenthesis, ${ARRAY[@]}: not an argument */
+        const char *k = w[i] + 2, *eq = strchr(k, '=');
+        char val[256] = "";
+        int has = 0;
+        if (eq) {
+            expand(vs, eq + 1, val, sizeof val);
+            has = 1;
+        }
+        for (int j = i + 1; j < n && strncmp(w[j], "--", 2) != 0 && strcmp(w[j], ")") != 0; j++, i++) {
+            char x[256];
+            expand(vs, w[j], x, sizeof x);
+            const size_t u = strlen(val), xn = strlen(x);
+            if (u + 1 + xn >= sizeof val)
+                return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s: its value is longer than %zu characters", name, line, k,
+                               sizeof val - 1);
+            if (has)
+                val[u] = ' ';
+            memcpy(val + u + has, x, xn + 1);
+            has = 1;
+        }
+        ZP_TRY(zp_launch_entries_add(en, name, line, k, eq ? (size_t)(eq - k) : strlen(k), val, strlen(val), has));
+    }
+    return ZP_OK;
+}
+
+/* The file's groups: logical lines (backslash continuations joined), each split into words. */
+static zp_status scan(const char *text, const char *name, zp_launch_entries *en)
+{
+    static shvars vs; /* large: not on the stack (the fuzzers run it in a loop; one thread) */
+    static char w[128][256];
+    vs.n = 0;
+    int line = 1;
+    for (const char *p = text; *p;) {
+        const int first = line;
+        char buf[4096];
+        size_t o = 0;
+        for (; *p && *p != '\n'; p++) {
+            if (*p == '\\' && p[1] == '\n') {
+                p++;
+                line++;
+                continue;
+            }
+            if (o + 1 < sizeof buf)
+                buf[o++] = *p == '\t' || *p == '\r' ? ' ' : *p;
+        }
+        buf[o] = '\0';
+        if (*p == '\n') {
+            p++;
+            line++;
+        }
+        if (o + 1 >= sizeof buf)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: line longer than %zu characters", name, first, sizeof buf - 1);
+        const int n = split_words(buf, w, 128);
+        if (n < 0)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: a quote is not closed", name, first);
+        if (!assignment(&vs, w, n))
+            ZP_TRY(group_entries(&vs, w, n, first, name, en));
+    }
+    return ZP_OK;
+}
+
+/* The degrees of the dimensions by their Megatron-LM names in the table (vocab/zp_dims.c); an entry read here
+ * is emptied so the key table skips it. */
+static zp_status read_degrees(zp_launch *l, zp_launch_entries *en)
+{
+    for (int i = 0; i < en->n; i++)
+        for (int d = 0; d < ZP_NDIMS; d++) {
+            const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+            if (!t->megatron || strcmp(t->megatron + 2, en->e[i].key) != 0)
+                continue;
+            char *end;
+            const long long v = strtoll(en->e[i].value, &end, 10);
+            if (!en->e[i].has_value || *end || v < 1 || v > (1LL << 30))
+                return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is not a whole number from 1", l->name, en->e[i].line,
+                               t->megatron, en->e[i].value);
+            if (d == ZP_DIM_TP)
+                l->tp = v;
+            else if (d == ZP_DIM_PP)
+                l->pp = v;
+            else if (v > 1)
+                return ZP_FAIL(ZP_EINVAL, "%s:%d: %s %lld: the %s dimension is not read from launches yet", l->name,
+                               en->e[i].line, t->megatron, v, t->name);
+            en->e[i].key[0] = '\0';
+        }
+    return ZP_OK;
+}
+
+zp_status zp_megatron_args_parse(const char *text, const char *name, zp_launch *l)
+{
+    zp_launch_init(l, ZP_LAUNCH_MEGATRON, name);
+    zp_launch_entries en = {0};
+    zp_status st = scan(text, l->name, &en);
+    if (st == ZP_OK)
+        st = read_degrees(l, &en);
+    if (st == ZP_OK) {
+        /* drop the entries read_degrees took */
+        int k = 0;
+        for (int i = 0; i < en.n; i++)
+            if (en.e[i].key[0])
+                en.e[k++] = en.e[i];
+        en.n = k;
+        st = zp_launch_apply(l, g_keys, &en, "--");
+    }
+    zp_launch_entries_free(&en);
+    if (st == ZP_OK && l->layers == 0 && l->micro_batch == 0 && l->tp == 0)
+        st = ZP_FAIL(ZP_EINVAL, "%s: no Megatron-LM arguments (--num-layers, --micro-batch-size, "
+                                "--tensor-model-parallel-size, ...) in the file",
+                     l->name);
+    return st;
+}

@@ -1,0 +1,390 @@
+/* zp_torchtitan.c — a torchtitan job TOML (torchtitan/models/llama3/train_configs/llama3_8b.toml and its
+ * kind) read as a launch (zp_launch.h), and a plan written as one.
+ *
+ * The TOML subset read: [section] and [a.b] headers, key = value with a basic or literal string, a number,
+ * true/false, or an array (on one line or over several), comments. Anything else exits 2 naming the line.
+ * The model is named, not sized ([model] name and flavor, torchtitan's own table): llama3 flavors map to
+ * the zoo's llama-3 models, others need --model. */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "zp_io.h"
+#include "zp_launch.h"
+#include "zp_torchtitan.h"
+
+/* Sections whose keys change nothing zplan models (logging, data, checkpoints, the optimizer's rates). */
+static const char *const g_quiet[] = {"job", "profiling", "metrics", "optimizer", "lr_scheduler", "checkpoint",
+                                      "comm", "validation", "experimental", "memory_estimation", "fault_tolerance",
+                                      NULL};
+
+static zp_status set_mode(zp_launch *l, const zp_launch_entry *e)
+{
+    static const char *const modes[] = {"none", "selective", "full"};
+    static const int rc[] = {ZP_RECOMPUTE_NONE, ZP_RECOMPUTE_SELECTIVE, ZP_RECOMPUTE_FULL};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(e->value, modes[i]) == 0) {
+            l->recompute = rc[i];
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: activation_checkpoint.mode '%s': use none, selective or full", l->name, e->line,
+                   e->value);
+}
+
+static zp_status set_sac(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "op") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: activation_checkpoint.selective_ac_option '%s': zplan models 'op' (the "
+                                  "attention core recomputed); every-N-layers checkpointing is not modelled yet",
+                       l->name, e->line, e->value);
+    return ZP_OK;
+}
+
+static zp_status set_param_dtype(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "bfloat16") == 0 || strcmp(e->value, "float32") == 0) {
+        l->precision = e->value[0] == 'b' ? ZP_LAUNCH_BF16 : ZP_LAUNCH_FP32;
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: training.mixed_precision_param '%s': use bfloat16 or float32", l->name, e->line,
+                   e->value);
+}
+
+static zp_status set_reduce_dtype(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "float32") == 0 || strcmp(e->value, "bfloat16") == 0) {
+        l->grad_fp32 = e->value[0] == 'f';
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: training.mixed_precision_reduce '%s': use float32 or bfloat16", l->name,
+                   e->line, e->value);
+}
+
+static zp_status set_converters(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strstr(e->value, "float8") || strstr(e->value, "mx"))
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: model.converters %s: FP8/MX training is not modelled yet", l->name, e->line,
+                       e->value);
+    return ZP_OK;
+}
+
+static zp_status set_schedule(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcasecmp(e->value, "1F1B") == 0)
+        return ZP_OK;
+    if (strcasecmp(e->value, "Interleaved1F1B") == 0) {
+        l->vstages = 2; /* torchtitan: two stages a rank by default (pipeline_parallel_layers_per_stage unset) */
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: parallelism.pipeline_parallel_schedule '%s': zplan models 1F1B and "
+                              "Interleaved1F1B",
+                   l->name, e->line, e->value);
+}
+
+#define F(field) offsetof(zp_launch, field)
+static const zp_launch_key g_keys[] = {
+    {"model.name", ZP_LK_STR, F(tokenizer), 0, NULL, NULL}, /* kept in tokenizer[] until the flavor is read */
+    {"model.flavor", ZP_LK_STR, F(zoo), 0, NULL, NULL},
+    {"model.converters", ZP_LK_FN, 0, 0, set_converters, NULL},
+    {"training.batch_size", ZP_LK_INT, F(micro_batch), 0, NULL, NULL},
+    {"training.local_batch_size", ZP_LK_INT, F(micro_batch), 0, NULL, NULL},
+    {"training.global_batch_size", ZP_LK_INT0, F(global_batch), 0, NULL, NULL},
+    {"training.seq_len", ZP_LK_INT, F(seq), 0, NULL, NULL},
+    {"training.mixed_precision_param", ZP_LK_FN, 0, 0, set_param_dtype, NULL},
+    {"training.mixed_precision_reduce", ZP_LK_FN, 0, 0, set_reduce_dtype, NULL},
+    {"parallelism.data_parallel_replicate_degree", ZP_LK_INT0, F(dp_replicate), 0, NULL, NULL},
+    {"parallelism.data_parallel_shard_degree", ZP_LK_INT0, F(dp_shard), 0, NULL, NULL},
+    {"parallelism.tensor_parallel_degree", ZP_LK_INT, F(tp), 0, NULL, NULL},
+    {"parallelism.pipeline_parallel_degree", ZP_LK_INT, F(pp), 0, NULL, NULL},
+    {"parallelism.context_parallel_degree", ZP_LK_INT, F(cp), 0, NULL, NULL},
+    {"parallelism.pipeline_parallel_schedule", ZP_LK_FN, 0, 0, set_schedule, NULL},
+    {"parallelism.pipeline_parallel_microbatch_size", ZP_LK_INT, F(grad_accum), 0, NULL, NULL}, /* see below */
+    {"activation_checkpoint.mode", ZP_LK_FN, 0, 0, set_mode, NULL},
+    {"activation_checkpoint.selective_ac_option", ZP_LK_FN, 0, 0, set_sac, NULL},
+    {"parallelism.expert_parallel_degree", ZP_LK_REFUSE, 0, 0, NULL, "expert parallelism is not read yet"},
+    {"parallelism.fsdp_reshard_after_forward", ZP_LK_REFUSE, 0, 0, NULL,
+     "zplan models FSDP resharding after forward (the default): drop the key"},
+    {"model.tokenizer_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.hf_assets_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"training.max_norm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"training.steps", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"training.compile", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"training.dataset", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"training.dataset_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"parallelism.enable_async_tensor_parallel", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"parallelism.disable_loss_parallel", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"float8.enable_fsdp_float8_all_gather", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"float8.precompute_float8_dynamic_scale_for_fsdp", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"float8.filter_fqns", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+#undef F
+
+/* ---- the TOML subset ---- */
+
+/* A value as text: a string without its quotes (escapes kept), else as written up to a comment. Returns the
+ * length, or -1 when a string is not closed. */
+static long toml_value(const char *v, const char **start)
+{
+    if (*v == '"' || *v == '\'') {
+        const char q = *v;
+        const char *e = v + 1;
+        while (*e && *e != q && *e != '\n')
+            e += (q == '"' && *e == '\\' && e[1] && e[1] != '\n') ? 2 : 1;
+        if (*e != q)
+            return -1;
+        *start = v + 1;
+        return e - v - 1;
+    }
+    const char *e = v;
+    while (*e && *e != '#' && *e != '\n')
+        e++;
+    while (e > v && isspace((unsigned char)e[-1]))
+        e--;
+    *start = v;
+    return e - v;
+}
+
+/* What follows a closed string value: blanks and a comment only. */
+static int rest_ok(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\r')
+        p++;
+    return *p == '\0' || *p == '\n' || *p == '#';
+}
+
+static int quiet(const char *section)
+{
+    for (int i = 0; g_quiet[i]; i++) {
+        const size_t n = strlen(g_quiet[i]);
+        if (strncmp(section, g_quiet[i], n) == 0 && (section[n] == '\0' || section[n] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
+/* A [section] header line into section[]. */
+static zp_status toml_header(const char *p, const char *name, int line, char *section, size_t len)
+{
+    const char *e = strchr(p, ']');
+    const char *nl = strchr(p, '\n');
+    if (!e || (nl && e > nl) || p[1] == '[' || !rest_ok(e + 1) || e == p + 1 || (size_t)(e - p - 1) >= len)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: a section header must be [name] (arrays of tables are not read)", name,
+                       line);
+    snprintf(section, len, "%.*s", (int)(e - p - 1), p + 1);
+    for (char *c = section; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: section name [%s]: letters, digits, _ - and . only", name, line,
+                           section);
+    return ZP_OK;
+}
+
+/* key = value at p: an entry "section.key" (kept unless the section is quiet); *next past the value (a
+ * multi-line array's lines counted in *line). */
+static zp_status toml_pair(const char *p, const char *name, int *line, const char *section, zp_launch_entries *en,
+                           const char **next)
+{
+    const char *k = p;
+    while (isalnum((unsigned char)*p) || *p == '_' || *p == '-')
+        p++;
+    const size_t klen = (size_t)(p - k);
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (klen == 0 || *p != '=')
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: expected key = value", name, *line);
+    p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    const int at = *line;
+    const char *vs = p;
+    long vlen;
+    if (*p == '[') { /* an array, perhaps over several lines: kept as written */
+        const char *e = p;
+        while (*e && *e != ']') {
+            if (*e == '\n')
+                (*line)++;
+            e++;
+        }
+        if (!*e)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: an array is not closed with ]", name, at);
+        vlen = e + 1 - p;
+        *next = e + 1;
+    } else {
+        vlen = toml_value(p, &vs);
+        if (vlen < 0 || (vs != p && !rest_ok(vs + vlen + 1)))
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: a string is not closed on its line", name, at);
+        if (vlen == 0)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: key %.*s has no value", name, at, (int)klen, k);
+        *next = vs + vlen + (vs != p);
+    }
+    if (quiet(section))
+        return ZP_OK;
+    char key[160];
+    const int n = snprintf(key, sizeof key, "%s%s%.*s", section, section[0] ? "." : "", (int)klen, k);
+    if (n < 0 || (size_t)n >= sizeof key)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: key too long", name, at);
+    return zp_launch_entries_add(en, name, at, key, strlen(key), vs, (size_t)vlen, 1);
+}
+
+static zp_status toml_scan(const char *text, const char *name, zp_launch_entries *en)
+{
+    char section[96] = "";
+    int line = 1;
+    for (const char *p = text; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (*p == '[') {
+            ZP_TRY(toml_header(p, name, line, section, sizeof section));
+        } else if (*p != '#' && *p != '\n' && *p) {
+            const char *next = p;
+            ZP_TRY(toml_pair(p, name, &line, section, en, &next));
+            p = next;
+            if (!rest_ok(p))
+                return ZP_FAIL(ZP_EINVAL, "%s:%d: unexpected text after the value", name, line);
+        }
+        while (*p && *p != '\n')
+            p++;
+        if (*p == '\n') {
+            p++;
+            line++;
+        }
+    }
+    return ZP_OK;
+}
+
+/* [model] name and flavor as a zoo model: torchtitan's llama3 flavors are the zoo's llama-3 models. */
+static void zoo_name(zp_launch *l)
+{
+    char flavor[64];
+    snprintf(flavor, sizeof flavor, "%s", l->zoo);
+    l->zoo[0] = '\0';
+    if (strcmp(l->tokenizer, "llama3") == 0 && flavor[0]) {
+        snprintf(l->zoo, sizeof l->zoo, "llama-3-%.55s", flavor);
+        for (char *c = l->zoo; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+    }
+    l->tokenizer[0] = '\0';
+}
+
+zp_status zp_torchtitan_parse(const char *text, const char *name, zp_launch *l)
+{
+    zp_launch_init(l, ZP_LAUNCH_TORCHTITAN, name);
+    zp_launch_entries en = {0};
+    zp_status st = toml_scan(text, l->name, &en);
+    if (st == ZP_OK)
+        st = zp_launch_apply(l, g_keys, &en, "");
+    zp_launch_entries_free(&en);
+    ZP_TRY(st);
+    zoo_name(l);
+    /* with a pipeline, torchtitan splits the local batch into micro-batches of pipeline_parallel_microbatch_size
+     * (1 by default); without one, the local batch is the micro-batch */
+    const int64_t pp_micro = l->grad_accum > 0 ? l->grad_accum : 1;
+    l->grad_accum = 0;
+    if (l->pp > 1 && l->micro_batch > 0) {
+        if (l->micro_batch % pp_micro != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s: training.local_batch_size %lld is not a multiple of "
+                                      "parallelism.pipeline_parallel_microbatch_size %lld",
+                           l->name, (long long)l->micro_batch, (long long)pp_micro);
+        l->grad_accum = l->micro_batch / pp_micro;
+        l->micro_batch = pp_micro;
+    }
+    if (l->global_batch < 0)
+        l->global_batch = 0; /* -1: the local batch x DP */
+    if (l->dp_shard == 0)
+        l->dp_shard = -1;
+    return ZP_OK;
+}
+
+/* ---- out ---- */
+
+/* The zoo's llama-3 models as torchtitan's llama3 flavors. */
+static const char *flavor_of(const zp_model *m)
+{
+    if (strncmp(m->name, "llama-3-", 8) == 0) {
+        static char f[32];
+        snprintf(f, sizeof f, "%s", m->name + 8);
+        for (char *c = f; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
+        return f;
+    }
+    return NULL;
+}
+
+zp_status zp_torchtitan_check_model(const zp_model *m)
+{
+    if (!flavor_of(m))
+        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s is not a torchtitan llama3 flavor (the zoo's llama-3-8b, -70b, "
+                                        "-405b): torchtitan sizes its models by flavor, not in the TOML",
+                       m->name);
+    return ZP_OK;
+}
+
+zp_status zp_torchtitan_check(const zp_plan *p)
+{
+    if (p->offload != ZP_OFFLOAD_NONE || p->pa || p->pa_cpu)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "the plan uses %s, which torchtitan does not run",
+                       p->offload != ZP_OFFLOAD_NONE ? "offload" : "ZeRO-R Pa");
+    if (p->stage != 0 && p->stage != 3)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "ZeRO stage %d: torchtitan runs DDP (stage 0) or FSDP (stage 3)", p->stage);
+    if (p->mp > 1 && !p->sp)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "TP %lld without sequence parallelism: torchtitan's TP always shards the "
+                                        "norms along the sequence",
+                       (long long)p->mp);
+    if (p->grad_accum_fusion)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "gradient-accumulation fusion is Megatron-core's, not torchtitan's");
+    if (p->param_bytes == 2 && !p->bf16)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "fp16 mixed precision: torchtitan's FSDP trains in bf16 or fp32");
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && p->vstages != 2)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "%d virtual stages: the torchtitan TOML zplan writes has 2", p->vstages);
+    return ZP_OK;
+}
+
+zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *step, char *buf, size_t len)
+{
+    ZP_TRY(zp_torchtitan_check(p));
+    ZP_TRY(zp_torchtitan_check_model(m));
+    const char *flavor = flavor_of(m);
+    const char *mode = zp_plan_recompute(p) == ZP_RECOMPUTE_FULL ? "full"
+                       : zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE ? "selective" : "none";
+    const long long local = p->micro_batch * (p->pp > 1 ? p->grad_accum : 1);
+    int n = snprintf(buf, len,
+                     "# torchtitan job of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x PP %lld%s%s\n"
+                     "# model: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, rope theta %g\n"
+                     "[model]\nname = \"llama3\"\nflavor = \"%s\"\n\n"
+                     "[training]\nlocal_batch_size = %lld\nglobal_batch_size = %.0f\nseq_len = %lld\n"
+                     "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\n\n"
+                     "[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
+                     "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = 1\n",
+                     m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
+                     step ? "; " : "", step ? step : "", (long long)m->layers, (long long)m->hidden,
+                     (long long)m->heads, (long long)zp_model_kv_heads(m), (long long)m->ffn, (long long)m->vocab,
+                     m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor, local,
+                     zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
+                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", (long long)(p->stage == 3 ? 1 : p->dp),
+                     (long long)(p->stage == 3 ? p->dp : 1), (long long)p->mp, (long long)p->pp);
+    if (n < 0 || (size_t)n >= len)
+        return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
+    size_t used = (size_t)n;
+    if (p->pp > 1)
+        used += (size_t)snprintf(buf + used, len - used, "pipeline_parallel_schedule = \"%s\"\n"
+                                                         "pipeline_parallel_microbatch_size = %lld\n",
+                                 p->schedule == ZP_PP_INTERLEAVED ? "Interleaved1F1B" : "1F1B",
+                                 (long long)p->micro_batch);
+    if (used < len)
+        used += (size_t)snprintf(buf + used, len - used, "\n[activation_checkpoint]\nmode = \"%s\"\n%s", mode,
+                                 zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE ? "selective_ac_option = \"op\"\n"
+                                                                                : "");
+    if (used >= len)
+        return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
+    return ZP_OK;
+}
+
+zp_status zp_torchtitan_write(const zp_model *m, const zp_plan *p, const char *step, const char *path)
+{
+    char text[4096];
+    ZP_TRY(zp_torchtitan_text(m, p, step, text, sizeof text));
+    return zp_io_write_file(path, text, strlen(text));
+}

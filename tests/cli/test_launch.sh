@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# A verdict on a launch a team already has (issue #30 items 4 and 5): the frameworks' own example files
+# (tests/cli/fixtures/, sources in its README) read and judged: Megatron-LM's GPT-3 175B launch script,
+# torchtitan's Llama 3 8B TOML, NeMo's Megatron GPT YAML, and a DeepSpeed config; malformed and misspelt
+# launch files exit 2 naming the line and the key; what zplan emits (--emit-megatron-args, --emit-torchtitan,
+# --emit-ds-config) reads back as the same plan with the same step.
+# Usage: test_launch.sh ZPLAN SRCROOT
+set -u
+Z="$1"
+F="$2/tests/cli/fixtures"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# judged NAME ARGS...: exit 0, and the verdict's three lines on stdout
+judged() {
+  local what="$1"; shift
+  if "$Z" "$@" >"$T/out" 2>"$T/err" && grep -q '^Verdict on ' "$T/out" && grep -q '^  your launch: ' "$T/out" &&
+     grep -q '^  best: ' "$T/out"; then
+    ok; echo "  judged $what:"; sed -n '/^Verdict on /,$p' "$T/out" | sed 's/^/    /'
+  else
+    ko "$what: rc=$? $(cat "$T/err") $(tail -5 "$T/out")"
+  fi
+}
+
+# has WHAT PATTERN: the last judged output ($T/out, $T/err) has it
+has() { if grep -q -- "$2" "$T/out" "$T/err"; then ok; else ko "$1: no '$2' in: $(cat "$T/err" "$T/out" | tail -8)"; fi; }
+
+# bad NAME PATTERN ARGS...: exit 2, the message (stderr's last line) matches PATTERN, nothing on stdout
+bad() {
+  local what="$1" pat="$2"; shift 2
+  "$Z" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq 2 ] && tail -1 "$T/err" | grep -Eq -- "$pat" && [ ! -s "$T/out" ]; then
+    ok; printf '  bad %-34s -> exit 2: %s\n' "$what" "$(tail -1 "$T/err" | cut -c1-130)"
+  else
+    ko "$what: rc=$rc, want /$pat/: $(cat "$T/err") $(head -c 200 "$T/out")"
+  fi
+}
+
+echo "== the frameworks' own files, judged"
+# Megatron-LM: 8 GPUs a node x NUM_NODES=1 in the script, for TP 8 x PP 16: --gpus gives the 1024 it needs
+judged "Megatron-LM train_gpt3_175b_distributed.sh" --megatron-args "$F/train_gpt3_175b_distributed.sh" \
+  --gpus 1024 --cluster dgx-a100 --top 1
+has "175B: its plan" "ZeRO stage 0, TP 8, PP 16 (1f1b, 1 chunk a rank), DP 8, micro-batch 1 x 192, no recompute"
+has "175B: the model" "96 layers, hidden 12288, 96 heads, seq 2048, vocab 51200"
+has "175B: rampup noted" "rampup-batch-size 16 16 5859375: judged at the full global batch"
+has "175B: one change" "^  one change:  --"
+judged "torchtitan llama3_8b.toml" --torchtitan "$F/llama3_8b.toml" --gpus 64 --cluster dgx-a100 --top 1
+has "llama3 8B: its plan" "ZeRO stage 3, TP 1, DP 64, micro-batch 1 x 1, selective recompute"
+has "llama3 8B: the flavor" "model: llama-3-8b"
+judged "NeMo megatron_gpt_config.yaml" --nemo "$F/megatron_gpt_config.yaml" --cluster dgx-a100 --top 1
+has "NeMo: its plan" "ZeRO stage 0, TP 1, DP 1, micro-batch 4 x 2, no recompute"
+has "NeMo: the GPUs from trainer" "GPUs: 1, as the file states them"
+has "NeMo: interpolated positions" "12 layers, hidden 768, 12 heads, seq 512, vocab 50304"
+# NeMo-Framework-Launcher's GPT-3 5B: 16 nodes x 8 from trainer, ${multiply:4, ${.hidden_size}} resolved
+judged "NeMo-Framework-Launcher gpt3 5b.yaml" --nemo "$F/gpt3_5b.yaml" --cluster dgx-a100 --top 1
+has "5B: its plan" "ZeRO stage 1, TP 1, DP 128, micro-batch 4 x 4, no recompute"
+has "5B: multiply resolved" "24 layers, hidden 4096, 32 heads, seq 2048, vocab 50304, FFN 16384"
+cat >"$T/ds.json" <<'EOF'
+{"train_batch_size": 512, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+ "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "overlap_comm": true}}
+EOF
+judged "a DeepSpeed config" --ds-config "$T/ds.json" --model llama-2-13b --gpus 64 --cluster dgx-a100 --top 1
+has "DeepSpeed: its plan" "ZeRO stage 3, TP 1, DP 64, micro-batch 4 x 2, full recompute"
+"$Z" --ds-config "$T/ds.json" --model llama-2-13b --gpus 64 --cluster dgx-a100 --analytic --format json \
+  >"$T/j.json" 2>"$T/err"
+if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/j.json" && grep -q '^Verdict on ' "$T/err"; then
+  ok; else ko "JSON answer with a verdict: stdout must stay JSON, the verdict on stderr"; fi
+
+echo "== malformed and misspelt launch files"
+cp "$F/train_gpt3_175b_distributed.sh" "$T/m.sh"
+sed 's/--num-layers 96/--num-layer 96/' "$T/m.sh" >"$T/typo.sh"
+bad "misspelt Megatron-LM key" 'typo.sh:29: unknown key --num-layer: did you mean --num-layers' \
+  --megatron-args "$T/typo.sh" --gpus 1024
+sed 's/--micro-batch-size 1/--micro-batch-size one/' "$T/m.sh" >"$T/val.sh"
+bad "Megatron-LM value not a number" 'val.sh:38: --micro-batch-size: .one. is not a whole number' \
+  --megatron-args "$T/val.sh" --gpus 1024
+sed 's/--seq-length 2048/--seq-length $SEQ/' "$T/m.sh" >"$T/var.sh"
+bad "a shell variable left unset" 'var.sh:[0-9]+: --seq-length: its value .\$SEQ. is not set in the file' \
+  --megatron-args "$T/var.sh" --gpus 1024
+printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --vocab-size 1000 \\\n  --micro-batch-size 1 --context-parallel-size 2\n' >"$T/cp.args"
+bad "context parallelism > 1" 'context parallelism not yet supported' --megatron-args "$T/cp.args" --gpus 8
+printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --vocab-size 1000 --fp16 x\n' >"$T/flag.args"
+bad "a flag with a value" 'flag.args:1: --fp16 is a flag and takes no value' --megatron-args "$T/flag.args" --gpus 8
+printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --tokenizer-type Llama3Tokenizer\n' >"$T/voc.args"
+bad "an unknown tokenizer's vocabulary" 'the vocabulary is not stated' --megatron-args "$T/voc.args" --gpus 8
+bad "--mp beside a launch" 'sets the plan: drop --mp' --megatron-args "$T/cp.args" --gpus 8 --mp 2
+bad "--model beside a stated shape" "states the model's shape: drop --model" --megatron-args "$T/cp.args" \
+  --gpus 8 --model 1.5B
+bad "a launch with an emission" 'is judged, not converted' --megatron-args "$T/cp.args" --gpus 8 --emit-torchtitan "$T/x.toml"
+bad "two launch files" 'one launch file at a time' --megatron-args "$T/cp.args" --nemo "$T/cp.args" --gpus 8
+sed 's/^tensor_parallel_degree = 1/tensor_paralel_degree = 1/' "$F/llama3_8b.toml" >"$T/typo.toml"
+bad "misspelt torchtitan key" 'typo.toml:43: unknown key parallelism.tensor_paralel_degree: did you mean parallelism.tensor_parallel_degree' \
+  --torchtitan "$T/typo.toml" --gpus 64
+sed 's/^\[training\]/[training/' "$F/llama3_8b.toml" >"$T/hdr.toml"
+bad "torchtitan header unclosed" 'hdr.toml:32: a section header must be \[name\]' --torchtitan "$T/hdr.toml" --gpus 64
+sed 's/^context_parallel_degree = 1/context_parallel_degree = 2/' "$F/llama3_8b.toml" >"$T/cp.toml"
+bad "torchtitan context parallelism" 'context parallelism not yet supported' --torchtitan "$T/cp.toml" --gpus 64
+sed "s/^mode = 'selective'/mode = 'sometimes'/" "$F/llama3_8b.toml" >"$T/mode.toml"
+bad "torchtitan recompute mode" "mode.toml:56: activation_checkpoint.mode 'sometimes'" --torchtitan "$T/mode.toml" --gpus 64
+sed 's/^  micro_batch_size: 4/  micro_batch_sise: 4/' "$F/megatron_gpt_config.yaml" >"$T/typo.yaml"
+bad "misspelt NeMo key" 'typo.yaml:46: unknown key model.micro_batch_sise: did you mean model.micro_batch_size' \
+  --nemo "$T/typo.yaml"
+sed 's/^  num_layers: 12/\tnum_layers: 12/' "$F/megatron_gpt_config.yaml" >"$T/tab.yaml"
+bad "NeMo tab indentation" 'tab.yaml:55: a tab in the indentation' --nemo "$T/tab.yaml"
+sed 's/^  hidden_size: 768/  hidden_size: ${model.nope}/' "$F/megatron_gpt_config.yaml" >"$T/interp.yaml"
+bad "NeMo unresolved interpolation" 'interp.yaml:56: model.hidden_size: its value' --nemo "$T/interp.yaml"
+sed 's/^  pipeline_model_parallel_size: 1 /  context_parallel_size: 2 /' "$F/megatron_gpt_config.yaml" >"$T/cp.yaml"
+bad "NeMo context parallelism" 'context parallelism not yet supported' --nemo "$T/cp.yaml"
+sed 's/^  fp8: False/  fp8: True/' "$F/gpt3_5b.yaml" >"$T/fp8.yaml"
+bad "NeMo FP8" 'fp8.yaml:137: model.fp8 true: FP8 training is not modelled yet' --nemo "$T/fp8.yaml"
+sed 's/^  global_batch_size: 8/  global_batch_size: 6/' "$F/megatron_gpt_config.yaml" >"$T/gb.yaml"
+bad "NeMo global batch not micro x DP" 'global batch 6 is not a multiple of micro-batch 4' --nemo "$T/gb.yaml"
+
+echo "== what zplan writes reads back as the same plan, with the same step"
+# steps_match WHAT EMITTED: the step in the emitted file's header equals the verdict's "your launch" step
+steps_match() {
+  local e j
+  e=$(sed -n 's/.*; step \([0-9.e+]*\) s, .*/\1/p' "$2" | head -1)
+  j=$(sed -n 's/^  your launch: \([0-9.e+]*\) s a step.*/\1/p' "$T/out")
+  if [ -n "$e" ] && [ "$e" = "$j" ]; then ok; echo "  $1: written at $e s, read back at $j s"
+  else ko "$1: written at '$e' s, read back at '$j' s: $(cat "$2") $(tail -4 "$T/out")"; fi
+}
+if "$Z" --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --emit-megatron-args "$T/e.args" \
+     --emit-torchtitan "$T/e.toml" >/dev/null 2>"$T/err"; then
+  ok
+  grep -q -- '--rotary-base 500000' "$T/e.args" && grep -q -- '--vocab-size 128256' "$T/e.args" && ok ||
+    ko "Megatron-LM args state the rope base and the vocabulary: $(cat "$T/e.args")"
+  judged "the Megatron-LM arguments zplan wrote" --megatron-args "$T/e.args" --gpus 64 --cluster dgx-a100 --analytic
+  steps_match "Megatron-LM arguments" "$T/e.args"
+  judged "the torchtitan TOML zplan wrote" --torchtitan "$T/e.toml" --gpus 64 --cluster dgx-a100 --analytic
+  steps_match "torchtitan TOML" "$T/e.toml"
+else
+  ko "emitting: $(cat "$T/err")"
+fi
+bad "torchtitan TOML of a model it cannot name" 'not a torchtitan llama3 flavor' --model 1.5B --gpus 16 --analytic \
+  --emit-torchtitan "$T/x.toml"
+# --emit-ds-config plans within what DeepSpeed runs (no SP, no selective recompute), and says so
+if "$Z" --model llama-2-13b --gpus 64 --cluster dgx-a100 --analytic --emit-ds-config "$T/e.json" >"$T/out" 2>"$T/err" &&
+   grep -q 'planning within --framework deepspeed' "$T/err" && ! grep -Eq '^1 .*(SP|sel-ckpt)' "$T/out"; then
+  ok; else ko "--emit-ds-config within deepspeed: $(cat "$T/err") $(grep '^1 ' "$T/out")"; fi
+bad "DeepSpeed config of a plan it cannot say" 'interleaved pipeline schedule, which DeepSpeed does not' \
+  --model 1.5B --gpus 16 --analytic --framework megatron-2021 --pp 4 --schedule interleaved --virtual-stages 2 \
+  --global-batch 64 --emit-ds-config "$T/il.json"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,4 @@
+/* fuzz_torchtitan — a torchtitan job TOML through zp_torchtitan_parse, then its model and pinned request (fuzz_launch.h). */
+#include "fuzz_launch.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fz_launch(data, size, zp_torchtitan_parse); }
