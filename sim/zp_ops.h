@@ -15,8 +15,17 @@
 
 /* Streams of one rank: compute (the GPU's compute stream, which also runs the blocking Megatron MP
  * collectives), comm (the ZeRO-DP collectives: gradient buckets, stage-3 parameter gathers, the stage-1/2
- * parameter all-gather), pcie (host<->device copies), cpu (the host's CPU Adam with offload). */
-typedef enum { ZP_STREAM_COMPUTE = 0, ZP_STREAM_COMM, ZP_STREAM_PCIE, ZP_STREAM_CPU, ZP_NSTREAMS } zp_stream;
+ * parameter all-gather), pcie (host<->device copies), cpu (the host's CPU Adam with offload), cp (context
+ * parallelism's K/V ring: TransformerEngine runs its point-to-point on streams of its own, so it never
+ * queues behind a gradient reduction held for the pipeline's flush). */
+typedef enum {
+    ZP_STREAM_COMPUTE = 0,
+    ZP_STREAM_COMM,
+    ZP_STREAM_PCIE,
+    ZP_STREAM_CPU,
+    ZP_STREAM_CP,
+    ZP_NSTREAMS
+} zp_stream;
 
 /* What an operation is for: the step-time breakdown and the trace group by it. SETUP: the allocations
  * made once before the first step (model states, the executor's tensors). */

@@ -114,7 +114,7 @@ static void mp_gather(zp_builder *b, double bytes)
 }
 
 /* Context parallelism: the ring of K and V slices (forward; backward: K and V again and their gradients
- * back) on the comm stream beside the attention work that hides it, which waits for the ring at its end.
+ * back) on its own stream beside the attention work that hides it, which waits for the ring at its end.
  * Bytes: every slice's K and V of this rank's heads, 16-bit (MLA: each head's K with the shared rotary
  * part). `begin` 1 before the attention, 0 after it; nothing without CP. */
 static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int begin)
@@ -128,11 +128,11 @@ static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int be
     }
     const double kv = S->kv_n + (S->mla ? S->qh * S->rope : 0.0), bytes = 2.0 * S->T * kv * (double)cp;
     sig(b, ZP_STREAM_COMPUTE, ZP_CH_CP_KV);
-    wait_ch(b, ZP_STREAM_COMM, ZP_CH_CP_KV);
-    move(b, ZP_STREAM_COMM, ZP_OPK_CP_KV_RING, bytes);
+    wait_ch(b, ZP_STREAM_CP, ZP_CH_CP_KV);
+    move(b, ZP_STREAM_CP, ZP_OPK_CP_KV_RING, bytes);
     if (backward)
-        move(b, ZP_STREAM_COMM, ZP_OPK_CP_DKV_RING, bytes);
-    sig(b, ZP_STREAM_COMM, ZP_CH_CP_RING);
+        move(b, ZP_STREAM_CP, ZP_OPK_CP_DKV_RING, bytes);
+    sig(b, ZP_STREAM_CP, ZP_CH_CP_RING);
 }
 
 /* The attention core of one block (scores, softmax, context): part of its forward, and what selective

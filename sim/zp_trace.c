@@ -45,16 +45,21 @@ void zp_trace_mem(zp_trace *t, double ts, const zp_op *op, int alloc)
 zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
 {
     json_t *events = json_array();
-    static const char *const tnames[] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU"};
+    static const char *const tnames[ZP_NSTREAMS] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU",
+                                                    "CP ring (context parallelism)"};
     /* one process (track group) per pipeline stage: its first node, every GPU of it. A stream waiting for
      * another (a bucket not yet reduced, a gather not yet done) is idle: its waits go on a track of their
      * own below it (tid ZP_NSTREAMS + stream), so a stream's track shows its work */
-    int waits[ZP_NSTREAMS] = {0};
-    for (int i = 0; i < t->n; i++)
+    int waits[ZP_NSTREAMS] = {0}, used[ZP_NSTREAMS] = {0};
+    for (int i = 0; i < t->n; i++) {
+        used[t->ev[i].stream] = 1;
         if (t->ev[i].op && info_of(t->ev[i].op)->cls == ZP_OPC_WAIT)
             waits[t->ev[i].stream] = 1;
+    }
     for (int st = 0; st < stages; st++) {
         for (int s = 0; s < ZP_NSTREAMS; s++) {
+            if (s == ZP_STREAM_CP && !used[s]) /* a track only for plans with context parallelism */
+                continue;
             char wname[64];
             snprintf(wname, sizeof wname, "%s: waiting", tnames[s]);
             json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
