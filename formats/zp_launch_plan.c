@@ -91,27 +91,34 @@ int64_t zp_launch_gpus(const zp_launch *l)
 }
 
 /* The data-parallel degree and the ZeRO stage: what TP x PP leave (torchtitan: its FSDP and DDP degrees). */
-static zp_status launch_dp(zp_launch *l, int64_t gpus, int64_t tp, int64_t pp, int64_t *dp, int *stage)
+/* DP: the GPUs over TP x PP, context parallelism's ranks among them (zplan's DP holds the CP ranks, as
+ * Megatron-core's data-parallel group with context parallelism does); the replicas of the batch are DP / CP. */
+static zp_status launch_dp(zp_launch *l, int64_t gpus, int64_t tp, int64_t pp, int64_t cp, int64_t *dp, int *stage)
 {
     if (tp > gpus || pp > gpus || gpus % (tp * pp) != 0)
         return ZP_FAIL(ZP_EINVAL, "%s: tensor x pipeline parallelism (%lld x %lld) do not divide the %lld GPUs "
                                   "(--gpus)",
                        l->name, (long long)tp, (long long)pp, (long long)gpus);
     *dp = gpus / (tp * pp);
+    if (cp > *dp || *dp % cp != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: context parallelism %lld does not divide the %lld ranks that tensor x pipeline "
+                                  "parallelism (%lld x %lld) leave of the %lld GPUs",
+                       l->name, (long long)cp, (long long)*dp, (long long)tp, (long long)pp, (long long)gpus);
     *stage = l->stage != ZP_LAUNCH_UNSET ? l->stage : 0;
     if (l->kind != ZP_LAUNCH_TORCHTITAN)
         return ZP_OK;
-    /* torchtitan: FSDP over data_parallel_shard_degree (-1: what is left), DDP over the replicate degree */
-    const int64_t rep = l->dp_replicate > 0 ? l->dp_replicate : 1;
-    const int64_t shard = l->dp_shard > 0 ? l->dp_shard : *dp / rep;
-    if (rep > *dp || shard > *dp || rep * shard != *dp || shard < 1)
+    /* torchtitan: FSDP over data_parallel_shard_degree (-1: what is left) and the CP ranks, DDP over the
+     * replicate degree */
+    const int64_t rep = l->dp_replicate > 0 ? l->dp_replicate : 1, rest = *dp / cp;
+    const int64_t shard = l->dp_shard > 0 ? l->dp_shard : rest / rep;
+    if (rep > rest || shard > rest || rep * shard != rest || shard < 1)
         return ZP_FAIL(ZP_EINVAL, "%s: parallelism.data_parallel_replicate_degree %lld x data_parallel_shard_degree "
-                                  "%lld must be the %lld GPUs' data-parallel degree (GPUs / (TP x PP))",
-                       l->name, (long long)rep, (long long)shard, (long long)*dp);
+                                  "%lld must be the %lld GPUs' data-parallel degree (GPUs / (TP x PP x CP))",
+                       l->name, (long long)rep, (long long)shard, (long long)rest);
     if (rep > 1 && shard > 1)
         return ZP_FAIL(ZP_EINVAL, "%s: hybrid sharding (replicate %lld x shard %lld, HSDP) is not modelled yet",
                        l->name, (long long)rep, (long long)shard);
-    *stage = shard > 1 ? 3 : 0;
+    *stage = shard * cp > 1 ? 3 : 0;
     return ZP_OK;
 }
 
@@ -162,18 +169,16 @@ static void launch_precision(zp_launch *l, zp_search_req *r)
 
 zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
 {
-    if (l->cp > 1)
-        return ZP_FAIL(ZP_EINVAL, "%s: context parallelism %lld: context parallelism not yet supported", l->name,
-                       (long long)l->cp);
-    const int64_t tp = l->tp > 0 ? l->tp : 1, pp = l->pp > 0 ? l->pp : 1;
+    const int64_t tp = l->tp > 0 ? l->tp : 1, pp = l->pp > 0 ? l->pp : 1, cp = l->cp > 0 ? l->cp : 1;
     int64_t dp = 1;
     int stage = 0;
-    ZP_TRY(launch_dp(l, r->gpus, tp, pp, &dp, &stage));
+    ZP_TRY(launch_dp(l, r->gpus, tp, pp, cp, &dp, &stage));
     r->stage = stage;
     r->mp = tp;
     r->pp = pp;
     r->ep = 1;
-    ZP_TRY(launch_batch(l, dp, r));
+    r->deg[ZP_DIM_CP] = cp;
+    ZP_TRY(launch_batch(l, dp / cp, r));
     r->exact = 1;
     r->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */
     r->pa_cpu = 0;

@@ -356,6 +356,8 @@ static zp_status read_degrees(zp_launch *l, zp_launch_entries *en)
                 l->tp = v;
             else if (d == ZP_DIM_PP)
                 l->pp = v;
+            else if (d == ZP_DIM_CP)
+                l->cp = v;
             else if (v > 1)
                 return ZP_FAIL(ZP_EINVAL, "%s:%d: %s %lld: the %s dimension is not read from launches yet", l->name,
                                en->e[i].line, t->megatron, v, t->name);

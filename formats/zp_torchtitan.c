@@ -357,14 +357,15 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                      "[training]\nlocal_batch_size = %lld\nglobal_batch_size = %.0f\nseq_len = %lld\n"
                      "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\n\n"
                      "[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
-                     "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = 1\n",
+                     "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = %lld\n",
                      m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
                      step ? "; " : "", step ? step : "", (long long)m->layers, (long long)m->hidden,
                      (long long)m->heads, (long long)zp_model_kv_heads(m), (long long)m->ffn, (long long)m->vocab,
                      m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor, local,
                      zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
-                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", (long long)(p->stage == 3 ? 1 : p->dp),
-                     (long long)(p->stage == 3 ? p->dp : 1), (long long)p->mp, (long long)p->pp);
+                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", (long long)(p->stage == 3 ? 1 : zp_plan_replicas(p)),
+                     (long long)(p->stage == 3 ? zp_plan_replicas(p) : 1), (long long)p->mp, (long long)p->pp,
+                     (long long)p->cp);
     if (n < 0 || (size_t)n >= len)
         return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
     size_t used = (size_t)n;

@@ -219,7 +219,8 @@ zp_status zp_report_legend(zp_doc *d)
                "--num-layers-per-virtual-pipeline-stage)"},
         {"SP, sel-ckpt", "Megatron-LM --sequence-parallel, --recompute-granularity selective"},
         {"EPn", "experts sharded over n DP ranks: DeepSpeed MoE ep_size, Megatron-LM --expert-model-parallel-size"},
-        {"DP", "the data-parallel degree: GPUs / (MP x PP)"},
+        {"CPn", "each sequence split over n DP ranks (ring attention): Megatron-LM --context-parallel-size"},
+        {"DP", "the data-parallel degree (replicas of the batch): GPUs / (MP x PP x CP)"},
     };
     const int n = (int)(sizeof rows / sizeof rows[0]);
     ZP_TRY(zp_doc_add_list(d, "Legend (the ZeRO paper's names, and the DeepSpeed and Megatron-LM keys that set them):",
@@ -253,7 +254,7 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
  * batch, options, memory, fit and speed; CSV and JSON get the data columns too. Their JSON keys are the
  * "plans" of the JSON contract (README). */
 enum {
-    P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
+    P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_CP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
@@ -288,6 +289,7 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_PP] = DATA("pp"), /* a reader column ("PP", and in CSV) when a plan has pipeline stages */
     [P_DP] = {"dp", "DP"},
     [P_EP] = DATA("ep"), /* expert-parallel degree (1: dense, or every rank holds every expert) */
+    [P_CP] = DATA("cp"), /* context-parallel degree: each sequence split over cp of the DP ranks (1: none) */
     [P_MICRO] = {"micro_batch", "Micro"},
     [P_ACCUM] = {"grad_accum", "Accum"},
     [P_GLOBAL] = {"global_batch", "Global"},
@@ -341,8 +343,9 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
     zp_report_plan_options(p, opts, sizeof opts);
     snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
     ZP_TRY(zp_table_set_str(t, col0 + P_STAGE, stage));
-    const long long ints[] = {p->stage, p->mp, p->pp, zp_plan_replicas(p), p->ep, p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
-    for (int k = 0; k < 7; k++)
+    const long long ints[] = {p->stage, p->mp,          p->pp,          zp_plan_replicas(p),
+                              p->ep,    p->cp,          p->micro_batch, p->grad_accum}; /* P_STAGE_NUM.. */
+    for (int k = 0; k < 8; k++)
         ZP_TRY(zp_table_set_int(t, col0 + P_STAGE_NUM + k, ints[k]));
     ZP_TRY(zp_table_set_str(t, col0 + P_SCHEDULE, p->pp > 1 ? zp_pp_schedule_name(p->schedule) : "none"));
     ZP_TRY(zp_table_set_int(t, col0 + P_VSTAGES, p->vstages));

@@ -18,8 +18,11 @@ static void describe(const zp_plan *p, char *buf, size_t len)
     if (p->pp > 1 && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", PP %lld (%s, %d chunk%s a rank)", (long long)p->pp,
                       zp_pp_schedule_name(p->schedule), p->vstages, p->vstages == 1 ? "" : "s");
+    if (p->cp > 1 && n > 0 && (size_t)n < len) /* context parallelism: DP below counts the batch's replicas */
+        n += snprintf(buf + n, len - (size_t)n, ", CP %lld", (long long)p->cp);
     if (n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, ", DP %lld, micro-batch %lld x %lld, %s recompute", (long long)p->dp,
+        n += snprintf(buf + n, len - (size_t)n, ", DP %lld, micro-batch %lld x %lld, %s recompute",
+                      (long long)zp_plan_replicas(p),
                       (long long)p->micro_batch, (long long)p->grad_accum,
                       zp_plan_recompute(p) == ZP_RECOMPUTE_NONE ? "no" : zp_recompute_name(zp_plan_recompute(p)));
     if (p->offload != ZP_OFFLOAD_NONE && n > 0 && (size_t)n < len)
@@ -50,8 +53,9 @@ static void print_change(FILE *f, zp_launch_kind kind, const zp_eval *launch, co
     char from[96], to[96];
     knob_value(v->change, &launch->plan, from, sizeof from);
     knob_value(v->change, &v->changed.plan, to, sizeof to);
-    fprintf(f, "  one change:  %s: %s -> %s: %.3g s a step, %.1f TFLOP/s per GPU", zp_launch_key_of(kind,
-            zp_knob_name(v->change)), from, to, v->changed.time.total, v->changed.tflops_per_gpu);
+    fprintf(f, "  one change:  %s: %s -> %s: %.3g s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed",
+            zp_launch_key_of(kind, zp_knob_name(v->change)), from, to, v->changed.time.total, 100.0 * v->changed.mfu,
+            v->changed.tflops_per_gpu);
     if (launch->fits && v->has_best && launch->time.total > v->best.time.total)
         fprintf(f, " (%.0f%% of the gain)\n", 100.0 * (launch->time.total - v->changed.time.total) /
                                                   (launch->time.total - v->best.time.total));
@@ -78,8 +82,9 @@ zp_status zp_cli_verdict(zp_cli_plan *o, const zp_search_result *res, FILE *f)
     fprintf(f, "\nVerdict on %s (%s, %lld GPU%s, global batch %.0f)\n", file, zp_launch_kind_name(kind),
             (long long)o->a.r.gpus, o->a.r.gpus == 1 ? "" : "s", zp_plan_global_batch(&launch->plan));
     if (launch->fits)
-        fprintf(f, "  your launch: %.3g s a step, %.1f TFLOP/s per GPU (%s): %s\n", launch->time.total,
-                launch->tflops_per_gpu, launch->method ? launch->method : "analytic", desc);
+        fprintf(f, "  your launch: %.3g s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed (%s): %s\n",
+                launch->time.total, 100.0 * launch->mfu, launch->tflops_per_gpu,
+                launch->method ? launch->method : "analytic", desc);
     else
         fprintf(f, "  your launch: does not fit: %s (%s)\n", launch->reason, desc);
     if (!v.has_best) {
@@ -92,8 +97,8 @@ zp_status zp_cli_verdict(zp_cli_plan *o, const zp_search_result *res, FILE *f)
                 v.searches);
         return ZP_OK;
     }
-    fprintf(f, "  best:        %.3g s a step, %.1f TFLOP/s per GPU: %s", v.best.time.total, v.best.tflops_per_gpu,
-            desc);
+    fprintf(f, "  best:        %.3g s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed: %s", v.best.time.total,
+            100.0 * v.best.mfu, v.best.tflops_per_gpu, desc);
     if (launch->fits)
         fprintf(f, " (%.2fx faster, %.0f%% less time a step)\n", launch->time.total / v.best.time.total,
                 100.0 * (1.0 - v.best.time.total / launch->time.total));

@@ -83,7 +83,10 @@ sed 's/--seq-length 2048/--seq-length $SEQ/' "$T/m.sh" >"$T/var.sh"
 bad "a shell variable left unset" 'var.sh:[0-9]+: --seq-length: its value .\$SEQ. is not set in the file' \
   --megatron-args "$T/var.sh" --gpus 1024
 printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --vocab-size 1000 \\\n  --micro-batch-size 1 --context-parallel-size 2\n' >"$T/cp.args"
-bad "context parallelism > 1" 'context parallelism not yet supported' --megatron-args "$T/cp.args" --gpus 8
+judged "a Megatron-LM launch with context parallelism 2" --megatron-args "$T/cp.args" --gpus 8
+has "the launch's CP degree" 'your launch: .*CP 2, DP 4'
+sed 's/--context-parallel-size 2/--context-parallel-size 3/' "$T/cp.args" >"$T/cp3.args"
+bad "CP not cutting the sequence" '2 x 3 equal chunks' --megatron-args "$T/cp3.args" --gpus 24
 printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --vocab-size 1000 --fp16 x\n' >"$T/flag.args"
 bad "a flag with a value" 'flag.args:1: --fp16 is a flag and takes no value' --megatron-args "$T/flag.args" --gpus 8
 printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --tokenizer-type Llama3Tokenizer\n' >"$T/voc.args"
@@ -99,7 +102,8 @@ bad "misspelt torchtitan key" 'typo.toml:43: unknown key parallelism.tensor_para
 sed 's/^\[training\]/[training/' "$F/llama3_8b.toml" >"$T/hdr.toml"
 bad "torchtitan header unclosed" 'hdr.toml:32: a section header must be \[name\]' --torchtitan "$T/hdr.toml" --gpus 64
 sed 's/^context_parallel_degree = 1/context_parallel_degree = 2/' "$F/llama3_8b.toml" >"$T/cp.toml"
-bad "torchtitan context parallelism" 'context parallelism not yet supported' --torchtitan "$T/cp.toml" --gpus 64
+judged "torchtitan context parallelism 2" --torchtitan "$T/cp.toml" --gpus 64
+has "torchtitan's CP degree" 'your launch: .*CP 2, DP 32'
 sed "s/^mode = 'selective'/mode = 'sometimes'/" "$F/llama3_8b.toml" >"$T/mode.toml"
 bad "torchtitan recompute mode" "mode.toml:56: activation_checkpoint.mode 'sometimes'" --torchtitan "$T/mode.toml" --gpus 64
 sed 's/^  micro_batch_size: 4/  micro_batch_sise: 4/' "$F/megatron_gpt_config.yaml" >"$T/typo.yaml"
@@ -110,7 +114,7 @@ bad "NeMo tab indentation" 'tab.yaml:55: a tab in the indentation' --nemo "$T/ta
 sed 's/^  hidden_size: 768/  hidden_size: ${model.nope}/' "$F/megatron_gpt_config.yaml" >"$T/interp.yaml"
 bad "NeMo unresolved interpolation" 'interp.yaml:56: model.hidden_size: its value' --nemo "$T/interp.yaml"
 sed 's/^  pipeline_model_parallel_size: 1 /  context_parallel_size: 2 /' "$F/megatron_gpt_config.yaml" >"$T/cp.yaml"
-bad "NeMo context parallelism" 'context parallelism not yet supported' --nemo "$T/cp.yaml"
+bad "NeMo context parallelism beyond its GPU" 'context parallelism 2 does not divide the 1 ranks' --nemo "$T/cp.yaml"
 sed 's/^  fp8: False/  fp8: True/' "$F/gpt3_5b.yaml" >"$T/fp8.yaml"
 bad "NeMo FP8" 'fp8.yaml:137: model.fp8 true: FP8 training is not modelled yet' --nemo "$T/fp8.yaml"
 sed 's/^  global_batch_size: 8/  global_batch_size: 6/' "$F/megatron_gpt_config.yaml" >"$T/gb.yaml"

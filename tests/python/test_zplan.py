@@ -34,9 +34,15 @@ def test_whatif_returns_the_json_contract():
     assert set(d) >= {"model", "cluster", "flop_convention", "plans", "best"}
     best = d["plans"][0]
     assert best["fits"] is True
-    for key in ("stage", "mp", "dp", "micro_batch", "step_time_s", "samples_per_s", "tflops_per_gpu", "memory_gb"):
+    for key in ("stage", "mp", "dp", "cp", "micro_batch", "step_time_s", "samples_per_s", "tflops_per_gpu",
+                "tokens_per_s_per_gpu", "mfu", "memory_gb"):
         assert key in best, key
     assert best["step_time_s"] > 0
+    # the question, answered in a team's units: tokens = global batch x sequence per step, per GPU
+    seq = d["model"]["seq"]
+    assert abs(best["tokens_per_s_per_gpu"] - best["global_batch"] * seq / best["step_time_s"] / 8) < 1e-3 * \
+        best["tokens_per_s_per_gpu"]
+    assert 0 < best["mfu"] < 1
 
 
 def test_whatif_is_the_binarys_answer():
