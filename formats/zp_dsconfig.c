@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "zp_io.h"
+#include "zp_launch.h" /* zp_launch_key_distance: how far a misspelt key is from one we read */
 
 static void note(zp_ds_notes *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(zp_ds_notes *n, const char *fmt, ...)
@@ -58,32 +59,6 @@ static int known(const char *const *keys, const char *k)
     return 0;
 }
 
-/* Edits (insert, delete, substitute, swap two neighbours; case ignored) from a to b, counting no further than
- * 3: how far a misspelling is from the key it means. */
-static int key_distance(const char *a, const char *b)
-{
-    const size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > 3)
-        return 3;
-    int d[65][65];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            const int sub = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-            int v = d[i - 1][j - 1] + sub;
-            v = v < d[i - 1][j] + 1 ? v : d[i - 1][j] + 1;
-            v = v < d[i][j - 1] + 1 ? v : d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
-                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) && d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    return d[la][lb] < 3 ? d[la][lb] : 3;
-}
-
 /* Keys of obj that zplan does not know: a misspelling of one of the first `reads` keys (those that change the
  * plan: within 2 edits, or 1 for keys under 6 letters) is refused, naming the key it means, since ignoring
  * it would silently plan something else (a zero_optimisation section dropped is stage 0); any other
@@ -99,7 +74,7 @@ static zp_status check_unknown(json_t *obj, const char *const *keys, int reads, 
         if (known(keys, k))
             continue;
         for (int i = 0; i < reads && keys[i]; i++)
-            if (key_distance(k, keys[i]) <= (strlen(keys[i]) < 6 ? 1 : 2))
+            if (zp_launch_key_distance(k, keys[i]) <= (strlen(keys[i]) < 6 ? 1 : 2))
                 return ZP_FAIL(ZP_EINVAL, "ds-config: unknown key %s%s: did you mean %s%s? (zplan reads that "
                                           "key, and it changes the plan: fix its name)",
                                prefix, k, prefix, keys[i]);
