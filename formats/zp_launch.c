@@ -13,7 +13,6 @@
 
 #include "zp_framework.h"
 #include "zp_io.h"
-#include "zp_megatron.h"
 
 const char *zp_launch_kind_name(zp_launch_kind k)
 {
@@ -221,19 +220,4 @@ zp_status zp_launch_apply(zp_launch *l, const zp_launch_key *table, const zp_lau
         zp_launch_note(l, "%d key%s zplan does not read %s ignored (%s%s)", unknown, unknown == 1 ? "" : "s",
                        unknown == 1 ? "was" : "were", first, unknown > 4 ? ", ..." : "");
     return ZP_OK;
-}
-
-zp_status zp_launch_read(const char *path, zp_launch_kind kind, zp_launch *l)
-{
-    char *text = NULL;
-    ZP_TRY(zp_io_read_file(path, 16u << 20, &text, NULL));
-    zp_status st;
-    switch (kind) {
-    case ZP_LAUNCH_MEGATRON: st = zp_megatron_args_parse(text, path, l); break;
-    case ZP_LAUNCH_TORCHTITAN: st = zp_torchtitan_parse(text, path, l); break;
-    case ZP_LAUNCH_NEMO: st = zp_nemo_parse(text, path, l); break;
-    default: st = ZP_FAIL(ZP_EINVAL, "%s: not a launch kind zplan reads", path); break;
-    }
-    free(text);
-    return st;
 }

@@ -1,10 +1,12 @@
 /* zp_launch_plan.c — what a launch file states as zplan's model and its exactly pinned request, with each
  * framework's defaults for what the file leaves out (see zp_launch.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "zp_framework.h"
+#include "zp_io.h"
 #include "zp_launch.h"
 #include "zp_megatron.h"
 #include "zp_torchtitan.h"
@@ -241,4 +243,21 @@ const char *zp_launch_key_of(zp_launch_kind kind, const char *what)
         if (strcmp(what, knobs[i]) == 0)
             return (unsigned)kind < ZP_NLAUNCH ? names[kind][i] : what;
     return what;
+}
+
+/* Reading a launch is here, above the format readers (each uses zp_launch.c's entries and key tables), so
+ * zp_launch.c never calls back into them. */
+zp_status zp_launch_read(const char *path, zp_launch_kind kind, zp_launch *l)
+{
+    char *text = NULL;
+    ZP_TRY(zp_io_read_file(path, 16u << 20, &text, NULL));
+    zp_status st;
+    switch (kind) {
+    case ZP_LAUNCH_MEGATRON: st = zp_megatron_args_parse(text, path, l); break;
+    case ZP_LAUNCH_TORCHTITAN: st = zp_torchtitan_parse(text, path, l); break;
+    case ZP_LAUNCH_NEMO: st = zp_nemo_parse(text, path, l); break;
+    default: st = ZP_FAIL(ZP_EINVAL, "%s: not a launch kind zplan reads", path); break;
+    }
+    free(text);
+    return st;
 }
