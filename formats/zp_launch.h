@@ -44,6 +44,7 @@ typedef struct {
     int64_t gpus_per_node, nodes; /* 0: not stated */
     /* the plan */
     int64_t tp, pp, cp, vp;  /* degrees (0: not stated); vp: layers per virtual pipeline stage */
+    int cp_comm;             /* a zp_cp_comm (0, the ring, unless stated) */
     int64_t vstages;         /* NeMo's virtual_pipeline_model_parallel_size (0: not stated) */
     int64_t dp_shard, dp_replicate; /* torchtitan's FSDP and DDP degrees (-1: what is left; 0: not stated) */
     int64_t micro_batch, global_batch, grad_accum; /* sequences (0: not stated) */

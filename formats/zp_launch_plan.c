@@ -180,6 +180,7 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     r->pp = pp;
     r->ep = 1;
     r->deg[ZP_DIM_CP] = cp;
+    r->base.cp_comm = l->cp_comm;
     ZP_TRY(launch_batch(l, dp / cp, r));
     r->exact = 1;
     r->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */

@@ -97,6 +97,8 @@ static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
     }
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
         add(o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
+    if (p->cp > 1)
+        add(o, " --cp-comm-type %s", zp_cp_comm_megatron((zp_cp_comm)p->cp_comm));
 }
 
 static void add_batch(out *o, const zp_plan *p)

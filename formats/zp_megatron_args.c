@@ -54,6 +54,16 @@ static zp_status set_granularity(zp_launch *l, const zp_launch_entry *e)
                    e->value);
 }
 
+static zp_status set_cp_comm(zp_launch *l, const zp_launch_entry *e)
+{
+    zp_cp_comm c;
+    if (zp_cp_comm_parse(e->value, &c) != ZP_OK)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: --cp-comm-type '%s': zplan models p2p and all_gather", l->name, e->line,
+                       e->value);
+    l->cp_comm = (int)c;
+    return ZP_OK;
+}
+
 static zp_status set_recompute_layers(zp_launch *l, const zp_launch_entry *e)
 {
     if (strcmp(e->value, "1") != 0)
@@ -122,6 +132,7 @@ static const zp_launch_key g_keys[] = {
     {"attention-dropout", ZP_LK_REAL, F(attn_dropout), 0, NULL, NULL},
     {"num-experts", ZP_LK_INT, F(experts), 0, NULL, NULL},
     {"context-parallel-size", ZP_LK_INT, F(cp), 0, NULL, NULL},
+    {"cp-comm-type", ZP_LK_FN, 0, 0, set_cp_comm, NULL},
     {"num-layers-per-virtual-pipeline-stage", ZP_LK_INT, F(vp), 0, NULL, NULL},
     {"sequence-parallel", ZP_LK_FLAG, F(sp), 1, NULL, NULL},
     {"micro-batch-size", ZP_LK_INT, F(micro_batch), 0, NULL, NULL},

@@ -114,7 +114,9 @@ static void mp_gather(zp_builder *b, double bytes)
 }
 
 /* Context parallelism: the ring of K and V slices (forward; backward: K and V again and their gradients
- * back) on its own stream beside the attention work that hides it, which waits for the ring at its end.
+ * back) on its own stream beside the attention work that hides it, which waits for the ring at its end;
+ * with --cp-comm all-gather the attention waits for the whole K and V before it starts, and backward's
+ * gradients go back after it.
  * Bytes: every slice's K and V of this rank's heads, 16-bit (MLA: each head's K with the shared rotary
  * part). `begin` 1 before the attention, 0 after it; nothing without CP. */
 static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int begin)
@@ -122,17 +124,27 @@ static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int be
     const int64_t cp = b->p->cp;
     if (cp <= 1)
         return;
+    const int gather = b->p->cp_comm == ZP_CP_ALLGATHER; /* whole K and V first, nothing hidden */
+    const double kv = S->kv_n + (S->mla ? S->qh * S->rope : 0.0), bytes = 2.0 * S->T * kv * (double)cp;
     if (!begin) {
-        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
+        if (gather && backward) { /* the gradients of K and V reduce-scattered back once the attention is done */
+            sig(b, ZP_STREAM_COMPUTE, ZP_CH_CP_KV);
+            wait_ch(b, ZP_STREAM_CP, ZP_CH_CP_KV);
+            move(b, ZP_STREAM_CP, ZP_OPK_CP_DKV_RING, bytes);
+            sig(b, ZP_STREAM_CP, ZP_CH_CP_RING);
+        }
+        if (!gather || backward)
+            wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
         return;
     }
-    const double kv = S->kv_n + (S->mla ? S->qh * S->rope : 0.0), bytes = 2.0 * S->T * kv * (double)cp;
     sig(b, ZP_STREAM_COMPUTE, ZP_CH_CP_KV);
     wait_ch(b, ZP_STREAM_CP, ZP_CH_CP_KV);
     move(b, ZP_STREAM_CP, ZP_OPK_CP_KV_RING, bytes);
-    if (backward)
+    if (backward && !gather)
         move(b, ZP_STREAM_CP, ZP_OPK_CP_DKV_RING, bytes);
     sig(b, ZP_STREAM_CP, ZP_CH_CP_RING);
+    if (gather)
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
 }
 
 /* The attention core of one block (scores, softmax, context): part of its forward, and what selective

@@ -123,6 +123,7 @@ RANGE(set_min_seconds, min_seconds, 0, 3600)
 RANGE(set_lr, lr, 1e-12, 1e3)
 RANGE(set_timeout, timeout_s, 1, 1e6)
 ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
+ENUM(set_cp_comm, zp_cp_comm, zp_cp_comm_parse, r.base.cp_comm)
 ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
 
 /* --flash-kernel names the FlashAttention implementation, and so asks for FlashAttention. */
@@ -433,6 +434,7 @@ static const zp_cli_opt g_opts[] = {
     {"recompute", 0, 1, PLAN, set_recompute},
     {"pp", 0, 1, PLAN, set_degree},
     {"cp", 0, 1, SEARCH, set_degree},
+    {"cp-comm", 0, 1, SEARCH, set_cp_comm},
     {"schedule", 0, 1, PLAN, set_schedule},
     {"virtual-stages", 0, 1, PLAN, set_vstages},
     {"sp", 0, 0, PLAN, set_sp},

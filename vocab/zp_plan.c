@@ -51,6 +51,30 @@ zp_status zp_pp_schedule_parse(const char *text, zp_pp_schedule *out)
     return ZP_FAIL(ZP_EINVAL, "--schedule: unknown pipeline schedule '%s' (use gpipe, 1f1b or interleaved)", text);
 }
 
+const char *zp_cp_comm_name(zp_cp_comm c)
+{
+    static const char *const names[] = {"ring", "all-gather"};
+    return (unsigned)c < ZP_NCP_COMM ? names[c] : "?";
+}
+
+const char *zp_cp_comm_megatron(zp_cp_comm c)
+{
+    static const char *const names[] = {"p2p", "all_gather"};
+    return (unsigned)c < ZP_NCP_COMM ? names[c] : "?";
+}
+
+zp_status zp_cp_comm_parse(const char *text, zp_cp_comm *out)
+{
+    for (int c = 0; c < ZP_NCP_COMM; c++)
+        if (strcasecmp(text, zp_cp_comm_name((zp_cp_comm)c)) == 0 ||
+            strcasecmp(text, zp_cp_comm_megatron((zp_cp_comm)c)) == 0) {
+            *out = (zp_cp_comm)c;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "--cp-comm: unknown '%s' (use ring or all-gather; Megatron-core's p2p or all_gather)",
+                   text);
+}
+
 const char *zp_recompute_name(zp_recompute r)
 {
     static const char *const names[] = {"full", "selective", "none"};
@@ -133,6 +157,8 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "data- and model-parallel degrees must be at least 1");
     if (p->pp < 1)
         return ZP_FAIL(ZP_EINVAL, "--pp: the pipeline stages must be at least 1");
+    if ((unsigned)p->cp_comm >= ZP_NCP_COMM)
+        return ZP_FAIL(ZP_EINVAL, "--cp-comm: not a context-parallel communication");
     if ((unsigned)p->schedule >= ZP_PP_NSCHEDULES)
         return ZP_FAIL(ZP_EINVAL, "--schedule: not a pipeline schedule");
     if (p->vstages < 1 || p->vstages > ZP_MAX_VSTAGES)

@@ -35,6 +35,16 @@ zp_status zp_pp_schedule_parse(const char *text, zp_pp_schedule *out);
 typedef enum { ZP_RECOMPUTE_FULL = 0, ZP_RECOMPUTE_SELECTIVE, ZP_RECOMPUTE_NONE, ZP_NRECOMPUTE } zp_recompute;
 
 const char *zp_recompute_name(zp_recompute r); /* "full", "selective", "none" */
+
+/* How context parallelism moves K and V: a ring (Megatron-core's default, cp_comm_type p2p: CP - 1 point-to-point
+ * steps, each hidden behind the attention of the slice in hand) or an all-gather of every slice's K and V before
+ * the attention and a reduce-scatter of their gradients after it (Llama 3's; Megatron-core's all_gather), which
+ * the attention waits for. */
+typedef enum { ZP_CP_RING = 0, ZP_CP_ALLGATHER, ZP_NCP_COMM } zp_cp_comm;
+
+const char *zp_cp_comm_name(zp_cp_comm c);     /* "ring", "all-gather" */
+const char *zp_cp_comm_megatron(zp_cp_comm c); /* Megatron-core's --cp-comm-type: "p2p", "all_gather" */
+zp_status zp_cp_comm_parse(const char *text, zp_cp_comm *out); /* either name */
 zp_status zp_recompute_parse(const char *text, zp_recompute *out);
 
 /* Most model chunks (virtual stages) per pipeline rank. */
@@ -89,6 +99,7 @@ typedef struct {
         };
     };
     zp_pp_schedule schedule; /* the pipeline schedule (with pp > 1) */
+    int cp_comm;         /* a zp_cp_comm: how context parallelism (cp > 1) moves K and V */
     int vstages;         /* model chunks per pipeline rank: v >= 2 for the interleaved schedule, else 1 */
     int sp;              /* Megatron sequence parallelism over the MP group (LayerNorm, dropout sharded;
                             reduce-scatter and all-gather instead of all-reduce) */

@@ -405,6 +405,15 @@ else ko "--cp 4: plan row or Megatron-LM args: $(grep '^1 ' "$T/cp.out") $(cat "
 if "$Z" schedule --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 32k --mp 2 --cp 2 --stage 1 --micro-batch 1 --flash-attention \
      --recompute none 2>"$T/err" | grep -q 'cp_kv_ring.*allgather over cp'; then ok
 else ko "zplan schedule --cp 2 has no K/V ring over the CP group: $(cat "$T/err")"; fi
+expect_bad "--cp-comm not a form"          --model llama-3-8b --gpus 64 --cluster dgx-h100 --seq 32k --cp 4 --cp-comm a2a
+# --cp-comm all-gather: the attention waits for the whole K and V (Llama 3's form), so no faster than the ring
+cpstep() { "$Z" --model llama-3-8b --gpus 64 --cluster dgx-h100 --seq 32k --mp 2 --cp 4 --global-batch 16 --stage 1 \
+  --recompute none --top 1 --format json --cp-comm "$1" "${@:2}" 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["plans"][0]["step_time_s"])'; }
+ring=$(cpstep ring); gather=$(cpstep all-gather --emit-megatron-args "$T/ag.args")
+if python3 -c "import sys; sys.exit(0 if 0 < float('$ring') < float('$gather') else 1)" 2>/dev/null &&
+   grep -q -- '--context-parallel-size 4 --cp-comm-type all_gather' "$T/ag.args"; then ok
+else ko "--cp-comm: ring $ring s, all-gather $gather s, args: $(grep -o -- '--context-parallel-size.*' "$T/ag.args" | head -c 120)"; fi
 
 echo "bad inputs tried: $bad_tried"
 echo "$pass passed, $fail failed"

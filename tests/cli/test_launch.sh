@@ -85,6 +85,10 @@ bad "a shell variable left unset" 'var.sh:[0-9]+: --seq-length: its value .\$SEQ
 printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --vocab-size 1000 \\\n  --micro-batch-size 1 --context-parallel-size 2\n' >"$T/cp.args"
 judged "a Megatron-LM launch with context parallelism 2" --megatron-args "$T/cp.args" --gpus 8
 has "the launch's CP degree" 'your launch: .*CP 2, DP 4'
+sed 's/--context-parallel-size 2/--context-parallel-size 2 --cp-comm-type all_gather/' "$T/cp.args" >"$T/cpag.args"
+judged "a Megatron-LM launch with CP's all-gather" --megatron-args "$T/cpag.args" --gpus 8
+sed 's/--context-parallel-size 2/--context-parallel-size 2 --cp-comm-type a2a/' "$T/cp.args" >"$T/cpa2a.args"
+bad "CP's all-to-all form" "cpa2a.args:[0-9]+: --cp-comm-type 'a2a': zplan models p2p and all_gather" --megatron-args "$T/cpa2a.args" --gpus 8
 sed 's/--context-parallel-size 2/--context-parallel-size 3/' "$T/cp.args" >"$T/cp3.args"
 bad "CP not cutting the sequence" '2 x 3 equal chunks' --megatron-args "$T/cp3.args" --gpus 24
 printf -- '--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --vocab-size 1000 --fp16 x\n' >"$T/flag.args"
