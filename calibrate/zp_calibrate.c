@@ -333,13 +333,16 @@ typedef struct {
     zp_profile_kernel k;
     float *a, *b, *c, *w, *wb, *st1, *st2, *st3;
     int *tok;
-    size_t rows, cols; /* elements = rows * cols (softmax: rows = heads x seq, cols = seq) */
+    int *perm, *slot;  /* MoE: the copies' tokens in expert order, and each copy's row (a permutation) */
+    size_t rows, cols; /* elements = rows * cols (softmax: rows = heads x seq, cols = seq; MoE: copies x hidden) */
 } nn_arg;
 
 #define NN_C 256     /* hidden of the measured LayerNorm, residual, embedding rows */
 #define NN_T 128     /* sequence of the measured softmax and embedding */
 #define NN_V 4096    /* vocabulary of the measured cross-entropy */
 #define NN_MAXF (1u << 20) /* floats per buffer */
+#define NN_TOPK 2    /* experts per token of the measured MoE gather and combine (Mixtral's top-2) */
+#define NN_MOE_C 64  /* hidden of the measured MoE rows (tiny-moe's) */
 
 static zp_status op_nn(void *p)
 {
@@ -373,6 +376,11 @@ static zp_status op_nn(void *p)
     case ZP_KERNEL_GLU_BWD: return zp_nn_glu_bwd(a->st3, a->b, a->a, R, C, ZP_GLU_SILU);
     case ZP_KERNEL_ROPE_FWD: /* Q and K of R tokens: heads of 64 over C columns, in place (a rotation) */
     case ZP_KERNEL_ROPE_BWD: return zp_nn_rope(a->c, R, C, C / 64, 64, NN_T, 10000.0f, a->k == ZP_KERNEL_ROPE_BWD);
+    /* R token copies of width C, NN_TOPK per token (zp_exec_moe.c's permute, combine and their backward) */
+    case ZP_KERNEL_MOE_GATHER: return zp_nn_moe_gather(a->b, a->a, a->perm, R, C);
+    case ZP_KERNEL_MOE_COMBINE: return zp_nn_moe_combine(a->b, a->a, a->slot, a->c, R / NN_TOPK, NN_TOPK, C);
+    case ZP_KERNEL_MOE_COMBINE_BWD:
+        return zp_nn_moe_combine_bwd(a->b, a->st1, a->c, a->a, a->slot, a->w, R / NN_TOPK, NN_TOPK, C);
     default: return ZP_FAIL(ZP_EINVAL, "calibrate: layer kernel %d", (int)a->k);
     }
 }
@@ -395,6 +403,9 @@ static void nn_shape(zp_profile_kernel k, int big, size_t *rows, size_t *cols)
     case ZP_KERNEL_GLU_BWD: *rows = 64 * f, *cols = 4 * NN_C; break; /* GLU: the (tokens, ffn) output */
     case ZP_KERNEL_ROPE_FWD:
     case ZP_KERNEL_ROPE_BWD: *rows = 64 * f, *cols = 2 * NN_C; break; /* Q and K of width NN_C each */
+    case ZP_KERNEL_MOE_GATHER:
+    case ZP_KERNEL_MOE_COMBINE:
+    case ZP_KERNEL_MOE_COMBINE_BWD: *rows = 512 * f, *cols = NN_MOE_C; break; /* 256 tokens' top-2 copies */
     default: *rows = 64 * f, *cols = NN_C; break;
     }
 }
@@ -412,7 +423,9 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
             st = ZP_FAIL(ZP_ENOMEM, "out of memory");
     }
     a.tok = malloc(NN_MAXF * sizeof(int));
-    if (!a.tok)
+    a.perm = malloc(NN_MAXF / NN_MOE_C * sizeof(int));
+    a.slot = malloc(NN_MAXF / NN_MOE_C * sizeof(int));
+    if (!a.tok || !a.perm || !a.slot)
         st = ZP_FAIL(ZP_ENOMEM, "out of memory");
     if (st == ZP_OK) {
         uint64_t h = 0x9e3779b97f4a7c15ull; /* values of a trained layer's order of magnitude */
@@ -434,6 +447,13 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
         for (int big = 0; big < 2 && st == ZP_OK; big++) {
             a.k = (zp_profile_kernel)k;
             nn_shape(a.k, big, &a.rows, &a.cols);
+            if (a.k >= ZP_KERNEL_MOE_GATHER) { /* copies spread over the experts as a router spreads them: row j
+                                                * of the expert-sorted order is a copy of a token far from j's */
+                for (size_t j = 0; j < a.rows; j++) { /* rows: a power of two, the multiplier odd: a bijection */
+                    a.slot[j] = (int)((j * 2654435761u) % a.rows);
+                    a.perm[a.slot[j]] = (int)(j / NN_TOPK);
+                }
+            }
             if (a.k == ZP_KERNEL_XENT_BWD) { /* statistics of these logits, as the forward leaves them */
                 a.k = ZP_KERNEL_XENT_FWD;
                 st = op_nn(&a);
@@ -464,6 +484,8 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(*bufs[i]);
     free(a.tok);
+    free(a.perm);
+    free(a.slot);
     return st;
 }
 

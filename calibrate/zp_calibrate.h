@@ -18,7 +18,7 @@ extern "C" {
 typedef void (*zp_calibrate_progress_fn)(void *arg, double fraction, const char *what);
 
 #define ZP_CALIBRATE_MAX_SHAPES 48
-#define ZP_CALIBRATE_MAX_EXTRA 40
+#define ZP_CALIBRATE_MAX_EXTRA 128
 
 typedef struct {
     const char *backend;        /* "cpu" or "cuda" */

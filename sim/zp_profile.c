@@ -251,7 +251,8 @@ double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll 
 static const char *const kernel_names[ZP_PROFILE_NKERNEL] = {
     "layernorm_fwd", "layernorm_bwd", "gelu_fwd",  "gelu_bwd",     "softmax_fwd", "softmax_bwd", "xent_fwd",
     "xent_bwd",      "embed_fwd",     "embed_bwd", "residual_add", "bias_add",    "bias_grad",
-    "rmsnorm_fwd",   "rmsnorm_bwd",   "glu_fwd",   "glu_bwd",      "rope_fwd",    "rope_bwd"};
+    "rmsnorm_fwd",   "rmsnorm_bwd",   "glu_fwd",   "glu_bwd",      "rope_fwd",    "rope_bwd",
+    "moe_gather",    "moe_combine",   "moe_combine_bwd"};
 
 const char *zp_profile_kernel_name(zp_profile_kernel k)
 {

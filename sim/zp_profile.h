@@ -47,7 +47,7 @@ extern "C" {
 
 #define ZP_PROFILE_FORMAT "zplan-profile"
 #define ZP_PROFILE_VERSION 1
-#define ZP_PROFILE_MAX_GEMM 128  /* measured GEMM shapes kept */
+#define ZP_PROFILE_MAX_GEMM 256  /* measured GEMM shapes kept */
 #define ZP_PROFILE_MAX_POINTS 40 /* measured sizes kept per collective and scope */
 #define ZP_PROFILE_MAX_ADAM 16   /* measured Adam sizes kept */
 
@@ -136,6 +136,9 @@ typedef enum {
     ZP_KERNEL_GLU_BWD,
     ZP_KERNEL_ROPE_FWD,      /* rotary embedding of Q and K: tokens x (Q + K width) */
     ZP_KERNEL_ROPE_BWD,
+    ZP_KERNEL_MOE_GATHER,    /* a mixture-of-experts' token copies gathered by expert: copies x hidden */
+    ZP_KERNEL_MOE_COMBINE,   /* each token's copies summed (gate-weighted): copies x hidden */
+    ZP_KERNEL_MOE_COMBINE_BWD, /* the copies' gradients scattered and the gates' dot products: copies x hidden */
     ZP_PROFILE_NKERNEL
 } zp_profile_kernel;
 

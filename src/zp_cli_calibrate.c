@@ -165,8 +165,10 @@ static void add_model_shapes(zp_calibrate_opts *o, const zp_tensors_shape *t, do
     add_linear(o, bt, (double)t->C, (double)t->q_n);
     zp_calibrate_add_extra(o, T, T, hd); /* attention scores, and their input gradient */
     zp_calibrate_add_extra(o, T, hd, T); /* context, dQ, dK, dV */
-    if (t->moe) { /* an expert's rows: the tokens of its share of the top-k, on average */
+    if (t->moe) { /* the router (every token's scores over the E experts), and an expert's rows: the tokens
+                   * of its share of the top-k, on average */
         const double rows = fmax(1.0, floor(bt * (double)t->k / (double)(t->E ? t->E : 1)));
+        add_linear(o, bt, (double)t->E, (double)t->C);
         add_linear(o, rows, (double)t->e_up, (double)t->C);
         add_linear(o, rows, (double)t->C, (double)t->e_f);
     } else {

@@ -532,3 +532,26 @@ Test(device, host_dispatch_queue)
         }
     }
 }
+
+/* A mixture-of-experts' permute, combine and their backward are costed by the profile's measured MoE kernels
+ * over their copies x hidden elements where it has them (zplan calibrate on the cpu backend: the executor's
+ * index loops run far slower than a copy), and by their bytes at the copy bandwidth where it does not (a
+ * preset's device model). */
+Test(device, moe_permute_and_combine_from_measured_kernels)
+{
+    zp_profile a = builtin("dgx-a100");
+    static const int ops[4] = {ZP_OPK_MOE_PERMUTE, ZP_OPK_MOE_COMBINE, ZP_OPK_MOE_COMBINE_BWD, ZP_OPK_MOE_PERMUTE_BWD};
+    static const zp_profile_kernel kern[4] = {ZP_KERNEL_MOE_GATHER, ZP_KERNEL_MOE_COMBINE, ZP_KERNEL_MOE_COMBINE_BWD,
+                                              ZP_KERNEL_MOE_COMBINE};
+    for (int i = 0; i < 4; i++) {
+        zp_op o = op_of(ops[i]);
+        o.elems = 32768; /* tiny-moe at micro-batch 4: 256 tokens x top-2 x hidden 64 */
+        o.bytes = 4.0 * o.elems;
+        const double bytes_time = zp_device_op_time(&a, &o, 1);
+        cr_expect_float_eq(bytes_time, a.dev.launch_s + o.bytes / (a.copy_gbs * 1e9), 1e-15, "%s",
+                           zp_op_info_get(ops[i])->name);
+        zp_profile m = a;
+        m.kernels[kern[i]] = (zp_profile_kernel_fit){1, 2e-6, 5e-9, 262144};
+        cr_expect_float_eq(zp_device_op_time(&m, &o, 1), 2e-6 + 32768 * 5e-9, 1e-15, "%s", zp_op_info_get(ops[i])->name);
+    }
+}
