@@ -113,38 +113,50 @@ static void mp_gather(zp_builder *b, double bytes)
         move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLGATHER, bytes);
 }
 
-/* Context parallelism: the ring of K and V slices (forward; backward: K and V again and their gradients
- * back) on its own stream beside the attention work that hides it, which waits for the ring at its end;
- * with --cp-comm all-gather the attention waits for the whole K and V before it starts, and backward's
- * gradients go back after it.
- * Bytes: every slice's K and V of this rank's heads, 16-bit (MLA: each head's K with the shared rotary
- * part). `begin` 1 before the attention, 0 after it; nothing without CP. */
-static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int begin)
+/* Context parallelism (cp > 1): every slice's K and V of this rank's heads, 16-bit (MLA: each head's K with
+ * the shared rotary part), the bytes of an all-gather over the CP group. */
+static double cp_kv_bytes(const zp_builder *b, const zp_block_shape *S)
 {
-    const int64_t cp = b->p->cp;
-    if (cp <= 1)
-        return;
-    const int gather = b->p->cp_comm == ZP_CP_ALLGATHER; /* whole K and V first, nothing hidden */
-    const double kv = S->kv_n + (S->mla ? S->qh * S->rope : 0.0), bytes = 2.0 * S->T * kv * (double)cp;
-    if (!begin) {
-        if (gather && backward) { /* the gradients of K and V reduce-scattered back once the attention is done */
-            sig(b, ZP_STREAM_COMPUTE, ZP_CH_CP_KV);
-            wait_ch(b, ZP_STREAM_CP, ZP_CH_CP_KV);
-            move(b, ZP_STREAM_CP, ZP_OPK_CP_DKV_RING, bytes);
-            sig(b, ZP_STREAM_CP, ZP_CH_CP_RING);
-        }
-        if (!gather || backward)
-            wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
-        return;
-    }
+    const double kv = S->kv_n + (S->mla ? S->qh * S->rope : 0.0);
+    return 2.0 * S->T * kv * (double)b->p->cp;
+}
+
+/* Ops on the CP stream once the compute stream has what they move; CP_RING signals that they are done. */
+static void cp_transfer(zp_builder *b, int op, int then, double bytes)
+{
     sig(b, ZP_STREAM_COMPUTE, ZP_CH_CP_KV);
     wait_ch(b, ZP_STREAM_CP, ZP_CH_CP_KV);
-    move(b, ZP_STREAM_CP, ZP_OPK_CP_KV_RING, bytes);
-    if (backward && !gather)
-        move(b, ZP_STREAM_CP, ZP_OPK_CP_DKV_RING, bytes);
+    move(b, ZP_STREAM_CP, op, bytes);
+    if (then >= 0)
+        move(b, ZP_STREAM_CP, then, bytes);
     sig(b, ZP_STREAM_CP, ZP_CH_CP_RING);
+}
+
+/* Before a block's attention (forward, or its backward): the ring passes the slices' K and V (backward: and
+ * their gradients back) beside the attention that hides it; the all-gather form (--cp-comm all-gather)
+ * gathers them whole first and the attention waits for them. */
+static void cp_kv_before(zp_builder *b, const zp_block_shape *S, int backward)
+{
+    if (b->p->cp <= 1)
+        return;
+    const int gather = b->p->cp_comm == ZP_CP_ALLGATHER;
+    cp_transfer(b, ZP_OPK_CP_KV_RING, backward && !gather ? ZP_OPK_CP_DKV_RING : -1, cp_kv_bytes(b, S));
     if (gather)
         wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
+}
+
+/* After it: the ring's end waited for; the all-gather form reduce-scatters the gradients of K and V back once
+ * the attention's backward is done, and waits for that (its forward has nothing left). */
+static void cp_kv_after(zp_builder *b, const zp_block_shape *S, int backward)
+{
+    if (b->p->cp <= 1)
+        return;
+    const int gather = b->p->cp_comm == ZP_CP_ALLGATHER;
+    if (gather && !backward)
+        return;
+    if (gather)
+        cp_transfer(b, ZP_OPK_CP_DKV_RING, -1, cp_kv_bytes(b, S));
+    wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CP_RING);
 }
 
 /* The attention core of one block (scores, softmax, context): part of its forward, and what selective
@@ -152,11 +164,11 @@ static void cp_ring(zp_builder *b, const zp_block_shape *S, int backward, int be
 static void attention_core(zp_builder *b, const zp_block_shape *S)
 {
     const double s = S->s;
-    cp_ring(b, S, 0, 1);
+    cp_kv_before(b, S, 0);
     gemm(b, ZP_OPK_ATTN_SCORES, s, s, S->dqk, S->bh);
     eltwise(b, ZP_OPK_SOFTMAX, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
     gemm(b, ZP_OPK_ATTN_CONTEXT, s, S->dv, s, S->bh);
-    cp_ring(b, S, 0, 0);
+    cp_kv_after(b, S, 0);
 }
 /* Attention's projections in (Q, K, V: fused, or MLA's low-rank pairs), the rotary turn, scores, softmax,
  * context. Shapes per MP rank (vocab/zp_shape.h). */
@@ -185,11 +197,11 @@ static void attention_forward(zp_builder *b, const zp_block_shape *S)
 static void attention_backward(zp_builder *b, const zp_block_shape *S)
 {
     const double T = S->T, h = S->h, s = S->s;
-    cp_ring(b, S, 1, 1);
+    cp_kv_before(b, S, 1);
     gemm_bwd(b, ZP_OPK_ATTN_CONTEXT_DGRAD, ZP_OPK_ATTN_CONTEXT_WGRAD, s, S->dv, s, S->bh);
     eltwise(b, ZP_OPK_SOFTMAX_BWD, 3.0 * 2.0 * S->bh * s * s, S->bh * s * s);
     gemm_bwd(b, ZP_OPK_ATTN_SCORES_DGRAD, ZP_OPK_ATTN_SCORES_WGRAD, s, s, S->dqk, S->bh);
-    cp_ring(b, S, 1, 0);
+    cp_kv_after(b, S, 1);
     if (S->rotary)
         eltwise(b, ZP_OPK_ROPE_BWD, 2.0 * 2.0 * T * S->rope_n, T * S->rope_n);
     if (S->mla) {

@@ -10,6 +10,17 @@
 
 static int runs(int kind, const zp_plan *p) { return zp_launch_runs((zp_launch_kind)kind, p); }
 
+/* A step in seconds, three significant figures, and whole seconds from 1,000 s (never an exponent). */
+typedef struct {
+    char s[32];
+} step_text;
+static step_text step_of(double seconds)
+{
+    step_text t;
+    snprintf(t.s, sizeof t.s, seconds < 999.5 ? "%.3g" : "%.0f", seconds);
+    return t;
+}
+
 /* A plan in words: "ZeRO stage 1, TP 4 with SP, PP 8 (interleaved, 12 chunks a rank), DP 32, micro-batch 2 x 24,
  * selective recompute". */
 static void describe(const zp_plan *p, char *buf, size_t len)
@@ -53,9 +64,9 @@ static void print_change(FILE *f, zp_launch_kind kind, const zp_eval *launch, co
     char from[96], to[96];
     knob_value(v->change, &launch->plan, from, sizeof from);
     knob_value(v->change, &v->changed.plan, to, sizeof to);
-    fprintf(f, "  one change:  %s: %s -> %s: %.3g s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed",
-            zp_launch_key_of(kind, zp_knob_name(v->change)), from, to, v->changed.time.total, 100.0 * v->changed.mfu,
-            v->changed.tflops_per_gpu);
+    fprintf(f, "  one change:  %s: %s -> %s: %s s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed",
+            zp_launch_key_of(kind, zp_knob_name(v->change)), from, to, step_of(v->changed.time.total).s,
+            100.0 * v->changed.mfu, v->changed.tflops_per_gpu);
     if (launch->fits && v->has_best && launch->time.total > v->best.time.total)
         fprintf(f, " (%.0f%% of the gain)\n", 100.0 * (launch->time.total - v->changed.time.total) /
                                                   (launch->time.total - v->best.time.total));
@@ -82,8 +93,8 @@ zp_status zp_cli_verdict(zp_cli_plan *o, const zp_search_result *res, FILE *f)
     fprintf(f, "\nVerdict on %s (%s, %lld GPU%s, global batch %.0f)\n", file, zp_launch_kind_name(kind),
             (long long)o->a.r.gpus, o->a.r.gpus == 1 ? "" : "s", zp_plan_global_batch(&launch->plan));
     if (launch->fits)
-        fprintf(f, "  your launch: %.3g s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed (%s): %s\n",
-                launch->time.total, 100.0 * launch->mfu, launch->tflops_per_gpu,
+        fprintf(f, "  your launch: %s s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed (%s): %s\n",
+                step_of(launch->time.total).s, 100.0 * launch->mfu, launch->tflops_per_gpu,
                 launch->method ? launch->method : "analytic", desc);
     else
         fprintf(f, "  your launch: does not fit: %s (%s)\n", launch->reason, desc);
@@ -97,7 +108,7 @@ zp_status zp_cli_verdict(zp_cli_plan *o, const zp_search_result *res, FILE *f)
                 v.searches);
         return ZP_OK;
     }
-    fprintf(f, "  best:        %.3g s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed: %s", v.best.time.total,
+    fprintf(f, "  best:        %s s a step, %.1f%% MFU, %.1f TFLOP/s per GPU executed: %s", step_of(v.best.time.total).s,
             100.0 * v.best.mfu, v.best.tflops_per_gpu, desc);
     if (launch->fits)
         fprintf(f, " (%.2fx faster, %.0f%% less time a step)\n", launch->time.total / v.best.time.total,

@@ -182,11 +182,10 @@ static int cp_admits(const zp_dim_ctx *c, int64_t cp)
 /* 1, then powers of two whose slices keep ZP_CP_MIN_SLICE tokens. */
 static int64_t cp_next(const zp_dim_ctx *c, int64_t prev)
 {
-    for (int64_t cp = prev > 0 ? 2 * prev : 1; cp == 1 || c->model->seq / cp >= ZP_CP_MIN_SLICE; cp *= 2)
+    for (int64_t cp = prev > 0 ? 2 * prev : 1; cp <= c->gpus && (cp == 1 || c->model->seq / cp >= ZP_CP_MIN_SLICE);
+         cp *= 2)
         if (cp_admits(c, cp))
             return cp;
-        else if (cp > c->gpus)
-            return 0;
     return 0;
 }
 
