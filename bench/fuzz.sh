@@ -24,6 +24,10 @@ for h in "${harnesses[@]}"; do
   [ -x "$exe" ] || { echo "no harness $h" >&2; exit 2; }
   corpus="$work/corpus/$h"
   mkdir -p "$corpus"
+  # seeds listed in tests/fuzz/seeds.from (fixtures of other tests) join the scratch corpus
+  while read -r fh fpath; do
+    [ "$fh" = "$h" ] && cp "$root/$fpath" "$corpus/"
+  done < <(grep -v '^#' "$root/tests/fuzz/seeds.from")
   before=$(ls "$work/findings" | grep -c "^$h-" || true)
   dict=()
   [ -f "$root/tests/fuzz/dicts/$h.dict" ] && dict=(-dict="$root/tests/fuzz/dicts/$h.dict")

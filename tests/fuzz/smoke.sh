@@ -37,6 +37,10 @@ for src in "$root"/tests/fuzz/fuzz_*.c; do
   # 2. a few seconds of fuzzing from the seeds (new inputs go to a scratch corpus, the seeds stay as they are)
   corpus="$work/corpus/$h"
   rm -rf "$corpus" && mkdir -p "$corpus" "$work/findings"
+  # seeds listed in tests/fuzz/seeds.from (fixtures of other tests) join the scratch corpus
+  while read -r fh fpath; do
+    [ "$fh" = "$h" ] && cp "$root/$fpath" "$corpus/"
+  done < <(grep -v '^#' "$root/tests/fuzz/seeds.from")
   t=$secs
   [ "$h" = fuzz_platform ] && t=$((secs > 2 ? secs : 2))
   "$exe" -seed="$seed" -max_total_time="$t" -timeout=60 -rss_limit_mb=2560 -print_final_stats=1 \
@@ -45,7 +49,7 @@ for src in "$root"/tests/fuzz/fuzz_*.c; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h.log" | tail -1)
   execs=${execs:-0}
   total_execs=$((total_execs + execs))
-  nseeds=$(find "$root/tests/fuzz/seeds/$h" -type f | wc -l)
+  nseeds=$(( $(find "$root/tests/fuzz/seeds/$h" -type f | wc -l) + $(grep -c "^$h " "$root/tests/fuzz/seeds.from") ))
   if [ $frc -eq 0 ]; then
     echo "fuzz $h: $execs executions in ${t}s from $nseeds seeds, 0 findings"
   else
