@@ -311,18 +311,6 @@ static void bench_nccl(json_t *root, int *argc, char ***argv, size_t maxb)
 
 /* ---- host <-> device ---- */
 
-typedef struct {
-    void *host, *dev;
-    size_t bytes;
-    int to_device;
-} hd_arg;
-
-static zp_status op_hd(void *p)
-{
-    hd_arg *a = p;
-    return a->to_device ? be->copy_to_device(a->dev, a->host, a->bytes) : be->copy_to_host(a->host, a->dev, a->bytes);
-}
-
 static void bench_host_device(json_t *root, size_t bytes)
 {
     void *dev = dalloc(bytes), *pinned = NULL, *pageable = malloc(bytes);
@@ -336,8 +324,8 @@ static void bench_host_device(json_t *root, size_t bytes)
     json_t *out = json_object();
     for (int pin = 0; pin < 2; pin++)
         for (int dir = 0; dir < 2; dir++) {
-            hd_arg a = {pin ? pinned : pageable, dev, bytes, dir == 0};
-            double t = per_call(op_hd, &a);
+            zp_copy_op a = {be, pin ? pinned : pageable, dev, bytes, dir == 0};
+            double t = per_call(zp_copy_op_run, &a);
             char key[32];
             snprintf(key, sizeof key, "%s_%s_gbs", dir == 0 ? "h2d" : "d2h", pin ? "pinned" : "pageable");
             json_object_set_new(out, key, json_real(bytes / t / 1e9));

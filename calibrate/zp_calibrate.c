@@ -560,24 +560,10 @@ static zp_status measure_collectives(cal *c, zp_profile *p, zp_comm *node, zp_co
 
 /* ---- host <-> device ---- */
 
-typedef struct {
-    const zp_kernels_backend *be;
-    void *host, *dev;
-    size_t bytes;
-    int to_device;
-} hd_arg;
-
-static zp_status op_hd(void *p)
-{
-    hd_arg *a = p;
-    return a->to_device ? a->be->copy_to_device(a->dev, a->host, a->bytes)
-                        : a->be->copy_to_host(a->host, a->dev, a->bytes);
-}
-
 static zp_status measure_host_device(cal *c, zp_profile *p)
 {
     size_t bytes = c->o->quick ? ((size_t)64 << 20) : ((size_t)256 << 20);
-    hd_arg a = {.be = c->be, .bytes = bytes};
+    zp_copy_op a = {.be = c->be, .bytes = bytes};
     a.host = calloc(1, bytes);
     if (!a.host)
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
@@ -586,13 +572,13 @@ static zp_status measure_host_device(cal *c, zp_profile *p)
     if (st == ZP_OK) {
         a.to_device = 1;
         progress(c, "host to device");
-        st = time_op(c, c->world, op_hd, &a, 1, &s);
+        st = time_op(c, c->world, zp_copy_op_run, &a, 1, &s);
         p->h2d_gbs = st == ZP_OK ? bytes / s.med_avg / 1e9 : 0;
     }
     if (st == ZP_OK) {
         a.to_device = 0;
         progress(c, "device to host");
-        st = time_op(c, c->world, op_hd, &a, 1, &s);
+        st = time_op(c, c->world, zp_copy_op_run, &a, 1, &s);
         p->d2h_gbs = st == ZP_OK ? bytes / s.med_avg / 1e9 : 0;
     }
     c->done += 2;

@@ -282,6 +282,17 @@ typedef struct {
 
 zp_status zp_coll_op_run(void *op);
 
+/* One copy between host and device memory as an operation to time: zp_copy_op_run(&op) is a zp_timing_fn
+ * (the PCIe figure of calibrate and bench/gpu_bench). */
+typedef struct {
+    const zp_kernels_backend *be; /* whose copy_to_device / copy_to_host runs */
+    void *host, *dev;             /* (bytes) each: host pinned or pageable, dev from be->alloc */
+    size_t bytes;
+    int to_device;                /* 1: host -> device, 0: device -> host */
+} zp_copy_op;
+
+zp_status zp_copy_op_run(void *op);
+
 /* ---- the cpu backend's functions, callable directly (host memory) ---- */
 extern const zp_kernels_backend zp_kernels_cpu;
 zp_status zp_adam_step_cpu(const zp_adam_hparams *hp, const zp_adam_buffers *buf, zp_adam_result *res);

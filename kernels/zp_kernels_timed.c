@@ -42,6 +42,13 @@ zp_status zp_coll_op_run(void *op)
     }
 }
 
+zp_status zp_copy_op_run(void *op)
+{
+    zp_copy_op *a = op;
+    return a->to_device ? a->be->copy_to_device(a->dev, a->host, a->bytes)
+                        : a->be->copy_to_host(a->host, a->dev, a->bytes);
+}
+
 zp_status zp_stream_copy_run(void *op)
 {
     zp_stream_op *s = op;
