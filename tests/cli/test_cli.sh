@@ -4,14 +4,8 @@
 set -u
 Z="$1"
 G="$2"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
+. "$(dirname "$0")/lib.sh"
 bad_tried=0
-
-ok() { pass=$((pass + 1)); }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # expect_bad "description" args... : exit 2, a one-line message on stderr starting "zplan:", nothing on stdout
 expect_bad() {
@@ -416,5 +410,4 @@ if python3 -c "import sys; sys.exit(0 if 0 < float('$ring') < float('$gather') e
 else ko "--cp-comm: ring $ring s, all-gather $gather s, args: $(grep -o -- '--context-parallel-size.*' "$T/ag.args" | head -c 120)"; fi
 
 echo "bad inputs tried: $bad_tried"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

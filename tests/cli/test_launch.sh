@@ -8,12 +8,7 @@
 set -u
 Z="$1"
 F="$2/tests/cli/fixtures"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 
 # judged NAME ARGS...: exit 0, and the verdict's three lines on stdout
 judged() {
@@ -154,5 +149,4 @@ if "$Z" --model llama-2-13b --gpus 64 --cluster dgx-a100 --analytic --emit-ds-co
 bad "DeepSpeed config of a plan it cannot say" 'interleaved pipeline schedule, which DeepSpeed does not' \
   --model 1.5B --gpus 16 --analytic --framework megatron-2021 --pp 4 --schedule interleaved --virtual-stages 2 \
   --global-batch 64 --emit-ds-config "$T/il.json"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

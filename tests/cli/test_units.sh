@@ -6,12 +6,7 @@
 set -u
 Z="$1"
 ROOT="$2"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 check() { # check "description" python-expression-on-d (the JSON as d) < file
   local what="$1" expr="$2" file="$3"
   if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($expr) else 1)" "$file"; then
@@ -104,5 +99,4 @@ b=$(awk '/^[0-9]+  / && NF > 8 {print $11}' "$T/sw.txt" | sort -u | wc -l)
 if grep -q 'Tokens/s/GPU' "$T/sw.txt" && { [ "$b" -eq 1 ] || grep -q "^A model's global batch differs between its cells" "$T/sw.txt"; }; then
   ok; echo "ok   sweep: tokens/s, MFU, the batch across cells"; else ko "sweep batch: $b $(head -12 "$T/sw.txt")"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
