@@ -428,16 +428,21 @@ zp_status x_moe_permute_bwd(zp_exec_session *S, const zp_op *o)
     return S->nn->moe_combine(BUF(S, DLN, 0), BUF(S, MSEND, 0), route_of(S, o)->slot_d, NULL, S->BT, S->sh.k, S->C);
 }
 
-/* The gates' gradient (summed over the MP ranks: each holds a partial of every expert row) through the
- * renormalization and the softmax: with s the sum of the selected p, dp_e = (dgate_e - sum_i dgate_i
- * gate_i) / s for a selected e (0 otherwise), dscore = p (dp - p . dp). On the host. */
+/* The gates' gradients summed over the MP ranks (each holds a partial of every expert row): the schedule's
+ * router_dgate_allreduce, before the router's backward (MP > 1 only). */
+zp_status x_router_dgate_allreduce(zp_exec_session *S, const zp_op *o)
+{
+    (void)o;
+    return zp_exec_mp_allreduce(S, BUF(S, DGATE, 0), S->BT * S->sh.k, ZP_OP_SUM);
+}
+
+/* The gates' gradient (whole: summed over the MP ranks before) through the renormalization and the softmax:
+ * with s the sum of the selected p, dp_e = (dgate_e - sum_i dgate_i gate_i) / s for a selected e (0
+ * otherwise), dscore = p (dp - p . dp). On the host. */
 zp_status x_topk_bwd(zp_exec_session *S, const zp_op *o)
 {
     const size_t BT = S->BT, E = S->sh.E, K = S->sh.k;
     const route *r = route_of(S, o);
-    double t0 = zp_time_now_s();
-    ZP_TRY(zp_exec_mp_allreduce(S, BUF(S, DGATE, 0), BT * K, ZP_OP_SUM));
-    S->t.part[ZP_PART_MP_COMM] += zp_time_now_s() - t0;
     float *p = S->route_h, *dg = malloc(BT * K * sizeof *dg), *dp = malloc(E * sizeof *dp);
     zp_status st = dg && dp ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
     if (st == ZP_OK)

@@ -295,6 +295,8 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
     gemm_part(b, ZP_OPK_EXPERT_UP_WGRAD, h, up, rows, S->e_local, useful);
     moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, S);
     eltwise(b, ZP_OPK_MOE_PERMUTE_BWD, 2.0 * 2.0 * T * k * h, T * k * h);
+    if (b->p->impl == ZP_IMPL_EXEC && b->p->mp > 1) /* zplan's executor sums the gates' partial gradients */
+        move(b, ZP_STREAM_COMPUTE, ZP_OPK_ROUTER_DGATE_ALLREDUCE, T * k * 4.0 /* fp32 */);
     eltwise(b, ZP_OPK_TOPK_BWD, 3.0 * 2.0 * T * E, T * E);
     gemm_bwd(b, ZP_OPK_ROUTER_DGRAD, ZP_OPK_ROUTER_WGRAD, T, E, h, 1);
 }
