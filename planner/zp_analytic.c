@@ -8,17 +8,18 @@
 
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
 {
-    int64_t gpn = c->gpus_per_node;
+    int64_t gpn = zp_cluster_domain(c);
     if (n * stride <= gpn) {
         /* the whole group inside one node: NVSwitch */
         *latency = c->nvlink_latency;
         return c->nvlink_bw * (c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0);
     }
     /* The group spans nodes. Per node, the groups that share its InfiniBand rails are the `stride`
-     * interleaved groups (at most one node's worth of GPUs): each gets node_bw / concurrent groups.
+     * interleaved groups (at most one node's worth of GPUs): each gets node_bw / concurrent groups. A node
+     * here is an NVLink domain, with the NICs of its GPUs.
      * A ring (or NCCL's tree) crossing nodes is bounded by that share, and by NVSwitch. */
     double concurrent = (double)(stride < gpn ? stride : gpn);
-    double bw = zp_cluster_node_ib_bw(c) / concurrent;
+    double bw = zp_cluster_domain_ib_bw(c) / concurrent;
     *latency = c->ib_latency;
     return bw < c->nvlink_bw ? bw : c->nvlink_bw;
 }

@@ -25,7 +25,7 @@ _Static_assert(offsetof(zp_search_req, pp) == offsetof(zp_search_req, deg) + ZP_
 /* The table's context of a request: its GPUs, model and node, the degrees it gives. */
 static void dims_ctx(const zp_search_req *r, zp_dim_ctx *c)
 {
-    zp_dims_ctx_init(c, r->model, r->gpus, r->cluster ? r->cluster->gpus_per_node : 0, r->max_mp);
+    zp_dims_ctx_init(c, r->model, r->gpus, r->cluster ? zp_cluster_domain(r->cluster) : 0, r->max_mp);
     for (int d = 0; d < ZP_NDIMS; d++)
         c->deg[d] = r->deg[d];
 }
@@ -247,7 +247,7 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be between 1 and 1e15 elements");
     if (r->cluster) {
         ZP_TRY(zp_cluster_check_size(r->cluster, r->gpus, r->oversubscription));
-        int64_t gpn = r->cluster->gpus_per_node > 0 ? r->cluster->gpus_per_node : 1;
+        int64_t gpn = zp_cluster_domain(r->cluster) > 0 ? zp_cluster_domain(r->cluster) : 1; /* simulated nodes */
         int64_t nodes = (r->gpus + gpn - 1) / gpn;
         if (r->simulate && r->sim == ZP_SIM_FULL && nodes > ZP_SIM_MAX_FULL_NODES)
             return ZP_FAIL(ZP_EINVAL,
@@ -565,7 +565,7 @@ static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profi
 static zp_status screen_plans(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, cand *c,
                               int *ncand)
 {
-    const int64_t gpn = r->cluster->gpus_per_node;
+    const int64_t gpn = zp_cluster_domain(r->cluster); /* the simulation's nodes are NVLink domains */
     const int too_large = (r->gpus + gpn - 1) / gpn > ZP_SIM_MAX_FULL_NODES; /* for the full simulation */
     *ncand = 0;
     for (int i = 0; i < out->n; i++) {
@@ -1189,7 +1189,7 @@ static zp_status walk_search(const zp_search_req *r, walk *w)
             continue;
         w->stage = stage;
         zp_dim_ctx c;
-        zp_dims_ctx_init(&c, r->model, r->gpus, r->cluster->gpus_per_node, r->max_mp);
+        zp_dims_ctx_init(&c, r->model, r->gpus, zp_cluster_domain(r->cluster), r->max_mp);
         ZP_TRY(walk_dims(w, &c, 0));
     }
     return ZP_OK;

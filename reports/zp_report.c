@@ -5,6 +5,7 @@
 
 #include "zp_doc.h"
 #include "zp_framework.h"
+#include "zp_gpu.h"
 #include "zp_memory.h"
 #include "zp_size.h"
 #include "zp_units.h"
@@ -175,6 +176,40 @@ zp_status zp_report_clusters(zp_table **out)
         TRY_T(zp_table_set_num(t, 6, zp_cluster_node_ib_bw(c) / 1e9, "%.0f"));
         TRY_T(zp_table_set_num(t, 7, c->pcie_bw / 1e9, "%.0f"));
         TRY_T(zp_table_set_str(t, 8, c->description));
+    }
+    *out = t;
+    return ZP_OK;
+}
+
+zp_status zp_report_gpus(zp_table **out)
+{
+    static const char *const keys[] = {"name", "fp16_tflops", "bf16_tflops", "fp8_tflops", "fp32_tflops", "hbm_gb",
+                                       "hbm_tbs", "sms", "clock_mhz", "tdp_w", "nvlink_domain", "nvlink_gbs",
+                                       "nic_gbits", "description"};
+    static const char *const heads[] = {"Name", "FP16", "BF16", "FP8", "FP32", "HBM (GB)", "HBM (TB/s)", "SMs",
+                                        "Clock (MHz)", "TDP (W)", "NVLink GPUs", "NVLink (GB/s)", "NIC (Gb/s)",
+                                        "Description"};
+    zp_table *t = new_table("GPU presets (dense TFLOP/s, 0: not supported; bandwidths per direction; every figure "
+                            "with its source: zplan gpus NAME)",
+                            14, keys, heads);
+    if (!t)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    for (int i = 0; i < zp_gpu_preset_count(); i++) {
+        zp_gpu g;
+        zp_status st = zp_gpu_preset(i, &g);
+        if (st != ZP_OK) {
+            zp_table_free(t);
+            return st;
+        }
+        const double v[] = {g.fp16 / 1e12, g.bf16 / 1e12, g.fp8 / 1e12, g.fp32 / 1e12, g.hbm / 1e9, g.hbm_bw / 1e12,
+                            g.sms, g.clock / 1e6, g.tdp_w, g.nvlink_domain, g.nvlink_bw / 1e9, g.nic_bw * 8 / 1e9};
+        static const char *const fmt[] = {"%.0f", "%.0f", "%.0f", "%.1f", "%.0f", "%.2f",
+                                          "%.0f", "%.0f", "%.0f", "%.0f", "%.0f", "%.0f"};
+        TRY_T(zp_table_add_row(t));
+        TRY_T(zp_table_set_str(t, 0, g.name));
+        for (int k = 0; k < 12; k++)
+            TRY_T(zp_table_set_num(t, k + 1, v[k], fmt[k]));
+        TRY_T(zp_table_set_str(t, 13, g.description));
     }
     *out = t;
     return ZP_OK;

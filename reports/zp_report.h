@@ -35,6 +35,8 @@ zp_status zp_report_table1(const double *psi, const char *const *names, int npsi
 zp_status zp_report_table2(double gpu_mem, const double *mp, int nmp, double dp, double k, zp_table **out);
 zp_status zp_report_models(zp_table **out);
 zp_status zp_report_clusters(zp_table **out);
+/* The GPU presets (gpus/ folder, vocab/zp_gpu.h) with their key figures. */
+zp_status zp_report_gpus(zp_table **out);
 
 typedef struct {
     const zp_model *model;

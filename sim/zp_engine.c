@@ -131,7 +131,7 @@ static zp_status shape_run(zp_eng *E, const zp_sim_input *in, int nstages)
     E->stages_per_node = 1;
     if (nstages > 1) {
         zp_pp_place pl;
-        ZP_TRY(zp_pp_place_get(p, platform_gpn > 0 ? platform_gpn : in->cluster->gpus_per_node, &pl));
+        ZP_TRY(zp_pp_place_get(p, platform_gpn > 0 ? platform_gpn : zp_cluster_domain(in->cluster), &pl));
         E->stages_per_node = pl.stages_per_node;
         if (in->platform_file && E->stages_per_node > 1)
             return ZP_FAIL(ZP_EINVAL, "--cluster %s: pipeline stages sharing a node are simulated on the presets only",

@@ -184,7 +184,7 @@ zp_status zp_fabric_setup(const zp_sim_input *in, int platform_gpn, zp_net *N)
     const zp_plan *p = in->plan;
     const zp_profile *prof = in->profile;
     int64_t gpus = p->dp * p->mp;
-    int gpn = platform_gpn > 0 ? platform_gpn : c->gpus_per_node;
+    int gpn = platform_gpn > 0 ? platform_gpn : zp_cluster_domain(c); /* a node: one NVLink domain */
     N->gpn = (int)(gpus < gpn ? gpus : gpn);
     int64_t nodes = (gpus + N->gpn - 1) / N->gpn;
     if (nodes > INT32_MAX / ZP_NXS)
@@ -193,7 +193,8 @@ zp_status zp_fabric_setup(const zp_sim_input *in, int platform_gpn, zp_net *N)
     if (p->mp > N->gpn && p->mp % N->gpn != 0)
         return ZP_FAIL(ZP_EINVAL, "MP %lld across nodes must be a multiple of the %d GPUs per node", (long long)p->mp,
                        N->gpn);
-    N->rails = c->ib_rails < N->gpn ? c->ib_rails : N->gpn;
+    const int rails = platform_gpn > 0 ? c->ib_rails : zp_cluster_domain_rails(c);
+    N->rails = rails < N->gpn ? rails : N->gpn;
     if (N->rails < 1)
         N->rails = 1;
     N->gpr = N->gpn / N->rails;

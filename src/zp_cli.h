@@ -12,6 +12,7 @@
 
 #include "zp_cli_opts.h"
 #include "zp_launch.h"
+#include "zp_gpu.h"
 
 /* A command's options with what they resolve to: the model, the cluster, the costs. */
 typedef struct {
@@ -26,6 +27,10 @@ typedef struct {
     int prepared;  /* zp_cli_plan_prepare ran */
     zp_launch launch; /* --megatron-args / --torchtitan / --nemo: the launch read (a.launch set) */
     char gpus_buf[32]; /* --gpus as the launch states it, when not given */
+    /* --gpu: the cluster with that GPU (o->cluster points here), the GPU it points into, its name */
+    zp_cluster gpu_cluster;
+    zp_gpu gpu;
+    char gpu_cluster_name[128];
 } zp_cli_plan;
 
 /* Parses the options of `cmd` (zp_cli_opts.h) into o->a. */

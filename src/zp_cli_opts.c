@@ -76,6 +76,7 @@ STR(set_warmup, warmup)
 STR(set_max_bytes, max_bytes)
 STR(set_hidden, hidden)
 STR(set_tokens, tokens)
+STR(set_gpu, gpu)
 FLAG(set_help, help, 1)
 FLAG(set_no_md, r.base.md, 0)
 FLAG(set_analytic, r.simulate, 0)
@@ -495,6 +496,8 @@ static const zp_cli_opt g_opts[] = {
     {"max-bytes", 0, 1, ZP_CMD_CALIBRATE, set_max_bytes},
     {"hidden", 0, 1, ZP_CMD_CALIBRATE, set_hidden},
     {"tokens", 0, 1, ZP_CMD_CALIBRATE, set_tokens},
+    /* GPUs as data */
+    {"gpu", 0, 1, SEARCH & ~SWEEP, set_gpu},
 };
 
 /* The commands that take an option, for "an option of zplan exec" messages. */

@@ -75,6 +75,8 @@ typedef struct {
     /* calibrate */
     int quick;
     const char *reps, *warmup, *max_bytes, *hidden, *tokens;
+    /* GPUs as data (issue #28) */
+    const char *gpu;           /* --gpu NAME|FILE: the GPU preset or spec file replacing the cluster's GPUs */
 } zp_cli_args;
 
 /* Parses argv[1..argc-1] for command `cmd` (messages name it as `name`). Defaults first: every plan

@@ -49,6 +49,18 @@ static zp_status check_profile(const char *path, const zp_profile *p, const zp_c
     return ZP_OK;
 }
 
+/* --gpu: the cluster's GPU figures replaced by the preset's or the file's; named "CLUSTER with GPU". */
+static zp_status with_gpu(zp_cli_plan *o)
+{
+    ZP_TRY(zp_gpu_find(o->a.gpu, &o->gpu));
+    o->gpu_cluster = *o->cluster;
+    ZP_TRY(zp_gpu_apply(&o->gpu, &o->gpu_cluster));
+    snprintf(o->gpu_cluster_name, sizeof o->gpu_cluster_name, "%s with %s", o->cluster->name, o->gpu.name);
+    o->gpu_cluster.name = o->gpu_cluster_name;
+    o->cluster = &o->gpu_cluster;
+    return ZP_OK;
+}
+
 zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
 {
     zp_cli_args *a = &o->a;
@@ -68,6 +80,8 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
             return ZP_FAIL(ZP_EINVAL, "--preset applies to a --cluster platform file");
         ZP_TRY(zp_cluster_find(a->cluster, &o->cluster));
     }
+    if (a->gpu)
+        ZP_TRY(with_gpu(o));
     if (a->profile) {
         ZP_TRY(zp_profile_read(a->profile, &o->profile));
         ZP_TRY(check_profile(a->profile, &o->profile, o->cluster));

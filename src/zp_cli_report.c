@@ -1,8 +1,9 @@
-/* `zplan report table1|table2`, `zplan models`, `zplan clusters`. */
+/* `zplan report table1|table2`, `zplan models`, `zplan clusters`, `zplan gpus [NAME]`. */
 #include <stdio.h>
 #include <string.h>
 
 #include "zp_cli.h"
+#include "zp_gpu.h"
 #include "zp_plan.h"
 #include "zp_progress.h"
 #include "zp_report.h"
@@ -40,14 +41,36 @@ static const char REPORT_USAGE[] =
     "           -o FILE         write to FILE atomically\n";
 
 static const char LIST_USAGE[] =
-    "Usage: zplan models|clusters [--format text|md|csv|json] [-o FILE]\n"
+    "Usage: zplan models|clusters|gpus [--format text|md|csv|json] [-o FILE]\n"
+    "       zplan gpus NAME\n"
     "  models     the model zoo: layers, hidden, heads, sequence, vocabulary, parameters, source\n"
-    "  clusters   the cluster presets with their hardware figures\n";
+    "  clusters   the cluster presets with their hardware figures\n"
+    "  gpus       the GPU presets (--gpu NAME) with their key figures; with NAME, its spec file: every\n"
+    "             figure with its source, the format a --gpu FILE takes (README, \"GPU spec files\")\n";
+
+/* `zplan gpus NAME`: the preset's spec file as embedded. */
+static int show_gpu(const char *name)
+{
+    zp_gpu g;
+    zp_status st = zp_gpu_find(name, &g);
+    if (st != ZP_OK)
+        return zp_cli_fail(st);
+    for (int i = 0; i < zp_gpu_preset_count(); i++) {
+        zp_gpu p;
+        if (zp_gpu_preset(i, &p) == ZP_OK && strcmp(p.name, g.name) == 0 && strcmp(g.origin, "preset") == 0) {
+            fputs(zp_gpu_preset_text(i), stdout);
+            return 0;
+        }
+    }
+    return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "zplan gpus: '%s' is not a preset (see zplan gpus)", name));
+}
 
 int zp_cli_list(int argc, char **argv)
 {
     zp_cli_args a;
     char name[32];
+    if (strcmp(argv[0], "gpus") == 0 && argc == 2 && argv[1][0] != '-')
+        return show_gpu(argv[1]);
     snprintf(name, sizeof name, "zplan %s", argv[0]);
     zp_status st = zp_cli_args_parse(ZP_CMD_LIST, name, argc, argv, &a);
     if (st != ZP_OK)
@@ -57,7 +80,9 @@ int zp_cli_list(int argc, char **argv)
         return 0;
     }
     zp_table *t;
-    st = strcmp(argv[0], "models") == 0 ? zp_report_models(&t) : zp_report_clusters(&t);
+    st = strcmp(argv[0], "models") == 0 ? zp_report_models(&t)
+         : strcmp(argv[0], "gpus") == 0  ? zp_report_gpus(&t)
+                                         : zp_report_clusters(&t);
     if (st != ZP_OK)
         return zp_cli_fail(st);
     return zp_cli_write_table(t, a.fmt, a.out);

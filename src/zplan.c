@@ -15,6 +15,7 @@ static const char USAGE[] =
     "  zplan --model M --gpus N [options]     what-if: plans that fit, memory per GPU, step time\n"
     "  zplan models [--format F]              the model zoo\n"
     "  zplan clusters [--format F]            the cluster presets\n"
+    "  zplan gpus [--format F]                the GPU presets (zplan gpus NAME: its spec file, sourced)\n"
     "  zplan report KIND [options]            table1, table2 (the ZeRO paper's), scaling, models, configs,\n"
     "                                         memory, validation (zplan report --help)\n"
     "  zplan compare --model M --gpus N [--stage 0,1,2,3] [--mp LIST] [--offload LIST] ...\n"
@@ -36,10 +37,12 @@ static const char USAGE[] =
     "                       that size), or a HuggingFace config.json path\n"
     "  --gpus N             number of GPUs (K/M suffixes: 1K = 1000)\n"
     "  --cluster NAME|FILE  cluster preset: dgx2 (default), dgx-a100, dgx-a100-40gb, dgx-h100,\n"
-    "                       dgx-h100-railopt, dgx-h200 (zplan clusters); or a SimGrid platform XML with hosts\n"
-    "                       gpu-<node>-<i> and cpu-<node> (see README)\n"
+    "                       dgx-h100-railopt, dgx-h200, hgx-h800, dgx-b200, gb200-nvl72 (zplan clusters); or a\n"
+    "                       SimGrid platform XML with hosts gpu-<node>-<i> and cpu-<node> (see README)\n"
     "  --oversubscription R leaf down/up bandwidth of a rail-optimized fat tree (dgx-h100-railopt; default 1)\n"
     "  --preset NAME        the GPUs of a --cluster FILE (default dgx2)\n"
+    "  --gpu NAME|FILE      the cluster's GPUs replaced: a GPU preset (zplan gpus) or a GPU spec file (README,\n"
+    "                       \"GPU spec files\"); nodes, NICs and fabric stay --cluster's\n"
     "  --profile FILE       kernel and link costs from `zplan calibrate` instead of the preset's\n"
     "  --gpu-mem SIZE       memory per GPU, decimal bytes (32G = 32e9; Gi for 2^30); default: the preset's\n"
     "  --reserve SIZE       memory per GPU a plan leaves free for the CUDA context, NCCL buffers and library\n"
@@ -182,7 +185,8 @@ int zp_cli_main(int argc, char **argv)
         if (strcmp(cmd, "help") == 0) {
             if (argc >= 3 && strcmp(argv[2], "report") == 0)
                 return zp_cli_report(2, (char *[]){"report", "--help", NULL});
-            if (argc >= 3 && (strcmp(argv[2], "models") == 0 || strcmp(argv[2], "clusters") == 0))
+            if (argc >= 3 && (strcmp(argv[2], "models") == 0 || strcmp(argv[2], "clusters") == 0 ||
+                              strcmp(argv[2], "gpus") == 0))
                 return zp_cli_list(2, (char *[]){argv[2], "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "calibrate") == 0)
                 return zp_calibrate_main(2, (char *[]){"calibrate", "--help", NULL});
@@ -197,7 +201,7 @@ int zp_cli_main(int argc, char **argv)
             fputs(USAGE, stdout);
             return 0;
         }
-        if (strcmp(cmd, "models") == 0 || strcmp(cmd, "clusters") == 0)
+        if (strcmp(cmd, "models") == 0 || strcmp(cmd, "clusters") == 0 || strcmp(cmd, "gpus") == 0)
             return zp_cli_list(argc - 1, argv + 1);
         if (strcmp(cmd, "report") == 0)
             return zp_cli_report(argc - 1, argv + 1);
@@ -212,7 +216,7 @@ int zp_cli_main(int argc, char **argv)
         if (strcmp(cmd, "sweep") == 0)
             return zp_cli_sweep(argc - 1, argv + 1);
         if (cmd[0] != '-') {
-            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, report, compare, schedule, sweep, calibrate, "
+            fprintf(stderr, "zplan: unknown command '%s' (commands: models, clusters, gpus, report, compare, schedule, sweep, calibrate, "
                             "exec; or --model M --gpus N; "
                             "see zplan --help)\n", cmd);
             return 2;

@@ -1,10 +1,14 @@
 #include "zp_cluster.h"
+#include "zp_gpu.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
-/* Sources. Every figure is a datasheet's or a kernel-level measurement's; none is fitted to an end-to-end
+/* Sources (the GPU figures now live in the gpus/ folder, each with its source; their derivations stay here).
+ * Every figure is a datasheet's or a kernel-level measurement's; none is fitted to an end-to-end
  * training time (those judge the model: bench/heldout.sh).
  *  Memory: HBM stacks are built of 2^30-byte dies, and the vendors' "GB" of HBM are GiB (nvidia-smi shows
  *  32 GB V100s and 80 GB A100/H100 as 32768 and 81920 MiB before the driver's reservation): 32, 40, 80 GiB;
@@ -86,49 +90,27 @@
  *          beyond (the RA's table lists up to 64 SU, 2048 nodes). A fat tree of L levels of radix-R
  *          switches connects 2(R/2)^L ports: 65,536 NIC ports = 8192 nodes at three levels. Oversubscribed
  *          builds (e.g. 2:1) keep 32 nodes per leaf and remove uplinks (and spines): --oversubscription. */
-#define GiB 1073741824.0
 
-/* The GPU and node figures every DGX of a generation shares (a preset's rows: its memory, fabric). */
-#define ZP_DGX_A100(mem, hbm, host, drives)                                                                   \
-    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 312e12, .peak_flops_bf16 = 312e12,                  \
-    .gemm_efficiency = 0.77, .sms = 108, .nccl_ctas = 24, .tdp_w = 400,                                       \
-    .flash_efficiency = 0.60, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
-    .nccl_ll128 = 1, .nccl_ll_base = 6.0e-6, .nccl_ll_hop = 1.98e-6, .hbm_bw = (hbm),                                                                         \
-    .nvlink_bw = 300e9,                                                                                       \
-    .nvlink_efficiency = 0.78, .nvlink_latency = 5e-6, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,     \
+/* The node figures every DGX of a generation shares (a preset's rows: its host memory, drives, fabric); the
+ * GPU figures are the GPU preset's (gpus/NAME.gpu, each figure with its source there). */
+#define ZP_DGX_A100_NODE(host, drives)                                                                         \
+    .gpus_per_node = 8, .ib_rails = 8, .ib_rail_bw = 25e9, .ib_latency = 8e-6, .inter_channels = 8,             \
     .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 32e9, .host_mem = (host),         \
     .nvme_bytes = (drives) * 3.84e12, .nvme_read_bw = (drives) * 6.5e9, .nvme_write_bw = (drives) * 3.5e9,    \
     .cpu_adam_rate = 4e9
-#define ZP_DGX_H100(mem, hbm)                                                                                  \
-    .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
-    .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, .tdp_w = 700,                                       \
-    .flash_efficiency = 0.34, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
-    .nccl_ll128 = 1, .nccl_ll_base = 6.0e-6, .nccl_ll_hop = 1.98e-6, .hbm_bw = (hbm),                                                                         \
-    .nvlink_bw = 450e9,                                                                                       \
-    .nvlink_efficiency = 0.78, .nvlink_latency = 4e-6, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,     \
+#define ZP_DGX_H100_NODE                                                                                       \
+    .gpus_per_node = 8, .ib_rails = 8, .ib_rail_bw = 50e9, .ib_latency = 6e-6, .inter_channels = 8,             \
     .flat_rings = 0, .ib_efficiency = 0.9, .tree_allreduce = 1, .pcie_bw = 64e9, .host_mem = 2e12,           \
     .nvme_bytes = 8 * 3.84e12, .nvme_read_bw = 8 * 6.5e9, .nvme_write_bw = 8 * 3.5e9, .cpu_adam_rate = 6e9
 
-static const zp_cluster g_clusters[] = {
+/* The rows as written: node and fabric; zp_cluster_get fills in the GPU of each from its preset. */
+static const zp_cluster g_rows[] = {
     {
         .name = "dgx2",
-        .gpu_name = "V100-SXM3-32GB",
+        .gpu = "v100-sxm3-32gb",
         .description = "NVIDIA DGX-2: 16x V100 32 GB, NVSwitch, 8x 100 Gb/s EDR InfiniBand (the ZeRO paper's)",
         .gpus_per_node = 16,
-        .gpu_mem = 32 * GiB,
-        .peak_flops = 125e12,
-        .gemm_efficiency = 0.66,
-        .sms = 80,
-        .nccl_ctas = 12,
-        .kernel_launch = 3e-6,
-        .dispatch = 10e-6,
-        .nccl_ll128 = 0,
         .unfused_kernels = 1,
-        .tdp_w = 350, /* V100 SXM3 32GB in DGX-2 (SXM2: 300 W) */
-        .hbm_bw = 900e9,
-        .nvlink_bw = 150e9,
-        .nvlink_efficiency = 0.78,
-        .nvlink_latency = 5e-6,
         .ib_rails = 8,
         .ib_rail_bw = 12.5e9,
         .ib_latency = 10e-6,
@@ -147,23 +129,23 @@ static const zp_cluster g_clusters[] = {
     },
     {
         .name = "dgx-a100",
-        .gpu_name = "A100-SXM4-80GB",
+        .gpu = "a100-sxm4-80gb",
         .description = "NVIDIA DGX A100: 8x A100 80 GB, NVSwitch, 8x 200 Gb/s HDR InfiniBand",
-        ZP_DGX_A100(80 * GiB, 2039e9, 2e12, 8),
+        ZP_DGX_A100_NODE(2e12, 8),
         .sources = "DGX A100 and A100 datasheets; mamf-finder GEMM; nccl-tests; NCCL's tuning model",
     },
     {
         .name = "dgx-a100-40gb",
-        .gpu_name = "A100-SXM4-40GB",
+        .gpu = "a100-sxm4-40gb",
         .description = "NVIDIA DGX A100 320GB: 8x A100 40 GB, NVSwitch, 8x 200 Gb/s HDR InfiniBand",
-        ZP_DGX_A100(40 * GiB, 1555e9, 1e12, 4),
+        ZP_DGX_A100_NODE(1e12, 4),
         .sources = "DGX A100 and A100 datasheets; mamf-finder GEMM; nccl-tests; NCCL's tuning model",
     },
     {
         .name = "dgx-h100",
-        .gpu_name = "H100-SXM5-80GB",
+        .gpu = "h100-sxm5-80gb",
         .description = "NVIDIA DGX H100: 8x H100 80 GB, NVSwitch, 8x 400 Gb/s NDR InfiniBand",
-        ZP_DGX_H100(80 * GiB, 3350e9),
+        ZP_DGX_H100_NODE,
         .sources = "DGX H100 and H100 datasheets; mamf-finder GEMM; nccl-tests; NCCL's tuning model",
     },
     {
@@ -171,10 +153,10 @@ static const zp_cluster g_clusters[] = {
          * on every preset) because the fabric bounds the cluster size and is what a SuperPOD is sold as;
          * dgx-h100 stays the ideal non-blocking fabric of any size. */
         .name = "dgx-h100-railopt",
-        .gpu_name = "H100-SXM5-80GB",
+        .gpu = "h100-sxm5-80gb",
         .description = "DGX H100 SuperPOD: 8x H100 80 GB, NVSwitch, 8x 400 Gb/s NDR rail-optimized fat tree "
                        "(32-node leaves, <= 8192 nodes)",
-        ZP_DGX_H100(80 * GiB, 3350e9),
+        ZP_DGX_H100_NODE,
         .fabric = ZP_FABRIC_RAIL_FAT_TREE,
         .leaf_nodes = 32,
         .switch_radix = 64,
@@ -184,15 +166,88 @@ static const zp_cluster g_clusters[] = {
     },
     {
         .name = "dgx-h200",
-        .gpu_name = "H200-SXM5-141GB",
+        .gpu = "h200-sxm5-141gb",
         .description = "NVIDIA DGX H200: 8x H200 141 GB, NVSwitch, 8x 400 Gb/s NDR InfiniBand",
-        ZP_DGX_H100(141 * GiB, 4800e9),
+        ZP_DGX_H100_NODE,
         .sources = "DGX H200 and H200 datasheets; the H100's GEMM (same die); nccl-tests; NCCL's tuning model",
     },
+    {
+        /* DeepSeek-V3 technical report (2024), Section 3.1: 8 H800 a node on NVLink/NVSwitch, one 400 Gb/s
+         * InfiniBand (CX7) NIC a GPU; HGX H800 servers are HGX H100 systems with H800 boards: the DGX H100's
+         * node figures (host memory, drives, PCIe gen5). */
+        .name = "hgx-h800",
+        .gpu = "h800-sxm5-80gb",
+        .description = "HGX H800: 8x H800 80 GB, NVSwitch at 400 GB/s bidirectional, 8x 400 Gb/s NDR InfiniBand",
+        ZP_DGX_H100_NODE,
+        .sources = "DeepSeek-V3 technical report (H800 nodes); DGX H100 node figures; nccl-tests; NCCL's tuning model",
+    },
+    {
+        /* DGX B200 datasheet: 8x B200 (1,440 GB HBM3e), 2 NVLink5 switches, 8x 400 Gb/s ConnectX-7, 2x Xeon
+         * Platinum 8570, 2 TB DDR5 (up to 4 TB), 8x 3.84 TB U.2 NVMe, PCIe gen5: the DGX H100's node figures. */
+        .name = "dgx-b200",
+        .gpu = "b200-sxm-180gb",
+        .description = "NVIDIA DGX B200: 8x B200 180 GB, NVLink5 NVSwitch, 8x 400 Gb/s NDR InfiniBand",
+        ZP_DGX_H100_NODE,
+        .sources = "DGX B200 and HGX B200 datasheets; the H100's kernel figures (none published for B200)",
+    },
+    {
+        /* GB200 NVL72 datasheet and reference architecture: 18 compute trays of 2 Grace CPUs (480 GB LPDDR5X
+         * each: "up to 17 TB" for 36) and 4 B200-class GPUs, 4 ConnectX-7 400 Gb/s a tray (one a GPU), all 72
+         * GPUs on one NVLink5 domain (the GPU file's nvlink_domain): groups inside the domain talk over NVLink,
+         * so TP and EP span trays (zp_cluster_domain). Host link: NVLink-C2C, 900 GB/s bidirectional from a
+         * Grace to its 2 GPUs: 225 GB/s a GPU a direction. NVMe: 4 E1.S drives a tray (sizes not stated:
+         * 3.84 TB and gen4 speeds assumed, as the DGX drives). CPU Adam: the DGX H100's per-node rate for a
+         * tray's two 72-core Graces (not measured). */
+        .name = "gb200-nvl72",
+        .gpu = "gb200-nvl72",
+        .description = "NVIDIA GB200 NVL72: racks of 72 GPUs on one NVLink5 domain (18 trays of 4), 400 Gb/s "
+                       "NDR InfiniBand a GPU",
+        .gpus_per_node = 4,
+        .ib_rails = 4,
+        .ib_rail_bw = 50e9,
+        .ib_latency = 6e-6,
+        .inter_channels = 8,
+        .flat_rings = 0,
+        .ib_efficiency = 0.9,
+        .tree_allreduce = 1,
+        .pcie_bw = 225e9,
+        .host_mem = 960e9,
+        .nvme_bytes = 4 * 3.84e12,
+        .nvme_read_bw = 4 * 6.5e9,
+        .nvme_write_bw = 4 * 3.5e9,
+        .cpu_adam_rate = 6e9,
+        .sources = "GB200 NVL72 datasheet and reference architecture; the H100's kernel figures (none published "
+                   "for GB200)",
+    },
 };
-#undef GiB
+enum { NROWS = (int)(sizeof g_rows / sizeof g_rows[0]) };
 
-int zp_cluster_count(void) { return (int)(sizeof g_clusters / sizeof g_clusters[0]); }
+/* The rows with their GPUs, filled once (the presets are parsed by the same parser as a user's file; a
+ * preset that does not parse is a build defect the gpu tests catch: its row keeps no GPU and is skipped). */
+static zp_cluster g_clusters[NROWS];
+static zp_gpu g_gpus[NROWS];
+static int g_count;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void resolve_rows(void)
+{
+    for (int i = 0; i < NROWS; i++) {
+        zp_cluster c = g_rows[i];
+        if (zp_gpu_find(c.gpu, &g_gpus[g_count]) != ZP_OK || zp_gpu_apply(&g_gpus[g_count], &c) != ZP_OK)
+            continue;
+        g_clusters[g_count] = c;
+        g_clusters[g_count].gpu_name = g_gpus[g_count].name;
+        g_count++;
+    }
+    zp_error_clear();
+}
+
+
+int zp_cluster_count(void)
+{
+    pthread_once(&g_once, resolve_rows);
+    return g_count;
+}
 
 const zp_cluster *zp_cluster_get(int i) { return (i >= 0 && i < zp_cluster_count()) ? &g_clusters[i] : NULL; }
 
@@ -204,10 +259,11 @@ zp_status zp_cluster_find(const char *name, const zp_cluster **out)
             return ZP_OK;
         }
     }
-    return ZP_FAIL(ZP_EINVAL,
-                   "--cluster: unknown cluster '%s' (presets: dgx2, dgx-a100, dgx-a100-40gb, dgx-h100, "
-                   "dgx-h100-railopt, dgx-h200; see `zplan clusters`)",
-                   name);
+    char list[512] = "";
+    for (int i = 0, k = 0; i < zp_cluster_count(); i++)
+        k += snprintf(list + k, k < (int)sizeof list ? sizeof list - (size_t)k : 0, "%s%s", i ? ", " : "",
+                      g_clusters[i].name);
+    return ZP_FAIL(ZP_EINVAL, "--cluster: unknown cluster '%s' (presets: %s; see `zplan clusters`)", name, list);
 }
 
 double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
@@ -220,6 +276,21 @@ double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
 }
 
 int zp_cluster_has_bf16(const zp_cluster *c) { return c->peak_flops_bf16 > 0; }
+
+int zp_cluster_domain(const zp_cluster *c) { return c->nvlink_domain > 0 ? c->nvlink_domain : c->gpus_per_node; }
+
+int zp_cluster_domain_rails(const zp_cluster *c)
+{
+    const int gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, dom = zp_cluster_domain(c);
+    const int rails = dom == gpn ? c->ib_rails : (int)((int64_t)c->ib_rails * dom / gpn);
+    return rails > 0 ? rails : 1;
+}
+
+double zp_cluster_domain_ib_bw(const zp_cluster *c)
+{
+    const int gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, dom = zp_cluster_domain(c);
+    return dom == gpn ? zp_cluster_node_ib_bw(c) : zp_cluster_node_ib_bw(c) * dom / gpn;
+}
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
 

@@ -26,6 +26,7 @@ typedef struct {
     double peak_flops;       /* fp16/bf16 dense tensor-core peak, FLOP/s per GPU */
     double peak_flops_bf16;  /* bf16 dense tensor-core peak; 0: the GPU has no bf16 tensor cores (V100: bf16
                                 GEMMs run without them, at the fp32 rate) */
+    double peak_flops_fp8;   /* dense FP8 tensor-core peak, FLOP/s per GPU; 0: no FP8 tensor cores */
     double gemm_efficiency;  /* fraction of peak cuBLAS reaches on large 16-bit GEMMs whose tiles fill whole
                                 waves (kernel benchmarks): the device model's gemm_max_efficiency, and the
                                 analytic model's compute rate */
@@ -70,6 +71,18 @@ typedef struct {
     double nvme_write_bw;    /* ... and write bandwidth, B/s */
     double cpu_adam_rate;    /* CPU Adam parameters/s per node (all cores) for optimizer offload */
     const char *sources;     /* where the numbers come from */
+    /* The GPU: a cluster preset names its GPU preset (gpus/NAME.gpu, vocab/zp_gpu.h), whose figures fill the
+     * GPU fields above (gpu_name, gpu_mem, peak_flops*, gemm_efficiency, sms, kernel_launch, dispatch, nccl_*,
+     * flash_*, tdp_w, hbm_bw, nvlink_*) and these: */
+    const char *gpu;         /* the GPU preset's file stem, "h100-sxm5-80gb" */
+    double peak_flops_fp32;  /* dense FP32 peak, FLOP/s per GPU (listed; fp32 GEMMs are priced at an eighth of
+                                the fp16 peak, zp_cluster_peak_flops) */
+    double clock;            /* the GPU's boost clock under its power cap, Hz */
+    int nvlink_domain;       /* GPUs sharing one NVLink domain: what "inside a node" means for placement,
+                                TP and EP (zp_cluster_domain); may exceed gpus_per_node (GB200 NVL72: 72 GPUs
+                                on 18 trays of 4) or be smaller (NVLink-bridged PCIe pairs) */
+    double nic_bw;           /* the GPU's scale-out NIC bandwidth per direction in its reference system, B/s
+                                (listed; the node's NICs are ib_rails x ib_rail_bw) */
 } zp_cluster;
 
 int zp_cluster_count(void);
@@ -89,6 +102,14 @@ int zp_cluster_has_bf16(const zp_cluster *c);
 double zp_cluster_host_per_gpu(const zp_cluster *c, double host_mem_node, int64_t gpus);
 /* NVMe capacity each GPU of such a job may use, bytes (the node's drives shared the same way). */
 double zp_cluster_nvme_per_gpu(const zp_cluster *c, int64_t gpus);
+
+/* GPUs of one NVLink domain (the simulated "node": groups inside it talk over NVLink): nvlink_domain, else
+ * gpus_per_node. */
+int zp_cluster_domain(const zp_cluster *c);
+/* InfiniBand NICs of one NVLink domain (its nodes' ib_rails; a node's share when the domain is smaller), >= 1,
+ * and their bandwidth, B/s per direction. */
+int zp_cluster_domain_rails(const zp_cluster *c);
+double zp_cluster_domain_ib_bw(const zp_cluster *c);
 
 /* InfiniBand bandwidth of one node, B/s per direction. */
 double zp_cluster_node_ib_bw(const zp_cluster *c);

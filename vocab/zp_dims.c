@@ -61,12 +61,15 @@ static zp_status tp_check(const zp_dim_ctx *c, int64_t t)
 static int tp_admits(const zp_dim_ctx *c, int64_t t) { return c->gpus % t == 0; }
 
 /* Powers of two dividing the GPUs and the heads, up to max_tp (a node's GPUs by default: Megatron-LM's TP
- * across nodes only when asked); beyond a node, whole nodes. */
+ * across nodes only when asked); inside a node, groups that tile it (TP 16 does not tile a 72-GPU NVLink
+ * domain; every power of two up to 8 or 16 tiles the 8- and 16-GPU nodes); beyond a node, whole nodes. The
+ * node is the NVLink domain (zp_cluster_domain). */
 static int64_t tp_next(const zp_dim_ctx *c, int64_t prev)
 {
-    const int64_t gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, max = c->max_tp > 0 ? c->max_tp : gpn;
+    const int64_t node = c->gpus_per_node > 0 ? c->gpus_per_node : 1, max = c->max_tp > 0 ? c->max_tp : node;
+    const int64_t gpn = c->gpus < node ? c->gpus : node; /* a job smaller than a node fills part of one */
     for (int64_t t = prev > 0 ? 2 * prev : 1; t <= c->gpus; t *= 2)
-        if (t <= max && c->gpus % t == 0 && zp_dims_tp_ok(c->model, t) && !(t > gpn && t % gpn))
+        if (t <= max && c->gpus % t == 0 && zp_dims_tp_ok(c->model, t) && (t > gpn ? t % gpn == 0 : gpn % t == 0))
             return t;
     return 0;
 }
