@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* The embedded presets: zp_gpu_presets.c, generated from the gpus/ folder by vocab/zp_gpu_embed.py. */
 extern const char *const zp_gpu_preset_files[];
@@ -247,7 +248,7 @@ zp_status zp_gpu_find(const char *name, zp_gpu *out)
         if (strchr(name, '/') == NULL && strlen(f) == stem + 4 && strncasecmp(f, name, stem) == 0)
             return zp_gpu_preset(i, out);
     }
-    if (strchr(name, '/') || stem != n)
+    if (strchr(name, '/') || stem != n || access(name, R_OK) == 0) /* a path, a .gpu name, or a file here */
         return zp_gpu_read(name, out);
     char list[1024] = "";
     for (int i = 0, k = 0; i < zp_gpu_preset_n; i++)

@@ -54,8 +54,8 @@ const char *zp_gpu_preset_file(int i);
 const char *zp_gpu_preset_text(int i);
 /* Parses the i-th preset. */
 zp_status zp_gpu_preset(int i, zp_gpu *out);
-/* A preset by its name (case-insensitive, with or without ".gpu"), or a spec file when `name` holds a '/'
- * or ends in ".gpu" and is not a preset; ZP_EINVAL listing the presets when neither. */
+/* A preset by its name or file stem (case-insensitive, with or without ".gpu"), else a spec file when `name`
+ * holds a '/', ends in ".gpu" or is a readable file; ZP_EINVAL listing the presets when neither. */
 zp_status zp_gpu_find(const char *name, zp_gpu *out);
 
 /* Puts the GPU into a cluster: its figures replace the cluster's GPU figures; node and fabric stay.

@@ -3,7 +3,7 @@
 # spec file (the same answer as the preset it copies), bad spec files exit 2 naming the key and the line.
 # Usage: test_gpu.sh ZPLAN SOURCE_ROOT
 set -u
-Z="$1"
+Z=$(realpath "$1")
 ROOT="$2"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -38,6 +38,9 @@ grep -q '"name": "dgx-h100 with H200-SXM5-141GB"' "$T/a.json" && ok "--gpu names
 
 # --gpu FILE: the preset's text with another name is the same answer
 "$Z" gpus h200-sxm5-141gb | sed 's/^name .*/name = TEST-H200  # source: a copy of the H200 preset/' >"$T/my.gpu"
+cp "$T/my.gpu" "$T/my-gpu.txt"
+( cd "$T" && "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu my-gpu.txt --top 3 --format json ) >"$T/d.json" 2>&1
+cmp -s <(strip "$T/d.json") <(strip "$T/b.json") && ok "--gpu FILE without a slash or .gpu (a file here)" || ko "--gpu my-gpu.txt: $(head -c 300 "$T/d.json")"
 "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu "$T/my.gpu" --top 3 --format json >"$T/c.json" 2>&1 || ko "--gpu FILE: $(head -c 300 "$T/c.json")"
 if cmp -s <(strip "$T/c.json") <(strip "$T/b.json"); then ok "--gpu FILE (the H200's figures) = dgx-h200"; else ko "--gpu FILE differs: $(diff <(strip "$T/c.json") <(strip "$T/b.json") | head -5)"; fi
 
