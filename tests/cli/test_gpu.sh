@@ -5,44 +5,40 @@
 set -u
 Z=$(realpath "$1")
 ROOT="$2"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
+good() { ok; echo "ok   $*"; }
 # expect_fail "what" "message part" zplan-args...: exit 2 and the message on stderr
 expect_fail() {
   local what="$1" want="$2"; shift 2
   "$Z" "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  if [ $rc -eq 2 ] && grep -qF -- "$want" "$T/err"; then ok "$what"; else ko "$what: rc=$rc, stderr: $(cat "$T/err")"; fi
+  if [ $rc -eq 2 ] && grep -qF -- "$want" "$T/err"; then good "$what"; else ko "$what: rc=$rc, stderr: $(cat "$T/err")"; fi
 }
 strip() { sed -E 's/"[a-z_]*wall_s": [0-9.e+-]+//g; s/dgx-h100 with H200-SXM5-141GB|dgx-h200|dgx-h100 with TEST-H200/CLUSTER/g; s/H200-SXM5-141GB|TEST-H200/GPU/g' "$1"; }
 
 # the listing and a preset's file
 "$Z" gpus >"$T/gpus" 2>&1 || ko "zplan gpus: $(cat "$T/gpus")"
 for g in V100-SXM3-32GB A100-SXM4-80GB H100-SXM5-80GB H200-SXM5-141GB; do
-  grep -q "^$g " "$T/gpus" && ok "zplan gpus lists $g" || ko "zplan gpus lacks $g"
+  grep -q "^$g " "$T/gpus" && good "zplan gpus lists $g" || ko "zplan gpus lacks $g"
 done
 "$Z" gpus --format json >"$T/gpus.json" && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['rows'] if x['name']=='H100-SXM5-80GB'][0]; sys.exit(0 if r['fp8_tflops']==1979 and r['nvlink_domain']==8 else 1)" "$T/gpus.json" \
-  && ok "zplan gpus --format json: H100 fp8 1979, NVLink domain 8" || ko "zplan gpus --format json: $(head -c 300 "$T/gpus.json")"
+  && good "zplan gpus --format json: H100 fp8 1979, NVLink domain 8" || ko "zplan gpus --format json: $(head -c 300 "$T/gpus.json")"
 "$Z" gpus h100-sxm5-80gb >"$T/h100.gpu" && grep -q '^fp8  *= 1979 TFLOP/s *# source: ' "$T/h100.gpu" \
-  && ok "zplan gpus NAME prints the spec file with its sources" || ko "zplan gpus h100-sxm5-80gb"
+  && good "zplan gpus NAME prints the spec file with its sources" || ko "zplan gpus h100-sxm5-80gb"
 expect_fail "zplan gpus with an unknown name" "unknown GPU 'h1000'" gpus h1000
 
 # --gpu NAME: dgx-h100 with the H200 is dgx-h200 (the same node and fabric), names aside
 "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu h200-sxm5-141gb --top 3 --format json >"$T/a.json" 2>&1 || ko "--gpu h200-sxm5-141gb: $(head -c 300 "$T/a.json")"
 "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h200 --top 3 --format json >"$T/b.json" 2>&1
-if cmp -s <(strip "$T/a.json") <(strip "$T/b.json"); then ok "--cluster dgx-h100 --gpu h200-sxm5-141gb = --cluster dgx-h200"; else ko "--gpu h200 differs from dgx-h200: $(diff <(strip "$T/a.json") <(strip "$T/b.json") | head -5)"; fi
-grep -q '"name": "dgx-h100 with H200-SXM5-141GB"' "$T/a.json" && ok "--gpu names the cluster 'dgx-h100 with H200-SXM5-141GB'" || ko "--gpu: cluster name"
+if cmp -s <(strip "$T/a.json") <(strip "$T/b.json"); then good "--cluster dgx-h100 --gpu h200-sxm5-141gb = --cluster dgx-h200"; else ko "--gpu h200 differs from dgx-h200: $(diff <(strip "$T/a.json") <(strip "$T/b.json") | head -5)"; fi
+grep -q '"name": "dgx-h100 with H200-SXM5-141GB"' "$T/a.json" && good "--gpu names the cluster 'dgx-h100 with H200-SXM5-141GB'" || ko "--gpu: cluster name"
 
 # --gpu FILE: the preset's text with another name is the same answer
 "$Z" gpus h200-sxm5-141gb | sed 's/^name .*/name = TEST-H200  # source: a copy of the H200 preset/' >"$T/my.gpu"
 cp "$T/my.gpu" "$T/my-gpu.txt"
 ( cd "$T" && "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu my-gpu.txt --top 3 --format json ) >"$T/d.json" 2>&1
-cmp -s <(strip "$T/d.json") <(strip "$T/b.json") && ok "--gpu FILE without a slash or .gpu (a file here)" || ko "--gpu my-gpu.txt: $(head -c 300 "$T/d.json")"
+cmp -s <(strip "$T/d.json") <(strip "$T/b.json") && good "--gpu FILE without a slash or .gpu (a file here)" || ko "--gpu my-gpu.txt: $(head -c 300 "$T/d.json")"
 "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu "$T/my.gpu" --top 3 --format json >"$T/c.json" 2>&1 || ko "--gpu FILE: $(head -c 300 "$T/c.json")"
-if cmp -s <(strip "$T/c.json") <(strip "$T/b.json"); then ok "--gpu FILE (the H200's figures) = dgx-h200"; else ko "--gpu FILE differs: $(diff <(strip "$T/c.json") <(strip "$T/b.json") | head -5)"; fi
+if cmp -s <(strip "$T/c.json") <(strip "$T/b.json"); then good "--gpu FILE (the H200's figures) = dgx-h200"; else ko "--gpu FILE differs: $(diff <(strip "$T/c.json") <(strip "$T/b.json") | head -5)"; fi
 
 # bad files: exit 2 naming the key and the line
 sed 's/^hbm_bw .*/hbm_bw = 4.8 TB\/s/' "$T/my.gpu" >"$T/unsourced.gpu"
@@ -56,5 +52,4 @@ expect_fail "--gpu FILE: an unknown key" "unknown key 'tflops'" --model 8B --gpu
 expect_fail "--gpu with a file that is not there" "cannot read $T/none.gpu" --model 8B --gpus 8 --cluster dgx-h100 --gpu "$T/none.gpu"
 expect_fail "--gpu with an unknown preset" "unknown GPU 'b300'" --model 8B --gpus 8 --cluster dgx-h100 --gpu b300
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
