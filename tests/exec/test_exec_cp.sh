@@ -4,7 +4,8 @@
 # 2CP-1-r), K and V all-gathered, their gradients reduce-scattered back, the gradients reduced over DP with
 # the CP ranks in it. The loss of every step equals the one-rank run of the same global batch (relative 1e-5):
 #  - tiny (learned positions: the slice's rows of wpe, and their gradient) with CP 2, CP 4, CP 2 x TP 2 x
-#    ZeRO-1 (4 ranks), CP 2 x DP 2 at stage 3 with checkpointing (the recompute gathers K and V again);
+#    ZeRO-1 (4 ranks), CP 2 x DP 2 at stage 3 with checkpointing (the recompute gathers K and V again),
+#    CP 2 x TP 2 at stage 2 with Pa, CP 2 with accumulation and small buckets;
 #  - tiny-llama (rotary by global position, GQA) with CP 2 and CP 2 x TP 2 x ZeRO-1;
 #  - a run whose slices are not the ones the loss is compared with is seen (--seed 2 differs);
 #  - --validate: the measured memory is the replay of the executor's schedule with CP (activations of the
@@ -25,6 +26,8 @@ run cp2 2 --cp 2 $ag --micro-batch 4 && same cp2
 run cp4_s2 4 --cp 4 $ag --stage 2 --micro-batch 4 && same cp4_s2
 run cp2_tp2_s1 4 --cp 2 --mp 2 --stage 1 $ag --micro-batch 4 && same cp2_tp2_s1
 run cp2_dp2_s3_ckpt 4 --cp 2 --stage 3 --checkpoint $ag --micro-batch 2 && same cp2_dp2_s3_ckpt
+run cp2_tp2_s2_pa 4 --cp 2 --mp 2 --stage 2 --checkpoint --pa $ag --micro-batch 4 && same cp2_tp2_s2_pa
+run cp2_ga2_bucket 2 --cp 2 --stage 2 --grad-accum 2 --bucket 7777 $ag --micro-batch 2 && same cp2_ga2_bucket
 run cp2_seed 2 --cp 2 $ag --micro-batch 4 --seed 2
 }
 differs cp2_seed ref "another seed gives other losses under CP" "--seed 2 under --cp 2 gave the reference's losses"
