@@ -6,6 +6,7 @@
  *   zp_exec_zero.c     ZeRO: gradient buckets, parameter gathers, the optimizer and ZeRO-Offload
  *   zp_exec_moe.c      the routed experts (MoE): routing, the token exchange, the experts' layout
  *   zp_exec_pipe.c     pipeline parallelism: activations and gradients between stages, the tied embedding
+ *   zp_exec_cp.c       context parallelism: each sequence's slices, K and V gathered, the attention over them
  *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
@@ -15,8 +16,8 @@
  * filled from the top of this layout down, in the order backward completes them (the last block first,
  * the tied embedding last).
  *
- * Who calls whom, one way: run -> session and the parts (the op table); session -> mem, moe and pipe (their
- * open and close); the parts (model, zero, moe, pipe) -> ops; ops and mem call no other file. */
+ * Who calls whom, one way: run -> session and the parts (the op table); session -> mem, moe, pipe and cp
+ * (their open and close); the parts (model, zero, moe, pipe) -> ops; ops and mem call no other file. */
 #ifndef ZP_EXEC_IMPL_H
 #define ZP_EXEC_IMPL_H
 
@@ -74,7 +75,9 @@ struct zp_exec_session {
 
     zp_tensors_shape sh;              /* the model's shapes on this MP rank (vocab/zp_tensors.h) */
     size_t L, C, NH, T, V, F, Cq, Fl, Vl, NHl, hd, B, BT, GA;
-                                      /* Cq: this rank's Q width (heads/mp x head size; C/mp for GPT) */
+                                      /* Cq: this rank's Q width (heads/mp x head size; C/mp for GPT);
+                                         T the sequence, BT = B Tl the tokens this rank holds */
+    size_t Tl;                        /* tokens of each sequence on this rank: T, or T/cp (its CP slice) */
     size_t KVl, kvn, qkvn, up;        /* this rank's KV heads, K (= V) width, QKV width, fc_w rows */
     long v0;                          /* first vocabulary row of this MP rank */
     size_t esz, hsz, bsz, N;          /* embedding group, untied head group, block, total (flat) */
@@ -88,6 +91,11 @@ struct zp_exec_session {
     int nroute;
     float *route_h;                   /* (BT, E) host staging of the router's scores */
     int bucket_xk, gather_xk;
+    /* context parallelism (cp > 1): this rank is CP rank cr of the cp DP ranks that share each sequence */
+    int cp, cr;
+    zp_comm *cpc;                     /* its CP group (NULL without CP) */
+    int *qpos;                        /* (Tl) host: the global position of each local token of a sequence */
+    int *kpos;                        /* (cp Tl) host: the global position of each gathered key column */
 
     zp_schedule sched;                /* the step (and the setup that allocates every tensor) */
     zp_units units;                   /* this rank's pieces of the units of the flat layout */
@@ -142,6 +150,18 @@ float *zp_exec_xgrad(const zp_exec_session *S, int l);
 /* The routing of every activation set, allocated once (zp_exec_moe.c). */
 zp_status zp_exec_moe_open(zp_exec_session *S);
 void zp_exec_moe_close(zp_exec_session *S);
+/* Context parallelism (zp_exec_cp.c): the slices' positions, opened and closed with the session; the
+ * attention of a block over the gathered K and V (the same GEMM steps as without CP, `which` a
+ * ZP_EXEC_ATT_ step), its softmax; the rotary turn and learned positions by position. */
+zp_status zp_exec_cp_open(zp_exec_session *S);
+void zp_exec_cp_close(zp_exec_session *S);
+/* The global position of local token i of a sequence on CP rank r (Megatron-core's causal load balancing:
+ * the sequence in 2 cp chunks, rank r holding chunks r and 2 cp - 1 - r). */
+int zp_exec_cp_pos(size_t T, int cp, int r, size_t i);
+enum { ZP_EXEC_ATT_SCORES, ZP_EXEC_ATT_CONTEXT, ZP_EXEC_ATT_CTX_DGRAD, ZP_EXEC_ATT_CTX_WGRAD,
+       ZP_EXEC_ATT_SCORES_DGRAD, ZP_EXEC_ATT_SCORES_WGRAD };
+zp_status zp_exec_cp_attention(zp_exec_session *S, int set, int which);
+zp_status zp_exec_cp_softmax(zp_exec_session *S, int set, int backward);
 /* This DP rank's token sequences of step `step` into S->tok (host). */
 void zp_exec_tokens(zp_exec_session *S, int step);
 

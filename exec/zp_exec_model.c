@@ -214,6 +214,8 @@ zp_status x_qkv(zp_exec_session *S, const zp_op *o) { return linear(S, o, L_QKV,
  * place; backward turns their gradients back (a rotation's transpose is its inverse). */
 static zp_status rope(zp_exec_session *S, float *x, int inverse)
 {
+    if (S->cp > 1) /* a CP slice: its tokens' global positions */
+        return S->nn->rope_pos(x, S->BT, S->qkvn, S->NHl + S->KVl, S->hd, S->qpos, S->Tl, 10000.0f, inverse);
     return S->nn->rope(x, S->BT, S->qkvn, S->NHl + S->KVl, S->hd, S->T, 10000.0f, inverse);
 }
 
@@ -231,6 +233,8 @@ static size_t kv_of(const zp_exec_session *S, size_t h) { return S->Cq + (h / (S
 static zp_status attention_fwd(zp_exec_session *S, const zp_op *o, int scores)
 {
     const int set = io_of(S, o).set;
+    if (S->cp > 1) /* against every CP slice's keys (zp_exec_cp.c) */
+        return zp_exec_cp_attention(S, set, scores ? ZP_EXEC_ATT_SCORES : ZP_EXEC_ATT_CONTEXT);
     const size_t T = S->T, hd = S->hd, ld = S->qkvn;
     const float *qkv = BUF(S, QKV, set);
     float *att = BUF(S, ATT, set), *atty = BUF(S, ATTY, set);
@@ -251,6 +255,8 @@ zp_status x_attn_scores(zp_exec_session *S, const zp_op *o) { return attention_f
 /* causal softmax of the scores scaled by 1/sqrt(hd), in place (no dropout: p = 0) */
 zp_status x_softmax(zp_exec_session *S, const zp_op *o)
 {
+    if (S->cp > 1)
+        return zp_exec_cp_softmax(S, io_of(S, o).set, 0);
     return S->nn->softmax_causal_fwd(BUF(S, ATT, io_of(S, o).set), S->B * S->NHl, S->T,
                                      (float)(1.0 / sqrt((double)S->hd)));
 }
@@ -357,6 +363,11 @@ enum { CTX_DGRAD, CTX_WGRAD, SCORES_DGRAD, SCORES_WGRAD };
 static zp_status attention_bwd(zp_exec_session *S, const zp_op *o, int which)
 {
     const int set = io_of(S, o).set;
+    static const int cp_step[] = {[CTX_DGRAD] = ZP_EXEC_ATT_CTX_DGRAD, [CTX_WGRAD] = ZP_EXEC_ATT_CTX_WGRAD,
+                                  [SCORES_DGRAD] = ZP_EXEC_ATT_SCORES_DGRAD,
+                                  [SCORES_WGRAD] = ZP_EXEC_ATT_SCORES_WGRAD};
+    if (S->cp > 1) /* K and V gradients into the gathered copy, reduce-scattered after (zp_exec_cp.c) */
+        return zp_exec_cp_attention(S, set, cp_step[which]);
     const size_t T = S->T, hd = S->hd, Cq = S->Cq, ld = S->qkvn, grp = S->NHl / S->KVl;
     for (size_t b = 0; b < S->B; b++)
         for (size_t h = 0; h < S->NHl; h++) {
@@ -383,6 +394,8 @@ zp_status x_attn_context_wgrad(zp_exec_session *S, const zp_op *o) { return atte
 
 zp_status x_softmax_bwd(zp_exec_session *S, const zp_op *o)
 {
+    if (S->cp > 1)
+        return zp_exec_cp_softmax(S, io_of(S, o).set, 1);
     return S->nn->softmax_causal_bwd(BUF(S, DATT, 0), BUF(S, ATT, io_of(S, o).set), S->B * S->NHl, S->T,
                                      (float)(1.0 / sqrt((double)S->hd)));
 }
@@ -417,8 +430,15 @@ static zp_status micro_tokens(zp_exec_session *S, int micro)
     int *in = S->tok_h, *tgt = S->tok_h + S->BT;
     for (size_t b = 0; b < S->B; b++) {
         const int *t = S->tok + ((size_t)micro * S->B + b) * (S->T + 1);
-        memcpy(in + b * S->T, t, S->T * sizeof(int));
-        memcpy(tgt + b * S->T, t + 1, S->T * sizeof(int));
+        if (S->cp > 1) /* this CP rank's slice: its tokens at their global positions */
+            for (size_t i = 0; i < S->Tl; i++) {
+                in[b * S->Tl + i] = t[S->qpos[i]];
+                tgt[b * S->Tl + i] = t[S->qpos[i] + 1];
+            }
+        else {
+            memcpy(in + b * S->T, t, S->T * sizeof(int));
+            memcpy(tgt + b * S->T, t + 1, S->T * sizeof(int));
+        }
     }
     ZP_TRY(S->be->copy_to_device(S->tok_d, S->tok_h, 2 * S->BT * sizeof(int)));
     S->tok_micro = micro;
@@ -441,8 +461,11 @@ zp_status x_embedding(zp_exec_session *S, const zp_op *o)
 {
     NEED(S, 0);
     ZP_TRY(micro_tokens(S, o->micro));
+    const float *wpe = S->mr == 0 ? WE(S, 0, E_WPE) : NULL;
     ZP_TRY(S->nn->embed_fwd(x0(S, o->micro), S->tok_d, S->BT, S->C, WE(S, 0, E_WTE), S->v0, S->Vl,
-                            S->mr == 0 ? WE(S, 0, E_WPE) : NULL, S->T));
+                            S->cp > 1 ? NULL : wpe, S->T));
+    if (S->cp > 1 && wpe) /* a CP slice: its tokens' global positions */
+        ZP_TRY(S->nn->pos_add(x0(S, o->micro), wpe, S->qpos, S->BT, S->Tl, S->C));
     return partial(S, x0(S, o->micro));
 }
 
@@ -545,6 +568,9 @@ zp_status x_final_rms_bwd(zp_exec_session *S, const zp_op *o) { return x_final_l
 zp_status x_embedding_bwd(zp_exec_session *S, const zp_op *o)
 {
     ZP_TRY(micro_tokens(S, o->micro));
-    return S->nn->embed_bwd(GE(S, E_WTE), GE(S, E_WPE), S->tok_d, BUF(S, DRES, 0), S->BT, S->C, S->v0, S->Vl,
-                            S->T);
+    ZP_TRY(S->nn->embed_bwd(GE(S, E_WTE), S->cp > 1 ? NULL : GE(S, E_WPE), S->tok_d, BUF(S, DRES, 0), S->BT, S->C,
+                            S->v0, S->Vl, S->T));
+    if (S->cp > 1 && GE(S, E_WPE))
+        ZP_TRY(S->nn->pos_add_bwd(GE(S, E_WPE), S->qpos, BUF(S, DRES, 0), S->BT, S->Tl, S->C));
+    return ZP_OK;
 }

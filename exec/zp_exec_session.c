@@ -27,6 +27,36 @@ void zp_exec_config_default(zp_exec_config *c)
     c->backend = "cpu";
 }
 
+/* Context parallelism as the executor runs it (zp_exec_cp.c): the all-gather form on the cpu backend, dense
+ * models without pipeline stages; the degree against the sequence and the ranks as the planner judges it
+ * (vocab/zp_dims.c: twice CP divides the sequence, CP the DP ranks). */
+static zp_status check_cp(const zp_exec_config *c, int ranks, int64_t pp)
+{
+    const zp_plan *p = &c->plan;
+    if (p->cp <= 1)
+        return ZP_OK;
+    zp_dim_ctx ctx;
+    zp_dims_ctx_init(&ctx, &c->model, ranks, 0, 0);
+    ctx.deg[ZP_DIM_TP] = p->mp;
+    ctx.deg[ZP_DIM_PP] = pp;
+    ZP_TRY(zp_dims_get(ZP_DIM_CP)->check(&ctx, p->cp));
+    if (p->cp_comm != ZP_CP_ALLGATHER)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--cp %lld --cp-comm %s: the executor runs context parallelism in the "
+                                        "all-gather form only (K and V all-gathered, their gradients "
+                                        "reduce-scattered); use --cp-comm all-gather (the simulator models both)",
+                       (long long)p->cp, zp_cp_comm_name((zp_cp_comm)p->cp_comm));
+    if (!c->backend || strcmp(c->backend, "cpu") != 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--cp with --backend %s: the executor runs context parallelism on "
+                                        "--backend cpu", c->backend ? c->backend : "");
+    if (pp > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--cp with --pp: the executor runs context parallelism without pipeline "
+                                        "stages (the planner does both)");
+    if (c->model.experts > 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--cp with the mixture-of-experts model %s: the executor runs context "
+                                        "parallelism on dense models (the planner does both)", c->model.name);
+    return ZP_OK;
+}
+
 zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
 {
     const zp_plan *p = &c->plan;
@@ -72,6 +102,7 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
         return ZP_FAIL(ZP_EINVAL, "--backend: '%s' is not a backend (cpu or cuda)", c->backend ? c->backend : "");
     if (p->offload == ZP_OFFLOAD_PARAMS)
         return ZP_FAIL(ZP_EINVAL, "--offload params is not executed (only optimizer offload)");
+    ZP_TRY(check_cp(c, ranks, pp));
     zp_plan q = *p;
     q.dp = ranks / p->mp / pp;
     ZP_TRY(zp_plan_validate(&q));
@@ -330,7 +361,8 @@ void zp_exec_tokens(zp_exec_session *S, int step)
     const size_t T1 = S->T + 1;
     for (size_t u = 0; u < S->GA; u++)
         for (size_t j = 0; j < S->B; j++) {
-            uint64_t g = (uint64_t)S->dr * S->B * S->GA + u * S->B + j;
+            /* the batch's replica: the CP ranks of a group share its sequences */
+            uint64_t g = (uint64_t)(S->dr / S->cp) * S->B * S->GA + u * S->B + j;
             int *t = S->tok + (u * S->B + j) * T1;
             uint64_t h = mix64(S->cfg.seed * 0x9e37ull ^ mix64((uint64_t)step * 1000003ull + g));
             t[0] = (int)(h % S->V);
@@ -350,13 +382,15 @@ static zp_status split_comms(zp_exec_session *S)
      * the last stage of one (DP rank, MP rank); EP groups: ep consecutive DP ranks of one (stage, MP rank)
      * (DeepSpeed-MoE's), EDP groups: the DP ranks of one (stage, MP rank) holding the same experts */
     MPI_Comm w = zp_comm_mpi(S->world), mpc, dpc, embc = MPI_COMM_NULL, epc = MPI_COMM_NULL, edpc = MPI_COMM_NULL;
+    MPI_Comm cpc = MPI_COMM_NULL; /* CP groups: cp consecutive DP ranks of one (stage, MP rank) */
     const int place = S->dr * S->mp + S->mr, ends = S->pp > 1 && (S->pr == 0 || S->pr == S->pp - 1);
     const int moe = S->sh.moe, col = S->pr * S->mp + S->mr;
     if (MPI_Comm_split(w, S->pr * S->dp + S->dr, S->mr, &mpc) != MPI_SUCCESS ||
         MPI_Comm_split(w, col, S->dr, &dpc) != MPI_SUCCESS ||
         MPI_Comm_split(w, ends ? place : MPI_UNDEFINED, S->pr, &embc) != MPI_SUCCESS ||
         MPI_Comm_split(w, moe ? col * S->edp + S->edr : MPI_UNDEFINED, S->er, &epc) != MPI_SUCCESS ||
-        MPI_Comm_split(w, moe ? col * S->ep + S->er : MPI_UNDEFINED, S->edr, &edpc) != MPI_SUCCESS)
+        MPI_Comm_split(w, moe ? col * S->ep + S->er : MPI_UNDEFINED, S->edr, &edpc) != MPI_SUCCESS ||
+        MPI_Comm_split(w, S->cp > 1 ? col * S->dp + S->dr / S->cp : MPI_UNDEFINED, S->cr, &cpc) != MPI_SUCCESS)
         return ZP_FAIL(ZP_ERUNTIME, "MPI_Comm_split failed");
     zp_status st = zp_comm_from_mpi(S->be, mpc, &S->mpc);
     if (st == ZP_OK)
@@ -367,8 +401,12 @@ static zp_status split_comms(zp_exec_session *S)
         st = zp_comm_from_mpi(S->be, epc, &S->epc);
     if (st == ZP_OK && edpc != MPI_COMM_NULL)
         st = zp_comm_from_mpi(S->be, edpc, &S->edpc);
+    if (st == ZP_OK && cpc != MPI_COMM_NULL)
+        st = zp_comm_from_mpi(S->be, cpc, &S->cpc);
     MPI_Comm_free(&mpc);
     MPI_Comm_free(&dpc);
+    if (cpc != MPI_COMM_NULL)
+        MPI_Comm_free(&cpc);
     if (embc != MPI_COMM_NULL)
         MPI_Comm_free(&embc);
     if (epc != MPI_COMM_NULL)
@@ -409,7 +447,8 @@ static zp_status layout(zp_exec_session *S)
     S->up = h->up;
     S->B = (size_t)S->plan.micro_batch;
     S->GA = (size_t)S->plan.grad_accum;
-    S->BT = S->B * S->T;
+    S->Tl = S->T / (size_t)S->cp; /* the CP slice (zp_exec_config_check: 2 cp divides T) */
+    S->BT = S->B * S->Tl;
     S->v0 = (long)((size_t)S->mr * S->Vl);
     for (int k = 0; k < ZP_TENSORS_E_N; k++)
         S->e_off[k + 1] = S->e_off[k] + h->emb[k];
@@ -473,6 +512,8 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
     S->mr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_TP);
     S->dr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_DP);
     S->pr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_PP);
+    S->cp = S->plan.cp > 1 ? (int)S->plan.cp : 1;
+    S->cr = (int)zp_dims_coord(S->plan.deg, S->rank, ZP_DIM_CP); /* dr % cp: CP inside DP */
     const int pstride = (int)zp_dims_stride(S->plan.deg, ZP_DIM_PP); /* the next stage's rank is this far */
     S->next_rank = S->pr + 1 < S->pp ? S->rank + pstride : -1;
     S->prev_rank = S->pr > 0 ? S->rank - pstride : -1;
@@ -510,6 +551,8 @@ zp_status zp_exec_open(const zp_exec_config *c, zp_comm *world, zp_exec_session 
         st = S->be->alloc(2 * S->BT * sizeof *S->tok_d, (void **)&S->tok_d);
     if (st == ZP_OK && S->sh.moe)
         st = zp_exec_moe_open(S);
+    if (st == ZP_OK)
+        st = zp_exec_cp_open(S);
     if (st == ZP_OK && S->pp > 1) /* a received slice, outside the categories as the token ids */
         st = S->be->alloc(S->BT * S->C / (size_t)S->mp * sizeof(float), (void **)&S->pp_slice);
     if (st == ZP_OK)
@@ -537,6 +580,7 @@ void zp_exec_close(zp_exec_session *S)
         S->be->free(S->pp_slice);
     zp_exec_pipe_free(S);
     zp_exec_moe_close(S);
+    zp_exec_cp_close(S);
     zp_comm_free(S->embc);
     zp_comm_free(S->epc);
     zp_comm_free(S->edpc);

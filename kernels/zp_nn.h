@@ -89,6 +89,23 @@ zp_status zp_nn_glu_bwd(float *du, const float *dout, const float *u, size_t N, 
  * ld, position = row % T, base (10000); inverse != 0 turns back (the backward of the gradient). */
 zp_status zp_nn_rope(float *x, size_t N, size_t ld, size_t heads, size_t hd, size_t T, float base, int inverse);
 
+/* Context parallelism: a rank holds a slice of each sequence (T local tokens per sequence, not contiguous
+ * under causal load balancing) and attends over every slice's keys, so positions are given, not row % T.
+ * qpos (Tq) and kpos (Tk): global token positions (int arrays) of the local queries and of the key columns.
+ * att (rows = BH * Tq, Tk): scores in, softmax(scale * scores) over the keys with kpos <= qpos[row % Tq]
+ * out, the others 0 (the causal mask by global position); its backward as zp_nn_softmax_causal_bwd's. */
+zp_status zp_nn_softmax_pos_fwd(float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos, const int *kpos,
+                                float scale);
+zp_status zp_nn_softmax_pos_bwd(float *d, const float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos,
+                                const int *kpos, float scale);
+/* zp_nn_rope with position pos[row % T] (pos (T)). */
+zp_status zp_nn_rope_pos(float *x, size_t N, size_t ld, size_t heads, size_t hd, const int *pos, size_t T,
+                         float base, int inverse);
+/* Learned positions: out (N, C) row i += wpe[pos[i % T]]; its backward dwpe[pos[i % T]] += dout row i (rows
+ * in order). */
+zp_status zp_nn_pos_add(float *out, const float *wpe, const int *pos, size_t N, size_t T, size_t C);
+zp_status zp_nn_pos_add_bwd(float *dwpe, const int *pos, const float *dout, size_t N, size_t T, size_t C);
+
 /* Mixture of experts (rows of C; idx and slot are int arrays): out (n, C) row j = in row idx[j]; out (N, C)
  * row t = sum over j < k of gate[t k + j] (1 when gate is NULL) x rows row slot[t k + j]; its backward writes
  * drows at the N k slots (gate x dout) and, when dgate is not NULL, dgate (N k) = dout row . rows slot. */
@@ -140,6 +157,15 @@ typedef struct zp_nn_ops {
     zp_status (*add)(float *y, const float *x, size_t n);
     /* dst (n) = fp32 of the IEEE fp16 values src (n): ZeRO-Offload's parameters back on the device */
     zp_status (*f16_to_f32)(float *dst, const uint16_t *src, size_t n);
+    /* context parallelism's kernels (zp_nn_softmax_pos_fwd ...): NULL where the backend has none (cuda) */
+    zp_status (*softmax_pos_fwd)(float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos, const int *kpos,
+                                 float scale);
+    zp_status (*softmax_pos_bwd)(float *d, const float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos,
+                                 const int *kpos, float scale);
+    zp_status (*rope_pos)(float *x, size_t N, size_t ld, size_t heads, size_t hd, const int *pos, size_t T,
+                          float base, int inverse);
+    zp_status (*pos_add)(float *out, const float *wpe, const int *pos, size_t N, size_t T, size_t C);
+    zp_status (*pos_add_bwd)(float *dwpe, const int *pos, const float *dout, size_t N, size_t T, size_t C);
 } zp_nn_ops;
 
 extern const zp_nn_ops zp_nn_ops_cpu;

@@ -383,6 +383,98 @@ static zp_status cpu_f16_to_f32(float *dst, const uint16_t *src, size_t n)
     return ZP_OK;
 }
 
+/* ---- context parallelism: positions given ---- */
+
+/* Causal softmax of one row over the keys whose position is at most t (kpos (Tk)), in place; the others 0. */
+static void softmax_pos_row(float *row, const int *kpos, int t, size_t Tk, float scale)
+{
+    float mx = -INFINITY, s = 0.0f;
+    for (size_t j = 0; j < Tk; j++)
+        if (kpos[j] <= t && scale * row[j] > mx)
+            mx = scale * row[j];
+    for (size_t j = 0; j < Tk; j++) {
+        const float e = kpos[j] <= t ? zp_expf(scale * row[j] - mx) : 0.0f;
+        row[j] = e;
+        s += e;
+    }
+    const float inv = 1.0f / s;
+    for (size_t j = 0; j < Tk; j++)
+        row[j] *= inv;
+}
+
+/* Its backward, in place on d: d_score = scale * p * (d - sum_j p_j d_j), masked keys 0 (p is 0 there). */
+static void softmax_pos_row_bwd(float *d, const float *p, const int *kpos, int t, size_t Tk, float scale)
+{
+    float dot = 0.0f;
+    for (size_t j = 0; j < Tk; j++)
+        dot += p[j] * d[j];
+    for (size_t j = 0; j < Tk; j++)
+        d[j] = kpos[j] <= t ? scale * p[j] * (d[j] - dot) : 0.0f;
+}
+
+zp_status zp_nn_softmax_pos_fwd(float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos, const int *kpos,
+                                float scale)
+{
+    NN_CHECK(att && qpos && kpos && Tq > 0 && Tk > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++)
+        softmax_pos_row(att + r * Tk, kpos, qpos[r % Tq], Tk, scale);
+    return ZP_OK;
+}
+
+zp_status zp_nn_softmax_pos_bwd(float *d, const float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos,
+                                const int *kpos, float scale)
+{
+    NN_CHECK(d && att && qpos && kpos && Tq > 0 && Tk > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++)
+        softmax_pos_row_bwd(d + r * Tk, att + r * Tk, kpos, qpos[r % Tq], Tk, scale);
+    return ZP_OK;
+}
+
+/* zp_rope_at's turn with the row's position from pos. */
+zp_status zp_nn_rope_pos(float *x, size_t N, size_t ld, size_t heads, size_t hd, const int *pos, size_t T,
+                         float base, int inverse)
+{
+    NN_CHECK(x && pos && hd >= 2 && hd % 2 == 0 && T > 0 && heads * hd <= ld, "NULL buffer or bad shape");
+    const size_t half = hd / 2, n = N * heads * half;
+    const float sign = inverse ? -1.0f : 1.0f;
+    ZP_NN_PAR
+    for (size_t i = 0; i < n; i++) {
+        const size_t j = i % half, hh = (i / half) % heads, row = i / (half * heads);
+        const float theta = (float)pos[row % T] * powf(base, -2.0f * (float)j / (float)hd) * sign;
+        const float c = cosf(theta), s = sinf(theta);
+        float *v = x + row * ld + hh * hd;
+        const float a = v[j], b = v[j + half];
+        v[j] = a * c - b * s;
+        v[j + half] = b * c + a * s;
+    }
+    return ZP_OK;
+}
+
+zp_status zp_nn_pos_add(float *out, const float *wpe, const int *pos, size_t N, size_t T, size_t C)
+{
+    NN_CHECK(out && wpe && pos && T > 0 && C > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t i = 0; i < N; i++) {
+        const float *p = wpe + (size_t)pos[i % T] * C;
+        for (size_t c = 0; c < C; c++)
+            out[i * C + c] += p[c];
+    }
+    return ZP_OK;
+}
+
+zp_status zp_nn_pos_add_bwd(float *dwpe, const int *pos, const float *dout, size_t N, size_t T, size_t C)
+{
+    NN_CHECK(dwpe && pos && dout && T > 0 && C > 0, "NULL buffer or empty shape");
+    for (size_t i = 0; i < N; i++) { /* serial: a scatter-add, in row order */
+        float *p = dwpe + (size_t)pos[i % T] * C;
+        for (size_t c = 0; c < C; c++)
+            p[c] += dout[i * C + c];
+    }
+    return ZP_OK;
+}
+
 const zp_nn_ops zp_nn_ops_cpu = {
     .name = "cpu",
     .embed_fwd = zp_nn_embed_fwd,
@@ -411,6 +503,11 @@ const zp_nn_ops zp_nn_ops_cpu = {
     .moe_combine_bwd = zp_nn_moe_combine_bwd,
     .add = cpu_add,
     .f16_to_f32 = cpu_f16_to_f32,
+    .softmax_pos_fwd = zp_nn_softmax_pos_fwd,
+    .softmax_pos_bwd = zp_nn_softmax_pos_bwd,
+    .rope_pos = zp_nn_rope_pos,
+    .pos_add = zp_nn_pos_add,
+    .pos_add_bwd = zp_nn_pos_add_bwd,
 };
 
 zp_status zp_nn_ops_get(const char *name, const zp_nn_ops **out)

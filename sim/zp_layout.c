@@ -359,7 +359,9 @@ static void ex_setup(zp_builder *b)
     const double dp = (double)p->dp, edp = (double)(p->dp / (p->ep > 0 ? p->ep : 1)), t = (double)p->mp;
     const double C = (double)sh.C, B = (double)p->micro_batch, T = (double)sh.T, BT = B * T;
     const double Vl = (double)sh.Vl, NHl = (double)sh.NHl;
-    const double att = B * NHl * T * T, stat = sh.rms ? 0.0 : BT;
+    /* with context parallelism (T: the rank's slice) its queries' scores against every slice's keys */
+    const double cp = (double)(p->cp > 1 ? p->cp : 1);
+    const double att = B * NHl * T * T * cp, stat = sh.rms ? 0.0 : BT;
     /* model states */
     if (p->stage == 3)
         ex_tensor(b, ZP_BUF_PSHARD, 0, ZP_MEM_PARAMS, shard);
@@ -452,6 +454,14 @@ static void ex_setup(zp_builder *b)
     for (size_t k = 0; k < sizeof n / sizeof n[0]; k++)
         if (b->pps.head || !bufs[k].head)
             ex_tensor(b, bufs[k].buf, 0, ZP_MEM_ACTIVATIONS, n[k]);
+    /* context parallelism, all-gather form (exec/zp_exec_cp.c): this rank's K and V rows (2 kv_n wide), the
+     * CP group's gathered (gathered again before the backward, so one working copy), their gradients */
+    if (p->cp > 1) {
+        const double kv = BT * 2.0 * (double)sh.kv_n;
+        ex_tensor(b, ZP_BUF_CP_KV, 0, ZP_MEM_ACTIVATIONS, kv);
+        ex_tensor(b, ZP_BUF_CP_KV_ALL, 0, ZP_MEM_ACTIVATIONS, kv * cp);
+        ex_tensor(b, ZP_BUF_CP_DKV_ALL, 0, ZP_MEM_ACTIVATIONS, kv * cp);
+    }
 }
 
 static void ex_nothing(zp_builder *b, int l)

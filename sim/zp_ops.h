@@ -168,7 +168,11 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     X(XD, "moe_dispatched", ZP_PER_LAYER) X(EH, "expert_h", ZP_PER_LAYER) X(EA, "expert_act", ZP_PER_LAYER)   \
     X(RB, "moe_returned", ZP_PER_LAYER) X(MSEND, "moe_send", ZP_PER_ONE) X(MROWS, "moe_rows", ZP_PER_ONE)      \
     X(DEA, "d_expert_act", ZP_PER_ONE) X(DEH, "d_expert_h", ZP_PER_ONE) X(DGATE, "d_gates", ZP_PER_ONE)       \
-    X(DRLOG, "d_router", ZP_PER_ONE)
+    X(DRLOG, "d_router", ZP_PER_ONE)                                                                        \
+    /* the executor's context parallelism (all-gather form): this rank's K and V rows, every CP rank's    \
+     * gathered, and their gradients before the reduce-scatter hands each rank its rows back */          \
+    X(CP_KV, "cp_kv_slice", ZP_PER_ONE) X(CP_KV_ALL, "cp_kv_gathered", ZP_PER_ONE)                          \
+    X(CP_DKV_ALL, "cp_dkv_gathered", ZP_PER_ONE)
 
 typedef enum {
 #define ZP_BUF_ENUM(id, name, per) ZP_BUF_##id,

@@ -54,9 +54,14 @@ static const char USAGE[] =
     "  --mp M                    Megatron model-parallel degree; divides the ranks and the heads (default 1)\n"
     "  --ep E                    expert parallelism of a mixture-of-experts model: each rank holds 1/E of\n"
     "                            the experts, tokens exchanged by all-to-all; divides the DP ranks (default 1)\n"
+    "  --cp C                    context parallelism: each sequence cut over C of the DP ranks (Megatron-core's\n"
+    "                            causal load balancing), K and V all-gathered for the attention; 2C divides\n"
+    "                            the sequence, C the DP ranks; needs --cp-comm all-gather (default 1)\n"
+    "  --cp-comm all-gather      how CP moves K and V: the executor runs the all-gather form (Llama 3's); the\n"
+    "                            ring (the planner's default) is refused\n"
     "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
     "  --grad-accum k            micro-steps per step (default 1)\n"
-    "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP)\n"
+    "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP / CP)\n"
     "  --seq s                   sequence length (default: the model's)\n"
     "  --checkpoint | --no-checkpoint\n"
     "                            one checkpoint per block, recomputed in backward (default off here;\n"
@@ -277,7 +282,12 @@ static json_t *report_json_config(const zp_exec_config *c, const zp_exec_result 
         json_object_set_new(cfg, "schedule", json_string(zp_pp_schedule_name(c->plan.schedule)));
     json_object_set_new(cfg, "micro_batch", json_integer(c->plan.micro_batch));
     json_object_set_new(cfg, "grad_accum", json_integer(c->plan.grad_accum));
-    json_object_set_new(cfg, "global_batch", json_integer(c->plan.micro_batch * c->plan.grad_accum * r->dp));
+    const int64_t cp = c->plan.cp > 1 ? c->plan.cp : 1;
+    if (cp > 1) { /* context parallelism: cp of the dp ranks share each sequence */
+        json_object_set_new(cfg, "cp", json_integer(cp));
+        json_object_set_new(cfg, "cp_comm", json_string(zp_cp_comm_name((zp_cp_comm)c->plan.cp_comm)));
+    }
+    json_object_set_new(cfg, "global_batch", json_integer(c->plan.micro_batch * c->plan.grad_accum * (r->dp / cp)));
     json_object_set_new(cfg, "checkpoint_activations", json_boolean(c->plan.checkpoint));
     json_object_set_new(cfg, "pa", json_boolean(c->plan.pa));
     json_object_set_new(cfg, "overlap_comm", json_boolean(c->plan.overlap_comm));
@@ -426,11 +436,18 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
             (long long)c->model.heads, (long long)c->model.seq, (long long)c->model.vocab, r->ranks, r->dp, r->mp);
     if (r->pp > 1)
         fprintf(f, " x pp %d (%s)", r->pp, zp_pp_schedule_name(c->plan.schedule));
+    const int cp = c->plan.cp > 1 ? (int)c->plan.cp : 1;
+    char cps[32] = "";
+    if (cp > 1) {
+        fprintf(f, ", cp %d of the dp (%s)", cp, zp_cp_comm_name((zp_cp_comm)c->plan.cp_comm));
+        snprintf(cps, sizeof cps, " / cp %d", cp);
+    }
     fputc('\n', f);
-    fprintf(f, "ZeRO stage %d (%s), micro-batch %lld x accumulation %lld x dp %d = global batch %lld, "
+    fprintf(f, "ZeRO stage %d (%s), micro-batch %lld x accumulation %lld x dp %d%s = global batch %lld, "
                "checkpointing %s%s, backend %s, fp32%s\n",
             c->plan.stage, zp_stage_get(c->plan.stage)->name, (long long)c->plan.micro_batch,
-            (long long)c->plan.grad_accum, r->dp, (long long)(c->plan.micro_batch * c->plan.grad_accum * r->dp),
+            (long long)c->plan.grad_accum, r->dp, cps,
+            (long long)(c->plan.micro_batch * c->plan.grad_accum * (r->dp / cp)),
             c->plan.checkpoint ? "on" : "off", c->plan.pa ? " + Pa" : "", c->backend,
             c->plan.offload == ZP_OFFLOAD_OPTIMIZER
                 ? (strcmp(c->backend, "cpu") == 0 ? ", optimizer offloaded (emulated: the device is host memory)"
@@ -536,12 +553,17 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
         p->sp = r->sp;
     if (r->ep != ZP_SEARCH_ANY)
         p->ep = r->ep;
+    if (r->deg[ZP_DIM_CP] != ZP_SEARCH_ANY)
+        p->cp = r->deg[ZP_DIM_CP];
+    p->cp_comm = r->base.cp_comm;
     if (r->micro_batch != ZP_SEARCH_ANY)
         p->micro_batch = r->micro_batch;
     if (r->grad_accum != ZP_SEARCH_ANY)
         p->grad_accum = r->grad_accum;
     if (r->global_batch != ZP_SEARCH_ANY) {
-        const int64_t dp = ranks / (p->mp > 0 ? p->mp : 1) / (p->pp > 0 ? p->pp : 1), per = p->micro_batch * dp;
+        /* the batch's replicas: the DP ranks over the CP ranks that share each sequence */
+        const int64_t dp = ranks / (p->mp > 0 ? p->mp : 1) / (p->pp > 0 ? p->pp : 1) / (p->cp > 1 ? p->cp : 1);
+        const int64_t per = p->micro_batch * dp;
         if (dp < 1 || r->global_batch % per != 0 ||
             (r->grad_accum != ZP_SEARCH_ANY && r->global_batch != per * p->grad_accum))
             return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not micro-batch %lld x accumulation x %lld "

@@ -92,7 +92,10 @@ zp_status zp_tensors_shape_get(const zp_model *m, const zp_plan *p, zp_tensors_s
     const size_t C = o->C, lnb = o->rms ? 0 : C;
     const int qkvb = !(m->nobias & ZP_BIAS_QKV), projb = !(m->nobias & ZP_BIAS_ATTN_OUT);
     const int fcb = !(m->nobias & ZP_BIAS_MLP_UP), fcpb = !(m->nobias & ZP_BIAS_MLP_DOWN), mlp = !o->moe;
-    const size_t e[ZP_TENSORS_E_N] = {o->Vl * C, o->rotary ? 0 : o->T * C, C, lnb, o->untied ? o->Vl * C : 0};
+    /* learned positions: the sequence's, also when the plan splits it (context parallelism: the schedule's
+     * model is the rank's slice, its `positions` the whole sequence's) */
+    const size_t prow = zp_dims_seq_split(p->deg) > 1 && m->positions > 0 ? (size_t)m->positions : o->T;
+    const size_t e[ZP_TENSORS_E_N] = {o->Vl * C, o->rotary ? 0 : prow * C, C, lnb, o->untied ? o->Vl * C : 0};
     const size_t k[ZP_TENSORS_B_N] = {C, lnb, o->qkv_n * C, qkvb ? o->qkv_n : 0, C * o->q_n, projb ? C : 0, C, lnb,
                                    mlp ? o->up * C : 0, mlp && fcb ? o->up : 0, mlp ? C * o->Fl : 0,
                                    mlp && fcpb ? C : 0, o->moe ? o->E * C : 0};

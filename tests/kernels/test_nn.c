@@ -240,3 +240,55 @@ Test(nn, bias_and_residual)
     cr_assert_neq(zp_nn_bias_add(NULL, bias, N, C), 0);
     free(a), free(b), free(bias);
 }
+
+/* Context parallelism's kernels (positions given) against the plain ones on the whole sequence: CP 2 over
+ * T = 8 tokens in 4 chunks of 2, rank 0 holding chunks 0 and 3 (positions 0 1 6 7) and the key columns in the
+ * gathered order, rank 0's slice then rank 1's (0 1 6 7 2 3 4 5). Each local row is the whole sequence's
+ * row at its position, its columns permuted. */
+Test(nn, positions_given_as_the_whole_sequence)
+{
+    enum { T = 8, TL = 4, BH = 3, HD = 4, LD = 10, H = 2, CC = 5 };
+    const int qpos[TL] = {0, 1, 6, 7}, kpos[T] = {0, 1, 6, 7, 2, 3, 4, 5};
+    const float scale = 0.4f;
+    float *s = frand_vec(BH * T * T, 3.0), *d = frand_vec(BH * T * T, 1.0);
+    float *ls = malloc(BH * TL * T * sizeof(float)), *ld = malloc(BH * TL * T * sizeof(float));
+    for (size_t b = 0; b < BH; b++)
+        for (size_t i = 0; i < TL; i++)
+            for (size_t j = 0; j < T; j++) {
+                ls[(b * TL + i) * T + j] = s[(b * T + (size_t)qpos[i]) * T + (size_t)kpos[j]];
+                ld[(b * TL + i) * T + j] = d[(b * T + (size_t)qpos[i]) * T + (size_t)kpos[j]];
+            }
+    cr_assert_eq(zp_nn_softmax_causal_fwd(s, BH, T, scale), ZP_OK);
+    cr_assert_eq(zp_nn_softmax_pos_fwd(ls, BH * TL, TL, T, qpos, kpos, scale), ZP_OK);
+    cr_assert_eq(zp_nn_softmax_causal_bwd(d, s, BH, T, scale), ZP_OK);
+    cr_assert_eq(zp_nn_softmax_pos_bwd(ld, ls, BH * TL, TL, T, qpos, kpos, scale), ZP_OK);
+    for (size_t b = 0; b < BH; b++)
+        for (size_t i = 0; i < TL; i++)
+            for (size_t j = 0; j < T; j++) {
+                const size_t g = (b * T + (size_t)qpos[i]) * T + (size_t)kpos[j], l = (b * TL + i) * T + j;
+                cr_assert(close_to(ls[l], s[g], 1e-6, 1e-7), "softmax (%zu %zu %zu): %g vs %g", b, i, j, ls[l], s[g]);
+                cr_assert(close_to(ld[l], d[g], 1e-5, 1e-7), "softmax bwd (%zu %zu %zu): %g vs %g", b, i, j, ld[l], d[g]);
+            }
+    /* rotary: two sequences of T rows, each local row turned as its position's row */
+    float *x = frand_vec(2 * T * LD, 1.0), *lx = malloc(2 * TL * LD * sizeof(float));
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < TL; i++)
+            memcpy(lx + (b * TL + i) * LD, x + (b * T + (size_t)qpos[i]) * LD, LD * sizeof(float));
+    cr_assert_eq(zp_nn_rope(x, 2 * T, LD, H, HD, T, 10000.0f, 0), ZP_OK);
+    cr_assert_eq(zp_nn_rope_pos(lx, 2 * TL, LD, H, HD, qpos, TL, 10000.0f, 0), ZP_OK);
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < TL; i++)
+            for (size_t c = 0; c < LD; c++)
+                cr_assert(close_to(lx[(b * TL + i) * LD + c], x[(b * T + (size_t)qpos[i]) * LD + c], 1e-6, 1e-7));
+    /* learned positions: row i gets wpe[pos[i % TL]], and its gradient goes back there */
+    float *wpe = frand_vec(T * CC, 1.0), *out = calloc(2 * TL * CC, sizeof(float)), *dw = calloc(T * CC, sizeof(float));
+    cr_assert_eq(zp_nn_pos_add(out, wpe, qpos, 2 * TL, TL, CC), ZP_OK);
+    cr_assert_eq(zp_nn_pos_add_bwd(dw, qpos, out, 2 * TL, TL, CC), ZP_OK);
+    for (size_t i = 0; i < 2 * TL; i++)
+        for (size_t c = 0; c < CC; c++)
+            cr_assert_eq(out[i * CC + c], wpe[(size_t)qpos[i % TL] * CC + c]);
+    for (size_t p = 0; p < T; p++) /* held positions twice (two sequences), the others not at all */
+        cr_assert_eq(dw[p * CC], (p < 2 || p >= 6) ? 2.0f * wpe[p * CC] : 0.0f, "dwpe row %zu", p);
+    cr_assert_neq(zp_nn_softmax_pos_fwd(ls, BH * TL, TL, T, NULL, kpos, scale), ZP_OK);
+    free(s), free(d), free(ls), free(ld), free(x), free(lx), free(wpe), free(out), free(dw);
+}
