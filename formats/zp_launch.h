@@ -55,6 +55,9 @@ typedef struct {
                                 --distribute-saved-activations); 0 */
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
+    int param_gather;        /* 1: Megatron-LM --overlap-param-gather (NeMo optim.overlap_param_sync); UNSET */
+    int tp_overlap;          /* a zp_tp_overlap the launch asks for (Megatron-LM --tp-comm-overlap, NeMo
+                                ub_tp_comm_overlap: te; torchtitan enable_async_tensor_parallel: async), or UNSET */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
 } zp_launch;
 

@@ -211,6 +211,19 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     r->base.grad_accum_fusion = l->fusion != ZP_LAUNCH_UNSET ? l->fusion : l->kind == ZP_LAUNCH_MEGATRON;
     r->base.flash_attn = l->flash != ZP_LAUNCH_UNSET ? l->flash : l->kind == ZP_LAUNCH_TORCHTITAN;
     r->base.overlap_comm = l->overlap != ZP_LAUNCH_UNSET ? l->overlap : l->kind == ZP_LAUNCH_TORCHTITAN;
+    /* the distributed optimizer's all-gather beside the next forward (with its grad reduce overlapped) */
+    r->base.overlap_param_gather = l->param_gather == 1 && r->base.overlap_comm && l->stage == 1;
+    /* TP overlap as the launch asks (off unless it does: every framework's default); at TP 1 nothing to do */
+    r->tp_overlap = l->tp_overlap > 0 && tp > 1 ? l->tp_overlap : ZP_TP_OVERLAP_OFF;
+    if (r->tp_overlap != ZP_TP_OVERLAP_OFF && !r->sp)
+        return ZP_FAIL(ZP_EINVAL, "%s: TP communication overlap needs sequence parallelism (Megatron-core asserts "
+                                  "tp_comm_overlap with sequence_parallel): add --sequence-parallel "
+                                  "(NeMo: sequence_parallel: true)",
+                       l->name);
+    if (r->tp_overlap != ZP_TP_OVERLAP_OFF && r->cluster && tp > r->cluster->gpus_per_node)
+        return ZP_FAIL(ZP_EINVAL, "%s: TP %lld spans nodes of %d GPUs: its overlapped communication maps the peers' "
+                                  "memory over NVLink (TP inside a node, or no overlap)",
+                       l->name, (long long)tp, r->cluster->gpus_per_node);
     return ZP_OK;
 }
 

@@ -20,6 +20,9 @@ zp_status zp_megatron_check(const zp_plan *p)
     if (p->pa_cpu)
         return ZP_FAIL(ZP_EUNSUPPORTED, "checkpoints in host memory (ZeRO-R Pa+cpu) are DeepSpeed's: use "
                                         "--emit-ds-config");
+    if (p->tp_overlap == ZP_TP_OVERLAP_ASYNC && p->mp > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "async TP (--tp-comm-overlap async) is torchtitan's: Megatron-core overlaps "
+                                        "TP with Transformer Engine's userbuffers (--tp-comm-overlap te)");
     return ZP_OK;
 }
 
@@ -158,6 +161,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     add_parallel(&o, m, p);
     if (p->sp)
         add(&o, " --sequence-parallel");
+    if (p->tp_overlap == ZP_TP_OVERLAP_TE && p->sp && p->mp > 1)
+        add(&o, " --tp-comm-overlap");
     switch (zp_plan_recompute(p)) {
     case ZP_RECOMPUTE_FULL: add(&o, " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"); break;
     case ZP_RECOMPUTE_SELECTIVE: add(&o, " --recompute-granularity selective"); break;
@@ -170,6 +175,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --use-distributed-optimizer");
     if (p->overlap_comm)
         add(&o, " --overlap-grad-reduce");
+    if (p->overlap_param_gather && p->stage == 1 && p->overlap_comm)
+        add(&o, " --overlap-param-gather");
     add_precision(&o, p);
     if (o.used > 0 && buf[o.used - 1] == ' ')
         buf[--o.used] = '\0';
@@ -207,9 +214,11 @@ zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, si
     ZP_TRY(zp_megatron_check_model_v2(m));
     if (p->stage != 0)
         return ZP_FAIL(ZP_EUNSUPPORTED, "ZeRO stage %d: Megatron-LM v2 has no distributed optimizer", p->stage);
-    if (p->sp || zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE || p->flash_attn || p->grad_accum_fusion)
+    if (p->sp || zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE || p->flash_attn || p->grad_accum_fusion ||
+        (p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1))
         return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which Megatron-LM v2 does not have",
                        p->sp ? "sequence parallelism"
+                       : p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1 ? "TP communication overlap"
                              : p->flash_attn ? "FlashAttention"
                                              : p->grad_accum_fusion ? "gradient-accumulation fusion"
                                                                     : "selective recompute");

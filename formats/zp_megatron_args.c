@@ -151,6 +151,8 @@ static const zp_launch_key g_keys[] = {
     {"attention-backend", ZP_LK_FN, 0, 0, set_backend, NULL},
     {"no-gradient-accumulation-fusion", ZP_LK_FLAG, F(fusion), 0, NULL, NULL},
     {"overlap-grad-reduce", ZP_LK_FLAG, F(overlap), 1, NULL, NULL},
+    {"tp-comm-overlap", ZP_LK_FLAG, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
+    {"overlap-param-gather", ZP_LK_FLAG, F(param_gather), 1, NULL, NULL},
     /* torchrun's: the GPUs */
     {"nproc_per_node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
     {"nproc-per-node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
@@ -164,7 +166,6 @@ static const zp_launch_key g_keys[] = {
     {"group-query-attention", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"recompute-method", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"vocab-file", ZP_LK_KNOWN, 0, 0, NULL, NULL},
-    {"overlap-param-gather", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"master_addr", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"master_port", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"node_rank", ZP_LK_KNOWN, 0, 0, NULL, NULL},

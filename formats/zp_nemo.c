@@ -161,6 +161,8 @@ static const zp_launch_key g_keys[] = {
     {"model.optim.name", ZP_LK_FN, 0, 0, set_optim, NULL},
     {"model.num_moe_experts", ZP_LK_INT, F(experts), 0, NULL, NULL},
     {"model.optim.overlap_grad_sync", ZP_LK_BOOL, F(overlap), 1, NULL, NULL},
+    {"model.ub_tp_comm_overlap", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
+    {"model.optim.overlap_param_sync", ZP_LK_BOOL, F(param_gather), 1, NULL, NULL},
     {"model.fp8", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
     {"model.fsdp", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
     {"model.rampup_batch_size", ZP_LK_FN, 0, 0, set_rampup, NULL},

@@ -114,7 +114,7 @@ static const zp_launch_key g_keys[] = {
     {"training.compile", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.dataset", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.dataset_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
-    {"parallelism.enable_async_tensor_parallel", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"parallelism.enable_async_tensor_parallel", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_ASYNC, NULL, NULL},
     {"parallelism.disable_loss_parallel", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"float8.enable_fsdp_float8_all_gather", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"float8.precompute_float8_dynamic_scale_for_fsdp", ZP_LK_KNOWN, 0, 0, NULL, NULL},
@@ -337,6 +337,9 @@ zp_status zp_torchtitan_check(const zp_plan *p)
         return ZP_FAIL(ZP_EUNSUPPORTED, "gradient-accumulation fusion is Megatron-core's, not torchtitan's");
     if (p->param_bytes == 2 && !p->bf16)
         return ZP_FAIL(ZP_EUNSUPPORTED, "fp16 mixed precision: torchtitan's FSDP trains in bf16 or fp32");
+    if (p->tp_overlap == ZP_TP_OVERLAP_TE && p->mp > 1)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "Transformer Engine's userbuffers (--tp-comm-overlap te) are Megatron-core's: "
+                                        "torchtitan overlaps TP as async TP (--tp-comm-overlap async)");
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && p->vstages != 2)
         return ZP_FAIL(ZP_EUNSUPPORTED, "%d virtual stages: the torchtitan TOML zplan writes has 2", p->vstages);
     return ZP_OK;
@@ -350,22 +353,25 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     const char *mode = zp_plan_recompute(p) == ZP_RECOMPUTE_FULL ? "full"
                        : zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE ? "selective" : "none";
     const long long local = p->micro_batch * (p->pp > 1 ? p->grad_accum : 1);
+    /* async TP runs under torch.compile (torchtitan refuses it without) */
+    const int async = p->tp_overlap == ZP_TP_OVERLAP_ASYNC && p->mp > 1;
     int n = snprintf(buf, len,
                      "# torchtitan job of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x PP %lld%s%s\n"
                      "# model: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, rope theta %g\n"
                      "[model]\nname = \"llama3\"\nflavor = \"%s\"\n\n"
                      "[training]\nlocal_batch_size = %lld\nglobal_batch_size = %.0f\nseq_len = %lld\n"
-                     "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\n\n"
+                     "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\n%s\n"
                      "[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
-                     "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = %lld\n",
+                     "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = %lld\n%s",
                      m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
                      step ? "; " : "", step ? step : "", (long long)m->layers, (long long)m->hidden,
                      (long long)m->heads, (long long)zp_model_kv_heads(m), (long long)m->ffn, (long long)m->vocab,
                      m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor, local,
                      zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
-                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", (long long)(p->stage == 3 ? 1 : zp_plan_replicas(p)),
+                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", async ? "compile = true\n" : "",
+                     (long long)(p->stage == 3 ? 1 : zp_plan_replicas(p)),
                      (long long)(p->stage == 3 ? zp_plan_replicas(p) : 1), (long long)p->mp, (long long)p->pp,
-                     (long long)p->cp);
+                     (long long)p->cp, async ? "enable_async_tensor_parallel = true\n" : "");
     if (n < 0 || (size_t)n >= len)
         return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
     size_t used = (size_t)n;

@@ -90,6 +90,46 @@ static zp_status validate_pipeline(const zp_search_req *r)
     return ZP_OK;
 }
 
+/* --tp-comm-overlap against the other options: it overlaps sequence parallelism's collectives, inside the
+ * NVLink domain (Transformer Engine's userbuffers and PyTorch's symmetric memory map the peers' memory). */
+static zp_status validate_tp_overlap(const zp_search_req *r)
+{
+    if (r->tp_overlap == ZP_SEARCH_ANY || r->tp_overlap == ZP_TP_OVERLAP_OFF)
+        return ZP_OK;
+    if ((unsigned)r->tp_overlap >= ZP_NTP_OVERLAP)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap: no overlap %d", r->tp_overlap);
+    const char *name = zp_tp_overlap_name((zp_tp_overlap)r->tp_overlap);
+    if (r->mp != 1 && (r->sp == 0 || (r->exact && r->sp != 1)))
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap %s overlaps sequence parallelism's all-gathers and "
+                                  "reduce-scatters: give --sp (Megatron-core asserts it), or drop the overlap",
+                       name);
+    if (r->mp != ZP_SEARCH_ANY && r->cluster && r->mp > r->cluster->gpus_per_node)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap %s: MP %lld spans nodes of %d GPUs, and the overlapped "
+                                  "transfers map the peers' memory over NVLink: use --mp %d or less, or drop the "
+                                  "overlap",
+                       name, (long long)r->mp, r->cluster->gpus_per_node, r->cluster->gpus_per_node);
+    return ZP_OK;
+}
+
+/* --overlap-param-gather: the distributed optimizer's (stage 1-2) all-gather beside the next forward, with the
+ * gradient reductions beside the backward (Megatron-core requires --overlap-grad-reduce with it). */
+static zp_status validate_param_gather(const zp_search_req *r)
+{
+    if (!r->base.overlap_param_gather)
+        return ZP_OK;
+    if (r->stage != ZP_SEARCH_ANY && r->stage != 1 && r->stage != 2)
+        return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather: ZeRO stage %d has no all-gather of the updated "
+                                  "parameters to overlap (the distributed optimizer's: --stage 1 or 2)",
+                       r->stage);
+    if (!r->base.overlap_comm)
+        return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather needs the gradient reductions overlapped too (drop "
+                                  "--no-overlap-comm: Megatron-core requires --overlap-grad-reduce with it)");
+    if (r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather with --offload: the parameters come back from the host "
+                                  "after the CPU's update, not by an all-gather (drop one)");
+    return ZP_OK;
+}
+
 /* Options the framework's release does not have (--framework): refused, naming the option and the release.
  * The search then offers only what it has (shapes_for, schedules_for, zp_search_run). */
 static zp_status validate_framework(const zp_search_req *r)
@@ -123,6 +163,10 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--grad-accum-fusion";
     else if (r->base.flash_attn && !f->flash)
         no = "FlashAttention (--flash-attention, --flash-kernel)";
+    else if (r->tp_overlap > ZP_TP_OVERLAP_OFF && f->tp_overlap == ZP_TP_OVERLAP_OFF)
+        no = "TP communication overlap (--tp-comm-overlap)";
+    else if (r->base.overlap_param_gather && !f->param_gather)
+        no = "--overlap-param-gather";
     if (!no)
         return ZP_OK;
     return ZP_FAIL(ZP_EINVAL, "--framework %s: %s does not run %s (drop it, or plan for another framework: "
@@ -180,6 +224,7 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->sp = ZP_SEARCH_ANY;
     r->bf16 = ZP_SEARCH_ANY;
     r->max_simulated = 64;
+    r->tp_overlap = ZP_TP_OVERLAP_OFF;
     r->reserve = ZP_DEFAULT_RESERVE;
     r->default_batch = 1;
 }
@@ -205,6 +250,8 @@ zp_status zp_search_validate(const zp_search_req *r)
     for (int d = 0; d < ZP_NDIMS; d++) /* the given degrees, by their rows (PP with the pipeline's options) */
         if (d != ZP_DIM_PP)
             ZP_TRY(check_given(r, (zp_dim_id)d));
+    ZP_TRY(validate_tp_overlap(r));
+    ZP_TRY(validate_param_gather(r));
     if (!(r->base.capacity_factor > 0 && r->base.capacity_factor <= 64))
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->base.capacity_factor);
     if (!(r->base.moe_imbalance >= 1 && r->base.moe_imbalance <= 64))
@@ -942,6 +989,7 @@ typedef struct {
     int vstages;
     int sp;
     zp_recompute recompute;
+    int tp_overlap;    /* a zp_tp_overlap */
 } shape;
 
 typedef struct {
@@ -998,7 +1046,18 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
     return ZP_OK;
 }
 
-/* Every shape of (stage, degrees): sequence parallelism, recompute, schedule and chunks. */
+/* TP overlap `tpo` for a shape of MP degree mp with sequence parallelism sp: the one asked (on every plan
+ * that can run it: sequence-parallel over an MP group inside a node; an MP 1 plan has nothing to overlap), or
+ * under ZP_SEARCH_ANY off and the framework's form both, where a plan can run it. */
+static int tp_overlap_wanted(const zp_search_req *r, const zp_framework *f, int64_t mp, int sp, int tpo)
+{
+    const int can = sp && mp > 1 && r->cluster && mp <= r->cluster->gpus_per_node;
+    if (r->tp_overlap == ZP_SEARCH_ANY)
+        return tpo == ZP_TP_OVERLAP_OFF || (can && tpo == f->tp_overlap);
+    return tpo == (can ? r->tp_overlap : ZP_TP_OVERLAP_OFF);
+}
+
+/* Every shape of (stage, degrees): sequence parallelism, recompute, TP overlap, schedule and chunks. */
 static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes *out)
 {
     out->n = 0;
@@ -1007,6 +1066,8 @@ static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes 
     for (int sp = 0; sp <= 1; sp++) {
         if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || !f->sp)))
             continue;
+        if (r->tp_overlap > ZP_TP_OVERLAP_OFF && mp > 1 && !sp && r->sp == ZP_SEARCH_ANY)
+            continue; /* overlap asked: its plans are sequence-parallel (Megatron-core asserts it) */
         for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
             /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
             int want = r->recompute != ZP_SEARCH_ANY
@@ -1015,8 +1076,12 @@ static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes 
                                              : (!r->exact || rc == ZP_RECOMPUTE_FULL));
             if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective))
                 continue;
-            shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc};
-            ZP_TRY(schedules_for(r, base, out));
+            for (int tpo = 0; tpo < ZP_NTP_OVERLAP; tpo++) {
+                if (!tp_overlap_wanted(r, f, mp, sp, tpo))
+                    continue;
+                shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc, .tp_overlap = tpo};
+                ZP_TRY(schedules_for(r, base, out));
+            }
         }
     }
     return ZP_OK;
@@ -1094,6 +1159,7 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     p->schedule = x->schedule;
     p->vstages = x->vstages;
     p->sp = x->sp;
+    p->tp_overlap = x->tp_overlap;
     zp_plan_set_recompute(p, x->recompute);
     p->pa = ra >= 1;
     p->pa_cpu = ra == 2;
@@ -1102,6 +1168,8 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     /* what the framework's release forces: fp32 gradients beside bf16 (Megatron-LM v2), no overlap */
     p->grad_bytes = p->bf16 && p->param_bytes == 2.0 && w->fw->bf16_fp32_grads ? 4.0 : r->base.grad_bytes;
     p->overlap_comm = r->base.overlap_comm && w->fw->overlap;
+    p->overlap_param_gather = r->base.overlap_param_gather && p->overlap_comm && (p->stage == 1 || p->stage == 2) &&
+                              p->offload == ZP_OFFLOAD_NONE;
     p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->base.nvme : r->base.nvme & ZP_NVME_OPTIMIZER);
 }
 

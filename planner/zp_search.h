@@ -113,6 +113,11 @@ typedef struct {
                                    0: the largest micro-batch that fits, no accumulation */
     int64_t max_mp;             /* largest MP degree searched; 0: the GPUs of a node (MP across nodes only
                                    when asked, as Megatron-LM baselines do) */
+    /* TP communication overlapped with its GEMMs (--tp-comm-overlap): a zp_tp_overlap for every plan that can
+     * run it (sequence parallelism over an MP group inside one node: MP > 1 plans are then sequence-parallel
+     * ones), or ZP_SEARCH_ANY: off and the framework's form (zp_framework.tp_overlap) both tried there. OFF by
+     * default (as Megatron-core's and torchtitan's). */
+    int tp_overlap;
     /* Called as simulations finish (done of at most total), for a progress bar; may be NULL. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;

@@ -150,10 +150,22 @@ static void p2p_op(zp_eng *E, int node, const zp_op *op)
  * it (an execution bounded to that rate), so SimGrid's sharing slows the kernels by what the collectives
  * hold for exactly as long as they overlap. A collective is not slowed by the kernels: its CTAs are
  * resident. Copies (copy engines) and the CPU hold no SMs. */
-/* An execution holding the collective's share of this GPU for `seconds` (started). */
-static sg_exec_t nccl_start(zp_eng *E, double seconds)
+/* The share of the GPU's SMs a collective beside the kernels holds while it runs: NCCL's CTAs (nccl_frac), or
+ * a TP overlap transfer's own (zp_op_info.comm_sms: Transformer Engine's reduce-scatter kernel; none for a
+ * copy-engine copy), modelled where NCCL's are (a device model with nccl_ctas). */
+static double sm_frac(const zp_eng *E, const zp_op *op)
 {
-    const double rate = E->nccl_frac * sg_host_get_speed(sg_host_self());
+    const zp_op_info *in = info_of(op);
+    if (in->ub == ZP_UB_NONE || !(E->nccl_frac > 0))
+        return E->nccl_frac;
+    const int sms = E->in->profile->dev.sms;
+    return sms > in->comm_sms ? (double)in->comm_sms / sms : 0.0;
+}
+
+/* An execution holding a `frac` share of this GPU for `seconds` (started). */
+static sg_exec_t nccl_start(zp_eng *E, double frac, double seconds)
+{
+    const double rate = frac * sg_host_get_speed(sg_host_self());
     sg_exec_t x = sg_actor_exec_init(rate * seconds);
     sg_exec_set_bound(x, rate);
     sg_exec_start(x);
@@ -162,7 +174,11 @@ static sg_exec_t nccl_start(zp_eng *E, double seconds)
 }
 
 /* A collective of flows: its share held until it ends (nccl_release cancels it); NULL when not modelled. */
-static sg_exec_t nccl_hold(zp_eng *E) { return E->nccl_frac > 0 ? nccl_start(E, 1e9) : NULL; }
+static sg_exec_t nccl_hold(zp_eng *E, const zp_op *op)
+{
+    const double frac = sm_frac(E, op);
+    return frac > 0 ? nccl_start(E, frac, 1e9) : NULL;
+}
 
 static void nccl_release(sg_exec_t x)
 {
@@ -227,11 +243,11 @@ static void run_local(stream_ctx *c, const zp_op *op, double local)
         sg_mutex_unlock(E->busy[c->node]);
         E->activities += 1;
         c->run_start = simgrid_get_clock();
-    } else if (E->nccl_frac > 0 && in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0) {
+    } else if (in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0 && sm_frac(E, op) > 0) {
         /* a collective beside the kernels: its CTAs held for its time (not coalesced) */
         flush(c);
         start = simgrid_get_clock();
-        sg_exec_wait(nccl_start(E, local));
+        sg_exec_wait(nccl_start(E, sm_frac(E, op), local));
         c->run_start = simgrid_get_clock();
     } else if (E->nccl_frac > 0 && s == ZP_STREAM_COMPUTE && in->cls == ZP_OPC_COMPUTE) {
         c->kpending += local; /* coalesced kernels: run at the next interaction, beside any collective */
@@ -255,7 +271,7 @@ static void run_coll(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
 {
     zp_eng *E = c->E;
     const int node = c->node;
-    sg_exec_t held = c->s != ZP_STREAM_COMPUTE ? nccl_hold(E) : NULL;
+    sg_exec_t held = c->s != ZP_STREAM_COMPUTE ? nccl_hold(E, op) : NULL;
     double lat = zp_collcost_choose(&E->n, op, gs).lat, ib = zp_collcost_intra_bytes(&E->n, op, gs);
     if (E->n.intra_flows) {
         if (lat > 0)

@@ -88,6 +88,11 @@ typedef struct zp_builder {
     int reduced_pending;       /* REDUCED tokens the compute stream has not waited for yet */
     int flush_pending;         /* buckets whose reduction waits for the pipeline flush (passes_end) */
     int last_buckets;          /* buckets closed in the passes of the last micro-batch (offload copies them) */
+    double tp_ag;              /* TP overlap: bytes of a sequence-parallel all-gather waiting for the GEMM that
+                                  consumes it (0: none; zp_schedule.c's mp_gather) */
+    int pg_left;               /* overlap_param_gather: gathered buckets the first forward has not waited for */
+    double pg_bucket;          /* ... their parameters each */
+    double pg_asked, pg_ready; /* ... parameters the first forward has reached, and those waited for */
 } zp_builder;
 
 /* Appends an op of kind `type` on stream `s` (the setup list when s < 0) with the builder's micro-batch,

@@ -117,6 +117,10 @@ static zp_coll_plan coll_choose_measured(const zp_net *N, const zp_op *op, const
 zp_coll_plan zp_collcost_choose(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
 {
     zp_coll_plan best = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
+    if (info_of(op)->ub != ZP_UB_NONE) { /* a TP overlap transfer: no NCCL; one step's synchronisation */
+        best.lat = N->nv_lat;
+        return best;
+    }
     if (!N->nccl || info_of(op)->coll == ZP_COLL_ALLTOALL) /* all-to-all: grouped sends, no tuner */
         return coll_choose_measured(N, op, gs);
     double tbest = HUGE_VAL;
@@ -141,6 +145,14 @@ double zp_collcost_intra_bytes(const zp_net *N, const zp_op *op, const zp_group_
 {
     if (gs->g <= 1 || (gs->k > 1 && N->flat))
         return 0.0;
+    /* a TP overlap transfer (zp_ub): a chunk to the ring neighbour whole, or the peers' (g-1)/g of a chunk
+     * read by the reduce-scatter kernel, at the NVLink bus bandwidth (nv_bw: the preset's NVLink bandwidth
+     * times its NCCL efficiency, the bandwidth a copy engine or an SM kernel reaches over NVSwitch as
+     * NCCL's rings do) */
+    if (info_of(op)->ub == ZP_UB_P2P)
+        return op->bytes;
+    if (info_of(op)->ub == ZP_UB_RS)
+        return (gs->g - 1.0) / gs->g * op->bytes;
     if (info_of(op)->coll == ZP_COLL_ALLTOALL) /* S/(g·k) to each of the g-1 others in the node */
         return (gs->g - 1.0) / ((double)gs->g * gs->k) * op->bytes;
     return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes / zp_collcost_choose(N, op, gs).frac;
@@ -153,7 +165,7 @@ double zp_collcost_intra_bytes(const zp_net *N, const zp_op *op, const zp_group_
 double zp_collcost_profile_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
 {
     const zp_coll_kind kind = info_of(op)->coll;
-    if (gs->k > 1 || gs->g <= 1 || (unsigned)kind >= ZP_PROFILE_NCOLL)
+    if (gs->k > 1 || gs->g <= 1 || (unsigned)kind >= ZP_PROFILE_NCOLL || info_of(op)->ub != ZP_UB_NONE)
         return -1;
     const zp_profile *p = N->prof;
     const zp_profile_coll_fit *f = &p->coll[kind][ZP_PROFILE_INTRA_NODE];

@@ -17,13 +17,16 @@
  * collectives), comm (the ZeRO-DP collectives: gradient buckets, stage-3 parameter gathers, the stage-1/2
  * parameter all-gather), pcie (host<->device copies), cpu (the host's CPU Adam with offload), cp (context
  * parallelism's K/V ring: TransformerEngine runs its point-to-point on streams of its own, so it never
- * queues behind a gradient reduction held for the pipeline's flush). */
+ * queues behind a gradient reduction held for the pipeline's flush), tp (tensor-parallel transfers overlapped
+ * with their GEMMs, zp_plan.tp_overlap: Transformer Engine's userbuffers and PyTorch's async TP drive them from
+ * streams of their own beside the GEMM's). */
 typedef enum {
     ZP_STREAM_COMPUTE = 0,
     ZP_STREAM_COMM,
     ZP_STREAM_PCIE,
     ZP_STREAM_CPU,
     ZP_STREAM_CP,
+    ZP_STREAM_TP,
     ZP_NSTREAMS
 } zp_stream;
 
@@ -83,6 +86,12 @@ typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 typedef enum { ZP_P2P_SEND, ZP_P2P_RECV, ZP_P2P_EXCHANGE } zp_p2p_kind;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
+/* How a tensor-parallel transfer overlapped with its GEMM (zp_plan.tp_overlap) is priced, inside the NVLink
+ * domain (sim/zp_collcost.c): none (a collective as NCCL runs it), one chunk to the ring neighbour (a copy-
+ * engine peer copy: bytes over NVLink plus one step's latency), or a chunk reduce-scattered by an SM kernel
+ * reading its peers' pieces ((g-1)/g of the bytes over NVLink plus one step's latency). */
+typedef enum { ZP_UB_NONE = 0, ZP_UB_P2P, ZP_UB_RS } zp_ub;
+
 /* An op's part of the attention core when the plan runs FlashAttention (one kernel forward, one backward,
  * no s x s scores in memory): the op that carries the fused forward, the one that carries the backward,
  * or one absorbed into them (0 time). */
@@ -103,7 +112,11 @@ typedef enum { ZP_FLASH_NONE = 0, ZP_FLASH_FWD, ZP_FLASH_BWD, ZP_FLASH_FUSED } z
     X(PARAMS_BACK, "params_back", OPTIMIZER) /* offload: updated parameters are back on the device */         \
     X(UPDATED, "updated", DP_COMM)       /* the optimizer step is done on the device (compute -> comm) */    \
     X(CP_KV, "cp_kv", MP_COMM)           /* CP: a block's K and V (or their gradients) are ready for the ring */ \
-    X(CP_RING, "cp_ring", MP_COMM)       /* CP: the ring has passed every slice's K and V (comm -> compute) */
+    X(CP_RING, "cp_ring", MP_COMM)       /* CP: the ring has passed every slice's K and V (comm -> compute) */ \
+    X(TP_GO, "tp_go", MP_COMM)           /* TP overlap: a chunk's data is ready to move (compute -> tp) */      \
+    X(TP_DONE, "tp_done", MP_COMM)       /* TP overlap: a chunk has moved (tp -> compute) */                   \
+    X(PARAMS_GATHERED, "params_gathered", DP_COMM) /* overlap_param_gather: a bucket of the updated parameters \
+                                                      is gathered (comm -> the first forward) */
 
 typedef enum {
 #define ZP_CH_ENUM(id, name, part) ZP_CH_##id,
@@ -246,6 +259,8 @@ typedef struct zp_op_info {
                                   gathered from the shard) */
     zp_copy_dir dir;
     zp_p2p_kind p2p;
+    zp_ub ub;                  /* a TP overlap transfer: how it is priced (zp_ub) */
+    int comm_sms;              /* ... and the SMs it holds while it runs (0: copy engines) */
 } zp_op_info;
 
 typedef enum {

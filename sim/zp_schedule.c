@@ -24,11 +24,14 @@ static int flash_of(const zp_builder *b, int type)
     return b->p->flash_attn && zp_op_table[type].flash != ZP_FLASH_NONE ? 1 + b->p->flash_kernel : 0;
 }
 
-/* A GEMM whose FLOPs count `useful` of their executed amount in the step's FLOPs (an expert's rows padded
- * to its capacity and the busiest rank's extra tokens run but are no model FLOPs). */
-static void gemm_part(zp_builder *b, int type, double m, double n, double k, double batch, double useful)
+/* TP overlap (below): an all-gather waiting for its GEMM is emitted first by any other op (tp_ag_flush), or
+ * taken by the GEMM that consumes it (tp_ag_gemm: 1 when it did). */
+static void tp_ag_flush(zp_builder *b);
+static int tp_ag_gemm(zp_builder *b, int type, double m, double n, double k, double batch);
+
+/* One GEMM kernel on the compute stream (its FLOPs counted by the caller). */
+static void gemm_push(zp_builder *b, int type, double m, double n, double k, double batch)
 {
-    b->flops += 2.0 * m * n * k * batch * useful;
     if (skip(b))
         return;
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
@@ -38,6 +41,17 @@ static void gemm_part(zp_builder *b, int type, double m, double n, double k, dou
     o->batch = batch;
     o->flops = 2.0 * m * n * k * batch;
     o->flash = flash_of(b, type);
+}
+
+/* A GEMM whose FLOPs count `useful` of their executed amount in the step's FLOPs (an expert's rows padded
+ * to its capacity and the busiest rank's extra tokens run but are no model FLOPs). */
+static void gemm_part(zp_builder *b, int type, double m, double n, double k, double batch, double useful)
+{
+    b->flops += 2.0 * m * n * k * batch * useful;
+    if (b->tp_ag > 0 && tp_ag_gemm(b, type, m, n, k, batch))
+        return;
+    tp_ag_flush(b);
+    gemm_push(b, type, m, n, k, batch);
 }
 
 static void gemm(zp_builder *b, int type, double m, double n, double k, double batch)
@@ -58,6 +72,7 @@ static void gemm_bwd(zp_builder *b, int dgrad, int wgrad, double m, double n, do
  * row has them, else `bytes`. */
 static void eltwise(zp_builder *b, int type, double bytes, double elems)
 {
+    tp_ag_flush(b);
     if (skip(b))
         return;
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
@@ -71,6 +86,8 @@ static void eltwise(zp_builder *b, int type, double bytes, double elems)
 /* A collective or copy of `bytes` on stream s (its kind's facts are the table's). */
 static void move(zp_builder *b, int s, int type, double bytes)
 {
+    if (s != ZP_STREAM_TP)
+        tp_ag_flush(b);
     if (skip(b))
         return;
     zp_builder_push(b, s, type)->bytes = bytes;
@@ -105,12 +122,153 @@ static void mp_reduce(zp_builder *b, double bytes)
         move(b, ZP_STREAM_COMPUTE, b->p->sp ? ZP_OPK_MP_REDUCE_SCATTER : ZP_OPK_MP_ALLREDUCE, bytes);
 }
 
+/* ---- TP communication overlapped with its GEMMs (zp_plan.tp_overlap) ----
+ * Sequence parallelism's all-gathers and reduce-scatters split into chunks on the tp stream, each beside a
+ * chunk of the GEMM that consumes or produces it (the GEMM split along its token rows, each chunk costed at
+ * its own shape's efficiency):
+ *  - all-gather -> GEMM (QKV and MLP-up forward; the row-parallel projection's and MLP-down's input gradient
+ *    backward): Transformer Engine's ring exchange (split_overlap_ag_p2p) and PyTorch's all-gather-matmul alike:
+ *    the GEMM starts on the rank's own shard while the next of the t - 1 others arrives from the ring
+ *    neighbour; exposed, whatever of a step the GEMM chunk beside it does not cover;
+ *  - GEMM -> reduce-scatter (the projection and MLP-down forward): TE pipelines it over num_splits = 4 chunks
+ *    (split_overlap_rs: chunk i reduce-scattered beside GEMM chunk i + 1; the last one exposed); async TP
+ *    computes the t - 1 peers' output chunks first, each copied to its owner beside the next, its own last,
+ *    then sums the t partials it received;
+ *  - backward, the column-parallel input gradient's reduce-scatter (QKV and MLP-up): TE's bulk overlap beside
+ *    the weight gradient's GEMM; async TP fuses it with the input gradient's GEMM as in forward.
+ * Megatron-core runs the all-reduce without sequence parallelism as before (tp_comm_overlap asserts
+ * sequence_parallel); MoE and MLA projections, the LM head and the embedding keep their blocking collectives
+ * (no userbuffers there). The chunk counts are TE's defaults (transformer_engine/pytorch/module/base.py,
+ * initialize_ub: ring_exchange for qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad; pipeline with num_splits 4 for
+ * proj_fprop, fc2_fprop; bulk for qkv_dgrad/wgrad, fc1_dgrad/wgrad) and PyTorch's (torch/distributed/
+ * _symmetric_memory: one chunk per TP rank). */
+static int tp_overlapped(const zp_builder *b)
+{
+    return b->p->tp_overlap != ZP_TP_OVERLAP_OFF && b->p->mp > 1 && b->p->sp;
+}
+
+/* TE's pipelined reduce-scatter: chunks of the GEMM (num_splits, its default). */
+#define ZP_TE_RS_SPLITS 4
+
+/* The GEMMs TE's userbuffers (and async TP's matching) take an all-gather into. */
+static int tp_ag_consumer(int type)
+{
+    return type == ZP_OPK_QKV || type == ZP_OPK_MLP_UP || type == ZP_OPK_ATTN_PROJ_DGRAD ||
+           type == ZP_OPK_MLP_DOWN_DGRAD;
+}
+
+static void tp_ag_flush(zp_builder *b)
+{
+    const double bytes = b->tp_ag;
+    if (!(bytes > 0))
+        return;
+    b->tp_ag = 0;
+    move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLGATHER, bytes);
+}
+
+/* The pending all-gather as a ring beside the GEMM (m rows of the whole sequence split in t chunks): the
+ * ring starts at once (the rank's own shard is there), each step signals its chunk in, the GEMM waits for
+ * each chunk but its own. 0 (nothing emitted) when `type` does not take it. */
+static int tp_ag_gemm(zp_builder *b, int type, double m, double n, double k, double batch)
+{
+    if (!tp_ag_consumer(type) || batch != 1.0)
+        return 0;
+    const int t = (int)b->p->mp;
+    const double bytes = b->tp_ag;
+    b->tp_ag = 0;
+    sig(b, ZP_STREAM_COMPUTE, ZP_CH_TP_GO);
+    wait_ch(b, ZP_STREAM_TP, ZP_CH_TP_GO);
+    for (int i = 1; i < t; i++) {
+        move(b, ZP_STREAM_TP, ZP_OPK_TP_AG_STEP, bytes / t);
+        sig(b, ZP_STREAM_TP, ZP_CH_TP_DONE);
+    }
+    for (int i = 0; i < t; i++) {
+        if (i > 0)
+            wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_TP_DONE);
+        gemm_push(b, type, m / t, n, k, 1);
+    }
+    return 1;
+}
+
+/* One chunk of the tp stream's work once the compute stream has its data: `op` of `bytes`. */
+static void tp_chunk(zp_builder *b, int op, double bytes)
+{
+    sig(b, ZP_STREAM_COMPUTE, ZP_CH_TP_GO);
+    wait_ch(b, ZP_STREAM_TP, ZP_CH_TP_GO);
+    move(b, ZP_STREAM_TP, op, bytes);
+    sig(b, ZP_STREAM_TP, ZP_CH_TP_DONE);
+}
+
+/* A row-parallel GEMM (m token rows, its output partial sums) with its reduce-scatter of `bytes` pipelined
+ * behind its chunks: TE's num_splits chunks each reduce-scattered by userbuffers' kernel, or async TP's t
+ * chunks (the peers' first, each copied to its owner; its own last) and the sum of the t partials. */
+static void tp_gemm_rs(zp_builder *b, int type, double m, double n, double k, double bytes)
+{
+    const int te = b->p->tp_overlap == ZP_TP_OVERLAP_TE, t = (int)b->p->mp, c = te ? ZP_TE_RS_SPLITS : t;
+    b->flops += 2.0 * m * n * k;
+    tp_ag_flush(b);
+    for (int i = 0; i < c; i++) {
+        gemm_push(b, type, m / c, n, k, 1);
+        if (te)
+            tp_chunk(b, ZP_OPK_TP_RS_CHUNK, bytes / c);
+        else if (i < c - 1)
+            tp_chunk(b, ZP_OPK_TP_RS_STEP, bytes / c);
+    }
+    for (int i = 0; i < (te ? c : c - 1); i++)
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_TP_DONE);
+    if (!te && !skip(b)) { /* t partial chunks of bytes / t read, the reduced one written */
+        zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_TP_PARTIAL_SUM);
+        o->bytes = (t + 1.0) * bytes / t;
+        o->elems = bytes / t / b->p->param_bytes;
+    }
+}
+
 /* Before a column-parallel GEMM (and, in backward, before a row-parallel GEMM's input gradient): the
- * sequence-parallel shards all-gathered; nothing without sequence parallelism. */
+ * sequence-parallel shards all-gathered; nothing without sequence parallelism. With TP overlap it waits for
+ * the GEMM that consumes it (tp_ag_gemm). */
 static void mp_gather(zp_builder *b, double bytes)
 {
-    if (b->p->mp > 1 && b->p->sp)
+    if (!(b->p->mp > 1 && b->p->sp))
+        return;
+    tp_ag_flush(b);
+    if (tp_overlapped(b))
+        b->tp_ag = bytes;
+    else
         move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLGATHER, bytes);
+}
+
+/* A row-parallel GEMM and the reduce-scatter (or all-reduce) of its partial sums over MP (`bytes`; 0: none
+ * follows it here): pipelined with TP overlap, else one after the other. */
+static void gemm_rs(zp_builder *b, int type, double m, double n, double k, double bytes)
+{
+    if (bytes > 0 && tp_overlapped(b)) {
+        tp_gemm_rs(b, type, m, n, k, bytes);
+        return;
+    }
+    gemm(b, type, m, n, k, 1);
+    if (bytes > 0)
+        mp_reduce(b, bytes);
+}
+
+/* A column-parallel GEMM's backward (gemm_bwd's shapes) and the reduce-scatter (or all-reduce) of its input
+ * gradient over MP (`bytes`): with TP overlap, TE's bulk reduce-scatter beside the weight gradient, or async
+ * TP's pipelined behind the input gradient; else after both. */
+static void gemm_bwd_rs(zp_builder *b, int dgrad, int wgrad, double m, double n, double k, double bytes)
+{
+    if (!tp_overlapped(b)) {
+        gemm_bwd(b, dgrad, wgrad, m, n, k, 1);
+        mp_reduce(b, bytes);
+        return;
+    }
+    if (b->p->tp_overlap == ZP_TP_OVERLAP_ASYNC) {
+        tp_gemm_rs(b, dgrad, m, k, n, bytes);
+        gemm(b, wgrad, k, n, m, 1);
+        return;
+    }
+    gemm(b, dgrad, m, k, n, 1);
+    tp_chunk(b, ZP_OPK_TP_RS_CHUNK, bytes);
+    gemm(b, wgrad, k, n, m, 1);
+    wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_TP_DONE);
 }
 
 /* Context parallelism (cp > 1): every slice's K and V of this rank's heads, 16-bit (MLA: each head's K with
@@ -194,7 +352,8 @@ static void attention_forward(zp_builder *b, const zp_block_shape *S)
     attention_core(b, S);
 }
 
-static void attention_backward(zp_builder *b, const zp_block_shape *S)
+/* ... its backward, then the reduce-scatter (or all-reduce) over MP of its input's gradient (`rs` bytes). */
+static void attention_backward(zp_builder *b, const zp_block_shape *S, double rs)
 {
     const double T = S->T, h = S->h, s = S->s;
     cp_kv_before(b, S, 1);
@@ -215,13 +374,15 @@ static void attention_backward(zp_builder *b, const zp_block_shape *S)
         } else {
             gemm_bwd(b, ZP_OPK_QKV_DGRAD, ZP_OPK_QKV_WGRAD, T, S->q_n, h, 1);
         }
+        mp_reduce(b, rs);
     } else {
-        gemm_bwd(b, ZP_OPK_QKV_DGRAD, ZP_OPK_QKV_WGRAD, T, S->qkv_n, h, 1);
+        gemm_bwd_rs(b, ZP_OPK_QKV_DGRAD, ZP_OPK_QKV_WGRAD, T, S->qkv_n, h, rs);
     }
 }
 
-/* A dense MLP of inner width f per rank: up (and gate: 2f columns), the activation, down. */
-static void mlp_forward(zp_builder *b, const zp_block_shape *S, double f)
+/* A dense MLP of inner width f per rank: up (and gate: 2f columns), the activation, down; then the
+ * reduce-scatter (or all-reduce) over MP of its output's partial sums (`rs` bytes; 0: none here). */
+static void mlp_forward(zp_builder *b, const zp_block_shape *S, double f, double rs)
 {
     const double T = S->T, h = S->h;
     gemm(b, ZP_OPK_MLP_UP, T, S->gated ? 2.0 * f : f, h, 1);
@@ -229,10 +390,11 @@ static void mlp_forward(zp_builder *b, const zp_block_shape *S, double f)
         eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * f, T * f); /* reads gate and up, writes f */
     else
         eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * f, T * f);
-    gemm(b, ZP_OPK_MLP_DOWN, T, h, f, 1);
+    gemm_rs(b, ZP_OPK_MLP_DOWN, T, h, f, rs);
 }
 
-static void mlp_backward(zp_builder *b, const zp_block_shape *S, double f)
+/* ... its backward, and the reduce-scatter (or all-reduce) of its input's gradient (`rs` bytes; 0: none). */
+static void mlp_backward(zp_builder *b, const zp_block_shape *S, double f, double rs)
 {
     const double T = S->T, h = S->h;
     gemm_bwd(b, ZP_OPK_MLP_DOWN_DGRAD, ZP_OPK_MLP_DOWN_WGRAD, T, h, f, 1);
@@ -240,7 +402,10 @@ static void mlp_backward(zp_builder *b, const zp_block_shape *S, double f)
         eltwise(b, ZP_OPK_GLU_BWD, 5.0 * 2.0 * T * f, T * f); /* reads gate, up, dout; writes both grads */
     else
         eltwise(b, ZP_OPK_GELU_BWD, 3.0 * 2.0 * T * f, T * f);
-    gemm_bwd(b, ZP_OPK_MLP_UP_DGRAD, ZP_OPK_MLP_UP_WGRAD, T, S->gated ? 2.0 * f : f, h, 1);
+    if (rs > 0)
+        gemm_bwd_rs(b, ZP_OPK_MLP_UP_DGRAD, ZP_OPK_MLP_UP_WGRAD, T, S->gated ? 2.0 * f : f, h, rs);
+    else
+        gemm_bwd(b, ZP_OPK_MLP_UP_DGRAD, ZP_OPK_MLP_UP_WGRAD, T, S->gated ? 2.0 * f : f, h, 1);
 }
 
 /* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay). */
@@ -277,7 +442,7 @@ static void moe_forward(zp_builder *b, const zp_block_shape *S)
     moe_a2a(b, ZP_OPK_A2A_COMBINE, S);
     eltwise(b, ZP_OPK_MOE_COMBINE, 2.0 * (T * k * h + T * h), T * k * h);
     if (S->f > 0)
-        mlp_forward(b, S, S->f);
+        mlp_forward(b, S, S->f, 0.0);
 }
 
 static void moe_backward(zp_builder *b, const zp_block_shape *S)
@@ -285,7 +450,7 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
     const double T = S->T, h = S->h, E = S->E, k = S->k, rows = S->e_rows, f = S->e_f;
     const double up = S->gated ? 2.0 * f : f, useful = 1.0 / (b->p->capacity_factor * b->p->moe_imbalance);
     if (S->f > 0)
-        mlp_backward(b, S, S->f);
+        mlp_backward(b, S, S->f, 0.0);
     eltwise(b, ZP_OPK_MOE_COMBINE_BWD, 2.0 * (T * h + 2.0 * T * k * h), T * k * h);
     moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, S);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_DGRAD, rows, f, h, S->e_local, useful);
@@ -305,15 +470,19 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
  * row-split GEMM leaves partial: the output forward, the input's gradient backward. */
 static void block_mlp(zp_builder *b, const zp_block_shape *S, int backward)
 {
+    const double rs = 2.0 * S->T * S->h;
+    if (S->moe) /* no userbuffers in the MoE layer: its all-gather blocks */
+        tp_ag_flush(b);
     if (S->moe && backward)
         moe_backward(b, S);
     else if (S->moe)
         moe_forward(b, S);
     else if (backward)
-        mlp_backward(b, S, S->f);
+        mlp_backward(b, S, S->f, rs);
     else
-        mlp_forward(b, S, S->f);
-    mp_reduce(b, 2.0 * S->T * S->h);
+        mlp_forward(b, S, S->f, rs);
+    if (S->moe)
+        mp_reduce(b, rs);
 }
 
 /* Forward of one block on the compute stream (also its recompute), Megatron's layout: column-split Q/K/V
@@ -328,8 +497,7 @@ static void block_forward(zp_builder *b)
     eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * Ts * h, Ts * h);
     mp_gather(b, 2.0 * T * h);
     attention_forward(b, &S);
-    gemm(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 1);
-    mp_reduce(b, 2.0 * T * h);
+    gemm_rs(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 2.0 * T * h);
     if (!S.one_norm) {
         eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
         mp_gather(b, 2.0 * T * h);
@@ -351,8 +519,7 @@ static void block_backward(zp_builder *b)
         mp_gather(b, 2.0 * T * h);
     }
     gemm_bwd(b, ZP_OPK_ATTN_PROJ_DGRAD, ZP_OPK_ATTN_PROJ_WGRAD, T, h, S.o_k, 1);
-    attention_backward(b, &S);
-    mp_reduce(b, 2.0 * T * h);
+    attention_backward(b, &S, 2.0 * T * h);
     eltwise(b, S.rms ? ZP_OPK_RMSNORM1_BWD : ZP_OPK_LAYERNORM1_BWD, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
 }
 
@@ -516,6 +683,42 @@ static void set_item(zp_builder *b, const chunk_items *c, int item)
     b->repeat = b->collapse && b->layer >= 0 ? (double)c->nblocks : 1.0;
 }
 
+/* ---- the distributed optimizer's parameter all-gather beside the next forward (overlap_param_gather) ----
+ * Megatron-core's --overlap-param-gather: the all-gather of the parameters the optimizer updated is not waited
+ * for after the step but launched bucket by bucket as the next step's first forward reaches the layers of each
+ * (forward pre-hooks). In the steady-state step the schedule builds, the comm stream gathers the previous
+ * step's update first thing, bucket after bucket (the routed experts' first), and the first micro-batch's
+ * forward waits, before each item, for the buckets that hold its parameters. */
+static void param_gather_start(zp_builder *b, double bucket)
+{
+    const zp_plan *p = b->p;
+    if (!p->overlap_param_gather || (p->stage != 1 && p->stage != 2))
+        return;
+    b->phase = ZP_PHASE_FORWARD;
+    b->pg_bucket = bucket;
+    for (double left = b->f.psi_exp; left > 0; left -= bucket, b->pg_left++) {
+        move(b, ZP_STREAM_COMM, ZP_OPK_PARAM_ALLGATHER_EXP, p->param_bytes * fmin(left, bucket));
+        sig(b, ZP_STREAM_COMM, ZP_CH_PARAMS_GATHERED);
+    }
+    const int experts = b->pg_left;
+    for (double left = b->f.psi - b->f.psi_exp; left > 0; left -= bucket, b->pg_left++) {
+        move(b, ZP_STREAM_COMM, ZP_OPK_PARAM_ALLGATHER, p->param_bytes * fmin(left, bucket));
+        sig(b, ZP_STREAM_COMM, ZP_CH_PARAMS_GATHERED);
+    }
+    for (int i = 0; i < experts; i++, b->pg_left--) /* the experts' buckets before the first item */
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_PARAMS_GATHERED);
+}
+
+/* Before the first forward's item (its parameters `params`; -1: every bucket left): the buckets up to it. */
+static void param_gather_wait(zp_builder *b, double params)
+{
+    b->pg_asked += params;
+    for (; b->pg_left > 0 && (params < 0 || b->pg_ready < b->pg_asked); b->pg_left--) {
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_PARAMS_GATHERED);
+        b->pg_ready += b->pg_bucket;
+    }
+}
+
 /* ---- pipeline point-to-point ---- */
 
 /* A micro-batch's activation (or its gradient) between pipeline stages: T x h per rank; Megatron-LM's
@@ -602,6 +805,8 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
         gather_item(b, 1, c.lo);
     for (int item = c.lo; item <= c.hi; item = next_item(b, &c, item, 1)) {
         set_item(b, &c, item);
+        if (u == 0)
+            param_gather_wait(b, b->f.grad[item]);
         if (stage3) {
             use_gathered(b, item == c.hi);
             if (item < c.hi) /* prefetch the next group while this one computes */
@@ -740,6 +945,8 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
  * the last stage (Megatron-LM). */
 static void passes_end(zp_builder *b)
 {
+    tp_ag_flush(b);
+    param_gather_wait(b, -1.0);
     b->layer = -1;
     b->micro = micro_index(b->p->grad_accum - 1);
     b->phase = ZP_PHASE_BACKWARD;
@@ -764,7 +971,9 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     b->layer = -1;
     b->micro = micro_index(plan->grad_accum - 1);
     const double psi = b->f.psi, part = plan->stage >= 1 ? b->f.psi_all / (double)plan->dp : psi;
-    const int stage12 = plan->stage == 1 || plan->stage == 2;
+    /* the all-gather of the updated parameters after the step; with overlap_param_gather the next step's
+     * (param_gather_start) */
+    const int stage12 = (plan->stage == 1 || plan->stage == 2) && !plan->overlap_param_gather;
     if (plan->offload == ZP_OFFLOAD_NONE) {
         if (!skip(b))
             zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_ADAM)->bytes = part;
@@ -886,6 +1095,8 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
                        bucket, psi, psi / bucket, ZP_SCHEDULE_MAX_BUCKETS, ceil(psi / ZP_SCHEDULE_MAX_BUCKETS));
     }
     b.lay->setup(&b);
+    if (mode != BUILD_SAMPLE)
+        param_gather_start(&b, bucket);
     int64_t ranges[3][2];
     const int nr = mode == BUILD_SAMPLE ? 0 : pass_ranges(plan, stage, memory_only, ranges);
     for (int j = 0; j < nr; j++)

@@ -42,14 +42,24 @@ void zp_trace_mem(zp_trace *t, double ts, const zp_op *op, int alloc)
     t->nmem++;
 }
 
+/* A stream's track (tid) and its waits' track (zp_trace.h): the first five streams keep the ids traces have always had
+ * (stream s, waits ZP_STREAM_TP + s), the TP overlap's stream the two after them. */
+int zp_trace_track(int stream, int wait)
+{
+    if (stream == ZP_STREAM_TP)
+        return 2 * ZP_STREAM_TP + wait;
+    return wait ? ZP_STREAM_TP + stream : stream;
+}
+
 zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
 {
     json_t *events = json_array();
     static const char *const tnames[ZP_NSTREAMS] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU",
-                                                    "CP ring (context parallelism)"};
+                                                    "CP ring (context parallelism)",
+                                                    "TP overlap (chunks beside their GEMMs)"};
     /* one process (track group) per pipeline stage: its first node, every GPU of it. A stream waiting for
      * another (a bucket not yet reduced, a gather not yet done) is idle: its waits go on a track of their
-     * own below it (tid ZP_NSTREAMS + stream), so a stream's track shows its work */
+     * own below it (zp_trace_track), so a stream's track shows its work */
     int waits[ZP_NSTREAMS] = {0}, used[ZP_NSTREAMS] = {0};
     for (int i = 0; i < t->n; i++) {
         used[t->ev[i].stream] = 1;
@@ -58,19 +68,19 @@ zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
     }
     for (int st = 0; st < stages; st++) {
         for (int s = 0; s < ZP_NSTREAMS; s++) {
-            if (s == ZP_STREAM_CP && !used[s]) /* a track only for plans with context parallelism */
+            if ((s == ZP_STREAM_CP || s == ZP_STREAM_TP) && !used[s]) /* a track only for plans that use it */
                 continue;
             char wname[64];
             snprintf(wname, sizeof wname, "%s: waiting", tnames[s]);
             json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph", "M",
-                                                    "pid", st, "tid", s, "args", "name", tnames[s]));
+                                                    "pid", st, "tid", zp_trace_track(s, 0), "args", "name", tnames[s]));
             json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
-                                                    "ph", "M", "pid", st, "tid", s, "args", "sort_index", 2 * s));
+                                                    "ph", "M", "pid", st, "tid", zp_trace_track(s, 0), "args", "sort_index", 2 * s));
             if (waits[s]) {
                 json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
-                                                        "M", "pid", st, "tid", ZP_NSTREAMS + s, "args", "name", wname));
+                                                        "M", "pid", st, "tid", zp_trace_track(s, 1), "args", "name", wname));
                 json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
-                                                        "ph", "M", "pid", st, "tid", ZP_NSTREAMS + s, "args",
+                                                        "ph", "M", "pid", st, "tid", zp_trace_track(s, 1), "args",
                                                         "sort_index", 2 * s + 1));
             }
         }
@@ -109,7 +119,7 @@ zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
         const char *cat = wait ? "wait" : zp_phase_name(op->phase);
         json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", e->label, "cat",
                                                 cat, "ph", "X", "ts", e->ts * 1e6, "dur", e->dur * 1e6, "pid", e->stage,
-                                                "tid", wait ? ZP_NSTREAMS + e->stream : e->stream, "args", args));
+                                                "tid", zp_trace_track(e->stream, wait), "args", args));
     }
     /* the memory curve: node 0's live bytes as its streams allocate and free (Perfetto counter track) */
     for (int i = 0; i < t->nmem; i++)

@@ -31,6 +31,8 @@ void zp_trace_add(zp_trace *t, int stage, int stream, double ts, double dur, con
 void zp_trace_mem(zp_trace *t, double ts, const zp_op *op, int alloc);
 /* Writes the trace of `stages` pipeline stages to `path` (atomically). */
 zp_status zp_trace_write(const zp_trace *t, int stages, const char *path);
+/* The track id (tid) of a stream's ops (wait 0) or of its waits (wait 1). */
+int zp_trace_track(int stream, int wait);
 /* Frees the events (the struct itself is the caller's); accepts an empty trace. */
 void zp_trace_free(zp_trace *t);
 

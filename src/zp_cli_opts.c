@@ -230,6 +230,29 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --overlap-param-gather: the distributed optimizer's parameter all-gather beside the next forward. */
+static zp_status set_param_gather(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->r.base.overlap_param_gather = 1;
+    return ZP_OK;
+}
+
+/* --tp-comm-overlap off|te|async|auto (zp_tp_overlap_parse's words; auto: searched). */
+static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    if (strcasecmp(v, "auto") == 0) {
+        a->r.tp_overlap = ZP_SEARCH_ANY;
+        return ZP_OK;
+    }
+    zp_tp_overlap t;
+    ZP_TRY(zp_tp_overlap_parse(v, &t));
+    a->r.tp_overlap = (int)t;
+    return ZP_OK;
+}
+
 static zp_status set_bucket(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(zp_size_parse_range(v, opt, 1, 1e15, &a->r.base.bucket));
@@ -451,6 +474,9 @@ static const zp_cli_opt g_opts[] = {
     {"grad-accum-fusion", 0, 0, SEARCH, set_accum_fusion},
     {"framework", 0, 1, SEARCH, set_framework},
     {"exact", 0, 0, SEARCH, set_exact},
+    /* TP communication overlapped with its GEMMs (Megatron-core's --tp-comm-overlap, torchtitan's async TP) */
+    {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
+    {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},
     {"sim", 0, 1, SEARCH, set_sim},

@@ -20,6 +20,9 @@ typedef struct {
     int fusion;            /* accumulation inside the weight-gradient GEMM (--grad-accum-fusion) */
     int flash;             /* FlashAttention (--flash-attention) */
     int bf16_fp32_grads;   /* bf16 parameters get fp32 gradients, accumulated and reduced in fp32 */
+    int param_gather;      /* the parameter all-gather beside the next forward (--overlap-param-gather) */
+    int tp_overlap;        /* its form of TP communication overlapped with the GEMMs (a zp_tp_overlap, off by
+                              default in every release: --tp-comm-overlap); 0: none */
 } zp_framework;
 
 typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;

@@ -75,6 +75,29 @@ zp_status zp_cp_comm_parse(const char *text, zp_cp_comm *out)
                    text);
 }
 
+const char *zp_tp_overlap_name(zp_tp_overlap t)
+{
+    static const char *const names[] = {"off", "te", "async"};
+    return (unsigned)t < ZP_NTP_OVERLAP ? names[t] : "?";
+}
+
+zp_status zp_tp_overlap_parse(const char *text, zp_tp_overlap *out)
+{
+    static const struct {
+        const char *name;
+        zp_tp_overlap t;
+    } words[] = {{"off", ZP_TP_OVERLAP_OFF}, {"none", ZP_TP_OVERLAP_OFF}, {"te", ZP_TP_OVERLAP_TE},
+                 {"on", ZP_TP_OVERLAP_TE},   {"userbuffers", ZP_TP_OVERLAP_TE}, {"async", ZP_TP_OVERLAP_ASYNC}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasecmp(text, words[i].name) == 0) {
+            *out = words[i].t;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap: unknown '%s' (use off, te: Megatron-core/Transformer Engine's "
+                              "userbuffers, async: torchtitan's async TP, or auto: searched)",
+                   text);
+}
+
 const char *zp_recompute_name(zp_recompute r)
 {
     static const char *const names[] = {"full", "selective", "none"};
@@ -183,6 +206,17 @@ zp_status zp_plan_validate(const zp_plan *p)
     if (p->sp && (p->pa || p->pa_cpu))
         return ZP_FAIL(ZP_EINVAL, "--sp shards the checkpoints over the MP group already: ZeRO-R --pa/--pa-cpu "
                                   "have nothing left to partition (drop one)");
+    if ((unsigned)p->tp_overlap >= ZP_NTP_OVERLAP)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap: not a tensor-parallel overlap");
+    if (p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1 && !p->sp)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap %s overlaps sequence parallelism's all-gathers and "
+                                  "reduce-scatters: it needs --sp (Megatron-core asserts it; torchtitan's TP is "
+                                  "sequence-parallel)",
+                       zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap));
+    if (p->overlap_param_gather && (p->stage < 1 || p->stage > 2 || !p->overlap_comm || p->offload != ZP_OFFLOAD_NONE))
+        return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather overlaps the distributed optimizer's all-gather of the "
+                                  "updated parameters with the next forward: it needs --stage 1 or 2, "
+                                  "--overlap-comm (Megatron-core's --overlap-grad-reduce) and no offload");
     if (p->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (p->grad_accum < 1)

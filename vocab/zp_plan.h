@@ -47,6 +47,21 @@ const char *zp_cp_comm_megatron(zp_cp_comm c); /* Megatron-core's --cp-comm-type
 zp_status zp_cp_comm_parse(const char *text, zp_cp_comm *out); /* either name */
 zp_status zp_recompute_parse(const char *text, zp_recompute *out);
 
+/* Tensor-parallel communication overlapped with the GEMMs that consume or produce it (sequence parallelism's
+ * all-gathers and reduce-scatters split into chunks, each beside a chunk of the GEMM; sim/zp_schedule.c):
+ *  TE: Transformer Engine's userbuffers as Megatron-core runs them (--tp-comm-overlap): the all-gather before
+ *      a column-parallel GEMM (and before a row-parallel GEMM's input gradient) as a ring exchange of TP
+ *      chunks over copy engines, the reduce-scatter after a row-parallel GEMM pipelined over 4 chunks by an
+ *      SM kernel, the reduce-scatter of a column-parallel input gradient in bulk beside its weight gradient;
+ *  ASYNC: PyTorch's async TP (torchtitan's enable_async_tensor_parallel, under torch.compile): all-gather-
+ *      matmul and matmul-reduce-scatter micro-pipelined over TP chunks through symmetric memory, every
+ *      transfer a copy-engine copy. */
+typedef enum { ZP_TP_OVERLAP_OFF = 0, ZP_TP_OVERLAP_TE, ZP_TP_OVERLAP_ASYNC, ZP_NTP_OVERLAP } zp_tp_overlap;
+
+const char *zp_tp_overlap_name(zp_tp_overlap t); /* "off", "te", "async" */
+/* "off", "te" (or "on", "userbuffers": Megatron-core's), "async" (torchtitan's); ZP_EINVAL naming them. */
+zp_status zp_tp_overlap_parse(const char *text, zp_tp_overlap *out);
+
 /* Most model chunks (virtual stages) per pipeline rank. */
 #define ZP_MAX_VSTAGES 64
 
@@ -139,6 +154,12 @@ typedef struct {
     double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
                                rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
     double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
+    int tp_overlap;      /* a zp_tp_overlap: TP communication overlapped with its GEMMs (needs sp with mp > 1;
+                            nothing to overlap at mp 1) */
+    int overlap_param_gather; /* stage 1-2: the updated parameters' all-gather left for the next step's first
+                                 forward, bucket by bucket beside it (Megatron-core's --overlap-param-gather
+                                 with its distributed optimizer; needs overlap_comm) instead of after the
+                                 optimizer */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 

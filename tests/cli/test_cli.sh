@@ -409,5 +409,37 @@ if python3 -c "import sys; sys.exit(0 if 0 < float('$ring') < float('$gather') e
    grep -q -- '--context-parallel-size 4 --cp-comm-type all_gather' "$T/ag.args"; then ok
 else ko "--cp-comm: ring $ring s, all-gather $gather s, args: $(grep -o -- '--context-parallel-size.*' "$T/ag.args" | head -c 120)"; fi
 
+# TP communication overlapped with its GEMMs (--tp-comm-overlap): opt-in; te and async faster than off at TP 8
+# with SP, the Megatron-LM arguments say --tp-comm-overlap; bad forms and plans exit 2
+expect_bad "--tp-comm-overlap not a form"     --model llama-3-8b --gpus 16 --cluster dgx-h100 --tp-comm-overlap ring
+expect_bad "--tp-comm-overlap without --sp"   --model llama-3-8b --gpus 16 --cluster dgx-h100 --mp 8 --no-sp --tp-comm-overlap te
+expect_bad "--tp-comm-overlap across nodes"   --model llama-3-70b --gpus 32 --cluster dgx-h100 --mp 16 --sp --tp-comm-overlap te
+expect_bad "--tp-comm-overlap in deepspeed"   --model llama-3-8b --gpus 16 --cluster dgx-h100 --framework deepspeed --tp-comm-overlap te
+tpstep() { "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --pp 1 --sp --stage 1 --global-batch 8 \
+  --recompute selective --top 1 --format json --tp-comm-overlap "$1" "${@:2}" 2>/dev/null |
+  python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["step_time_s"], p["time_breakdown_s"]["mp_comm"])'; }
+read -r off_s off_mp <<<"$(tpstep off)"; read -r te_s te_mp <<<"$(tpstep te --emit-megatron-args "$T/tpo.args")"
+read -r as_s as_mp <<<"$(tpstep async)"
+if python3 -c "import sys; o,om,t,tm,a,am=map(float,sys.argv[1:]); sys.exit(0 if t<o and a<o and 0<tm<om and 0<am<om else 1)" \
+     "$off_s" "$off_mp" "$te_s" "$te_mp" "$as_s" "$as_mp" 2>/dev/null &&
+   grep -q -- '--sequence-parallel --tp-comm-overlap ' "$T/tpo.args"; then ok
+else ko "--tp-comm-overlap: off $off_s s ($off_mp exposed), te $te_s s ($te_mp), async $as_s s ($as_mp), args: $(grep -o -- '--sequence-parallel.*' "$T/tpo.args" | head -c 100)"; fi
+# auto: off and te both simulated, the faster taken; off (the default) writes no --tp-comm-overlap
+if "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --sp --stage 1 --global-batch 8 --recompute selective \
+     --top 1 --tp-comm-overlap auto 2>/dev/null | grep -Eq '^1 .* SP tp-overlap:te ' &&
+   "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --sp --stage 1 --global-batch 8 --recompute selective \
+     --top 1 --emit-megatron-args "$T/off.args" >/dev/null 2>&1 && ! grep -q -- '--tp-comm-overlap' "$T/off.args"; then ok
+else ko "--tp-comm-overlap auto: no te plan first, or the default wrote it: $(grep -o -- '--sequence-parallel.*' "$T/off.args" | head -c 80)"; fi
+if "$Z" schedule --model tiny-llama --gpus 4 --mp 4 --sp --stage 1 --micro-batch 1 --global-batch 1 --tp-comm-overlap te \
+     2>"$T/err" | grep -q 'tp .*tp_reduce_scatter_chunk.*reduce_scatter over mp'; then ok
+else ko "zplan schedule --tp-comm-overlap te has no reduce-scatter chunk on the tp stream: $(cat "$T/err")"; fi
+# --overlap-param-gather: the stage-1 all-gather beside the next forward; written to the Megatron-LM arguments
+expect_bad "--overlap-param-gather at stage 3" --model llama-3-8b --gpus 16 --cluster dgx-h100 --stage 3 --overlap-param-gather
+expect_bad "--overlap-param-gather serial"     --model llama-3-8b --gpus 16 --cluster dgx-h100 --no-overlap-comm --overlap-param-gather
+if "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --pp 1 --sp --stage 1 --global-batch 8 \
+     --recompute selective --top 1 --overlap-param-gather --emit-megatron-args "$T/opg.args" >/dev/null 2>"$T/err" &&
+   grep -q -- '--overlap-grad-reduce --overlap-param-gather' "$T/opg.args"; then ok
+else ko "--overlap-param-gather not in the Megatron-LM arguments: $(cat "$T/err") $(grep -o -- '--use-dist.*' "$T/opg.args")"; fi
+
 echo "bad inputs tried: $bad_tried"
 finish

@@ -140,6 +140,23 @@ if "$Z" --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --emit-megatr
 else
   ko "emitting: $(cat "$T/err")"
 fi
+# TP overlap reads back: Megatron-LM's --tp-comm-overlap (te), torchtitan's enable_async_tensor_parallel (async)
+if "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --pp 1 --sp --stage 1 --global-batch 8 \
+     --recompute selective --analytic --tp-comm-overlap te --emit-megatron-args "$T/tpo.args" >/dev/null 2>"$T/err" &&
+   "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --pp 1 --sp --stage 3 --global-batch 8 \
+     --recompute selective --analytic --tp-comm-overlap async --emit-torchtitan "$T/tpo.toml" >/dev/null 2>>"$T/err" &&
+   grep -q -- '--tp-comm-overlap' "$T/tpo.args" && grep -q 'enable_async_tensor_parallel = true' "$T/tpo.toml"; then
+  ok
+  judged "Megatron-LM arguments with --tp-comm-overlap" --megatron-args "$T/tpo.args" --gpus 16 --cluster dgx-h100 --analytic
+  steps_match "Megatron-LM arguments with --tp-comm-overlap" "$T/tpo.args"
+  judged "torchtitan TOML with async TP" --torchtitan "$T/tpo.toml" --gpus 16 --cluster dgx-h100 --analytic
+  steps_match "torchtitan TOML with async TP" "$T/tpo.toml"
+else
+  ko "emitting TP overlap: $(cat "$T/err")"
+fi
+sed 's/ --sequence-parallel//' "$T/tpo.args" >"$T/tponosp.args"
+bad "--tp-comm-overlap without SP" 'needs sequence parallelism.*--sequence-parallel' --megatron-args "$T/tponosp.args" --gpus 16 \
+  --cluster dgx-h100
 bad "torchtitan TOML of a model it cannot name" 'not a torchtitan llama3 flavor' --model 1.5B --gpus 16 --analytic \
   --emit-torchtitan "$T/x.toml"
 # --emit-ds-config plans within what DeepSpeed runs (no SP, no selective recompute), and says so

@@ -16,6 +16,7 @@
 #include "zp_schedule.h"
 #include "zp_search.h"
 #include "zp_simrun.h"
+#include "zp_trace.h"
 #include "zp_pipeline.h"
 #include "zp_zoo.h"
 
@@ -373,7 +374,10 @@ Test(engine, trace_is_chrome_json)
             const int tid = (int)json_integer_value(json_object_get(e, "tid"));
             const int is_wait = strcmp(json_string_value(json_object_get(e, "cat")), "wait") == 0;
             waits += is_wait;
-            cr_expect(is_wait == (tid >= ZP_NSTREAMS), "%s on track %d", json_string_value(json_object_get(e, "name")),
+            int wait_track = 0;
+            for (int s = 0; s < ZP_NSTREAMS; s++)
+                wait_track |= tid == zp_trace_track(s, 1);
+            cr_expect(is_wait == wait_track, "%s on track %d", json_string_value(json_object_get(e, "name")),
                       tid);
             if (tid == ZP_STREAM_COMM)
                 comm_busy += dur;
