@@ -56,6 +56,10 @@ typedef struct {
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
+    /* torchtitan's activation_checkpoint.selective_ac_option with mode "selective": "op" (sac_op 1) or every
+       k-th block (sac_every k; 0: every block, as torchtitan reads "0"); UNSET: torchtitan's default "2" */
+    int sac_op;
+    int64_t sac_every;
 } zp_launch;
 
 /* One key of a file and its value (flattened: "training.batch_size", "tensor-model-parallel-size"). */
