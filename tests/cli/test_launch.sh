@@ -168,6 +168,12 @@ for mode in "--checkpoint-every 2" "--checkpoint-every 40" "--recompute op"; do
     ko "emitting $mode: $(cat "$T/err")"
   fi
 done
+sed 's/^compile = false/compile = true/' "$F/llama3_8b.toml" >"$T/compile.toml"
+judged "torchtitan training.compile true" --torchtitan "$T/compile.toml" --gpus 64 --cluster dgx-a100 --analytic --top 1
+has "compile: what zplan costs, said" "training.compile true: the blocks' elementwise ops costed as fused kernels"
+sed 's/^compile = false/compile = maybe/' "$F/llama3_8b.toml" >"$T/compile.toml"
+bad "torchtitan training.compile maybe" "compile.toml:37: training.compile 'maybe': use true or false" \
+  --torchtitan "$T/compile.toml" --gpus 64
 bad "--checkpoint-every 0" "--checkpoint-every: '0' must be at least 1" --model llama-3-8b --gpus 8 --checkpoint-every 0
 bad "--checkpoint-every two" "--checkpoint-every: 'two' is not a number" --model llama-3-8b --gpus 8 --checkpoint-every two
 bad "--checkpoint-every 1.5" "--checkpoint-every: '1.5' must be a whole number" --model llama-3-8b --gpus 8 \
