@@ -20,6 +20,9 @@ zp_status zp_megatron_check(const zp_plan *p)
     if (p->pa_cpu)
         return ZP_FAIL(ZP_EUNSUPPORTED, "checkpoints in host memory (ZeRO-R Pa+cpu) are DeepSpeed's: use "
                                         "--emit-ds-config");
+    if (p->op_sac || (p->checkpoint && p->ckpt_every > 1)) /* its --recompute-method block counts from the first */
+        return ZP_FAIL(ZP_EUNSUPPORTED, "%s is torchtitan's, not Megatron-LM's: use --emit-torchtitan",
+                       p->op_sac ? "op-level recompute (--recompute op)" : "every k-th block checkpointed");
     return ZP_OK;
 }
 

@@ -124,6 +124,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--recompute selective";
     else if (r->sp == 1 && !f->sp)
         no = "--sp (Megatron-LM's sequence parallelism)";
+    else if ((r->recompute == ZP_RECOMPUTE_OP || r->base.ckpt_every > 1) && r->framework != ZP_FRAMEWORK_ANY)
+        no = "torchtitan's checkpointing modes (--recompute op, --checkpoint-every)";
     else if (interleaved && f->interleave_min_pp == 0)
         no = "the interleaved schedule";
     else if (r->base.grad_accum_fusion && !f->fusion)

@@ -190,6 +190,10 @@ bad "the executor and --checkpoint-every" '--checkpoint-every: the executor runs
   exec --model tiny --checkpoint-every 2
 bad "the executor and --recompute op" '--recompute op: the executor runs full recompute of every block or none' \
   exec --model tiny --recompute op
+bad "Megatron-LM arguments of every k-th block" "--emit-megatron-args: --checkpoint-every is torchtitan's" \
+  --model llama-3-8b --gpus 8 --cluster dgx-h100 --checkpoint-every 2 --analytic --emit-megatron-args "$T/x.args"
+bad "a DeepSpeed config of op-level recompute" "does not run torchtitan's checkpointing modes" \
+  --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute op --analytic --emit-ds-config "$T/x.json"
 bad "--recompute unknown" "--recompute: unknown value 'some' \(use full, selective, none or op\)" \
   --model llama-3-8b --gpus 8 --recompute some
 bad "torchtitan TOML of a model it cannot name" 'not a torchtitan llama3 flavor' --model 1.5B --gpus 16 --analytic \
