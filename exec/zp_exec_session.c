@@ -84,6 +84,10 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     if (p->selective)
         return ZP_FAIL(ZP_EINVAL, "--recompute selective: the executor runs full recompute or none (the simulator "
                                   "does selective)");
+    if (p->op_sac || p->ckpt_every > 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: the executor runs full recompute of every block or none (the simulator "
+                                  "models torchtitan's modes)",
+                       p->op_sac ? "--recompute op" : "--checkpoint-every");
     if (p->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (p->grad_accum < 1)

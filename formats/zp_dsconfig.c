@@ -725,6 +725,8 @@ zp_status zp_dsconfig_check(const zp_plan *p)
 {
     const char *no = p->sp                                               ? "Megatron-LM's sequence parallelism (SP)"
                      : zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE    ? "selective recompute"
+                     : zp_plan_recompute(p) == ZP_RECOMPUTE_OP           ? "torchtitan's op-level recompute"
+                     : p->checkpoint && p->ckpt_every > 1                ? "every k-th block checkpointed"
                      : p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED     ? "the interleaved pipeline schedule"
                      : p->grad_accum_fusion                              ? "gradient accumulation fused into the GEMMs"
                                                                          : NULL;

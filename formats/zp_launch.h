@@ -59,6 +59,10 @@ typedef struct {
     int tp_overlap;          /* a zp_tp_overlap the launch asks for (Megatron-LM --tp-comm-overlap, NeMo
                                 ub_tp_comm_overlap: te; torchtitan enable_async_tensor_parallel: async), or UNSET */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
+    /* torchtitan's activation_checkpoint.selective_ac_option with mode "selective": "op" (sac_op 1) or every
+       k-th block (sac_every k; 0: every block, as torchtitan reads "0"); UNSET: torchtitan's default "2" */
+    int sac_op;
+    int64_t sac_every;
 } zp_launch;
 
 /* One key of a file and its value (flattened: "training.batch_size", "tensor-model-parallel-size"). */

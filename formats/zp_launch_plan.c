@@ -191,6 +191,14 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
                        l->name);
     r->offload = ZP_OFFLOAD_NONE;
     r->recompute = l->recompute != ZP_LAUNCH_UNSET ? l->recompute : ZP_RECOMPUTE_NONE;
+    if (l->kind == ZP_LAUNCH_TORCHTITAN && r->recompute == ZP_RECOMPUTE_SELECTIVE) {
+        /* torchtitan's selective modes: op-level, or every k-th block whole (its default option is "2") */
+        const int64_t k = l->sac_every != ZP_LAUNCH_UNSET ? l->sac_every : 2;
+        r->recompute = l->sac_op ? ZP_RECOMPUTE_OP : ZP_RECOMPUTE_FULL;
+        r->base.ckpt_every = l->sac_op || k <= 1 ? 0 : (int)(k < r->model->layers ? k : r->model->layers + 1);
+        if (l->sac_op)
+            ZP_TRY(zp_model_check_op_sac(r->model));
+    }
     r->checkpoint = r->recompute == ZP_RECOMPUTE_FULL;
     /* torchtitan's TP always shards the norms' activations along the sequence (SequenceParallel) */
     r->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1;

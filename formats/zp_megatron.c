@@ -23,6 +23,9 @@ zp_status zp_megatron_check(const zp_plan *p)
     if (p->tp_overlap == ZP_TP_OVERLAP_ASYNC && p->mp > 1)
         return ZP_FAIL(ZP_EUNSUPPORTED, "async TP (--tp-comm-overlap async) is torchtitan's: Megatron-core overlaps "
                                         "TP with Transformer Engine's userbuffers (--tp-comm-overlap te)");
+    if (p->op_sac || (p->checkpoint && p->ckpt_every > 1)) /* its --recompute-method block counts from the first */
+        return ZP_FAIL(ZP_EUNSUPPORTED, "%s is torchtitan's, not Megatron-LM's: use --emit-torchtitan",
+                       p->op_sac ? "op-level recompute (--recompute op)" : "every k-th block checkpointed");
     return ZP_OK;
 }
 

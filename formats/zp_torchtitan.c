@@ -34,13 +34,45 @@ static zp_status set_mode(zp_launch *l, const zp_launch_entry *e)
                    e->value);
 }
 
+/* selective_ac_option (torchtitan/distributed/activation_checkpoint.py): "op", the op-level policy
+ * (_apply_op_sac: zplan's --recompute op), or a whole number k, every k-th block wrapped in full checkpointing
+ * (_apply_layer_sac: `ptd_checkpoint_wrapper._count % ac_freq == 0`, every block when k is 0; zplan's
+ * --checkpoint-every k). torchtitan checks it with str.isdigit(): no sign, no spaces. */
 static zp_status set_sac(zp_launch *l, const zp_launch_entry *e)
 {
-    if (strcmp(e->value, "op") != 0)
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: activation_checkpoint.selective_ac_option '%s': zplan models 'op' (the "
-                                  "attention core recomputed); every-N-layers checkpointing is not modelled yet",
-                       l->name, e->line, e->value);
+    if (strcmp(e->value, "op") == 0) {
+        l->sac_op = 1;
+        return ZP_OK;
+    }
+    const char *v = e->value;
+    size_t n = strlen(v);
+    int digits = n > 0 && n < 8;
+    for (size_t i = 0; digits && i < n; i++)
+        digits = isdigit((unsigned char)v[i]) != 0;
+    if (!digits)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: activation_checkpoint.selective_ac_option '%s': use 'op' or a whole "
+                                  "number k (every k-th block checkpointed)",
+                       l->name, e->line, v);
+    l->sac_op = 0;
+    l->sac_every = strtoll(v, NULL, 10);
     return ZP_OK;
+}
+
+/* training.compile (compile.enable in later torchtitan): torch.compile of each block. zplan costs a block's
+ * elementwise ops as the fused kernels Inductor or Megatron's hand-fused kernels make, compiled or not: eager
+ * PyTorch's separate kernels are not modelled (issue #28 point 7), so a compiled run is stated as it is and an
+ * eager one reads the same, which the note says. */
+static zp_status set_compile(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcasecmp(e->value, "true") == 0) {
+        zp_launch_note(l, "%s true: the blocks' elementwise ops costed as fused kernels (as without it: eager "
+                          "PyTorch's separate kernels are not modelled)",
+                       e->key);
+        return ZP_OK;
+    }
+    if (strcasecmp(e->value, "false") == 0)
+        return ZP_OK;
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: %s '%s': use true or false", l->name, e->line, e->key, e->value);
 }
 
 static zp_status set_param_dtype(zp_launch *l, const zp_launch_entry *e)
@@ -111,7 +143,10 @@ static const zp_launch_key g_keys[] = {
     {"model.hf_assets_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.max_norm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.steps", ZP_LK_KNOWN, 0, 0, NULL, NULL},
-    {"training.compile", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"training.compile", ZP_LK_FN, 0, 0, set_compile, NULL},
+    {"compile.enable", ZP_LK_FN, 0, 0, set_compile, NULL},
+    {"compile.components", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"compile.backend", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.dataset", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.dataset_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"parallelism.enable_async_tensor_parallel", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_ASYNC, NULL, NULL},
@@ -329,6 +364,10 @@ zp_status zp_torchtitan_check(const zp_plan *p)
                        p->offload != ZP_OFFLOAD_NONE ? "offload" : "ZeRO-R Pa");
     if (p->stage != 0 && p->stage != 3)
         return ZP_FAIL(ZP_EUNSUPPORTED, "ZeRO stage %d: torchtitan runs DDP (stage 0) or FSDP (stage 3)", p->stage);
+    if (p->selective)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "Megatron-LM's selective recompute (the attention core alone): torchtitan's "
+                                        "selective modes are op-level (--recompute op) and every k-th block "
+                                        "(--checkpoint-every k)");
     if (p->mp > 1 && !p->sp)
         return ZP_FAIL(ZP_EUNSUPPORTED, "TP %lld without sequence parallelism: torchtitan's TP always shards the "
                                         "norms along the sequence",
@@ -350,8 +389,14 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     ZP_TRY(zp_torchtitan_check(p));
     ZP_TRY(zp_torchtitan_check_model(m));
     const char *flavor = flavor_of(m);
-    const char *mode = zp_plan_recompute(p) == ZP_RECOMPUTE_FULL ? "full"
-                       : zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE ? "selective" : "none";
+    const zp_recompute rc = zp_plan_recompute(p);
+    const int every = rc == ZP_RECOMPUTE_FULL && p->ckpt_every > 1; /* selective_ac_option = "k" */
+    const char *mode = rc == ZP_RECOMPUTE_FULL && !every ? "full" : rc == ZP_RECOMPUTE_NONE ? "none" : "selective";
+    char option[48] = ""; /* Megatron-LM's selective recompute is refused above: torchtitan has none */
+    if (every)
+        snprintf(option, sizeof option, "selective_ac_option = \"%d\"\n", p->ckpt_every);
+    else if (rc == ZP_RECOMPUTE_OP)
+        snprintf(option, sizeof option, "selective_ac_option = \"op\"\n");
     const long long local = p->micro_batch * (p->pp > 1 ? p->grad_accum : 1);
     /* async TP runs under torch.compile (torchtitan refuses it without) */
     const int async = p->tp_overlap == ZP_TP_OVERLAP_ASYNC && p->mp > 1;
@@ -382,8 +427,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                                  (long long)p->micro_batch);
     if (used < len)
         used += (size_t)snprintf(buf + used, len - used, "\n[activation_checkpoint]\nmode = \"%s\"\n%s", mode,
-                                 zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE ? "selective_ac_option = \"op\"\n"
-                                                                                : "");
+                                 option);
     if (used >= len)
         return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
     return ZP_OK;

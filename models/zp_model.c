@@ -525,6 +525,29 @@ double zp_model_flops_iteration(const zp_model *m, double batch, int recompute)
     return passes * (layers + mtp) + 3.0 * (logits + mtp_logits);
 }
 
+zp_status zp_model_check_op_sac(const zp_model *m)
+{
+    const char *no = zp_model_moe_blocks(m) > 0 ? "mixture-of-experts blocks"
+                     : m->attn == ZP_ATTN_MLA  ? "multi-head latent attention"
+                     : m->parallel             ? "parallel attention and MLP"
+                                               : NULL;
+    if (!no)
+        return ZP_OK;
+    return ZP_FAIL(ZP_EUNSUPPORTED, "--recompute op: zplan models torchtitan's op-level recompute of a dense "
+                                    "Llama block (wq, wk, wv, wo, w1, w3, w2); model '%s' has %s: use "
+                                    "--recompute full, selective or none",
+                   m->name, no);
+}
+
+double zp_model_flops_op_sac_recompute(const zp_model *m, double batch)
+{
+    const double h = (double)m->hidden, tokens = batch * (double)m->seq;
+    const double wk = h * (double)(zp_model_kv_heads(m) * zp_model_head_dim(m));
+    const double wo = (double)(m->heads * zp_model_v_head_dim(m)) * h;
+    const double w3 = m->mlp == ZP_MLP_GATED ? h * (double)m->ffn : 0.0; /* fc2 never runs again */
+    return 2.0 * tokens * (double)m->layers * (wk + wo + w3);
+}
+
 /* ---- Activations ---------------------------------------------------------------------------- */
 
 /* Korthikanti's per-token bytes of a block as s*b*h*(R + S/t + 5*a*s/(h*t)): R the replicated terms

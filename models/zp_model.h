@@ -305,6 +305,13 @@ double zp_model_score_bytes(const zp_model *m);
 double zp_model_activation_bytes_block(const zp_model *m, int64_t i, double batch, int64_t mp);
 /* The mean block (layers x it = every block). */
 double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t mp);
+/* torchtitan's op-level selective recompute (zp_plan.op_sac; sim/zp_schedule.c op_sac_recompute): ZP_OK for a
+ * dense block of sequential attention and MLP, else ZP_EUNSUPPORTED naming what the model has; and the GEMM
+ * FLOPs it recomputes in one iteration over `batch` sequences: every second matmul of each block, wk, wo and
+ * the gated MLP's w3, 2·tokens·(h·kv·d + a·dv·h + h·f) per block (the elementwise ops count no FLOPs). */
+zp_status zp_model_check_op_sac(const zp_model *m);
+double zp_model_flops_op_sac_recompute(const zp_model *m, double batch);
+
 /* The checkpoint a block keeps under full activation checkpointing: its fp16 input, 2*s*b*h bytes
  * (replicated on each of the mp ranks unless partitioned with ZeRO-R Pa). */
 double zp_model_checkpoint_bytes_layer(const zp_model *m, double batch);

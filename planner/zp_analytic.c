@@ -40,7 +40,15 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     /* Compute: the executed FLOPs of one micro-batch split over the MP group and the pipeline stages; a
      * pipeline idles (P - 1)/v passes of each stage's per-micro-batch work (its bubble). */
     const double split = (double)zp_dims_seq_split(plan->deg); /* context parallelism: a rank's slice */
-    double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm / np / split;
+    double flops = zp_model_flops_iteration(model, b, plan->checkpoint);
+    const double frac = zp_plan_ckpt_fraction(plan, model->layers); /* blocks recomputed whole: 1, 1/k or 0 */
+    if (plan->checkpoint && frac < 1.0) {
+        const double none = zp_model_flops_iteration(model, b, 0);
+        flops = none + frac * (flops - none);
+    }
+    if (plan->op_sac) /* torchtitan's op-level recompute: every second GEMM of each block again */
+        flops += zp_model_flops_op_sac_recompute(model, b);
+    flops = flops / nm / np / split;
     const double rate = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
@@ -52,7 +60,8 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double lat_mp;
     double bw_mp = zp_analytic_group_bw(c, plan->mp, 1, &lat_mp);
     double act_bytes = 2.0 * b * (double)model->seq / split * (double)model->hidden;
-    double n_ar = plan->checkpoint ? 6.0 : 4.0;
+    /* op-level recompute: the all-reduce after wo again (with SP the two all-gathers, as much traffic) */
+    double n_ar = plan->checkpoint ? 4.0 + 2.0 * frac : (plan->op_sac ? 5.0 : 4.0);
     const double ar_mp = zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
     t.mp_comm = accum * (double)model->layers / np * n_ar * ar_mp;
     if (plan->pa || plan->pa_cpu)
@@ -72,7 +81,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
         double one = zp_coll_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
-        t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 6.0 : 4.0) * one;
+        t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 4.0 + 2.0 * frac : 4.0) * one;
     }
 
     /* ZeRO-DP: fp16 elements of the local parameters. Stage 0-1 all-reduce once per step; stage 2

@@ -87,6 +87,13 @@ static zp_status validate_pipeline(const zp_search_req *r)
                                   "nothing left to partition (drop one)");
     if (r->recompute != ZP_SEARCH_ANY && r->recompute != ZP_RECOMPUTE_FULL && (r->pa == 1 || r->pa_cpu == 1))
         return ZP_FAIL(ZP_EINVAL, "--pa/--pa-cpu partition activation checkpoints: they need --recompute full");
+    if (r->base.ckpt_every > 1 && r->recompute != ZP_SEARCH_ANY && r->recompute != ZP_RECOMPUTE_FULL)
+        return ZP_FAIL(ZP_EINVAL, "--checkpoint-every %d checkpoints one block in %d whole: it needs --recompute "
+                                  "full (drop --recompute %s)",
+                       r->base.ckpt_every, r->base.ckpt_every, zp_recompute_name((zp_recompute)r->recompute));
+    if (r->base.ckpt_every > 1 && (r->pa == 1 || r->pa_cpu == 1))
+        return ZP_FAIL(ZP_EINVAL, "--checkpoint-every with --pa/--pa-cpu: ZeRO-R partitions every block's "
+                                  "checkpoint (drop one)");
     return ZP_OK;
 }
 
@@ -157,6 +164,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--recompute selective";
     else if (r->sp == 1 && !f->sp)
         no = "--sp (Megatron-LM's sequence parallelism)";
+    else if ((r->recompute == ZP_RECOMPUTE_OP || r->base.ckpt_every > 1) && r->framework != ZP_FRAMEWORK_ANY)
+        no = "torchtitan's checkpointing modes (--recompute op, --checkpoint-every)";
     else if (interleaved && f->interleave_min_pp == 0)
         no = "the interleaved schedule";
     else if (r->base.grad_accum_fusion && !f->fusion)
@@ -305,6 +314,8 @@ zp_status zp_search_validate(const zp_search_req *r)
     if (r->simulate && r->sim == ZP_SIM_REDUCED && r->platform_file)
         return ZP_FAIL(ZP_EINVAL, "--sim reduced: a user platform (--cluster FILE) is simulated in full (its nodes "
                                   "need not be alike)");
+    if (r->recompute == ZP_RECOMPUTE_OP)
+        ZP_TRY(zp_model_check_op_sac(r->model));
     return zp_model_validate(r->model);
 }
 
@@ -313,6 +324,12 @@ zp_status zp_search_validate(const zp_search_req *r)
 static double flops_executed(const zp_model *model, const zp_plan *plan, double batch)
 {
     double f = zp_model_flops_iteration(model, batch, plan->checkpoint);
+    if (plan->checkpoint && plan->ckpt_every > 1) { /* only the checkpointed blocks run their forward again */
+        const double none = zp_model_flops_iteration(model, batch, 0);
+        f = none + zp_plan_ckpt_fraction(plan, model->layers) * (f - none);
+    }
+    if (plan->op_sac)
+        f += zp_model_flops_op_sac_recompute(model, batch);
     if (plan->selective) {
         const double s = (double)model->seq;
         f += batch * (double)model->layers * 2.0 * s * s * (double)model->heads *
@@ -1076,6 +1093,8 @@ static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes 
                                              : (!r->exact || rc == ZP_RECOMPUTE_FULL));
             if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective))
                 continue;
+            if (rc == ZP_RECOMPUTE_OP && r->recompute != ZP_RECOMPUTE_OP) /* torchtitan's: only when asked */
+                continue;
             for (int tpo = 0; tpo < ZP_NTP_OVERLAP; tpo++) {
                 if (!tp_overlap_wanted(r, f, mp, sp, tpo))
                     continue;
@@ -1186,8 +1205,8 @@ static int ra_wanted(const walk *w, const shape *x, int64_t mp, int ra)
     } else if ((w->pacpu == 0 && pacpu) || (w->pa != ZP_SEARCH_ANY && pa != w->pa)) {
         return 0;
     }
-    if ((x->recompute != ZP_RECOMPUTE_FULL || x->sp) && ra > 0)
-        return 0;
+    if ((x->recompute != ZP_RECOMPUTE_FULL || x->sp || w->r->base.ckpt_every > 1) && ra > 0)
+        return 0; /* Pa partitions every block's checkpoint: not with every k-th block checkpointed */
     return !(mp == 1 && ra > 0 && w->pa != 1 && w->pacpu != 1); /* no MP group to partition across */
 }
 

@@ -279,10 +279,16 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         snprintf(pipe, sizeof pipe, " interleaved:v%d", p->vstages);
     else if (p->pp > 1)
         snprintf(pipe, sizeof pipe, " %s", zp_pp_schedule_name(p->schedule));
+    char ckpt[24]; /* torchtitan's modes: every k-th block ("ckpt/k"), op-level ("op-ckpt") */
+    if (p->checkpoint && p->ckpt_every > 1)
+        snprintf(ckpt, sizeof ckpt, "ckpt/%d", p->ckpt_every);
+    else
+        snprintf(ckpt, sizeof ckpt, "%s",
+                 p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : (p->op_sac ? "op-ckpt" : "no-ckpt")));
     /* TP communication overlapped with its GEMMs (--tp-comm-overlap), where the plan has TP to overlap */
     const int tpo = p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1;
     snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
-             p->md ? "MD " : "", p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : "no-ckpt"), p->sp ? " SP" : "",
+             p->md ? "MD " : "", ckpt, p->sp ? " SP" : "",
              tpo ? " tp-overlap:" : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "", pipe,
              p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");

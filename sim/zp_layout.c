@@ -208,17 +208,46 @@ static double ds_block_acts(const zp_builder *b)
     return acts > 0 ? acts : 0.0;
 }
 
-/* What a block keeps from its forward to its backward without full recompute, and the working set of the
- * block being (re)computed. */
-static double ds_block_kept(const zp_builder *b) { return ds_block_acts(b) - (b->p->selective ? ds_core_bytes(b) : 0.0); }
+/* What torchtitan's op-level selective recompute keeps of a dense block (op_sac_recompute in zp_schedule.c
+ * says which ops): the block's input (the checkpoint wrapper's), the kept GEMMs' outputs, wq's Q, wv's V,
+ * w1's (fc1's) T x f and the gated MLP's w2 output (T x h, partial before the MP reduction), the SDPA kernel's
+ * output and its fp32 log-sum-exp per query head, and with sequence parallelism the two reduce-scatters'
+ * outputs; bf16 but the log-sum-exp. Per MP rank, bytes. The attention is a fused SDPA kernel in torchtitan:
+ * no s x s scores are kept whatever flash_attn says. */
+static double ds_op_sac_kept(const zp_builder *b)
+{
+    zp_block_shape S;
+    zp_shape_block(b->m, b->p, b->layer >= 0 ? b->layer : 0, &S);
+    const double T = S.T, h = S.h, Ts = b->p->sp ? T / (double)b->p->mp : T;
+    double kept = 2.0 * Ts * h + 2.0 * T * (S.q_n + S.kvh * S.dv + S.o_k + S.f) + 4.0 * T * S.qh;
+    if (S.gated)
+        kept += 2.0 * T * h;
+    if (b->p->sp && b->p->mp > 1)
+        kept += 2.0 * 2.0 * Ts * h;
+    return kept;
+}
+
+/* What a block keeps from its forward to its backward when it is not checkpointed whole, and the working
+ * set of the block being (re)computed: a whole block's under full recompute (of every block or of every
+ * k-th: the others keep theirs), what op-level recompute computes again beside what it keeps. */
+static double ds_block_kept(const zp_builder *b)
+{
+    if (b->p->op_sac)
+        return fmin(ds_op_sac_kept(b), ds_block_acts(b));
+    return ds_block_acts(b) - (b->p->selective ? ds_core_bytes(b) : 0.0);
+}
 static double ds_work_bytes(const zp_builder *b)
 {
-    return b->p->checkpoint ? ds_block_acts(b) : (b->p->selective ? ds_core_bytes(b) : 0.0);
+    if (b->p->checkpoint)
+        return zp_plan_ckpt_fraction(b->p, b->m->layers) > 0 ? ds_block_acts(b) : 0.0;
+    if (b->p->op_sac)
+        return ds_block_acts(b) - ds_block_kept(b);
+    return b->p->selective ? ds_core_bytes(b) : 0.0;
 }
 
 static void ds_block_begin(zp_builder *b, int l)
 {
-    if (!b->p->checkpoint)
+    if (!zp_plan_block_checkpointed(b->p, l))
         ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_ACTS, l, ZP_MEM_ACTIVATIONS, ds_block_kept(b));
     if (ds_work_bytes(b) > 0 && !b->work_live) {
         ds_mem(b, ZP_STREAM_COMPUTE, 1, ZP_BUF_BLOCK_WORK, 0, ZP_MEM_ACTIVATIONS, ds_work_bytes(b));
@@ -234,7 +263,7 @@ static double ds_ckpt_bytes(const zp_builder *b)
 
 static void ds_ckpt(zp_builder *b, int l, int alloc)
 {
-    if (b->p->checkpoint)
+    if (zp_plan_block_checkpointed(b->p, l))
         ds_mem(b, ZP_STREAM_COMPUTE, alloc, ZP_BUF_CKPT, l, b->p->pa_cpu ? ZP_MEM_HOST : ZP_MEM_CHECKPOINTS,
                ds_ckpt_bytes(b));
     else if (!alloc)

@@ -753,13 +753,48 @@ static int next_stage(const zp_builder *b) { return (b->pps.stage + 1) % b->pps.
 
 /* ---- activation recompute ---- */
 
+/* torchtitan's op-level selective recompute of one dense block (torchtitan/distributed/activation_checkpoint.py
+ * _apply_op_sac: the outputs of the ops in _save_list, aten.mm, the SDPA kernels, reduce_scatter and max, are
+ * kept, but _custom_policy recomputes every second mm of the block, `meta[mm_count] % 2 == 0`). Its Llama
+ * block runs wq, wk, wv, wo, then w1, w3, w2 (gated; fc1, fc2 otherwise): wk, wo and w3 (fc2) are
+ * recomputed, wq, wv, w1 (fc1), w2 and the attention kept. Eager replay stops at the last tensor backward
+ * needs (the MLP activation's output, w2's input), so fc2 and w2 never run again; everything before it
+ * that is not kept runs again: the norms (and the sequence-parallel all-gathers: an all-gather is not in the
+ * save list, a reduce-scatter is; without SP the all-reduce after wo runs again), rotary, the residual add,
+ * the MLP activation. */
+static void op_sac_recompute(zp_builder *b)
+{
+    zp_block_shape S;
+    zp_shape_block(b->m, b->p, b->layer, &S);
+    const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
+    eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * Ts * h, Ts * h);
+    mp_gather(b, 2.0 * T * h);
+    gemm(b, ZP_OPK_QKV, T, S.kvh * S.dqk, h, 1); /* wk alone */
+    if (S.rotary)
+        eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S.rope_n, T * S.rope_n);
+    gemm(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 1);
+    if (!b->p->sp)
+        mp_reduce(b, 2.0 * T * h);
+    if (!S.one_norm) {
+        eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
+        mp_gather(b, 2.0 * T * h);
+    }
+    if (S.gated) {
+        gemm(b, ZP_OPK_MLP_UP, T, S.f, h, 1); /* w3 alone */
+        eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * S.f, T * S.f);
+    } else {
+        eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * S.f, T * S.f);
+    }
+}
+
 /* Before block l's backward: under full recompute its forward again (Pa+cpu's checkpoint back first, Pa's
- * all-gather), under selective recompute its attention core again; nothing without recompute. */
+ * all-gather; with ckpt_every only in the blocks checkpointed), under selective recompute its attention core
+ * again, under op-level recompute half its GEMMs and its elementwise ops; nothing without recompute. */
 static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, double ckpt_part)
 {
     const zp_plan *p = b->p;
     const double T = (double)p->micro_batch * (double)b->m->seq;
-    if (p->checkpoint) {
+    if (p->checkpoint && zp_plan_block_checkpointed(p, b->layer)) {
         b->phase = ZP_PHASE_RECOMPUTE;
         if (pacpu) {
             wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_CKPT_IN);
@@ -775,6 +810,10 @@ static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, 
         zp_block_shape S;
         zp_shape_block(b->m, p, b->layer, &S);
         attention_core(b, &S);
+        b->phase = ZP_PHASE_BACKWARD;
+    } else if (p->op_sac) {
+        b->phase = ZP_PHASE_RECOMPUTE;
+        op_sac_recompute(b);
         b->phase = ZP_PHASE_BACKWARD;
     }
 }
@@ -1061,6 +1100,12 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     memset(out, 0, sizeof *out);
     ZP_TRY(zp_model_validate(model));
     ZP_TRY(zp_plan_validate(plan));
+    if (plan->op_sac)
+        ZP_TRY(zp_model_check_op_sac(model));
+    if (plan->impl == ZP_IMPL_EXEC && (plan->op_sac || plan->ckpt_every > 1))
+        return ZP_FAIL(ZP_EUNSUPPORTED, "%s: zplan's executor checkpoints every block or none (the simulator "
+                                        "models torchtitan's modes)",
+                       plan->op_sac ? "--recompute op" : "--checkpoint-every");
     /* The model as one rank runs it: with the sequence split (context parallelism) its slice of each
      * sequence, every token-proportional op and activation of the slice (zp_shape_block: its queries
      * meet every slice's keys); the learned positions stay the whole sequence's. */
@@ -1077,7 +1122,8 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     if (!b.lay)
         return ZP_FAIL(ZP_EINVAL, "schedule: unknown implementation %d", (int)plan->impl);
     ZP_TRY(zp_pp_stage_get(model, plan, stage, &b.pps));
-    b.collapse = memory_only && b.lay->compute_only;
+    /* blocks alike: not with every k-th block checkpointed (the others keep their activations) */
+    b.collapse = memory_only && b.lay->compute_only && plan->ckpt_every <= 1;
     ZP_TRY(b.lay->facts(model, plan, &b.pps, &b.f));
     b.live = calloc((size_t)model->layers + 2, 1);
     if (!b.live) {

@@ -571,9 +571,12 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
                            (long long)r->global_batch, (long long)p->micro_batch, (long long)dp);
         p->grad_accum = r->global_batch / per;
     }
-    if (a->checkpoint_given)
+    if (a->checkpoint_given) {
         zp_plan_set_recompute(p, r->recompute != ZP_SEARCH_ANY ? (zp_recompute)r->recompute
                                                                : (r->checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE));
+        if (p->checkpoint)
+            p->ckpt_every = r->base.ckpt_every; /* refused by zp_exec_config_check: the executor has no such mode */
+    }
     if (a->overlap_given)
         p->overlap_comm = r->base.overlap_comm;
     p->pa = r->pa == 1;

@@ -210,6 +210,17 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --checkpoint-every K: full recompute of every K-th block only (torchtitan's selective_ac_option = "K");
+ * it implies --recompute full. */
+static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
+{
+    ZP_TRY(set_small_int(opt, v, 1, 1000000, &a->r.base.ckpt_every));
+    a->r.recompute = ZP_RECOMPUTE_FULL;
+    a->r.checkpoint = 1;
+    a->checkpoint_given = 1;
+    return ZP_OK;
+}
+
 static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
 {
     return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
@@ -456,6 +467,8 @@ static const zp_cli_opt g_opts[] = {
     {"checkpoint-activations", 0, 0, PLAN, set_checkpoint}, /* Megatron-LM's and DeepSpeed's name */
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
     {"recompute", 0, 1, PLAN, set_recompute},
+    /* torchtitan's checkpointing modes and torch.compile */
+    {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
     {"pp", 0, 1, PLAN, set_degree},
     {"cp", 0, 1, PLAN, set_degree},
     {"cp-comm", 0, 1, PLAN, set_cp_comm},

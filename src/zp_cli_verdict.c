@@ -38,6 +38,9 @@ static void describe(const zp_plan *p, char *buf, size_t len)
                       (long long)zp_plan_replicas(p),
                       (long long)p->micro_batch, (long long)p->grad_accum,
                       zp_plan_recompute(p) == ZP_RECOMPUTE_NONE ? "no" : zp_recompute_name(zp_plan_recompute(p)));
+    if (p->checkpoint && p->ckpt_every > 1 && n > 0 && (size_t)n < len) /* torchtitan's selective_ac_option k */
+        n += snprintf(buf + n, len - (size_t)n, " of every %d%s block", p->ckpt_every,
+                      p->ckpt_every == 2 ? "nd" : p->ckpt_every == 3 ? "rd" : "th");
     if (p->offload != ZP_OFFLOAD_NONE && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", offload %s", zp_offload_name(p->offload));
     if ((p->pa || p->pa_cpu) && n > 0 && (size_t)n < len)
@@ -55,7 +58,12 @@ static void knob_value(zp_knob k, const zp_plan *p, char *buf, size_t len)
                  p->vstages == 1 ? "" : "s");
         break;
     case ZP_KNOB_MICRO: snprintf(buf, len, "%lld (x %lld)", (long long)p->micro_batch, (long long)p->grad_accum); break;
-    case ZP_KNOB_RECOMPUTE: snprintf(buf, len, "%s", zp_recompute_name(zp_plan_recompute(p))); break;
+    case ZP_KNOB_RECOMPUTE:
+        if (p->checkpoint && p->ckpt_every > 1)
+            snprintf(buf, len, "full of every %d blocks", p->ckpt_every);
+        else
+            snprintf(buf, len, "%s", zp_recompute_name(zp_plan_recompute(p)));
+        break;
     case ZP_KNOB_SP: snprintf(buf, len, "%s", p->sp ? "on" : "off"); break;
     default: snprintf(buf, len, "%s%s", zp_offload_name(p->offload), p->pa_cpu ? ", Pa+cpu" : p->pa ? ", Pa" : "");
     }

@@ -100,7 +100,7 @@ zp_status zp_tp_overlap_parse(const char *text, zp_tp_overlap *out)
 
 const char *zp_recompute_name(zp_recompute r)
 {
-    static const char *const names[] = {"full", "selective", "none"};
+    static const char *const names[] = {"full", "selective", "none", "op"};
     return (unsigned)r < ZP_NRECOMPUTE ? names[r] : "?";
 }
 
@@ -111,18 +111,36 @@ zp_status zp_recompute_parse(const char *text, zp_recompute *out)
             *out = (zp_recompute)r;
             return ZP_OK;
         }
-    return ZP_FAIL(ZP_EINVAL, "--recompute: unknown value '%s' (use full, selective or none)", text);
+    return ZP_FAIL(ZP_EINVAL, "--recompute: unknown value '%s' (use full, selective, none or op)", text);
 }
 
 zp_recompute zp_plan_recompute(const zp_plan *p)
 {
-    return p->checkpoint ? ZP_RECOMPUTE_FULL : (p->selective ? ZP_RECOMPUTE_SELECTIVE : ZP_RECOMPUTE_NONE);
+    return p->checkpoint  ? ZP_RECOMPUTE_FULL
+           : p->selective ? ZP_RECOMPUTE_SELECTIVE
+           : p->op_sac    ? ZP_RECOMPUTE_OP
+                          : ZP_RECOMPUTE_NONE;
 }
 
 void zp_plan_set_recompute(zp_plan *p, zp_recompute r)
 {
     p->checkpoint = r == ZP_RECOMPUTE_FULL;
     p->selective = r == ZP_RECOMPUTE_SELECTIVE;
+    p->op_sac = r == ZP_RECOMPUTE_OP;
+    if (r != ZP_RECOMPUTE_FULL) /* every k-th block is a form of full recompute */
+        p->ckpt_every = 0;
+}
+
+int zp_plan_block_checkpointed(const zp_plan *p, int64_t l)
+{
+    return p->checkpoint && (p->ckpt_every <= 1 || (l + 1) % p->ckpt_every == 0);
+}
+
+double zp_plan_ckpt_fraction(const zp_plan *p, int64_t layers)
+{
+    if (!p->checkpoint || layers < 1)
+        return 0.0;
+    return p->ckpt_every <= 1 ? 1.0 : (double)(layers / p->ckpt_every) / (double)layers;
 }
 
 /* The named degrees are the table's array (zp_plan.deg): the same memory, in the table's order. */
@@ -201,8 +219,16 @@ zp_status zp_plan_validate(const zp_plan *p)
                                   "parallelism\": gradients must stay whole on a stage until every micro-batch "
                                   "has gone through it); use --stage 1 (the distributed optimizer) or --pp 1",
                        p->stage);
-    if (p->checkpoint && p->selective)
-        return ZP_FAIL(ZP_EINVAL, "--recompute: full and selective recompute exclude each other");
+    if (p->checkpoint + p->selective + p->op_sac > 1)
+        return ZP_FAIL(ZP_EINVAL, "--recompute: full, selective and op recompute exclude each other");
+    if (p->ckpt_every < 0)
+        return ZP_FAIL(ZP_EINVAL, "--checkpoint-every: must be at least 1");
+    if (p->ckpt_every > 1 && (p->pa || p->pa_cpu))
+        return ZP_FAIL(ZP_EINVAL, "--checkpoint-every with --pa/--pa-cpu: ZeRO-R partitions every block's "
+                                  "checkpoint (drop one)");
+    if (p->ckpt_every > 1 && !p->checkpoint)
+        return ZP_FAIL(ZP_EINVAL, "--checkpoint-every %d checkpoints one block in %d whole: it needs --recompute "
+                                  "full", p->ckpt_every, p->ckpt_every);
     if (p->sp && (p->pa || p->pa_cpu))
         return ZP_FAIL(ZP_EINVAL, "--sp shards the checkpoints over the MP group already: ZeRO-R --pa/--pa-cpu "
                                   "have nothing left to partition (drop one)");

@@ -31,10 +31,14 @@ const char *zp_pp_schedule_name(zp_pp_schedule s); /* "1f1b", "gpipe", "interlea
 zp_status zp_pp_schedule_parse(const char *text, zp_pp_schedule *out);
 
 /* Activation recompute (Korthikanti et al. 2022): full (one checkpoint per block, the block recomputed in
- * backward), selective (every activation kept but the attention core's, which backward recomputes), none. */
-typedef enum { ZP_RECOMPUTE_FULL = 0, ZP_RECOMPUTE_SELECTIVE, ZP_RECOMPUTE_NONE, ZP_NRECOMPUTE } zp_recompute;
+ * backward), selective (Megatron-LM's: every activation kept but the attention core's, which backward
+ * recomputes), none; and op (torchtitan's op-level selective checkpointing, selective_ac_option = "op": a
+ * block keeps its input and the outputs of its compute-intensive ops, every other matmul's and the
+ * attention's, and backward recomputes the other matmuls and every elementwise op; zp_plan_op_sac_*).
+ * The search tries op only when asked (--recompute op). */
+typedef enum { ZP_RECOMPUTE_FULL = 0, ZP_RECOMPUTE_SELECTIVE, ZP_RECOMPUTE_NONE, ZP_RECOMPUTE_OP, ZP_NRECOMPUTE } zp_recompute;
 
-const char *zp_recompute_name(zp_recompute r); /* "full", "selective", "none" */
+const char *zp_recompute_name(zp_recompute r); /* "full", "selective", "none", "op" */
 
 /* How context parallelism moves K and V: a ring (Megatron-core's default, cp_comm_type p2p: CP - 1 point-to-point
  * steps, each hidden behind the attention of the slice in hand) or an all-gather of every slice's K and V before
@@ -160,6 +164,11 @@ typedef struct {
                                  forward, bucket by bucket beside it (Megatron-core's --overlap-param-gather
                                  with its distributed optimizer; needs overlap_comm) instead of after the
                                  optimizer */
+    /* torchtitan's checkpointing modes (torchtitan/distributed/activation_checkpoint.py) */
+    int ckpt_every;      /* with checkpoint: only every k-th block checkpointed (selective_ac_option = "k",
+                            _apply_layer_sac: the blocks whose 1-based index is a multiple of k), the others
+                            keep all their activations; 0 or 1: every block (zp_plan_block_checkpointed) */
+    int op_sac;          /* op-level selective checkpointing (ZP_RECOMPUTE_OP; checkpoint and selective 0) */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
@@ -174,6 +183,11 @@ const char *zp_plan_precision_name(const zp_plan *p);
 /* The recompute policy of a plan (from checkpoint and selective), and setting it. */
 zp_recompute zp_plan_recompute(const zp_plan *p);
 void zp_plan_set_recompute(zp_plan *p, zp_recompute r);
+/* Whether block l (0-based, the model's) is checkpointed and recomputed whole: full recompute, every block
+ * or every ckpt_every-th one (the blocks l with (l + 1) % k == 0, as torchtitan counts its wrappers). */
+int zp_plan_block_checkpointed(const zp_plan *p, int64_t l);
+/* The fraction of a model's L blocks that zp_plan_block_checkpointed checkpoints (0 without full recompute). */
+double zp_plan_ckpt_fraction(const zp_plan *p, int64_t layers);
 /* GPUs of the plan: dp * mp * pp. */
 int64_t zp_plan_gpus(const zp_plan *p);
 /* The replicas of the batch: dp over the ways a sequence is split (context parallelism), zp_dims_replicas. */

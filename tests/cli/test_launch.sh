@@ -45,7 +45,8 @@ has "175B: the model" "96 layers, hidden 12288, 96 heads, seq 2048, vocab 51200"
 has "175B: rampup noted" "rampup-batch-size 16 16 5859375: judged at the full global batch"
 has "175B: one change" "^  one change:  --"
 judged "torchtitan llama3_8b.toml" --torchtitan "$F/llama3_8b.toml" --gpus 64 --cluster dgx-a100 --top 1
-has "llama3 8B: its plan" "ZeRO stage 3, TP 1, DP 64, micro-batch 1 x 1, selective recompute"
+has "llama3 8B: its plan (selective_ac_option 'op': torchtitan's op-level policy)" \
+  "ZeRO stage 3, TP 1, DP 64, micro-batch 1 x 1, op recompute"
 has "llama3 8B: the flavor" "model: llama-3-8b"
 judged "NeMo megatron_gpt_config.yaml" --nemo "$F/megatron_gpt_config.yaml" --cluster dgx-a100 --top 1
 has "NeMo: its plan" "ZeRO stage 0, TP 1, DP 1, micro-batch 4 x 2, no recompute"
@@ -157,6 +158,61 @@ fi
 sed 's/ --sequence-parallel//' "$T/tpo.args" >"$T/tponosp.args"
 bad "--tp-comm-overlap without SP" 'needs sequence parallelism.*--sequence-parallel' --megatron-args "$T/tponosp.args" --gpus 16 \
   --cluster dgx-h100
+echo "== torchtitan's checkpointing modes: every k-th block, op-level; written and read back"
+sed "s/^selective_ac_option = 'op'/selective_ac_option = '2'/" "$F/llama3_8b.toml" >"$T/sac2.toml"
+judged "torchtitan selective_ac_option '2'" --torchtitan "$T/sac2.toml" --gpus 64 --cluster dgx-a100 --top 1
+has "every 2nd block checkpointed" "micro-batch 1 x 1, full recompute of every 2nd block"
+grep -v '^selective_ac_option' "$F/llama3_8b.toml" >"$T/sacdef.toml"
+judged "torchtitan mode 'selective' alone (its default option, '2')" --torchtitan "$T/sacdef.toml" --gpus 64 \
+  --cluster dgx-a100 --top 1
+has "the default option is every 2nd block" "full recompute of every 2nd block"
+for v in x -1 2.5 ' 2'; do
+  sed "s/^selective_ac_option = 'op'/selective_ac_option = '$v'/" "$F/llama3_8b.toml" >"$T/sacbad.toml"
+  bad "torchtitan selective_ac_option '$v'" "sacbad.toml:57: activation_checkpoint.selective_ac_option '$v': use 'op' or a whole number" \
+    --torchtitan "$T/sacbad.toml" --gpus 64
+done
+for mode in "--checkpoint-every 2" "--checkpoint-every 40" "--recompute op"; do
+  # shellcheck disable=SC2086
+  if "$Z" --model llama-3-8b --gpus 64 --cluster dgx-h100 --analytic --stage 3 --micro-batch 1 --global-batch 64 \
+       --exact $mode --emit-torchtitan "$T/m.toml" >/dev/null 2>"$T/err"; then
+    want='selective_ac_option = "op"'
+    [ "$mode" != "--recompute op" ] && want="selective_ac_option = \"${mode##* }\""
+    if grep -q "^mode = \"selective\"" "$T/m.toml" && grep -qF "$want" "$T/m.toml"; then ok; else
+      ko "$mode written as $want: $(cat "$T/m.toml")"; fi
+    judged "the torchtitan TOML of $mode" --torchtitan "$T/m.toml" --gpus 64 --cluster dgx-h100 --analytic
+    steps_match "torchtitan TOML of $mode" "$T/m.toml"
+  else
+    ko "emitting $mode: $(cat "$T/err")"
+  fi
+done
+sed 's/^compile = false/compile = true/' "$F/llama3_8b.toml" >"$T/compile.toml"
+judged "torchtitan training.compile true" --torchtitan "$T/compile.toml" --gpus 64 --cluster dgx-a100 --analytic --top 1
+has "compile: what zplan costs, said" "training.compile true: the blocks' elementwise ops costed as fused kernels"
+sed 's/^compile = false/compile = maybe/' "$F/llama3_8b.toml" >"$T/compile.toml"
+bad "torchtitan training.compile maybe" "compile.toml:37: training.compile 'maybe': use true or false" \
+  --torchtitan "$T/compile.toml" --gpus 64
+bad "--checkpoint-every 0" "--checkpoint-every: '0' must be at least 1" --model llama-3-8b --gpus 8 --checkpoint-every 0
+bad "--checkpoint-every two" "--checkpoint-every: 'two' is not a number" --model llama-3-8b --gpus 8 --checkpoint-every two
+bad "--checkpoint-every 1.5" "--checkpoint-every: '1.5' must be a whole number" --model llama-3-8b --gpus 8 \
+  --checkpoint-every 1.5
+bad "--checkpoint-every with --recompute none" 'it needs --recompute full \(drop --recompute none\)' \
+  --model llama-3-8b --gpus 8 --checkpoint-every 2 --recompute none
+bad "--checkpoint-every with --pa" 'checkpoint-every with --pa/--pa-cpu' --model llama-3-8b --gpus 8 --mp 2 \
+  --checkpoint-every 2 --pa
+bad "--recompute op on an MoE model" "model 'mixtral-8x7b' has mixture-of-experts blocks: use --recompute full" \
+  --model mixtral-8x7b --gpus 8 --recompute op
+bad "--recompute op on an MoE model, analytic" "model 'mixtral-8x7b' has mixture-of-experts blocks" \
+  --model mixtral-8x7b --gpus 8 --recompute op --analytic
+bad "the executor and --checkpoint-every" '--checkpoint-every: the executor runs full recompute of every block or none' \
+  exec --model tiny --checkpoint-every 2
+bad "the executor and --recompute op" '--recompute op: the executor runs full recompute of every block or none' \
+  exec --model tiny --recompute op
+bad "Megatron-LM arguments of every k-th block" "--emit-megatron-args: --checkpoint-every is torchtitan's" \
+  --model llama-3-8b --gpus 8 --cluster dgx-h100 --checkpoint-every 2 --analytic --emit-megatron-args "$T/x.args"
+bad "a DeepSpeed config of op-level recompute" "does not run torchtitan's checkpointing modes" \
+  --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute op --analytic --emit-ds-config "$T/x.json"
+bad "--recompute unknown" "--recompute: unknown value 'some' \(use full, selective, none or op\)" \
+  --model llama-3-8b --gpus 8 --recompute some
 bad "torchtitan TOML of a model it cannot name" 'not a torchtitan llama3 flavor' --model 1.5B --gpus 16 --analytic \
   --emit-torchtitan "$T/x.toml"
 # --emit-ds-config plans within what DeepSpeed runs (no SP, no selective recompute), and says so

@@ -515,3 +515,51 @@ Test(memory, nvme_holds_what_the_host_would)
     p.offload = ZP_OFFLOAD_NONE;
     cr_expect_eq(zp_memory_estimate(m, &p, &nvme), ZP_EINVAL, "NVMe needs offload");
 }
+
+/* torchtitan's checkpointing modes (issue #28 point 7): every k-th block checkpointed keeps less than no
+ * checkpointing and more than every block's checkpoint, the fewer blocks the more; op-level selective keeps
+ * less than none and more than full. Llama 3 8B, seq 8192, FSDP over 8 GPUs, SDPA (FlashAttention). */
+Test(memory, torchtitan_every_k_and_op_between_none_and_full)
+{
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    zp_plan p = plan_of(3, 8, 1, 1);
+    p.flash_attn = 1;
+    zp_memory full, every2, every4, op, none;
+    cr_assert_eq(zp_memory_estimate(m, &p, &full), ZP_OK);
+    p.ckpt_every = 2;
+    cr_assert_eq(zp_memory_estimate(m, &p, &every2), ZP_OK);
+    p.ckpt_every = 4;
+    cr_assert_eq(zp_memory_estimate(m, &p, &every4), ZP_OK);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_OP);
+    cr_expect_eq(p.ckpt_every, 0);
+    cr_assert_eq(zp_memory_estimate(m, &p, &op), ZP_OK);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    cr_assert_eq(zp_memory_estimate(m, &p, &none), ZP_OK);
+    cr_expect_lt(full.activations, every2.activations);
+    cr_expect_lt(every2.activations, every4.activations);
+    cr_expect_lt(every4.activations, none.activations);
+    cr_expect_lt(full.activations, op.activations);
+    cr_expect_lt(op.activations, none.activations);
+    /* every 2nd block: 16 of the 32 blocks keep a checkpoint (2·s·h bytes), the other 16 their activations */
+    cr_expect_float_eq(every2.checkpoints, 0.5 * full.checkpoints, 1e-6 * full.checkpoints);
+    cr_expect_eq(op.checkpoints, 0.0);
+    /* the model states do not change */
+    cr_expect_float_eq(every2.params + every2.grads + every2.optimizer, full.params + full.grads + full.optimizer, 1);
+}
+
+Test(memory, torchtitan_modes_refused_where_not_modelled)
+{
+    zp_plan p = plan_of(3, 8, 2, 1);
+    p.ckpt_every = 2;
+    p.pa = 1;
+    cr_expect_eq(zp_plan_validate(&p), ZP_EINVAL); /* Pa partitions every block's checkpoint */
+    p.pa = 0;
+    p.checkpoint = 0;
+    cr_expect_eq(zp_plan_validate(&p), ZP_EINVAL); /* every k-th block of no recompute */
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_OP);
+    cr_expect_eq(zp_plan_validate(&p), ZP_OK);
+    zp_memory mem;
+    cr_expect_eq(zp_memory_estimate(&zp_zoo_find("mixtral-8x7b")->model, &p, &mem), ZP_EUNSUPPORTED);
+    p.impl = ZP_IMPL_EXEC;
+    cr_expect_neq(zp_memory_estimate(&zp_zoo_find("llama-3-8b")->model, &p, &mem), ZP_OK);
+}

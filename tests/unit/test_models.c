@@ -796,3 +796,22 @@ Test(models, hf_more_published_counts)
                      cases[i].total);
     }
 }
+
+/* torchtitan's op-level selective recompute runs every second matmul of a block again (wk, wo, w3 of Llama's
+ * wq wk wv wo w1 w3 w2): more than Megatron-LM's selective recompute (the attention core's two batched GEMMs)
+ * at Llama 3 8B's 8192 tokens, less than the whole forward of every block (full recompute). */
+Test(models, op_sac_recompute_between_selective_and_full)
+{
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    const double s = (double)m->seq, b = 1.0;
+    const double full = zp_model_flops_iteration(m, b, 1) - zp_model_flops_iteration(m, b, 0);
+    const double selective = b * (double)m->layers * 2.0 * s * s * (double)m->heads *
+                             (double)(zp_model_head_dim(m) + zp_model_v_head_dim(m));
+    const double op = zp_model_flops_op_sac_recompute(m, b);
+    cr_expect_gt(op, selective);
+    cr_expect_lt(op, full);
+    /* 2·tokens·L·(h·kv·d + h·h + h·f) for Llama 3 8B: h 4096, 8 KV heads of 128, f 14336 */
+    cr_expect_float_eq(op, 2.0 * s * 32.0 * (4096.0 * 1024.0 + 4096.0 * 4096.0 + 4096.0 * 14336.0), 1.0);
+    cr_expect_eq(zp_model_check_op_sac(m), ZP_OK);
+    cr_expect_eq(zp_model_check_op_sac(&zp_zoo_find("mixtral-8x7b")->model), ZP_EUNSUPPORTED);
+}
