@@ -55,6 +55,9 @@ typedef struct {
                                 --distribute-saved-activations); 0 */
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
+    int fp8;                 /* FP8 training stated (Megatron-LM --fp8-format, torchtitan's float8 converter) */
+    int fp8_recipe;          /* its zp_fp8_recipe (vocab/zp_fp8.h) where stated; 0: the framework's default */
+    int fp8_all_gather;      /* torchtitan [float8] enable_fsdp_float8_all_gather */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
 } zp_launch;
 

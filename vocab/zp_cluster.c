@@ -101,6 +101,7 @@
     .cpu_adam_rate = 4e9
 #define ZP_DGX_H100(mem, hbm)                                                                                  \
     .gpus_per_node = 8, .gpu_mem = (mem), .peak_flops = 989e12, .peak_flops_bf16 = 989e12,                  \
+    .peak_flops_fp8 = 1979e12, /* H100/H200 SXM datasheets: 3,958 TFLOPS FP8 with sparsity, 1,979 dense */     \
     .gemm_efficiency = 0.78, .sms = 132, .nccl_ctas = 24, .tdp_w = 700,                                       \
     .flash_efficiency = 0.34, .flash_seq_half = 500, .kernel_launch = 3e-6, .dispatch = 10e-6,                 \
     .nccl_ll128 = 1, .nccl_ll_base = 6.0e-6, .nccl_ll_hop = 1.98e-6, .hbm_bw = (hbm),                                                                         \
@@ -216,10 +217,14 @@ double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
         return c->peak_flops;
     if (strcmp(dtype, "bf16") == 0 && c->peak_flops_bf16 > 0)
         return c->peak_flops_bf16;
+    if (strcmp(dtype, "fp8") == 0)
+        return c->peak_flops_fp8;
     return c->peak_flops / 8.0;
 }
 
 int zp_cluster_has_bf16(const zp_cluster *c) { return c->peak_flops_bf16 > 0; }
+
+int zp_cluster_has_fp8(const zp_cluster *c) { return c->peak_flops_fp8 > 0; }
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
 

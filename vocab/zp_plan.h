@@ -139,6 +139,9 @@ typedef struct {
     double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
                                rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
     double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
+    /* FP8 training (vocab/zp_fp8.h): the blocks' linear GEMMs in FP8 beside bf16 parameters */
+    int fp8;             /* a zp_fp8_recipe; 0 (ZP_FP8_NONE): every GEMM in the 16-bit type */
+    int fp8_all_gather;  /* FSDP2 with a torchao recipe: parameters all-gathered in FP8, 1 byte instead of 2 */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
