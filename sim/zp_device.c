@@ -92,8 +92,9 @@ double zp_cost_gemm(const zp_profile *p, const zp_op *op, const zp_op_info *info
 /* One launch of `batch` small GEMMs (attention's). */
 double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
-    (void)info;
     (void)gpus_per_cpu;
+    if (p->fp8.recipe && info->fp8) /* the routed experts' grouped GEMMs (TE's GroupedLinear) in FP8 */
+        return zp_device_fp8_gemm_time(p, op, info);
     return zp_profile_gemm_time_batched(p, op->m, op->n, op->k, op->batch);
 }
 

@@ -39,14 +39,16 @@ static double stream_bw(const zp_profile *p) { return (p->copy_gbs > 0 ? p->copy
  * (zp_profile_gemm_shape_efficiency) over the FP8 peak and efficiency, its 1-byte operands and bf16 result
  * against HBM; without a device model (a calibrated host profile), the measured time over the FP8
  * speedup of the peaks. */
-double zp_device_fp8_gemm_only(const zp_profile *p, double m, double n, double k)
+double zp_device_fp8_gemm_only(const zp_profile *p, double m, double n, double k, double batch)
 {
     const double peak16 = zp_profile_gemm_peak(p);
+    const zp_fp8_info *r = zp_fp8_get(p->fp8.recipe);
     if (!(p->dev.sms > 0) || !(p->dev.gemm_max_eff > 0))
-        return zp_profile_gemm_time(p, m, n, k) * peak16 / (p->fp8.peak_flops * ZP_DEVICE_FP8_EFF_REL);
-    const double shape = zp_profile_gemm_shape_efficiency(p, m, n, k, 1) / p->dev.gemm_max_eff;
+        return batch * zp_profile_gemm_time(p, m, n, k) * peak16 /
+               (p->fp8.peak_flops * ZP_DEVICE_FP8_EFF_REL * (r ? r->gemm_rel : 1.0));
+    const double shape = zp_profile_gemm_shape_efficiency(p, m, n, k, batch) / p->dev.gemm_max_eff;
     const double eff = p->fp8.gemm_max_eff * shape;
-    const double flops = 2.0 * m * n * k, bytes = m * k + k * n + 2.0 * m * n;
+    const double flops = 2.0 * m * n * k * batch, bytes = (m * k + k * n + 2.0 * m * n) * batch;
     return fmax(flops / (p->fp8.peak_flops * eff), bytes / stream_bw(p)) + p->dev.launch_s;
 }
 
@@ -80,7 +82,8 @@ double zp_device_fp8_cast_time(const zp_profile *p, const zp_op *op, zp_fp8_op r
         *launches = 0;
         return 0.0;
     }
-    const double a = op->m * op->k, b = op->k * op->n;
+    const double batch = op->batch > 1 ? op->batch : 1.0; /* a grouped GEMM's experts: each its own tensors */
+    const double a = op->m * op->k * batch, b = op->k * op->n * batch;
     if (role == ZP_FP8_OP_FWD || role == ZP_FP8_OP_DGRAD)
         cast_one(r, a, &bytes, &n);
     if (role == ZP_FP8_OP_FWD && (r->te ? op->micro == 0 : !p->fp8.all_gather))
@@ -102,5 +105,6 @@ double zp_device_fp8_cast_time(const zp_profile *p, const zp_op *op, zp_fp8_op r
 double zp_device_fp8_gemm_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
 {
     int n;
-    return zp_device_fp8_gemm_only(p, op->m, op->n, op->k) + zp_device_fp8_cast_time(p, op, info->fp8, &n);
+    return zp_device_fp8_gemm_only(p, op->m, op->n, op->k, op->batch > 1 ? op->batch : 1.0) +
+           zp_device_fp8_cast_time(p, op, info->fp8, &n);
 }

@@ -20,8 +20,9 @@ void zp_device_profile_fp8(const zp_cluster *c, int recipe, int all_gather, zp_p
 /* Seconds of a linear layer's GEMM in FP8 (info->fp8 set, p->fp8.recipe set): the GEMM at the FP8 rate
  * and the recipe's casts of its operands. */
 double zp_device_fp8_gemm_time(const zp_profile *p, const zp_op *op, const zp_op_info *info);
-/* The GEMM alone (no casts), s: what the GEMM's FP8 speedup is read from. */
-double zp_device_fp8_gemm_only(const zp_profile *p, double m, double n, double k);
+/* The GEMM alone (no casts), `batch` of them in one launch (a grouped GEMM's experts), s: what the GEMM's
+ * FP8 speedup is read from. */
+double zp_device_fp8_gemm_only(const zp_profile *p, double m, double n, double k, double batch);
 /* The cast kernels (amax, cast, transpose) the recipe runs beside a GEMM of this role, s, and how many. */
 double zp_device_fp8_cast_time(const zp_profile *p, const zp_op *op, zp_fp8_op role, int *launches);
 

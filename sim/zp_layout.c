@@ -136,8 +136,8 @@ static double ds_fp8_weight_bytes(const zp_builder *b, double held)
  * save inputmat_t in FP8 under fp8_autocast): 1 byte an element less. The inputs are Korthikanti's terms
  * (models/zp_model.c block_activation): the attention's input (2h a token) and the MLP's (2h, unless it is
  * the same tensor), replicated over TP without SP, and the projection's input (2·a·dv) and the dense MLP's
- * down-projection input (2f), split by TP. Routed experts' inputs are left in bf16 (zplan runs the experts'
- * GEMMs in bf16). torchao's Float8Linear saves the bf16 input and casts again in backward: nothing saved. */
+ * down-projection input (2f), split by TP. Routed experts' inputs are counted in bf16 (TE's GroupedLinear
+ * saves FP8 ones too: not modelled, memory overstated for MoE blocks). torchao's Float8Linear saves the bf16 input and casts again in backward: nothing saved. */
 static double ds_fp8_saved(const zp_builder *b)
 {
     const zp_model *m = b->m;

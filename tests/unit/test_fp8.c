@@ -55,7 +55,7 @@ Test(fp8, gemm_rate_large_shape)
     zp_profile p;
     h100_fp8(ZP_FP8_DELAYED, &p);
     const double m = 16384, n = 8192, k = 8192;
-    const double t16 = zp_profile_gemm_time(&p, m, n, k), t8 = zp_device_fp8_gemm_only(&p, m, n, k);
+    const double t16 = zp_profile_gemm_time(&p, m, n, k), t8 = zp_device_fp8_gemm_only(&p, m, n, k, 1);
     const double rate8 = 2 * m * n * k / t8;
     cr_expect(rate8 > 1200e12 && rate8 < 1320e12, "FP8 GEMM %.0f TFLOP/s", rate8 / 1e12);
     cr_expect_float_eq(t16 / t8, 1979.0 / 989.0 * ZP_DEVICE_FP8_EFF_REL, 0.02, "speedup %.3f", t16 / t8);
@@ -63,9 +63,9 @@ Test(fp8, gemm_rate_large_shape)
     /* rowwise scaling's CUTLASS GEMM: 0.9 of tensorwise (pytorch #147971) */
     zp_profile r;
     h100_fp8(ZP_FP8_AO_ROWWISE, &r);
-    cr_expect_float_eq(zp_device_fp8_gemm_only(&r, m, n, k) / t8, 1 / 0.9, 0.01);
+    cr_expect_float_eq(zp_device_fp8_gemm_only(&r, m, n, k, 1) / t8, 1 / 0.9, 0.01);
     /* small GEMMs gain less: the launch and the waves do not shrink */
-    const double s16 = zp_profile_gemm_time(&p, 1024, 1024, 1024), s8 = zp_device_fp8_gemm_only(&p, 1024, 1024, 1024);
+    const double s16 = zp_profile_gemm_time(&p, 1024, 1024, 1024), s8 = zp_device_fp8_gemm_only(&p, 1024, 1024, 1024, 1);
     cr_expect(s16 / s8 < t16 / t8, "small %.2f large %.2f", s16 / s8, t16 / t8);
 }
 
@@ -96,6 +96,13 @@ Test(fp8, cast_bytes_by_recipe_and_role)
     cr_assert(qkv && qkv->fp8 == ZP_FP8_OP_FWD);
     cr_expect_eq(zp_op_info_get(ZP_OPK_LM_HEAD)->fp8, ZP_FP8_OP_NONE);
     cr_expect_eq(zp_op_info_get(ZP_OPK_ATTN_SCORES)->fp8, ZP_FP8_OP_NONE);
+    cr_expect_eq(zp_op_info_get(ZP_OPK_EXPERT_UP_WGRAD)->fp8, ZP_FP8_OP_WGRAD); /* TE's GroupedLinear */
+    /* a grouped GEMM of 4 experts: 4 times one expert's GEMM (its waves shared) and its casts */
+    zp_op g = op;
+    g.batch = 4;
+    cr_expect_float_eq(zp_device_fp8_cast_time(&p, &g, ZP_FP8_OP_WGRAD, &nl),
+                       4 * (33 * op.m * op.k + 2 * op.k * op.n) / bw + 7 * L, 1e-12);
+    cr_expect(zp_device_fp8_gemm_only(&p, 8192, 4096, 4096, 4) <= 4 * zp_device_fp8_gemm_only(&p, 8192, 4096, 4096, 1));
 }
 
 static void mem_of(const char *model, int stage, int recipe, int all_gather, zp_memory *out)
