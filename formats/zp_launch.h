@@ -58,6 +58,9 @@ typedef struct {
     int param_gather;        /* 1: Megatron-LM --overlap-param-gather (NeMo optim.overlap_param_sync); UNSET */
     int tp_overlap;          /* a zp_tp_overlap the launch asks for (Megatron-LM --tp-comm-overlap, NeMo
                                 ub_tp_comm_overlap: te; torchtitan enable_async_tensor_parallel: async), or UNSET */
+    int fp8;                 /* FP8 training stated (Megatron-LM --fp8-format, torchtitan's float8 converter) */
+    int fp8_recipe;          /* its zp_fp8_recipe (vocab/zp_fp8.h) where stated; 0: the framework's default */
+    int fp8_all_gather;      /* torchtitan [float8] enable_fsdp_float8_all_gather */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
     /* torchtitan's activation_checkpoint.selective_ac_option with mode "selective": "op" (sac_op 1) or every
        k-th block (sac_every k; 0: every block, as torchtitan reads "0"); UNSET: torchtitan's default "2" */

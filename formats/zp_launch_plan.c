@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_io.h"
 #include "zp_launch.h"
@@ -152,7 +153,7 @@ static zp_status launch_batch(zp_launch *l, int64_t dp, zp_search_req *r)
 /* Precision: 16-bit mixed precision or fp32; the gradients' type. Megatron-LM and NeMo train in fp32 unless
  * told (--fp16/--bf16, trainer.precision), and keep bf16 models' gradients in fp32 (arguments.py forces
  * accumulate_allreduce_grads_in_fp32); torchtitan's FSDP computes in bf16 and reduces in fp32 by default. */
-static void launch_precision(zp_launch *l, zp_search_req *r)
+static zp_status launch_precision(zp_launch *l, zp_search_req *r)
 {
     int prec = l->precision;
     if (prec == ZP_LAUNCH_UNSET) {
@@ -167,6 +168,23 @@ static void launch_precision(zp_launch *l, zp_search_req *r)
                                ? l->grad_fp32 /* FSDP's reduce dtype, as stated */
                                : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
     r->base.grad_bytes = prec != ZP_LAUNCH_FP32 && fp32_grads ? 4.0 : 0.0;
+    /* FP8: the linear layers' GEMMs in FP8 beside bf16 (Megatron-core's default recipe is delayed scaling,
+     * torchao's tensorwise) */
+    if (l->fp8 && prec != ZP_LAUNCH_BF16)
+        return ZP_FAIL(ZP_EINVAL, "%s: FP8 training beside %s: zplan models FP8 with bf16 mixed precision (add "
+                                  "--bf16)",
+                       l->name, prec == ZP_LAUNCH_FP16 ? "fp16" : "fp32");
+    if (l->fp8 && l->fp8_all_gather == 1 && l->fp8_recipe == ZP_FP8_AO_ROWWISE)
+        return ZP_FAIL(ZP_EINVAL, "%s: enable_fsdp_float8_all_gather with recipe_name rowwise: torchao all-gathers "
+                                  "FP8 weights with tensorwise scales only",
+                       l->name);
+    if (l->fp8) {
+        r->base.fp8 = l->fp8_recipe ? l->fp8_recipe
+                                    : l->kind == ZP_LAUNCH_TORCHTITAN ? ZP_FP8_AO_TENSORWISE : ZP_FP8_DELAYED;
+        r->base.fp8_all_gather = l->fp8_all_gather == 1;
+        r->bf16 = 1;
+    }
+    return ZP_OK;
 }
 
 zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
@@ -214,7 +232,7 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     }
     r->pp_schedule = pp == 1 ? ZP_SEARCH_ANY : v > 1 ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
     r->vstages = pp == 1 ? ZP_SEARCH_ANY : (int)v;
-    launch_precision(l, r);
+    ZP_TRY(launch_precision(l, r));
     /* Megatron-core fuses the weight-gradient accumulation unless told not to; PyTorch (torchtitan) does not */
     r->base.grad_accum_fusion = l->fusion != ZP_LAUNCH_UNSET ? l->fusion : l->kind == ZP_LAUNCH_MEGATRON;
     r->base.flash_attn = l->flash != ZP_LAUNCH_UNSET ? l->flash : l->kind == ZP_LAUNCH_TORCHTITAN;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_io.h"
 
@@ -26,6 +27,11 @@ zp_status zp_megatron_check(const zp_plan *p)
     if (p->op_sac || (p->checkpoint && p->ckpt_every > 1)) /* its --recompute-method block counts from the first */
         return ZP_FAIL(ZP_EUNSUPPORTED, "%s is torchtitan's, not Megatron-LM's: use --emit-torchtitan",
                        p->op_sac ? "op-level recompute (--recompute op)" : "every k-th block checkpointed");
+    const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
+    if (f8 && !f8->megatron)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "FP8 recipe %s is torchao's, not Megatron-core's (use --fp8-recipe delayed "
+                                        "or current, or --emit-torchtitan)",
+                       f8->name);
     return ZP_OK;
 }
 
@@ -121,6 +127,11 @@ static void add_precision(out *o, const zp_plan *p)
         if (zp_plan_grad_bytes(p) == 4.0)
             add(o, " --accumulate-allreduce-grads-in-fp32");
     }
+    /* FP8 through Transformer Engine: E4M3 forward, E5M2 gradients (hybrid, the format Megatron-core's
+     * examples use), the recipe planned */
+    const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
+    if (f8 && f8->megatron)
+        add(o, " --fp8-format hybrid --fp8-recipe %s", f8->megatron);
 }
 
 zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len)

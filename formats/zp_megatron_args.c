@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "zp_dims.h"
+#include "zp_fp8.h"
 #include "zp_launch.h"
 
 #define MAX_VARS 64
@@ -99,6 +100,26 @@ static zp_status set_merge(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
+/* --fp8-format hybrid|e4m3: FP8 training (Transformer Engine; the format changes no cost zplan models). */
+static zp_status set_fp8_format(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "hybrid") == 0 || strcmp(e->value, "e4m3") == 0) {
+        l->fp8 = 1;
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --fp8-format '%s': use hybrid or e4m3", l->name, e->line, e->value);
+}
+
+/* --fp8-recipe delayed|tensorwise (Megatron-core; mxfp8 and blockwise are not modelled: exit 2). */
+static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
+{
+    if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)
+        return ZP_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", zp_error_message());
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: %s", l->name, e->line, why);
+}
+
 static zp_status set_rampup(zp_launch *l, const zp_launch_entry *e)
 {
     zp_launch_note(l, "line %d: --rampup-batch-size %s: judged at the full global batch", e->line, e->value);
@@ -153,6 +174,13 @@ static const zp_launch_key g_keys[] = {
     {"overlap-grad-reduce", ZP_LK_FLAG, F(overlap), 1, NULL, NULL},
     {"tp-comm-overlap", ZP_LK_FLAG, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
     {"overlap-param-gather", ZP_LK_FLAG, F(param_gather), 1, NULL, NULL},
+    {"fp8-format", ZP_LK_FN, 0, 0, set_fp8_format, NULL},
+    {"fp8-recipe", ZP_LK_FN, 0, 0, set_fp8_recipe, NULL},
+    {"fp8-margin", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"fp8-interval", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"fp8-amax-history-len", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"fp8-amax-compute-algo", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"fp8-param-gather", ZP_LK_REFUSE, 0, 0, NULL, "FP8 parameters (gathered and kept in FP8) are not modelled"},
     /* torchrun's: the GPUs */
     {"nproc_per_node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},
     {"nproc-per-node", ZP_LK_INT, F(gpus_per_node), 0, NULL, NULL},

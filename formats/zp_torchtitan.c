@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zp_fp8.h"
 #include "zp_io.h"
 #include "zp_launch.h"
 #include "zp_torchtitan.h"
@@ -95,12 +96,30 @@ static zp_status set_reduce_dtype(zp_launch *l, const zp_launch_entry *e)
                    e->line, e->value);
 }
 
+/* model.converters: "float8" swaps the linear layers for torchao's Float8Linear (FP8 training, its recipe
+ * from [float8] recipe_name, tensorwise by default); MX formats are not modelled. */
 static zp_status set_converters(zp_launch *l, const zp_launch_entry *e)
 {
-    if (strstr(e->value, "float8") || strstr(e->value, "mx"))
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: model.converters %s: FP8/MX training is not modelled yet", l->name, e->line,
+    if (strstr(e->value, "mx"))
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: model.converters %s: MX training is not modelled yet", l->name, e->line,
                        e->value);
+    if (strstr(e->value, "float8")) {
+        l->fp8 = 1;
+        zp_launch_note(l, "line %d: float8: torchao's casts costed as eager kernels (torch.compile's fused casts "
+                          "are not modelled)",
+                       e->line);
+    }
     return ZP_OK;
+}
+
+/* [float8] recipe_name: torchao's "tensorwise" or "rowwise" (others are not modelled: exit 2). */
+static zp_status set_float8_recipe(zp_launch *l, const zp_launch_entry *e)
+{
+    if (zp_fp8_parse_torchao(e->value, &l->fp8_recipe) == ZP_OK)
+        return ZP_OK;
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: float8.recipe_name \"%s\": zplan models torchao's tensorwise and rowwise "
+                              "recipes",
+                   l->name, e->line, e->value);
 }
 
 static zp_status set_schedule(zp_launch *l, const zp_launch_entry *e)
@@ -151,7 +170,8 @@ static const zp_launch_key g_keys[] = {
     {"training.dataset_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"parallelism.enable_async_tensor_parallel", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_ASYNC, NULL, NULL},
     {"parallelism.disable_loss_parallel", ZP_LK_KNOWN, 0, 0, NULL, NULL},
-    {"float8.enable_fsdp_float8_all_gather", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"float8.enable_fsdp_float8_all_gather", ZP_LK_BOOL, F(fp8_all_gather), 1, NULL, NULL},
+    {"float8.recipe_name", ZP_LK_FN, 0, 0, set_float8_recipe, NULL},
     {"float8.precompute_float8_dynamic_scale_for_fsdp", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"float8.filter_fqns", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {NULL, 0, 0, 0, NULL, NULL},
@@ -379,6 +399,11 @@ zp_status zp_torchtitan_check(const zp_plan *p)
     if (p->tp_overlap == ZP_TP_OVERLAP_TE && p->mp > 1)
         return ZP_FAIL(ZP_EUNSUPPORTED, "Transformer Engine's userbuffers (--tp-comm-overlap te) are Megatron-core's: "
                                         "torchtitan overlaps TP as async TP (--tp-comm-overlap async)");
+    const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
+    if (f8 && !f8->torchao)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "FP8 recipe %s is Transformer Engine's, not torchtitan's (use --fp8-recipe "
+                                        "torchao-tensorwise or torchao-rowwise, or --emit-megatron-args)",
+                       f8->name);
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && p->vstages != 2)
         return ZP_FAIL(ZP_EUNSUPPORTED, "%d virtual stages: the torchtitan TOML zplan writes has 2", p->vstages);
     return ZP_OK;
@@ -403,7 +428,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     int n = snprintf(buf, len,
                      "# torchtitan job of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x PP %lld%s%s\n"
                      "# model: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, rope theta %g\n"
-                     "[model]\nname = \"llama3\"\nflavor = \"%s\"\n\n"
+                     "[model]\nname = \"llama3\"\nflavor = \"%s\"\n%s\n"
                      "[training]\nlocal_batch_size = %lld\nglobal_batch_size = %.0f\nseq_len = %lld\n"
                      "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\n%s\n"
                      "[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
@@ -411,7 +436,8 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                      m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
                      step ? "; " : "", step ? step : "", (long long)m->layers, (long long)m->hidden,
                      (long long)m->heads, (long long)zp_model_kv_heads(m), (long long)m->ffn, (long long)m->vocab,
-                     m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor, local,
+                     m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor,
+                     zp_fp8_get(p->fp8) ? "converters = [\"float8\"]\n" : "", local,
                      zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
                      zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", async ? "compile = true\n" : "",
                      (long long)(p->stage == 3 ? 1 : zp_plan_replicas(p)),
@@ -428,6 +454,11 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     if (used < len)
         used += (size_t)snprintf(buf + used, len - used, "\n[activation_checkpoint]\nmode = \"%s\"\n%s", mode,
                                  option);
+    const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
+    if (f8 && used < len) /* torchao's Float8Linear: its recipe, and FSDP2's FP8 all-gather where planned */
+        used += (size_t)snprintf(buf + used, len - used,
+                                 "\n[float8]\nrecipe_name = \"%s\"\nenable_fsdp_float8_all_gather = %s\n",
+                                 f8->torchao, p->fp8_all_gather ? "true" : "false");
     if (used >= len)
         return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
     return ZP_OK;

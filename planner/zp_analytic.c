@@ -4,6 +4,8 @@
 
 #include "zp_coll.h"
 #include "zp_device.h"
+#include "zp_device_fp8.h"
+#include "zp_fp8.h"
 #include "zp_shape.h"
 
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
@@ -22,6 +24,24 @@ double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, doub
     double bw = zp_cluster_domain_ib_bw(c) / concurrent;
     *latency = c->ib_latency;
     return bw < c->nvlink_bw ? bw : c->nvlink_bw;
+}
+
+/* The compute rate, FLOP/s: the GPU's peak of the plan's type at the preset's GEMM efficiency; with FP8 the
+ * blocks' linear GEMMs (2 FLOPs a parameter of a block and a token, at most the block's forward) at the FP8
+ * rate of the device model (sim/zp_device_fp8.h) and the rest (attention's core, the LM head) at the
+ * 16-bit rate, a harmonic blend. First order: the casts are the simulation's (sim/zp_device_fp8.c). */
+static double compute_rate(const zp_model *m, const zp_plan *plan, const zp_cluster *c, double b)
+{
+    const double r16 = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
+    const zp_fp8_info *f8 = zp_fp8_get(plan->fp8);
+    if (!f8 || !zp_cluster_has_fp8(c))
+        return r16;
+    const double r8 = c->peak_flops_fp8 * c->gemm_efficiency * ZP_DEVICE_FP8_EFF_REL * f8->gemm_rel;
+    const double layer = zp_model_flops_forward_layer(m, b), tokens = b * (double)m->seq;
+    const double lin = fmin(2.0 * tokens * zp_model_params_layer(m), layer) * (double)m->layers;
+    const double all = layer * (double)m->layers + zp_model_flops_forward_logits(m, b);
+    const double f = all > 0 ? lin / all : 0.0;
+    return 1.0 / ((1.0 - f) / r16 + f / r8);
 }
 
 zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *c, zp_step_time *out)
@@ -49,7 +69,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     if (plan->op_sac) /* torchtitan's op-level recompute: every second GEMM of each block again */
         flops += zp_model_flops_op_sac_recompute(model, b);
     flops = flops / nm / np / split;
-    const double rate = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
+    const double rate = compute_rate(model, plan, c, b);
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "zp_device.h"
+#include "zp_device_fp8.h"
+#include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_pipeline.h"
 #include "zp_shape.h"
@@ -238,6 +240,25 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->default_batch = 1;
 }
 
+/* FP8 training needs FP8 tensor cores (Hopper on): the presets whose GPU has them, for the message. */
+static zp_status check_fp8(const zp_search_req *r)
+{
+    if (r->base.fp8 == ZP_FP8_NONE)
+        return ZP_OK;
+    if (!zp_fp8_get(r->base.fp8))
+        return ZP_FAIL(ZP_EINVAL, "--fp8-recipe: not a recipe (use %s)", zp_fp8_names());
+    if (!r->cluster || zp_cluster_has_fp8(r->cluster))
+        return ZP_OK;
+    char have[256] = "";
+    for (int i = 0, n = 0; i < zp_cluster_count(); i++)
+        if (zp_cluster_has_fp8(zp_cluster_get(i)))
+            n += snprintf(have + n, n < (int)sizeof have ? sizeof have - (size_t)n : 0, "%s%s", n ? ", " : "",
+                          zp_cluster_get(i)->name);
+    return ZP_FAIL(ZP_EINVAL, "--precision fp8: the %s of --cluster %s has no FP8 tensor cores (use bf16, or a "
+                              "cluster whose GPU has them: %s)",
+                   r->cluster->gpu_name, r->cluster->name, have);
+}
+
 zp_status zp_search_validate(const zp_search_req *r)
 {
     if (r->gpus < 1)
@@ -261,6 +282,7 @@ zp_status zp_search_validate(const zp_search_req *r)
             ZP_TRY(check_given(r, (zp_dim_id)d));
     ZP_TRY(validate_tp_overlap(r));
     ZP_TRY(validate_param_gather(r));
+    ZP_TRY(check_fp8(r));
     if (!(r->base.capacity_factor > 0 && r->base.capacity_factor <= 64))
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->base.capacity_factor);
     if (!(r->base.moe_imbalance >= 1 && r->base.moe_imbalance <= 64))
@@ -622,6 +644,8 @@ static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profi
     zp_plan probe = r->base; /* every candidate's precision: the base plan's, bf16 as resolved */
     probe.bf16 = zp_search_bf16(r);
     zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), typed);
+    if (r->base.fp8 && r->cluster) /* the linear layers' GEMMs at the FP8 rate */
+        zp_device_profile_fp8(r->cluster, r->base.fp8, r->base.fp8_all_gather, typed);
 }
 
 /* The fitting plans worth simulating, into c (as many as fit), each with its bound: not those dominated,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "zp_doc.h"
+#include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_gpu.h"
 #include "zp_memory.h"
@@ -302,7 +303,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -368,6 +369,7 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_PRECISION] = {"precision", NULL}, /* "fp16", "bf16" or "fp32" */
     [P_GRAD_BYTES] = {"grad_bytes", NULL}, /* bytes of a gradient element: 2, or 4 (fp32) */
     [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
+    [P_FP8_RECIPE] = {NULL, NULL, "fp8_recipe", ZP_COL_OMIT_UNSET}, /* FP8 training's recipe (precision "fp8") */
 };
 #undef DATA
 
@@ -433,7 +435,10 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_str(t, col0 + P_SIM, e->sim));
     if (e->unsimulated)
         ZP_TRY(zp_table_set_str(t, col0 + P_UNSIM, e->unsimulated));
-    ZP_TRY(zp_table_set_str(t, col0 + P_PRECISION, zp_plan_precision_name(p)));
+    const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
+    ZP_TRY(zp_table_set_str(t, col0 + P_PRECISION, f8 ? "fp8" : zp_plan_precision_name(p)));
+    if (f8)
+        ZP_TRY(zp_table_set_str(t, col0 + P_FP8_RECIPE, f8->name));
     ZP_TRY(zp_table_set_num(t, col0 + P_GRAD_BYTES, zp_plan_grad_bytes(p), "%g"));
     if (!e->fits)
         ZP_TRY(zp_table_set_str(t, col0 + P_REASON, e->reason));
@@ -511,7 +516,8 @@ zp_status zp_report_memory_table(const zp_eval *e, double gpu_mem, double reserv
         return ZP_FAIL(ZP_ENOMEM, "out of memory");
     const char *dt = zp_plan_precision_name(&e->plan);
     char pname[48], gname[48];
-    snprintf(pname, sizeof pname, "%s parameters", dt);
+    const zp_fp8_info *f8 = zp_fp8_get(e->plan.fp8);
+    snprintf(pname, sizeof pname, "%s parameters%s", dt, f8 && f8->te ? " and FP8 copies" : "");
     snprintf(gname, sizeof gname, "%s gradients", zp_plan_grad_bytes(&e->plan) == 4.0 ? "fp32" : dt);
     const struct {
         const char *name;
@@ -704,6 +710,18 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
 {
     const char *dt = zp_plan_precision_name(p0);
     const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
+    const zp_fp8_info *f8 = zp_fp8_get(p0->fp8);
+    if (f8)
+        return zp_doc_add_fact(
+            d, "Precision",
+            "fp8 (recipe %s%s): the blocks' linear GEMMs in FP8 at %.0f TFLOP/s peak with the recipe's casts, "
+            "attention, the LM head and the element-wise kernels in bf16 at %.0f; bf16 parameters, %s gradients, "
+            "%g bytes of optimizer state: %g bytes per parameter%s (--precision, --fp8-recipe)",
+            f8->name, f8->te ? ", Transformer Engine" : ", torchao float8 without torch.compile",
+            zp_cluster_peak_flops(cl, "fp8") / 1e12, zp_cluster_peak_flops(cl, "bf16") / 1e12,
+            zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : "bf16", p0->k_optimizer, per_param,
+            f8->te ? ", and 2 more per linear parameter for the cached FP8 weights and transposes"
+            : p0->fp8_all_gather ? "; FSDP2 all-gathers the weights in FP8" : "");
     return zp_doc_add_fact(
         d, "Precision",
         "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "zp_config.h"
+#include "zp_device_fp8.h"
 
 void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
 {
@@ -83,14 +84,17 @@ static double bias_time(const zp_profile *p, const zp_op *op, const zp_op_info *
 double zp_cost_gemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
     (void)gpus_per_cpu;
+    if (p->fp8.recipe && info->fp8) /* a linear layer's GEMM under an FP8 recipe, with its casts */
+        return zp_device_fp8_gemm_time(p, op, info) + bias_time(p, op, info);
     return zp_profile_gemm_time(p, op->m, op->n, op->k) + bias_time(p, op, info);
 }
 
 /* One launch of `batch` small GEMMs (attention's). */
 double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
-    (void)info;
     (void)gpus_per_cpu;
+    if (p->fp8.recipe && info->fp8) /* the routed experts' grouped GEMMs (TE's GroupedLinear) in FP8 */
+        return zp_device_fp8_gemm_time(p, op, info);
     return zp_profile_gemm_time_batched(p, op->m, op->n, op->k, op->batch);
 }
 
@@ -257,6 +261,11 @@ double zp_device_host_time(const zp_profile *p, const zp_op *op)
             return 0.0;
         if (op->flash && p->dev.flash_eff > 0) /* one FlashAttention kernel; the ops inside it none */
             return i->flash == ZP_FLASH_FUSED ? 0.0 : p->dev.dispatch_s;
+        if (p->fp8.recipe && i->fp8) { /* the FP8 casts are kernels the framework launches too */
+            int casts;
+            zp_device_fp8_cast_time(p, op, i->fp8, &casts);
+            return p->dev.dispatch_s * (zp_device_launches(p, i) + casts);
+        }
         return p->dev.dispatch_s * zp_device_launches(p, i);
     case ZP_OPC_COLL:
     case ZP_OPC_P2P:

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zp_fp8.h"
 #include "zp_memory.h"
 #include "zp_shape.h"
 #include "zp_shard.h"
@@ -110,6 +111,46 @@ static double stage3_live(const zp_model *m, const zp_plan *p, double largest, d
     return fmin(live, psi);
 }
 
+/* FP8 training with a Transformer Engine recipe (vocab/zp_fp8.h). */
+static int fp8_te(const zp_plan *p)
+{
+    const zp_fp8_info *r = zp_fp8_get(p->fp8);
+    return r && r->te;
+}
+
+/* Transformer Engine keeps each FP8 linear layer's weight cast to FP8 and its FP8 transpose (the forward's
+ * and the input gradient's operands) from the first micro-batch of a step to the last (TE docs, "FP8 weight
+ * caching": is_first_microbatch; Linear's weight_fp8 / weight_t_fp8 workspaces): 2 bytes a parameter of the
+ * linear layers this rank holds (`held` parameters of all its tensors, the linear layers' share of them:
+ * the blocks', not the embedding's nor the LM head's; routed experts included, TE's GroupedLinear caches
+ * theirs alike). */
+static double ds_fp8_weight_bytes(const zp_builder *b, double held)
+{
+    const double all = zp_model_params(b->m);
+    const double outer = zp_model_params_embedding(b->m) + zp_model_params_head(b->m);
+    return all > 0 ? 2.0 * held * fmax(all - outer, 0.0) / all : 0.0;
+}
+
+/* What FP8 saves of a block's kept activations: Transformer Engine saves the FP8 (transposed) copy of each
+ * linear layer's input for its weight gradient instead of the bf16 input (TE's Linear / LayerNormLinear
+ * save inputmat_t in FP8 under fp8_autocast): 1 byte an element less. The inputs are Korthikanti's terms
+ * (models/zp_model.c block_activation): the attention's input (2h a token) and the MLP's (2h, unless it is
+ * the same tensor), replicated over TP without SP, and the projection's input (2·a·dv) and the dense MLP's
+ * down-projection input (2f), split by TP. Routed experts' inputs are counted in bf16 (TE's GroupedLinear
+ * saves FP8 ones too: not modelled, memory overstated for MoE blocks). torchao's Float8Linear saves the bf16 input and casts again in backward: nothing saved. */
+static double ds_fp8_saved(const zp_builder *b)
+{
+    const zp_model *m = b->m;
+    if (!fp8_te(b->p))
+        return 0.0;
+    const double t = (double)b->p->mp, tokens = (double)m->seq * (double)b->p->micro_batch;
+    const double h = (double)m->hidden;
+    const double rep = h * (1.0 + (m->parallel && m->block_norms == 1 ? 0.0 : 1.0));
+    const double moe = m->layers > 0 ? (double)zp_model_moe_blocks(m) / (double)m->layers : 0.0;
+    const double split = (double)m->heads * (double)zp_model_v_head_dim(m) + (1.0 - moe) * (double)m->ffn;
+    return tokens * (b->p->sp ? (rep + split) / t : rep + split / t);
+}
+
 /* Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
  * fp16 gradients 2Ψ (4Ψ with fp32 gradients, Megatron-LM's recipe: 2 + 4 + 12 = 18 bytes a parameter with
  * Adam; ÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1). Buffers (ZeRO §6.2): CB's two buckets
@@ -141,6 +182,8 @@ static void ds_setup(zp_builder *b)
                pb * fmin(params / pb, ZP_NVME_PARAM_BUFFERS * ZP_NVME_PARAM_BUFFER_SIZE));
     } else
         ds_mem(b, -1, 1, ZP_BUF_MODEL_PARAMS, 0, ZP_MEM_HOST, params);
+    if (fp8_te(p)) /* Transformer Engine's FP8 weights and their transposes, beside the bf16 parameters */
+        ds_mem(b, -1, 1, ZP_BUF_FP8_WEIGHTS, 0, ZP_MEM_PARAMS, ds_fp8_weight_bytes(b, params / pb));
     if (si->partitions_params && p->persistence_threshold > 0) /* whole on every rank (DeepSpeed) */
         ds_mem(b, -1, 1, ZP_BUF_PERSISTENT, 0, ZP_MEM_PARAMS,
                pb * zp_model_params_small_tensors(b->m, p->mp, p->persistence_threshold) * (1.0 - 1.0 / nd));
@@ -166,8 +209,9 @@ static void ds_setup(zp_builder *b)
             for (int64_t i = 1; i <= b->m->layers; i++)
                 largest = fmax(largest, b->f.gather[i] + b->f.gather_exp[i]);
         }
+        const double gathered = p->fp8_all_gather ? 1.0 : pb; /* FSDP2's FP8 all-gather keeps FP8 copies */
         ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS,
-               pb * stage3_live(b->m, p, largest, psi) * (1.0 - 1.0 / nd));
+               gathered * stage3_live(b->m, p, largest, psi) * (1.0 - 1.0 / nd));
     }
 }
 
@@ -205,6 +249,7 @@ static double ds_block_acts(const zp_builder *b)
     if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 or 4 bytes a score) */
         acts -= zp_model_score_bytes(b->m) * mb * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
                 (double)b->m->seq;
+    acts -= ds_fp8_saved(b);
     return acts > 0 ? acts : 0.0;
 }
 

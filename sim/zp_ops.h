@@ -96,6 +96,9 @@ typedef enum { ZP_UB_NONE = 0, ZP_UB_P2P, ZP_UB_RS } zp_ub;
  * no s x s scores in memory): the op that carries the fused forward, the one that carries the backward,
  * or one absorbed into them (0 time). */
 typedef enum { ZP_FLASH_NONE = 0, ZP_FLASH_FWD, ZP_FLASH_BWD, ZP_FLASH_FUSED } zp_flash;
+/* A linear layer's GEMM that an FP8 recipe runs in FP8: Y = X.W (forward), dX = dY.W^T (input gradient),
+ * dW = X^T.dY (weight gradient); each casts different operands (sim/zp_device.c). */
+typedef enum { ZP_FP8_OP_NONE = 0, ZP_FP8_OP_FWD, ZP_FP8_OP_DGRAD, ZP_FP8_OP_WGRAD } zp_fp8_op;
 
 /* Channels (counting semaphores per rank): X(ID, name, the part a compute-stream wait on it counts in). */
 #define ZP_CHANNELS(X)                                                                                       \
@@ -152,7 +155,7 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     X(GATHER_POOL, "stage3_gathered", ZP_PER_ONE) X(CKPT, "checkpoint", ZP_PER_LAYER)                        \
     X(BLOCK_WORK, "block_working_set", ZP_PER_ONE) X(BLOCK_ACTS, "block_activations", ZP_PER_LAYER)          \
     X(FRAG, "fragmentation", ZP_PER_ONE) X(NVME_OPT, "nvme_optimizer_states", ZP_PER_ONE)                     \
-    X(NVME_PARAMS, "nvme_params", ZP_PER_ONE)                                                                \
+    X(NVME_PARAMS, "nvme_params", ZP_PER_ONE) X(FP8_WEIGHTS, "fp8_weights", ZP_PER_ONE)                     \
     /* zplan's executor (exec/), one per tensor */                                                         \
     X(PARAMS, "params_flat", ZP_PER_ONE) X(PSHARD, "params_shard", ZP_PER_ONE)                               \
     X(GRADS, "grads_flat", ZP_PER_ONE) X(GSHARD, "grads_shard", ZP_PER_ONE) X(GWORK, "grad_bucket", ZP_PER_ONE) \
@@ -252,6 +255,7 @@ typedef struct zp_op_info {
     unsigned dropout;          /* which dropout (ZP_DROPOUT_NO_HIDDEN or ZP_DROPOUT_NO_ATTN, zp_model.h) */
     zp_flash flash;            /* its part of FlashAttention's fused kernels */
     zp_bias bias;
+    zp_fp8_op fp8;             /* a linear layer's GEMM that an FP8 recipe runs in FP8 */
     zp_coll_kind coll;
     zp_group group;
     int writes_new;            /* a collective whose output is a new buffer: over one rank it still costs a

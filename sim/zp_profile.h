@@ -176,6 +176,15 @@ typedef struct {
                                 flash_eff at s tokens (0: every length alike) */
 } zp_profile_device;
 
+/* FP8 training's GEMMs (zp_plan.fp8), set for the plans priced (zp_device_profile_fp8), never read from nor
+ * written to a profile file: recipe 0 prices every GEMM in the profile's own type. */
+typedef struct {
+    int recipe;              /* the zp_fp8_recipe of the plans priced (vocab/zp_fp8.h); 0: none */
+    double peak_flops;       /* the GPU's dense FP8 tensor-core peak, FLOP/s */
+    double gemm_max_eff;     /* fraction of it large FP8 GEMMs whose tiles fill whole waves reach */
+    int all_gather;          /* parameters all-gathered in FP8 (FSDP2): no weight cast beside the GEMM */
+} zp_profile_fp8;
+
 typedef struct {
     zp_profile_machine machine;
     char backend[8];                 /* "cpu" or "cuda" */
@@ -208,6 +217,7 @@ typedef struct {
     zp_profile_kernel_fit kernels[ZP_PROFILE_NKERNEL]; /* "layer_kernels", optional */
     zp_profile_device dev;           /* "device_model", optional (sms 0: absent) */
     double nvme_read_gbs, nvme_write_gbs; /* "nvme_gbs", optional (0: absent): a node's drives, GB/s */
+    zp_profile_fp8 fp8;              /* FP8 training's GEMM rate (not in the file) */
 } zp_profile;
 
 /* An empty profile (zeros, nothing measured). */

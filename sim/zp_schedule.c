@@ -527,6 +527,14 @@ static void block_backward(zp_builder *b)
  * one group): group 0 at once, group i after compute signalled it started group i-1. Reductions
  * closed by group i land on the comm stream after the gather of group i+1, so neither waits for
  * the other. Without overlap_comm the gathers run on the compute stream, where the block needs them. */
+/* Bytes a gathered parameter of `item` moves: its own type, or 1 byte where FSDP2 all-gathers the blocks'
+ * weights in FP8 (torchao's enable_fsdp_float8_all_gather: each rank casts its shard, the gather moves the
+ * FP8 copy; the embedding and LM head stay bf16). */
+static double gather_bytes(const zp_builder *b, int item)
+{
+    return b->p->fp8_all_gather && item >= 1 && item <= b->m->layers ? 1.0 : b->p->param_bytes;
+}
+
 static void gather_item(zp_builder *b, int first, int item)
 {
     const double params = b->f.gather[item];
@@ -541,11 +549,11 @@ static void gather_item(zp_builder *b, int first, int item)
         move(b, cs, ZP_OPK_PARAM_FETCH, local);
     }
     b->lay->gather(b, cs, item);
-    move(b, cs, ZP_OPK_PARAM_GATHER, b->p->param_bytes * params);
+    move(b, cs, ZP_OPK_PARAM_GATHER, gather_bytes(b, item) * params);
     if (!skip(b))
         b->s[cs].v[b->s[cs].n - 1].item = item;
     if (experts > 0) { /* EP: the local experts' parameters from the ranks holding the same experts */
-        move(b, cs, ZP_OPK_PARAM_GATHER_EXP, b->p->param_bytes * experts);
+        move(b, cs, ZP_OPK_PARAM_GATHER_EXP, gather_bytes(b, item) * experts);
         if (!skip(b))
             b->s[cs].v[b->s[cs].n - 1].item = item;
     }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "zp_device.h"
+#include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_size.h"
 
@@ -354,17 +355,47 @@ static zp_status set_sim(zp_cli_args *a, const char *opt, const char *v)
  * 12 bytes a parameter; fp32 training keeps 4-byte parameters and gradients, m and v: K = 8). */
 static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
 {
+    a->fp8_precision = 0;
     if (strcasecmp(v, "fp16") == 0 || strcasecmp(v, "bf16") == 0) {
         a->r.base.param_bytes = 2.0;
         a->r.base.k_optimizer = ZP_ADAM_K;
         a->r.bf16 = v[0] == 'b' || v[0] == 'B';
+        a->r.base.fp8 = ZP_FP8_NONE;
+    } else if (strcasecmp(v, "fp8") == 0) {
+        /* FP8 training: bf16 mixed precision (bf16 parameters, fp32 master weights and Adam: K = 12) with
+         * the linear GEMMs in FP8; Transformer Engine's delayed scaling unless --fp8-recipe says (the
+         * default of Megatron-core's --fp8-recipe) */
+        a->r.base.param_bytes = 2.0;
+        a->r.base.k_optimizer = ZP_ADAM_K;
+        a->r.bf16 = 1;
+        a->fp8_precision = 1;
+        if (a->r.base.fp8 == ZP_FP8_NONE)
+            a->r.base.fp8 = ZP_FP8_DELAYED;
     } else if (strcasecmp(v, "fp32") == 0) {
         a->r.base.param_bytes = 4.0;
         a->r.base.k_optimizer = 8.0;
         a->r.bf16 = 0;
+        a->r.base.fp8 = ZP_FP8_NONE;
     } else {
-        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16 or fp32)", opt, v);
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16, fp8 or fp32)", opt, v);
     }
+    return ZP_OK;
+}
+
+/* --fp8-recipe: how --precision fp8 scales and casts (vocab/zp_fp8.h). */
+static zp_status set_fp8_recipe(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    a->fp8_recipe_given = 1;
+    return zp_fp8_parse(v, &a->r.base.fp8);
+}
+
+/* --fp8-all-gather: FSDP2 all-gathers the parameters in FP8 (torchao's enable_fsdp_float8_all_gather). */
+static zp_status set_fp8_all_gather(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    a->r.base.fp8_all_gather = 1;
     return ZP_OK;
 }
 
@@ -446,6 +477,9 @@ static const zp_cli_opt g_opts[] = {
     {"host-mem", 0, 1, SEARCH, set_host_mem},
     {"precision", 0, 1, SEARCH, set_precision},
     {"grad-accum-dtype", 0, 1, SEARCH, set_grad_dtype},
+    /* FP8 training */
+    {"fp8-recipe", 0, 1, SEARCH, set_fp8_recipe},
+    {"fp8-all-gather", 0, 0, SEARCH, set_fp8_all_gather},
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
@@ -711,6 +745,23 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                        f->name, f->what);
     if (a->launch && a->ds_config)
         return ZP_FAIL(ZP_EINVAL, "%s and --ds-config: judge one launch at a time", a->launch_opt);
+    if ((a->fp8_recipe_given || r->base.fp8_all_gather) && !a->fp8_precision && !a->launch)
+        return ZP_FAIL(ZP_EINVAL, "%s sets how FP8 training runs: give --precision fp8 too",
+                       a->fp8_recipe_given ? "--fp8-recipe" : "--fp8-all-gather");
+    const zp_fp8_info *f8 = zp_fp8_get(r->base.fp8);
+    if (r->base.fp8_all_gather && f8 && f8->te)
+        return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: FSDP2's FP8 all-gather is torchao's (use --fp8-recipe "
+                                  "torchao-tensorwise or torchao-rowwise); Transformer Engine's recipes gather "
+                                  "bf16 parameters");
+    if (f8 && ((a->emit_megatron && !f8->megatron) || (a->emit_torchtitan && !f8->torchao)))
+        return ZP_FAIL(ZP_EINVAL, "--fp8-recipe %s is %s, which %s does not run (use %s)", f8->name,
+                       f8->te ? "Transformer Engine's" : "torchao's",
+                       a->emit_megatron && !f8->megatron ? "Megatron-core" : "torchtitan",
+                       f8->te ? "--fp8-recipe torchao-tensorwise or torchao-rowwise"
+                              : "--fp8-recipe delayed or current");
+    if (r->base.fp8_all_gather && f8 && f8->rowwise)
+        return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
+                                  "(use --fp8-recipe torchao-tensorwise)");
     if (a->launch) {
         const char *given = r->stage != ZP_SEARCH_ANY          ? "--stage"
                             : r->mp != ZP_SEARCH_ANY           ? "--mp"

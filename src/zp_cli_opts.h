@@ -43,6 +43,8 @@ typedef struct {
     /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;
+    /* FP8 training: --precision fp8 given, --fp8-recipe given (the recipe itself is r.base.fp8) */
+    int fp8_precision, fp8_recipe_given;
     const char *ds_config, *emit_ds, *emit_megatron, *report_html;
     const char *launch;        /* --megatron-args / --torchtitan / --nemo FILE: a launch to judge */
     int launch_kind;           /* its zp_launch_kind */

@@ -272,6 +272,8 @@ double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype)
         return c->peak_flops;
     if (strcmp(dtype, "bf16") == 0 && c->peak_flops_bf16 > 0)
         return c->peak_flops_bf16;
+    if (strcmp(dtype, "fp8") == 0)
+        return c->peak_flops_fp8;
     return c->peak_flops / 8.0;
 }
 
@@ -291,6 +293,8 @@ double zp_cluster_domain_ib_bw(const zp_cluster *c)
     const int gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, dom = zp_cluster_domain(c);
     return dom == gpn ? zp_cluster_node_ib_bw(c) : zp_cluster_node_ib_bw(c) * dom / gpn;
 }
+
+int zp_cluster_has_fp8(const zp_cluster *c) { return c->peak_flops_fp8 > 0; }
 
 double zp_cluster_node_ib_bw(const zp_cluster *c) { return c->ib_rails * c->ib_rail_bw; }
 

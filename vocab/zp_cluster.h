@@ -90,11 +90,13 @@ const zp_cluster *zp_cluster_get(int i);
 /* Case-insensitive lookup of a preset; ZP_EINVAL naming the presets when absent. */
 zp_status zp_cluster_find(const char *name, const zp_cluster **out);
 
-/* Dense GEMM peak for "fp16", "bf16" or "fp32" training, FLOP/s per GPU: the tensor-core peak for 16-bit
+/* Dense GEMM peak for "fp16", "bf16", "fp8" or "fp32" training, FLOP/s per GPU: the tensor-core peak for 16-bit
  * types that have tensor cores, else the fp32 (CUDA-core) peak, an eighth of the fp16 tensor peak on V100,
  * A100 and H100 alike (V100 15.7 of 125, A100 19.5 of 312 without TF32, H100 SXM 67 of 989: datasheets,
- * rounded to 1/8). */
+ * rounded to 1/8). "fp8": the FP8 tensor-core peak, 0 on a GPU without FP8 tensor cores. */
 double zp_cluster_peak_flops(const zp_cluster *c, const char *dtype);
+/* The GPU has FP8 tensor cores (H100, H200): --precision fp8 runs there only. */
+int zp_cluster_has_fp8(const zp_cluster *c);
 /* The GPU has bf16 tensor cores (A100, H100): mixed precision defaults to bf16 there, fp16 elsewhere. */
 int zp_cluster_has_bf16(const zp_cluster *c);
 /* Host memory each GPU of a job of `gpus` GPUs may use, bytes: the node's (`host_mem_node` bytes, or the

@@ -169,6 +169,9 @@ typedef struct {
                             _apply_layer_sac: the blocks whose 1-based index is a multiple of k), the others
                             keep all their activations; 0 or 1: every block (zp_plan_block_checkpointed) */
     int op_sac;          /* op-level selective checkpointing (ZP_RECOMPUTE_OP; checkpoint and selective 0) */
+    /* FP8 training (vocab/zp_fp8.h): the blocks' linear GEMMs in FP8 beside bf16 parameters */
+    int fp8;             /* a zp_fp8_recipe; 0 (ZP_FP8_NONE): every GEMM in the 16-bit type */
+    int fp8_all_gather;  /* FSDP2 with a torchao recipe: parameters all-gathered in FP8, 1 byte instead of 2 */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
