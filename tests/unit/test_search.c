@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "zp_device.h"
 #include "zp_nearmiss.h"
 #include "zp_report.h"
 #include "zp_search.h"
@@ -412,4 +413,68 @@ Test(search, framework_limits_the_plans)
     zp_search_result_free(&res);
     r.framework = ZP_FRAMEWORK_MEGATRON_2021;
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL, "megatron-2021 has no ZeRO stage 3");
+}
+
+/* The search's shortcuts (issue #28's speed) change no figure: with pipelines, experts and a fixed batch, every
+ * fitting plan not dominated keeps the very bound zp_search_step_bound computes alone (its kernel-time memo
+ * returns what each op's cost function would), every plan's memory is a fresh zp_memory_estimate's (the pipeline
+ * bisection's estimates are reused), and a plan is dominated exactly when the pairwise rule finds it a twin
+ * (the search looks only among the plans of its batch). */
+static int same_batch(const zp_plan *p, const zp_plan *q)
+{
+    return q->stage == p->stage && q->mp == p->mp && q->ep == p->ep && q->micro_batch == p->micro_batch &&
+           q->grad_accum == p->grad_accum && q->checkpoint == p->checkpoint && q->selective == p->selective &&
+           q->sp == p->sp && q->pp == p->pp && q->schedule == p->schedule && q->vstages == p->vstages;
+}
+
+static int extra_work(const zp_plan *p)
+{
+    return p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
+}
+
+Test(search, shortcuts_change_no_figure)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    zp_search_req r;
+    zp_search_result res;
+    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 64);
+    r.global_batch = 256;
+    r.simulate = 1;
+    r.jobs = 2;
+    r.max_simulated = 2; /* the bounds and the dominated plans are screened before any simulation */
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    zp_profile builtin, typed;
+    zp_device_profile_builtin(c, &builtin);
+    int pipelines = 0, dominated = 0, checked = 0;
+    for (int i = 0; i < res.n; i++) {
+        const zp_eval *e = &res.plans[i];
+        zp_memory m;
+        cr_assert_eq(zp_memory_estimate(r.model, &e->plan, &m), ZP_OK);
+        cr_expect(m.total == e->mem.total && m.host == e->mem.host, "plan %d's memory", i);
+        pipelines += e->plan.pp > 1;
+        if (!e->fits)
+            continue;
+        int twin = 0;
+        for (int j = 0; j < res.n && !twin; j++) {
+            const zp_eval *q = &res.plans[j];
+            const int subset = q->plan.pa <= e->plan.pa && q->plan.pa_cpu <= e->plan.pa_cpu &&
+                               (q->plan.offload == ZP_OFFLOAD_NONE || q->plan.offload == e->plan.offload ||
+                                (q->plan.offload == ZP_OFFLOAD_OPTIMIZER && e->plan.offload == ZP_OFFLOAD_PARAMS));
+            twin = j != i && q->fits && same_batch(&e->plan, &q->plan) && subset &&
+                   extra_work(&q->plan) < extra_work(&e->plan);
+        }
+        cr_expect_eq(e->dominated, twin, "plan %d: dominated %d, the pairwise rule says %d", i, e->dominated, twin);
+        dominated += twin;
+        if (e->dominated)
+            continue; /* its bound may have been raised to its twin's step */
+        zp_profile_for_dtype(&builtin, zp_plan_precision_name(&e->plan), &typed);
+        const double alone = zp_search_step_bound(r.model, &typed, &e->plan, c, NULL);
+        cr_expect(e->bound_s == alone, "plan %d's bound %.17g, alone %.17g", i, e->bound_s, alone);
+        checked++;
+    }
+    cr_expect_gt(pipelines, 0);
+    cr_expect_gt(dominated, 0);
+    cr_expect_gt(checked, 10);
+    zp_search_result_free(&res);
 }
