@@ -4,6 +4,7 @@
 
 #include "zp_coll.h"
 #include "zp_device.h"
+#include "zp_pipeline.h"
 #include "zp_shape.h"
 
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
@@ -21,6 +22,23 @@ double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, doub
     double bw = zp_cluster_node_ib_bw(c) / concurrent;
     *latency = c->ib_latency;
     return bw < c->nvlink_bw ? bw : c->nvlink_bw;
+}
+
+/* The most blocks a stage of an uneven layout holds, over the even share L/P (>= 1 when the layout is
+ * checked; 1 when it is not: zp_pp_check refuses it elsewhere). */
+static double slowest_stage(const zp_model *m, const zp_plan *p)
+{
+    if (zp_pp_check(m, p) != ZP_OK)
+        return 1.0;
+    const int P = (int)p->pp, v = p->pp > 1 ? p->vstages : 1;
+    int most = 0;
+    for (int s = 0; s < P; s++) {
+        int n = 0;
+        for (int c = 0; c < v; c++)
+            n += zp_pp_vstage_layers(m, p, c * P + s);
+        most = n > most ? n : most;
+    }
+    return (double)most * (double)P / (double)m->layers;
 }
 
 zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *c, zp_step_time *out)
@@ -41,6 +59,9 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     const double split = (double)zp_dims_seq_split(plan->deg); /* context parallelism: a rank's slice */
     double flops = zp_model_flops_iteration(model, b, plan->checkpoint) / nm / np / split;
     const double rate = zp_cluster_peak_flops(c, zp_plan_precision_name(plan)) * c->gemm_efficiency;
+    /* an uneven layout (zp_pipeline.h): the stage with the most blocks sets the pace of every pass */
+    const double slowest = zp_pp_uneven(plan) ? slowest_stage(model, plan) : 1.0;
+    flops *= slowest;
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
 
@@ -53,7 +74,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double act_bytes = 2.0 * b * (double)model->seq / split * (double)model->hidden;
     double n_ar = plan->checkpoint ? 6.0 : 4.0;
     const double ar_mp = zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
-    t.mp_comm = accum * (double)model->layers / np * n_ar * ar_mp;
+    t.mp_comm = accum * (double)model->layers / np * slowest * n_ar * ar_mp;
     if (plan->pa || plan->pa_cpu)
         t.mp_comm +=
             accum * (double)model->layers / np * zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);

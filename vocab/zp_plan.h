@@ -139,6 +139,13 @@ typedef struct {
     double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
                                rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
     double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
+    /* Uneven pipeline stages (vocab/zp_pipeline.h); all 0 / NULL: the even split. */
+    int pp_first, pp_last;  /* transformer layers of the first / the last pipeline stage (Megatron-core's
+                               --decoder-first/last-pipeline-num-layers; 0: not given), the stages between
+                               sharing the rest evenly */
+    const int *pp_layout;   /* layers per stage (pp_layout_n == pp) or per virtual stage (pp * vstages, in
+                               virtual-stage order c·P + s); not owned: the caller's, outliving the plan */
+    int pp_layout_n;
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
