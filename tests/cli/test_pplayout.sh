@@ -41,6 +41,8 @@ bad "a middle chunk empty" "^zplan: --pp-layout 1,0,1\*125,0: virtual stage 1 ge
 bad "malformed" "^zplan: --pp-layout 7,x: 'x' is not a layer count" $L3 --pp-layout 7,x
 bad "no --pp" "^zplan: --pp-layout: an uneven pipeline layout needs the stages \(give --pp P\)" --model llama-3-405b --gpus 8192 --cluster dgx-h100 --pp-layout 7,8*14,7
 
+bad "exec" "^zplan exec: --pp-first-layers / --pp-last-layers / --pp-layout: zplan exec runs the even split" exec --model tiny --pp 2 --pp-layout 1,1
+
 echo "== stated and simulated"
 "$Z" $PLAN --pp-first-layers 7 --pp-last-layers 7 --top 1 >"$T/out" 2>"$T/err" || ko "first/last: rc=$?"
 has "first/last: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (1f1b), DP 64"
