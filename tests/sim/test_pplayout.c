@@ -7,6 +7,7 @@
 #include "zp_device.h"
 #include "zp_launch.h"
 #include "zp_megatron.h"
+#include "zp_memory.h"
 #include "zp_pipeline.h"
 #include "zp_schedule.h"
 #include "zp_search.h"
@@ -177,6 +178,29 @@ Test(pplayout, embedding_and_head_on_the_edge_stages)
     const int first = count_ops(m, &q, 0, ZP_OPK_LM_HEAD) + count_ops(m, &q, 0, ZP_OPK_EMBEDDING);
     cr_expect_eq(first, 8, "embedding once a micro-batch on stage 0: %d", first);
     cr_expect_eq(count_ops(m, &q, 3, ZP_OPK_LM_HEAD), 8);
+}
+
+/* Memory per stage follows the layout: the plan's memory is its worst stage, wherever the layout puts it
+ * (here stage 5: 9 blocks, 3 micro-batches in flight under 1F1B, after four other block counts). */
+Test(pplayout, memory_is_the_worst_stage)
+{
+    const zp_model *m = model("llama-3-8b");
+    zp_plan p = pp_plan(8, 1);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    int layout[8] = {1, 2, 3, 4, 5, 9, 7, 1};
+    p.pp_layout = layout;
+    p.pp_layout_n = 8;
+    zp_memory per[8], worst;
+    cr_assert_eq(zp_memory_estimate_stages(m, &p, per, 8), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_memory_estimate(m, &p, &worst), ZP_OK, "%s", zp_error_message());
+    int at = 0;
+    for (int s = 1; s < 8; s++)
+        at = per[s].total > per[at].total ? s : at;
+    cr_expect_eq(at, 5, "the worst stage is %d", at);
+    cr_expect_eq(worst.total, per[at].total, "%.3f GB, the worst stage %.3f GB", worst.total / 1e9,
+                 per[at].total / 1e9);
+    /* one block each: the first stage holds 8 micro-batches in flight, the last one (and its logits) */
+    cr_expect(per[0].activations > per[7].activations);
 }
 
 static double step_of(const zp_model *m, const zp_plan *p)
