@@ -16,6 +16,7 @@
 
 #include "zp_dsconfig.h"
 #include "zp_model.h"
+#include "zp_pipeline.h"
 #include "zp_search.h"
 
 typedef enum { ZP_LAUNCH_MEGATRON = 0, ZP_LAUNCH_TORCHTITAN, ZP_LAUNCH_NEMO, ZP_LAUNCH_DEEPSPEED, ZP_NLAUNCH } zp_launch_kind;
@@ -66,6 +67,13 @@ typedef struct {
        k-th block (sac_every k; 0: every block, as torchtitan reads "0"); UNSET: torchtitan's default "2" */
     int sac_op;
     int64_t sac_every;
+    /* uneven pipeline stages (vocab/zp_pipeline.h; Megatron-core's arguments) */
+    int64_t pp_first, pp_last; /* --decoder-first/last-pipeline-num-layers (0: not stated) */
+    int pp_acc_emb, pp_acc_loss; /* --account-for-embedding/loss-in-pipeline-split: the embedding, the loss
+                                    count as a layer of the first, the last virtual stage (0/1) */
+    int pp_layout[ZP_PP_MAX_LAYOUT]; /* --pipeline-model-parallel-layout: layers per virtual stage, or the
+                                        split the account-for flags make (zp_launch_request) */
+    int pp_layout_n;         /* 0: none */
 } zp_launch;
 
 /* One key of a file and its value (flattened: "training.batch_size", "tensor-model-parallel-size"). */

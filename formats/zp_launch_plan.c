@@ -187,6 +187,41 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
     return ZP_OK;
 }
 
+/* An uneven pipeline layout as Megatron-core states it: the first and the last stage's layers; the
+ * embedding and the loss counted as a layer of the first and the last virtual stage (each virtual stage
+ * then gets (L + those) / (P·v), the first and the last one less; Megatron-core's
+ * account_for_embedding/loss_in_pipeline_split); or the layers of every virtual stage. The request points at
+ * the launch's own layout, which outlives the search. */
+static zp_status launch_layout(zp_launch *l, int64_t pp, int64_t v, zp_search_req *r)
+{
+    if (!l->pp_first && !l->pp_last && !l->pp_acc_emb && !l->pp_acc_loss && !l->pp_layout_n)
+        return ZP_OK;
+    if (pp < 2)
+        return ZP_FAIL(ZP_EINVAL, "%s: an uneven pipeline layout without pipeline stages (give "
+                                  "--pipeline-model-parallel-size)", l->name);
+    if (l->pp_first > r->model->layers || l->pp_last > r->model->layers)
+        return ZP_FAIL(ZP_EINVAL, "%s: more layers on the first or the last stage than the model's %lld", l->name,
+                       (long long)r->model->layers);
+    r->base.pp_first = (int)l->pp_first;
+    r->base.pp_last = (int)l->pp_last;
+    if (l->pp_acc_emb || l->pp_acc_loss) {
+        const int64_t n = pp * v, all = r->model->layers + l->pp_acc_emb + l->pp_acc_loss;
+        if (l->pp_layout_n || l->pp_first || l->pp_last || all % n != 0 || n > ZP_PP_MAX_LAYOUT)
+            return ZP_FAIL(ZP_EINVAL, "%s: --account-for-embedding/loss-in-pipeline-split: the %lld layers with the "
+                                      "embedding and the loss must divide over the %lld virtual stages, without "
+                                      "another layout",
+                           l->name, (long long)all, (long long)n);
+        for (int64_t k = 0; k < n; k++)
+            l->pp_layout[k] = (int)(all / n) - (k == 0 && l->pp_acc_emb) - (k == n - 1 && l->pp_acc_loss);
+        l->pp_layout_n = (int)n;
+    }
+    if (l->pp_layout_n) {
+        r->base.pp_layout = l->pp_layout;
+        r->base.pp_layout_n = l->pp_layout_n;
+    }
+    return ZP_OK;
+}
+
 zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
 {
     const int64_t tp = l->tp > 0 ? l->tp : 1, pp = l->pp > 0 ? l->pp : 1, cp = l->cp > 0 ? l->cp : 1;
@@ -232,6 +267,7 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     }
     r->pp_schedule = pp == 1 ? ZP_SEARCH_ANY : v > 1 ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
     r->vstages = pp == 1 ? ZP_SEARCH_ANY : (int)v;
+    ZP_TRY(launch_layout(l, pp, v, r));
     ZP_TRY(launch_precision(l, r));
     /* Megatron-core fuses the weight-gradient accumulation unless told not to; PyTorch (torchtitan) does not */
     r->base.grad_accum_fusion = l->fusion != ZP_LAUNCH_UNSET ? l->fusion : l->kind == ZP_LAUNCH_MEGATRON;

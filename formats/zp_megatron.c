@@ -8,6 +8,7 @@
 #include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_io.h"
+#include "zp_pipeline.h"
 
 zp_status zp_megatron_check(const zp_plan *p)
 {
@@ -96,6 +97,56 @@ static void add_dropouts(out *o, const zp_model *m)
         add(o, " --attention-dropout 0");
 }
 
+/* An uneven pipeline layout (vocab/zp_pipeline.h) in Megatron-core's arguments: the interleaved schedule's
+ * chunks as --num-virtual-stages-per-pipeline-rank (--num-layers-per-virtual-pipeline-stage assumes an
+ * even split); the first and the last stage's layers as --decoder-first/last-pipeline-num-layers when the
+ * stages between are alike and every stage's chunks too (what those arguments can state, Megatron-core's
+ * get_num_layers_to_build); any other layout as --pipeline-model-parallel-layout, one "|"-separated
+ * entry per virtual stage in virtual-stage order, E the embedding, t a transformer layer, L the loss
+ * (Megatron-core 0.13's custom layout, arguments.py). */
+static void add_layout(out *o, const zp_model *m, const zp_plan *p)
+{
+    const int P = (int)p->pp, v = p->schedule == ZP_PP_INTERLEAVED ? p->vstages : 1;
+    if (v > 1)
+        add(o, " --num-virtual-stages-per-pipeline-rank %d", v);
+    int alike = 1, mid = -1;
+    for (int k = 0; k < P * v && alike; k++) {
+        const int s = k % P, n = zp_pp_vstage_layers(m, p, k), n0 = zp_pp_vstage_layers(m, p, s);
+        alike = n == n0 && n > 0; /* every chunk of a stage alike */
+        if (s > 0 && s < P - 1) {
+            alike = alike && (mid < 0 || n == mid);
+            mid = n;
+        }
+    }
+    if (alike) {
+        const int first = zp_pp_vstage_layers(m, p, 0) * v, last = zp_pp_vstage_layers(m, p, P - 1) * v;
+        if (mid < 0 || first != mid * v)
+            add(o, " --decoder-first-pipeline-num-layers %d", first);
+        if (mid < 0 || last != mid * v)
+            add(o, " --decoder-last-pipeline-num-layers %d", last);
+        return;
+    }
+    const int n = P * v, x = zp_pp_vstage_layers(m, p, 1), e = x - zp_pp_vstage_layers(m, p, 0),
+              ls = x - zp_pp_vstage_layers(m, p, n - 1);
+    int even = n > 2 && e >= 0 && e <= 1 && ls >= 0 && ls <= 1 && e + ls > 0;
+    for (int k = 1; k < n - 1 && even; k++)
+        even = zp_pp_vstage_layers(m, p, k) == x;
+    if (even) { /* the embedding and the loss as a layer each: Llama 3 405B's 0,1*126,0 */
+        add(o, "%s%s", e ? " --account-for-embedding-in-pipeline-split" : "",
+            ls ? " --account-for-loss-in-pipeline-split" : "");
+        return;
+    }
+    add(o, " --pipeline-model-parallel-layout \"");
+    for (int k = 0; k < P * v; k++) {
+        add(o, "%s%s", k ? "|" : "", k == 0 ? "E" : "");
+        for (int i = zp_pp_vstage_layers(m, p, k); i > 0; i--)
+            add(o, "t");
+        if (k == P * v - 1)
+            add(o, "L");
+    }
+    add(o, "\"");
+}
+
 /* The degrees of the dimensions that multiply the GPUs and of those that split the sequence, by the table's
  * Megatron-LM names (vocab/zp_dims.h: --tensor-model-parallel-size, --pipeline-model-parallel-size; the
  * latter when they split it; DP is
@@ -107,8 +158,10 @@ static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
         if ((t->within == t->id || (t->seq_split && p->deg[d] > 1)) && t->megatron)
             add(o, " %s %lld", t->megatron, (long long)p->deg[d]);
     }
-    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && !zp_pp_uneven(p))
         add(o, " --num-layers-per-virtual-pipeline-stage %lld", (long long)(m->layers / (p->pp * p->vstages)));
+    if (p->pp > 1 && zp_pp_uneven(p))
+        add_layout(o, m, p);
     if (p->cp > 1)
         add(o, " --cp-comm-type %s", zp_cp_comm_megatron((zp_cp_comm)p->cp_comm));
 }
@@ -255,7 +308,7 @@ zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, si
 static zp_status write_args(const zp_model *m, const zp_plan *p, const char *args, const char *release,
                             const char *step, const char *path)
 {
-    char text[1600];
+    char text[2600];
     int n = snprintf(text, sizeof text,
                      "# %s arguments (pretrain_gpt.py) of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x "
                      "PP %lld%s%s\n%s\n",
@@ -268,7 +321,7 @@ static zp_status write_args(const zp_model *m, const zp_plan *p, const char *arg
 
 zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *step, const char *path)
 {
-    char args[1024];
+    char args[2048]; /* a custom pipeline layout writes a letter a layer */
     ZP_TRY(zp_megatron_args(m, p, args, sizeof args));
     return write_args(m, p, args, "Megatron-LM", step, path);
 }

@@ -65,6 +65,39 @@ static zp_status set_cp_comm(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
+/* --pipeline-model-parallel-layout (Megatron-core's custom layout): virtual stages split by "|", in
+ * virtual-stage order, E the embedding (first only), t a transformer layer, L the loss (last only), commas
+ * cosmetic; the layers per virtual stage. The "(...)*N" repetitions and other layer kinds (m: MTP) are
+ * refused, naming them. */
+static zp_status set_pp_layout(zp_launch *l, const zp_launch_entry *e)
+{
+    int n = 0, count = 0;
+    const char *v = e->value;
+    const size_t len = strlen(v);
+    for (size_t i = 0; i <= len; i++) {
+        const char c = v[i];
+        if (c == 't') {
+            count++;
+        } else if (c == '|' || c == '\0') {
+            if (n == ZP_PP_MAX_LAYOUT)
+                return ZP_FAIL(ZP_EINVAL, "%s:%d: --pipeline-model-parallel-layout: more than %d stages", l->name,
+                               e->line, ZP_PP_MAX_LAYOUT);
+            l->pp_layout[n++] = count;
+            count = 0;
+        } else if (!((c == 'E' && n == 0) || c == 'L' || c == ',' || c == ' ' || c == '"' || c == '\'')) {
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: --pipeline-model-parallel-layout '%s': zplan reads E, t, L and | (one "
+                                      "entry per virtual stage, without '(...)*N' repeats; '%c' is not read)",
+                           l->name, e->line, v, c);
+        }
+    }
+    const char *L = strchr(v, 'L');
+    if (L && strchr(L, '|'))
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: --pipeline-model-parallel-layout '%s': the loss (L) belongs to the last "
+                                  "virtual stage", l->name, e->line, v);
+    l->pp_layout_n = n;
+    return ZP_OK;
+}
+
 static zp_status set_recompute_layers(zp_launch *l, const zp_launch_entry *e)
 {
     if (strcmp(e->value, "1") != 0)
@@ -155,6 +188,12 @@ static const zp_launch_key g_keys[] = {
     {"context-parallel-size", ZP_LK_INT, F(cp), 0, NULL, NULL},
     {"cp-comm-type", ZP_LK_FN, 0, 0, set_cp_comm, NULL},
     {"num-layers-per-virtual-pipeline-stage", ZP_LK_INT, F(vp), 0, NULL, NULL},
+    {"num-virtual-stages-per-pipeline-rank", ZP_LK_INT, F(vstages), 0, NULL, NULL},
+    {"decoder-first-pipeline-num-layers", ZP_LK_INT, F(pp_first), 0, NULL, NULL},
+    {"decoder-last-pipeline-num-layers", ZP_LK_INT, F(pp_last), 0, NULL, NULL},
+    {"account-for-embedding-in-pipeline-split", ZP_LK_FLAG, F(pp_acc_emb), 1, NULL, NULL},
+    {"account-for-loss-in-pipeline-split", ZP_LK_FLAG, F(pp_acc_loss), 1, NULL, NULL},
+    {"pipeline-model-parallel-layout", ZP_LK_FN, 0, 0, set_pp_layout, NULL},
     {"sequence-parallel", ZP_LK_FLAG, F(sp), 1, NULL, NULL},
     {"micro-batch-size", ZP_LK_INT, F(micro_batch), 0, NULL, NULL},
     {"global-batch-size", ZP_LK_INT, F(global_batch), 0, NULL, NULL},

@@ -6,6 +6,7 @@
 #include "zp_device.h"
 #include "zp_device_fp8.h"
 #include "zp_fp8.h"
+#include "zp_pipeline.h"
 #include "zp_shape.h"
 
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency)
@@ -44,6 +45,23 @@ static double compute_rate(const zp_model *m, const zp_plan *plan, const zp_clus
     return 1.0 / ((1.0 - f) / r16 + f / r8);
 }
 
+/* The most blocks a stage of an uneven layout holds, over the even share L/P (>= 1 when the layout is
+ * checked; 1 when it is not: zp_pp_check refuses it elsewhere). */
+static double slowest_stage(const zp_model *m, const zp_plan *p)
+{
+    if (zp_pp_check(m, p) != ZP_OK)
+        return 1.0;
+    const int P = (int)p->pp, v = p->pp > 1 ? p->vstages : 1;
+    int most = 0;
+    for (int s = 0; s < P; s++) {
+        int n = 0;
+        for (int c = 0; c < v; c++)
+            n += zp_pp_vstage_layers(m, p, c * P + s);
+        most = n > most ? n : most;
+    }
+    return (double)most * (double)P / (double)m->layers;
+}
+
 zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *c, zp_step_time *out)
 {
     ZP_TRY(zp_plan_validate(plan));
@@ -70,6 +88,9 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         flops += zp_model_flops_op_sac_recompute(model, b);
     flops = flops / nm / np / split;
     const double rate = compute_rate(model, plan, c, b);
+    /* an uneven layout (zp_pipeline.h): the stage with the most blocks sets the pace of every pass */
+    const double slowest = zp_pp_uneven(plan) ? slowest_stage(model, plan) : 1.0;
+    flops *= slowest;
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;
 
@@ -83,7 +104,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     /* op-level recompute: the all-reduce after wo again (with SP the two all-gathers, as much traffic) */
     double n_ar = plan->checkpoint ? 4.0 + 2.0 * frac : (plan->op_sac ? 5.0 : 4.0);
     const double ar_mp = zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
-    t.mp_comm = accum * (double)model->layers / np * n_ar * ar_mp;
+    t.mp_comm = accum * (double)model->layers / np * slowest * n_ar * ar_mp;
     if (plan->pa || plan->pa_cpu)
         t.mp_comm +=
             accum * (double)model->layers / np * zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 1.0);

@@ -48,6 +48,40 @@ static zp_status check_given(const zp_search_req *r, zp_dim_id id)
 
 /* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
 
+/* An uneven layout (--pp-first-layers, --pp-last-layers, --pp-layout) needs the stages given and must fit
+ * the model at the chunks given (or those its entries imply: one per virtual stage); an interleaved
+ * schedule asked for over layers no chunk count divides says so, naming the layout, not the batch. */
+static zp_status validate_layout(const zp_search_req *r)
+{
+    const zp_plan *b = &r->base;
+    const int64_t pp = r->pp, L = r->model ? r->model->layers : 0;
+    if (zp_pp_uneven(b) && pp == ZP_SEARCH_ANY)
+        return ZP_FAIL(ZP_EINVAL, "%s: an uneven pipeline layout needs the stages (give --pp P)",
+                       b->pp_layout ? "--pp-layout" : b->pp_first > 0 ? "--pp-first-layers" : "--pp-last-layers");
+    if (!r->model || pp == ZP_SEARCH_ANY)
+        return ZP_OK;
+    zp_plan q = *b;
+    q.pp = pp;
+    q.vstages = r->vstages != ZP_SEARCH_ANY ? r->vstages : 1;
+    if (zp_pp_uneven(b)) {
+        if (r->vstages == ZP_SEARCH_ANY && b->pp_layout && b->pp_layout_n % pp == 0 && b->pp_layout_n > pp &&
+            b->pp_layout_n / pp <= ZP_MAX_VSTAGES)
+            q.vstages = (int)(b->pp_layout_n / pp); /* one entry per virtual stage */
+        return zp_pp_check(r->model, &q);
+    }
+    if (pp > 1 && r->pp_schedule == ZP_PP_INTERLEAVED && r->vstages == ZP_SEARCH_ANY) {
+        for (int64_t v = 2; v <= ZP_MAX_VSTAGES; v++)
+            if (L % (pp * v) == 0)
+                return ZP_OK;
+        return ZP_FAIL(ZP_EINVAL, "--schedule interleaved with --pp %lld: no number of model chunks divides the "
+                                  "model's %lld layers evenly over the %lld stages (the layout, not the batch: give "
+                                  "an uneven layout, --pp-layout or --pp-first-layers / --pp-last-layers, with "
+                                  "--virtual-stages v)",
+                       (long long)pp, (long long)L, (long long)pp);
+    }
+    return ZP_OK;
+}
+
 static zp_status validate_pipeline(const zp_search_req *r)
 {
     const int64_t pp = r->pp;
@@ -80,11 +114,16 @@ static zp_status validate_pipeline(const zp_search_req *r)
             q.pp = pp;
             q.vstages = r->vstages;
             q.schedule = ZP_PP_INTERLEAVED;
+            q.pp_first = r->base.pp_first; /* and the uneven layout given */
+            q.pp_last = r->base.pp_last;
+            q.pp_layout = r->base.pp_layout;
+            q.pp_layout_n = r->base.pp_layout_n;
             ZP_TRY(zp_pp_check(r->model, &q));
         }
     }
     if (r->exact && r->pp_schedule == ZP_PP_INTERLEAVED && r->vstages == ZP_SEARCH_ANY)
         return ZP_FAIL(ZP_EINVAL, "--exact --schedule interleaved: give --virtual-stages v (the model chunks per rank)");
+    ZP_TRY(validate_layout(r));
     if (r->sp == 1 && r->mp == 1)
         return ZP_FAIL(ZP_EINVAL, "--sp shards activations over the MP group: it needs --mp > 1");
     if (r->sp == 1 && (r->pa == 1 || r->pa_cpu == 1))
@@ -1197,6 +1236,18 @@ static zp_status shapes_push(shapes *x, shape s)
     return ZP_OK;
 }
 
+/* v chunks on each of P stages fit the model: they divide its layers evenly, or the uneven layout given
+ * fits them. */
+static int chunks_fit(const zp_search_req *r, int64_t P, int v, int64_t L)
+{
+    if (!zp_pp_uneven(&r->base))
+        return v == 1 || L % (P * v) == 0;
+    zp_plan q = r->base;
+    q.pp = P;
+    q.vstages = v;
+    return zp_pp_fits(r->model, &q);
+}
+
 /* Schedules and chunks for P stages: the ones given; else 1F1B and interleaved 1F1B with every v >= 2 that
  * divides the layers per stage (GPipe runs the same passes as 1F1B holding more micro-batches: taken when
  * given only). */
@@ -1215,6 +1266,8 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
         base.schedule = (zp_pp_schedule)sc;
         if (sc != ZP_PP_INTERLEAVED) {
             base.vstages = 1;
+            if (!chunks_fit(r, base.pp, 1, r->model->layers))
+                continue; /* a layout of virtual stages: interleaved only */
             ZP_TRY(shapes_push(out, base));
             continue;
         }
@@ -1223,7 +1276,7 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
             continue; /* not in the framework's release (validate_framework refused it given) */
         const int64_t L = r->model->layers;
         for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
-            if ((r->vstages != ZP_SEARCH_ANY && v != r->vstages) || L % (base.pp * v) != 0)
+            if ((r->vstages != ZP_SEARCH_ANY && v != r->vstages) || !chunks_fit(r, base.pp, v, L))
                 continue;
             base.vstages = v;
             ZP_TRY(shapes_push(out, base));

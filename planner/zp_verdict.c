@@ -49,6 +49,9 @@ static void open_knob(zp_search_req *q, zp_knob k)
         q->pp = ZP_SEARCH_ANY;
         q->pp_schedule = ZP_SEARCH_ANY;
         q->vstages = ZP_SEARCH_ANY;
+        q->base.pp_first = q->base.pp_last = 0; /* an uneven layout is of the stages given: open with them */
+        q->base.pp_layout = NULL;
+        q->base.pp_layout_n = 0;
         break;
     case ZP_KNOB_MICRO: q->micro_batch = ZP_SEARCH_ANY; break;
     case ZP_KNOB_RECOMPUTE:

@@ -120,7 +120,7 @@ zp_status zp_memory_estimate_stages(const zp_model *model, const zp_plan *plan, 
 /* With pipeline stages, the worst stage. A stage holds the micro-batches of its warm-up, which never grow
  * with the stage's index, so among the stages between the first and the last with the same layers the
  * first of them holds the most: the first stage, the last, and the first of each layer count between are
- * the candidates. */
+ * the candidates. With an uneven layout (a stage's chunks may differ from another's) every stage is. */
 zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
 {
     if (plan->pp <= 1)
@@ -132,7 +132,7 @@ zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memo
     for (int s = 0; s < P; s++) {
         zp_pp_stage st;
         ZP_TRY(zp_pp_stage_get(model, plan, s, &st));
-        if (s > 0 && s < P - 1) {
+        if (s > 0 && s < P - 1 && !zp_pp_uneven(plan)) { /* an uneven layout: every stage a candidate */
             int known = 0;
             for (int i = 0; i < nseen; i++)
                 known |= seen[i] == st.layers[0];

@@ -677,7 +677,7 @@ static chunk_items items_of(const zp_builder *b, int chunk)
  * standing for all of the chunk's. */
 static int next_item(const zp_builder *b, const chunk_items *c, int item, int dir)
 {
-    if (b->collapse && dir > 0 && item == c->fb)
+    if (b->collapse && dir > 0 && item == c->fb && c->nblocks > 0) /* (a head-only chunk's fb is the head) */
         return c->lb + 1;
     if (b->collapse && dir < 0 && item > c->fb && c->nblocks > 0)
         return c->fb;

@@ -22,6 +22,7 @@
 #include "zp_watchdog.h"
 #include "zp_io.h"
 #include "zp_memory.h"
+#include "zp_pipeline.h"
 #include "zp_profile.h"
 #include "zp_quiet.h"
 #include "zp_simrun.h"
@@ -536,6 +537,9 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     const zp_search_req *r = &a->r;
     zp_exec_config_default(cfg);
     zp_plan *p = &cfg->plan;
+    if (zp_pp_uneven(&r->base)) /* the executor's tensors and its tests are of the even split */
+        return ZP_FAIL(ZP_EINVAL, "--pp-first-layers / --pp-last-layers / --pp-layout: zplan exec runs the even "
+                                  "split of the layers over the stages (drop them, or predict with the what-if)");
     if (r->stage != ZP_SEARCH_ANY)
         p->stage = r->stage;
     if (r->mp != ZP_SEARCH_ANY)

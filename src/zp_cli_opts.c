@@ -11,6 +11,7 @@
 #include "zp_device.h"
 #include "zp_fp8.h"
 #include "zp_framework.h"
+#include "zp_pipeline.h"
 #include "zp_size.h"
 
 /* ---- setters: (args, "--name", value or NULL) ---- */
@@ -225,6 +226,26 @@ static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
 {
     return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
+}
+
+/* ---- uneven pipeline stages (vocab/zp_pipeline.h) ---- */
+
+/* --pp-first-layers / --pp-last-layers N: the first or the last stage's transformer layers. */
+static zp_status set_pp_edge(zp_cli_args *a, const char *opt, const char *v)
+{
+    return set_small_int(opt, v, 1, 1000000, strstr(opt, "first") ? &a->r.base.pp_first : &a->r.base.pp_last);
+}
+
+/* --pp-layout: the layers of every stage or virtual stage; the plan points at this process's copy. */
+static zp_status set_pp_layout(zp_cli_args *a, const char *opt, const char *v)
+{
+    (void)opt;
+    static int layout[ZP_PP_MAX_LAYOUT];
+    int n;
+    ZP_TRY(zp_pp_layout_parse(v, layout, ZP_PP_MAX_LAYOUT, &n));
+    a->r.base.pp_layout = layout;
+    a->r.base.pp_layout_n = n;
+    return ZP_OK;
 }
 
 static zp_status set_sp(zp_cli_args *a, const char *opt, const char *v)
@@ -508,6 +529,10 @@ static const zp_cli_opt g_opts[] = {
     {"cp-comm", 0, 1, PLAN, set_cp_comm},
     {"schedule", 0, 1, PLAN, set_schedule},
     {"virtual-stages", 0, 1, PLAN, set_vstages},
+    /* uneven pipeline stages */
+    {"pp-first-layers", 0, 1, PLAN, set_pp_edge},
+    {"pp-last-layers", 0, 1, PLAN, set_pp_edge},
+    {"pp-layout", 0, 1, PLAN, set_pp_layout},
     {"sp", 0, 0, PLAN, set_sp},
     {"no-sp", 0, 0, SEARCH, set_sp},
     {"overlap-comm", 0, 0, PLAN, set_overlap},

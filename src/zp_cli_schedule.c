@@ -25,8 +25,8 @@ static const char USAGE[] =
     "Plan options: those of the what-if (zplan --help): --model, --gpus, --cluster, --gpu-mem, --host-mem,\n"
     "--stage, --mp, --ep, --micro-batch, --global-batch, --grad-accum, --seq, --pa, --no-pa, --pa-cpu, --offload,\n"
     "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --recompute, --pp,\n"
-    "--schedule, --virtual-stages, --sp/--no-sp, --no-cb, --bucket, --no-md, --flash-attention/--no-flash-attention\n"
-    "(default: by the GPU, as the what-if), --flash-kernel, --grad-accum-fusion, --overlap-comm, --framework,\n"
+    "--schedule, --virtual-stages, --pp-first-layers, --pp-last-layers, --pp-layout, --sp/--no-sp, --no-cb, --bucket,\n"
+    "--no-md, --flash-attention/--no-flash-attention (default: by the GPU, as the what-if), --flash-kernel, --grad-accum-fusion, --overlap-comm, --framework,\n"
     "--exact, --analytic, --profile, --ds-config, --trace. With pipeline stages, rank R runs stage R / (DP x MP)\n"
     "(Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
 

@@ -1,6 +1,7 @@
 /* zp_pipeline.c — stages, chunks, placement and pass order of pipeline parallelism (see zp_pipeline.h). */
 #include "zp_pipeline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,110 @@ static void stage_layers(int L, int P, int s, int *first, int *count)
     *count = (s == 0 || s == P - 1) ? q : q + extra + (s - 1 < more);
 }
 
+/* The layers of pipeline stage s (all its chunks) under --pp-first-layers / --pp-last-layers: the given
+ * counts on the first and the last stage, the rest shared evenly by the stages between (Megatron-core's
+ * get_num_layers_to_build); 0 when the rest does not divide (zp_pp_check refuses it). */
+static int first_last_layers(int L, const zp_plan *p, int s)
+{
+    const int P = (int)p->pp;
+    if (s == 0 && p->pp_first > 0)
+        return p->pp_first;
+    if (s == P - 1 && p->pp_last > 0)
+        return p->pp_last;
+    const int left = P - (p->pp_first > 0) - (p->pp_last > 0), rest = L - p->pp_first - p->pp_last;
+    return left > 0 && rest % left == 0 ? rest / left : 0;
+}
+
+int zp_pp_vstage_layers(const zp_model *m, const zp_plan *p, int k)
+{
+    const int P = (int)p->pp, v = p->pp > 1 ? p->vstages : 1, L = (int)m->layers, s = k % P;
+    if (p->pp_layout)
+        return p->pp_layout_n == P * v ? p->pp_layout[k] : p->pp_layout[s] / v;
+    if (p->pp_first > 0 || p->pp_last > 0)
+        return first_last_layers(L, p, s) / v;
+    if (v == 1) {
+        int first, count;
+        stage_layers(L, P, s, &first, &count);
+        return count;
+    }
+    return L / (P * v);
+}
+
+int zp_pp_uneven(const zp_plan *p) { return p->pp_layout != NULL || p->pp_first > 0 || p->pp_last > 0; }
+
+void zp_pp_layout_text(const zp_plan *p, char *buf, size_t len)
+{
+    if (!p->pp_layout) {
+        if (p->pp_first > 0 && p->pp_last > 0)
+            snprintf(buf, len, "--pp-first-layers %d --pp-last-layers %d", p->pp_first, p->pp_last);
+        else
+            snprintf(buf, len, "--pp-%s-layers %d", p->pp_first > 0 ? "first" : "last",
+                     p->pp_first > 0 ? p->pp_first : p->pp_last);
+        return;
+    }
+    size_t at = (size_t)snprintf(buf, len, "--pp-layout ");
+    for (int i = 0; i < p->pp_layout_n && at < len;) { /* runs as N*count, as the option takes them */
+        int j = i;
+        while (j < p->pp_layout_n && p->pp_layout[j] == p->pp_layout[i])
+            j++;
+        at += (size_t)snprintf(buf + at, len - at, j - i > 1 ? "%s%d*%d" : "%s%d", i ? "," : "", p->pp_layout[i],
+                               j - i);
+        i = j;
+    }
+}
+
+/* An uneven layout against the model: every virtual stage at least one layer (the first and the last
+ * virtual stage may have none: they carry the embedding and the LM head, as Llama 3's 405B did, Dubey et
+ * al. 2024 §3.3.2), every stage's count divisible by v when given per stage (Megatron-core's rule), and
+ * the layers summing to the model's. */
+static zp_status check_uneven(const zp_model *m, const zp_plan *p)
+{
+    const int P = (int)p->pp, v = p->pp > 1 ? p->vstages : 1, L = (int)m->layers;
+    char what[512];
+    zp_pp_layout_text(p, what, sizeof what);
+    if (!p->pp_layout && P < 2)
+        return ZP_FAIL(ZP_EINVAL, "%s: the first and the last stage's layers need pipeline stages (give --pp P >= 2)",
+                       what);
+    if (p->pp_layout && p->pp_layout_n != P && p->pp_layout_n != P * v)
+        return ZP_FAIL(ZP_EINVAL, "%s: %d entries, but the pipeline has %d stages of %d model chunk%s (give %d, one "
+                                  "per stage, or %d, one per virtual stage, with --virtual-stages)",
+                       what, p->pp_layout_n, P, v, v > 1 ? "s" : "", P, P * v);
+    const int left = P - (p->pp_first > 0) - (p->pp_last > 0), rest = L - p->pp_first - p->pp_last;
+    if (!p->pp_layout && left > 0 && (rest < left || rest % left != 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: the other %d of the model's %d layers do not divide evenly over the %d other "
+                                  "stages (give counts that leave a multiple of them, or --pp-layout)",
+                       what, rest, L, left);
+    const int per_stage = !p->pp_layout || p->pp_layout_n == P;
+    int sum = 0;
+    for (int s = 0; s < P; s++) {
+        const int n = p->pp_layout ? (per_stage ? p->pp_layout[s] : 0) : first_last_layers(L, p, s);
+        if (per_stage && (n < 1 || n % v != 0))
+            return ZP_FAIL(ZP_EINVAL, "%s: stage %d gets %d layers; %s", what, s, n,
+                           n < 1 ? "every pipeline stage needs at least one"
+                                 : "with --virtual-stages each stage's layers must divide evenly over its model "
+                                   "chunks (as Megatron-core requires)");
+    }
+    for (int k = 0; k < P * v; k++) {
+        const int n = zp_pp_vstage_layers(m, p, k);
+        if (n < 0 || (n == 0 && k != 0 && k != P * v - 1))
+            return ZP_FAIL(ZP_EINVAL, "%s: virtual stage %d gets %d layers; only the first (the embedding) and the "
+                                      "last (the LM head) may have none",
+                           what, k, n);
+        sum += n;
+    }
+    for (int s = 0; s < P; s++) {
+        int n = 0;
+        for (int c = 0; c < v; c++)
+            n += zp_pp_vstage_layers(m, p, c * P + s);
+        if (n < 1)
+            return ZP_FAIL(ZP_EINVAL, "%s: stage %d gets no layer (every pipeline stage needs at least one)", what, s);
+    }
+    if (sum != L)
+        return ZP_FAIL(ZP_EINVAL, "%s: %d layers in all, but the model has %d (the layout must sum to them)", what,
+                       sum, L);
+    return ZP_OK;
+}
+
 zp_status zp_pp_check(const zp_model *m, const zp_plan *p)
 {
     const int64_t P = p->pp, v = p->vstages, L = m->layers;
@@ -38,9 +143,12 @@ zp_status zp_pp_check(const zp_model *m, const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--pp %lld: more pipeline stages than the model's %lld layers (each stage needs "
                                   "at least one)",
                        (long long)P, (long long)L);
+    if (zp_pp_uneven(p))
+        return check_uneven(m, p);
     if (v > 1 && L % (P * v) != 0)
         return ZP_FAIL(ZP_EINVAL, "--virtual-stages %lld does not divide the layers per stage (%lld layers over %lld "
-                                  "stages%s): Megatron-LM's interleaved schedule needs every model chunk the same",
+                                  "stages%s): Megatron-LM's interleaved schedule needs every model chunk the same "
+                                  "(or give an uneven layout: --pp-first-layers / --pp-last-layers, --pp-layout)",
                        (long long)v, (long long)L, (long long)P,
                        L % P == 0 ? "" : ", which do not divide either");
     if (v > 1 && L / (P * v) < 1)
@@ -48,6 +156,8 @@ zp_status zp_pp_check(const zp_model *m, const zp_plan *p)
                        (long long)v, (long long)L, (long long)P, (long long)v);
     return ZP_OK;
 }
+
+int zp_pp_fits(const zp_model *m, const zp_plan *p) { return zp_pp_check(m, p) == ZP_OK; }
 
 zp_status zp_pp_stage_get(const zp_model *m, const zp_plan *p, int stage, zp_pp_stage *out)
 {
@@ -59,7 +169,17 @@ zp_status zp_pp_stage_get(const zp_model *m, const zp_plan *p, int stage, zp_pp_
     out->stage = stage;
     out->stages = P;
     out->chunks = v;
-    if (v == 1) {
+    if (zp_pp_uneven(p)) { /* chunk c is virtual stage c·P + stage: its first layer follows all before it */
+        int first = 0;
+        for (int k = 0; k < P * v; k++) {
+            const int n = zp_pp_vstage_layers(m, p, k);
+            if (k % P == stage) {
+                out->first[k / P] = first;
+                out->layers[k / P] = n;
+            }
+            first += n;
+        }
+    } else if (v == 1) {
         stage_layers(L, P, stage, &out->first[0], &out->layers[0]);
     } else {
         const int per = L / (P * v);
@@ -144,5 +264,41 @@ zp_status zp_pp_place_get(const zp_plan *p, int gpus_per_node, zp_pp_place *out)
                                   "GPUs nor divides one",
                        (long long)g, (long long)p->dp, (long long)p->mp, (long long)gpn);
     }
+    return ZP_OK;
+}
+
+zp_status zp_pp_layout_parse(const char *text, int *out, int cap, int *n)
+{
+    *n = 0;
+    const char *at = text;
+    while (*at) {
+        char *end;
+        const long layers = strtol(at, &end, 10);
+        long count = 1;
+        if (end == at || layers < 0 || layers > 1000000)
+            return ZP_FAIL(ZP_EINVAL, "--pp-layout %s: '%.*s' is not a layer count (give layers per stage, e.g. "
+                                      "7,8*14,7)",
+                           text, (int)strcspn(at, ","), at);
+        if (*end == '*') {
+            const char *c = end + 1;
+            count = strtol(c, &end, 10);
+            if (end == c || count < 1 || count > cap)
+                return ZP_FAIL(ZP_EINVAL, "--pp-layout %s: '%.*s' repeats a count a bad number of times (N*K: K >= 1)",
+                               text, (int)strcspn(at, ","), at);
+        }
+        if (*end != ',' && *end != '\0')
+            return ZP_FAIL(ZP_EINVAL, "--pp-layout %s: '%.*s' is not a layer count (give layers per stage, e.g. "
+                                      "7,8*14,7)",
+                           text, (int)strcspn(at, ","), at);
+        if (*n + count > cap)
+            return ZP_FAIL(ZP_EINVAL, "--pp-layout %s: more than %d stages", text, cap);
+        for (long i = 0; i < count; i++)
+            out[(*n)++] = (int)layers;
+        at = *end == ',' ? end + 1 : end;
+        if (*end == ',' && !*at)
+            return ZP_FAIL(ZP_EINVAL, "--pp-layout %s: a trailing comma", text);
+    }
+    if (*n == 0)
+        return ZP_FAIL(ZP_EINVAL, "--pp-layout: give the layers of each stage, e.g. 7,8*14,7");
     return ZP_OK;
 }

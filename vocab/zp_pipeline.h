@@ -14,7 +14,16 @@
  * Layers: L/(P·v) per virtual stage when that divides (Megatron-LM requires it with v >= 2). With v = 1
  * and L not a multiple of P, as Megatron-LM's uneven split (--decoder-first/last-pipeline-num-layers) is
  * used for: the first and the last stage, which carry the embedding and the head, get floor(L/P) layers
- * and the stages between share the rest, the extra layers going to the stages after the first. */
+ * and the stages between share the rest, the extra layers going to the stages after the first.
+ *
+ * Uneven layouts, given: the first and the last stage's layers (Megatron-core's
+ * --decoder-first/last-pipeline-num-layers: the stages between share the rest evenly, and with v chunks
+ * each stage's layers divide over them), or the layers of every stage or of every virtual stage. The
+ * first virtual stage also runs the embedding and the last one the final norm, the LM head and the loss
+ * (their own ops in the schedule), so a layout balances them by giving those stages fewer blocks: Llama 3
+ * 405B ran 126 layers on 16 stages with one layer fewer on the first and the last (Dubey et al. 2024,
+ * §3.3.2), whose first and last model chunks hold only the embedding and only the head. The step's time
+ * is then set by the slowest stage, as the simulated schedule's dependencies make it. */
 #ifndef ZP_PIPELINE_H
 #define ZP_PIPELINE_H
 
@@ -34,8 +43,23 @@ typedef struct {
 /* The chunks of stage `stage` of the plan (P = plan->pp, v = plan->vstages). ZP_EINVAL when the layers do
  * not split: more stages than layers, or v not dividing the layers per stage. */
 zp_status zp_pp_stage_get(const zp_model *m, const zp_plan *p, int stage, zp_pp_stage *out);
-/* Checks that the plan's pipeline fits the model (every stage has a layer; v divides L/P). */
+/* Checks that the plan's pipeline fits the model (every stage has a layer; v divides L/P; an uneven layout
+ * sums to L, gives every stage a layer and every virtual stage but the first and the last one). */
 zp_status zp_pp_check(const zp_model *m, const zp_plan *p);
+/* zp_pp_check's answer as a yes/no, for the search's candidates. */
+int zp_pp_fits(const zp_model *m, const zp_plan *p);
+/* Whether the plan gives an uneven layout (pp_first, pp_last or pp_layout). */
+int zp_pp_uneven(const zp_plan *p);
+/* Layers of virtual stage k = c·P + s (chunk c of stage s; k = s without interleaving) of a checked plan. */
+int zp_pp_vstage_layers(const zp_model *m, const zp_plan *p, int k);
+/* The uneven layout as the options that give it ("--pp-layout 0,1*126,0", "--pp-first-layers 7 ..."), for
+ * messages. */
+void zp_pp_layout_text(const zp_plan *p, char *buf, size_t len);
+/* Most entries of a layout (stages or virtual stages). */
+#define ZP_PP_MAX_LAYOUT 1024
+/* Parses --pp-layout's text: comma-separated layer counts, each N or N*K (N repeated K times), into
+ * out[0..*n) (at most cap). ZP_EINVAL naming the text when malformed. */
+zp_status zp_pp_layout_parse(const char *text, int *out, int cap, int *n);
 
 /* One pass of a stage: forward or backward of micro-batch `micro` through chunk `chunk`. */
 typedef struct {

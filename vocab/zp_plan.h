@@ -172,6 +172,13 @@ typedef struct {
     /* FP8 training (vocab/zp_fp8.h): the blocks' linear GEMMs in FP8 beside bf16 parameters */
     int fp8;             /* a zp_fp8_recipe; 0 (ZP_FP8_NONE): every GEMM in the 16-bit type */
     int fp8_all_gather;  /* FSDP2 with a torchao recipe: parameters all-gathered in FP8, 1 byte instead of 2 */
+    /* Uneven pipeline stages (vocab/zp_pipeline.h); all 0 / NULL: the even split. */
+    int pp_first, pp_last;  /* transformer layers of the first / the last pipeline stage (Megatron-core's
+                               --decoder-first/last-pipeline-num-layers; 0: not given), the stages between
+                               sharing the rest evenly */
+    const int *pp_layout;   /* layers per stage (pp_layout_n == pp) or per virtual stage (pp * vstages, in
+                               virtual-stage order c·P + s); not owned: the caller's, outliving the plan */
+    int pp_layout_n;
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 

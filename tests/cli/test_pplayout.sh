@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Uneven pipeline stages from the command line (issue #28 item 5): --pp-first-layers / --pp-last-layers and
+# --pp-layout stated and simulated (Llama 3 405B's 126 layers on 16 stages, interleaved over 8 chunks with the
+# embedding and the head alone in the edge chunks); bad layouts exit 2 naming the layout (and an interleaved
+# schedule over layers no chunk count divides names the layout, not the batch); --emit-megatron-args writes
+# Megatron-core's arguments and --megatron-args reads them back as the same plan with the same step.
+# Usage: test_pplayout.sh ZPLAN
+set -u
+Z="$1"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+has() { if grep -q -- "$2" "$T/out" "$T/err"; then ok; else ko "$1: no '$2' in: $(cat "$T/err" "$T/out" | tail -8)"; fi; }
+
+# bad NAME PATTERN ARGS...: exit 2, the message (stderr's last line) matches PATTERN, nothing on stdout
+bad() {
+  local what="$1" pat="$2"; shift 2
+  "$Z" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq 2 ] && tail -1 "$T/err" | grep -Eq -- "$pat" && [ ! -s "$T/out" ]; then
+    ok; printf '  bad %-30s -> exit 2: %s\n' "$what" "$(tail -1 "$T/err" | cut -c1-130)"
+  else
+    ko "$what: rc=$rc, want /$pat/: $(cat "$T/err") $(head -c 200 "$T/out")"
+  fi
+}
+
+L3="--model llama-3-405b --gpus 8192 --cluster dgx-h100 --mp 8 --pp 16 --global-batch 2048"
+PLAN="$L3 --stage 1 --micro-batch 1 --sp --recompute full --exact"
+
+echo "== bad layouts"
+bad "interleaved, 126 on 16" "^zplan: --schedule interleaved with --pp 16: no number of model chunks divides the model's 126 layers evenly over the 16 stages \(the layout, not the batch" $L3 --schedule interleaved
+bad "sum" "^zplan: --pp-layout 7,8\*15: 127 layers in all, but the model has 126" $L3 --pp-layout 7,8*15
+bad "a stage without layers" "^zplan: --pp-layout 0,9,8\*13,7: stage 0 gets 0 layers" $L3 --pp-layout 0,9,8*13,7
+bad "entries" "^zplan: --pp-layout 8\*2: 2 entries, but the pipeline has 16 stages of 1 model chunk" $L3 --pp-layout 8,8
+bad "first/last leave a remainder" "^zplan: --pp-first-layers 7 --pp-last-layers 8: the other 111 of the model's 126 layers do not divide evenly over the 14 other stages" $L3 --pp-first-layers 7 --pp-last-layers 8
+bad "first/last over chunks" "^zplan: --pp-first-layers 7 --pp-last-layers 7: stage 0 gets 7 layers; with --virtual-stages" $L3 --pp-first-layers 7 --pp-last-layers 7 --virtual-stages 2
+bad "a middle chunk empty" "^zplan: --pp-layout 1,0,1\*125,0: virtual stage 1 gets 0 layers; only the first" $L3 --pp-layout 1,0,1*125,0 --virtual-stages 8
+bad "malformed" "^zplan: --pp-layout 7,x: 'x' is not a layer count" $L3 --pp-layout 7,x
+bad "no --pp" "^zplan: --pp-layout: an uneven pipeline layout needs the stages \(give --pp P\)" --model llama-3-405b --gpus 8192 --cluster dgx-h100 --pp-layout 7,8*14,7
+
+bad "exec" "^zplan exec: --pp-first-layers / --pp-last-layers / --pp-layout: zplan exec runs the even split" exec --model tiny --pp 2 --pp-layout 1,1
+
+echo "== stated and simulated"
+"$Z" $PLAN --pp-first-layers 7 --pp-last-layers 7 --top 1 >"$T/out" 2>"$T/err" || ko "first/last: rc=$?"
+has "first/last: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (1f1b), DP 64"
+"$Z" $PLAN --schedule interleaved --virtual-stages 8 --pp-layout 0,1*126,0 --top 1 >"$T/out" 2>"$T/err" ||
+  ko "Llama 3 layout: rc=$?"
+has "Llama 3 layout: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (interleaved, 8 virtual stages), DP 64"
+step=$(sed -n 's/^  step \([0-9.]*\) s,.*/\1/p' "$T/out")
+echo "  Llama 3 405B, 126 layers as 0,1*126,0 over 16 x 8 chunks: step $step s"
+
+echo "== Megatron-core's arguments, written and read back"
+"$Z" $PLAN --schedule interleaved --virtual-stages 8 --pp-layout 0,1*126,0 --top 1 \
+  --emit-megatron-args "$T/args.sh" >"$T/out" 2>"$T/err" || ko "emit: rc=$?"
+cp "$T/args.sh" "$T/out"
+has "emit: chunks" "--num-virtual-stages-per-pipeline-rank 8 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/args.sh")
+"$Z" --megatron-args "$T/args.sh" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read: rc=$?"
+has "read: the plan and the same step" "your launch: $emitted s a step.*PP 16 (interleaved, 8 chunks a rank)"
+"$Z" $PLAN --pp-first-layers 7 --pp-last-layers 7 --top 1 --emit-megatron-args "$T/fl.sh" >"$T/out" 2>"$T/err" ||
+  ko "emit first/last: rc=$?"
+cp "$T/fl.sh" "$T/out"
+has "emit: first/last" "--pipeline-model-parallel-size 16 --decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7"
+emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/fl.sh")
+"$Z" --megatron-args "$T/fl.sh" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read first/last: rc=$?"
+has "read first/last: the same step" "your launch: $emitted s a step.*PP 16 (1f1b, 1 chunk a rank)"
+
+echo "pplayout: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,310 @@
+/* Uneven pipeline stages (vocab/zp_pipeline.h): the layers each stage and virtual stage gets, the layouts
+ * refused (naming the layout), the embedding and the LM head as the edge stages' own ops, the slowest stage
+ * setting the simulated step, and Megatron-core's arguments written and read back. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "zp_device.h"
+#include "zp_launch.h"
+#include "zp_megatron.h"
+#include "zp_memory.h"
+#include "zp_pipeline.h"
+#include "zp_schedule.h"
+#include "zp_search.h"
+#include "zp_simrun.h"
+#include "zp_zoo.h"
+
+static const zp_model *model(const char *name) { return &zp_zoo_find(name)->model; }
+
+static zp_plan pp_plan(int64_t pp, int v)
+{
+    zp_plan p;
+    zp_plan_default(&p, pp);
+    p.dp = 1;
+    p.pp = pp;
+    p.stage = 1;
+    p.vstages = v;
+    p.schedule = v > 1 ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
+    p.grad_accum = 2 * pp;
+    return p;
+}
+
+/* Megatron-core's first/last: Llama 3 405B's 126 layers on 16 stages, 7 on the edges, 8 between. */
+Test(pplayout, first_last_sum_to_the_layers)
+{
+    const zp_model *m = model("llama-3-405b");
+    zp_plan p = pp_plan(16, 1);
+    p.pp_first = p.pp_last = 7;
+    cr_assert_eq(zp_pp_check(m, &p), ZP_OK, "%s", zp_error_message());
+    int next = 0;
+    for (int s = 0; s < 16; s++) {
+        zp_pp_stage st;
+        cr_assert_eq(zp_pp_stage_get(m, &p, s, &st), ZP_OK);
+        cr_expect_eq(st.layers[0], s == 0 || s == 15 ? 7 : 8, "stage %d: %d layers", s, st.layers[0]);
+        cr_expect_eq(st.first[0], next);
+        next += st.layers[0];
+        cr_expect_eq(st.embedding, s == 0);
+        cr_expect_eq(st.head, s == 15);
+    }
+    cr_expect_eq(next, 126);
+    /* only one given: the other stages share the rest */
+    p.pp_last = 0;
+    p.pp_first = 6; /* 120 over 15 */
+    cr_assert_eq(zp_pp_check(m, &p), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(zp_pp_vstage_layers(m, &p, 0), 6);
+    cr_expect_eq(zp_pp_vstage_layers(m, &p, 15), 8);
+}
+
+/* Interleaving over uneven stages: Llama 3's first and last model chunks hold only the embedding and only
+ * the head (one entry per virtual stage, chunk c of stage s is virtual stage c·P + s). */
+Test(pplayout, virtual_stages_with_an_embedding_only_chunk)
+{
+    const zp_model *m = model("llama-3-405b");
+    zp_plan p = pp_plan(16, 8);
+    int layout[128];
+    layout[0] = layout[127] = 0;
+    for (int k = 1; k < 127; k++)
+        layout[k] = 1;
+    p.pp_layout = layout;
+    p.pp_layout_n = 128;
+    cr_assert_eq(zp_pp_check(m, &p), ZP_OK, "%s", zp_error_message());
+    zp_pp_stage st;
+    cr_assert_eq(zp_pp_stage_get(m, &p, 0, &st), ZP_OK);
+    cr_expect(st.embedding && st.layers[0] == 0 && st.first[0] == 0);
+    cr_expect(st.layers[1] == 1 && st.first[1] == 15, "chunk 1: layer %d", st.first[1]); /* virtual stage 16 */
+    cr_assert_eq(zp_pp_stage_get(m, &p, 15, &st), ZP_OK);
+    cr_expect(st.head && st.layers[7] == 0 && st.first[7] == 126);
+    cr_expect(st.layers[0] == 1 && st.first[0] == 14);
+    /* per stage with chunks: each stage's layers divide over them */
+    int per_stage[16] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6};
+    p.pp_layout = per_stage;
+    p.pp_layout_n = 16;
+    p.vstages = 2;
+    cr_assert_eq(zp_pp_check(m, &p), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_pp_stage_get(m, &p, 15, &st), ZP_OK);
+    cr_expect(st.layers[0] == 3 && st.layers[1] == 3 && st.first[1] == 123);
+}
+
+static void expect_refused(const zp_model *m, const zp_plan *p, const char *what)
+{
+    cr_expect_eq(zp_pp_check(m, p), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), what) != NULL, "'%s' not in: %s", what, zp_error_message());
+}
+
+/* A layout that does not sum to the layers, gives a stage no layer or a middle virtual stage none, or
+ * leaves layers that do not divide, is refused, naming the layout. */
+Test(pplayout, bad_layouts_name_the_layout)
+{
+    const zp_model *m = model("llama-3-405b");
+    zp_plan p = pp_plan(16, 1);
+    int layout[16];
+    for (int s = 0; s < 16; s++)
+        layout[s] = 8;
+    p.pp_layout = layout;
+    p.pp_layout_n = 16;
+    expect_refused(m, &p, "--pp-layout 8*16: 128 layers in all, but the model has 126");
+    layout[0] = 0;
+    layout[1] = 6;
+    expect_refused(m, &p, "--pp-layout 0,6,8*14: stage 0 gets 0 layers");
+    p.pp_layout_n = 15;
+    expect_refused(m, &p, "15 entries, but the pipeline has 16 stages");
+    p.pp_layout = NULL;
+    p.pp_layout_n = 0;
+    p.pp_first = 7;
+    p.pp_last = 8;
+    expect_refused(m, &p, "--pp-first-layers 7 --pp-last-layers 8: the other 111 of the model's 126 layers do not "
+                          "divide evenly over the 14 other stages");
+    p.pp_last = 7;
+    p.vstages = 2;
+    p.schedule = ZP_PP_INTERLEAVED;
+    expect_refused(m, &p, "stage 0 gets 7 layers; with --virtual-stages");
+    int v[32];
+    for (int k = 0; k < 32; k++)
+        v[k] = 4;
+    v[0] = 0;
+    v[1] = 0;
+    v[31] = 2; /* sums to 126 */
+    p.pp_first = p.pp_last = 0;
+    p.pp_layout = v;
+    p.pp_layout_n = 32;
+    expect_refused(m, &p, "virtual stage 1 gets 0 layers");
+}
+
+Test(pplayout, layout_text_parsed)
+{
+    int out[64], n = 0;
+    cr_assert_eq(zp_pp_layout_parse("7,8*14,7", out, 64, &n), ZP_OK, "%s", zp_error_message());
+    cr_expect(n == 16 && out[0] == 7 && out[1] == 8 && out[14] == 8 && out[15] == 7);
+    cr_expect_eq(zp_pp_layout_parse("7,x", out, 64, &n), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "--pp-layout 7,x: 'x' is not a layer count") != NULL, "%s",
+              zp_error_message());
+    cr_expect_eq(zp_pp_layout_parse("7,", out, 64, &n), ZP_EINVAL);
+    cr_expect_eq(zp_pp_layout_parse("3*0", out, 64, &n), ZP_EINVAL);
+    cr_expect_eq(zp_pp_layout_parse("1*65", out, 64, &n), ZP_EINVAL);
+    cr_expect_eq(zp_pp_layout_parse("-1,2", out, 64, &n), ZP_EINVAL);
+}
+
+/* Kernels of one kind in a stage's schedule. */
+static int count_ops(const zp_model *m, const zp_plan *p, int stage, int type)
+{
+    zp_schedule sc;
+    cr_assert_eq(zp_schedule_build_stage(m, p, stage, &sc), ZP_OK, "%s", zp_error_message());
+    int n = 0;
+    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
+        n += sc.ops[ZP_STREAM_COMPUTE][i].type == type;
+    zp_schedule_free(&sc);
+    return n;
+}
+
+/* The embedding runs on the first stage and the LM head on the last, once a micro-batch, as their own ops,
+ * also where their model chunk holds no block. */
+Test(pplayout, embedding_and_head_on_the_edge_stages)
+{
+    const zp_model *m = model("llama-3-8b"); /* 32 layers: 2 stages x 17 chunks, the edge chunks empty */
+    zp_plan p = pp_plan(2, 17);
+    int layout[34];
+    for (int k = 0; k < 34; k++)
+        layout[k] = k == 0 || k == 33 ? 0 : 1;
+    p.pp_layout = layout;
+    p.pp_layout_n = 34;
+    cr_assert_eq(zp_pp_check(m, &p), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(count_ops(m, &p, 0, ZP_OPK_EMBEDDING), 4);
+    cr_expect_eq(count_ops(m, &p, 1, ZP_OPK_EMBEDDING), 0);
+    cr_expect_eq(count_ops(m, &p, 1, ZP_OPK_LM_HEAD), 4);
+    cr_expect_eq(count_ops(m, &p, 0, ZP_OPK_LM_HEAD), 0);
+    /* one layer fewer on each edge stage: fewer block kernels there, the same edge ops */
+    zp_plan q = pp_plan(4, 1);
+    q.pp_first = q.pp_last = 7;
+    const int first = count_ops(m, &q, 0, ZP_OPK_LM_HEAD) + count_ops(m, &q, 0, ZP_OPK_EMBEDDING);
+    cr_expect_eq(first, 8, "embedding once a micro-batch on stage 0: %d", first);
+    cr_expect_eq(count_ops(m, &q, 3, ZP_OPK_LM_HEAD), 8);
+}
+
+/* Memory per stage follows the layout: the plan's memory is its worst stage, wherever the layout puts it
+ * (here stage 5: 9 blocks, 3 micro-batches in flight under 1F1B, after four other block counts). */
+Test(pplayout, memory_is_the_worst_stage)
+{
+    const zp_model *m = model("llama-3-8b");
+    zp_plan p = pp_plan(8, 1);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    int layout[8] = {1, 2, 3, 4, 5, 9, 7, 1};
+    p.pp_layout = layout;
+    p.pp_layout_n = 8;
+    zp_memory per[8], worst;
+    cr_assert_eq(zp_memory_estimate_stages(m, &p, per, 8), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_memory_estimate(m, &p, &worst), ZP_OK, "%s", zp_error_message());
+    int at = 0;
+    for (int s = 1; s < 8; s++)
+        at = per[s].total > per[at].total ? s : at;
+    cr_expect_eq(at, 5, "the worst stage is %d", at);
+    cr_expect_eq(worst.total, per[at].total, "%.3f GB, the worst stage %.3f GB", worst.total / 1e9,
+                 per[at].total / 1e9);
+    /* one block each: the first stage holds 8 micro-batches in flight, the last one (and its logits) */
+    cr_expect(per[0].activations > per[7].activations);
+}
+
+static double step_of(const zp_model *m, const zp_plan *p)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-h100", &c), ZP_OK);
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof}};
+    cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(j.st, ZP_OK, "%s", j.err);
+    return j.res.step_time;
+}
+
+/* The slowest stage sets the simulated step: moving layers onto one stage slows the step by about what that
+ * stage gained, wherever that stage is. */
+Test(pplayout, slowest_stage_sets_the_step, .timeout = 120)
+{
+    const zp_model *m = model("llama-3-8b");
+    zp_plan p = pp_plan(4, 1);
+    p.mp = 8;
+    p.sp = 1;
+    p.grad_accum = 8;
+    int even[4] = {8, 8, 8, 8}, heavy_first[4] = {14, 6, 6, 6}, heavy_mid[4] = {6, 6, 14, 6};
+    p.pp_layout_n = 4;
+    p.pp_layout = even;
+    const double t_even = step_of(m, &p);
+    p.pp_layout = heavy_first;
+    const double t_first = step_of(m, &p);
+    p.pp_layout = heavy_mid;
+    const double t_mid = step_of(m, &p);
+    /* 1F1B with m micro-batches: about (m + P - 1) passes of the slowest stage. Evenly split, that is the last
+     * (8 blocks and the LM head: 128,256 x 4,096 weights, about 2.4 blocks' GEMM FLOPs), so 14 blocks take
+     * about 14 / 10.4 = 1.35 times as long */
+    cr_expect(t_first > 1.2 * t_even && t_mid > 1.2 * t_even, "even %.3f s, 14 first %.3f s, 14 third %.3f s",
+              t_even, t_first, t_mid);
+    cr_expect(t_first < 1.15 * t_mid && t_mid < 1.15 * t_first, "14 first %.3f s, 14 third %.3f s", t_first, t_mid);
+    /* and a block moved off the last stage, which carries the head, shortens the step */
+    int lighter_last[4] = {9, 8, 8, 7};
+    p.pp_layout = lighter_last;
+    const double t_lighter = step_of(m, &p);
+    cr_expect(t_lighter < 0.98 * t_even, "even %.3f s, 9,8,8,7 %.3f s", t_even, t_lighter);
+}
+
+/* Megatron-core's arguments for each form a layout takes, read back as the same layout. */
+static void round_trip(const zp_model *m, const zp_plan *p, const char *expect, zp_search_req *r)
+{
+    char a[4096];
+    cr_assert_eq(zp_megatron_args(m, p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    cr_expect(strstr(a, expect) != NULL, "'%s' not in %s", expect, a);
+    static zp_launch l;
+    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
+    zp_model lm;
+    int stated = 0;
+    cr_assert_eq(zp_launch_model(&l, &lm, &stated), ZP_OK, "%s", zp_error_message());
+    const zp_cluster *cl = NULL;
+    cr_assert_eq(zp_cluster_find("dgx-h100", &cl), ZP_OK);
+    zp_search_req_default(r, m, cl, zp_plan_gpus(p));
+    cr_assert_eq(zp_launch_request(&l, r), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(r->pp, p->pp);
+    zp_plan q = r->base;
+    q.pp = r->pp;
+    q.vstages = r->vstages;
+    q.schedule = (zp_pp_schedule)r->pp_schedule;
+    for (int k = 0; k < p->pp * p->vstages; k++)
+        cr_expect_eq(zp_pp_vstage_layers(m, &q, k), zp_pp_vstage_layers(m, p, k), "virtual stage %d", k);
+}
+
+Test(pplayout, megatron_args_round_trip)
+{
+    const zp_model *m = model("llama-3-405b");
+    zp_plan p = pp_plan(16, 1);
+    p.mp = 8;
+    p.sp = 1;
+    p.bf16 = 1;
+    p.pp_first = p.pp_last = 7;
+    zp_search_req r;
+    round_trip(m, &p, "--pipeline-model-parallel-size 16 --decoder-first-pipeline-num-layers 7 "
+                      "--decoder-last-pipeline-num-layers 7",
+               &r);
+    cr_expect(r.base.pp_first == 7 && r.base.pp_last == 7 && r.pp_schedule == ZP_PP_1F1B);
+    /* Llama 3's: the embedding and the loss as a layer each */
+    int layout[128];
+    for (int k = 0; k < 128; k++)
+        layout[k] = k == 0 || k == 127 ? 0 : 1;
+    p = pp_plan(16, 8);
+    p.mp = 8;
+    p.pp_layout = layout;
+    p.pp_layout_n = 128;
+    round_trip(m, &p, "--num-virtual-stages-per-pipeline-rank 8 --account-for-embedding-in-pipeline-split "
+                      "--account-for-loss-in-pipeline-split",
+               &r);
+    cr_expect(r.pp_schedule == ZP_PP_INTERLEAVED && r.vstages == 8);
+    /* anything else: the custom layout, a letter a layer */
+    const zp_model *s = model("llama-3-8b");
+    int odd[8] = {3, 5, 4, 4, 4, 4, 5, 3};
+    p = pp_plan(4, 2);
+    p.pp_layout = odd;
+    p.pp_layout_n = 8;
+    round_trip(s, &p, "--pipeline-model-parallel-layout \"Ettt|ttttt|tttt|tttt|tttt|tttt|ttttt|tttL\"", &r);
+    /* a layout with what zplan does not read is refused, naming it */
+    static zp_launch l;
+    cr_expect_eq(zp_megatron_args_parse("--num-layers 4\n--pipeline-model-parallel-layout \"E|(tt|)*2,m|L\"\n", "a",
+                                        &l),
+                 ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "'(' is not read") != NULL, "%s", zp_error_message());
+}
