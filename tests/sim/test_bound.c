@@ -115,7 +115,7 @@ static void random_sample(sample *s)
             q.sp = mp > 1 && !q.pa && !q.pa_cpu && rnd(2);
             zp_pp_place pl; /* a stage fills whole nodes or shares one */
             if (zp_plan_validate(&q) == ZP_OK && zp_pp_check(&s->model, &q) == ZP_OK &&
-                zp_pp_place_get(&q, gpn, &pl) == ZP_OK)
+                zp_pp_place_get(&q, zp_cluster_domain(s->cluster), &pl) == ZP_OK)
                 *p = q;
         }
     }
