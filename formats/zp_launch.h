@@ -55,6 +55,8 @@ typedef struct {
                                 --distribute-saved-activations); 0 */
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
+    int reshard;             /* a zp_reshard: torchtitan's fsdp_reshard_after_forward (0: "default") */
+    int64_t shard_group;     /* hybrid sharding's group (torchtitan's HSDP: FSDP's shard x CP ranks); 0: none */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
 } zp_launch;
 

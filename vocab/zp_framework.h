@@ -20,6 +20,8 @@ typedef struct {
     int fusion;            /* accumulation inside the weight-gradient GEMM (--grad-accum-fusion) */
     int flash;             /* FlashAttention (--flash-attention) */
     int bf16_fp32_grads;   /* bf16 parameters get fp32 gradients, accumulated and reduced in fp32 */
+    int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */
+    const char *pp_stage_why; /* why not higher, quoted from its source (NULL: no limit of its own) */
 } zp_framework;
 
 typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;
