@@ -124,6 +124,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--grad-accum-fusion";
     else if (r->base.flash_attn && !f->flash)
         no = "FlashAttention (--flash-attention, --flash-kernel)";
+    else if (r->base.reshard != ZP_RESHARD_DEFAULT && !f->fsdp_reshard)
+        no = "FSDP2's reshard policies (--reshard-after-forward)";
     if (!no)
         return ZP_OK;
     return ZP_FAIL(ZP_EINVAL, "--framework %s: %s does not run %s (drop it, or plan for another framework: "

@@ -22,6 +22,7 @@ typedef struct {
     int bf16_fp32_grads;   /* bf16 parameters get fp32 gradients, accumulated and reduced in fp32 */
     int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */
     const char *pp_stage_why; /* why not higher, quoted from its source (NULL: no limit of its own) */
+    int fsdp_reshard;      /* FSDP2's reshard_after_forward choice (--reshard-after-forward never/always) */
 } zp_framework;
 
 typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;

@@ -73,6 +73,7 @@ expect_bad "shard group not | DP"      --model 1.5B --gpus 64 --global-batch 512
 grep -q 'does not divide the data-parallel degree 32.*give a divisor of 32' "$T/err" && ok || ko "shard group: $(cat "$T/err")"
 expect_bad "shard group at stage 1"    --model 1.5B --gpus 64 --stage 1 --shard-group 8
 expect_bad "reshard policy bogus"      --model 1.5B --gpus 64 --stage 3 --reshard-after-forward sometimes
+expect_bad "reshard policy in DeepSpeed" --model 1.5B --gpus 64 --stage 3 --framework deepspeed --reshard-after-forward never
 # --shard-group auto: full sharding and the node's shard group (8 of the 64 DP ranks on dgx-a100) both offered
 if "$Z" --model 1.5B --gpus 64 --cluster dgx-a100 --mp 1 --pp 1 --stage 3 --micro-batch 4 --shard-group auto --analytic \
         --top 4 --format csv >"$T/auto.csv" 2>"$T/err" && grep -q ',CB MD sel-ckpt HSDP8,' "$T/auto.csv" &&
