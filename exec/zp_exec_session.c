@@ -107,6 +107,12 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     if (p->offload == ZP_OFFLOAD_PARAMS)
         return ZP_FAIL(ZP_EINVAL, "--offload params is not executed (only optimizer offload)");
     ZP_TRY(check_cp(c, ranks, pp));
+    if (pp > 1 && p->stage >= 2)
+        return ZP_FAIL(ZP_EINVAL, "ZeRO stage %d with pipeline stages (--pp %lld): the executor runs pipelines with "
+                                  "ZeRO stage 0 or 1 (the planner models FSDP2 beside them)", p->stage, (long long)pp);
+    if (p->shard_group > 0 || p->reshard != ZP_RESHARD_DEFAULT)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group / --reshard-after-forward: the executor shards over every DP rank "
+                                  "and frees stage 3's parameters after the forward (the planner models both)");
     zp_plan q = *p;
     q.dp = ranks / p->mp / pp;
     ZP_TRY(zp_plan_validate(&q));

@@ -38,13 +38,14 @@ static const char *const ZERO_KEYS[] = {
     "stage", "offload_optimizer", "offload_param", "cpu_offload", "cpu_offload_param", "cpu_offload_params",
     "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size", "reduce_scatter",
     "allgather_partitions", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
-    "stage3_param_persistence_threshold", "sub_group_size",
+    "stage3_param_persistence_threshold", "sub_group_size", "mics_shard_size", "zero_hpz_partition_size",
     /* known, no effect as modelled: */
     "cpu_offload_use_pin_memory", "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save",
     "stage3_gather_fp16_weights_on_model_save", "round_robin_gradients", "elastic_checkpoint",
     "load_from_fp32_weights", "ignore_unused_parameters", "memory_efficient_linear", NULL};
-/* the first ZERO_READS change the plan (stage, offload, overlap, buckets, stage-3 limits, NVMe's sub-groups) */
-enum { ZERO_READS = 16 };
+/* the first ZERO_READS change the plan (stage, offload, overlap, buckets, stage-3 limits, NVMe's sub-groups,
+ * MiCS's and hpZ's groups) */
+enum { ZERO_READS = 18 };
 static const char *const ACT_KEYS[] = {"partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
                                        "number_checkpoints", "synchronize_checkpoint_boundary", "profile", NULL};
 
@@ -527,6 +528,40 @@ static zp_status ds_zero_sizes(json_t *zo, zp_search_req *r, zp_ds_notes *notes)
     return ZP_OK;
 }
 
+/* Hybrid sharding in a DeepSpeed config (stage 3's): MiCS (mics_shard_size, DeepSpeed's default -1: off)
+ * shards every state within groups of that many ranks and replicates across them, as --shard-group models it
+ * (FSDP2 HSDP's arithmetic); ZeRO++'s hpZ (zero_hpz_partition_size, default 1: off) keeps the primary
+ * partition over all DP ranks and shards only a secondary copy of the parameters within G ranks, gathered
+ * there for the backward: not modelled, so refused rather than planned as something else. */
+static zp_status ds_shard_groups(json_t *zo, double stage, zp_search_req *r, zp_ds_notes *notes)
+{
+    json_t *v = json_object_get(zo, "mics_shard_size");
+    if (v && json_is_integer(v) && json_integer_value(v) < 0) {
+        v = NULL; /* -1: MiCS off */
+    } else if (v && !json_is_null(v)) {
+        double g = 0;
+        int present;
+        ZP_TRY(get_count(zo, "mics_shard_size", "zero_optimization.", 1e9, &g, &present, NULL));
+        if (stage != 3)
+            return ZP_FAIL(ZP_EINVAL, "zero_optimization.mics_shard_size %g: MiCS shards ZeRO-3's states (give stage "
+                                      "3, or drop it)", g);
+        if (g < 1)
+            return ZP_FAIL(ZP_EINVAL, "zero_optimization.mics_shard_size must be at least 1 (or -1: off)");
+        r->base.shard_group = (int64_t)g;
+        note(notes, "zero_optimization.mics_shard_size %g -> --shard-group %g: states sharded within %g ranks, "
+                    "gradients all-reduced across the groups", g, g, g);
+    }
+    double hpz = 1;
+    int present;
+    ZP_TRY(get_count(zo, "zero_hpz_partition_size", "zero_optimization.", 1e9, &hpz, &present, NULL));
+    if (present && hpz > 1)
+        return ZP_FAIL(ZP_EINVAL, "zero_optimization.zero_hpz_partition_size %g: ZeRO++'s hpZ (a secondary copy of "
+                                  "the parameters sharded within %g ranks for the backward's gathers) is not "
+                                  "modelled; drop it to plan without it, or plan MiCS/HSDP's sharding within %g "
+                                  "ranks with mics_shard_size (--shard-group %g)", hpz, hpz, hpz, hpz);
+    return ZP_OK;
+}
+
 /* A zero_optimization section (an object, not NULL): its stage, offload, overlap and sizes into r;
  * contiguous_gradients into *contiguous_grads (left as it is when absent). */
 static zp_status ds_zero_section(json_t *zo, zp_search_req *r, zp_ds_notes *notes, int *contiguous_grads)
@@ -543,6 +578,7 @@ static zp_status ds_zero_section(json_t *zo, zp_search_req *r, zp_ds_notes *note
     ZP_TRY(get_bool(zo, "overlap_comm", "zero_optimization.", &overlap, &present));
     ZP_TRY(get_bool(zo, "contiguous_gradients", "zero_optimization.", contiguous_grads, &present));
     ZP_TRY(ds_zero_sizes(zo, r, notes));
+    ZP_TRY(ds_shard_groups(zo, stage, r, notes));
     r->stage = (int)stage;
     r->base.overlap_comm = overlap;
     return ZP_OK;
@@ -729,6 +765,9 @@ zp_status zp_dsconfig_check(const zp_plan *p)
                      : p->checkpoint && p->ckpt_every > 1                ? "every k-th block checkpointed"
                      : p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED     ? "the interleaved pipeline schedule"
                      : p->grad_accum_fusion                              ? "gradient accumulation fused into the GEMMs"
+                     : p->pp > 1 && p->stage >= 2                        ? "ZeRO-2/3 beside pipeline stages"
+                     : p->stage == 3 && !zp_plan_reshards(p)             ? "stage 3 keeping its parameters gathered"
+                     : p->shard_group > 0 && p->stage != 3               ? "hybrid sharding at ZeRO stage 2"
                                                                          : NULL;
     if (no)
         return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which DeepSpeed does not (a DeepSpeed config cannot say it): "
@@ -755,6 +794,8 @@ json_t *zp_dsconfig_to_json(const zp_plan *p, int64_t layers)
         json_object_set_new(zo, "stage3_prefetch_bucket_size", json_integer((json_int_t)p->stage3_prefetch));
         json_object_set_new(zo, "stage3_param_persistence_threshold",
                             json_integer((json_int_t)p->persistence_threshold));
+        if (p->shard_group > 0 && p->shard_group < p->dp) /* hybrid sharding: MiCS's groups */
+            json_object_set_new(zo, "mics_shard_size", json_integer((json_int_t)p->shard_group));
     }
     /* precision: bf16 (no loss scaling) or fp16 with DeepSpeed's dynamic loss scaler; neither: fp32 */
     json_t *root = json_pack("{s:I, s:I, s:I}", "train_batch_size", (json_int_t)tbs, "train_micro_batch_size_per_gpu",

@@ -118,9 +118,10 @@ static zp_status launch_dp(zp_launch *l, int64_t gpus, int64_t tp, int64_t pp, i
         return ZP_FAIL(ZP_EINVAL, "%s: parallelism.data_parallel_replicate_degree %lld x data_parallel_shard_degree "
                                   "%lld must be the %lld GPUs' data-parallel degree (GPUs / (TP x PP x CP))",
                        l->name, (long long)rep, (long long)shard, (long long)rest);
+    /* HSDP (replicate and shard both above 1): FSDP within the shard x CP ranks (torchtitan's mesh puts
+     * dp_shard and cp inside dp_replicate), all-reduced across the replicas: --shard-group */
     if (rep > 1 && shard > 1)
-        return ZP_FAIL(ZP_EINVAL, "%s: hybrid sharding (replicate %lld x shard %lld, HSDP) is not modelled yet",
-                       l->name, (long long)rep, (long long)shard);
+        l->shard_group = shard * cp;
     *stage = shard * cp > 1 ? 3 : 0;
     return ZP_OK;
 }
@@ -286,6 +287,8 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "%s: TP %lld spans nodes of %d GPUs: its overlapped communication maps the peers' "
                                   "memory over NVLink (TP inside a node, or no overlap)",
                        l->name, (long long)tp, r->cluster->gpus_per_node);
+    r->base.reshard = l->reshard;
+    r->base.shard_group = l->shard_group;
     return ZP_OK;
 }
 

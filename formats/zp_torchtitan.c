@@ -122,6 +122,20 @@ static zp_status set_float8_recipe(zp_launch *l, const zp_launch_entry *e)
                    l->name, e->line, e->value);
 }
 
+/* fsdp_reshard_after_forward: torchtitan's policy, "default" (keep the parameters gathered with pipeline
+ * stages, else reshard), "always" or "never" (zp_reshard). */
+static zp_status set_reshard(zp_launch *l, const zp_launch_entry *e)
+{
+    zp_reshard r;
+    if (strcasecmp(e->value, "default") != 0 && strcasecmp(e->value, "always") != 0 &&
+        strcasecmp(e->value, "never") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: parallelism.fsdp_reshard_after_forward '%s': use default, always or never",
+                       l->name, e->line, e->value);
+    ZP_TRY(zp_reshard_parse(e->value, &r));
+    l->reshard = (int)r;
+    return ZP_OK;
+}
+
 static zp_status set_schedule(zp_launch *l, const zp_launch_entry *e)
 {
     if (strcasecmp(e->value, "1F1B") == 0)
@@ -156,8 +170,7 @@ static const zp_launch_key g_keys[] = {
     {"activation_checkpoint.mode", ZP_LK_FN, 0, 0, set_mode, NULL},
     {"activation_checkpoint.selective_ac_option", ZP_LK_FN, 0, 0, set_sac, NULL},
     {"parallelism.expert_parallel_degree", ZP_LK_REFUSE, 0, 0, NULL, "expert parallelism is not read yet"},
-    {"parallelism.fsdp_reshard_after_forward", ZP_LK_REFUSE, 0, 0, NULL,
-     "zplan models FSDP resharding after forward (the default): drop the key"},
+    {"parallelism.fsdp_reshard_after_forward", ZP_LK_FN, 0, 0, set_reshard, NULL},
     {"model.tokenizer_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"model.hf_assets_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"training.max_norm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
@@ -388,6 +401,10 @@ zp_status zp_torchtitan_check(const zp_plan *p)
         return ZP_FAIL(ZP_EUNSUPPORTED, "Megatron-LM's selective recompute (the attention core alone): torchtitan's "
                                         "selective modes are op-level (--recompute op) and every k-th block "
                                         "(--checkpoint-every k)");
+    if (p->shard_group > 0 && p->shard_group % p->cp != 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "a shard group of %lld DP ranks with CP %lld: torchtitan's HSDP shards over "
+                                        "whole CP groups (give a multiple of the CP degree)",
+                       (long long)p->shard_group, (long long)p->cp);
     if (p->mp > 1 && !p->sp)
         return ZP_FAIL(ZP_EUNSUPPORTED, "TP %lld without sequence parallelism: torchtitan's TP always shards the "
                                         "norms along the sequence",
@@ -425,6 +442,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     const long long local = p->micro_batch * (p->pp > 1 ? p->grad_accum : 1);
     /* async TP runs under torch.compile (torchtitan refuses it without) */
     const int async = p->tp_overlap == ZP_TP_OVERLAP_ASYNC && p->mp > 1;
+    const int64_t rep = p->dp / zp_plan_shard_degree(p); /* HSDP's replicas of a shard group (1: FSDP) */
     int n = snprintf(buf, len,
                      "# torchtitan job of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x PP %lld%s%s\n"
                      "# model: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, rope theta %g\n"
@@ -440,8 +458,8 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                      zp_fp8_get(p->fp8) ? "converters = [\"float8\"]\n" : "", local,
                      zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
                      zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", async ? "compile = true\n" : "",
-                     (long long)(p->stage == 3 ? 1 : zp_plan_replicas(p)),
-                     (long long)(p->stage == 3 ? zp_plan_replicas(p) : 1), (long long)p->mp, (long long)p->pp,
+                     (long long)(p->stage == 3 ? rep : zp_plan_replicas(p)),
+                     (long long)(p->stage == 3 ? zp_plan_replicas(p) / rep : 1), (long long)p->mp, (long long)p->pp,
                      (long long)p->cp, async ? "enable_async_tensor_parallel = true\n" : "");
     if (n < 0 || (size_t)n >= len)
         return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
@@ -451,6 +469,9 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                                                          "pipeline_parallel_microbatch_size = %lld\n",
                                  p->schedule == ZP_PP_INTERLEAVED ? "Interleaved1F1B" : "1F1B",
                                  (long long)p->micro_batch);
+    if (p->stage == 3 && p->reshard != ZP_RESHARD_DEFAULT && used < len)
+        used += (size_t)snprintf(buf + used, len - used, "fsdp_reshard_after_forward = \"%s\"\n",
+                                 zp_reshard_name((zp_reshard)p->reshard));
     if (used < len)
         used += (size_t)snprintf(buf + used, len - used, "\n[activation_checkpoint]\nmode = \"%s\"\n%s", mode,
                                  option);

@@ -62,6 +62,44 @@ static double slowest_stage(const zp_model *m, const zp_plan *p)
     return (double)most * (double)P / (double)m->layers;
 }
 
+/* ZeRO-DP: fp16 elements of the local parameters (a stage's share with pipeline stages). Stage 0-1
+ * all-reduce once per step; stage 2 reduce-scatters each micro-batch's gradients (once per step beside
+ * pipeline stages: zp_plan_grads_once) and all-gathers the updated parameters once; stage 3 also all-gathers
+ * every parameter before forward and before backward of each micro-batch, or once per micro-batch's forward
+ * when it keeps them gathered (zp_plan_reshards 0), once per step with pipeline stages. Hybrid sharding
+ * (shard group G): the reduce-scatter and the all-gathers over G ranks, then an all-reduce of the 1/G shard
+ * over the dp / G replicas (G·mp ranks apart). */
+static double dp_comm(const zp_plan *plan, const zp_cluster *c, double psi, double psi_all, double accum)
+{
+    const int64_t g = zp_plan_shard_degree(plan);
+    double lat_dp;
+    double bw_dp = zp_analytic_group_bw(c, g, plan->mp, &lat_dp);
+    double experts = psi_all - psi > 0 ? (psi_all - psi) / (double)(plan->ep - 1) : 0.0; /* a rank's experts */
+    double bytes = plan->param_bytes * (psi - experts);
+    double rs = zp_coll_ring_time(bytes, g, bw_dp, lat_dp, 1.0);
+    if (experts > 0) { /* the local experts' gradients over the dp/ep ranks holding the same experts */
+        double lat_x, bw_x = zp_analytic_group_bw(c, plan->dp / plan->ep, plan->ep * plan->mp, &lat_x);
+        rs += zp_coll_ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
+    }
+    double ag = rs;
+    if (g < plan->dp) { /* the shard's all-reduce across the replicas */
+        double lat_r, bw_r = zp_analytic_group_bw(c, plan->dp / g, g * plan->mp, &lat_r);
+        rs += zp_coll_ring_time(bytes / (double)g, plan->dp / g, bw_r, lat_r, 2.0);
+    }
+    const double reductions = zp_plan_grads_once(plan) ? 1.0 : accum;
+    switch (plan->stage) {
+    case 0:
+    case 1: return rs + ag;
+    case 2: return reductions * rs + ag;
+    default:
+        if (zp_plan_reshards(plan) && !zp_plan_grads_once(plan))
+            return accum * (rs + 2.0 * ag);
+        if (zp_plan_reshards(plan))
+            return rs + accum * 2.0 * ag;
+        return reductions * rs + (plan->pp > 1 ? 1.0 : accum) * ag;
+    }
+}
+
 zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *c, zp_step_time *out)
 {
     ZP_TRY(zp_plan_validate(plan));
@@ -125,31 +163,13 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 4.0 + 2.0 * frac : 4.0) * one;
     }
 
-    /* ZeRO-DP: fp16 elements of the local parameters. Stage 0-1 all-reduce once per step; stage 2
-     * reduce-scatters each micro-batch's gradients and all-gathers the updated parameters once;
-     * stage 3 also all-gathers every parameter before forward and before backward of each micro-batch. */
-    double lat_dp;
-    double bw_dp = zp_analytic_group_bw(c, plan->dp, plan->mp, &lat_dp);
-    double experts = psi_all - psi > 0 ? (psi_all - psi) / (double)(plan->ep - 1) : 0.0; /* a rank's experts */
-    double bytes = plan->param_bytes * (psi - experts); /* (a stage's share with pipeline stages) */
-    double rs = zp_coll_ring_time(bytes, plan->dp, bw_dp, lat_dp, 1.0);
-    if (experts > 0) { /* the local experts' gradients over the dp/ep ranks holding the same experts */
-        double lat_x, bw_x = zp_analytic_group_bw(c, plan->dp / plan->ep, plan->ep * plan->mp, &lat_x);
-        rs += zp_coll_ring_time(plan->param_bytes * experts, plan->dp / plan->ep, bw_x, lat_x, 1.0);
-    }
-    double ag = rs;
-    switch (plan->stage) {
-    case 0:
-    case 1: t.dp_comm = rs + ag; break;
-    case 2: t.dp_comm = accum * rs + ag; break;
-    default: t.dp_comm = accum * (rs + 2.0 * ag); break;
-    }
+    t.dp_comm = dp_comm(plan, c, psi, psi_all, accum);
 
     /* Optimizer on the local partition: ZP_DEVICE_OPTIMIZER_BYTES per parameter (fused Adam with the
      * gradient's cast, norm and unscaling and the 16-bit parameter copy) at HBM bandwidth. With offload
      * the CPU Adam of the node is shared by its GPUs, and gradients go down and fp16 parameters come
      * back over PCIe (2 bytes each way per parameter). */
-    double part = si->partitions_optimizer ? psi_all / (double)plan->dp : psi;
+    double part = si->partitions_optimizer ? psi_all / (double)zp_plan_shard_degree(plan) : psi;
     if (plan->offload == ZP_OFFLOAD_NONE) {
         t.optimizer = ZP_DEVICE_OPTIMIZER_BYTES * part / c->hbm_bw;
     } else {

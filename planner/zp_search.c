@@ -87,12 +87,6 @@ static zp_status validate_pipeline(const zp_search_req *r)
     const int64_t pp = r->pp;
     if (pp != ZP_SEARCH_ANY) {
         ZP_TRY(check_given(r, ZP_DIM_PP));
-        if (pp > 1 && r->stage >= 2)
-            return ZP_FAIL(ZP_EINVAL, "--stage %d with --pp %lld: DeepSpeed's pipeline engine allows ZeRO stage 0 "
-                                      "and 1 only (\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\": "
-                                      "a stage's gradients stay whole until every micro-batch has gone through it); "
-                                      "use --stage 1 (the distributed optimizer) or --pp 1",
-                           r->stage, (long long)pp);
     }
     const int no_pp = pp == ZP_SEARCH_ANY || pp == 1;
     if (r->pp_schedule != ZP_SEARCH_ANY && no_pp)
@@ -193,6 +187,13 @@ static zp_status validate_framework(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: %s runs the interleaved schedule with %d or more pipeline stages "
                                   "only (drop --schedule interleaved / --virtual-stages, or give --pp %d or more)",
                        f->name, f->what, f->interleave_min_pp, f->interleave_min_pp);
+    if (r->stage != ZP_SEARCH_ANY && r->stage > f->pp_max_stage && r->stage <= f->max_stage && r->pp != ZP_SEARCH_ANY &&
+        r->pp > 1)
+        return ZP_FAIL(ZP_EINVAL, "--framework %s: --stage %d with --pp %lld: %s allows ZeRO stage %d at most beside "
+                                  "pipeline stages (\"%s\"); use --stage %d or --pp 1, or plan for torchtitan's FSDP2 "
+                                  "with pipelines: --framework any",
+                       f->name, r->stage, (long long)r->pp, f->what, f->pp_max_stage,
+                       f->pp_stage_why ? f->pp_stage_why : "its pipeline engine", f->pp_max_stage);
     const char *no = NULL;
     if (r->stage != ZP_SEARCH_ANY && r->stage > f->max_stage)
         no = "ZeRO stages 1-3 (--stage)";
@@ -220,11 +221,37 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "TP communication overlap (--tp-comm-overlap)";
     else if (r->base.overlap_param_gather && !f->param_gather)
         no = "--overlap-param-gather";
+    else if (r->base.reshard != ZP_RESHARD_DEFAULT && !f->fsdp_reshard)
+        no = "FSDP2's reshard policies (--reshard-after-forward)";
     if (!no)
         return ZP_OK;
     return ZP_FAIL(ZP_EINVAL, "--framework %s: %s does not run %s (drop it, or plan for another framework: "
                               "--framework any)",
                    f->name, f->what, no);
+}
+
+/* Hybrid sharding (--shard-group G) against what is given: the stage, and DP when MP and PP are given (the
+ * search keeps only the DP degrees G divides otherwise). */
+static zp_status validate_shard_group(const zp_search_req *r)
+{
+    const int64_t g = r->base.shard_group;
+    if (g == 0)
+        return ZP_OK;
+    if (g < 0)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group: %lld is not a number of DP ranks (give G >= 1)", (long long)g);
+    if (r->stage != ZP_SEARCH_ANY && r->stage < 2)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group %lld: hybrid sharding shards gradients and parameters: it needs "
+                                  "--stage 2 or 3 (FSDP2 HSDP, MiCS)", (long long)g);
+    const int64_t mp = r->mp != ZP_SEARCH_ANY ? r->mp : 1, pp = r->pp != ZP_SEARCH_ANY ? r->pp : 1;
+    const int64_t dp = r->gpus % (mp * pp) == 0 ? r->gpus / (mp * pp) : 0;
+    if (r->mp != ZP_SEARCH_ANY && r->pp != ZP_SEARCH_ANY && dp > 0 && dp % g != 0)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group %lld does not divide the data-parallel degree %lld (GPUs / (MP x "
+                                  "PP)): give a divisor of %lld, e.g. the GPUs of a node over MP",
+                       (long long)g, (long long)dp, (long long)dp);
+    if (r->gpus % g != 0)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group %lld does not divide the %lld GPUs, so no data-parallel degree: "
+                                  "give a divisor of the data-parallel degree", (long long)g, (long long)r->gpus);
+    return ZP_OK;
 }
 
 /* The FlashAttention kernel against the model's heads: FlashAttention-1 has no kernel for heads over 128. */
@@ -343,6 +370,7 @@ zp_status zp_search_validate(const zp_search_req *r)
     ZP_TRY(validate_pipeline(r));
     ZP_TRY(validate_flash(r));
     ZP_TRY(validate_framework(r));
+    ZP_TRY(validate_shard_group(r));
     /* with --mp the batch is a multiple of the replicas: GPUs / MP, or GPUs / (MP x PP) when --pp is given,
      * over the ways a sequence is split that are given (one searched counts 1: the plans without it) */
     if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
@@ -1356,7 +1384,8 @@ static void walk_order(walk *w)
 }
 
 /* What the request adds to the table's range: a pipeline needs micro-batches to fill it (a global batch
- * or an accumulation) unless given, ZeRO stage 0 or 1 (DeepSpeed's pipeline engine), and a DP degree
+ * or an accumulation) unless given, ZeRO stage 0 or 1 (DeepSpeed's pipeline engine) unless stage and
+ * pipeline are both given (torchtitan runs FSDP2 beside pipelines), and a DP degree
  * that divides the global batch. */
 static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64_t d)
 {
@@ -1366,7 +1395,10 @@ static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64
     const int fill = r->global_batch != ZP_SEARCH_ANY || r->grad_accum != ZP_SEARCH_ANY;
     if (r->pp == ZP_SEARCH_ANY && (r->exact || !fill))
         return 0;
-    if (w->stage >= 2)
+    /* ZeRO-2/3 beside pipeline stages (torchtitan's FSDP2) when both are given (a shard group given asks for
+     * them) and the framework runs them; not searched, so a search without them offers what it always has */
+    const int sharded = r->stage != ZP_SEARCH_ANY || r->base.shard_group > 0;
+    if (w->stage >= 2 && (!sharded || r->pp == ZP_SEARCH_ANY || w->stage > w->fw->pp_max_stage))
         return 0;
     const int64_t dp = r->gpus / c->deg[ZP_DIM_TP] / d;
     return r->global_batch == ZP_SEARCH_ANY || r->global_batch % dp == 0;
@@ -1442,6 +1474,34 @@ static int off_wanted(const walk *w, int off)
     return !((off == ZP_OFFLOAD_OPTIMIZER && w->stage < 1) || (off == ZP_OFFLOAD_PARAMS && w->stage != 3));
 }
 
+/* The largest shard group of a plan inside one node: G dividing DP with G x DP's stride <= the node's GPUs,
+ * below DP; 0 when none (DP fits a node already, or no such G above 1). */
+static int64_t node_shard_group(const zp_search_req *r, const zp_plan *p)
+{
+    const int64_t gpn = r->cluster && r->cluster->gpus_per_node > 0 ? r->cluster->gpus_per_node : 1;
+    const int64_t ds = zp_dims_stride(p->deg, ZP_DIM_DP);
+    for (int64_t g = gpn / ds; g > 1; g--)
+        if (g < p->dp && p->dp % g == 0)
+            return g;
+    return 0;
+}
+
+/* A candidate under hybrid sharding: its given shard group (kept where it divides DP, at ZeRO-2/3, without
+ * EP or offload: zp_plan_validate), or with --shard-group auto full sharding and the node's shard group. */
+static zp_status eval_shard_groups(walk *w, const zp_plan *p)
+{
+    const int hsdp = p->stage >= 2 && p->ep <= 1 && p->offload == ZP_OFFLOAD_NONE;
+    if (p->shard_group > 0 && (p->dp % p->shard_group != 0 || !hsdp))
+        return ZP_OK;
+    zp_plan q = *p; /* eval_candidate may fill in the batch */
+    ZP_TRY(eval_candidate(w->r, w->target, &q, &w->all));
+    if (!w->r->shard_auto || !hsdp || p->shard_group > 0)
+        return ZP_OK;
+    q = *p;
+    q.shard_group = node_shard_group(w->r, p);
+    return q.shard_group > 0 ? eval_candidate(w->r, w->target, &q, &w->all) : ZP_OK;
+}
+
 /* Every candidate of one set of degrees. */
 static zp_status walk_options(walk *w, const zp_dim_ctx *c)
 {
@@ -1455,7 +1515,7 @@ static zp_status walk_options(walk *w, const zp_dim_ctx *c)
                     continue;
                 zp_plan p;
                 candidate_plan(w, c, &w->sh.v[k], ra, off, &p);
-                ZP_TRY(eval_candidate(w->r, w->target, &p, &w->all));
+                ZP_TRY(eval_shard_groups(w, &p));
             }
         }
     return ZP_OK;

@@ -121,6 +121,8 @@ typedef struct {
     /* Called as simulations finish (done of at most total), for a progress bar; may be NULL. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
+    int shard_auto;             /* hybrid sharding searched (--shard-group auto): the full DP group and the
+                                   largest shard group inside a node, for stages 2 and 3 */
 } zp_search_req;
 
 typedef struct {

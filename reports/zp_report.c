@@ -288,9 +288,17 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
                  p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : (p->op_sac ? "op-ckpt" : "no-ckpt")));
     /* TP communication overlapped with its GEMMs (--tp-comm-overlap), where the plan has TP to overlap */
     const int tpo = p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1;
-    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
+    /* sharded data parallelism as FSDP2 runs it, where it differs from DeepSpeed's: hybrid shards of G ranks
+     * (HSDPg) and stage 3's parameters kept gathered after the forward (keep-params) */
+    char fsdp[48] = "";
+    int n = 0;
+    if (p->shard_group > 0 && p->shard_group < p->dp)
+        n = snprintf(fsdp, sizeof fsdp, " HSDP%lld", (long long)p->shard_group);
+    if (p->stage == 3 && !zp_plan_reshards(p) && n >= 0 && n < (int)sizeof fsdp)
+        snprintf(fsdp + n, sizeof fsdp - (size_t)n, " keep-params");
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
              p->md ? "MD " : "", ckpt, p->sp ? " SP" : "",
-             tpo ? " tp-overlap:" : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "", pipe,
+             tpo ? " tp-overlap:" : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "", pipe, fsdp,
              p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
 }

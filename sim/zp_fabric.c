@@ -25,6 +25,7 @@ static void shape_groups(const zp_plan *p, zp_net *N)
         *dp = (zp_group_shape){.k = (int)p->dp, .g = 1, .G = gpn, .stride = ds / gpn};
     }
     N->grp[ZP_GROUP_EP] = N->grp[ZP_GROUP_EDP] = (zp_group_shape){.k = 1, .g = 1, .G = gpn, .stride = 1};
+    N->grp[ZP_GROUP_RDP] = N->grp[ZP_GROUP_EP];
 }
 
 /* A group of n members whose consecutive members are S ranks apart (EP: ep members, S = mp; EDP: dp/ep
@@ -48,6 +49,21 @@ static zp_status group_of(const char *what, int64_t n, int64_t S, int gpn, zp_gr
         return ZP_FAIL(ZP_EINVAL, "%s group: %lld members %lld ranks apart do not tile nodes of %d GPUs", what,
                        (long long)n, (long long)S, gpn);
     *out = (zp_group_shape){.k = (int)(n / g), .g = (int)g, .G = (int)(gpn / g), .stride = 1};
+    return ZP_OK;
+}
+
+/* Hybrid sharding (shard group G < dp): DP's collectives run over the shard group, G consecutive DP
+ * indices (inside a node when G times DP's stride fits one), and the shards' all-reduce over the replicas,
+ * G DP indices apart. The comm stream's cross-node ring is the shard group's when it spans nodes, else the
+ * replicas'. */
+static zp_status shape_shard_groups(const zp_plan *p, zp_net *N)
+{
+    const int64_t g = zp_plan_shard_degree(p), ds = zp_dims_stride(p->deg, ZP_DIM_DP);
+    if (g >= p->dp)
+        return ZP_OK;
+    ZP_TRY(group_of("shard", g, ds, N->gpn, &N->grp[ZP_GROUP_DP]));
+    ZP_TRY(group_of("replica", p->dp / g, g * ds, N->gpn, &N->grp[ZP_GROUP_RDP]));
+    N->xs_group[ZP_XS_COMM] = N->grp[ZP_GROUP_DP].k > 1 ? ZP_GROUP_DP : ZP_GROUP_RDP;
     return ZP_OK;
 }
 
@@ -119,6 +135,8 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, zp_net 
     N->up_bw = L / s * N->rail_bw;
     /* expert groups' rings cross leaves in patterns of their own: none of the symmetry arguments is made */
     const int experts = N->grp[ZP_GROUP_EP].k > 1 || N->grp[ZP_GROUP_EDP].k > 1;
+    const int replicas = N->grp[ZP_GROUP_RDP].k > 1; /* hybrid sharding's replicas: rings of their own too */
+    const int own_rings = experts || replicas;
     const int leaves = (N->nodes + L - 1) / L;
     int all[ZP_NXS] = {1, 1}, none[ZP_NXS] = {1, 1}, worst_total = 0;
     for (int j = 0; j < leaves; j++) {
@@ -141,9 +159,9 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, zp_net 
         if (total > worst_total)
             worst_total = total;
     }
-    if (!experts && worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
+    if (!own_rings && worst_total * N->rail_bw <= N->up_bw * (1 + 1e-12))
         return; /* (a) */
-    int sym = N->nodes % L == 0 && !experts;
+    int sym = N->nodes % L == 0 && !own_rings;
     for (int xs = 0; xs < ZP_NXS; xs++)
         sym &= all[xs] || none[xs];
     if (sym) { /* (b) */
@@ -154,7 +172,7 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, zp_net 
     }
     int64_t kmp = N->grp[ZP_GROUP_MP].k > 1 ? N->grp[ZP_GROUP_MP].k : 1;
     int64_t T = L / gcd64(L, kmp) * kmp;
-    if (!experts && N->nodes % T == 0) { /* (c) */
+    if (!own_rings && N->nodes % T == 0) { /* (c) */
         N->period = (int)T;
         return;
     }
@@ -166,8 +184,9 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, zp_net 
     for (int xs = 0; xs < ZP_NXS; xs++)
         N->rep_cross[xs] = N->crossing[xs] > 0;
     N->rep_up_bw = N->up_bw / (mmax > 0 ? mmax : 1);
-    if (experts)
-        snprintf(N->why, sizeof N->why, "expert-parallel groups span nodes of a fat tree");
+    if (own_rings)
+        snprintf(N->why, sizeof N->why, "%s span nodes of a fat tree",
+                 experts ? "expert-parallel groups" : "hybrid sharding's replica groups");
     else
         snprintf(N->why, sizeof N->why,
                  "%d of a leaf's %d nodes send across its %.4g:1 uplinks, which bind, and %d nodes are no multiple "
@@ -212,6 +231,7 @@ zp_status zp_fabric_setup(const zp_sim_input *in, int platform_gpn, zp_net *N)
     N->ll128 = c->nccl_ll128;
     shape_groups(p, N);
     ZP_TRY(shape_expert_groups(p, N));
+    ZP_TRY(shape_shard_groups(p, N));
     N->intra_flows = N->grp[ZP_GROUP_MP].g > 1 && N->grp[ZP_GROUP_DP].g > 1 && N->gpn > 1;
     if (in->platform_file) {
         N->exact = 0;

@@ -151,7 +151,16 @@ static double ds_fp8_saved(const zp_builder *b)
     return tokens * (b->p->sp ? (rep + split) / t : rep + split / t);
 }
 
-/* Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
+/* Sharded data parallelism beside pipelines and in hybrid shards (torchtitan's FSDP2 with
+ * torch.distributed.pipelining): a stage's micro-batches run their backward with gradient sync off
+ * (pipelining/stage.py, backward_maybe_with_nosync: set_requires_gradient_sync(False) until the last
+ * backward), so from stage 2 on the stage also holds its gradients whole (Ψ of the gradients' type: FSDP2
+ * accumulates them in its reduce dtype) until the one reduce-scatter after the last micro-batch; stage 3
+ * keeping its parameters gathered (reshard_after_forward False, torchtitan's default with pipelines) holds
+ * the stage's Ψ whole less its own shard instead of DeepSpeed's live window; with a shard group of G ranks
+ * every partition below is ÷G instead of ÷Nd.
+ *
+ * Model states (ZeRO §5, Table 1): with Ψ parameters per MP rank, fp16 parameters 2Ψ (÷Nd at stage 3),
  * fp16 gradients 2Ψ (4Ψ with fp32 gradients, Megatron-LM's recipe: 2 + 4 + 12 = 18 bytes a parameter with
  * Adam; ÷Nd from stage 2), KΨ of optimizer states (÷Nd from stage 1). Buffers (ZeRO §6.2): CB's two buckets
  * (reduce, in the gradients' type, and all-gather) of min(bucket, Ψ) elements, or without CB an fp32 fused
@@ -169,7 +178,8 @@ static void ds_setup(zp_builder *b)
 {
     const zp_plan *p = b->p;
     const zp_stage_info *si = zp_stage_get(p->stage);
-    const double nd = (double)p->dp, nm = (double)p->mp, psi = b->f.psi, k = p->k_optimizer;
+    /* nd: the ranks a partition spans, DP or hybrid sharding's shard group */
+    const double nd = (double)zp_plan_shard_degree(p), nm = (double)p->mp, psi = b->f.psi, k = p->k_optimizer;
     const double pb = p->param_bytes > 0 ? p->param_bytes : 2.0;
     const int offload = p->offload != ZP_OFFLOAD_NONE;
     const double psi_all = b->f.psi_all; /* partitioned: psi_all / nd per rank (EP: psi < psi_all) */
@@ -190,6 +200,8 @@ static void ds_setup(zp_builder *b)
     const double gb = zp_plan_grad_bytes(p); /* 4: fp32 gradients (Megatron-LM's main_grad: 18 B/param) */
     if (!(offload && si->partitions_grads)) /* offloaded from stage 2 on: streamed to the host per bucket */
         ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 0, ZP_MEM_GRADS, gb * (si->partitions_grads ? psi_all / nd : psi));
+    if (zp_plan_grads_once(p)) /* beside pipeline stages the micro-batches' gradients accumulate whole */
+        ds_mem(b, -1, 1, ZP_BUF_MODEL_GRADS, 1, ZP_MEM_GRADS, gb * psi);
     const double part = si->partitions_optimizer ? psi_all / nd : psi;
     if (offload && (p->nvme & ZP_NVME_OPTIMIZER)) {
         /* on the drives: the fp32 master, m, v and gradients; in host memory the swap buffers of a sub-group */
@@ -210,8 +222,9 @@ static void ds_setup(zp_builder *b)
                 largest = fmax(largest, b->f.gather[i] + b->f.gather_exp[i]);
         }
         const double gathered = p->fp8_all_gather ? 1.0 : pb; /* FSDP2's FP8 all-gather keeps FP8 copies */
-        ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS,
-               gathered * stage3_live(b->m, p, largest, psi) * (1.0 - 1.0 / nd));
+        /* kept gathered (FSDP2's reshard_after_forward False): the stage's parameters whole */
+        const double live = zp_plan_reshards(p) ? stage3_live(b->m, p, largest, psi) : psi;
+        ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS, gathered * live * (1.0 - 1.0 / nd));
     }
 }
 

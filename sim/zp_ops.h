@@ -72,9 +72,11 @@ typedef enum {
  * (plan->ep > 1), EP: ep consecutive DP indices (the ranks that shard one block's experts between them,
  * exchanging tokens by all-to-all) and EDP: the dp/ep ranks holding the same experts (DP indices equal
  * modulo ep), over which the expert parameters' gradients are reduced and their states partitioned; with
- * context parallelism (plan->cp > 1), CP: cp consecutive DP indices that split each sequence. A new
+ * context parallelism (plan->cp > 1), CP: cp consecutive DP indices that split each sequence; with hybrid
+ * sharding (plan->shard_group G < dp), DP is the shard group (G consecutive DP indices, whose collectives
+ * shard the states) and RDP the dp / G replicas of a shard (DP indices equal modulo G). A new
  * group is one row of ZP_GROUPS (its id and the name the trace and `zplan schedule` print). */
-#define ZP_GROUPS(X) X(MP, "mp") X(DP, "dp") X(EP, "ep") X(EDP, "edp") X(CP, "cp")
+#define ZP_GROUPS(X) X(MP, "mp") X(DP, "dp") X(EP, "ep") X(EDP, "edp") X(CP, "cp") X(RDP, "replica")
 typedef enum {
 #define ZP_GROUP_ENUM(id, name) ZP_GROUP_##id,
     ZP_GROUPS(ZP_GROUP_ENUM)

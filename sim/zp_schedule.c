@@ -543,7 +543,7 @@ static void gather_item(zp_builder *b, int first, int item)
         wait_ch(b, ZP_STREAM_COMM, ZP_CH_GATHER_GO);
     const double experts = b->f.gather_exp[item], edp = (double)(b->p->dp / b->p->ep);
     if (b->p->offload == ZP_OFFLOAD_PARAMS) { /* the local fp16 partition comes from the host first */
-        const double local = b->p->param_bytes * (params / (double)b->p->dp + experts / edp);
+        const double local = b->p->param_bytes * (params / (double)zp_plan_shard_degree(b->p) + experts / edp);
         if (b->p->nvme & ZP_NVME_PARAMS) /* ... and to the host from the drives */
             move(b, cs, ZP_OPK_NVME_READ, local);
         move(b, cs, ZP_OPK_PARAM_FETCH, local);
@@ -580,6 +580,19 @@ typedef struct {
     int experts;    /* the routed experts' gradients with EP > 1: reduced over the EDP group */
 } buckets;
 
+/* Hybrid sharding: a bucket reduce-scattered over the shard group (G ranks) leaves each rank a shard of
+ * 1/G of it, summed over its group only; the dp / G replicas of that shard all-reduce it (FSDP2 HSDP's
+ * all-reduce over the replicate dimension after the reduce-scatter; MiCS's second hop). On the stream of
+ * the reduce-scatter, right after it. */
+static void replicas_allreduce(zp_builder *b, int type, double bytes)
+{
+    const int64_t g = zp_plan_shard_degree(b->p);
+    if (g >= b->p->dp || type != ZP_OPK_GRAD_REDUCE_SCATTER)
+        return;
+    const int s = b->p->overlap_comm || b->pps.stages > 1 ? ZP_STREAM_COMM : ZP_STREAM_COMPUTE;
+    move(b, s, ZP_OPK_GRAD_ALLREDUCE_REPLICA, bytes / (double)g);
+}
+
 /* Adds `params` gradients to the open bucket; closes (signals) full buckets. */
 static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
 {
@@ -612,6 +625,7 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
                 wait_ch(b, ZP_STREAM_COMM, ZP_CH_BUCKET); /* the comm stream's reduction of this bucket */
                 move(b, ZP_STREAM_COMM, type, bytes);
             }
+            replicas_allreduce(b, type, bytes);
             sig(b, ZP_STREAM_COMM, ZP_CH_REDUCED);
             if (k->last_micro && b->p->offload != ZP_OFFLOAD_NONE) {
                 /* ZeRO-Offload: the reduced partition of the bucket goes to the host as soon as it is ready */
@@ -629,14 +643,16 @@ static void bucket_add(zp_builder *b, buckets *k, double params, int flush)
 
 /* A micro-batch's gradients of `params` parameters added into the accumulated ones by an add kernel, where
  * the framework does that (zp_plan.grad_accum_fusion off; DeepSpeed's memory layout, not the executor's,
- * which fuses it): with ZeRO stage 0-1 (stage 2-3 reduce every micro-batch's gradients instead), each
+ * which fuses it): with ZeRO stage 0-1 (stage 2-3 reduce every micro-batch's gradients instead, but beside
+ * pipeline stages accumulate them whole as stage 0-1 do: zp_plan_grads_once), each
  * micro-batch after the first adds its 16-bit gradients into .grad (read, read, write: 3 x 2 bytes a
  * parameter), and fp32 gradients beside 16-bit parameters take every micro-batch's add (DeepSpeed's bf16
  * and Megatron-LM's main_grad hooks: 2 read, 4 read, 4 written). */
 static void grad_accumulate(zp_builder *b, int64_t u, double params)
 {
     const zp_plan *p = b->p;
-    if (p->grad_accum_fusion || p->impl != ZP_IMPL_DEEPSPEED || p->stage >= 2 || !(params > 0))
+    if (p->grad_accum_fusion || p->impl != ZP_IMPL_DEEPSPEED || (p->stage >= 2 && !zp_plan_grads_once(p)) ||
+        !(params > 0))
         return;
     const double g = zp_plan_grad_bytes(p), w = p->param_bytes;
     const int fp32_acc = g > w;
@@ -835,7 +851,11 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
     const int L = (int)m->layers;
     const double t = (double)p->mp, bs = (double)p->micro_batch, s = (double)m->seq, h = (double)m->hidden;
     const double V = (double)m->vocab, T = bs * s;
-    const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
+    /* stage 3 gathers each group before its forward, unless it kept them gathered from the step's first
+     * micro-batch: with pipeline stages and reshard_after_forward False (torch.distributed.pipelining leaves
+     * every backward but the last unresharded: set_reshard_after_backward(False)) */
+    const int stage3 = p->stage == 3 && (zp_plan_reshards(p) || p->pp <= 1 || u == 0);
+    const int pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t; /* a checkpoint's bytes per MP rank with Pa */
     const chunk_items c = items_of(b, chunk);
     b->micro = micro_index(u);
@@ -892,8 +912,8 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
  * loss), the LM head, the blocks from the top (each recomputed first), the embedding, the gradient to the
  * stage before. Prefetches (stage-3 gathers, Pa+cpu checkpoint fetches) of the next group are queued
  * before the reductions of the current one, so a reduction never delays the next group's data. Gradient
- * buckets are reduced as they fill in the passes that `reduce` (stage 2-3: every micro-batch; else the
- * chunk's last). */
+ * buckets are reduced as they fill in the passes that `reduce` (stage 2-3: every micro-batch, but beside
+ * pipeline stages the last as torch.distributed.pipelining runs FSDP2; else the chunk's last). */
 static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_params)
 {
     const zp_plan *p = b->p;
@@ -901,14 +921,16 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
     const int L = (int)m->layers;
     const double t = (double)p->mp, bs = (double)p->micro_batch, s = (double)m->seq, h = (double)m->hidden;
     const double V = (double)m->vocab, T = bs * s;
-    const int stage3 = p->stage == 3, pacpu = p->checkpoint && p->pa_cpu;
+    /* stage 3 gathers again for the backward what it freed after the forward (reshard_after_forward) */
+    const int stage3 = zp_plan_reshards(p), pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t;
     const chunk_items c = items_of(b, chunk);
     const int last_micro = u == p->grad_accum - 1;
     b->micro = micro_index(u);
     b->phase = ZP_PHASE_BACKWARD;
     b->pass_head = c.hi == L + 1;
-    buckets k = {.bucket = bucket_params, .reduce = (p->stage >= 2) || last_micro, .last_micro = last_micro};
+    buckets k = {.bucket = bucket_params, .reduce = (p->stage >= 2 && !zp_plan_grads_once(p)) || last_micro,
+                 .last_micro = last_micro};
     buckets kx = k; /* the experts' own buckets (EP > 1) */
     kx.experts = 1;
     b->layer = -1;
@@ -1017,7 +1039,7 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     b->phase = ZP_PHASE_OPTIMIZER;
     b->layer = -1;
     b->micro = micro_index(plan->grad_accum - 1);
-    const double psi = b->f.psi, part = plan->stage >= 1 ? b->f.psi_all / (double)plan->dp : psi;
+    const double psi = b->f.psi, part = plan->stage >= 1 ? b->f.psi_all / (double)zp_plan_shard_degree(plan) : psi;
     /* the all-gather of the updated parameters after the step; with overlap_param_gather the next step's
      * (param_gather_start) */
     const int stage12 = (plan->stage == 1 || plan->stage == 2) && !plan->overlap_param_gather;

@@ -129,6 +129,19 @@ ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
 ENUM(set_cp_comm, zp_cp_comm, zp_cp_comm_parse, r.base.cp_comm)
 ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
 
+/* Sharded data parallelism as FSDP2 runs it: stage 3's reshard policy (torchtitan's
+ * fsdp_reshard_after_forward) and hybrid sharding's shard group (HSDP's data_parallel_shard_degree, MiCS's
+ * mics_shard_size): G DP ranks, or "auto" to search the full group and the node's. */
+ENUM(set_reshard, zp_reshard, zp_reshard_parse, r.base.reshard)
+static zp_status set_shard_group(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "auto") == 0) {
+        a->r.shard_auto = 1;
+        return ZP_OK;
+    }
+    return zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.base.shard_group);
+}
+
 /* --flash-kernel names the FlashAttention implementation, and so asks for FlashAttention. */
 static zp_status set_flash_kernel(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -549,6 +562,9 @@ static const zp_cli_opt g_opts[] = {
     /* TP communication overlapped with its GEMMs (Megatron-core's --tp-comm-overlap, torchtitan's async TP) */
     {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
     {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
+    /* sharded data parallelism beside pipelines, hybrid sharding */
+    {"reshard-after-forward", 0, 1, SEARCH, set_reshard},
+    {"shard-group", 0, 1, SEARCH, set_shard_group},
     /* how the what-if answers */
     {"analytic", 0, 0, SEARCH, set_analytic},
     {"sim", 0, 1, SEARCH, set_sim},

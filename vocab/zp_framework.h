@@ -23,6 +23,9 @@ typedef struct {
     int param_gather;      /* the parameter all-gather beside the next forward (--overlap-param-gather) */
     int tp_overlap;        /* its form of TP communication overlapped with the GEMMs (a zp_tp_overlap, off by
                               default in every release: --tp-comm-overlap); 0: none */
+    int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */
+    const char *pp_stage_why; /* why not higher, quoted from its source (NULL: no limit of its own) */
+    int fsdp_reshard;      /* FSDP2's reshard_after_forward choice (--reshard-after-forward never/always) */
 } zp_framework;
 
 typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;

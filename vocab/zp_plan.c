@@ -190,6 +190,63 @@ double zp_plan_global_batch(const zp_plan *p)
     return (double)p->micro_batch * (double)p->grad_accum * (double)zp_plan_replicas(p);
 }
 
+const char *zp_reshard_name(zp_reshard r)
+{
+    static const char *const names[] = {"default", "always", "never"};
+    return (unsigned)r < ZP_NRESHARD ? names[r] : "?";
+}
+
+zp_status zp_reshard_parse(const char *text, zp_reshard *out)
+{
+    for (int r = 0; r < ZP_NRESHARD; r++)
+        if (strcasecmp(text, zp_reshard_name((zp_reshard)r)) == 0) {
+            *out = (zp_reshard)r;
+            return ZP_OK;
+        }
+    if (strcasecmp(text, "on") == 0 || strcasecmp(text, "true") == 0)
+        *out = ZP_RESHARD_ALWAYS;
+    else if (strcasecmp(text, "off") == 0 || strcasecmp(text, "false") == 0)
+        *out = ZP_RESHARD_NEVER;
+    else
+        return ZP_FAIL(ZP_EINVAL, "--reshard-after-forward: unknown policy '%s' (use default, always or never; on "
+                                  "or off)", text);
+    return ZP_OK;
+}
+
+int zp_plan_reshards(const zp_plan *p)
+{
+    if (p->stage != 3)
+        return 0;
+    return p->reshard == ZP_RESHARD_ALWAYS || (p->reshard == ZP_RESHARD_DEFAULT && p->pp <= 1);
+}
+
+int64_t zp_plan_shard_degree(const zp_plan *p) { return p->shard_group > 0 ? p->shard_group : p->dp; }
+
+int zp_plan_grads_once(const zp_plan *p) { return p->stage >= 2 && p->pp > 1; }
+
+/* Hybrid sharding: a shard group of G DP ranks that divides DP, for the stages that shard parameters or
+ * gradients (FSDP2 HSDP and MiCS shard all the states of ZeRO-3; ZeRO-2 is FSDP2 with the parameters kept
+ * gathered), not beside expert parallelism (whose EDP groups partition the experts' states already). */
+static zp_status validate_shard_group(const zp_plan *p)
+{
+    const int64_t g = p->shard_group;
+    if (g == 0)
+        return ZP_OK;
+    if (g < 1 || p->dp % g != 0)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group %lld does not divide the data-parallel degree %lld (give a "
+                                  "divisor of %lld, e.g. the GPUs of a node over TP x PP)",
+                       (long long)g, (long long)p->dp, (long long)p->dp);
+    if (p->stage < 2)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group %lld: hybrid sharding shards gradients and parameters: it needs "
+                                  "--stage 2 or 3 (FSDP2 HSDP, MiCS)", (long long)g);
+    if (p->ep > 1)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group with --ep %lld: the experts' states are partitioned over their "
+                                  "own EDP groups already (drop one)", (long long)p->ep);
+    if (p->offload != ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EINVAL, "--shard-group with --offload: not modelled together (drop one)");
+    return ZP_OK;
+}
+
 zp_status zp_plan_validate(const zp_plan *p)
 {
     if (!zp_stage_get(p->stage))
@@ -213,12 +270,9 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--schedule interleaved: the %lld micro-batches per step must be a multiple of "
                                   "the %lld pipeline stages (as Megatron-LM requires)",
                        (long long)p->grad_accum, (long long)p->pp);
-    if (p->pp > 1 && p->stage >= 2)
-        return ZP_FAIL(ZP_EINVAL, "ZeRO stage %d with pipeline parallelism: DeepSpeed's pipeline engine allows "
-                                  "stage 0 and 1 only (\"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
-                                  "parallelism\": gradients must stay whole on a stage until every micro-batch "
-                                  "has gone through it); use --stage 1 (the distributed optimizer) or --pp 1",
-                       p->stage);
+    if ((unsigned)p->reshard >= ZP_NRESHARD)
+        return ZP_FAIL(ZP_EINVAL, "--reshard-after-forward: not a reshard policy");
+    ZP_TRY(validate_shard_group(p));
     if (p->checkpoint + p->selective + p->op_sac > 1)
         return ZP_FAIL(ZP_EINVAL, "--recompute: full, selective and op recompute exclude each other");
     if (p->ckpt_every < 0)

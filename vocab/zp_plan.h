@@ -66,6 +66,16 @@ const char *zp_tp_overlap_name(zp_tp_overlap t); /* "off", "te", "async" */
 /* "off", "te" (or "on", "userbuffers": Megatron-core's), "async" (torchtitan's); ZP_EINVAL naming them. */
 zp_status zp_tp_overlap_parse(const char *text, zp_tp_overlap *out);
 
+/* Stage 3's parameters after a block's forward (FSDP2's reshard_after_forward, torchtitan's
+ * fsdp_reshard_after_forward policy): "default" frees them unless the plan has pipeline stages (torchtitan's
+ * apply_fsdp: "For PP, by default do not reshard after forward to avoid per-microbatch all-gathers"),
+ * "always" frees them (gathered again for the backward, per micro-batch: DeepSpeed's stage 3), "never" keeps
+ * them from their gather to the end of the step's backward. */
+typedef enum { ZP_RESHARD_DEFAULT = 0, ZP_RESHARD_ALWAYS, ZP_RESHARD_NEVER, ZP_NRESHARD } zp_reshard;
+
+const char *zp_reshard_name(zp_reshard r); /* "default", "always", "never" */
+zp_status zp_reshard_parse(const char *text, zp_reshard *out); /* those, or on/off, true/false */
+
 /* Most model chunks (virtual stages) per pipeline rank. */
 #define ZP_MAX_VSTAGES 64
 
@@ -179,6 +189,10 @@ typedef struct {
     const int *pp_layout;   /* layers per stage (pp_layout_n == pp) or per virtual stage (pp * vstages, in
                                virtual-stage order c·P + s); not owned: the caller's, outliving the plan */
     int pp_layout_n;
+    /* sharded data parallelism as FSDP2 runs it (torchtitan), beside pipelines and in hybrid shards */
+    int reshard;         /* a zp_reshard: stage 3's gathered parameters freed after the forward or kept */
+    int64_t shard_group; /* hybrid sharding: states sharded within groups of this many DP ranks and
+                            replicated across dp / shard_group of them (FSDP2 HSDP, MiCS); 0: all dp */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
@@ -204,6 +218,14 @@ int64_t zp_plan_gpus(const zp_plan *p);
 int64_t zp_plan_replicas(const zp_plan *p);
 /* Global batch in sequences: micro_batch * grad_accum * replicas. */
 double zp_plan_global_batch(const zp_plan *p);
+/* Stage 3 frees its gathered parameters after each forward (the reshard policy resolved: "default" is
+ * torchtitan's, keep them with pipeline stages); 0 below stage 3. */
+int zp_plan_reshards(const zp_plan *p);
+/* The DP ranks a ZeRO partition spans: the shard group of hybrid sharding, else dp. */
+int64_t zp_plan_shard_degree(const zp_plan *p);
+/* The micro-batches' gradients accumulate whole and are reduce-scattered once, after the last one (stage >= 2
+ * with pipeline stages, as torch.distributed.pipelining runs FSDP2), instead of every micro-batch's. */
+int zp_plan_grads_once(const zp_plan *p);
 /* Consistency of the plan itself (stage range, Pa needs checkpointing, offload needs a stage, what
  * DeepSpeed and Megatron-LM allow with pipeline parallelism). */
 zp_status zp_plan_validate(const zp_plan *p);

@@ -56,6 +56,23 @@ expect_bad "SP in Megatron-LM 2021"   --model 1.5B --gpus 64 --framework megatro
 expect_bad "interleaved at PP 2 2021" --model 1.5B --gpus 64 --global-batch 512 --pp 2 --framework megatron-2021 --schedule interleaved
 expect_bad "interleaved in DeepSpeed" --model 1.5B --gpus 64 --global-batch 512 --pp 4 --framework deepspeed --virtual-stages 2
 expect_bad "overlap in Megatron 2021" --model 1.5B --gpus 64 --framework megatron-2021 --overlap-comm
+# ZeRO-2/3 beside pipelines: DeepSpeed's pipeline engine refuses them (its assertion quoted), torchtitan's FSDP2
+# runs them (--framework any: gathered once a step by default, keep-params); hybrid sharding's group divides DP
+expect_bad "ZeRO-3 + PP in DeepSpeed" --model 1.5B --gpus 64 --global-batch 512 --pp 2 --stage 3 --framework deepspeed
+grep -q '"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"' "$T/err" && ok || ko "deepspeed's quote: $(cat "$T/err")"
+if "$Z" --model 1.5B --gpus 64 --global-batch 512 --pp 2 --mp 1 --stage 3 --analytic --top 1 --format csv >"$T/z3pp.csv" \
+        2>"$T/err" && grep -q '^1,3 Pos+g+p,1,2,32,.*keep-params' "$T/z3pp.csv"; then ok
+else ko "--framework any, stage 3 with --pp 2: $(cat "$T/err") $(head -3 "$T/z3pp.csv")"; fi
+expect_bad "shard group not | DP"      --model 1.5B --gpus 64 --global-batch 512 --pp 2 --mp 1 --stage 3 --shard-group 5
+grep -q 'does not divide the data-parallel degree 32.*give a divisor of 32' "$T/err" && ok || ko "shard group: $(cat "$T/err")"
+expect_bad "shard group at stage 1"    --model 1.5B --gpus 64 --stage 1 --shard-group 8
+expect_bad "reshard policy bogus"      --model 1.5B --gpus 64 --stage 3 --reshard-after-forward sometimes
+expect_bad "reshard policy in DeepSpeed" --model 1.5B --gpus 64 --stage 3 --framework deepspeed --reshard-after-forward never
+# --shard-group auto: full sharding and the node's shard group (8 of the 64 DP ranks on dgx-a100) both offered
+if "$Z" --model 1.5B --gpus 64 --cluster dgx-a100 --mp 1 --pp 1 --stage 3 --micro-batch 4 --shard-group auto --analytic \
+        --top 4 --format csv >"$T/auto.csv" 2>"$T/err" && grep -q ',CB MD sel-ckpt HSDP8,' "$T/auto.csv" &&
+   grep -q ',CB MD sel-ckpt,' "$T/auto.csv"; then ok
+else ko "--shard-group auto: $(cat "$T/err") $(head -5 "$T/auto.csv")"; fi
 expect_bad "v2 args of a Llama"        --model llama-2-7b --gpus 64 --framework megatron-2021 --emit-megatron-args "$T/v2.args"
 # Megatron-LM v2's own argument names for --framework megatron-2021
 if "$Z" --model 1.5B --gpus 64 --cluster dgx-a100 --framework megatron-2021 --recompute full --analytic \

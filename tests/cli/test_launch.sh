@@ -48,6 +48,20 @@ judged "torchtitan llama3_8b.toml" --torchtitan "$F/llama3_8b.toml" --gpus 64 --
 has "llama3 8B: its plan (selective_ac_option 'op': torchtitan's op-level policy)" \
   "ZeRO stage 3, TP 1, DP 64, micro-batch 1 x 1, op recompute"
 has "llama3 8B: the flavor" "model: llama-3-8b"
+# torchtitan's HSDP beside a pipeline: FSDP within the 4 shard ranks, replicated 8 times (--shard-group 4), the
+# reshard policy's default with PP (the stage's parameters kept gathered: 87.2 GB, 4.5 GB more than resharded,
+# so a 96 GB GPU) or read (always)
+sed -e 's/^data_parallel_replicate_degree = 1/data_parallel_replicate_degree = 8/' \
+    -e 's/^data_parallel_shard_degree = -1/data_parallel_shard_degree = 4/' \
+    -e 's/^pipeline_parallel_degree = 1/pipeline_parallel_degree = 2/' \
+    -e 's/^batch_size = 1/local_batch_size = 8\nglobal_batch_size = 256/' "$F/llama3_8b.toml" >"$T/hsdp.toml"
+judged "torchtitan HSDP with PP" --torchtitan "$T/hsdp.toml" --gpus 64 --cluster dgx-a100 --gpu-mem 96G --analytic \
+  --top 1
+has "HSDP: shard groups of 4, kept gathered" "1f1b HSDP4 keep-params  *87.2 "
+sed 's/^pipeline_parallel_degree = 2/pipeline_parallel_degree = 2\nfsdp_reshard_after_forward = "always"/' \
+  "$T/hsdp.toml" >"$T/hsdp2.toml"
+judged "torchtitan HSDP, resharded" --torchtitan "$T/hsdp2.toml" --gpus 64 --cluster dgx-a100 --analytic --top 1
+has "HSDP: resharded after forward" "1f1b HSDP4  *[0-9]"
 judged "NeMo megatron_gpt_config.yaml" --nemo "$F/megatron_gpt_config.yaml" --cluster dgx-a100 --top 1
 has "NeMo: its plan" "ZeRO stage 0, TP 1, DP 1, micro-batch 4 x 2, no recompute"
 has "NeMo: the GPUs from trainer" "GPUs: 1, as the file states them"

@@ -925,3 +925,69 @@ Test(pipeline, trace_has_a_track_per_stage)
         cr_expect_gt(pids[s], 0, "stage %d has no events", s);
     cr_expect_gt(p2p, 0, "the receives (the bubble) are on the tracks");
 }
+
+/* Ops of one type in a schedule, and how many of them run in micro-batch `micro` (-1: any). */
+static int count_ops(const zp_schedule *s, int type, int micro, double *bytes)
+{
+    int n = 0;
+    for (int st = 0; st < ZP_NSTREAMS; st++)
+        for (int i = 0; i < s->n[st]; i++) {
+            const zp_op *o = &s->ops[st][i];
+            if (o->type == type && (micro < 0 || o->micro == micro)) {
+                n++;
+                if (bytes)
+                    *bytes += o->bytes;
+            }
+        }
+    return n;
+}
+
+/* ZeRO-3 beside pipeline stages (torchtitan's FSDP2 under torch.distributed.pipelining): kept gathered
+ * (the default with PP) a stage gathers its groups once a step, in micro-batch 0's forward; resharded after
+ * each forward, before every forward and backward; either way its gradients are reduce-scattered once,
+ * in the last micro-batch's backward. */
+Test(schedule, zero3_beside_pipelines_gathers_once_or_per_micro_batch)
+{
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    zp_plan p = plan_of(3, 8, 1, 1);
+    p.pp = 4;
+    p.grad_accum = 4;
+    zp_schedule keep, always;
+    cr_assert_eq(zp_schedule_build_stage(m, &p, 1, &keep), ZP_OK);
+    p.reshard = ZP_RESHARD_ALWAYS;
+    cr_assert_eq(zp_schedule_build_stage(m, &p, 1, &always), ZP_OK);
+    zp_pp_stage st;
+    cr_assert_eq(zp_pp_stage_get(m, &p, 1, &st), ZP_OK);
+    const int blocks = st.layers[0]; /* a middle stage: its blocks, one group each */
+    cr_expect_eq(count_ops(&keep, ZP_OPK_PARAM_GATHER, -1, NULL), blocks, "once a step: %d of %d blocks",
+                 count_ops(&keep, ZP_OPK_PARAM_GATHER, -1, NULL), blocks);
+    cr_expect_eq(count_ops(&keep, ZP_OPK_PARAM_GATHER, 0, NULL), blocks, "in micro-batch 0");
+    cr_expect_eq(count_ops(&always, ZP_OPK_PARAM_GATHER, -1, NULL), 2 * 4 * blocks, "forward and backward, each");
+    for (int k = 0; k < 2; k++) {
+        const zp_schedule *s = k ? &always : &keep;
+        const int rs = count_ops(s, ZP_OPK_GRAD_REDUCE_SCATTER, -1, NULL);
+        cr_expect_gt(rs, 0);
+        cr_expect_eq(count_ops(s, ZP_OPK_GRAD_REDUCE_SCATTER, 3, NULL), rs, "all in the last micro-batch");
+    }
+    zp_schedule_free(&keep);
+    zp_schedule_free(&always);
+}
+
+/* Hybrid sharding: each gradient bucket reduce-scattered over the shard group is all-reduced over the
+ * replicas, 1/G of its bytes; without a shard group there is no such op. */
+Test(schedule, hybrid_sharding_all_reduces_the_shards_over_replicas)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_plan p = plan_of(3, 64, 1, 1);
+    zp_schedule full, hsdp;
+    cr_assert_eq(zp_schedule_build(m, &p, &full), ZP_OK);
+    p.shard_group = 8;
+    cr_assert_eq(zp_schedule_build(m, &p, &hsdp), ZP_OK);
+    cr_expect_eq(count_ops(&full, ZP_OPK_GRAD_ALLREDUCE_REPLICA, -1, NULL), 0);
+    double rs = 0, ar = 0;
+    const int n = count_ops(&hsdp, ZP_OPK_GRAD_REDUCE_SCATTER, -1, &rs);
+    cr_expect_eq(count_ops(&hsdp, ZP_OPK_GRAD_ALLREDUCE_REPLICA, -1, &ar), n);
+    cr_expect_float_eq(ar, rs / 8.0, 1e-9 * rs);
+    zp_schedule_free(&full);
+    zp_schedule_free(&hsdp);
+}

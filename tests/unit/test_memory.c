@@ -563,3 +563,70 @@ Test(memory, torchtitan_modes_refused_where_not_modelled)
     p.impl = ZP_IMPL_EXEC;
     cr_expect_neq(zp_memory_estimate(&zp_zoo_find("llama-3-8b")->model, &p, &mem), ZP_OK);
 }
+
+/* Hybrid sharding (--shard-group G): the states of a ZeRO-2/3 plan over DP ranks sharded within groups of G
+ * hold what full sharding over G ranks holds (partitions ÷G, not ÷DP); a group of all DP is full sharding. */
+Test(memory, shard_group_divides_the_states_by_g_not_dp)
+{
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    for (int s = 2; s <= 3; s++) {
+        zp_plan full = plan_of(s, 8, 1, 1), hsdp = plan_of(s, 64, 1, 1), whole = plan_of(s, 64, 1, 1);
+        hsdp.shard_group = 8;
+        zp_memory a, b, c, d;
+        cr_assert_eq(zp_memory_estimate(m, &full, &a), ZP_OK);
+        cr_assert_eq(zp_memory_estimate(m, &hsdp, &b), ZP_OK);
+        cr_assert_eq(zp_memory_estimate(m, &whole, &c), ZP_OK);
+        cr_expect_float_eq(b.optimizer, a.optimizer, 1, "stage %d optimizer", s);
+        cr_expect_float_eq(b.grads, a.grads, 1, "stage %d gradients", s);
+        cr_expect_float_eq(b.params, a.params, 1, "stage %d parameters", s);
+        cr_expect_float_eq(b.total, a.total, 1, "stage %d total", s);
+        cr_expect_float_eq(b.optimizer, 8.0 * c.optimizer, 1e-6 * b.optimizer, "÷8 instead of ÷64");
+        whole.shard_group = 64;
+        cr_assert_eq(zp_memory_estimate(m, &whole, &d), ZP_OK);
+        cr_expect_float_eq(d.total, c.total, 0, "a shard group of all DP ranks is full sharding");
+    }
+    zp_plan bad = plan_of(3, 64, 1, 1);
+    bad.shard_group = 24;
+    zp_memory x;
+    cr_expect_eq(zp_memory_estimate(m, &bad, &x), ZP_EINVAL, "24 does not divide DP 64");
+    bad.shard_group = 8;
+    bad.stage = 1;
+    cr_expect_eq(zp_memory_estimate(m, &bad, &x), ZP_EINVAL, "stage 1 shards no gradients or parameters");
+}
+
+/* ZeRO-2/3 beside pipeline stages as torchtitan runs FSDP2 (torch.distributed.pipelining): gradients accumulate
+ * whole over the micro-batches (reduce-scattered once, after the last), so a stage holds its whole gradients
+ * besides its partition; stage 3 keeps its parameters gathered by default (torchtitan's policy with PP): the
+ * stage's Ψ less its shard in buffers, where "always" holds DeepSpeed's live window. */
+Test(memory, zero3_beside_pipeline_stages)
+{
+    const zp_model *m = &zp_zoo_find("20B")->model;
+    zp_plan p1 = plan_of(1, 8, 1, 1);
+    p1.pp = 4;
+    p1.grad_accum = 8;
+    p1.persistence_threshold = 0; /* no small tensor whole on every rank */
+    zp_plan p2 = p1, p3 = p1;
+    p2.stage = 2;
+    p3.stage = 3;
+    zp_memory a1, a2, keep, always;
+    cr_assert_eq(zp_memory_estimate_stages(m, &p1, &a1, 1), ZP_EINVAL, "room for 1 of 4 stages");
+    zp_memory s1[4], s2[4], s3[4], s3a[4];
+    cr_assert_eq(zp_memory_estimate_stages(m, &p1, s1, 4), ZP_OK);
+    cr_assert_eq(zp_memory_estimate_stages(m, &p2, s2, 4), ZP_OK);
+    cr_assert_eq(zp_memory_estimate_stages(m, &p3, s3, 4), ZP_OK);
+    cr_expect(!zp_plan_reshards(&p3), "torchtitan's default with PP: keep the parameters gathered");
+    p3.reshard = ZP_RESHARD_ALWAYS;
+    cr_expect(zp_plan_reshards(&p3));
+    cr_assert_eq(zp_memory_estimate_stages(m, &p3, s3a, 4), ZP_OK);
+    for (int s = 1; s < 3; s++) { /* the middle stages: blocks only */
+        a1 = s1[s], a2 = s2[s], keep = s3[s], always = s3a[s];
+        const double psi = a1.grads / 2.0; /* stage 1 holds its bf16 gradients whole */
+        cr_expect_float_eq(a2.grads, a1.grads * (1.0 + 1.0 / 8.0), 1e-9 * a1.grads, "stage %d: whole + 1/DP", s);
+        cr_expect_float_eq(keep.grads, a2.grads, 1e-9 * a1.grads);
+        cr_expect_float_eq(keep.params, 2.0 * psi / 8.0, 1e-6 * psi, "the shard of the parameters");
+        cr_expect_float_eq(keep.buffers, 2.0 * psi * (1.0 - 1.0 / 8.0) + 4.0 * fmin(ZP_DEFAULT_BUCKET, psi),
+                           1e-6 * psi, "kept gathered: the stage's parameters whole, and CB's buckets");
+        cr_expect_lt(always.buffers, keep.buffers, "resharded after the forward: a window of it");
+        cr_expect_float_eq(always.params, keep.params, 1);
+    }
+}

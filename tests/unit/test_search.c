@@ -413,6 +413,24 @@ Test(search, framework_limits_the_plans)
     zp_search_result_free(&res);
     r.framework = ZP_FRAMEWORK_MEGATRON_2021;
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL, "megatron-2021 has no ZeRO stage 3");
+    /* ZeRO-3 beside pipeline stages: DeepSpeed's pipeline engine refuses it (its assertion, quoted); torchtitan
+     * runs FSDP2 with pipelines, so "any" offers it when both are given */
+    r.pp = 4;
+    r.framework = ZP_FRAMEWORK_DEEPSPEED;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"") != NULL,
+              "%s", zp_error_message());
+    r.framework = ZP_FRAMEWORK_ANY;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_expect_gt(res.n, 0);
+    for (int i = 0; i < res.n; i++)
+        cr_expect(res.plans[i].plan.stage == 3 && res.plans[i].plan.pp == 4 && !zp_plan_reshards(&res.plans[i].plan));
+    zp_search_result_free(&res);
+    r.stage = ZP_SEARCH_ANY; /* not searched: the stages a pipeline always had */
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    for (int i = 0; i < res.n; i++)
+        cr_expect_leq(res.plans[i].plan.stage, 1);
+    zp_search_result_free(&res);
 }
 
 /* The search's shortcuts (issue #28's speed) change no figure: with pipelines, experts and a fixed batch, every
