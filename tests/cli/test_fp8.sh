@@ -5,17 +5,13 @@
 # Usage: test_fp8.sh ZPLAN
 set -u
 Z="$1"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
+. "$(dirname "$0")/lib.sh"
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
 check() { # check "description" python-expression-on-d (the JSON as d) file
   if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$3"; then ok "$1"
   else ko "$1"; fi
 }
-bad() { # bad "description" "message fragment" args...: exit 2 naming the fix
+bad() { # (fixed text, not lib.sh's pattern) bad "description" "message fragment" args...: exit 2 naming the fix
   local what="$1" msg="$2"; shift 2
   "$Z" "$@" >"$T/out" 2>"$T/err"; local rc=$?
   if [ $rc -eq 2 ] && grep -qF -- "$msg" "$T/err"; then ok "$what"; else ko "$what: rc $rc, $(cat "$T/err")"; fi
@@ -91,5 +87,4 @@ else ko "torchtitan: $(cat "$T/tt.toml")"; fi
 python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['plans'][0]; sys.exit(0 if a['fp8_recipe']=='torchao-tensorwise' else 1)" \
   "$T/ttr.json" && ok "the torchtitan TOML reads back with its float8 recipe" || ko "torchtitan read back: $(cat "$T/err")"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

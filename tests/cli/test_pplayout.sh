@@ -7,25 +7,7 @@
 # Usage: test_pplayout.sh ZPLAN
 set -u
 Z="$1"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
-has() { if grep -q -- "$2" "$T/out" "$T/err"; then ok; else ko "$1: no '$2' in: $(cat "$T/err" "$T/out" | tail -8)"; fi; }
-
-# bad NAME PATTERN ARGS...: exit 2, the message (stderr's last line) matches PATTERN, nothing on stdout
-bad() {
-  local what="$1" pat="$2"; shift 2
-  "$Z" "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq 2 ] && tail -1 "$T/err" | grep -Eq -- "$pat" && [ ! -s "$T/out" ]; then
-    ok; printf '  bad %-30s -> exit 2: %s\n' "$what" "$(tail -1 "$T/err" | cut -c1-130)"
-  else
-    ko "$what: rc=$rc, want /$pat/: $(cat "$T/err") $(head -c 200 "$T/out")"
-  fi
-}
+. "$(dirname "$0")/lib.sh"
 
 L3="--model llama-3-405b --gpus 8192 --cluster dgx-h100 --mp 8 --pp 16 --global-batch 2048"
 PLAN="$L3 --stage 1 --micro-batch 1 --sp --recompute full --exact"
@@ -68,5 +50,4 @@ emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/fl.sh")
 "$Z" --megatron-args "$T/fl.sh" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read first/last: rc=$?"
 has "read first/last: the same step" "your launch: $emitted s a step.*PP 16 (1f1b, 1 chunk a rank)"
 
-echo "pplayout: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -33,7 +33,7 @@ libsrc=("$root"/common/*.c "$root"/models/*.c "$root"/vocab/*.c "$root"/sim/*.c 
         "$root"/src/zp_cli_opts.c "$root"/src/zp_cli_plan.c "$root"/src/zp_cli_common.c "$root"/src/zp_progress.c)
 harnesses=("$root"/tests/fuzz/fuzz_*.c)
 hash=$( (echo "$CLANG"; cat "${libsrc[@]}" "$root"/common/*.h "$root"/models/*.h "$root"/vocab/*.h "$root"/sim/*.h "$root"/planner/*.h "$root"/formats/*.h "$root"/reports/*.h \
-        "$root"/src/*.h "$root"/tests/fuzz/*.c "$root"/tests/fuzz/*.h "$0" "$root"/meson.build) | sha256sum | cut -d' ' -f1)
+        "$root"/src/*.h "$root"/tests/fuzz/*.c "$root"/tests/fuzz/*.h "$0" "$root"/meson.build "$root"/gpus/*.gpu) | sha256sum | cut -d' ' -f1)
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$hash" ]; then
   exit 0
 fi
@@ -48,6 +48,10 @@ cat >"$out/zp_config.h" <<CONF
 #define ZP_HAVE_NCCL 0
 #define ZP_VERSION "${version:-0}"
 CONF
+
+# the GPU presets embedded as C strings, as vocab/meson.build's custom_target makes them
+python3 "$root/vocab/zp_gpu_embed.py" "$out/zp_gpu_presets.c" "$root"/gpus/*.gpu
+libsrc+=("$out/zp_gpu_presets.c")
 
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
