@@ -4,6 +4,8 @@
  * from the shapes of vocab/zp_shape.c and checked against the model's own arithmetic (models/zp_model.c,
  * from the tensor enumeration): two independent derivations. */
 #include <criterion/criterion.h>
+
+#include "../zp_test.h"
 #include <math.h>
 #include <string.h>
 
@@ -23,13 +25,6 @@ static zp_model model(const char *name, int64_t seq)
     if (seq > 0)
         m.seq = seq;
     return m;
-}
-
-static const zp_cluster *preset(const char *name)
-{
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
-    return c;
 }
 
 static zp_plan plan_of(int stage, int64_t dp, int64_t mp, int64_t ep, int64_t b)
@@ -154,7 +149,7 @@ static double compute_time(const zp_model *m, const zp_plan *p, const zp_profile
 
 Test(arch, moe_compute_follows_the_active_parameters)
 {
-    const zp_cluster *c = preset("dgx-a100");
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_profile prof;
     zp_device_profile_builtin(c, &prof);
     zp_model m = model("mixtral-8x7b", 4096), all = m;
@@ -260,7 +255,7 @@ Test(arch, ep_bad_inputs)
     p = plan_of(1, 16, 1, 2, 1);
     cr_expect_eq(zp_dims_check_ep(&dense, p.ep, p.dp), ZP_EINVAL, "EP on a dense model accepted");
     zp_search_req r;
-    zp_search_req_default(&r, &m, preset("dgx-a100"), 64);
+    zp_search_req_default(&r, &m, zp_test_preset("dgx-a100"), 64);
     r.ep = 16;
     cr_expect_eq(zp_search_validate(&r), ZP_EINVAL, "EP 16 of 8 experts accepted");
     r.ep = 8;
@@ -287,7 +282,7 @@ Test(arch, engine_runs_expert_parallel_steps, .timeout = 300)
 {
     zp_model m = model("mixtral-8x7b", 4096);
     m.layers = 4; /* the same blocks, fewer of them: a quick step */
-    const zp_cluster *c = preset("dgx-a100");
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_plan none = plan_of(2, 16, 1, 1, 1), in = plan_of(2, 16, 1, 8, 1), across = plan_of(2, 32, 1, 16, 1);
     (void)across;
     zp_model m16 = m;

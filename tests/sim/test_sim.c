@@ -1,6 +1,8 @@
 /* sim/: the step schedule and the SimGrid engine. Each simulation runs in its own process
  * (zp_simrun), as SimGrid requires. */
 #include <criterion/criterion.h>
+
+#include "../zp_test.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,23 +22,6 @@
 #include "zp_pipeline.h"
 #include "zp_zoo.h"
 
-static const zp_cluster *preset(const char *name)
-{
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
-    return c;
-}
-
-static zp_plan plan_of(int stage, int64_t dp, int64_t mp, int64_t b)
-{
-    zp_plan p;
-    zp_plan_default(&p, dp);
-    p.stage = stage;
-    p.mp = mp;
-    p.micro_batch = b;
-    return p;
-}
-
 /* DP elements moved per rank: all-reduce counts twice (reduce-scatter + all-gather). */
 static double dp_volume(const zp_schedule *s)
 {
@@ -54,7 +39,7 @@ static double dp_volume(const zp_schedule *s)
 Test(schedule, stage3_moves_1_5x_the_dp_bytes_of_stage2)
 {
     const zp_model *m = &zp_zoo_find("100B")->model;
-    zp_plan p2 = plan_of(2, 25, 16, 4), p3 = plan_of(3, 25, 16, 4);
+    zp_plan p2 = zp_test_plan(2, 25, 16, 4), p3 = zp_test_plan(3, 25, 16, 4);
     zp_schedule s2, s3;
     cr_assert_eq(zp_schedule_build(m, &p2, &s2), ZP_OK);
     cr_assert_eq(zp_schedule_build(m, &p3, &s3), ZP_OK);
@@ -74,7 +59,7 @@ Test(schedule, flops_match_the_model)
     for (int i = 0; i < 3; i++) {
         const zp_model *m = &zp_zoo_find(models[i])->model;
         for (int ck = 0; ck <= 1; ck++) {
-            zp_plan p = plan_of(2, 8, 4, 3);
+            zp_plan p = zp_test_plan(2, 8, 4, 3);
             p.grad_accum = 2;
             p.checkpoint = ck;
             zp_schedule s;
@@ -86,14 +71,14 @@ Test(schedule, flops_match_the_model)
     }
 }
 
-/* plan_of(stage, 8, mp, micro) with `accum` micro-batches a step and offload `off` (0-2: none, the optimizer
+/* zp_test_plan(stage, 8, mp, micro) with `accum` micro-batches a step and offload `off` (0-2: none, the optimizer
  * states, the parameters too) into *p, when the stage takes that offload (the optimizer's from stage 1 on, the
  * parameters' at stage 3); 0 when it does not. */
 static int offload_plan(int stage, int off, int64_t mp, int64_t micro, int64_t accum, zp_plan *p)
 {
     if ((off == 1 && stage < 1) || (off == 2 && stage != 3))
         return 0;
-    *p = plan_of(stage, 8, mp, micro);
+    *p = zp_test_plan(stage, 8, mp, micro);
     p->grad_accum = accum;
     p->offload = (zp_offload)off;
     return 1;
@@ -148,7 +133,7 @@ static zp_sim_result simulate(const zp_model *m, const zp_plan *p, const zp_clus
 Test(engine, every_stage_and_option_completes)
 {
     const zp_model *m = &zp_zoo_find("8B")->model;
-    const zp_cluster *c = preset("dgx2");
+    const zp_cluster *c = zp_test_preset("dgx2");
     for (int stage = 0; stage <= 3; stage++) {
         for (int off = 0; off <= 2; off++) {
             zp_plan p;
@@ -165,9 +150,9 @@ Test(engine, every_stage_and_option_completes)
 Test(engine, deterministic)
 {
     const zp_model *m = &zp_zoo_find("20B")->model;
-    zp_plan p = plan_of(2, 32, 4, 8);
+    zp_plan p = zp_test_plan(2, 32, 4, 8);
     p.pa = 1;
-    zp_sim_result a = simulate(m, &p, preset("dgx2"), 0), b = simulate(m, &p, preset("dgx2"), 0);
+    zp_sim_result a = simulate(m, &p, zp_test_preset("dgx2"), 0), b = simulate(m, &p, zp_test_preset("dgx2"), 0);
     cr_expect_eq(a.step_time, b.step_time);
     cr_expect_eq(a.dp_exposed, b.dp_exposed);
 }
@@ -178,9 +163,9 @@ Test(engine, overlap_never_slower)
     for (int i = 0; i < 3; i++) {
         const zp_model *m = &zp_zoo_find(models[i])->model;
         for (int stage = 0; stage <= 3; stage++) {
-            zp_plan p = plan_of(stage, 32, 4, 4);
+            zp_plan p = zp_test_plan(stage, 32, 4, 4);
             p.bucket = 2e8;
-            zp_sim_result ov = simulate(m, &p, preset("dgx2"), 0), ser = simulate(m, &p, preset("dgx2"), 1);
+            zp_sim_result ov = simulate(m, &p, zp_test_preset("dgx2"), 0), ser = simulate(m, &p, zp_test_preset("dgx2"), 1);
             cr_expect_leq(ov.step_time, ser.step_time * (1 + 1e-12), "%s stage %d: overlapped %g > serial %g",
                           models[i], stage, ov.step_time, ser.step_time);
         }
@@ -193,9 +178,9 @@ Test(engine, overlap_never_slower)
 Test(engine, nccl_ctas_slow_overlapped_kernels)
 {
     const zp_model *m = &zp_zoo_find("8B")->model;
-    const zp_cluster *c = preset("dgx-a100");
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     for (int stage = 0; stage <= 3; stage += 3) {
-        zp_plan p = plan_of(stage, 8, 1, 2);
+        zp_plan p = zp_test_plan(stage, 8, 1, 2);
         zp_profile prof, off;
         zp_device_profile_builtin(c, &prof);
         off = prof;
@@ -225,18 +210,18 @@ Test(engine, nccl_ctas_slow_overlapped_kernels)
 Test(engine, more_infiniband_never_slower)
 {
     const zp_model *m = &zp_zoo_find("100B")->model;
-    zp_cluster fast = *preset("dgx2");
+    zp_cluster fast = *zp_test_preset("dgx2");
     fast.ib_rail_bw *= 2;
     for (int stage = 1; stage <= 3; stage++) {
-        zp_plan p = plan_of(stage, 25, 16, 8);
+        zp_plan p = zp_test_plan(stage, 25, 16, 8);
         p.pa = 1;
-        zp_sim_result slow = simulate(m, &p, preset("dgx2"), 0), quick = simulate(m, &p, &fast, 0);
+        zp_sim_result slow = simulate(m, &p, zp_test_preset("dgx2"), 0), quick = simulate(m, &p, &fast, 0);
         cr_expect_leq(quick.step_time, slow.step_time, "stage %d", stage);
         cr_expect_lt(quick.dp_exposed + quick.comm_busy, slow.dp_exposed + slow.comm_busy, "stage %d", stage);
     }
     /* MP across nodes: the Megatron all-reduces get faster too */
-    zp_plan p = plan_of(0, 1, 32, 4);
-    zp_sim_result slow = simulate(&zp_zoo_find("40B")->model, &p, preset("dgx2"), 0);
+    zp_plan p = zp_test_plan(0, 1, 32, 4);
+    zp_sim_result slow = simulate(&zp_zoo_find("40B")->model, &p, zp_test_preset("dgx2"), 0);
     zp_sim_result quick = simulate(&zp_zoo_find("40B")->model, &p, &fast, 0);
     cr_expect_lt(quick.mp_comm, slow.mp_comm);
 }
@@ -247,12 +232,12 @@ Test(engine, more_infiniband_never_slower)
 Test(engine, one_rank_collectives_are_local_copies)
 {
     const zp_model *m = &zp_zoo_find("8B")->model;
-    const zp_cluster *c = preset("dgx2");
+    const zp_cluster *c = zp_test_preset("dgx2");
     zp_profile prof;
     zp_device_profile_builtin(c, &prof);
     double busy[4], copies[4];
     for (int stage = 0; stage <= 3; stage++) {
-        zp_plan p = plan_of(stage, 1, 16, 4);
+        zp_plan p = zp_test_plan(stage, 1, 16, 4);
         p.bucket = 2e8;
         zp_schedule s;
         cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
@@ -286,11 +271,11 @@ Test(engine, phases_add_up_to_the_step)
     const zp_model *m = &zp_zoo_find("8B")->model;
     for (int stage = 0; stage <= 3; stage++) {
         for (int ck = 0; ck <= 1; ck++) {
-            zp_plan p = plan_of(stage, 8, 4, 2);
+            zp_plan p = zp_test_plan(stage, 8, 4, 2);
             p.checkpoint = ck;
             p.offload = stage >= 1 && ck ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
             for (int serial = 0; serial <= 1; serial++) {
-                zp_sim_result r = simulate(m, &p, preset("dgx2"), serial);
+                zp_sim_result r = simulate(m, &p, zp_test_preset("dgx2"), serial);
                 double sum = 0;
                 for (int ph = 0; ph < ZP_NPHASES; ph++)
                     sum += r.phase[ph];
@@ -311,7 +296,7 @@ Test(engine, phases_add_up_to_the_step)
 Test(engine, deadlock_is_an_error)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_plan p = plan_of(2, 32, 1, 1);
+    zp_plan p = zp_test_plan(2, 32, 1, 1);
     zp_schedule s;
     cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
     /* a wait nobody signals */
@@ -324,8 +309,8 @@ Test(engine, deadlock_is_an_error)
         }
     }
     zp_profile prof;
-    zp_device_profile_builtin(preset("dgx2"), &prof);
-    zp_sim_input in = {.model = m, .plan = &p, .cluster = preset("dgx2"), .profile = &prof};
+    zp_device_profile_builtin(zp_test_preset("dgx2"), &prof);
+    zp_sim_input in = {.model = m, .plan = &p, .cluster = zp_test_preset("dgx2"), .profile = &prof};
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -345,15 +330,15 @@ Test(engine, deadlock_is_an_error)
 Test(engine, trace_is_chrome_json)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_plan p = plan_of(3, 32, 2, 2);
+    zp_plan p = zp_test_plan(3, 32, 2, 2);
     p.pa = 1;
     char path[] = "/tmp/zp_trace_XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     close(fd);
     zp_profile prof;
-    zp_device_profile_builtin(preset("dgx2"), &prof);
-    zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = preset("dgx2"), .profile = &prof, .trace_path = path}};
+    zp_device_profile_builtin(zp_test_preset("dgx2"), &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = zp_test_preset("dgx2"), .profile = &prof, .trace_path = path}};
     cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
@@ -407,7 +392,7 @@ Test(search, simulated_plans_rank_and_label)
 {
     const zp_model *m = &zp_zoo_find("8B")->model;
     zp_search_req r;
-    zp_search_req_default(&r, m, preset("dgx2"), 64);
+    zp_search_req_default(&r, m, zp_test_preset("dgx2"), 64);
     r.simulate = 1;
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
@@ -428,7 +413,7 @@ Test(search, ranking_is_true)
     zp_model m = zp_zoo_find("13B")->model;
     m.seq = 2048;
     zp_search_req r;
-    zp_search_req_default(&r, &m, preset("dgx-a100"), 8);
+    zp_search_req_default(&r, &m, zp_test_preset("dgx-a100"), 8);
     r.gpu_mem = 40e9;
     r.global_batch = 64;
     r.simulate = 1;
@@ -498,7 +483,7 @@ static void expect_reduction_exact(const char *what, const zp_model *m, const zp
 
 static zp_plan plan_acc(int stage, int64_t dp, int64_t mp, int64_t b, int64_t accum)
 {
-    zp_plan p = plan_of(stage, dp, mp, b);
+    zp_plan p = zp_test_plan(stage, dp, mp, b);
     p.grad_accum = accum;
     return p;
 }
@@ -506,7 +491,7 @@ static zp_plan plan_acc(int stage, int64_t dp, int64_t mp, int64_t b, int64_t ac
 Test(reduced, gpt3_175B_on_dgx_h100_equals_full, .timeout = 600)
 {
     const zp_model *m = &zp_zoo_find("gpt3-175B")->model;
-    const zp_cluster *c = preset("dgx-h100");
+    const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_plan s2 = plan_acc(2, 128, 8, 1, 2), s3 = plan_acc(3, 128, 8, 1, 2), big = plan_acc(3, 256, 8, 1, 2);
     expect_reduction_exact("175B, 1024 GPUs, stage 2, MP 8", m, &s2, c, 0);
     expect_reduction_exact("175B, 1024 GPUs, stage 3, MP 8", m, &s3, c, 0);
@@ -517,25 +502,25 @@ Test(reduced, small_cases_equal_full, .timeout = 600)
 {
     zp_plan p;
     /* flat rings (dgx2, the paper's NCCL) with MP 16 in a node, DP across 25 nodes, Pa */
-    p = plan_of(2, 25, 16, 8);
+    p = zp_test_plan(2, 25, 16, 8);
     p.pa = 1;
-    expect_reduction_exact("dgx2 100B stage 2 MP 16", &zp_zoo_find("100B")->model, &p, preset("dgx2"), 0);
+    expect_reduction_exact("dgx2 100B stage 2 MP 16", &zp_zoo_find("100B")->model, &p, zp_test_preset("dgx2"), 0);
     /* MP and DP both inside a node: NVSwitch flows contend (intra_flows) */
     p = plan_acc(1, 32, 4, 2, 2);
-    expect_reduction_exact("dgx2 8B MP 4 DP 32 (NVSwitch shared)", &zp_zoo_find("8B")->model, &p, preset("dgx2"), 0);
+    expect_reduction_exact("dgx2 8B MP 4 DP 32 (NVSwitch shared)", &zp_zoo_find("8B")->model, &p, zp_test_preset("dgx2"), 0);
     /* MP across nodes: flat (2 DGX-2) and hierarchical (2 DGX H100) with DP strided across MP blocks */
-    p = plan_of(0, 1, 32, 4);
-    expect_reduction_exact("dgx2 40B MP 32 across 2 nodes", &zp_zoo_find("40B")->model, &p, preset("dgx2"), 0);
+    p = zp_test_plan(0, 1, 32, 4);
+    expect_reduction_exact("dgx2 40B MP 32 across 2 nodes", &zp_zoo_find("40B")->model, &p, zp_test_preset("dgx2"), 0);
     p = plan_acc(2, 8, 16, 2, 2);
     expect_reduction_exact("dgx-h100 20B MP 16 across nodes, DP 8", &zp_zoo_find("20B")->model, &p,
-                           preset("dgx-h100"), 0);
+                           zp_test_preset("dgx-h100"), 0);
     /* hierarchical all-reduces (stage 0) on dgx-a100 with MP 2 and DP 64 */
     p = plan_acc(0, 64, 2, 2, 2);
-    expect_reduction_exact("dgx-a100 8B stage 0 MP 2", &zp_zoo_find("8B")->model, &p, preset("dgx-a100"), 0);
+    expect_reduction_exact("dgx-a100 8B stage 0 MP 2", &zp_zoo_find("8B")->model, &p, zp_test_preset("dgx-a100"), 0);
     /* stage 1 over 128 DGX H100: gradient all-reduces as NCCL trees */
-    p = plan_of(1, 1024, 1, 8);
+    p = zp_test_plan(1, 1024, 1, 8);
     expect_reduction_exact("dgx-h100 1.5B stage 1 DP 1024 (trees)", &zp_zoo_find("1.5B")->model, &p,
-                           preset("dgx-h100"), 0);
+                           zp_test_preset("dgx-h100"), 0);
 }
 
 /* A rail-optimized fat tree: the DP ring over consecutive nodes crosses one uplink per leaf, which never
@@ -543,8 +528,8 @@ Test(reduced, small_cases_equal_full, .timeout = 600)
  * leaf's uplink); both exact. Small leaves (2 nodes) keep the full simulation small. */
 Test(reduced, rail_optimized_fat_tree_equals_full, .timeout = 600)
 {
-    zp_cluster c = *preset("dgx-h100-railopt");
-    zp_plan p = plan_of(2, 256, 2, 2);
+    zp_cluster c = *zp_test_preset("dgx-h100-railopt");
+    zp_plan p = zp_test_plan(2, 256, 2, 2);
     expect_reduction_exact("railopt 8B DP ring, 4:1", &zp_zoo_find("8B")->model, &p, &c, 4);
     c.leaf_nodes = 2;
     p = plan_acc(1, 8, 16, 2, 2);
@@ -558,7 +543,7 @@ Test(reduced, rail_optimized_fat_tree_equals_full, .timeout = 600)
  * always simulated in full. */
 Test(reduced, mixed_fat_tree_cases_reduce_to_a_period)
 {
-    zp_cluster c = *preset("dgx-h100-railopt");
+    zp_cluster c = *zp_test_preset("dgx-h100-railopt");
     const zp_model *m = &zp_zoo_find("20B")->model;
     c.leaf_nodes = 4;
     zp_plan p = plan_acc(1, 8, 16, 2, 2); /* 16 nodes, MP blocks of 2, DP stride 2: 2 of 4 nodes cross */
@@ -591,7 +576,7 @@ Test(reduced, mixed_fat_tree_cases_reduce_to_a_period)
  * stays under its leaves does not notice. */
 Test(fabric, oversubscription_never_faster)
 {
-    zp_cluster c = *preset("dgx-h100-railopt");
+    zp_cluster c = *zp_test_preset("dgx-h100-railopt");
     c.leaf_nodes = 2;
     zp_plan cross = plan_acc(1, 8, 16, 2, 2);
     const zp_model *m = &zp_zoo_find("20B")->model;
@@ -600,12 +585,12 @@ Test(fabric, oversubscription_never_faster)
     cr_expect_leq(r1.step_time, r2.step_time);
     cr_expect_leq(r2.step_time, r4.step_time);
     cr_expect_gt(r4.comm_busy, r1.comm_busy, "4:1 leaves: DP collectives not slower");
-    zp_sim_result h = simulate_as(m, &cross, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    zp_sim_result h = simulate_as(m, &cross, zp_test_preset("dgx-h100"), ZP_SIM_REDUCED, 0);
     cr_expect_eq(r1.step_time, h.step_time, "1:1 leaves: as the ideal fabric");
     /* a ring over consecutive nodes: one crossing flow per leaf, never binding: as the ideal fabric */
-    zp_plan ring = plan_of(2, 256, 2, 2);
-    zp_sim_result a = simulate_as(&zp_zoo_find("8B")->model, &ring, preset("dgx-h100-railopt"), ZP_SIM_REDUCED, 8);
-    zp_sim_result b = simulate_as(&zp_zoo_find("8B")->model, &ring, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    zp_plan ring = zp_test_plan(2, 256, 2, 2);
+    zp_sim_result a = simulate_as(&zp_zoo_find("8B")->model, &ring, zp_test_preset("dgx-h100-railopt"), ZP_SIM_REDUCED, 8);
+    zp_sim_result b = simulate_as(&zp_zoo_find("8B")->model, &ring, zp_test_preset("dgx-h100"), ZP_SIM_REDUCED, 0);
     cr_expect_eq(a.step_time, b.step_time);
 }
 
@@ -615,26 +600,26 @@ Test(fabric, oversubscription_never_faster)
 Test(engine, tree_or_ring_per_allreduce)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_cluster rings = *preset("dgx-h100");
+    zp_cluster rings = *zp_test_preset("dgx-h100");
     rings.tree_allreduce = 0;
-    zp_plan many = plan_of(1, 1024, 1, 8), few = plan_of(1, 16, 1, 8);
-    zp_sim_result t_many = simulate_as(m, &many, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    zp_plan many = zp_test_plan(1, 1024, 1, 8), few = zp_test_plan(1, 16, 1, 8);
+    zp_sim_result t_many = simulate_as(m, &many, zp_test_preset("dgx-h100"), ZP_SIM_REDUCED, 0);
     zp_sim_result r_many = simulate_as(m, &many, &rings, ZP_SIM_REDUCED, 0);
-    zp_sim_result t_few = simulate_as(m, &few, preset("dgx-h100"), ZP_SIM_REDUCED, 0);
+    zp_sim_result t_few = simulate_as(m, &few, zp_test_preset("dgx-h100"), ZP_SIM_REDUCED, 0);
     cr_expect_gt(t_many.tree_allreduces, 0, "128 nodes: trees");
     cr_expect_eq(r_many.tree_allreduces, 0);
     cr_expect_eq(t_few.tree_allreduces, 0, "2 nodes: rings");
     cr_expect_leq(t_many.step_time, r_many.step_time);
     /* stage 2 reduce-scatters and gathers: rings only */
-    zp_plan s2 = plan_of(2, 1024, 1, 8);
-    cr_expect_eq(simulate_as(m, &s2, preset("dgx-h100"), ZP_SIM_REDUCED, 0).tree_allreduces, 0);
+    zp_plan s2 = zp_test_plan(2, 1024, 1, 8);
+    cr_expect_eq(simulate_as(m, &s2, zp_test_preset("dgx-h100"), ZP_SIM_REDUCED, 0).tree_allreduces, 0);
 }
 
 /* 102,400 GPUs are answered by simulation (the reduced one), not the analytic fallback. */
 Test(search, gpus_102400_simulated)
 {
     zp_search_req r;
-    zp_search_req_default(&r, &zp_zoo_find("gpt3-175B")->model, preset("dgx-h100"), 102400);
+    zp_search_req_default(&r, &zp_zoo_find("gpt3-175B")->model, zp_test_preset("dgx-h100"), 102400);
     r.simulate = 1;
     r.stage = 3;
     r.mp = 8;
@@ -655,16 +640,16 @@ Test(search, gpus_102400_simulated)
 
 Test(fabric, sizes_the_fat_tree_holds)
 {
-    const zp_cluster *c = preset("dgx-h100-railopt");
+    const zp_cluster *c = zp_test_preset("dgx-h100-railopt");
     cr_expect_eq(zp_cluster_max_nodes(c), 8192); /* 2 x 32^3 ports of 8 rails */
     cr_expect_eq(zp_cluster_check_size(c, 65536, 0), ZP_OK);
     cr_expect_eq(zp_cluster_check_size(c, 65537, 0), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "8192 nodes") != NULL, "%s", zp_error_message());
     cr_expect_eq(zp_cluster_check_size(c, 1024, 2), ZP_OK);
     cr_expect_eq(zp_cluster_check_size(c, 1024, 0.5), ZP_EINVAL);
-    cr_expect_eq(zp_cluster_check_size(preset("dgx-h100"), 1024, 2), ZP_EINVAL); /* no leaves to oversubscribe */
-    cr_expect_eq(zp_cluster_max_nodes(preset("dgx-h100")), 0);
-    cr_expect_eq(zp_cluster_check_size(preset("dgx-h100"), 100000000, 0), ZP_OK);
+    cr_expect_eq(zp_cluster_check_size(zp_test_preset("dgx-h100"), 1024, 2), ZP_EINVAL); /* no leaves to oversubscribe */
+    cr_expect_eq(zp_cluster_max_nodes(zp_test_preset("dgx-h100")), 0);
+    cr_expect_eq(zp_cluster_check_size(zp_test_preset("dgx-h100"), 100000000, 0), ZP_OK);
 }
 
 /* ---------------------------------------------------------------- pipeline parallelism */
@@ -694,7 +679,7 @@ static zp_plan pipeline_plan(int64_t pp, zp_pp_schedule sc, int v, int64_t m)
 Test(pipeline, bubble_is_p_minus_1_over_m_v)
 {
     const zp_model m = uniform_gpt(16);
-    const zp_cluster *c = preset("dgx-a100");
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     const struct {
         zp_pp_schedule sc;
         int v;
@@ -722,7 +707,7 @@ Test(pipeline, bubble_is_p_minus_1_over_m_v)
 Test(pipeline, reductions_wait_for_the_flush)
 {
     const zp_model m = uniform_gpt(16);
-    const zp_cluster *c = preset("dgx-a100");
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     for (int sc = 0; sc < 2; sc++) {
         zp_plan p = plan_acc(0, 4, 1, 1, 8);
         p.pp = 4;
@@ -744,11 +729,11 @@ Test(pipeline, reduced_equals_full, .timeout = 600)
 {
     zp_plan p = plan_acc(1, 2, 8, 1, 4);
     p.pp = 2;
-    expect_reduction_exact("dgx-a100 8B MP 8 PP 2 DP 2 stage 1", &zp_zoo_find("8B")->model, &p, preset("dgx-a100"), 0);
+    expect_reduction_exact("dgx-a100 8B MP 8 PP 2 DP 2 stage 1", &zp_zoo_find("8B")->model, &p, zp_test_preset("dgx-a100"), 0);
     p.schedule = ZP_PP_INTERLEAVED;
     p.vstages = 2;
     p.sp = 1;
-    expect_reduction_exact("dgx-a100 8B MP 8 PP 2 interleaved SP", &zp_zoo_find("8B")->model, &p, preset("dgx-a100"),
+    expect_reduction_exact("dgx-a100 8B MP 8 PP 2 interleaved SP", &zp_zoo_find("8B")->model, &p, zp_test_preset("dgx-a100"),
                            0);
 }
 
@@ -781,7 +766,7 @@ Test(pipeline, extrapolated_equals_every_micro_batch, .timeout = 600)
         {b8, 1, 2, 8, 2, 7, ZP_PP_1F1B, 1, 0, 0, ZP_SIM_REDUCED},
         {b8, 0, 4, 8, 4, 16, ZP_PP_INTERLEAVED, 2, 1, 0, ZP_SIM_REDUCED},
     };
-    const zp_cluster *c = preset("dgx-a100");
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         zp_plan p = plan_acc(cases[i].stage, cases[i].dp, cases[i].mp, 1, cases[i].accum);
         p.pp = cases[i].pp;
@@ -900,8 +885,8 @@ Test(pipeline, trace_has_a_track_per_stage)
     cr_assert_geq(fd, 0);
     close(fd);
     zp_profile prof;
-    zp_device_profile_builtin(preset("dgx-a100"), &prof);
-    zp_sim_job j = {.in = {.model = &m, .plan = &p, .cluster = preset("dgx-a100"), .profile = &prof,
+    zp_device_profile_builtin(zp_test_preset("dgx-a100"), &prof);
+    zp_sim_job j = {.in = {.model = &m, .plan = &p, .cluster = zp_test_preset("dgx-a100"), .profile = &prof,
                            .trace_path = path}};
     cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
     json_error_t err;
@@ -949,7 +934,7 @@ static int count_ops(const zp_schedule *s, int type, int micro, double *bytes)
 Test(schedule, zero3_beside_pipelines_gathers_once_or_per_micro_batch)
 {
     const zp_model *m = &zp_zoo_find("20B")->model;
-    zp_plan p = plan_of(3, 8, 1, 1);
+    zp_plan p = zp_test_plan(3, 8, 1, 1);
     p.pp = 4;
     p.grad_accum = 4;
     zp_schedule keep, always;
@@ -978,7 +963,7 @@ Test(schedule, zero3_beside_pipelines_gathers_once_or_per_micro_batch)
 Test(schedule, hybrid_sharding_all_reduces_the_shards_over_replicas)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_plan p = plan_of(3, 64, 1, 1);
+    zp_plan p = zp_test_plan(3, 64, 1, 1);
     zp_schedule full, hsdp;
     cr_assert_eq(zp_schedule_build(m, &p, &full), ZP_OK);
     p.shard_group = 8;

@@ -3,19 +3,14 @@
  * the same FLOPs; the simulated step is faster with the exposed TP communication smaller but not zero; TE's
  * reduce-scatter kernel takes SMs from the GEMM beside it, copy-engine transfers none; bad plans are refused. */
 #include <criterion/criterion.h>
+
+#include "../zp_test.h"
 #include <math.h>
 
 #include "zp_device.h"
 #include "zp_schedule.h"
 #include "zp_simrun.h"
 #include "zp_zoo.h"
-
-static const zp_cluster *preset(const char *name)
-{
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
-    return c;
-}
 
 /* TP t with sequence parallelism over dp ranks, selective recompute, micro-batch 1 x accum. */
 static zp_plan tp_plan(int64_t dp, int64_t t, int64_t accum, int overlap)
@@ -134,7 +129,7 @@ static zp_sim_result simulate(const zp_model *m, const zp_plan *p, const zp_clus
 Test(tpoverlap, overlapped_step_is_faster_and_exposes_less)
 {
     const zp_model m = model_of("llama-3-70b", 4096);
-    const zp_cluster *c = preset("dgx-h100");
+    const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_plan off = tp_plan(2, 8, 2, ZP_TP_OVERLAP_OFF);
     const zp_sim_result r0 = simulate(&m, &off, c, -1);
     for (int form = ZP_TP_OVERLAP_TE; form <= ZP_TP_OVERLAP_ASYNC; form++) {
@@ -154,7 +149,7 @@ Test(tpoverlap, overlapped_step_is_faster_and_exposes_less)
 Test(tpoverlap, te_reduce_scatter_takes_sms_copy_engines_none)
 {
     const zp_model m = model_of("llama-3-8b", 4096);
-    const zp_cluster *c = preset("dgx-h100");
+    const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_plan te = tp_plan(1, 8, 1, ZP_TP_OVERLAP_TE), as = tp_plan(1, 8, 1, ZP_TP_OVERLAP_ASYNC);
     te.stage = as.stage = 0; /* DP 1 at stage 0: its all-reduces over one rank copy nothing */
     const zp_sim_result a = simulate(&m, &te, c, -1), b = simulate(&m, &te, c, 0), d = simulate(&m, &as, c, -1);
@@ -192,7 +187,7 @@ Test(tpoverlap, bad_plans_refused)
 Test(tpoverlap, param_gather_beside_the_next_forward)
 {
     const zp_model m = model_of("llama-3-8b", 4096);
-    const zp_cluster *c = preset("dgx-h100");
+    const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_plan off = tp_plan(8, 2, 2, ZP_TP_OVERLAP_OFF), on = off;
     off.bucket = on.bucket = 1e8;
     on.overlap_param_gather = 1;

@@ -1,6 +1,8 @@
 /* FP8 training (issue #28 point 1): the FP8 peak of the presets, the linear GEMMs' rate and casts on the
  * device model, the memory terms of each recipe, FSDP2's FP8 all-gather. */
 #include <criterion/criterion.h>
+
+#include "../zp_test.h"
 #include <math.h>
 
 #include "zp_device.h"
@@ -10,21 +12,14 @@
 #include "zp_ops.h"
 #include "zp_zoo.h"
 
-static const zp_cluster *preset(const char *name)
-{
-    const zp_cluster *c = NULL;
-    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
-    return c;
-}
-
 Test(fp8, presets_peak)
 {
-    cr_expect_float_eq(zp_cluster_peak_flops(preset("dgx-h100"), "fp8"), 1979e12, 1);
-    cr_expect_float_eq(zp_cluster_peak_flops(preset("dgx-h200"), "fp8"), 1979e12, 1);
-    cr_expect(zp_cluster_has_fp8(preset("dgx-h100")));
-    cr_expect(!zp_cluster_has_fp8(preset("dgx-a100")));
-    cr_expect(!zp_cluster_has_fp8(preset("dgx2")));
-    cr_expect_eq(zp_cluster_peak_flops(preset("dgx-a100"), "fp8"), 0);
+    cr_expect_float_eq(zp_cluster_peak_flops(zp_test_preset("dgx-h100"), "fp8"), 1979e12, 1);
+    cr_expect_float_eq(zp_cluster_peak_flops(zp_test_preset("dgx-h200"), "fp8"), 1979e12, 1);
+    cr_expect(zp_cluster_has_fp8(zp_test_preset("dgx-h100")));
+    cr_expect(!zp_cluster_has_fp8(zp_test_preset("dgx-a100")));
+    cr_expect(!zp_cluster_has_fp8(zp_test_preset("dgx2")));
+    cr_expect_eq(zp_cluster_peak_flops(zp_test_preset("dgx-a100"), "fp8"), 0);
 }
 
 Test(fp8, recipes_parse)
@@ -44,8 +39,8 @@ Test(fp8, recipes_parse)
 
 static void h100_fp8(int recipe, zp_profile *p)
 {
-    zp_device_profile_builtin(preset("dgx-h100"), p);
-    zp_device_profile_fp8(preset("dgx-h100"), recipe, 0, p);
+    zp_device_profile_builtin(zp_test_preset("dgx-h100"), p);
+    zp_device_profile_fp8(zp_test_preset("dgx-h100"), recipe, 0, p);
 }
 
 /* A large GEMM: FP8 runs at the FP8 peak times the bf16 efficiency times the kernel benchmark's ratio

@@ -1,5 +1,7 @@
 /* sim/ memory model: the paper's Table 1 and Table 2, and the properties of every term. */
 #include <criterion/criterion.h>
+
+#include "../zp_test.h"
 #include <math.h>
 #include <stdio.h>
 
@@ -72,16 +74,6 @@ Test(memory, table2_all_20_cells)
     }
 }
 
-static zp_plan plan_of(int stage, int64_t dp, int64_t mp, int64_t b)
-{
-    zp_plan p;
-    zp_plan_default(&p, dp);
-    p.stage = stage;
-    p.mp = mp;
-    p.micro_batch = b;
-    return p;
-}
-
 Test(memory, never_grows_with_dp)
 {
     const zp_model *m = &zp_zoo_find("20B")->model;
@@ -89,7 +81,7 @@ Test(memory, never_grows_with_dp)
         for (int pa = 0; pa <= 1; pa++) {
             double prev = INFINITY;
             for (int64_t dp = 1; dp <= 4096; dp *= 2) {
-                zp_plan p = plan_of(s, dp, 4, 8);
+                zp_plan p = zp_test_plan(s, dp, 4, 8);
                 p.pa = pa;
                 zp_memory mem;
                 cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
@@ -109,7 +101,7 @@ Test(memory, higher_stage_never_needs_more)
             for (int64_t mp = 1; mp <= 16; mp *= 4) {
                 double prev = INFINITY;
                 for (int s = 0; s <= 3; s++) {
-                    zp_plan p = plan_of(s, dp, mp, 4);
+                    zp_plan p = zp_test_plan(s, dp, mp, 4);
                     zp_memory mem;
                     cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
                     cr_expect_leq(mem.total, prev, "%s dp %lld mp %lld: stage %d needs more", models[i],
@@ -126,7 +118,7 @@ Test(memory, pa_never_needs_more)
     const zp_model *m = &zp_zoo_find("100B")->model;
     for (int64_t mp = 1; mp <= 16; mp *= 2) {
         for (int s = 0; s <= 3; s++) {
-            zp_plan p = plan_of(s, 25, mp, 16);
+            zp_plan p = zp_test_plan(s, 25, mp, 16);
             zp_memory a, b, c;
             cr_assert_eq(zp_memory_estimate(m, &p, &a), ZP_OK);
             p.pa = 1;
@@ -147,7 +139,7 @@ Test(memory, offload_moves_bytes_to_host_and_loses_none)
 {
     const zp_model *m = &zp_zoo_find("13B")->model;
     for (int s = 1; s <= 3; s++) {
-        zp_plan p = plan_of(s, 16, 1, 4);
+        zp_plan p = zp_test_plan(s, 16, 1, 4);
         zp_memory none, off;
         cr_assert_eq(zp_memory_estimate(m, &p, &none), ZP_OK);
         p.offload = ZP_OFFLOAD_OPTIMIZER;
@@ -166,7 +158,7 @@ Test(memory, offload_moves_bytes_to_host_and_loses_none)
             cr_expect_lt(par.params, 1e-2 * off.params);
         }
     }
-    zp_plan p = plan_of(0, 16, 1, 4);
+    zp_plan p = zp_test_plan(0, 16, 1, 4);
     p.offload = ZP_OFFLOAD_OPTIMIZER;
     zp_memory mem;
     cr_expect_eq(zp_memory_estimate(m, &p, &mem), ZP_EINVAL);
@@ -175,7 +167,7 @@ Test(memory, offload_moves_bytes_to_host_and_loses_none)
 Test(memory, cb_md_and_checkpointing)
 {
     const zp_model *m = &zp_zoo_find("8B")->model;
-    zp_plan p = plan_of(2, 64, 1, 8);
+    zp_plan p = zp_test_plan(2, 64, 1, 8);
     zp_memory base, nocb, nomd, nockpt;
     cr_assert_eq(zp_memory_estimate(m, &p, &base), ZP_OK);
     p.cb = 0;
@@ -200,7 +192,7 @@ Test(memory, cb_md_and_checkpointing)
 Test(memory, max_micro_batch_is_exact)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_plan p = plan_of(2, 64, 1, 1);
+    zp_plan p = zp_test_plan(2, 64, 1, 1);
     int64_t b = zp_memory_max_micro_batch(m, &p, 32e9, 94e9, 1 << 20);
     cr_assert_gt(b, 1);
     zp_memory mem;
@@ -211,14 +203,14 @@ Test(memory, max_micro_batch_is_exact)
     cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
     cr_expect_gt(mem.total, 32e9);
     /* plain DP of 100B: nothing fits */
-    p = plan_of(0, 64, 1, 1);
+    p = zp_test_plan(0, 64, 1, 1);
     cr_expect_eq(zp_memory_max_micro_batch(&zp_zoo_find("100B")->model, &p, 32e9, 94e9, 1 << 20), 0);
 }
 
 Test(memory, largest_model_of_a_class)
 {
     const zp_model *shape = &zp_zoo_find("100B")->model;
-    zp_plan p = plan_of(2, 25, 16, 32);
+    zp_plan p = zp_test_plan(2, 25, 16, 32);
     p.pa = 1;
     zp_model big;
     cr_assert_eq(zp_memory_largest_model(shape, &p, 32e9, 94e9, &big), ZP_OK);
@@ -329,7 +321,7 @@ Test(memory, precision_recipes)
 {
     const zp_model *m = &zp_zoo_find("13B")->model;
     const double psi = zp_model_params(m);
-    zp_plan p = plan_of(0, 8, 1, 1);
+    zp_plan p = zp_test_plan(0, 8, 1, 1);
     zp_memory mem;
     cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
     cr_expect_float_eq((mem.params + mem.grads + mem.optimizer) / psi, 16.0, 1e-9);
@@ -344,7 +336,7 @@ Test(memory, precision_recipes)
     p.stage = 2;
     cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
     cr_expect_float_eq(mem.grads / psi, 4.0 / 8.0, 1e-9);
-    p = plan_of(0, 8, 1, 1);
+    p = zp_test_plan(0, 8, 1, 1);
     p.param_bytes = 4.0;
     p.k_optimizer = 8.0;
     cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
@@ -448,12 +440,12 @@ Test(memory, offload_capacity_on_one_v100)
     cr_expect_eq(host, c->host_mem, "a one-GPU job has the node's host memory");
     cr_expect_eq(zp_cluster_host_per_gpu(c, 0, 400), c->host_mem / 16);
     cr_expect_eq(zp_cluster_host_per_gpu(c, 2e12, 4), 5e11, "--host-mem is per node");
-    zp_plan p = plan_of(2, 1, 1, 1);
+    zp_plan p = zp_test_plan(2, 1, 1, 1);
     p.offload = ZP_OFFLOAD_OPTIMIZER;
     double fit = 0;
     cr_assert_eq(zp_memory_largest_fitting(&p, c->gpu_mem, host, &fit), ZP_OK);
     cr_expect_geq(fit, 13e9, "ZeRO-Offload on one V100: %.3g parameters fit, DeepSpeed trains 13B", fit);
-    p = plan_of(3, 1, 1, 1);
+    p = zp_test_plan(3, 1, 1, 1);
     p.offload = ZP_OFFLOAD_PARAMS;
     cr_assert_eq(zp_memory_largest_fitting(&p, c->gpu_mem, 1.5e12, &fit), ZP_OK);
     cr_expect_geq(fit, 40e9, "ZeRO-3 Offload on one V100 with 1.5 TB: %.3g parameters fit, DeepSpeed trains 40B", fit);
@@ -465,7 +457,7 @@ Test(memory, offloaded_gradients_stream_to_the_host)
 {
     const zp_model *m = &zp_zoo_find("13B")->model;
     for (int s = 1; s <= 3; s++) {
-        zp_plan p = plan_of(s, 8, 1, 1);
+        zp_plan p = zp_test_plan(s, 8, 1, 1);
         p.offload = ZP_OFFLOAD_OPTIMIZER;
         zp_memory mem;
         cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
@@ -485,7 +477,7 @@ Test(memory, stage3_keeps_deepspeeds_live_parameters)
      * tensor (the MLP's 4h^2 = 2.6B) */
     zp_model m;
     cr_assert_eq(zp_model_from_size(1e12, &m), ZP_OK);
-    zp_plan p = plan_of(3, 1024, 1, 1);
+    zp_plan p = zp_test_plan(3, 1024, 1, 1);
     const double tensor = zp_model_params_largest_tensor_rank(&m, 1);
     cr_expect_float_eq(zp_layout_stage3_live(&m, &p), tensor, 1, "live %.4g, largest tensor %.4g",
                        zp_layout_stage3_live(&m, &p), tensor);
@@ -503,7 +495,7 @@ Test(memory, stage3_keeps_deepspeeds_live_parameters)
 Test(memory, nvme_holds_what_the_host_would)
 {
     const zp_model *m = &zp_zoo_find("40B")->model;
-    zp_plan p = plan_of(3, 1, 1, 1);
+    zp_plan p = zp_test_plan(3, 1, 1, 1);
     p.offload = ZP_OFFLOAD_PARAMS;
     zp_memory cpu, nvme;
     cr_assert_eq(zp_memory_estimate(m, &p, &cpu), ZP_OK);
@@ -522,7 +514,7 @@ Test(memory, nvme_holds_what_the_host_would)
 Test(memory, torchtitan_every_k_and_op_between_none_and_full)
 {
     const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
-    zp_plan p = plan_of(3, 8, 1, 1);
+    zp_plan p = zp_test_plan(3, 8, 1, 1);
     p.flash_attn = 1;
     zp_memory full, every2, every4, op, none;
     cr_assert_eq(zp_memory_estimate(m, &p, &full), ZP_OK);
@@ -549,7 +541,7 @@ Test(memory, torchtitan_every_k_and_op_between_none_and_full)
 
 Test(memory, torchtitan_modes_refused_where_not_modelled)
 {
-    zp_plan p = plan_of(3, 8, 2, 1);
+    zp_plan p = zp_test_plan(3, 8, 2, 1);
     p.ckpt_every = 2;
     p.pa = 1;
     cr_expect_eq(zp_plan_validate(&p), ZP_EINVAL); /* Pa partitions every block's checkpoint */
@@ -570,7 +562,7 @@ Test(memory, shard_group_divides_the_states_by_g_not_dp)
 {
     const zp_model *m = &zp_zoo_find("20B")->model;
     for (int s = 2; s <= 3; s++) {
-        zp_plan full = plan_of(s, 8, 1, 1), hsdp = plan_of(s, 64, 1, 1), whole = plan_of(s, 64, 1, 1);
+        zp_plan full = zp_test_plan(s, 8, 1, 1), hsdp = zp_test_plan(s, 64, 1, 1), whole = zp_test_plan(s, 64, 1, 1);
         hsdp.shard_group = 8;
         zp_memory a, b, c, d;
         cr_assert_eq(zp_memory_estimate(m, &full, &a), ZP_OK);
@@ -585,7 +577,7 @@ Test(memory, shard_group_divides_the_states_by_g_not_dp)
         cr_assert_eq(zp_memory_estimate(m, &whole, &d), ZP_OK);
         cr_expect_float_eq(d.total, c.total, 0, "a shard group of all DP ranks is full sharding");
     }
-    zp_plan bad = plan_of(3, 64, 1, 1);
+    zp_plan bad = zp_test_plan(3, 64, 1, 1);
     bad.shard_group = 24;
     zp_memory x;
     cr_expect_eq(zp_memory_estimate(m, &bad, &x), ZP_EINVAL, "24 does not divide DP 64");
@@ -601,7 +593,7 @@ Test(memory, shard_group_divides_the_states_by_g_not_dp)
 Test(memory, zero3_beside_pipeline_stages)
 {
     const zp_model *m = &zp_zoo_find("20B")->model;
-    zp_plan p1 = plan_of(1, 8, 1, 1);
+    zp_plan p1 = zp_test_plan(1, 8, 1, 1);
     p1.pp = 4;
     p1.grad_accum = 8;
     p1.persistence_threshold = 0; /* no small tensor whole on every rank */
