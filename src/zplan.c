@@ -51,7 +51,7 @@ static const char USAGE[] =
     "                       the node: a one-GPU job has all of it\n"
     "  --precision P        fp16, bf16 (mixed precision: 16-bit parameters and gradients, fp32 master weights\n"
     "                       and Adam states, 16 bytes a parameter), fp8 (bf16 with the blocks' linear GEMMs in\n"
-    "                       FP8; H100/H200 only) or fp32 (16 bytes, GEMMs at the fp32 rate);\n"
+    "                       FP8; Hopper and Blackwell) or fp32 (16 bytes, GEMMs at the fp32 rate);\n"
     "                       default: bf16 on A100/H100 (bf16 tensor cores), fp16 on V100\n"
     "  --fp8-recipe R       with --precision fp8: delayed (Transformer Engine's delayed scaling, the default),\n"
     "                       current (TE's current scaling), torchao-tensorwise or torchao-rowwise (torchao\n"
