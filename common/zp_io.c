@@ -1,5 +1,6 @@
 #include "zp_io.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -235,4 +236,14 @@ zp_status zp_io_read_file(const char *path, size_t max_bytes, char **out, size_t
     if (len)
         *len = n;
     return ZP_OK;
+}
+
+char *zp_io_trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
 }

@@ -25,4 +25,8 @@ zp_status zp_io_write_file(const char *path, const void *data, size_t len);
 /* Reads a whole file (at most `max_bytes`) into a NUL-terminated malloc'ed buffer. */
 zp_status zp_io_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 
+/* A line of text with the blanks (isspace: a CRLF file's '\r' too) cut off both ends, in place: the pointer
+ * into s past the leading ones. */
+char *zp_io_trim(char *s);
+
 #endif

@@ -282,10 +282,10 @@ zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, si
     if (p->stage != 0)
         return ZP_FAIL(ZP_EUNSUPPORTED, "ZeRO stage %d: Megatron-LM v2 has no distributed optimizer", p->stage);
     if (p->sp || zp_plan_recompute(p) == ZP_RECOMPUTE_SELECTIVE || p->flash_attn || p->grad_accum_fusion ||
-        (p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1))
+        zp_plan_tp_overlapped(p))
         return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which Megatron-LM v2 does not have",
                        p->sp ? "sequence parallelism"
-                       : p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1 ? "TP communication overlap"
+                       : zp_plan_tp_overlapped(p) ? "TP communication overlap"
                              : p->flash_attn ? "FlashAttention"
                                              : p->grad_accum_fusion ? "gradient-accumulation fusion"
                                                                     : "selective recompute");

@@ -20,17 +20,6 @@ void zp_sweep_cells_free(zp_sweep_cells *c)
     c->n = 0;
 }
 
-/* Trims blanks on both ends, in place. */
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
-
 /* Entries of a comma-separated list (counted before anything is allocated). */
 static int list_count(const char *text)
 {
@@ -52,7 +41,7 @@ static zp_status list_item(const char *text, int k, const char *what, char *buf,
         return ZP_FAIL(ZP_EINVAL, "%s: entry %d is longer than %zu characters", what, k + 1, len - 1);
     memcpy(buf, p, n);
     buf[n] = '\0';
-    char *t = trim(buf);
+    char *t = zp_io_trim(buf);
     memmove(buf, t, strlen(t) + 1);
     if (!buf[0])
         return ZP_FAIL(ZP_EINVAL, "%s: entry %d of '%s' is empty", what, k + 1, text);
@@ -125,7 +114,7 @@ static zp_status parse_header(char *line, const char *path, int lineno, int *col
         char *comma = strchr(f, ',');
         if (comma)
             *comma = '\0';
-        char *name = trim(f);
+        char *name = zp_io_trim(f);
         int c = -1;
         for (int k = 0; k < NCOLS; k++)
             if (strcasecmp(name, g_col_names[k]) == 0)
@@ -166,7 +155,7 @@ static zp_status parse_row(char *line, const char *path, int lineno, const int *
         if (comma)
             *comma = '\0';
         if (n < nfields)
-            field[col_of[n]] = trim(f);
+            field[col_of[n]] = zp_io_trim(f);
         if (!comma)
             break;
         f = comma + 1;
@@ -212,7 +201,7 @@ zp_status zp_sweep_grid_parse(const char *text, const char *path, const char *de
         if (nl)
             *nl = '\0';
         lineno++;
-        char *s = trim(line); /* also drops a '\r' of CRLF files */
+        char *s = zp_io_trim(line); /* also drops a '\r' of CRLF files */
         line = nl ? nl + 1 : NULL;
         if (!s[0] || s[0] == '#')
             continue;

@@ -287,7 +287,7 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         snprintf(ckpt, sizeof ckpt, "%s",
                  p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : (p->op_sac ? "op-ckpt" : "no-ckpt")));
     /* TP communication overlapped with its GEMMs (--tp-comm-overlap), where the plan has TP to overlap */
-    const int tpo = p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1;
+    const int tpo = zp_plan_tp_overlapped(p);
     /* sharded data parallelism as FSDP2 runs it, where it differs from DeepSpeed's: hybrid shards of G ranks
      * (HSDPg) and stage 3's parameters kept gathered after the forward (keep-params) */
     char fsdp[48] = "";

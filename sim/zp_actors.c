@@ -230,7 +230,7 @@ static void run_local(stream_ctx *c, const zp_op *op, double local)
     zp_eng *E = c->E;
     const zp_op_info *in = info_of(op);
     const zp_stream s = c->s;
-    double start = c->run_start + c->pending + c->kpending;
+    double start = c->run_start + c->pending + c->kpending, frac = 0; /* frac: a collective's SM share */
     if (E->busy) {
         /* no overlap: every op alone on the node, one at a time */
         double asked = simgrid_get_clock();
@@ -243,11 +243,11 @@ static void run_local(stream_ctx *c, const zp_op *op, double local)
         sg_mutex_unlock(E->busy[c->node]);
         E->activities += 1;
         c->run_start = simgrid_get_clock();
-    } else if (in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0 && sm_frac(E, op) > 0) {
+    } else if (in->cls == ZP_OPC_COLL && s != ZP_STREAM_COMPUTE && local > 0 && (frac = sm_frac(E, op)) > 0) {
         /* a collective beside the kernels: its CTAs held for its time (not coalesced) */
         flush(c);
         start = simgrid_get_clock();
-        sg_exec_wait(nccl_start(E, sm_frac(E, op), local));
+        sg_exec_wait(nccl_start(E, frac, local));
         c->run_start = simgrid_get_clock();
     } else if (E->nccl_frac > 0 && s == ZP_STREAM_COMPUTE && in->cls == ZP_OPC_COMPUTE) {
         c->kpending += local; /* coalesced kernels: run at the next interaction, beside any collective */

@@ -144,7 +144,7 @@ static void mp_reduce(zp_builder *b, double bytes)
  * _symmetric_memory: one chunk per TP rank). */
 static int tp_overlapped(const zp_builder *b)
 {
-    return b->p->tp_overlap != ZP_TP_OVERLAP_OFF && b->p->mp > 1 && b->p->sp;
+    return zp_plan_tp_overlapped(b->p) && b->p->sp;
 }
 
 /* TE's pipelined reduce-scatter: chunks of the GEMM (num_splits, its default). */

@@ -25,7 +25,7 @@ static step_text step_of(double seconds)
  * selective recompute". */
 static void describe(const zp_plan *p, char *buf, size_t len)
 {
-    const int tpo = p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1; /* --tp-comm-overlap */
+    const int tpo = zp_plan_tp_overlapped(p); /* --tp-comm-overlap */
     int n = snprintf(buf, len, "ZeRO stage %d, TP %lld%s%s%s", p->stage, (long long)p->mp, p->sp ? " with SP" : "",
                      tpo ? " overlapped " : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "");
     if (p->pp > 1 && n > 0 && (size_t)n < len)

@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "zp_io.h"
+
 /* The embedded presets: zp_gpu_presets.c, generated from the gpus/ folder by vocab/zp_gpu_embed.py. */
 extern const char *const zp_gpu_preset_files[];
 extern const char *const zp_gpu_preset_texts[];
@@ -79,16 +81,6 @@ static const char *const g_unit_hint[] = {
     [K_FRACTION] = "a fraction between 0 and 1 without a unit", [K_TOKENS] = "tokens, without a unit",
     [K_FLAG] = "0 or 1"};
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = '\0';
-    return s;
-}
-
 /* A number with its unit for key `d`, into *out. */
 static zp_status parse_number(const key_def *d, char *val, const char *origin, int line, double *out)
 {
@@ -103,7 +95,7 @@ static zp_status parse_number(const key_def *d, char *val, const char *origin, i
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is too long a number", origin, line, d->key, val);
     memcpy(digits, val, n);
     digits[n] = '\0';
-    const char *unit = trim(end);
+    const char *unit = zp_io_trim(end);
     int exp10 = 0;
     double mul = 1;
     /* a plain 0 (not supported, not measured) needs no unit */
@@ -140,9 +132,9 @@ static zp_status parse_line(char *s, const char *origin, int line, zp_gpu *g, in
 {
     char *hash = strchr(s, '#'), *eq = strchr(s, '=');
     if (!eq || (hash && hash < eq))
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: '%s' is not 'key = value  # source: ...'", origin, line, trim(s));
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: '%s' is not 'key = value  # source: ...'", origin, line, zp_io_trim(s));
     *eq = '\0';
-    const char *key = trim(s);
+    const char *key = zp_io_trim(s);
     const key_def *d = NULL;
     for (int i = 0; i < NKEYS && !d; i++)
         if (strcmp(g_keys[i].key, key) == 0)
@@ -152,13 +144,13 @@ static zp_status parse_line(char *s, const char *origin, int line, zp_gpu *g, in
                        origin, line, key);
     if (seen[d - g_keys]++)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s is given twice", origin, line, d->key);
-    const char *src = hash ? trim(hash + 1) : "";
-    if (strncmp(src, "source:", 7) != 0 || *trim((char *)src + 7) == '\0')
+    const char *src = hash ? zp_io_trim(hash + 1) : "";
+    if (strncmp(src, "source:", 7) != 0 || *zp_io_trim((char *)src + 7) == '\0')
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s has no source: end the line with '# source: <datasheet or benchmark>'",
                        origin, line, d->key);
     if (hash)
         *hash = '\0';
-    char *val = trim(eq + 1);
+    char *val = zp_io_trim(eq + 1);
     if (*val == '\0')
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s has no value", origin, line, d->key);
     char *field = (char *)g + d->off;
@@ -193,7 +185,7 @@ zp_status zp_gpu_parse(const char *text, const char *origin, zp_gpu *out)
         memcpy(buf, p, n);
         buf[n] = '\0';
         p = nl ? nl + 1 : NULL;
-        char *s = trim(buf);
+        char *s = zp_io_trim(buf);
         if (*s == '\0' || *s == '#')
             continue;
         ZP_TRY(parse_line(s, origin, line, &g, seen));

@@ -288,7 +288,7 @@ zp_status zp_plan_validate(const zp_plan *p)
                                   "have nothing left to partition (drop one)");
     if ((unsigned)p->tp_overlap >= ZP_NTP_OVERLAP)
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap: not a tensor-parallel overlap");
-    if (p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1 && !p->sp)
+    if (zp_plan_tp_overlapped(p) && !p->sp)
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap %s overlaps sequence parallelism's all-gathers and "
                                   "reduce-scatters: it needs --sp (Megatron-core asserts it; torchtitan's TP is "
                                   "sequence-parallel)",
@@ -338,3 +338,5 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", p->moe_imbalance);
     return ZP_OK;
 }
+
+int zp_plan_tp_overlapped(const zp_plan *p) { return p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1; }

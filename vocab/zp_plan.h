@@ -223,6 +223,8 @@ double zp_plan_global_batch(const zp_plan *p);
 int zp_plan_reshards(const zp_plan *p);
 /* The DP ranks a ZeRO partition spans: the shard group of hybrid sharding, else dp. */
 int64_t zp_plan_shard_degree(const zp_plan *p);
+/* The plan overlaps TP communication: an overlap form asked (tp_overlap) and TP to overlap (mp > 1). */
+int zp_plan_tp_overlapped(const zp_plan *p);
 /* The micro-batches' gradients accumulate whole and are reduce-scattered once, after the last one (stage >= 2
  * with pipeline stages, as torch.distributed.pipelining runs FSDP2), instead of every micro-batch's. */
 int zp_plan_grads_once(const zp_plan *p);
