@@ -55,6 +55,8 @@ void zp_exec_mem_release(zp_exec_mem *t);      /* returns the cache and anything
 typedef struct {
     double part[ZP_NPARTS];   /* seconds per step-time part */
     double phase[ZP_NPHASES];
+    double kind[ZP_NOPK];     /* by the op's kind (zp_ops.def's row) */
+    int kind_n[ZP_NOPK];      /* ops of the kind run */
 } zp_exec_times;
 
 struct zp_exec_session {

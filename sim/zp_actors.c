@@ -89,6 +89,7 @@ static void account(zp_eng *E, zp_stream s, const zp_op *op, double dur)
     const zp_opc cls = info_of(op)->cls;
     if (s == ZP_STREAM_COMPUTE) {
         R->phase[op->phase] += dur;
+        R->kind[op->type] += dur;
         switch (zp_op_part(op)) {
         case ZP_PART_COMPUTE: R->compute += dur; break;
         case ZP_PART_MP_COMM: R->mp_comm += dur; break;
