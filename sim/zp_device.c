@@ -48,8 +48,9 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->nvme_read_gbs = c->nvme_read_bw / 1e9;
     p->nvme_write_gbs = c->nvme_write_bw / 1e9;
     const double lat[ZP_PROFILE_NSCOPE] = {c->nvlink_latency, c->ib_latency};
-    const double nv_eff = c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0;
-    const double bw[ZP_PROFILE_NSCOPE] = {c->nvlink_bw * nv_eff, c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
+    /* inside a node: a whole domain's group (on a mesh, a smaller group's share: zp_collcost_nv_bw) */
+    const double bw[ZP_PROFILE_NSCOPE] = {zp_cluster_group_bw(c, zp_cluster_domain(c)),
+                                          c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
     for (int k = 0; k < ZP_PROFILE_NCOLL; k++) {
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             zp_profile_coll_fit *f = &p->coll[k][s];

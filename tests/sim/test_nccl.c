@@ -37,7 +37,7 @@ static double allreduce_time(const char *name, int g, double bytes)
 static void expect_near(const char *preset, int g, double bytes, double published_us, double tol)
 {
     const double us = 1e6 * allreduce_time(preset, g, bytes);
-    cr_expect(fabs(us / published_us - 1.0) <= tol, "%s, %d GPUs, %.0f B: model %.2f us, nccl-tests %.2f us (%+.1f%%)",
+    cr_expect(fabs(us / published_us - 1.0) <= tol, "%s, %d GPUs, %.0f B: model %.2f us, published %.2f us (%+.1f%%)",
               preset, g, bytes, us, published_us, 100.0 * (us / published_us - 1.0));
 }
 
@@ -90,4 +90,37 @@ Test(nccl_tests, dgx_h100_large_ring_allreduce)
 {
     const double gib = 1073741824.0, f = 2.0 * 7 / 8;
     expect_near("dgx-h100", 8, gib, 1e6 * f * gib / 370e9, 0.10);
+}
+
+/* 8 x MI300X (a full xGMI mesh, AMD's MI300X platform), rccl-tests all_reduce_perf -b 8 -e 16G -f 2 -g 1,
+ * one process a GPU, RCCL 2.22.3, ROCm 6.3 (ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on
+ * AMD Instinct MI300X", 2025-03-02), out-of-place: 1 GiB in 5,970.6 us (busbw 314.7 GB/s), 16 GiB in
+ * 94,254 us (319.0 GB/s), 8 MiB in 83.68 us, 16 MiB in 148.8 us, 1-32 KiB in 13.1-13.3 us. Within 5% where
+ * bandwidth-bound, 15% at 8-16 MiB (NCCL's tuner latencies), 10% at the floor. */
+Test(nccl_tests, mi300x_mesh_allreduce)
+{
+    const double gib = 1073741824.0, mib = 1048576.0;
+    expect_near("mi300x-node", 8, gib, 5970.6, 0.05);
+    expect_near("mi300x-node", 8, 16 * gib, 94254.0, 0.05);
+    expect_near("mi300x-node", 8, 8 * mib, 83.68, 0.15);
+    expect_near("mi300x-node", 8, 16 * mib, 148.8, 0.15);
+    expect_near("mi300x-node", 8, 1024, 13.11, 0.10);
+    expect_near("mi300x-node", 8, 32768, 13.31, 0.10);
+}
+
+/* No 2-GPU rccl-tests figure is published there: a 2-GPU ring runs over the one link between the pair, whose
+ * TransferBench copy the same blog measures at 45.1-47.2 GB/s (46.55 on average over the 56 links). The
+ * model's 2-GPU all-reduce bus bandwidth (busbw = 2(g-1)/g S / t = S / t) within 5% of that, a seventh of
+ * the 8-GPU figure; and a 4-GPU group three links'. On a switch (dgx-h100) every group gets the whole port. */
+Test(nccl_tests, mi300x_mesh_group_bandwidth)
+{
+    const double gib = 1073741824.0;
+    const double bus2 = gib / allreduce_time("mi300x-node", 2, gib) / 1e9;
+    const double bus4 = 1.5 * gib / allreduce_time("mi300x-node", 4, gib) / 1e9;
+    const double bus8 = 1.75 * gib / allreduce_time("mi300x-node", 8, gib) / 1e9;
+    cr_expect(fabs(bus2 / 46.55 - 1.0) <= 0.05, "2 x MI300X: busbw %.1f GB/s, TransferBench link 46.55", bus2);
+    cr_expect(fabs(bus8 / bus2 - 7.0) <= 0.1, "8 GPUs %.1f GB/s, 2 GPUs %.1f: not 7 links to 1", bus8, bus2);
+    cr_expect(fabs(bus4 / bus2 - 3.0) <= 0.1, "4 GPUs %.1f GB/s, 2 GPUs %.1f: not 3 links to 1", bus4, bus2);
+    const double h2 = gib / allreduce_time("dgx-h100", 2, gib), h8 = 1.75 * gib / allreduce_time("dgx-h100", 8, gib);
+    cr_expect(fabs(h2 / h8 - 1.0) <= 0.02, "NVSwitch: 2 GPUs %.1f GB/s, 8 GPUs %.1f", h2 / 1e9, h8 / 1e9);
 }
