@@ -196,7 +196,12 @@ static zp_status validate_framework(const zp_search_req *r)
                        f->pp_stage_why ? f->pp_stage_why : "its pipeline engine", f->pp_max_stage);
     const char *no = NULL;
     if (r->stage != ZP_SEARCH_ANY && r->stage > f->max_stage)
-        no = "ZeRO stages 1-3 (--stage)";
+        no = f->max_stage == 2 ? "ZeRO stage 3 (--stage)"
+             : f->max_stage == 1 ? "ZeRO stages 2-3 (--stage)" : "ZeRO stages 1-3 (--stage)";
+    else if (f->no_pipeline && r->pp != ZP_SEARCH_ANY && r->pp > 1)
+        no = "pipeline stages (--pp; its pipeline engine came later)";
+    else if (f->fp16_only && (r->bf16 == 1 || r->base.fp8))
+        no = "bf16 or fp8 (--precision; fp16 with loss scaling only)";
     else if (r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_NONE && !f->offload)
         no = "--offload";
     else if (r->base.nvme && !f->offload)
@@ -1176,7 +1181,10 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
 
 int zp_search_bf16(const zp_search_req *r)
 {
-    return r->bf16 != ZP_SEARCH_ANY ? r->bf16 : (r->cluster && zp_cluster_has_bf16(r->cluster));
+    if (r->bf16 != ZP_SEARCH_ANY)
+        return r->bf16;
+    const zp_framework *f = zp_framework_get(r->framework);
+    return !(f && f->fp16_only) && r->cluster && zp_cluster_has_bf16(r->cluster);
 }
 
 /* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
@@ -1392,6 +1400,8 @@ static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64
     const zp_search_req *r = w->r;
     if (id != ZP_DIM_PP || d == 1)
         return 1;
+    if (w->fw->no_pipeline)
+        return 0; /* the release has no pipeline engine */
     const int fill = r->global_batch != ZP_SEARCH_ANY || r->grad_accum != ZP_SEARCH_ANY;
     if (r->pp == ZP_SEARCH_ANY && (r->exact || !fill))
         return 0;
@@ -1441,6 +1451,8 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     /* what the framework's release forces: fp32 gradients beside bf16 (Megatron-LM v2), no overlap */
     p->grad_bytes = p->bf16 && p->param_bytes == 2.0 && w->fw->bf16_fp32_grads ? 4.0 : r->base.grad_bytes;
     p->overlap_comm = r->base.overlap_comm && w->fw->overlap;
+    /* the fp16 loss scaler's per-tensor checks (deepspeed-2020); bf16 and fp32 have no loss scaling */
+    p->serial_scaler = w->fw->serial_scaler && !p->bf16 && p->param_bytes == 2.0;
     p->overlap_param_gather = r->base.overlap_param_gather && p->overlap_comm && (p->stage == 1 || p->stage == 2) &&
                               p->offload == ZP_OFFLOAD_NONE;
     p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->base.nvme : r->base.nvme & ZP_NVME_OPTIMIZER);

@@ -132,6 +132,21 @@ double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info
     return t >= 0 ? t : op->bytes * ZP_DEVICE_OPTIMIZER_BYTES / stream_bw(p);
 }
 
+/* The fp16 scaler's per-tensor passes (zp_ops.def SCALER_CHECK): each of op->elems tensors takes, one after
+ * the other, ZP_SCALER_CALLS framework calls (two kernels and a blocking device-to-host copy for the overflow
+ * check, the same for the norm); the copy drains the GPU, so the host's dispatch of the next tensor cannot
+ * run ahead: each call costs its host dispatch and its launch in series. Plus the kernels' bytes at the
+ * stream bandwidth. The op's own dispatch (zp_device_host_time) is its first call's, counted here too: one
+ * dispatch in ~10^3-10^4 of them. */
+#define ZP_SCALER_CALLS 6.0
+double zp_cost_scaler_check(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)info;
+    (void)gpus_per_cpu;
+    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
+    return op->elems * ZP_SCALER_CALLS * (launch + p->dev.dispatch_s) + op->bytes / stream_bw(p);
+}
+
 /* The host's Adam over the partition; the node's GPUs update theirs on the same CPU. */
 double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {

@@ -232,6 +232,7 @@ double zp_cost_gemm(const zp_profile *p, const zp_op *op, const struct zp_op_inf
 double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_scaler_check(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_nvme(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 

@@ -773,6 +773,10 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
         if (a->help)
             return ZP_OK;
     }
+    /* a release that reduced gradients on the compute stream unless told otherwise (deepspeed-2020) */
+    const zp_framework *f = zp_framework_get(a->r.framework);
+    if (f && f->overlap_off_default && !a->overlap_given)
+        a->r.base.overlap_comm = 0;
     return ZP_OK;
 }
 

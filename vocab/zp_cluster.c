@@ -64,7 +64,10 @@
  *  residuals under 0.6 us); NCCL's tuner figures (3.6 + 0.47 us a step) are 3-4 times below the measured
  *  times from 4 GPUs up. A 2-GPU all-reduce of 32 bytes on A100-SXM4 (NCCL issue #583): 10.1 us. No such
  *  table for a DGX H100's NVSwitch was found: its presets take the A100's floor (nccl_ll_base, nccl_ll_hop).
- *  Channels across nodes: the paper's NCCL 2.4.8 drove one ring per collective across DGX-2 nodes, so a
+ *  Channels across nodes (see README, "Framework releases of 2020-2022": NCCL 2.4.8's own netGetRings,
+ *  src/transport/net.cc at v2.4.8-1, builds one ring per NIC across nodes, so this one-ring figure is not its
+ *  code's; it is kept because eight rails put the paper's measured MP-32 Megatron-LM point 4x fast):
+ *  the paper's NCCL 2.4.8 drove one ring per collective across DGX-2 nodes, so a
  *  group's inter-node traffic crossed one 100 Gb/s rail; NCCL 2.4 ran large collectives as flat rings through
  *  every GPU of the group, so each node's egress carries 2(P-1)/P of the buffer per all-reduce; NCCL >= 2.7 with
  *  rail-optimised rings uses one channel per NIC on DGX A100 / H100, and zplan models those as hierarchical

@@ -193,6 +193,10 @@ typedef struct {
     int reshard;         /* a zp_reshard: stage 3's gathered parameters freed after the forward or kept */
     int64_t shard_group; /* hybrid sharding: states sharded within groups of this many DP ranks and
                             replicated across dp / shard_group of them (FSDP2 HSDP, MiCS); 0: all dp */
+    /* the fp16 loss scaler of Megatron-LM 2019 and DeepSpeed 2020 (--framework deepspeed-2020) */
+    int serial_scaler;   /* each step, every gradient tensor of the rank's partition is checked for overflow
+                            (x.float().sum(), then float(): a host sync) and its norm taken (.double().norm(),
+                            then .item(): another) one tensor at a time (sim/zp_schedule.c, SCALER_CHECK) */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 

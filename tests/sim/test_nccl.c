@@ -124,3 +124,42 @@ Test(nccl_tests, mi300x_mesh_group_bandwidth)
     const double h2 = gib / allreduce_time("dgx-h100", 2, gib), h8 = 1.75 * gib / allreduce_time("dgx-h100", 8, gib);
     cr_expect(fabs(h2 / h8 - 1.0) <= 0.02, "NVSwitch: 2 GPUs %.1f GB/s, 8 GPUs %.1f", h2 / 1e9, h8 / 1e9);
 }
+
+/* Across nodes (issue #29 item 2): the model's time of an all-reduce over an MP group of g GPUs that spans
+ * nodes (the collective's fixed part and NVSwitch bytes, then its bytes on a rail at the rail's bandwidth). */
+static double allreduce_time_across(const char *name, int g, double bytes)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
+    static zp_profile p;
+    zp_device_profile_builtin(c, &p);
+    zp_plan pl;
+    zp_plan_default(&pl, g);
+    pl.mp = g;
+    pl.dp = 1;
+    zp_sim_input in = {.plan = &pl, .cluster = c, .profile = &p};
+    zp_net N;
+    cr_assert_eq(zp_fabric_setup(&in, 0, &N), ZP_OK, "%s", zp_error_message());
+    zp_op o;
+    memset(&o, 0, sizeof o);
+    o.type = ZP_OPK_MP_ALLREDUCE;
+    o.bytes = bytes;
+    o.batch = 1;
+    const zp_group_shape *gs = zp_fabric_group(&N, ZP_GROUP_MP);
+    cr_assert_gt(gs->k, 1, "%s: MP %d spans nodes", name, g);
+    return zp_collcost_local_time(&N, &o, gs) + zp_collcost_rail_bytes(&N, &o, gs) / N.rail_bw;
+}
+
+/* A ring across nodes carries each channel over one NIC at that NIC's rate: ~12 GB/s of bus bandwidth per
+ * 100 Gb/s EDR NIC with NCCL_ALGO=RING, 24 with two, 47 GB/s over a DGX-1's four (NCCL's maintainer in NCCL
+ * issue #307, "NCCL infiniband performance", March 2020, NCCL 2.5/2.6 on V100 nodes). dgx2 drives one ring per
+ * collective across its nodes (vocab/zp_cluster.c, "Channels across nodes"), so an MP group over two DGX-2
+ * reaches one NIC's figure: 2(n-1)/n S / t within 20% of 12 GB/s for 1 GiB, n = 32 (the ZeRO paper's
+ * Megatron-LM baseline, MP 32 over two nodes). */
+Test(nccl_tests, dgx2_ring_across_nodes_at_one_nic)
+{
+    const double gib = 1073741824.0, n = 32;
+    const double t = allreduce_time_across("dgx2", 32, gib), busbw = 2.0 * (n - 1) / n * gib / t;
+    cr_expect(fabs(busbw / 12e9 - 1.0) <= 0.20, "dgx2, MP 32 over 2 nodes, 1 GiB: bus bandwidth %.1f GB/s, NCCL #307 "
+              "~12 GB/s a NIC (%+.1f%%)", busbw / 1e9, 100.0 * (busbw / 12e9 - 1.0));
+}
