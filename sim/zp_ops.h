@@ -190,7 +190,10 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     /* the executor's context parallelism (all-gather form): this rank's K and V rows, every CP rank's    \
      * gathered, and their gradients before the reduce-scatter hands each rank its rows back */          \
     X(CP_KV, "cp_kv_slice", ZP_PER_ONE) X(CP_KV_ALL, "cp_kv_gathered", ZP_PER_ONE)                          \
-    X(CP_DKV_ALL, "cp_dkv_gathered", ZP_PER_ONE)
+    X(CP_DKV_ALL, "cp_dkv_gathered", ZP_PER_ONE)                                                             \
+    /* ... and its ring form: the K and V chunk in flight beside the one in hand, and their gradients' pair */ \
+    X(CP_KV_NEXT, "cp_kv_in_flight", ZP_PER_ONE) X(CP_DKV, "cp_dkv_slice", ZP_PER_ONE)                        \
+    X(CP_DKV_NEXT, "cp_dkv_in_flight", ZP_PER_ONE)
 
 typedef enum {
 #define ZP_BUF_ENUM(id, name, per) ZP_BUF_##id,
