@@ -254,6 +254,10 @@ typedef struct zp_op_info {
     double eltbytes_unfused;   /* ... with Megatron-LM 2019's unfused kernels (a device model with
                                   unfused_kernels: the ZeRO paper's stack); 0: as fused */
     int launches_unfused;      /* ... and its launches; 0: as fused */
+    double eltbytes_eager;     /* ... as PyTorch eager runs the op (torch.compile off, zp_plan.eager: each
+                                  torch op its own kernel and HBM round trip), bytes per element of
+                                  op->elems in 16-bit activations; 0: as fused (the same kernels either way) */
+    int launches_eager;        /* ... and its kernels; 0: as fused */
     double dropbytes;          /* of eltbytes, the bytes per element its dropout moves (the mask, and the
                                   dropped copy where dropout is a kernel of its own): gone when the model
                                   has no dropout of the kind `dropout` names */

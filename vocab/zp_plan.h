@@ -193,6 +193,10 @@ typedef struct {
     int reshard;         /* a zp_reshard: stage 3's gathered parameters freed after the forward or kept */
     int64_t shard_group; /* hybrid sharding: states sharded within groups of this many DP ranks and
                             replicated across dp / shard_group of them (FSDP2 HSDP, MiCS); 0: all dp */
+    /* torch.compile (issue #28 point 7) */
+    int eager;           /* 1: torch.compile off, a block's elementwise ops as PyTorch eager's separate kernels
+                            (zp_op_info.launches_eager: each its launch, host dispatch and HBM round trip);
+                            0 (default): fused kernels (Inductor's under torch.compile, Megatron's own) */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 
