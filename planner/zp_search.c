@@ -808,6 +808,7 @@ static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profi
     zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), typed);
     if (r->base.fp8 && r->cluster) /* the linear layers' GEMMs at the FP8 rate */
         zp_device_profile_fp8(r->cluster, r->base.fp8, r->base.fp8_all_gather, typed);
+    typed->eager = r->base.eager; /* torch.compile off: the blocks' elementwise ops as eager's kernels */
 }
 
 /* The fitting plans worth simulating, into c (as many as fit), each with its bound: not those dominated,
@@ -1327,6 +1328,8 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
 static int tp_overlap_wanted(const zp_search_req *r, const zp_framework *f, int64_t mp, int sp, int tpo)
 {
     const int can = sp && mp > 1 && r->cluster && mp <= r->cluster->gpus_per_node;
+    if (r->base.eager && tpo == ZP_TP_OVERLAP_ASYNC) /* torchtitan's async TP runs under torch.compile only */
+        return 0;
     if (r->tp_overlap == ZP_SEARCH_ANY)
         return tpo == ZP_TP_OVERLAP_OFF || (can && tpo == f->tp_overlap);
     return tpo == (can ? r->tp_overlap : ZP_TP_OVERLAP_OFF);

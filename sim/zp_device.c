@@ -104,6 +104,9 @@ double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *inf
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
     (void)gpus_per_cpu;
+    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
+    if (p->eager && info->launches_eager > 0) /* PyTorch eager's kernels: not the fused ones a profile measured */
+        return launch * info->launches_eager + op->elems * info->eltbytes_eager / stream_bw(p);
     double t = info->nkern > 0 && op->elems > 0 ? 0.0 : -1.0;
     for (int i = 0; t >= 0 && i < info->nkern; i++) {
         double ti = zp_profile_kernel_time(p, info->kern[i], op->elems);
@@ -111,7 +114,6 @@ double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *i
     }
     if (t >= 0)
         return t;
-    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
     double bytes = op->bytes;
     if (p->dev.unfused_kernels && info->eltbytes_unfused > 0 && info->eltbytes > 0)
         bytes *= info->eltbytes_unfused / info->eltbytes;
@@ -120,6 +122,8 @@ double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *i
 
 int zp_device_launches(const zp_profile *p, const zp_op_info *info)
 {
+    if (p->eager && info->launches_eager > 0)
+        return info->launches_eager;
     int n = p->dev.unfused_kernels && info->launches_unfused > 0 ? info->launches_unfused : info->launches;
     return n > 0 ? n : 1;
 }

@@ -98,6 +98,19 @@ static zp_status set_flash(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --compile on|off: torch.compile of the blocks (on, the default: their elementwise ops fused, as every answer
+ * before this option) or PyTorch eager's separate kernels (off; zp_plan.eager). */
+static zp_status set_compile(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s '%s': use on (torch.compile: fused elementwise kernels) or off (PyTorch "
+                                  "eager's separate kernels)",
+                       opt, v);
+    a->r.base.eager = strcmp(v, "off") == 0;
+    a->compile_given = 1;
+    return ZP_OK;
+}
+
 /* --json: --format json. */
 static zp_status set_json(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -562,6 +575,8 @@ static const zp_cli_opt g_opts[] = {
     /* TP communication overlapped with its GEMMs (Megatron-core's --tp-comm-overlap, torchtitan's async TP) */
     {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
     {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
+    /* torch.compile of the blocks, or PyTorch eager */
+    {"compile", 0, 1, SEARCH, set_compile},
     /* sharded data parallelism beside pipelines, hybrid sharding */
     {"reshard-after-forward", 0, 1, SEARCH, set_reshard},
     {"shard-group", 0, 1, SEARCH, set_shard_group},
@@ -807,6 +822,9 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
     if (r->base.fp8_all_gather && f8 && f8->rowwise)
         return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
                                   "(use --fp8-recipe torchao-tensorwise)");
+    if (r->base.eager && r->tp_overlap == ZP_TP_OVERLAP_ASYNC)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap async with --compile off: torchtitan's async TP runs under "
+                                  "torch.compile only (drop --compile off, or use --tp-comm-overlap te)");
     if (a->launch) {
         const char *given = r->stage != ZP_SEARCH_ANY          ? "--stage"
                             : r->mp != ZP_SEARCH_ANY           ? "--mp"
@@ -818,6 +836,7 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                             : r->sp != ZP_SEARCH_ANY           ? "--sp"
                             : r->offload != ZP_SEARCH_ANY      ? "--offload"
                             : r->exact                         ? "--exact"
+                            : a->compile_given                 ? "--compile"
                                                                : NULL;
         if (given)
             return ZP_FAIL(ZP_EINVAL, "%s %s sets the plan: drop %s (zplan judges the launch as written)",

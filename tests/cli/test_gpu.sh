@@ -25,6 +25,14 @@ done
 "$Z" gpus h100-sxm5-80gb >"$T/h100.gpu" && grep -q '^fp8  *= 1979 TFLOP/s *# source: ' "$T/h100.gpu" \
   && good "zplan gpus NAME prints the spec file with its sources" || ko "zplan gpus h100-sxm5-80gb"
 expect_fail "zplan gpus with an unknown name" "unknown GPU 'h1000'" gpus h1000
+# the H100 SXM5 96 GB of torchtitan's benchmarks (Meta's Grand Teton): its HBM2e bandwidth and 500 W limit are
+# the benchmarks' figures, the compute figures marked assumed (no datasheet of the SKU)
+"$Z" gpus h100-sxm5-96gb >"$T/h96.gpu" 2>&1
+if grep -q '^hbm_bw  *= 2.4 TB/s *# source: torchtitan benchmarks' "$T/h96.gpu" &&
+   grep -q '^tdp  *= 500 W *# source: torchtitan benchmarks' "$T/h96.gpu" &&
+   grep -q '^bf16  *= 989 TFLOP/s *# source: assumed ' "$T/h96.gpu"; then
+  good "zplan gpus h100-sxm5-96gb: 2.4 TB/s and 500 W from torchtitan's benchmarks, the peaks marked assumed"
+else ko "zplan gpus h100-sxm5-96gb: $(head -c 400 "$T/h96.gpu")"; fi
 
 # --gpu NAME: dgx-h100 with the H200 is dgx-h200 (the same node and fabric), names aside
 "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu h200-sxm5-141gb --top 3 --format json >"$T/a.json" 2>&1 || ko "--gpu h200-sxm5-141gb: $(head -c 300 "$T/a.json")"
