@@ -538,29 +538,44 @@ static double op_bound_memo(const opmemo_tab *tab, const zp_profile *prof, const
     return op_bound_s(prof, op, mp, gpn); /* a full neighbourhood: not kept */
 }
 
-/* A lower bound of a pipeline plan's step (its kernels only): stage s runs its own kernels W_s, cannot
+/* A lower bound of a pipeline plan's step: stage s runs its own compute stream W_s (its kernels and its
+ * blocking collectives: the expert all-to-alls and Megatron's MP collectives, each at its least time), cannot
  * start before micro-batch 0 went forward through chunk 0 of the stages before it, and its last backward
  * (micro-batch m-1, chunk 0) still has to go back through them: step >= max_s (sum_{i<s} f_i + W_s +
  * sum_{i<s} b_i), f_i and b_i one micro-batch's forward and backward (recompute included) of chunk 0 of
- * stage i. For P stages alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. */
-static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan, int gpn,
-                               const opmemo_tab *memo)
+ * stage i. For P stages alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. Only
+ * the collectives of the MP part count (once per micro-batch in every micro-batch, on the compute stream:
+ * the sample's DP collectives are the last micro-batch's alone). */
+static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
+                               const zp_cluster *cluster, const char *platform_file, const opmemo_tab *memo)
 {
-    const int P = (int)plan->pp;
+    const int P = (int)plan->pp, gpn = cluster->gpus_per_node;
+    const zp_sim_input in = {.model = model, .plan = plan, .cluster = cluster, .profile = prof,
+                             .platform_file = platform_file};
     double sum_f = 0, sum_b = 0, best = 0;
     for (int s = 0; s < P; s++) {
         zp_schedule sc;
         zp_pp_stage st;
         if (zp_pp_stage_get(model, plan, s, &st) != ZP_OK || zp_schedule_build_sample(model, plan, s, &sc) != ZP_OK)
             return 0.0;
+        const int n = sc.n[ZP_STREAM_COMPUTE];
+        double *least = malloc((size_t)(n > 0 ? n : 1) * sizeof *least);
+        if (!least || zp_engine_op_least(&in, &sc, ZP_STREAM_COMPUTE, least) != ZP_OK) {
+            free(least);
+            zp_schedule_free(&sc);
+            return 0.0;
+        }
         double w = 0, f = 0, b = 0; /* one micro-batch through every chunk; through chunk 0 */
-        for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++) {
+        for (int i = 0; i < n; i++) {
             const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
-            const double t = op_bound_memo(memo, prof, op, plan->mp, gpn);
+            double t = op_bound_memo(memo, prof, op, plan->mp, gpn);
+            if (zp_op_part(op) == ZP_PART_MP_COMM)
+                t += least[i];
             w += t;
             if (op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0]))
                 *(op->phase == ZP_PHASE_FORWARD ? &f : &b) += t;
         }
+        free(least);
         zp_schedule_free(&sc);
         best = fmax(best, sum_f + w * (double)plan->grad_accum + sum_b);
         sum_f += f;
@@ -594,7 +609,7 @@ static double step_bound_memo(const zp_model *model, const zp_profile *prof, con
 {
     double t = 0.0;
     if (plan->pp > 1) {
-        t = pipeline_bound_s(model, prof, plan, cluster->gpus_per_node, memo);
+        t = pipeline_bound_s(model, prof, plan, cluster, platform_file, memo);
     } else {
         double sum[3];
         const int64_t m = plan->grad_accum;

@@ -98,6 +98,20 @@ zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc,
     return ZP_OK;
 }
 
+zp_status zp_engine_op_least(const zp_sim_input *in, const zp_schedule *sc, zp_stream s, double *least)
+{
+    for (int i = 0; i < sc->n[s]; i++)
+        least[i] = 0.0;
+    if (in->platform_file)
+        return ZP_OK; /* a user's links: not bounded here */
+    zp_net n;
+    ZP_TRY(zp_fabric_setup(in, 0, &n));
+    for (int i = 0; i < sc->n[s]; i++)
+        if (zp_op_table[sc->ops[s][i].type].cls == ZP_OPC_COLL)
+            least[i] = zp_collcost_least_time(&n, &sc->ops[s][i]);
+    return ZP_OK;
+}
+
 zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sched, zp_sim_result *out)
 {
     if (in->plan->pp > 1)
