@@ -539,17 +539,19 @@ static double op_bound_memo(const opmemo_tab *tab, const zp_profile *prof, const
 }
 
 /* A lower bound of a pipeline plan's step: stage s runs its own compute stream W_s (its kernels and its
- * blocking collectives: the expert all-to-alls and Megatron's MP collectives, each at its least time), cannot
- * start before micro-batch 0 went forward through chunk 0 of the stages before it, and its last backward
- * (micro-batch m-1, chunk 0) still has to go back through them: step >= max_s (sum_{i<s} f_i + W_s +
- * sum_{i<s} b_i), f_i and b_i one micro-batch's forward and backward (recompute included) of chunk 0 of
- * stage i. For P stages alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. Only
- * the collectives of the MP part count (once per micro-batch in every micro-batch, on the compute stream:
- * the sample's DP collectives are the last micro-batch's alone). */
+ * blocking collectives: the expert all-to-alls and Megatron's MP collectives, each at its least time) for
+ * each of the m micro-batches, cannot start before micro-batch 0 went forward through chunk 0 of the stages
+ * before it, and its last backward (micro-batch m-1, chunk 0) still has to go back through them: step >=
+ * max_s (sum_{i<s} f_i + W_s + sum_{i<s} b_i), f_i micro-batch 0's forward and b_i a later micro-batch's
+ * backward (recompute included) of chunk 0 of stage i, W_s = W0_s + (m - 1) W1_s, W0 and W1 what
+ * micro-batches 0 and 1 run through every chunk (zp_schedule_build_sample): each later one runs micro-batch
+ * 1's kernels (and adds its gradients into the accumulated ones, which the first does not). For P stages
+ * alike this is (m + (P-1)/v) passes of a stage: the bubble, from dependencies. Only the collectives of the
+ * MP part count (every micro-batch's, on the compute stream: the DP collectives are not every one's). */
 static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
                                const zp_cluster *cluster, const char *platform_file, const opmemo_tab *memo)
 {
-    const int P = (int)plan->pp, gpn = cluster->gpus_per_node;
+    const int P = (int)plan->pp, gpn = cluster->gpus_per_node, later = plan->grad_accum > 1;
     const zp_sim_input in = {.model = model, .plan = plan, .cluster = cluster, .profile = prof,
                              .platform_file = platform_file};
     double sum_f = 0, sum_b = 0, best = 0;
@@ -565,19 +567,24 @@ static double pipeline_bound_s(const zp_model *model, const zp_profile *prof, co
             zp_schedule_free(&sc);
             return 0.0;
         }
-        double w = 0, f = 0, b = 0; /* one micro-batch through every chunk; through chunk 0 */
+        double w[2] = {0, 0}, f = 0, b = 0; /* micro-batches 0 and 1 through every chunk; through chunk 0 */
         for (int i = 0; i < n; i++) {
             const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
             double t = op_bound_memo(memo, prof, op, plan->mp, gpn);
             if (zp_op_part(op) == ZP_PART_MP_COMM)
                 t += least[i];
-            w += t;
-            if (op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0]))
-                *(op->phase == ZP_PHASE_FORWARD ? &f : &b) += t;
+            const int u = op->micro > 0;
+            w[u] += t;
+            if (op->layer < 0 || (op->layer >= st.first[0] && op->layer < st.first[0] + st.layers[0])) {
+                if (op->phase == ZP_PHASE_FORWARD && u == 0)
+                    f += t;
+                else if (op->phase != ZP_PHASE_FORWARD && u == later)
+                    b += t;
+            }
         }
         free(least);
         zp_schedule_free(&sc);
-        best = fmax(best, sum_f + w * (double)plan->grad_accum + sum_b);
+        best = fmax(best, sum_f + w[0] + w[later] * (double)(plan->grad_accum - 1) + sum_b);
         sum_f += f;
         sum_b += b;
     }
