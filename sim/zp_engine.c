@@ -106,9 +106,29 @@ zp_status zp_engine_op_least(const zp_sim_input *in, const zp_schedule *sc, zp_s
         return ZP_OK; /* a user's links: not bounded here */
     zp_net n;
     ZP_TRY(zp_fabric_setup(in, 0, &n));
-    for (int i = 0; i < sc->n[s]; i++)
-        if (zp_op_table[sc->ops[s][i].type].cls == ZP_OPC_COLL)
-            least[i] = zp_collcost_least_time(&n, &sc->ops[s][i]);
+    /* a collective's least time depends on its kind and bytes alone (zp_collcost_stream_least): the few
+     * a block repeats are kept */
+    enum { SEEN = 8 };
+    struct {
+        int type;
+        double bytes, t;
+    } seen[SEEN];
+    int nseen = 0;
+    for (int i = 0; i < sc->n[s]; i++) {
+        const zp_op *op = &sc->ops[s][i];
+        if (zp_op_table[op->type].cls != ZP_OPC_COLL)
+            continue;
+        int k = 0;
+        while (k < nseen && (seen[k].type != op->type || seen[k].bytes != op->bytes))
+            k++;
+        if (k == nseen) {
+            k = nseen < SEEN ? nseen++ : SEEN - 1;
+            seen[k].type = op->type;
+            seen[k].bytes = op->bytes;
+            seen[k].t = zp_collcost_least_time(&n, op);
+        }
+        least[i] = seen[k].t;
+    }
     return ZP_OK;
 }
 

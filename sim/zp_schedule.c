@@ -1215,6 +1215,12 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     out->memory_only = memory_only;
     out->stage = stage;
     builder_free(&b);
+    if (mode == BUILD_SAMPLE) { /* for the bounds' sums: not walked in program order, no ids (-1) */
+        out->nops = out->nsetup;
+        for (int i = 0; i < ZP_NSTREAMS; i++)
+            out->nops += out->n[i];
+        return ZP_OK;
+    }
     int next = 0;
     zp_status st = zp_schedule_walk(out, 1, -1, number, &next);
     out->nops = next;
