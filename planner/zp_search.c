@@ -501,7 +501,7 @@ static double op_bound_s(const zp_profile *prof, const zp_op *op, int64_t mp, in
  * (step_bound), shared by the schedules it builds: a pipeline's stages, the two short steps of an
  * accumulation. A table for the whole search was slower: 3 MB looked up at random misses the caches, where
  * 96 KB stays in them. */
-#define OPMEMO 1024
+#define OPMEMO 1024 /* a power of two */
 typedef struct {
     int type, flash, used;
     double m, n, k, batch, flops, elems, bytes, t;
@@ -523,7 +523,8 @@ static double op_bound_memo(const opmemo_tab *tab, const zp_profile *prof, const
         memcpy(&b, &f[i], sizeof b);
         h = (h ^ b) * 0x100000001B3ull;
     }
-    for (size_t j = (size_t)(h >> 40) % tab->n, tries = 0; tries < 8; j = (j + 1) % tab->n, tries++) {
+    const size_t mask = tab->n - 1; /* n a power of two (OPMEMO): no division per look-up */
+    for (size_t j = (size_t)(h >> 40) & mask, tries = 0; tries < 8; j = (j + 1) & mask, tries++) {
         opmemo *e = &tab->v[j];
         if (!e->used) {
             *e = (opmemo){.type = op->type, .flash = op->flash, .used = 1, .m = f[0], .n = f[1], .k = f[2],
