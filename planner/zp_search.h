@@ -123,6 +123,11 @@ typedef struct {
     void *progress_ctx;
     int shard_auto;             /* hybrid sharding searched (--shard-group auto): the full DP group and the
                                    largest shard group inside a node, for stages 2 and 3 */
+    /* search speed (issue #28) */
+    int bound_shown;            /* > 0: the answer shows the figures of only the best bound_shown fitting plans
+                                   not dominated (the text and Markdown answers: --top), so a dominated plan (the
+                                   same batch as a plan with less extra work) gets no bound of its own (its step
+                                   is its twin's: raise_dominated). 0 (default): every fitting plan's bound */
 } zp_search_req;
 
 typedef struct {

@@ -120,6 +120,12 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
     }
     if ((o.a.emit_megatron || o.a.emit_torchtitan) && (st = emit_conditions(&o)) != ZP_OK)
         return zp_cli_fail(st);
+    /* the text and Markdown answers never show a dominated plan's figures (hidden rows: CSV and JSON hold
+     * them; the HTML report's chart, a launch's verdict and the emitters' choice of plan may read them): no
+     * bound of its own for those */
+    const int text = (o.a.fmt == ZP_FMT_TEXT || o.a.fmt == ZP_FMT_MD) && !o.a.report_html && !o.a.launch &&
+                     !o.a.ds_config && !o.a.emit_megatron && !o.a.emit_torchtitan && !o.a.emit_ds;
+    o.a.r.bound_shown = text ? o.a.top : 0;
     zp_search_result res;
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);

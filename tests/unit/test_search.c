@@ -548,3 +548,45 @@ Test(search, pipeline_stage_reuse_changes_no_bound)
     cr_expect_gt(every, 0);
     zp_search_result_free(&res);
 }
+
+/* bound_shown (the text answer's request) leaves out only the dominated plans' own bounds: every plan
+ * not dominated keeps its place and its figures, and a dominated one still shows at least its twin's step. */
+Test(search, bound_shown_changes_no_shown_figure)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    zp_search_req r;
+    zp_search_result all, shown;
+    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 64);
+    r.global_batch = 256;
+    r.simulate = 1;
+    r.jobs = 2;
+    r.max_simulated = 3;
+    cr_assert_eq(zp_search_run(&r, &all), ZP_OK, "%s", zp_error_message());
+    r.bound_shown = 5;
+    cr_assert_eq(zp_search_run(&r, &shown), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(all.n, shown.n);
+    cr_expect_eq(all.n_dominated, shown.n_dominated);
+    cr_expect_eq(all.n_pruned, shown.n_pruned);
+    cr_expect_eq(all.n_simulated, shown.n_simulated);
+    int compared = 0, dominated = 0;
+    for (int i = 0; i < all.n; i++) {
+        const zp_eval *a = &all.plans[i], *s = &shown.plans[i];
+        if (a->fits && a->dominated) {
+            cr_expect(s->dominated && s->time.total > 0, "plan %d: dominated, step %g", i, s->time.total);
+            dominated++;
+            continue;
+        }
+        cr_expect(a->plan.stage == s->plan.stage && a->plan.mp == s->plan.mp && a->plan.pp == s->plan.pp &&
+                      a->plan.ep == s->plan.ep && a->plan.micro_batch == s->plan.micro_batch &&
+                      a->plan.offload == s->plan.offload && a->plan.pa == s->plan.pa,
+                  "plan %d moved", i);
+        cr_expect(a->time.total == s->time.total && a->bound_s == s->bound_s && a->tokens_per_s == s->tokens_per_s,
+                  "plan %d: step %.17g, %.17g with bound_shown", i, a->time.total, s->time.total);
+        compared += a->fits;
+    }
+    cr_expect_gt(compared, 10);
+    cr_expect_gt(dominated, 0);
+    zp_search_result_free(&all);
+    zp_search_result_free(&shown);
+}
