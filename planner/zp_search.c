@@ -11,9 +11,11 @@
 #include <malloc.h>
 #endif
 
+#include "zp_collcost.h"
 #include "zp_device.h"
 #include "zp_device_fp8.h"
 #include "zp_fp8.h"
+#include "zp_fabric.h"
 #include "zp_framework.h"
 #include "zp_pipeline.h"
 #include "zp_shape.h"
@@ -758,7 +760,8 @@ static void apply_bound(const zp_model *model, zp_eval *e, const char *why)
 
 typedef struct {
     int idx;
-    double bound;
+    double bound; /* samples/s at most: from the plan's bound, or from its floor (floor_bound) */
+    int floor;    /* 1: bound is the floor's, the plan's own bound not yet computed */
 } cand;
 
 /* A fitting plan is dominated when another fitting plan runs the same batch (stage, MP, micro-batch,
@@ -916,14 +919,123 @@ static int cmp_shape(const void *a, const void *b, void *ctx)
     return c ? c : i - j;
 }
 
+/* A cheap lower bound of a plan's bound (step_bound_memo), for the search's lazy bounds (bound_shown):
+ * its floor, the linear layers' GEMMs and the blocking MP collectives (the expert all-to-alls, Megatron's
+ * MP collectives) alone. Every micro-batch of every plan runs the GEMMs of the blocks and the head and
+ * the blocks' MP collectives at sizes set by MP, micro-batch, EP, CP, SP and the TP overlap
+ * (zp_shape_block; recompute, Pa, offload, the ZeRO stage and pipelines add ops around them, never take
+ * one away). So with T the least of micro-batches 0 and 1's time in those ops in a plan of one stage, no
+ * recompute, no extra work and 2 micro-batches (micro-batch 1 with what it caches from micro-batch 0:
+ * FP8's weight casts), a step of m micro-batches over P stages holds at least m T of them, and its
+ * slowest stage's compute stream at least m T / P: the floor, m T / P, is at most the bound (the
+ * non-pipeline bound's compute stream, the pipeline bound's max over its stages), the collectives at the
+ * least time both take (zp_collcost_least_time, on the plan's own fabric). Scaled by 1 - 1e-5 against the
+ * sums' rounding and the bound's own 1 - 1e-6. tests/unit/test_search.c checks floor <= bound over every
+ * fitting plan of searches. The GEMMs and the collectives' kinds and sizes are kept per shape. */
+enum { FLOOR_COLLS = 16 }; /* distinct collectives kept per shape: one more is left out (a lower floor) */
+typedef struct {
+    int64_t mp, b, ep, cp;
+    int sp, tpo;
+    double g[2];            /* s: micro-batches 0 and 1's GEMMs */
+    int ncoll;
+    zp_op coll[FLOOR_COLLS]; /* ... their MP collectives, each kind and size once */
+    int count[FLOOR_COLLS][2];
+} gemm_floor;
+
+typedef struct {
+    gemm_floor *v;
+    int n, cap;
+} gemm_floors;
+
+static void floor_pass(const zp_model *model, const zp_profile *prof, const zp_plan *plan, const zp_cluster *cluster,
+                       const opmemo_tab *memo, gemm_floor *f)
+{
+    zp_plan q = *plan;
+    q.pp = 1;
+    q.vstages = 1;
+    q.schedule = ZP_PP_1F1B;
+    q.grad_accum = 2;
+    q.pa = q.pa_cpu = 0;
+    q.offload = ZP_OFFLOAD_NONE;
+    zp_plan_set_recompute(&q, ZP_RECOMPUTE_NONE);
+    zp_schedule sc;
+    if (zp_schedule_build(model, &q, &sc) != ZP_OK)
+        return; /* no floor: 0 */
+    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++) {
+        const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
+        if (op->micro < 0 || op->micro > 1)
+            continue;
+        if (zp_op_table[op->type].cost == zp_cost_gemm) {
+            f->g[op->micro] += op_bound_memo(memo, prof, op, q.mp, cluster->gpus_per_node);
+        } else if (zp_op_table[op->type].cls == ZP_OPC_COLL && zp_op_part(op) == ZP_PART_MP_COMM) {
+            int k = 0;
+            while (k < f->ncoll && (f->coll[k].type != op->type || f->coll[k].bytes != op->bytes))
+                k++;
+            if (k == f->ncoll && f->ncoll < FLOOR_COLLS)
+                f->coll[f->ncoll++] = *op;
+            if (k < f->ncoll)
+                f->count[k][op->micro]++;
+        }
+    }
+    zp_schedule_free(&sc);
+}
+
+static double floor_bound(const zp_model *model, const zp_profile *prof, const zp_plan *p, const zp_cluster *cluster,
+                          const char *platform_file, const opmemo_tab *memo, gemm_floors *gf)
+{
+    int i = 0;
+    while (i < gf->n && !(gf->v[i].mp == p->mp && gf->v[i].b == p->micro_batch && gf->v[i].ep == p->ep &&
+                          gf->v[i].cp == p->cp && gf->v[i].sp == p->sp && gf->v[i].tpo == p->tp_overlap))
+        i++;
+    if (i == gf->n) {
+        if (gf->n == gf->cap) {
+            const int cap = gf->cap ? 2 * gf->cap : 64;
+            gemm_floor *nv = realloc(gf->v, (size_t)cap * sizeof *nv);
+            if (!nv)
+                return 0.0; /* no floor: the plan gets its bound */
+            gf->v = nv;
+            gf->cap = cap;
+        }
+        gemm_floor *f = &gf->v[gf->n++];
+        memset(f, 0, sizeof *f);
+        *f = (gemm_floor){.mp = p->mp, .b = p->micro_batch, .ep = p->ep, .cp = p->cp, .sp = p->sp,
+                          .tpo = p->tp_overlap};
+        floor_pass(model, prof, p, cluster, memo, f);
+    }
+    const gemm_floor *f = &gf->v[i];
+    double t[2] = {f->g[0], f->g[1]};
+    if (f->ncoll > 0 && !platform_file) { /* a user's links: the bound has no collectives either */
+        const zp_sim_input in = {.model = model, .plan = p, .cluster = cluster, .profile = prof};
+        zp_net n;
+        if (zp_fabric_setup(&in, 0, &n) == ZP_OK)
+            for (int k = 0; k < f->ncoll; k++) {
+                const double c = zp_collcost_least_time(&n, &f->coll[k]);
+                t[0] += c * f->count[k][0];
+                t[1] += c * f->count[k][1];
+            }
+    }
+    return (double)p->grad_accum * fmin(t[0], t[1]) / (double)(p->pp > 0 ? p->pp : 1) * (1.0 - 1e-5);
+}
+
+double zp_search_step_floor(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
+                            const zp_cluster *cluster, const char *platform_file)
+{
+    gemm_floors gf = {0};
+    const double t = floor_bound(model, prof, plan, cluster, platform_file, NULL, &gf);
+    free(gf.v);
+    return t;
+}
+
 /* Every fitting plan's bound (zp_search_step_bound), the plans taken by the shape of their ops
  * (cmp_shape) so that one kernel-time memo serves a run of plans alike, emptied where the shape changes:
  * the memo returns the very doubles it was given (op_bound_memo), so the bounds are those of each plan
  * alone (tests/unit/test_search.c). deepseek-v3 on 2,048 GPUs: 7,987 bounds, half of them in the same
  * GEMMs as the plan before. With bound_shown the dominated plans (marked before) get none: 3,354
  * bounds there instead of 7,987. */
-static zp_status bound_plans(const zp_search_req *r, const zp_profile *prof, zp_search_result *out)
+static zp_status bound_plans(const zp_search_req *r, const zp_profile *prof, zp_search_result *out,
+                             unsigned char *floor)
 {
+    gemm_floors gf = {0};
     int *order = malloc((size_t)(out->n > 0 ? out->n : 1) * sizeof *order), n = 0;
     opmemo_tab memo = {calloc(OPMEMO, sizeof(opmemo)), OPMEMO};
     if (!order || !memo.v) {
@@ -939,8 +1051,14 @@ static zp_status bound_plans(const zp_search_req *r, const zp_profile *prof, zp_
         zp_eval *e = &out->plans[order[k]];
         if (k > 0 && shape_cmp(&out->plans[order[k - 1]].plan, &e->plan) != 0)
             memset(memo.v, 0, OPMEMO * sizeof *memo.v); /* another shape: other ops */
-        e->bound_s = step_bound_memo(r->model, prof, &e->plan, r->cluster, r->platform_file, 0, &memo);
+        if (floor) { /* lazy: the floor now, the bound where it is needed (settle) */
+            e->bound_s = floor_bound(r->model, prof, &e->plan, r->cluster, r->platform_file, &memo, &gf);
+            floor[order[k]] = 1;
+        } else {
+            e->bound_s = step_bound_memo(r->model, prof, &e->plan, r->cluster, r->platform_file, 0, &memo);
+        }
     }
+    free(gf.v);
     free(order);
     free(memo.v);
     return ZP_OK;
@@ -949,7 +1067,7 @@ static zp_status bound_plans(const zp_search_req *r, const zp_profile *prof, zp_
 /* The fitting plans worth simulating, into c (as many as fit), each with its bound: not those dominated,
  * nor (beyond ZP_SIM_MAX_FULL_NODES nodes) those whose reduced simulation is not exact. */
 static zp_status screen_plans(const zp_search_req *r, const zp_profile *prof, zp_search_result *out,
-                              const twins *tw, cand *c, int *ncand)
+                              const twins *tw, unsigned char *floor, cand *c, int *ncand)
 {
     const int64_t gpn = zp_cluster_domain(r->cluster); /* the simulation's nodes are NVLink domains */
     const int too_large = (r->gpus + gpn - 1) / gpn > ZP_SIM_MAX_FULL_NODES; /* for the full simulation */
@@ -960,7 +1078,7 @@ static zp_status screen_plans(const zp_search_req *r, const zp_profile *prof, zp
             out->plans[i].dominated = 1;
             out->n_dominated++;
         }
-    ZP_TRY(bound_plans(r, prof, out));
+    ZP_TRY(bound_plans(r, prof, out, floor));
     *ncand = 0;
     for (int i = 0; i < out->n; i++) {
         zp_eval *e = &out->plans[i];
@@ -981,7 +1099,7 @@ static zp_status screen_plans(const zp_search_req *r, const zp_profile *prof, zp
                 continue;
             }
         }
-        c[(*ncand)++] = (cand){.idx = i, .bound = throughput_bound(e)};
+        c[(*ncand)++] = (cand){.idx = i, .bound = throughput_bound(e), .floor = floor && floor[i]};
     }
     qsort(c, (size_t)*ncand, sizeof *c, cmp_cand);
     return ZP_OK;
@@ -998,7 +1116,41 @@ typedef struct {
     int best_idx;
     zp_sim_input best_in;
     twins tw;              /* the plans' runs of possible twins (dominated, raise_dominated) */
+    unsigned char *floor;  /* lazy bounds (bound_shown > 0): per plan, 1 while its bound_s is its floor; else NULL */
+    opmemo_tab memo;       /* ... the kernel-time memo of the bounds computed then */
+    int memo_idx;          /* ... the plan whose shape the memo holds (-1: none) */
 } rounds;
+
+/* Lazy bounds: plan i's own bound in place of its floor (its throughput bound falls or stays). */
+static void tighten(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, rounds *R, int i)
+{
+    zp_eval *e = &out->plans[i];
+    if (R->memo_idx >= 0 && shape_cmp(&out->plans[R->memo_idx].plan, &e->plan) != 0)
+        memset(R->memo.v, 0, OPMEMO * sizeof *R->memo.v); /* another shape: other ops */
+    R->memo_idx = i;
+    e->bound_s = step_bound_memo(r->model, prof, &e->plan, r->cluster, r->platform_file, 0,
+                                 R->memo.v ? &R->memo : NULL);
+    R->floor[i] = 0;
+}
+
+/* c[at..n) sorted by cmp_cand on their bounds, floors or not: until c[at] holds a plan's own bound, that
+ * plan's bound is computed and it moves back to its place. Then c[at] is the candidate that sorting every
+ * plan's own bound would have put there: a floor's throughput is at least its plan's, so no plan behind
+ * c[at] has a bound above it (ties by index, as cmp_cand). */
+static void settle(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, rounds *R, cand *c, int at,
+                   int n)
+{
+    while (at < n && c[at].floor) {
+        cand x = c[at];
+        tighten(r, prof, out, R, x.idx);
+        x.bound = throughput_bound(&out->plans[x.idx]);
+        x.floor = 0;
+        int j = at;
+        for (; j + 1 < n && cmp_cand(&c[j + 1], &x) < 0; j++)
+            c[j] = c[j + 1];
+        c[j] = x;
+    }
+}
 
 /* One round: up to at_once candidates whose bound can still beat the best, simulated at once; 0 in *n when
  * none is left. */
@@ -1007,6 +1159,8 @@ static zp_status simulate_round(const zp_search_req *r, const zp_profile *prof, 
 {
     *n = 0;
     while (*n < R->at_once && R->next < R->nc && R->done + *n < r->max_simulated) {
+        if (R->floor)
+            settle(r, prof, out, R, R->c, R->next, R->nc);
         const cand *k = &R->c[R->next];
         if (k->bound <= R->best)
             break; /* sorted by bound: no later candidate can win either */
@@ -1035,12 +1189,50 @@ static zp_status simulate_round(const zp_search_req *r, const zp_profile *prof, 
     return ZP_OK;
 }
 
+/* Lazy bounds: the answer shows the best bound_shown fitting plans not dominated, the simulated ones first
+ * (cmp_eval), then those bounded by throughput. The unsimulated ones that can be among those get their own
+ * bound: in the order of their bounds (settle), until bound_shown - simulated of them have one and the
+ * next one's floor is below the last one's bound (ties computed too: cmp_eval orders them by plan). A plan
+ * left with its floor is bounded below the rows shown, as its own bound would be. */
+static zp_status show_bounds(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, rounds *R)
+{
+    const int want = r->bound_shown - R->done;
+    if (!R->floor || want <= 0)
+        return ZP_OK;
+    cand *c = malloc((size_t)(out->n > 0 ? out->n : 1) * sizeof *c);
+    if (!c)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory");
+    int n = 0, found = 0;
+    for (int i = 0; i < out->n; i++) {
+        const zp_eval *e = &out->plans[i];
+        if (e->fits && !e->dominated && e->unsimulated)
+            c[n++] = (cand){.idx = i, .bound = throughput_bound(e), .floor = R->floor[i]};
+    }
+    qsort(c, (size_t)n, sizeof *c, cmp_cand);
+    double last = HUGE_VAL; /* samples/s: the bound of the last row shown */
+    for (int at = 0; at < n && !(found >= want && c[at].bound < last); at++) {
+        settle(r, prof, out, R, c, at, n);
+        if (found < want && out->plans[c[at].idx].bound_s > 0) { /* a row with no bound is not ranked so */
+            found++;
+            last = c[at].bound;
+        }
+    }
+    free(c);
+    return ZP_OK;
+}
+
 /* Why each candidate left unsimulated was: beaten by its bound, or past the simulations allowed; every
- * fitting plan left unsimulated then shows its bound. */
-static void mark_unsimulated(const zp_search_req *r, zp_search_result *out, const rounds *R)
+ * fitting plan left unsimulated then shows its bound. A floor at or below the best is its plan's bound's
+ * verdict too; one above it is replaced by the plan's bound to tell. */
+static zp_status mark_unsimulated(const zp_search_req *r, const zp_profile *prof, zp_search_result *out, rounds *R)
 {
     for (int k = R->next; k < R->nc; k++) {
         zp_eval *e = &out->plans[R->c[k].idx];
+        if (R->c[k].floor && R->c[k].bound > R->best) {
+            tighten(r, prof, out, R, R->c[k].idx);
+            R->c[k].bound = throughput_bound(e);
+            R->c[k].floor = 0;
+        }
         if (R->c[k].bound <= R->best) {
             e->unsimulated = "its kernels alone, or its collectives alone, take longer than the best simulated step";
             out->n_pruned++;
@@ -1049,10 +1241,12 @@ static void mark_unsimulated(const zp_search_req *r, zp_search_result *out, cons
             out->n_capped++;
         }
     }
+    ZP_TRY(show_bounds(r, prof, out, R));
     for (int i = 0; i < out->n; i++)
         if (out->plans[i].fits && out->plans[i].unsimulated)
             apply_bound(r->model, &out->plans[i], out->plans[i].unsimulated);
     raise_dominated(r->model, out, &R->tw);
+    return ZP_OK;
 }
 
 static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
@@ -1065,17 +1259,21 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         nfit += out->plans[i].fits;
     if (nfit == 0)
         return ZP_OK; /* nothing to simulate */
-    rounds R = {.best_idx = -1};
+    rounds R = {.best_idx = -1, .memo_idx = -1};
+    if (r->bound_shown > 0) { /* lazy bounds: the floors first (bound_plans), the bounds as needed */
+        R.floor = calloc((size_t)out->n, 1);
+        R.memo = (opmemo_tab){calloc(OPMEMO, sizeof(opmemo)), OPMEMO}; /* NULL: every op priced alike */
+    }
     R.at_once = r->jobs > 0 ? r->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (R.at_once < 1)
         R.at_once = 1;
     R.c = calloc((size_t)nfit, sizeof *R.c);
     R.jobs = calloc((size_t)R.at_once, sizeof *R.jobs);
     R.which = calloc((size_t)R.at_once, sizeof *R.which);
-    zp_status st = !R.c || !R.jobs || !R.which ? ZP_FAIL(ZP_ENOMEM, "out of memory") : twins_find(out, &R.tw);
+    zp_status st = !R.c || !R.jobs || !R.which || (r->bound_shown > 0 && !R.floor) ? ZP_FAIL(ZP_ENOMEM, "out of memory") : twins_find(out, &R.tw);
     const int ready = st == ZP_OK;
     if (st == ZP_OK)
-        st = screen_plans(r, prof, out, &R.tw, R.c, &R.nc);
+        st = screen_plans(r, prof, out, &R.tw, R.floor, R.c, &R.nc);
 #ifdef __GLIBC__
     /* every simulation is a fork of this process, which copies its page tables: the schedules the walk and
      * the bounds built and freed leave ~250 MB of free heap mapped (deepseek-v3 at 15,360 sequences), so
@@ -1089,14 +1287,19 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
         if (n == 0)
             break;
         R.done += n;
+        if (r->progress && R.floor) /* the next candidate's own bound */
+            settle(r, prof, out, &R, R.c, R.next, R.nc);
         if (r->progress) /* the total shrinks to what will run once the bound ends the search */
             r->progress(r->progress_ctx, R.done,
                         R.next >= R.nc || R.c[R.next].bound <= R.best ? R.done
                                                                       : (R.nc < r->max_simulated ? R.nc : r->max_simulated));
     }
     out->n_simulated = R.done;
-    if (ready)
-        mark_unsimulated(r, out, &R);
+    if (ready) {
+        const zp_status mst = mark_unsimulated(r, prof, out, &R);
+        if (st == ZP_OK)
+            st = mst;
+    }
     if (st == ZP_OK && r->trace_path && R.best_idx >= 0) {
         zp_sim_job tj = {.in = R.best_in};
         tj.in.trace_path = r->trace_path;
@@ -1107,6 +1310,8 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
     free(R.jobs);
     free(R.which);
     twins_free(&R.tw);
+    free(R.floor);
+    free(R.memo.v);
     return st;
 }
 

@@ -127,7 +127,9 @@ typedef struct {
     int bound_shown;            /* > 0: the answer shows the figures of only the best bound_shown fitting plans
                                    not dominated (the text and Markdown answers: --top), so a dominated plan (the
                                    same batch as a plan with less extra work) gets no bound of its own (its step
-                                   is its twin's: raise_dominated). 0 (default): every fitting plan's bound */
+                                   is its twin's: raise_dominated), and the others' bounds are lazy: a floor
+                                   (zp_search_step_floor) first, the bound where it can be simulated or shown;
+                                   every figure shown the same. 0 (default): every fitting plan's bound */
 } zp_search_req;
 
 typedef struct {
@@ -184,6 +186,11 @@ double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const
  * steps of 3 and 4, the sums being affine in them; the tests compare the two). */
 double zp_search_step_bound_every(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
                                   const zp_cluster *cluster, const char *platform_file);
+/* A cheap lower bound of zp_search_step_bound, s (its GEMMs and blocking MP collectives alone, a pipeline
+ * stage 1 / PP of them): the search's lazy bounds (bound_shown) order and prune the plans by it, and compute
+ * a plan's own bound only where it can matter. */
+double zp_search_step_floor(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
+                            const zp_cluster *cluster, const char *platform_file);
 void zp_search_result_free(zp_search_result *r);
 
 #endif
