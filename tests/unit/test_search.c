@@ -612,7 +612,6 @@ static int floors_below(const char *model, const char *cluster, int64_t gpus, in
     r.simulate = 0;
     if (fp8) {
         r.base.fp8 = ZP_FP8_DELAYED;
-        r.bf16 = 1;
     }
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     zp_profile builtin, typed;
