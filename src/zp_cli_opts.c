@@ -53,6 +53,25 @@ typedef zp_status (*setter)(zp_cli_args *a, const char *opt, const char *v);
         a->field = (int)x;                                            \
         return ZP_OK;                                                 \
     }
+/* A plan option given: its value into the request's base plan (or the request's own field) and its bit of
+ * the search mask cleared (zp_search_req_give): it is no longer searched. */
+#define GIVEN_INT(fn, field, bit, lo, hi)                             \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        ZP_TRY(zp_size_parse_int(v, opt, (lo), (hi), &a->r.field));    \
+        zp_search_req_give(&a->r, (bit));                             \
+        return ZP_OK;                                                 \
+    }
+#define GIVEN_ENUM(fn, type, parse, field, bit)                       \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        (void)opt;                                                    \
+        type x;                                                       \
+        ZP_TRY(parse(v, &x));                                         \
+        a->r.base.field = x;                                          \
+        zp_search_req_give(&a->r, (bit));                             \
+        return ZP_OK;                                                 \
+    }
 
 STR(set_model, model)
 STR(set_models, models)
@@ -109,9 +128,9 @@ static zp_status set_json(zp_cli_args *a, const char *opt, const char *v)
 }
 FLAG(set_accum_fusion, r.base.grad_accum_fusion, 1)
 FLAG(set_no_cb, r.base.cb, 0)
-INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
-INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
-INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
+GIVEN_INT(set_micro, base.micro_batch, ZP_SEARCH_MICRO_BATCH, 1, ZP_MAX_MICRO_BATCH)
+GIVEN_INT(set_global, global_batch, ZP_SEARCH_GLOBAL_BATCH, 1, INT64_C(1) << 50)
+GIVEN_INT(set_accum, base.grad_accum, ZP_SEARCH_ACCUM, 1, INT64_C(1) << 30)
 INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
 INT(set_steps, steps, 1, INT64_C(1) << 20)
 INT(set_seed, seed, 0, 0x7fffffffL)
@@ -125,9 +144,9 @@ RANGE(set_oversubscription, r.oversubscription, 1, 1e6)
 RANGE(set_min_seconds, min_seconds, 0, 3600)
 RANGE(set_lr, lr, 1e-12, 1e3)
 RANGE(set_timeout, timeout_s, 1, 1e6)
-ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
+GIVEN_ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, schedule, ZP_SEARCH_SCHEDULE)
 ENUM(set_cp_comm, zp_cp_comm, zp_cp_comm_parse, r.base.cp_comm)
-ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
+GIVEN_ENUM(set_offload, zp_offload, zp_offload_parse, offload, ZP_SEARCH_OFFLOAD)
 
 /* Sharded data parallelism as FSDP2 runs it: stage 3's reshard policy (torchtitan's
  * fsdp_reshard_after_forward) and hybrid sharding's shard group (HSDP's data_parallel_shard_degree, MiCS's
@@ -179,7 +198,8 @@ static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
     ZP_TRY(zp_size_parse_int(v, opt, 0, 1000, &s));
     if (s > 3)
         return ZP_FAIL(ZP_EINVAL, "--stage: %s is not a ZeRO stage (use 0, 1, 2 or 3)", v);
-    a->r.stage = (int)s;
+    a->r.base.stage = (int)s;
+    zp_search_req_give(&a->r, ZP_SEARCH_STAGE);
     return ZP_OK;
 }
 
@@ -199,8 +219,9 @@ static zp_status set_jobs(zp_cli_args *a, const char *opt, const char *v) { retu
 static zp_status set_pa(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
-    a->r.pa = strcmp(opt, "--no-pa") != 0;
-    a->r.pa_cpu = strcmp(opt, "--pa-cpu") == 0;
+    a->r.base.pa = strcmp(opt, "--no-pa") != 0;
+    a->r.base.pa_cpu = strcmp(opt, "--pa-cpu") == 0;
+    zp_search_req_give(&a->r, ZP_SEARCH_PA | ZP_SEARCH_PA_CPU);
     return ZP_OK;
 }
 
@@ -208,7 +229,7 @@ static zp_status set_checkpoint(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
     a->r.checkpoint = strncmp(opt, "--no-", 5) != 0;
-    a->r.recompute = a->r.checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE;
+    zp_search_req_give_recompute(&a->r, a->r.checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE);
     a->checkpoint_given = 1;
     return ZP_OK;
 }
@@ -219,7 +240,7 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
     (void)opt;
     zp_recompute rc;
     ZP_TRY(zp_recompute_parse(v, &rc));
-    a->r.recompute = (int)rc;
+    zp_search_req_give_recompute(&a->r, rc);
     a->r.checkpoint = rc == ZP_RECOMPUTE_FULL;
     a->checkpoint_given = 1;
     return ZP_OK;
@@ -230,7 +251,7 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(set_small_int(opt, v, 1, 1000000, &a->r.base.ckpt_every));
-    a->r.recompute = ZP_RECOMPUTE_FULL;
+    zp_search_req_give_recompute(&a->r, ZP_RECOMPUTE_FULL);
     a->r.checkpoint = 1;
     a->checkpoint_given = 1;
     return ZP_OK;
@@ -238,7 +259,9 @@ static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
 
 static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
 {
-    return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
+    ZP_TRY(set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.base.vstages));
+    zp_search_req_give(&a->r, ZP_SEARCH_VSTAGES);
+    return ZP_OK;
 }
 
 /* ---- uneven pipeline stages (vocab/zp_pipeline.h) ---- */
@@ -264,7 +287,8 @@ static zp_status set_pp_layout(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_sp(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
-    a->r.sp = strncmp(opt, "--no-", 5) != 0;
+    a->r.base.sp = strncmp(opt, "--no-", 5) != 0;
+    zp_search_req_give(&a->r, ZP_SEARCH_SP);
     return ZP_OK;
 }
 
@@ -290,12 +314,13 @@ static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)opt;
     if (strcasecmp(v, "auto") == 0) {
-        a->r.tp_overlap = ZP_SEARCH_ANY;
+        zp_search_req_open(&a->r, ZP_SEARCH_TP_OVERLAP);
         return ZP_OK;
     }
     zp_tp_overlap t;
     ZP_TRY(zp_tp_overlap_parse(v, &t));
-    a->r.tp_overlap = (int)t;
+    a->r.base.tp_overlap = (int)t;
+    zp_search_req_give(&a->r, ZP_SEARCH_TP_OVERLAP);
     return ZP_OK;
 }
 
@@ -350,8 +375,11 @@ static zp_status set_seq(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_degree(zp_cli_args *a, const char *opt, const char *v)
 {
     for (int d = 0; d < ZP_NDIMS; d++)
-        if (strcmp(zp_dims_get((zp_dim_id)d)->option, opt) == 0)
-            return zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.deg[d]);
+        if (strcmp(zp_dims_get((zp_dim_id)d)->option, opt) == 0) {
+            ZP_TRY(zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.base.deg[d]));
+            zp_search_req_give(&a->r, ZP_SEARCH_DIM(d));
+            return ZP_OK;
+        }
     return ZP_FAIL(ZP_EINVAL, "%s: not a parallel dimension's option", opt);
 }
 
@@ -393,7 +421,7 @@ static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
     if (strcasecmp(v, "fp16") == 0 || strcasecmp(v, "bf16") == 0) {
         a->r.base.param_bytes = 2.0;
         a->r.base.k_optimizer = ZP_ADAM_K;
-        a->r.bf16 = v[0] == 'b' || v[0] == 'B';
+        a->r.base.bf16 = v[0] == 'b' || v[0] == 'B';
         a->r.base.fp8 = ZP_FP8_NONE;
     } else if (strcasecmp(v, "fp8") == 0) {
         /* FP8 training: bf16 mixed precision (bf16 parameters, fp32 master weights and Adam: K = 12) with
@@ -401,18 +429,19 @@ static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
          * default of Megatron-core's --fp8-recipe) */
         a->r.base.param_bytes = 2.0;
         a->r.base.k_optimizer = ZP_ADAM_K;
-        a->r.bf16 = 1;
+        a->r.base.bf16 = 1;
         a->fp8_precision = 1;
         if (a->r.base.fp8 == ZP_FP8_NONE)
             a->r.base.fp8 = ZP_FP8_DELAYED;
     } else if (strcasecmp(v, "fp32") == 0) {
         a->r.base.param_bytes = 4.0;
         a->r.base.k_optimizer = 8.0;
-        a->r.bf16 = 0;
+        a->r.base.bf16 = 0;
         a->r.base.fp8 = ZP_FP8_NONE;
     } else {
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16, fp8 or fp32)", opt, v);
     }
+    zp_search_req_give(&a->r, ZP_SEARCH_BF16);
     return ZP_OK;
 }
 
@@ -804,17 +833,22 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
         return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
                                   "(use --fp8-recipe torchao-tensorwise)");
     if (a->launch) {
-        const char *given = r->stage != ZP_SEARCH_ANY          ? "--stage"
-                            : r->mp != ZP_SEARCH_ANY           ? "--mp"
-                            : r->pp != ZP_SEARCH_ANY           ? "--pp"
-                            : r->micro_batch != ZP_SEARCH_ANY  ? "--micro-batch"
-                            : r->global_batch != ZP_SEARCH_ANY ? "--global-batch"
-                            : r->grad_accum != ZP_SEARCH_ANY   ? "--grad-accum"
-                            : r->recompute != ZP_SEARCH_ANY    ? "--recompute (or --checkpoint)"
-                            : r->sp != ZP_SEARCH_ANY           ? "--sp"
-                            : r->offload != ZP_SEARCH_ANY      ? "--offload"
-                            : r->exact                         ? "--exact"
-                                                               : NULL;
+        static const struct {
+            uint32_t bit;
+            const char *opt;
+        } plan_opts[] = {{ZP_SEARCH_STAGE, "--stage"},
+                         {ZP_SEARCH_DIM(ZP_DIM_TP), "--mp"},
+                         {ZP_SEARCH_DIM(ZP_DIM_PP), "--pp"},
+                         {ZP_SEARCH_MICRO_BATCH, "--micro-batch"},
+                         {ZP_SEARCH_GLOBAL_BATCH, "--global-batch"},
+                         {ZP_SEARCH_ACCUM, "--grad-accum"},
+                         {ZP_SEARCH_RECOMPUTE, "--recompute (or --checkpoint)"},
+                         {ZP_SEARCH_SP, "--sp"},
+                         {ZP_SEARCH_OFFLOAD, "--offload"}};
+        const char *given = r->exact ? "--exact" : NULL;
+        for (int i = (int)(sizeof plan_opts / sizeof plan_opts[0]) - 1; i >= 0; i--)
+            if (zp_search_req_given(r, plan_opts[i].bit))
+                given = plan_opts[i].opt; /* the first given, as written */
         if (given)
             return ZP_FAIL(ZP_EINVAL, "%s %s sets the plan: drop %s (zplan judges the launch as written)",
                            a->launch_opt, a->launch, given);
@@ -826,13 +860,13 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                                       "framework runs it); emit from a what-if with the options of the plan",
                            a->launch_opt, emit);
     }
-    if (r->exact && r->stage == ZP_SEARCH_ANY)
+    if (r->exact && zp_search_req_searched(r, ZP_SEARCH_STAGE))
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
-    if (r->grad_accum != ZP_SEARCH_ANY && r->micro_batch != ZP_SEARCH_ANY && r->global_batch != ZP_SEARCH_ANY &&
-        r->global_batch % (r->grad_accum * r->micro_batch) != 0)
+    if (zp_search_req_given(r, ZP_SEARCH_ACCUM | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_GLOBAL_BATCH) &&
+        r->global_batch % (r->base.grad_accum * r->base.micro_batch) != 0)
         return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not --micro-batch %lld x --grad-accum %lld x a "
                                   "data-parallel degree",
-                       (long long)r->global_batch, (long long)r->micro_batch, (long long)r->grad_accum);
+                       (long long)r->global_batch, (long long)r->base.micro_batch, (long long)r->base.grad_accum);
     return ZP_OK;
 }

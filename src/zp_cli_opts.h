@@ -40,7 +40,7 @@ typedef struct {
     const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
     double gpu_mem_bytes;      /* --gpu-mem parsed (0: not given) */
     int64_t seq;               /* 0: the model's */
-    /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
+    /* the plan: constraints (the base plan's values, their bits of r.searched cleared) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;
     /* FP8 training: --precision fp8 given, --fp8-recipe given (the recipe itself is r.base.fp8) */

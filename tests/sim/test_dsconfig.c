@@ -18,7 +18,8 @@ static zp_search_req req(const char *model, int64_t gpus, int64_t mp)
 {
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find(model)->model, dgx2(), gpus);
-    r.mp = mp;
+    r.base.mp = mp;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     return r;
 }
 
@@ -103,12 +104,12 @@ Test(dsconfig, batch_rules_as_deepspeed)
     cr_expect(strstr(zp_error_message(), "100 != 2 x 3 x 16"), "%s", zp_error_message());
     r = req("8B", 64, 4);
     cr_expect_eq(parse("{\"train_batch_size\": 96, \"train_micro_batch_size_per_gpu\": 2}", &r, &n), ZP_OK);
-    cr_expect_eq(r.micro_batch, 2);
+    cr_expect_eq(r.base.micro_batch, 2);
     cr_expect_eq(r.global_batch, 96);
     cr_expect(has_note(&n, "gradient_accumulation_steps -> 3"));
     r = req("8B", 64, 4);
     cr_expect_eq(parse("{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": \"auto\"}", &r, &n), ZP_OK);
-    cr_expect_eq(r.micro_batch, ZP_SEARCH_ANY);
+    cr_expect(zp_search_req_searched(&r, ZP_SEARCH_MICRO_BATCH));
     cr_expect_eq(r.global_batch, 64);
     r = req("8B", 64, 4);
     cr_expect_eq(parse("{\"train_batch_size\": 10}", &r, &n), ZP_EINVAL);
@@ -129,9 +130,9 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
                       "\"activation_checkpointing\": {\"partition_activations\": true, \"cpu_checkpointing\": true, "
                       "\"contiguous_memory_optimization\": true}}";
     cr_assert_eq(parse(cfg, &r, &n), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(r.stage, 3);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_PARAMS);
-    cr_expect_eq(r.pa_cpu, 1);
+    cr_expect_eq(r.base.stage, 3);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_PARAMS);
+    cr_expect_eq(r.base.pa_cpu, 1);
     cr_expect_eq(r.base.bucket, 4096.0 * 4096.0);
     cr_expect_eq(r.base.persistence_threshold, 40960.0);
     cr_expect_eq(r.base.nvme, ZP_NVME_PARAMS); /* ZeRO-Infinity: the parameters on NVMe, the optimizer on the host */
@@ -143,7 +144,7 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
     /* legacy keys */
     r = req("8B", 64, 1);
     cr_assert_eq(parse("{\"zero_optimization\": {\"stage\": 2, \"cpu_offload\": true}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_OPTIMIZER);
     r = req("8B", 64, 1);
     cr_assert_eq(parse("{\"fp16\": {\"enabled\": false}}", &r, &n), ZP_OK);
     cr_expect_eq(r.base.param_bytes, 4.0);
@@ -207,7 +208,8 @@ static zp_search_req req_on(const char *model, const char *cluster, int64_t gpus
     cr_assert_eq(zp_cluster_find(cluster, &c), ZP_OK);
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find(model)->model, c, gpus);
-    r.mp = 1;
+    r.base.mp = 1;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     return r;
 }
 
@@ -219,17 +221,17 @@ Test(dsconfig, precision_auto_legacy_and_grad_dtype)
     zp_search_req r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
     cr_expect_eq(r.base.param_bytes, 2.0);
-    cr_expect_eq(r.bf16, 1);
+    cr_expect_eq(r.base.bf16, 1);
     cr_expect(has_note(&n, "bf16.enabled \"auto\" -> true"));
     r = req_on("13B", "dgx2", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
     cr_expect_eq(r.base.param_bytes, 2.0);
-    cr_expect_eq(r.bf16, 0);
+    cr_expect_eq(r.base.bf16, 0);
     cr_expect(has_note(&n, "has no bf16 tensor cores"));
     /* DeepSpeed's legacy "bfloat16" key (it used to be ignored: fp32) */
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bfloat16\": {\"enabled\": true}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.bf16, 1);
+    cr_expect_eq(r.base.bf16, 1);
     cr_expect_eq(r.base.param_bytes, 2.0);
     r = req_on("13B", "dgx-a100", 64);
     cr_expect_eq(parse("{\"bfloat16\": {\"enabled\": 1}}", &r, &n), ZP_EINVAL);
@@ -244,11 +246,11 @@ Test(dsconfig, precision_auto_legacy_and_grad_dtype)
     /* the legacy boolean zero_optimization */
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"zero_optimization\": true}", &r, &n), ZP_OK);
-    cr_expect_eq(r.stage, 1);
+    cr_expect_eq(r.base.stage, 1);
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true}}",
                        &r, &n), ZP_OK);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_PARAMS);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_PARAMS);
 }
 
 /* DeepSpeed loads configs with hjson: comments, trailing commas, missing commas, quoteless keys and values. */
@@ -271,11 +273,11 @@ Test(dsconfig, hjson_as_deepspeed_reads_it)
     zp_search_req r = req_on("13B", "dgx-a100", 64);
     zp_ds_notes n;
     cr_assert_eq(parse(hj, &r, &n), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(r.micro_batch, 4);
+    cr_expect_eq(r.base.micro_batch, 4);
     cr_expect_eq(r.global_batch, 4 * 2 * 64);
-    cr_expect_eq(r.bf16, 1);
-    cr_expect_eq(r.stage, 3);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
+    cr_expect_eq(r.base.bf16, 1);
+    cr_expect_eq(r.base.stage, 3);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_OPTIMIZER);
     cr_expect_eq(r.base.overlap_comm, 1);
     /* strict JSON is unchanged in meaning; a broken file still says where */
     char *out;
@@ -474,8 +476,8 @@ Test(launch, megatron_args_round_trip)
     zp_search_req r;
     zp_search_req_default(&r, &m, cl, 64);
     cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
-    cr_expect(r.stage == 1 && r.mp == 4 && r.pp == 1 && r.sp == 1 && r.micro_batch == 2 && r.grad_accum == 4);
-    cr_expect(r.recompute == ZP_RECOMPUTE_SELECTIVE && r.bf16 == 1 && r.base.grad_bytes == 4.0);
+    cr_expect(r.base.stage == 1 && r.base.mp == 4 && r.base.pp == 1 && r.base.sp == 1 && r.base.micro_batch == 2 && r.base.grad_accum == 4);
+    cr_expect(zp_search_req_recompute(&r) == ZP_RECOMPUTE_SELECTIVE && r.base.bf16 == 1 && r.base.grad_bytes == 4.0);
 }
 
 /* A misspelt key that would change the answer is refused, naming the line and the key it means; a key zplan
@@ -565,5 +567,5 @@ Test(launch, megatron_args_qkv_bias_and_pa)
     zp_search_req r;
     zp_search_req_default(&r, &m, cl, 64);
     cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
-    cr_expect(r.pa == 1 && r.recompute == ZP_RECOMPUTE_FULL && r.mp == 8);
+    cr_expect(r.base.pa == 1 && zp_search_req_recompute(&r) == ZP_RECOMPUTE_FULL && r.base.mp == 8);
 }

@@ -385,7 +385,6 @@ Test(engine, trace_is_chrome_json)
     cr_expect(fabs(mem_peak - mem.total / 1e9) <= 1e-6 * mem_peak, "trace memory peak %.9g GB, plan %.9g GB", mem_peak,
               mem.total / 1e9);
     json_decref(root);
-    unlink(path);
 }
 
 Test(search, simulated_plans_rank_and_label)
@@ -416,6 +415,7 @@ Test(search, ranking_is_true)
     zp_search_req_default(&r, &m, zp_test_preset("dgx-a100"), 8);
     r.gpu_mem = 40e9;
     r.global_batch = 64;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 1;
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
@@ -621,10 +621,14 @@ Test(search, gpus_102400_simulated)
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find("gpt3-175B")->model, zp_test_preset("dgx-h100"), 102400);
     r.simulate = 1;
-    r.stage = 3;
-    r.mp = 8;
-    r.micro_batch = 1;
+    r.base.stage = 3;
+    zp_search_req_give(&r, ZP_SEARCH_STAGE);
+    r.base.mp = 8;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
+    r.base.micro_batch = 1;
+    zp_search_req_give(&r, ZP_SEARCH_MICRO_BATCH);
     r.global_batch = 2 * 102400 / 8;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.exact = 1; /* this one plan (not Pa, offload and the rest searched) */
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());

@@ -113,6 +113,7 @@ Test(dims, the_search_offers_only_admitted_degrees)
     zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, cl, 64);
     r.simulate = 0;
     r.global_batch = 256;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     int seen_ep = 0, seen_pp = 0;
@@ -127,7 +128,8 @@ Test(dims, the_search_offers_only_admitted_degrees)
     cr_assert(seen_ep && seen_pp, "the walk searched EP and PP");
     zp_search_result_free(&res);
     /* the data-parallel degree is never given */
-    r.dp = 8;
+    r.base.dp = 8;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_DP));
     cr_assert_eq(zp_search_run(&r, &res), ZP_EINVAL);
 }
 
