@@ -984,6 +984,21 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
 
 
 
+/* Appends x to a growable array (a struct of v, n, cap: elements of x's type), its room doubled from `first`
+ * when full; returns ZP_ENOMEM from the caller (the array kept) when the memory is not there. */
+#define VEC_PUSH(vec, x, first)                                                                                \
+    do {                                                                                                       \
+        if ((vec)->n == (vec)->cap) {                                                                          \
+            const int cap_ = (vec)->cap ? 2 * (vec)->cap : (first);                                            \
+            void *nv_ = realloc((vec)->v, (size_t)cap_ * sizeof *(vec)->v);                                    \
+            if (!nv_)                                                                                          \
+                return ZP_FAIL(ZP_ENOMEM, "out of memory");                                                    \
+            (vec)->v = nv_;                                                                                    \
+            (vec)->cap = cap_;                                                                                 \
+        }                                                                                                      \
+        (vec)->v[(vec)->n++] = (x);                                                                            \
+    } while (0)
+
 typedef struct {
     zp_eval *v;
     int n, cap;
@@ -991,15 +1006,7 @@ typedef struct {
 
 static zp_status evec_push(evec *e, const zp_eval *x)
 {
-    if (e->n == e->cap) {
-        int cap = e->cap ? 2 * e->cap : 64;
-        zp_eval *nv = realloc(e->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return ZP_FAIL(ZP_ENOMEM, "out of memory");
-        e->v = nv;
-        e->cap = cap;
-    }
-    e->v[e->n++] = *x;
+    VEC_PUSH(e, *x, 64);
     return ZP_OK;
 }
 
@@ -1265,15 +1272,7 @@ typedef struct {
 
 static zp_status shapes_push(shapes *x, shape s)
 {
-    if (x->n == x->cap) {
-        int cap = x->cap ? 2 * x->cap : 32;
-        shape *nv = realloc(x->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return ZP_FAIL(ZP_ENOMEM, "out of memory");
-        x->v = nv;
-        x->cap = cap;
-    }
-    x->v[x->n++] = s;
+    VEC_PUSH(x, s, 32);
     return ZP_OK;
 }
 

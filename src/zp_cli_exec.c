@@ -266,19 +266,12 @@ static json_t *report_json_quiet(const zp_exec_result *r)
 /* report_json's "config": the model and the plan run, the backend and the run's options. */
 static json_t *report_json_config(const zp_exec_config *c, const zp_exec_result *r)
 {
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "model", json_string(c->model.name));
-    json_object_set_new(cfg, "layers", json_integer(c->model.layers));
-    json_object_set_new(cfg, "hidden", json_integer(c->model.hidden));
-    json_object_set_new(cfg, "heads", json_integer(c->model.heads));
-    json_object_set_new(cfg, "seq", json_integer(c->model.seq));
-    json_object_set_new(cfg, "vocab", json_integer(c->model.vocab));
-    json_object_set_new(cfg, "params", json_real(zp_model_params(&c->model)));
-    json_object_set_new(cfg, "params_per_rank", json_real(r->params_per_rank));
-    json_object_set_new(cfg, "stage", json_integer(c->plan.stage));
-    json_object_set_new(cfg, "dp", json_integer(r->dp));
-    json_object_set_new(cfg, "mp", json_integer(r->mp));
-    json_object_set_new(cfg, "pp", json_integer(r->pp));
+    const zp_model *m = &c->model;
+    json_t *cfg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, s:i, s:i, s:i}", "model", m->name, "layers",
+                            (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads,
+                            "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab, "params", zp_model_params(m),
+                            "params_per_rank", r->params_per_rank, "stage", c->plan.stage, "dp", r->dp, "mp", r->mp,
+                            "pp", r->pp);
     if (r->pp > 1)
         json_object_set_new(cfg, "schedule", json_string(zp_pp_schedule_name(c->plan.schedule)));
     json_object_set_new(cfg, "micro_batch", json_integer(c->plan.micro_batch));
@@ -384,12 +377,8 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(root, "memory_peak_gb", mem);
     if (r->pp > 1) /* each stage's largest rank, and with --validate its replay */
         json_object_set_new(root, "pipeline_stages", report_json_stages(r, pr));
-    json_t *tb = json_object();
-    json_object_set_new(tb, "compute", json_real(r->time.compute));
-    json_object_set_new(tb, "mp_comm", json_real(r->time.mp_comm));
-    json_object_set_new(tb, "dp_comm", json_real(r->time.dp_comm));
-    json_object_set_new(tb, "optimizer", json_real(r->time.optimizer));
-    json_object_set_new(tb, "pp_comm", json_real(r->time.pp_comm));
+    json_t *tb = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", r->time.compute, "mp_comm", r->time.mp_comm,
+                           "dp_comm", r->time.dp_comm, "optimizer", r->time.optimizer, "pp_comm", r->time.pp_comm);
     for (int p = 0; p < ZP_NPHASES; p++)
         json_object_set_new(tb, zp_phase_name((zp_phase)p), json_real(r->time.phase[p]));
     json_object_set_new(root, "time_breakdown_s", tb);

@@ -301,13 +301,7 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
 }
 
 /* --overlap-param-gather: the distributed optimizer's parameter all-gather beside the next forward. */
-static zp_status set_param_gather(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.base.overlap_param_gather = 1;
-    return ZP_OK;
-}
+FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 
 /* --tp-comm-overlap off|te|async|auto (zp_tp_overlap_parse's words; auto: searched). */
 static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
@@ -454,13 +448,7 @@ static zp_status set_fp8_recipe(zp_cli_args *a, const char *opt, const char *v)
 }
 
 /* --fp8-all-gather: FSDP2 all-gathers the parameters in FP8 (torchao's enable_fsdp_float8_all_gather). */
-static zp_status set_fp8_all_gather(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.base.fp8_all_gather = 1;
-    return ZP_OK;
-}
+FLAG(set_fp8_all_gather, r.base.fp8_all_gather, 1)
 
 /* --grad-accum-dtype (DeepSpeed's data_types.grad_accum_dtype): fp32 gradients beside 16-bit parameters
  * (Megatron-LM's default), or the parameters' own type. */

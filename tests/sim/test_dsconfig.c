@@ -6,11 +6,11 @@
 #include "zp_launch.h"
 #include "zp_megatron.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 static const zp_cluster *dgx2(void)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx2");
     return c;
 }
 
@@ -343,19 +343,24 @@ static int has(const char *args, const char *flag)
     return 0;
 }
 
+/* A plan of stage, DP and MP whose layers are cut into pp pipeline stages of 2 model chunks each (the
+ * interleaved schedule), a micro-batch of 1. */
+static zp_plan interleaved_plan(int stage, int64_t dp, int64_t mp, int64_t pp)
+{
+    zp_plan p = zp_test_plan(stage, dp, mp, 1);
+    p.pp = pp;
+    p.schedule = ZP_PP_INTERLEAVED;
+    p.vstages = 2;
+    return p;
+}
+
 /* A Llama plan states its architecture (GQA, SwiGLU, RMSNorm, rope, untied head, no biases, no dropout), its
  * precision (bf16; fp32 gradients as --accumulate-allreduce-grads-in-fp32), FlashAttention, the interleaved
  * schedule's layers per virtual stage and the distributed optimizer; a GPT plan in fp16 none of those. */
 Test(megatron, states_the_architecture_and_the_precision)
 {
     const zp_model *llama = &zp_zoo_find("llama-2-70b")->model;
-    zp_plan p;
-    zp_plan_default(&p, 16);
-    p.stage = 1;
-    p.mp = 8;
-    p.pp = 2;
-    p.schedule = ZP_PP_INTERLEAVED;
-    p.vstages = 2;
+    zp_plan p = interleaved_plan(1, 16, 8, 2);
     p.bf16 = 1;
     p.grad_bytes = 4.0;
     p.flash_attn = 1;
@@ -410,12 +415,7 @@ Test(megatron, refuses_what_it_cannot_state)
 Test(megatron, v2_arguments)
 {
     const zp_model *gpt = &zp_zoo_find("1.5B")->model;
-    zp_plan p;
-    zp_plan_default(&p, 4);
-    p.mp = 2;
-    p.pp = 4;
-    p.schedule = ZP_PP_INTERLEAVED;
-    p.vstages = 2;
+    zp_plan p = interleaved_plan(0, 4, 2, 4);
     p.bf16 = 0;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
     char a[1024];
@@ -445,38 +445,42 @@ Test(megatron, v2_arguments)
 
 /* ---- launches read back (formats/zp_launch.h) ---- */
 
+/* Plan p of model src written as Megatron-LM's arguments and read back: the model into *m (stated, the same
+ * parameters) and the launch's request on 64 GPUs of dgx-a100 into *r (m must outlive r). */
+static void megatron_read_back(const zp_model *src, const zp_plan *p, zp_model *m, zp_search_req *r)
+{
+    char a[1024];
+    cr_assert_eq(zp_megatron_args(src, p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    zp_launch l;
+    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
+    int stated = 0;
+    cr_assert_eq(zp_launch_model(&l, m, &stated), ZP_OK, "%s", zp_error_message());
+    cr_assert(stated);
+    cr_expect_eq(zp_model_params(m), zp_model_params(src), "%.0f != %.0f", zp_model_params(m), zp_model_params(src));
+    zp_search_req_default(r, m, zp_test_preset("dgx-a100"), 64);
+    cr_assert_eq(zp_launch_request(&l, r), ZP_OK, "%s", zp_error_message());
+}
+
 /* Megatron-LM's arguments zplan writes read back as the same model (to the parameter) and the same plan. */
 Test(launch, megatron_args_round_trip)
 {
     const zp_model *llama = &zp_zoo_find("llama-3-8b")->model;
-    zp_plan p;
-    zp_plan_default(&p, 64);
-    p.stage = 1;
-    p.mp = 4;
-    p.dp = 16;
+    zp_plan p = zp_test_plan(1, 16, 4, 2);
     p.sp = 1;
-    p.micro_batch = 2;
     p.grad_accum = 4;
     p.bf16 = 1;
     p.grad_bytes = 4.0;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
-    char a[1024];
-    cr_assert_eq(zp_megatron_args(llama, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
-    zp_launch l;
-    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
     zp_model m;
-    int stated = 0;
-    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
-    cr_assert(stated);
-    cr_expect_eq(zp_model_params(&m), zp_model_params(llama), "%.0f != %.0f", zp_model_params(&m),
-                 zp_model_params(llama));
-    cr_expect_eq(m.rope_theta, 500000.0);
-    const zp_cluster *cl = NULL;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
     zp_search_req r;
-    zp_search_req_default(&r, &m, cl, 64);
-    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
-    cr_expect(r.base.stage == 1 && r.base.mp == 4 && r.base.pp == 1 && r.base.sp == 1 && r.base.micro_batch == 2 && r.base.grad_accum == 4);
+    megatron_read_back(llama, &p, &m, &r);
+    cr_expect_eq(m.rope_theta, 500000.0);
+    cr_expect(r.base.stage == 1 && r.base.mp == 4 && r.base.pp == 1 && r.base.sp == 1 && r.base.micro_batch == 2 &&
+              r.base.grad_accum == 4);
+    cr_expect(zp_search_req_given(&r, ZP_SEARCH_STAGE | ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_DIM(ZP_DIM_PP) |
+                                          ZP_SEARCH_SP | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_ACCUM |
+                                          ZP_SEARCH_RECOMPUTE | ZP_SEARCH_BF16),
+              "the launch's plan given, not searched");
     cr_expect(zp_search_req_recompute(&r) == ZP_RECOMPUTE_SELECTIVE && r.base.bf16 == 1 && r.base.grad_bytes == 4.0);
 }
 
@@ -547,25 +551,11 @@ Test(launch, dsconfig_check)
 Test(launch, megatron_args_qkv_bias_and_pa)
 {
     const zp_model *qwen = &zp_zoo_find("qwen2-72b")->model;
-    zp_plan p;
-    zp_plan_default(&p, 64);
-    p.mp = 8;
-    p.dp = 8;
+    zp_plan p = zp_test_plan(0, 8, 8, 1);
     p.pa = 1;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
-    char a[1024];
-    cr_assert_eq(zp_megatron_args(qwen, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
-    zp_launch l;
-    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
     zp_model m;
-    int stated = 0;
-    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(zp_model_params(&m), zp_model_params(qwen), "%.0f != %.0f", zp_model_params(&m),
-                 zp_model_params(qwen));
-    const zp_cluster *cl = NULL;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
     zp_search_req r;
-    zp_search_req_default(&r, &m, cl, 64);
-    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
+    megatron_read_back(qwen, &p, &m, &r);
     cr_expect(r.base.pa == 1 && zp_search_req_recompute(&r) == ZP_RECOMPUTE_FULL && r.base.mp == 8);
 }

@@ -13,6 +13,7 @@
 #include "zp_search.h"
 #include "zp_simrun.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 static const zp_model *model(const char *name) { return &zp_zoo_find(name)->model; }
 
@@ -205,8 +206,7 @@ Test(pplayout, memory_is_the_worst_stage)
 
 static double step_of(const zp_model *m, const zp_plan *p)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_profile prof;
     zp_device_profile_builtin(c, &prof);
     zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof}};
