@@ -12,6 +12,7 @@
 # quiet run; a run that was not quiet (another process on the cores, the load above them, steps spread)
 # is counted apart, neither met nor missed. About 8 minutes on 2 idle cores.
 set -u
+# KEEP=DIR keeps each run's JSON report there (the runs' by_kind_s, per part and per phase)
 here=$(cd "$(dirname "$0")" && pwd)
 Z="${1:-build}/src/zplan"
 [ -x "$Z" ] && Z=$(realpath "$Z")
@@ -19,7 +20,7 @@ Z="${1:-build}/src/zplan"
 reps="${2:-3}"
 root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T"/*.json "$KEEP"/ 2>/dev/null; rm -rf "$T"' EXIT
 cat >"$T/gpt2-4x256.json" <<'JSON'
 {"model_type": "gpt2", "n_layer": 4, "n_embd": 256, "n_head": 4, "n_positions": 128, "vocab_size": 4096}
 JSON
@@ -80,5 +81,25 @@ if quiet:
 else:
     print("no quiet run: nothing judged (run again on an idle machine)")
 print("load now %.2f on %d cores" % (os.getloadavg()[0], cores))
+PY
+# where the quiet runs' step errors come from: the op kinds summed over every judged run, measured against
+# predicted (exec --validate's by_kind_s), the largest first
+python3 - "$T" <<'PY'
+import glob, json, sys
+tot = {}
+for path in glob.glob(sys.argv[1] + "/r*.json"):
+    try:
+        v = json.load(open(path))["validation"]
+    except (OSError, ValueError, KeyError):
+        continue
+    if v.get("verdict") not in ("met", "missed"):
+        continue
+    for kind, e in v.get("by_kind_s", {}).items():
+        t = tot.setdefault(kind, [0.0, 0.0])
+        t[0] += e["measured"]; t[1] += e["predicted"]
+if tot:
+    print("op kinds over the judged runs (the 8 largest), s: kind, measured, predicted, error")
+    for kind, (me, pd) in sorted(tot.items(), key=lambda kv: -max(kv[1]))[:8]:
+        print("  %-22s %9.4f %9.4f %+7.1f%%" % (kind, me, pd, 100 * (pd - me) / me if me > 0 else 0))
 PY
 echo "wall $(( $(date +%s) - t0 )) s"

@@ -86,6 +86,8 @@ typedef struct {
     double optimizer;        /* Adam */
     double pp_comm;          /* pipeline sends and receives (waiting for the other stages included) */
     double phase[ZP_NPHASES];/* by the schedule's phase (forward, recompute, backward, optimizer) */
+    double kind[ZP_NOPK];    /* by the op's kind (sim/zp_ops.def's rows), the compute stream's ops */
+    double kind_n[ZP_NOPK];  /* ops of each kind in one step */
 } zp_exec_breakdown;
 
 /* Most pipeline stages whose memory a result reports one by one. */

@@ -6,8 +6,8 @@
  * the ranks all-gather their K and V rows (cp_kv_ring ops, the schedule's, sim/zp_schedule.c
  * cp_kv_before), each rank's queries attend over every key whose global position is not after theirs, and
  * after the backward the gradients of the gathered K and V are reduce-scattered back to their owners
- * (cp_dkv_ring). The ring form (K and V passed round with P2P, merged by online softmax) is refused by
- * zp_exec_config_check.
+ * (cp_dkv_ring). The ring form (--cp-comm ring: K and V passed round with P2P, merged by online softmax) is
+ * zp_exec_cp_ring.c's; the entry points here hand it the block's attention.
  *
  * Gathered layout (CP_KV_ALL, CP_DKV_ALL): cp blocks, block r = rank r's BT rows (sequence b's Tl local
  * tokens at rows b Tl ..), each row [K | V] of this MP rank's KV heads (2 kvn); a head's scores against
@@ -57,7 +57,7 @@ static int set_of(const zp_exec_session *S, const zp_op *o)
 }
 
 /* Copies the K | V columns (2 kvn wide) of the BT rows of qkv (ld qkvn) to or from kv (rows of 2 kvn). */
-static zp_status kv_rows(const zp_exec_session *S, float *qkv, float *kv, int to_kv)
+zp_status zp_exec_cp_kv_rows(const zp_exec_session *S, float *qkv, float *kv, int to_kv)
 {
     const size_t w = 2 * S->kvn;
     for (size_t t = 0; t < S->BT; t++) {
@@ -70,7 +70,9 @@ static zp_status kv_rows(const zp_exec_session *S, float *qkv, float *kv, int to
 /* cp_kv_ring (all-gather form): this rank's K and V rows of the block's activation set, gathered. */
 zp_status x_cp_kv_gather(zp_exec_session *S, const zp_op *o)
 {
-    ZP_TRY(kv_rows(S, BUF(S, QKV, set_of(S, o)), BUF(S, CP_KV, 0), 1));
+    if (zp_exec_cp_ring(S)) /* the ring passes K and V inside the attention (zp_exec_cp_ring.c) */
+        return ZP_OK;
+    ZP_TRY(zp_exec_cp_kv_rows(S, BUF(S, QKV, set_of(S, o)), BUF(S, CP_KV, 0), 1));
     return S->be->allgather(S->cpc, BUF(S, CP_KV, 0), BUF(S, CP_KV_ALL, 0), S->BT * 2 * S->kvn, ZP_DT_F32);
 }
 
@@ -79,9 +81,11 @@ zp_status x_cp_kv_gather(zp_exec_session *S, const zp_op *o)
 zp_status x_cp_dkv_scatter(zp_exec_session *S, const zp_op *o)
 {
     (void)o;
+    if (zp_exec_cp_ring(S)) /* the ring hands each rank its gradients inside the attention's backward */
+        return ZP_OK;
     ZP_TRY(S->be->reduce_scatter(S->cpc, BUF(S, CP_DKV_ALL, 0), BUF(S, CP_KV, 0), S->BT * 2 * S->kvn, ZP_DT_F32,
                                  ZP_OP_SUM));
-    return kv_rows(S, BUF(S, DQKV, 0), BUF(S, CP_KV, 0), 0);
+    return zp_exec_cp_kv_rows(S, BUF(S, DQKV, 0), BUF(S, CP_KV, 0), 0);
 }
 
 /* One (sequence, local head, gathered block) step of the attention GEMMs; shapes per step: q, dq (Tl, hd)
@@ -110,6 +114,10 @@ static zp_status att_gemm(const zp_exec_session *S, const att_step *x, int which
 
 zp_status zp_exec_cp_attention(zp_exec_session *S, int set, int which)
 {
+    if (zp_exec_cp_ring(S)) /* the whole ring in the first op of each direction, nothing left for the others */
+        return which == ZP_EXEC_ATT_SCORES || which == ZP_EXEC_ATT_CTX_DGRAD
+                   ? zp_exec_cp_ring_attention(S, set, which == ZP_EXEC_ATT_CTX_DGRAD)
+                   : ZP_OK;
     const size_t Tl = S->Tl, hd = S->hd, ld = S->qkvn, kl = 2 * S->kvn, Tk = (size_t)S->cp * Tl;
     const size_t grp = S->NHl / S->KVl;
     const float *qkv = BUF(S, QKV, set), *kvall = BUF(S, CP_KV_ALL, 0);
@@ -133,6 +141,8 @@ zp_status zp_exec_cp_softmax(zp_exec_session *S, int set, int backward)
 {
     const size_t rows = S->B * S->NHl * S->Tl, Tk = (size_t)S->cp * S->Tl;
     const float scale = (float)(1.0 / sqrt((double)S->hd));
+    if (zp_exec_cp_ring(S)) /* merged by online softmax inside the ring (zp_exec_cp_ring.c) */
+        return ZP_OK;
     if (backward)
         return S->nn->softmax_pos_bwd(BUF(S, DATT, 0), BUF(S, ATT, set), rows, S->Tl, Tk, S->qpos, S->kpos, scale);
     return S->nn->softmax_pos_fwd(BUF(S, ATT, set), rows, S->Tl, Tk, S->qpos, S->kpos, scale);

@@ -7,6 +7,7 @@
  *   zp_exec_moe.c      the routed experts (MoE): routing, the token exchange, the experts' layout
  *   zp_exec_pipe.c     pipeline parallelism: activations and gradients between stages, the tied embedding
  *   zp_exec_cp.c       context parallelism: each sequence's slices, K and V gathered, the attention over them
+ *   zp_exec_cp_ring.c  its ring form: K and V passed round, merged by online softmax
  *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
@@ -55,6 +56,8 @@ void zp_exec_mem_release(zp_exec_mem *t);      /* returns the cache and anything
 typedef struct {
     double part[ZP_NPARTS];   /* seconds per step-time part */
     double phase[ZP_NPHASES];
+    double kind[ZP_NOPK];     /* by the op's kind (zp_ops.def's row) */
+    int kind_n[ZP_NOPK];      /* ops of the kind run */
 } zp_exec_times;
 
 struct zp_exec_session {
@@ -162,6 +165,12 @@ enum { ZP_EXEC_ATT_SCORES, ZP_EXEC_ATT_CONTEXT, ZP_EXEC_ATT_CTX_DGRAD, ZP_EXEC_A
        ZP_EXEC_ATT_SCORES_DGRAD, ZP_EXEC_ATT_SCORES_WGRAD };
 zp_status zp_exec_cp_attention(zp_exec_session *S, int set, int which);
 zp_status zp_exec_cp_softmax(zp_exec_session *S, int set, int backward);
+/* The K | V columns (2 kvn wide) of the BT rows of qkv (ld qkvn) copied to (to_kv) or from the rows kv. */
+zp_status zp_exec_cp_kv_rows(const zp_exec_session *S, float *qkv, float *kv, int to_kv);
+/* The ring form (zp_exec_cp_ring.c; --cp-comm ring): whether this session runs it, and a block's whole ring
+ * attention, forward (its output and rows' log-sum-exp) or backward (dQ, and this rank's dK and dV). */
+int zp_exec_cp_ring(const zp_exec_session *S);
+zp_status zp_exec_cp_ring_attention(zp_exec_session *S, int set, int backward);
 /* This DP rank's token sequences of step `step` into S->tok (host). */
 void zp_exec_tokens(zp_exec_session *S, int step);
 

@@ -56,6 +56,8 @@ static zp_status exec_op(void *ctx, const zp_op *o)
     if (part < ZP_PART_NONE) {
         S->t.part[part] += dt - (part == ZP_PART_MP_COMM ? 0.0 : inner);
         S->t.phase[o->phase] += dt;
+        S->t.kind[o->type] += dt;
+        S->t.kind_n[o->type]++;
     }
     return st;
 }
@@ -170,6 +172,8 @@ static zp_status summarize(zp_exec_session *S, zp_exec_result *out, double *time
     ZP_TRY(zp_quiet_steps_of(times + first, (size_t)n, &out->quiet.steps));
     out->measured_step_s = zp_stats_median(times + first, (size_t)n);
     out->tokens_per_s = (double)S->BT * (double)S->GA * (double)S->dp / out->measured_step_s;
+    for (int t = 0; t < ZP_NOPK; t++) /* rank 0's own, which it prints: no reduction */
+        out->time.kind[t] *= inv;
     for (size_t i = 0; i < sizeof bd / sizeof bd[0]; i++) {
         *bd[i] *= inv;
         if (S->rank != 0)
@@ -245,6 +249,10 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
             out->time.pp_comm += S->t.part[ZP_PART_PP_COMM];
             for (int p = 0; p < ZP_NPHASES; p++)
                 out->time.phase[p] += S->t.phase[p];
+            for (int t = 0; t < ZP_NOPK; t++) {
+                out->time.kind[t] += S->t.kind[t];
+                out->time.kind_n[t] = S->t.kind_n[t];
+            }
         }
     }
     out->steps = k;

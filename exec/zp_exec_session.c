@@ -27,8 +27,8 @@ void zp_exec_config_default(zp_exec_config *c)
     c->backend = "cpu";
 }
 
-/* Context parallelism as the executor runs it (zp_exec_cp.c): the all-gather form on the cpu backend, dense
- * models without pipeline stages; the degree against the sequence and the ranks as the planner judges it
+/* Context parallelism as the executor runs it (zp_exec_cp.c, zp_exec_cp_ring.c): the ring and the all-gather
+ * form, on the cpu backend, dense models without pipeline stages; the degree against the sequence and the ranks as the planner judges it
  * (vocab/zp_dims.c: twice CP divides the sequence, CP the DP ranks). */
 static zp_status check_cp(const zp_exec_config *c, int ranks, int64_t pp)
 {
@@ -40,11 +40,6 @@ static zp_status check_cp(const zp_exec_config *c, int ranks, int64_t pp)
     ctx.deg[ZP_DIM_TP] = p->mp;
     ctx.deg[ZP_DIM_PP] = pp;
     ZP_TRY(zp_dims_get(ZP_DIM_CP)->check(&ctx, p->cp));
-    if (p->cp_comm != ZP_CP_ALLGATHER)
-        return ZP_FAIL(ZP_EUNSUPPORTED, "--cp %lld --cp-comm %s: the executor runs context parallelism in the "
-                                        "all-gather form only (K and V all-gathered, their gradients "
-                                        "reduce-scattered); use --cp-comm all-gather (the simulator models both)",
-                       (long long)p->cp, zp_cp_comm_name((zp_cp_comm)p->cp_comm));
     if (!c->backend || strcmp(c->backend, "cpu") != 0)
         return ZP_FAIL(ZP_EUNSUPPORTED, "--cp with --backend %s: the executor runs context parallelism on "
                                         "--backend cpu", c->backend ? c->backend : "");

@@ -64,6 +64,8 @@ typedef struct {
     int fp8_all_gather;      /* torchtitan [float8] enable_fsdp_float8_all_gather */
     int reshard;             /* a zp_reshard: torchtitan's fsdp_reshard_after_forward (0: "default") */
     int64_t shard_group;     /* hybrid sharding's group (torchtitan's HSDP: FSDP's shard x CP ranks); 0: none */
+    int compile;             /* torchtitan's training.compile (compile.enable): 0/1, or UNSET (torchtitan's
+                                default: False, eager) */
     zp_ds_notes notes;       /* what was assumed, resolved or skipped: lines for stderr */
     /* torchtitan's activation_checkpoint.selective_ac_option with mode "selective": "op" (sac_op 1) or every
        k-th block (sac_every k; 0: every block, as torchtitan reads "0"); UNSET: torchtitan's default "2" */

@@ -299,6 +299,16 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
                        l->name, (long long)tp, r->cluster->gpus_per_node);
     r->base.reshard = l->reshard;
     r->base.shard_group = l->shard_group;
+    /* torchtitan without training.compile (its default) runs the blocks eager; its async TP only compiled
+     * ("currently only effective when compile is enabled", job_config.py) */
+    r->base.eager = l->kind == ZP_LAUNCH_TORCHTITAN && l->compile != 1;
+    if (l->kind == ZP_LAUNCH_TORCHTITAN && l->compile == ZP_LAUNCH_UNSET)
+        zp_launch_note(l, "training.compile not stated: PyTorch eager, torchtitan's default");
+    if (b->eager && b->tp_overlap == ZP_TP_OVERLAP_ASYNC) {
+        zp_launch_note(l, "enable_async_tensor_parallel without training.compile: torchtitan runs async TP "
+                          "compiled only, so TP communication is not overlapped");
+        b->tp_overlap = ZP_TP_OVERLAP_OFF;
+    }
     return ZP_OK;
 }
 

@@ -59,20 +59,15 @@ static zp_status set_sac(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
-/* training.compile (compile.enable in later torchtitan): torch.compile of each block. zplan costs a block's
- * elementwise ops as the fused kernels Inductor or Megatron's hand-fused kernels make, compiled or not: eager
- * PyTorch's separate kernels are not modelled (issue #28 point 7), so a compiled run is stated as it is and an
- * eager one reads the same, which the note says. */
+/* training.compile (compile.enable in later torchtitan): torch.compile of each block, its elementwise ops fused
+ * by Inductor; false, or not stated (torchtitan's default: torchtitan/config/job_config.py, Training.compile:
+ * bool = False), runs them as PyTorch eager's separate kernels (zp_plan.eager, sim/zp_ops.def). */
 static zp_status set_compile(zp_launch *l, const zp_launch_entry *e)
 {
-    if (strcasecmp(e->value, "true") == 0) {
-        zp_launch_note(l, "%s true: the blocks' elementwise ops costed as fused kernels (as without it: eager "
-                          "PyTorch's separate kernels are not modelled)",
-                       e->key);
+    if (strcasecmp(e->value, "true") == 0 || strcasecmp(e->value, "false") == 0) {
+        l->compile = strcasecmp(e->value, "true") == 0;
         return ZP_OK;
     }
-    if (strcasecmp(e->value, "false") == 0)
-        return ZP_OK;
     return ZP_FAIL(ZP_EINVAL, "%s:%d: %s '%s': use true or false", l->name, e->line, e->key, e->value);
 }
 
@@ -440,7 +435,8 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     else if (rc == ZP_RECOMPUTE_OP)
         snprintf(option, sizeof option, "selective_ac_option = \"op\"\n");
     const long long local = p->micro_batch * (p->pp > 1 ? p->grad_accum : 1);
-    /* async TP runs under torch.compile (torchtitan refuses it without) */
+    /* compile = true unless the plan runs eager (async TP, which torchtitan runs under torch.compile only, is
+     * refused with eager: zp_cli_opts.c) */
     const int async = p->tp_overlap == ZP_TP_OVERLAP_ASYNC && p->mp > 1;
     const int64_t rep = p->dp / zp_plan_shard_degree(p); /* HSDP's replicas of a shard group (1: FSDP) */
     int n = snprintf(buf, len,
@@ -448,7 +444,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                      "# model: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, rope theta %g\n"
                      "[model]\nname = \"llama3\"\nflavor = \"%s\"\n%s\n"
                      "[training]\nlocal_batch_size = %lld\nglobal_batch_size = %.0f\nseq_len = %lld\n"
-                     "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\n%s\n"
+                     "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\ncompile = %s\n\n"
                      "[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
                      "tensor_parallel_degree = %lld\npipeline_parallel_degree = %lld\ncontext_parallel_degree = %lld\n%s",
                      m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
@@ -457,7 +453,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                      m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor,
                      zp_fp8_get(p->fp8) ? "converters = [\"float8\"]\n" : "", local,
                      zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
-                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", async ? "compile = true\n" : "",
+                     zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", p->eager ? "false" : "true",
                      (long long)(p->stage == 3 ? rep : zp_plan_replicas(p)),
                      (long long)(p->stage == 3 ? zp_plan_replicas(p) / rep : 1), (long long)p->mp, (long long)p->pp,
                      (long long)p->cp, async ? "enable_async_tensor_parallel = true\n" : "");

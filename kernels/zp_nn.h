@@ -98,6 +98,32 @@ zp_status zp_nn_softmax_pos_fwd(float *att, size_t rows, size_t Tq, size_t Tk, c
                                 float scale);
 zp_status zp_nn_softmax_pos_bwd(float *d, const float *att, size_t rows, size_t Tq, size_t Tk, const int *qpos,
                                 const int *kpos, float scale);
+/* Ring attention (context parallelism's ring form, exec/zp_exec_cp.c): the keys come one chunk at a time and
+ * the softmax over all of them is merged chunk by chunk (online softmax: Milakov & Gimelshein 2018;
+ * FlashAttention, Dao et al. 2022, Algorithm 1). Rows, Tq, qpos and kpos as zp_nn_softmax_pos_fwd's, Tk the
+ * chunk's keys.
+ * - online_fwd: att (rows, Tk) the chunk's raw scores in, exp(scale s - m) out (masked keys 0), m the row's
+ *   running max over every chunk so far, updated in mx (rows; start at -INFINITY); se (rows; start at 0) the
+ *   running sum of the exponentials, rescaled to m and increased by this chunk's; corr (rows) = exp(m_old - m),
+ *   what the output accumulated over the earlier chunks is multiplied by before att . V is added (0 on the
+ *   first chunk; 1 while a row has no unmasked key yet).
+ * - online_end: after the last chunk, se <- 1 / se (the output's row scale) and mx <- mx + log(se), the rows'
+ *   log-sum-exp (what the backward keeps instead of the probabilities).
+ * - lse_fwd: att (rows, Tk) raw scores in, the probabilities exp(scale s - lse) out (masked keys 0): the
+ *   backward's chunk of the softmax, recomputed from the saved log-sum-exp.
+ * - lse_bwd: d (rows, Tk) the probabilities' gradient in, the raw scores' out, in place: scale p (d - D),
+ *   D (rows) = sum over every key of p d = the row's dot of the output and its gradient (zp_nn_row_dot).
+ * - row_dot: out (rows) = the dot of row r of a (ld lda) and of b (ld ldb), cols wide.
+ * - scale_rows: x (rows, cols; ld) row r multiplied by f[r], in place. */
+zp_status zp_nn_softmax_online_fwd(float *att, float *mx, float *se, float *corr, size_t rows, size_t Tq, size_t Tk,
+                                   const int *qpos, const int *kpos, float scale);
+zp_status zp_nn_softmax_online_end(float *mx, float *se, size_t rows);
+zp_status zp_nn_softmax_lse_fwd(float *att, const float *lse, size_t rows, size_t Tq, size_t Tk, const int *qpos,
+                                const int *kpos, float scale);
+zp_status zp_nn_softmax_lse_bwd(float *d, const float *att, const float *D, size_t rows, size_t Tk, float scale);
+zp_status zp_nn_row_dot(float *out, const float *a, size_t lda, const float *b, size_t ldb, size_t rows,
+                        size_t cols);
+zp_status zp_nn_scale_rows(float *x, size_t ld, const float *f, size_t rows, size_t cols);
 /* zp_nn_rope with position pos[row % T] (pos (T)). */
 zp_status zp_nn_rope_pos(float *x, size_t N, size_t ld, size_t heads, size_t hd, const int *pos, size_t T,
                          float base, int inverse);
@@ -166,6 +192,15 @@ typedef struct zp_nn_ops {
                           float base, int inverse);
     zp_status (*pos_add)(float *out, const float *wpe, const int *pos, size_t N, size_t T, size_t C);
     zp_status (*pos_add_bwd)(float *dwpe, const int *pos, const float *dout, size_t N, size_t T, size_t C);
+    /* the ring form's (zp_nn_softmax_online_fwd ...): NULL where the backend has none (cuda) */
+    zp_status (*softmax_online_fwd)(float *att, float *mx, float *se, float *corr, size_t rows, size_t Tq, size_t Tk,
+                                    const int *qpos, const int *kpos, float scale);
+    zp_status (*softmax_online_end)(float *mx, float *se, size_t rows);
+    zp_status (*softmax_lse_fwd)(float *att, const float *lse, size_t rows, size_t Tq, size_t Tk, const int *qpos,
+                                 const int *kpos, float scale);
+    zp_status (*softmax_lse_bwd)(float *d, const float *att, const float *D, size_t rows, size_t Tk, float scale);
+    zp_status (*row_dot)(float *out, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t cols);
+    zp_status (*scale_rows)(float *x, size_t ld, const float *f, size_t rows, size_t cols);
 } zp_nn_ops;
 
 extern const zp_nn_ops zp_nn_ops_cpu;

@@ -432,6 +432,99 @@ zp_status zp_nn_softmax_pos_bwd(float *d, const float *att, size_t rows, size_t 
     return ZP_OK;
 }
 
+/* ---- ring attention: key chunks merged by online softmax (zp_nn.h) ---- */
+
+/* One row of a chunk: its unmasked scores' max joins the running max, the exponentials are taken against it. */
+static void online_row(float *row, float *mx, float *se, float *corr, const int *kpos, int t, size_t Tk, float scale)
+{
+    float m = *mx, s = 0.0f;
+    for (size_t j = 0; j < Tk; j++)
+        if (kpos[j] <= t && scale * row[j] > m)
+            m = scale * row[j];
+    if (m == -INFINITY) { /* no unmasked key so far: nothing to merge */
+        memset(row, 0, Tk * sizeof *row);
+        *corr = 1.0f;
+        return;
+    }
+    for (size_t j = 0; j < Tk; j++) {
+        const float e = kpos[j] <= t ? zp_expf(scale * row[j] - m) : 0.0f;
+        row[j] = e;
+        s += e;
+    }
+    *corr = *mx == -INFINITY ? 0.0f : zp_expf(*mx - m);
+    *se = *se * *corr + s;
+    *mx = m;
+}
+
+zp_status zp_nn_softmax_online_fwd(float *att, float *mx, float *se, float *corr, size_t rows, size_t Tq, size_t Tk,
+                                   const int *qpos, const int *kpos, float scale)
+{
+    NN_CHECK(att && mx && se && corr && qpos && kpos && Tq > 0 && Tk > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++)
+        online_row(att + r * Tk, mx + r, se + r, corr + r, kpos, qpos[r % Tq], Tk, scale);
+    return ZP_OK;
+}
+
+zp_status zp_nn_softmax_online_end(float *mx, float *se, size_t rows)
+{
+    NN_CHECK(mx && se, "NULL buffer");
+    for (size_t r = 0; r < rows; r++) {
+        if (!(se[r] > 0.0f))
+            return ZP_FAIL(ZP_EINVAL, "online softmax: row %zu has no unmasked key", r);
+        mx[r] += logf(se[r]);
+        se[r] = 1.0f / se[r];
+    }
+    return ZP_OK;
+}
+
+zp_status zp_nn_softmax_lse_fwd(float *att, const float *lse, size_t rows, size_t Tq, size_t Tk, const int *qpos,
+                                const int *kpos, float scale)
+{
+    NN_CHECK(att && lse && qpos && kpos && Tq > 0 && Tk > 0, "NULL buffer or empty shape");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++) {
+        float *row = att + r * Tk;
+        const int t = qpos[r % Tq];
+        for (size_t j = 0; j < Tk; j++)
+            row[j] = kpos[j] <= t ? zp_expf(scale * row[j] - lse[r]) : 0.0f;
+    }
+    return ZP_OK;
+}
+
+zp_status zp_nn_softmax_lse_bwd(float *d, const float *att, const float *D, size_t rows, size_t Tk, float scale)
+{
+    NN_CHECK(d && att && D, "NULL buffer");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < Tk; j++)
+            d[r * Tk + j] = scale * att[r * Tk + j] * (d[r * Tk + j] - D[r]);
+    return ZP_OK;
+}
+
+zp_status zp_nn_row_dot(float *out, const float *a, size_t lda, const float *b, size_t ldb, size_t rows, size_t cols)
+{
+    NN_CHECK(out && a && b, "NULL buffer");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++) {
+        float s = 0.0f;
+        for (size_t c = 0; c < cols; c++)
+            s += a[r * lda + c] * b[r * ldb + c];
+        out[r] = s;
+    }
+    return ZP_OK;
+}
+
+zp_status zp_nn_scale_rows(float *x, size_t ld, const float *f, size_t rows, size_t cols)
+{
+    NN_CHECK(x && f, "NULL buffer");
+    ZP_NN_PAR
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            x[r * ld + c] *= f[r];
+    return ZP_OK;
+}
+
 /* zp_rope_at's turn with the row's position from pos. */
 zp_status zp_nn_rope_pos(float *x, size_t N, size_t ld, size_t heads, size_t hd, const int *pos, size_t T,
                          float base, int inverse)
@@ -508,6 +601,12 @@ const zp_nn_ops zp_nn_ops_cpu = {
     .rope_pos = zp_nn_rope_pos,
     .pos_add = zp_nn_pos_add,
     .pos_add_bwd = zp_nn_pos_add_bwd,
+    .softmax_online_fwd = zp_nn_softmax_online_fwd,
+    .softmax_online_end = zp_nn_softmax_online_end,
+    .softmax_lse_fwd = zp_nn_softmax_lse_fwd,
+    .softmax_lse_bwd = zp_nn_softmax_lse_bwd,
+    .row_dot = zp_nn_row_dot,
+    .scale_rows = zp_nn_scale_rows,
 };
 
 zp_status zp_nn_ops_get(const char *name, const zp_nn_ops **out)

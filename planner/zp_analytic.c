@@ -13,9 +13,9 @@ double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, doub
 {
     int64_t gpn = zp_cluster_domain(c);
     if (n * stride <= gpn) {
-        /* the whole group inside one node: NVSwitch */
+        /* the whole group inside one node: NVSwitch, or the n-1 links among its GPUs of a mesh */
         *latency = c->nvlink_latency;
-        return c->nvlink_bw * (c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0);
+        return zp_cluster_group_bw(c, (int)n);
     }
     /* The group spans nodes. Per node, the groups that share its InfiniBand rails are the `stride`
      * interleaved groups (at most one node's worth of GPUs): each gets node_bw / concurrent groups. A node

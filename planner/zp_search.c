@@ -215,7 +215,12 @@ static zp_status validate_framework(const zp_search_req *r)
                        f->pp_stage_why ? f->pp_stage_why : "its pipeline engine", f->pp_max_stage);
     const char *no = NULL;
     if (stage > f->max_stage)
-        no = "ZeRO stages 1-3 (--stage)";
+        no = f->max_stage == 2 ? "ZeRO stage 3 (--stage)"
+             : f->max_stage == 1 ? "ZeRO stages 2-3 (--stage)" : "ZeRO stages 1-3 (--stage)";
+    else if (f->no_pipeline && pp && b->pp > 1)
+        no = "pipeline stages (--pp; its pipeline engine came later)";
+    else if (f->fp16_only && (given_on(r, ZP_SEARCH_BF16, b->bf16) || b->fp8))
+        no = "bf16 or fp8 (--precision; fp16 with loss scaling only)";
     else if (given(r, ZP_SEARCH_OFFLOAD) && b->offload != ZP_OFFLOAD_NONE && !f->offload)
         no = "--offload";
     else if (r->base.nvme && !f->offload)
@@ -816,6 +821,7 @@ static void search_profile(const zp_search_req *r, zp_profile *builtin, zp_profi
     zp_profile_for_dtype(prof, zp_plan_precision_name(&probe), typed);
     if (r->base.fp8 && r->cluster) /* the linear layers' GEMMs at the FP8 rate */
         zp_device_profile_fp8(r->cluster, r->base.fp8, r->base.fp8_all_gather, typed);
+    typed->eager = r->base.eager; /* torch.compile off: the blocks' elementwise ops as eager's kernels */
 }
 
 /* The fitting plans worth simulating, into c (as many as fit), each with its bound: not those dominated,
@@ -1196,7 +1202,10 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
 
 int zp_search_bf16(const zp_search_req *r)
 {
-    return given(r, ZP_SEARCH_BF16) ? r->base.bf16 : (r->cluster && zp_cluster_has_bf16(r->cluster));
+    if (given(r, ZP_SEARCH_BF16))
+        return r->base.bf16;
+    const zp_framework *f = zp_framework_get(r->framework);
+    return !(f && f->fp16_only) && r->cluster && zp_cluster_has_bf16(r->cluster);
 }
 
 /* The default global batch in tokens: GPT-3's batch for its largest model not larger than this one
@@ -1332,6 +1341,8 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
 static int tp_overlap_wanted(const zp_search_req *r, const zp_framework *f, int64_t mp, int sp, int tpo)
 {
     const int can = sp && mp > 1 && r->cluster && mp <= r->cluster->gpus_per_node;
+    if (r->base.eager && tpo == ZP_TP_OVERLAP_ASYNC) /* torchtitan's async TP runs under torch.compile only */
+        return 0;
     if (!given(r, ZP_SEARCH_TP_OVERLAP))
         return tpo == ZP_TP_OVERLAP_OFF || (can && tpo == f->tp_overlap);
     return tpo == (can ? r->base.tp_overlap : ZP_TP_OVERLAP_OFF);
@@ -1406,6 +1417,8 @@ static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64
     const zp_search_req *r = w->r;
     if (id != ZP_DIM_PP || d == 1)
         return 1;
+    if (w->fw->no_pipeline)
+        return 0; /* the release has no pipeline engine */
     const int fill = given(r, ZP_SEARCH_GLOBAL_BATCH) || given(r, ZP_SEARCH_ACCUM);
     if (!deg_given(r, ZP_DIM_PP) && (r->exact || !fill))
         return 0;
@@ -1456,6 +1469,8 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     /* what the framework's release forces: fp32 gradients beside bf16 (Megatron-LM v2), no overlap */
     p->grad_bytes = p->bf16 && p->param_bytes == 2.0 && w->fw->bf16_fp32_grads ? 4.0 : r->base.grad_bytes;
     p->overlap_comm = r->base.overlap_comm && w->fw->overlap;
+    /* the fp16 loss scaler's per-tensor checks (deepspeed-2020); bf16 and fp32 have no loss scaling */
+    p->serial_scaler = w->fw->serial_scaler && !p->bf16 && p->param_bytes == 2.0;
     p->overlap_param_gather = r->base.overlap_param_gather && p->overlap_comm && (p->stage == 1 || p->stage == 2) &&
                               p->offload == ZP_OFFLOAD_NONE;
     p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->base.nvme : r->base.nvme & ZP_NVME_OPTIMIZER);

@@ -882,7 +882,13 @@ static zp_status attention_fact(zp_doc *d, const zp_whatif *w)
                                                         "FlashAttention on)"
                                                       : "unfused: the s x s scores in memory (this GPU has no "
                                                         "FlashAttention-2 kernels)"));
-    return zp_doc_set_key(d, "flash_attention", json_boolean(fa));
+    ZP_TRY(zp_doc_set_key(d, "flash_attention", json_boolean(fa)));
+    if (!w->result->plans[0].plan.eager) /* said only when asked: every answer before --compile reads the same */
+        return ZP_OK;
+    ZP_TRY(zp_doc_add_fact(d, "Kernels", "PyTorch eager: a block's elementwise ops as separate kernels, each with its "
+                                         "launch, host dispatch and HBM round trip (torch.compile off: --compile "
+                                         "off, or torchtitan's training.compile false)"));
+    return zp_doc_set_key(d, "compile", json_false());
 }
 
 /* The what-if's Framework (when one was given), Batch (when zplan chose it), Precision and FLOPs facts. */

@@ -89,6 +89,7 @@ static void account(zp_eng *E, zp_stream s, const zp_op *op, double dur)
     const zp_opc cls = info_of(op)->cls;
     if (s == ZP_STREAM_COMPUTE) {
         R->phase[op->phase] += dur;
+        R->kind[op->type] += dur;
         switch (zp_op_part(op)) {
         case ZP_PART_COMPUTE: R->compute += dur; break;
         case ZP_PART_MP_COMM: R->mp_comm += dur; break;
@@ -276,6 +277,11 @@ static void run_coll(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
     if (E->n.intra_flows) {
         if (lat > 0)
             sg_actor_sleep_for(lat);
+        /* on a mesh, the bytes that take as long on the node's port (nv_bw) as on the group's g-1 links
+         * (zp_collcost_nv_bw): a switch's port is shared, a mesh's links are not, so a mesh's contention
+         * between MP and DP flows is overstated here */
+        if (ib > 0 && E->n.cluster && E->n.cluster->intra_mesh)
+            ib *= E->n.nv_bw / zp_collcost_nv_bw(&E->n, gs);
         if (ib > 0) {
             sg_host_sendto(E->gpu0[node], E->gpu1[node], ib);
             E->activities += 1;
@@ -283,7 +289,7 @@ static void run_coll(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
     } else {
         double lt = zp_collcost_profile_time(&E->n, op, gs);
         if (lt < 0)
-            lt = ib / E->n.nv_bw + lat;
+            lt = ib / zp_collcost_nv_bw(&E->n, gs) + lat;
         if (lt > 0)
             sg_actor_sleep_for(lt);
     }

@@ -75,7 +75,7 @@ static double nccl_time(const zp_net *N, const zp_op *op, const zp_group_shape *
     const double frac = nccl_bw_frac[algo][proto];
     double t = 0.0;
     if (g > 1 && !(multi && N->flat))
-        t += f * (g - 1.0) / g * op->bytes / (N->nv_bw * frac);
+        t += f * (g - 1.0) / g * op->bytes / (zp_collcost_nv_bw(N, gs) * frac);
     if (multi) {
         double node = algo == A_TREE ? 2.0 * op->bytes * gs->G
                                      : f * (N->flat ? (P - 1.0) / P : (k - 1.0) / k) * op->bytes * gs->G;
@@ -83,6 +83,13 @@ static double nccl_time(const zp_net *N, const zp_op *op, const zp_group_shape *
     }
     *lat_out = lat;
     return lat + t;
+}
+
+double zp_collcost_nv_bw(const zp_net *N, const zp_group_shape *gs)
+{
+    if (!N->cluster || !N->cluster->intra_mesh)
+        return N->nv_bw;
+    return N->nv_bw * zp_cluster_group_share(N->cluster, gs->g);
 }
 
 /* A profile measured here (no GPU device model: MPI, or a calibrated machine): its fitted latency per ring
@@ -193,7 +200,9 @@ double zp_collcost_local_time(const zp_net *N, const zp_op *op, const zp_group_s
     if (gs->g <= 1 && gs->k <= 1)
         return coll_self_time(N, op);
     double t = zp_collcost_profile_time(N, op, gs);
-    return t >= 0 ? t : zp_collcost_intra_bytes(N, op, gs) / N->nv_bw + zp_collcost_choose(N, op, gs).lat;
+    if (t >= 0)
+        return t;
+    return zp_collcost_intra_bytes(N, op, gs) / zp_collcost_nv_bw(N, gs) + zp_collcost_choose(N, op, gs).lat;
 }
 
 /* Bytes one rail carries: the node's G groups each send f(k-1)/k of the buffer (hierarchical ring),
@@ -229,7 +238,7 @@ static double coll_least_time(const zp_net *N, const zp_op *op)
         return zp_collcost_local_time(N, op, gs);
     double t = N->intra_flows ? -1.0 : zp_collcost_profile_time(N, op, gs);
     if (t < 0)
-        t = zp_collcost_intra_bytes(N, op, gs) / N->nv_bw + zp_collcost_choose(N, op, gs).lat;
+        t = zp_collcost_intra_bytes(N, op, gs) / zp_collcost_nv_bw(N, gs) + zp_collcost_choose(N, op, gs).lat;
     if (gs->k > 1)
         t += zp_collcost_rail_bytes(N, op, gs) / N->rail_bw;
     return t;

@@ -36,6 +36,10 @@ double zp_collcost_profile_time(const zp_net *N, const zp_op *op, const zp_group
 /* A collective within one node: its intra-node phases as time (NVSwitch uncontended) plus latencies, or
  * the profile's measured time; over one rank, the copy of a new output buffer. */
 double zp_collcost_local_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* The bus bandwidth of the group's intra-node phase, B/s: the node's (nv_bw) on a switch; on a full mesh
+ * (MI300X's xGMI) the share of it the g-1 direct links among the group's g GPUs of a node carry
+ * (zp_cluster_group_share). */
+double zp_collcost_nv_bw(const zp_net *N, const zp_group_shape *gs);
 /* Bytes one rail of a node carries for a cross-node collective, over the protocol's fraction. */
 double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
 /* The collectives of stream `s` of schedule `sc`, each at the least time the simulation can give it

@@ -48,8 +48,9 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->nvme_read_gbs = c->nvme_read_bw / 1e9;
     p->nvme_write_gbs = c->nvme_write_bw / 1e9;
     const double lat[ZP_PROFILE_NSCOPE] = {c->nvlink_latency, c->ib_latency};
-    const double nv_eff = c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0;
-    const double bw[ZP_PROFILE_NSCOPE] = {c->nvlink_bw * nv_eff, c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
+    /* inside a node: a whole domain's group (on a mesh, a smaller group's share: zp_collcost_nv_bw) */
+    const double bw[ZP_PROFILE_NSCOPE] = {zp_cluster_group_bw(c, zp_cluster_domain(c)),
+                                          c->ib_rail_bw * c->ib_efficiency * c->inter_channels};
     for (int k = 0; k < ZP_PROFILE_NCOLL; k++) {
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             zp_profile_coll_fit *f = &p->coll[k][s];
@@ -103,6 +104,9 @@ double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *inf
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
     (void)gpus_per_cpu;
+    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
+    if (p->eager && info->launches_eager > 0) /* PyTorch eager's kernels: not the fused ones a profile measured */
+        return launch * info->launches_eager + op->elems * info->eltbytes_eager / stream_bw(p);
     double t = info->nkern > 0 && op->elems > 0 ? 0.0 : -1.0;
     for (int i = 0; t >= 0 && i < info->nkern; i++) {
         double ti = zp_profile_kernel_time(p, info->kern[i], op->elems);
@@ -110,7 +114,6 @@ double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *i
     }
     if (t >= 0)
         return t;
-    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
     double bytes = op->bytes;
     if (p->dev.unfused_kernels && info->eltbytes_unfused > 0 && info->eltbytes > 0)
         bytes *= info->eltbytes_unfused / info->eltbytes;
@@ -119,6 +122,8 @@ double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const zp_op_info *i
 
 int zp_device_launches(const zp_profile *p, const zp_op_info *info)
 {
+    if (p->eager && info->launches_eager > 0)
+        return info->launches_eager;
     int n = p->dev.unfused_kernels && info->launches_unfused > 0 ? info->launches_unfused : info->launches;
     return n > 0 ? n : 1;
 }
@@ -129,6 +134,21 @@ double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info
     (void)gpus_per_cpu;
     double t = zp_profile_adam_time(p, op->bytes, 0);
     return t >= 0 ? t : op->bytes * ZP_DEVICE_OPTIMIZER_BYTES / stream_bw(p);
+}
+
+/* The fp16 scaler's per-tensor passes (zp_ops.def SCALER_CHECK): each of op->elems tensors takes, one after
+ * the other, ZP_SCALER_CALLS framework calls (two kernels and a blocking device-to-host copy for the overflow
+ * check, the same for the norm); the copy drains the GPU, so the host's dispatch of the next tensor cannot
+ * run ahead: each call costs its host dispatch and its launch in series. Plus the kernels' bytes at the
+ * stream bandwidth. The op's own dispatch (zp_device_host_time) is its first call's, counted here too: one
+ * dispatch in ~10^3-10^4 of them. */
+#define ZP_SCALER_CALLS 6.0
+double zp_cost_scaler_check(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
+{
+    (void)info;
+    (void)gpus_per_cpu;
+    const double launch = p->dev.sms > 0 ? p->dev.launch_s : ZP_DEVICE_ELTWISE_T0;
+    return op->elems * ZP_SCALER_CALLS * (launch + p->dev.dispatch_s) + op->bytes / stream_bw(p);
 }
 
 /* The host's Adam over the partition; the node's GPUs update theirs on the same CPU. */

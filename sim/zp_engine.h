@@ -124,6 +124,8 @@ typedef struct {
     double phase[ZP_NPHASES]; /* the compute stream's time by phase of what it ran or waited for (forward,
                                  recompute, backward, optimizer; the tail after it ended counts as optimizer):
                                  they add up to step_time */
+    double kind[ZP_NOPK];    /* the compute stream's time by the kind of op it ran or waited in (zp_ops.def's
+                                rows), for `zplan exec --validate`'s per-kind table */
 } zp_sim_result;
 
 /* The simulation `in` gets (in->sim when FULL or REDUCED; under AUTO: REDUCED where it is exact, FULL

@@ -227,6 +227,7 @@ zp_status zp_fabric_setup(const zp_sim_input *in, int platform_gpn, zp_net *N)
     N->nv_lat = intra->measured ? intra->latency_s / (intra->nranks > 1 ? intra->nranks - 1 : 1) : c->nvlink_latency;
     N->rail_bw = inter->measured ? inter->busbw_gbs * 1e9 / N->channels : c->ib_rail_bw * c->ib_efficiency;
     N->ib_lat = inter->measured ? inter->latency_s / (inter->nranks > 1 ? inter->nranks - 1 : 1) : c->ib_latency;
+    N->cluster = c;
     N->nccl = prof->dev.sms > 0;
     N->ll128 = c->nccl_ll128;
     shape_groups(p, N);

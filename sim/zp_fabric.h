@@ -40,6 +40,7 @@ typedef struct zp_net {
     int rep_cross[ZP_NXS]; /* period 1: the representative's flow of the stream crosses its leaf's uplink */
     double rep_up_bw;    /* period 1: the capacity of the representative's share of that uplink, B/s */
     char why[200];       /* why the reduction is not exact */
+    const zp_cluster *cluster; /* the domain's topology: a group's share of nv_bw (zp_collcost_nv_bw) */
 } zp_net;
 
 /* The derived figures of a simulation into *N; platform_gpn: GPUs per node of a user platform, or 0.

@@ -427,6 +427,40 @@ static void ex_tensor(zp_builder *b, zp_buf buf, int index, zp_mem_cat cat, doub
         zp_builder_mem(b, -1, 1, buf, index, cat, 4.0 * n);
 }
 
+/* Context parallelism, all-gather form (exec/zp_exec_cp.c): this rank's K and V rows (kv elements: 2 kv_n
+ * wide), the CP group's gathered (gathered again before the backward, so one working copy), their gradients;
+ * the ring form: two K and V chunks (the one in hand, the one in flight) and, backward, two of their
+ * gradients, never the gathered sequence. */
+static void ex_cp_tensors(zp_builder *b, const zp_plan *p, double kv)
+{
+    if (p->cp <= 1)
+        return;
+    if (p->cp_comm == ZP_CP_RING) {
+        static const zp_buf ring_bufs[] = {ZP_BUF_CP_KV, ZP_BUF_CP_KV_NEXT, ZP_BUF_CP_DKV, ZP_BUF_CP_DKV_NEXT};
+        for (size_t k = 0; k < sizeof ring_bufs / sizeof ring_bufs[0]; k++)
+            ex_tensor(b, ring_bufs[k], 0, ZP_MEM_ACTIVATIONS, kv);
+        return;
+    }
+    ex_tensor(b, ZP_BUF_CP_KV, 0, ZP_MEM_ACTIVATIONS, kv);
+    ex_tensor(b, ZP_BUF_CP_KV_ALL, 0, ZP_MEM_ACTIVATIONS, kv * (double)p->cp);
+    ex_tensor(b, ZP_BUF_CP_DKV_ALL, 0, ZP_MEM_ACTIVATIONS, kv * (double)p->cp);
+}
+
+/* A block's attention scores (elements, per activation set) and the backward's working d_att: B NHl T T cp
+ * (T: the rank's slice; with context parallelism its queries' scores against every slice's keys). The ring
+ * form (exec/zp_exec_cp.c) keeps, per block, each query row's log-sum-exp instead of its scores (flash
+ * attention's saved statistic); its working set is one (sequence, head)'s chunk of probabilities and their
+ * gradients (2 T T), the running sums or the rows' D of every head (B NHl T) and one rescale per row (T). */
+static void ex_att_sizes(const zp_plan *p, double B, double NHl, double T, double *att, double *datt)
+{
+    if (p->cp > 1 && p->cp_comm == ZP_CP_RING) {
+        *att = B * NHl * T;
+        *datt = 2.0 * T * T + B * NHl * T + T;
+        return;
+    }
+    *att = *datt = B * NHl * T * T * (double)(p->cp > 1 ? p->cp : 1);
+}
+
 /* Everything the executor holds from its start: model states, communication buffers and the
  * activations of the step (allocated once and reused by every micro-batch and step; the stage-3 groups
  * alone come and go). Elements: BT = B·T tokens, this MP rank's widths (zp_tensors_shape); activations per
@@ -446,9 +480,9 @@ static void ex_setup(zp_builder *b)
     const double dp = (double)p->dp, edp = (double)(p->dp / (p->ep > 0 ? p->ep : 1)), t = (double)p->mp;
     const double C = (double)sh.C, B = (double)p->micro_batch, T = (double)sh.T, BT = B * T;
     const double Vl = (double)sh.Vl, NHl = (double)sh.NHl;
-    /* with context parallelism (T: the rank's slice) its queries' scores against every slice's keys */
-    const double cp = (double)(p->cp > 1 ? p->cp : 1);
-    const double att = B * NHl * T * T * cp, stat = sh.rms ? 0.0 : BT;
+    const double stat = sh.rms ? 0.0 : BT;
+    double att, datt;
+    ex_att_sizes(p, B, NHl, T, &att, &datt);
     /* model states */
     if (p->stage == 3)
         ex_tensor(b, ZP_BUF_PSHARD, 0, ZP_MEM_PARAMS, shard);
@@ -534,21 +568,14 @@ static void ex_setup(zp_builder *b)
                 {ZP_BUF_DQKV, 0},  {ZP_BUF_DATTY, 0}, {ZP_BUF_DATT, 0},     {ZP_BUF_DFCH, 0},     {ZP_BUF_DGLU, 0},
                 {ZP_BUF_MSEND, 0}, {ZP_BUF_MROWS, 0}, {ZP_BUF_DEA, 0},      {ZP_BUF_DEH, 0},      {ZP_BUF_DGATE, 0},
                 {ZP_BUF_DRLOG, 0}};
-    const double n[] = {BT * C, BT * C, stat, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, qkv, q, att,
+    const double n[] = {BT * C, BT * C, stat, BT, BT * Vl, BT, BT, BT, BT * C, BT * C, qkv, q, datt,
                         moe ? 0 : BT * (double)sh.up, !moe && sh.gated ? BT * (double)sh.Fl : 0,
                         Ek * C, R * C, R * (double)sh.e_f, sh.gated ? R * (double)sh.e_up : 0, Ek,
                         BT * (double)sh.E};
     for (size_t k = 0; k < sizeof n / sizeof n[0]; k++)
         if (b->pps.head || !bufs[k].head)
             ex_tensor(b, bufs[k].buf, 0, ZP_MEM_ACTIVATIONS, n[k]);
-    /* context parallelism, all-gather form (exec/zp_exec_cp.c): this rank's K and V rows (2 kv_n wide), the
-     * CP group's gathered (gathered again before the backward, so one working copy), their gradients */
-    if (p->cp > 1) {
-        const double kv = BT * 2.0 * (double)sh.kv_n;
-        ex_tensor(b, ZP_BUF_CP_KV, 0, ZP_MEM_ACTIVATIONS, kv);
-        ex_tensor(b, ZP_BUF_CP_KV_ALL, 0, ZP_MEM_ACTIVATIONS, kv * cp);
-        ex_tensor(b, ZP_BUF_CP_DKV_ALL, 0, ZP_MEM_ACTIVATIONS, kv * cp);
-    }
+    ex_cp_tensors(b, p, BT * 2.0 * (double)sh.kv_n);
 }
 
 static void ex_nothing(zp_builder *b, int l)

@@ -190,7 +190,10 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     /* the executor's context parallelism (all-gather form): this rank's K and V rows, every CP rank's    \
      * gathered, and their gradients before the reduce-scatter hands each rank its rows back */          \
     X(CP_KV, "cp_kv_slice", ZP_PER_ONE) X(CP_KV_ALL, "cp_kv_gathered", ZP_PER_ONE)                          \
-    X(CP_DKV_ALL, "cp_dkv_gathered", ZP_PER_ONE)
+    X(CP_DKV_ALL, "cp_dkv_gathered", ZP_PER_ONE)                                                             \
+    /* ... and its ring form: the K and V chunk in flight beside the one in hand, and their gradients' pair */ \
+    X(CP_KV_NEXT, "cp_kv_in_flight", ZP_PER_ONE) X(CP_DKV, "cp_dkv_slice", ZP_PER_ONE)                        \
+    X(CP_DKV_NEXT, "cp_dkv_in_flight", ZP_PER_ONE)
 
 typedef enum {
 #define ZP_BUF_ENUM(id, name, per) ZP_BUF_##id,
@@ -232,6 +235,7 @@ double zp_cost_gemm(const zp_profile *p, const zp_op *op, const struct zp_op_inf
 double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_eltwise(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
+double zp_cost_scaler_check(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_cpu_adam(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 double zp_cost_nvme(const zp_profile *p, const zp_op *op, const struct zp_op_info *info, int gpus_per_cpu);
 
@@ -251,6 +255,10 @@ typedef struct zp_op_info {
     double eltbytes_unfused;   /* ... with Megatron-LM 2019's unfused kernels (a device model with
                                   unfused_kernels: the ZeRO paper's stack); 0: as fused */
     int launches_unfused;      /* ... and its launches; 0: as fused */
+    double eltbytes_eager;     /* ... as PyTorch eager runs the op (torch.compile off, zp_plan.eager: each
+                                  torch op its own kernel and HBM round trip), bytes per element of
+                                  op->elems in 16-bit activations; 0: as fused (the same kernels either way) */
+    int launches_eager;        /* ... and its kernels; 0: as fused */
     double dropbytes;          /* of eltbytes, the bytes per element its dropout moves (the mask, and the
                                   dropped copy where dropout is a kernel of its own): gone when the model
                                   has no dropout of the kind `dropout` names */

@@ -218,6 +218,9 @@ typedef struct {
     zp_profile_device dev;           /* "device_model", optional (sms 0: absent) */
     double nvme_read_gbs, nvme_write_gbs; /* "nvme_gbs", optional (0: absent): a node's drives, GB/s */
     zp_profile_fp8 fp8;              /* FP8 training's GEMM rate (not in the file) */
+    int eager;                       /* the plans priced run without torch.compile (zp_plan.eager): a block's
+                                        elementwise ops as PyTorch eager's kernels (zp_op_info.launches_eager);
+                                        set for the plans priced, not in the file */
 } zp_profile;
 
 /* An empty profile (zeros, nothing measured). */

@@ -1044,6 +1044,38 @@ static void passes_end(zp_builder *b)
     }
 }
 
+/* The fp16 loss scaler of Megatron-LM 2019 / DeepSpeed 2020 (zp_plan.serial_scaler) before the update: the
+ * overflow check and the gradient norm tensor by tensor (SCALER_CHECK), each all-reducing its flag or its sum
+ * over DP (stages 1-2: DeepSpeed's partitions) and MP. The tensors: Megatron-LM 2019's GPT-2 block holds 12
+ * (two LayerNorms' gain and bias, the QKV, projection, h->4h and 4h->h weights and biases), the embedding
+ * group 4 (word and position embeddings, the final LayerNorm's two). Stage 0 (Megatron-LM's FP16_Optimizer)
+ * and stage 1 (zero_optimizer_stage1.py: CheckOverflow over every fp16 group, get_grad_norm per parameter)
+ * walk every tensor of the MP rank; stage 2 (deepspeed_zero_optimizer.py: averaged_gradients) the tensors of
+ * its partition. Bytes per element: the check reads the fp16 gradient, writes and reads its fp32 copy (10);
+ * the norm: stage 2's .double().norm() 2 + 8 + 8, stage 1's .float().norm() 2 + 4 + 4, stage 0's over the
+ * fp32 master gradients 4. */
+static void scaler_check(zp_builder *b)
+{
+    const zp_plan *plan = b->p;
+    if (!plan->serial_scaler || skip(b))
+        return;
+    double blocks = 0.0;
+    for (int64_t l = 1; l <= b->m->layers; l++)
+        blocks += b->f.grad[l] > 0 ? 1.0 : 0.0;
+    const double tensors = 12.0 * blocks + 4.0;
+    const double shard = plan->stage >= 2 ? (double)zp_plan_shard_degree(plan) : 1.0;
+    const double norm_bytes = plan->stage >= 2 ? 18.0 : plan->stage == 1 ? 10.0 : 4.0;
+    zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_SCALER_CHECK);
+    o->elems = fmax(1.0, ceil(tensors / shard));
+    o->bytes = (10.0 + norm_bytes) * b->f.psi / shard;
+    for (int pass = 0; pass < 2; pass++) { /* the overflow flag, then the norm */
+        if (plan->stage >= 1 && plan->dp > 1)
+            move(b, ZP_STREAM_COMPUTE, ZP_OPK_GRAD_ALLREDUCE, 4.0);
+        if (plan->mp > 1)
+            move(b, ZP_STREAM_COMPUTE, ZP_OPK_MP_ALLREDUCE, 4.0);
+    }
+}
+
 /* The optimizer on the local partition, and the stage-1/2 all-gather of the updated parameters. */
 static void optimizer(zp_builder *b, double bucket, int nb)
 {
@@ -1056,6 +1088,7 @@ static void optimizer(zp_builder *b, double bucket, int nb)
      * (param_gather_start) */
     const int stage12 = (plan->stage == 1 || plan->stage == 2) && !plan->overlap_param_gather;
     if (plan->offload == ZP_OFFLOAD_NONE) {
+        scaler_check(b);
         if (!skip(b))
             zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_ADAM)->bytes = part;
         if (stage12)

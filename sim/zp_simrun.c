@@ -162,6 +162,8 @@ static void extrapolate(const zp_sim_result *a, const zp_sim_result *b, double f
         X(stage_busy[i]);
     for (int i = 0; i < ZP_NPHASES; i++)
         X(phase[i]);
+    for (int i = 0; i < ZP_NOPK; i++)
+        X(kind[i]);
 #undef X
 }
 

@@ -56,10 +56,9 @@ static const char USAGE[] =
     "  --ep E                    expert parallelism of a mixture-of-experts model: each rank holds 1/E of\n"
     "                            the experts, tokens exchanged by all-to-all; divides the DP ranks (default 1)\n"
     "  --cp C                    context parallelism: each sequence cut over C of the DP ranks (Megatron-core's\n"
-    "                            causal load balancing), K and V all-gathered for the attention; 2C divides\n"
-    "                            the sequence, C the DP ranks; needs --cp-comm all-gather (default 1)\n"
-    "  --cp-comm all-gather      how CP moves K and V: the executor runs the all-gather form (Llama 3's); the\n"
-    "                            ring (the planner's default) is refused\n"
+    "                            causal load balancing); 2C divides the sequence, C the DP ranks (default 1)\n"
+    "  --cp-comm ring|all-gather how CP moves K and V: ring (default; Megatron-core's p2p: passed round, merged\n"
+    "                            by online softmax) or all-gather (Llama 3's: gathered whole)\n"
     "  --micro-batch b           sequences per rank per micro-step (default 1)\n"
     "  --grad-accum k            micro-steps per step (default 1)\n"
     "  --global-batch B          sequences per step: sets the accumulation (B = micro-batch x k x DP / CP)\n"
@@ -351,6 +350,13 @@ static json_t *report_json_validation(const zp_exec_result *r, const prediction 
         json_object_set_new(bp, zp_phase_name((zp_phase)p), json_pack("{s:f,s:f}", "predicted", pr->sim.phase[p],
                                                                       "measured", r->time.phase[p]));
     json_object_set_new(v, "by_phase_s", bp);
+    json_t *bk = json_object(); /* by op kind: the compute stream's ops of each of zp_ops.def's rows */
+    for (int t = 0; t < ZP_NOPK; t++)
+        if (r->time.kind[t] > 0 || pr->sim.kind[t] > 0)
+            json_object_set_new(bk, zp_op_info_get(t)->name, json_pack("{s:f,s:f,s:f}", "ops", r->time.kind_n[t],
+                                                                       "predicted", pr->sim.kind[t], "measured",
+                                                                       r->time.kind[t]));
+    json_object_set_new(v, "by_kind_s", bk);
     return v;
 }
 
@@ -403,6 +409,35 @@ static void report_text_quiet(FILE *f, const zp_exec_result *r)
         snprintf(others, sizeof others, "%.2f cores", v.others_cores);
     fprintf(f, "machine while measuring: %s (other processes %s, load %.2f on %d cores, %d ranks here)%s%s\n",
             v.quiet ? "quiet" : "NOT QUIET", others, q->load1, q->cores, q->procs, v.quiet ? "" : ": ", v.reason);
+}
+
+/* --validate's table of the op kinds that took the most time on either side (ZP_CLI_EXEC_KINDS of them):
+ * where a step's error comes from, kernel by kernel (every kind in the JSON's by_kind_s). */
+#define ZP_CLI_EXEC_KINDS 10
+static void report_text_kinds(FILE *f, const zp_exec_result *r, const prediction *pr)
+{
+    int order[ZP_NOPK], n = 0;
+    for (int t = 0; t < ZP_NOPK; t++) /* insertion by the larger of the two times, largest first */
+        if (r->time.kind[t] > 0 || pr->sim.kind[t] > 0) {
+            double w = fmax(r->time.kind[t], pr->sim.kind[t]);
+            int at = n++;
+            while (at > 0 && fmax(r->time.kind[order[at - 1]], pr->sim.kind[order[at - 1]]) < w) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = t;
+        }
+    fprintf(f, "\ntime per op kind (rank 0; the %d largest of %d), s:\n  %-22s %5s %10s %10s %8s\n",
+            n < ZP_CLI_EXEC_KINDS ? n : ZP_CLI_EXEC_KINDS, n, "kind", "ops", "measured", "predicted", "error");
+    for (int i = 0; i < n && i < ZP_CLI_EXEC_KINDS; i++) {
+        const int t = order[i];
+        const double me = r->time.kind[t], pd = pr->sim.kind[t];
+        fprintf(f, "  %-22s %5.0f %10.5f %10.5f ", zp_op_info_get(t)->name, r->time.kind_n[t], me, pd);
+        if (me < 1e-5 && pd < 1e-5)
+            fprintf(f, "%8s\n", "-");
+        else
+            fprintf(f, "%+7.1f%%\n", 100 * rel(pd, me));
+    }
 }
 
 /* --validate's last line: met or missed on a quiet machine, not judged on a busy one. */
@@ -512,6 +547,8 @@ static void report_text(FILE *f, const zp_exec_config *c, const zp_exec_result *
         for (int p = 0; p < ZP_NPHASES; p++)
             fprintf(f, "%s %.4f%s", zp_phase_name((zp_phase)p), r->time.phase[p], p + 1 < ZP_NPHASES ? ", " : "\n");
     }
+    if (pr && pr->done)
+        report_text_kinds(f, r, pr);
     if (pr && !pr->done && pr->err[0])
         fprintf(f, "\nvalidation: %s\n", pr->err);
     if (pr && pr->done)

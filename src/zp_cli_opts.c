@@ -117,6 +117,19 @@ static zp_status set_flash(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --compile on|off: torch.compile of the blocks (on, the default: their elementwise ops fused, as every answer
+ * before this option) or PyTorch eager's separate kernels (off; zp_plan.eager). */
+static zp_status set_compile(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s '%s': use on (torch.compile: fused elementwise kernels) or off (PyTorch "
+                                  "eager's separate kernels)",
+                       opt, v);
+    a->r.base.eager = strcmp(v, "off") == 0;
+    a->compile_given = 1;
+    return ZP_OK;
+}
+
 /* --json: --format json. */
 static zp_status set_json(zp_cli_args *a, const char *opt, const char *v)
 {
@@ -579,6 +592,8 @@ static const zp_cli_opt g_opts[] = {
     /* TP communication overlapped with its GEMMs (Megatron-core's --tp-comm-overlap, torchtitan's async TP) */
     {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
     {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
+    /* torch.compile of the blocks, or PyTorch eager */
+    {"compile", 0, 1, SEARCH, set_compile},
     /* sharded data parallelism beside pipelines, hybrid sharding */
     {"reshard-after-forward", 0, 1, SEARCH, set_reshard},
     {"shard-group", 0, 1, SEARCH, set_shard_group},
@@ -790,6 +805,10 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
         if (a->help)
             return ZP_OK;
     }
+    /* a release that reduced gradients on the compute stream unless told otherwise (deepspeed-2020) */
+    const zp_framework *f = zp_framework_get(a->r.framework);
+    if (f && f->overlap_off_default && !a->overlap_given)
+        a->r.base.overlap_comm = 0;
     return ZP_OK;
 }
 
@@ -820,6 +839,9 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
     if (r->base.fp8_all_gather && f8 && f8->rowwise)
         return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
                                   "(use --fp8-recipe torchao-tensorwise)");
+    if (r->base.eager && zp_search_req_given(r, ZP_SEARCH_TP_OVERLAP) && r->base.tp_overlap == ZP_TP_OVERLAP_ASYNC)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap async with --compile off: torchtitan's async TP runs under "
+                                  "torch.compile only (drop --compile off, or use --tp-comm-overlap te)");
     if (a->launch) {
         static const struct {
             uint32_t bit;
@@ -833,7 +855,7 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                          {ZP_SEARCH_RECOMPUTE, "--recompute (or --checkpoint)"},
                          {ZP_SEARCH_SP, "--sp"},
                          {ZP_SEARCH_OFFLOAD, "--offload"}};
-        const char *given = r->exact ? "--exact" : NULL;
+        const char *given = r->exact ? "--exact" : a->compile_given ? "--compile" : NULL;
         for (int i = (int)(sizeof plan_opts / sizeof plan_opts[0]) - 1; i >= 0; i--)
             if (zp_search_req_given(r, plan_opts[i].bit))
                 given = plan_opts[i].opt; /* the first given, as written */

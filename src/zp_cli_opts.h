@@ -54,6 +54,7 @@ typedef struct {
     double train_tokens;       /* --train-tokens: a token budget to price (0: none) */
     double gpu_hour_price;     /* --gpu-hour-price: USD per GPU-hour (0: none) */
     int flash_given;           /* --flash-attention / --flash-kernel (1) or --no-flash-attention (0) given */
+    int compile_given;         /* --compile on|off given (r.base.eager: off) */
     /* compare: the comma-separated lists of --stage, --mp, --offload, --micro-batch (NULL: not given);
        each item was checked by that option's own setter */
     const char *cmp_list[4];

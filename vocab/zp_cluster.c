@@ -64,7 +64,10 @@
  *  residuals under 0.6 us); NCCL's tuner figures (3.6 + 0.47 us a step) are 3-4 times below the measured
  *  times from 4 GPUs up. A 2-GPU all-reduce of 32 bytes on A100-SXM4 (NCCL issue #583): 10.1 us. No such
  *  table for a DGX H100's NVSwitch was found: its presets take the A100's floor (nccl_ll_base, nccl_ll_hop).
- *  Channels across nodes: the paper's NCCL 2.4.8 drove one ring per collective across DGX-2 nodes, so a
+ *  Channels across nodes (see README, "Framework releases of 2020-2022": NCCL 2.4.8's own netGetRings,
+ *  src/transport/net.cc at v2.4.8-1, builds one ring per NIC across nodes, so this one-ring figure is not its
+ *  code's; it is kept because eight rails put the paper's measured MP-32 Megatron-LM point 4x fast):
+ *  the paper's NCCL 2.4.8 drove one ring per collective across DGX-2 nodes, so a
  *  group's inter-node traffic crossed one 100 Gb/s rail; NCCL 2.4 ran large collectives as flat rings through
  *  every GPU of the group, so each node's egress carries 2(P-1)/P of the buffer per all-reduce; NCCL >= 2.7 with
  *  rail-optimised rings uses one channel per NIC on DGX A100 / H100, and zplan models those as hierarchical
@@ -219,6 +222,20 @@ static const zp_cluster g_rows[] = {
         .sources = "GB200 NVL72 datasheet and reference architecture; the H100's kernel figures (none published "
                    "for GB200)",
     },
+    {
+        /* An 8 x MI300X node of AMD's Instinct MI300X platform (the OAM universal baseboard), as the Dell
+         * PowerEdge XE9680 ships it: 2 Xeon Scalable (4th/5th gen), 32 DDR5 DIMMs (up to 4 TB; 2 TB here, as
+         * the DGX H100's), PCIe gen5 x16 to each GPU, 8 U.2 NVMe, one 400 Gb/s NIC a GPU (AMD's reference: 8
+         * x 400 Gb/s, RoCE or InfiniBand): the DGX H100's node figures. The GPUs are a full xGMI mesh, not a
+         * switch (gpus/mi300x.gpu, intra_topology = mesh): a TP-2 group's collectives get one link, TP-8's
+         * seven (zp_cluster_group_bw). RoCE's NCCL/RCCL efficiency: assumed NDR's 0.9 (not measured). */
+        .name = "mi300x-node",
+        .gpu = "mi300x",
+        .description = "AMD Instinct MI300X platform: 8x MI300X 192 GB, xGMI full mesh, 8x 400 Gb/s NICs",
+        ZP_DGX_H100_NODE,
+        .sources = "AMD MI300X and MI300X platform data sheets; ROCm blogs (hipBLASLt MAF, rccl-tests/xGMI); Dell "
+                   "XE9680 spec sheet; the DGX H100's node figures",
+    },
 };
 enum { NROWS = (int)(sizeof g_rows / sizeof g_rows[0]) };
 
@@ -292,6 +309,20 @@ double zp_cluster_domain_ib_bw(const zp_cluster *c)
 {
     const int gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 1, dom = zp_cluster_domain(c);
     return dom == gpn ? zp_cluster_node_ib_bw(c) : zp_cluster_node_ib_bw(c) * dom / gpn;
+}
+
+double zp_cluster_group_share(const zp_cluster *c, int g)
+{
+    if (!c->intra_mesh || !(c->link_bw > 0) || !(c->nvlink_bw > 0))
+        return 1.0;
+    const double links = (g > 1 ? g - 1.0 : 1.0) * c->link_bw; /* the direct links among g GPUs */
+    return links < c->nvlink_bw ? links / c->nvlink_bw : 1.0;
+}
+
+double zp_cluster_group_bw(const zp_cluster *c, int g)
+{
+    const double full = c->nvlink_bw * (c->nvlink_efficiency > 0 ? c->nvlink_efficiency : 1.0);
+    return c->intra_mesh ? full * zp_cluster_group_share(c, g) : full;
 }
 
 int zp_cluster_has_fp8(const zp_cluster *c) { return c->peak_flops_fp8 > 0; }

@@ -83,6 +83,9 @@ typedef struct {
                                 on 18 trays of 4) or be smaller (NVLink-bridged PCIe pairs) */
     double nic_bw;           /* the GPU's scale-out NIC bandwidth per direction in its reference system, B/s
                                 (listed; the node's NICs are ib_rails x ib_rail_bw) */
+    int intra_mesh;          /* the domain's GPUs are a full mesh of direct peer links (AMD xGMI), not a switch:
+                                the GPU file's intra_topology = mesh (zp_cluster_group_bw) */
+    double link_bw;          /* mesh: one peer link per direction, B/s (nvlink_bw: all of a GPU's links) */
 } zp_cluster;
 
 int zp_cluster_count(void);
@@ -112,6 +115,17 @@ int zp_cluster_domain(const zp_cluster *c);
  * and their bandwidth, B/s per direction. */
 int zp_cluster_domain_rails(const zp_cluster *c);
 double zp_cluster_domain_ib_bw(const zp_cluster *c);
+
+/* The bus bandwidth a collective over g GPUs of one NVLink / xGMI domain reaches, B/s per GPU per direction:
+ * on a switch (NVSwitch) every group reaches the GPU's whole port, nvlink_bw x nvlink_efficiency; on a full
+ * mesh (intra_mesh: MI300X's xGMI, one link to each peer) RCCL's rings and trees run over the g-1 direct links
+ * among the group's GPUs only, (g-1) x link_bw x nvlink_efficiency (a TP-2 all-reduce one link's, TP-8 all
+ * seven), never above the switch figure. The one figure the engine's collective model (sim/zp_collcost.c),
+ * the analytic bound (planner/zp_analytic.c) and the device model (sim/zp_device.c) take. */
+double zp_cluster_group_bw(const zp_cluster *c, int g);
+/* Its fraction of the whole domain's figure (1 on a switch; on an 8-GPU mesh (g-1)/7): what a measured
+ * profile's intra-node bus bandwidth (a full node's) is scaled by for a smaller group. */
+double zp_cluster_group_share(const zp_cluster *c, int g);
 
 /* InfiniBand bandwidth of one node, B/s per direction. */
 double zp_cluster_node_ib_bw(const zp_cluster *c);

@@ -19,7 +19,31 @@
  * `self.zero_optimization_stage() < ZeroStageEnum.gradients, "ZeRO-2 and ZeRO-3 are incompatible with
  * pipeline parallelism"` (deepspeed/runtime/pipe/engine.py); Megatron-LM v2 has no ZeRO; torchtitan runs FSDP2
  * (ZeRO-3, or ZeRO-2 with reshard_after_forward False) beside torch.distributed.pipelining, and so "any"
- * admits stages 2 and 3 with pipeline stages (what they do to the step: sim/zp_schedule.c). */
+ * admits stages 2 and 3 with pipeline stages (what they do to the step: sim/zp_schedule.c).
+ *  deepspeed-2020: the ZeRO paper's DeepSpeed, v0.2.0 (tag v0.2.0, commit 96c4daab, June 2020; the paper's
+ *  runs of spring 2020), with Megatron-LM 2019's model code (commit f86bb671, December 2019): ZeRO stages 0-2
+ *  (deepspeed/pt/zero_optimizer_stage1.py, deepspeed_zero_optimizer.py; stage 3 came with ZeRO-Infinity in
+ *  2021), no offload (ZeRO-Offload: v0.3.0, September 2020), no pipeline engine (deepspeed.pipe: v0.3.0),
+ *  activation checkpointing of whole layers with Pa and Pa+cpu (deepspeed_checkpointing.py:
+ *  partition_activations, cpu_checkpointing), fp16 only (deepspeed_config.py reads no bf16 section), no
+ *  FlashAttention, no fused accumulation, no MoE. Its fp16 loss scaler checks every gradient tensor for
+ *  overflow one at a time, `cpu_sum = float(x.float().sum())` (Megatron-LM 2019 megatron/fp16/loss_scaler.py
+ *  DynamicLossScaler._has_inf_or_nan, copied in DeepSpeed's deepspeed_utils.py CheckOverflow and
+ *  deepspeed_zero_optimizer.py), then all-reduces the flag; the gradient norm likewise per tensor
+ *  (`param_norm.item()`): serial_scaler. Its ZeRO reductions ran on the compute stream unless the config
+ *  asked otherwise (deepspeed_zero_config.py: ZERO_OPTIMIZATION_OVERLAP_COMM_DEFAULT = False; average_tensor
+ *  takes torch.cuda.current_stream() then): overlap_off_default, --overlap-comm restores it. The memory-bound kernels of Megatron-LM 2019 (unfused) are the dgx2
+ *  preset's (vocab/zp_cluster.c, unfused_kernels).
+ *  megatron-deepspeed-2022: bigscience-workshop/Megatron-DeepSpeed with DeepSpeed 0.6-0.7 (2022, BLOOM-176B;
+ *  MT-NLG-530B ran the same engine): the pipeline engine (deepspeed/runtime/pipe/engine.py of May 2022, commit
+ *  6719b46b: TrainSchedule is 1F1B, no interleaving; its activations between stages are PartitionedTensors
+ *  over the TP group, sent 1/t per rank and all-gathered on arrival, `is_pipe_partitioned =
+ *  is_model_parallel`, as Megatron-LM's scatter-gather), ZeRO-1 at most beside it (the same assert as
+ *  deepspeed), gradients reduced after the flush (_exec_reduce_grads, not overlapped), the tied embedding's
+ *  all-reduce between the first and last stage (_exec_reduce_tied_grads), bf16 with fp32 gradient
+ *  accumulation (deepspeed/runtime/bf16_optimizer.py, BF16_Optimizer: fp32_groups_gradients), Megatron's
+ *  fused kernels of that year, no FlashAttention, no sequence parallelism, no selective recompute, no offload
+ *  beside the pipeline. */
 #include "zp_framework.h"
 #include "zp_plan.h"
 
@@ -42,6 +66,19 @@ static const zp_framework g_frameworks[ZP_NFRAMEWORKS] = {
                                 .max_stage = 3, .offload = 1, .pa_cpu = 1, .moe = 1, .selective = 0, .sp = 0,
                                 .interleave_min_pp = 0, .overlap = 1, .fusion = 0, .flash = 1, .pp_max_stage = 1,
                                 .pp_stage_why = "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"},
+    [ZP_FRAMEWORK_DEEPSPEED_2020] = {.name = "deepspeed-2020",
+                                     .what = "DeepSpeed v0.2 with Megatron-LM 2019 (2020, the ZeRO paper's)",
+                                     .max_stage = 2, .offload = 0, .pa_cpu = 1, .moe = 0, .selective = 0, .sp = 0,
+                                     .interleave_min_pp = 0, .overlap = 1, .fusion = 0, .flash = 0, .pp_max_stage = 0,
+                                     .fp16_only = 1, .serial_scaler = 1, .no_pipeline = 1, .overlap_off_default = 1},
+    [ZP_FRAMEWORK_MEGATRON_DEEPSPEED_2022] = {.name = "megatron-deepspeed-2022",
+                                              .what = "Megatron-DeepSpeed with DeepSpeed's pipeline engine (2022, "
+                                                      "BLOOM's)",
+                                              .max_stage = 1, .offload = 0, .pa_cpu = 1, .moe = 0, .selective = 0,
+                                              .sp = 0, .interleave_min_pp = 0, .overlap = 0, .fusion = 0, .flash = 0,
+                                              .bf16_fp32_grads = 1, .pp_max_stage = 1,
+                                              .pp_stage_why = "ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                                                              "parallelism"},
 };
 
 const zp_framework *zp_framework_get(int id)
@@ -56,5 +93,6 @@ zp_status zp_framework_parse(const char *text, int *id)
             *id = i;
             return ZP_OK;
         }
-    return ZP_FAIL(ZP_EINVAL, "--framework: unknown framework '%s' (use any, megatron-2021 or deepspeed)", text);
+    return ZP_FAIL(ZP_EINVAL, "--framework: unknown framework '%s' (use any, megatron-2021, deepspeed, deepspeed-2020 or "
+                                           "megatron-deepspeed-2022)", text);
 }

@@ -26,9 +26,23 @@ typedef struct {
     int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */
     const char *pp_stage_why; /* why not higher, quoted from its source (NULL: no limit of its own) */
     int fsdp_reshard;      /* FSDP2's reshard_after_forward choice (--reshard-after-forward never/always) */
+    /* the releases of 2020-2022 (deepspeed-2020, megatron-deepspeed-2022): what their code costs */
+    int fp16_only;         /* no bf16 (fp16 with dynamic loss scaling; --precision bf16 refused) */
+    int serial_scaler;     /* the fp16 loss scaler's overflow check and the gradient norm run tensor by tensor,
+                              each tensor ending in a host sync (zp_plan.serial_scaler) */
+    int no_pipeline;       /* no pipeline engine (--pp > 1 refused, never searched) */
+    int overlap_off_default; /* gradient reductions on the compute stream unless --overlap-comm is given (the
+                                release's default overlap_comm false) */
 } zp_framework;
 
-typedef enum { ZP_FRAMEWORK_ANY = 0, ZP_FRAMEWORK_MEGATRON_2021, ZP_FRAMEWORK_DEEPSPEED, ZP_NFRAMEWORKS } zp_framework_id;
+typedef enum {
+    ZP_FRAMEWORK_ANY = 0,
+    ZP_FRAMEWORK_MEGATRON_2021,
+    ZP_FRAMEWORK_DEEPSPEED,
+    ZP_FRAMEWORK_DEEPSPEED_2020,
+    ZP_FRAMEWORK_MEGATRON_DEEPSPEED_2022,
+    ZP_NFRAMEWORKS
+} zp_framework_id;
 
 /* The row of an id (NULL outside the table). */
 const zp_framework *zp_framework_get(int id);

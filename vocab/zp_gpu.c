@@ -15,43 +15,48 @@ extern const char *const zp_gpu_preset_files[];
 extern const char *const zp_gpu_preset_texts[];
 extern const int zp_gpu_preset_n;
 
-/* What a value measures, and so which units it may carry. */
-typedef enum { K_TEXT, K_FLOPS, K_BYTES, K_BW, K_TIME, K_POWER, K_CLOCK, K_COUNT, K_FRACTION, K_TOKENS, K_FLAG } kind;
+/* What a value measures, and so which units it may carry (K_TOPO: a word, switch or mesh). */
+typedef enum {
+    K_TEXT, K_FLOPS, K_BYTES, K_BW, K_TIME, K_POWER, K_CLOCK, K_COUNT, K_FRACTION, K_TOKENS, K_FLAG, K_TOPO
+} kind;
 
 typedef struct {
     const char *key;
     kind k;
     size_t off;
     int zero_ok; /* 0 is a meaningful value (not supported, not measured) */
+    int optional; /* may be absent (the intra-domain topology: absent, a switch) */
 } key_def;
 
 #define D(f) offsetof(zp_gpu, f)
 static const key_def g_keys[] = {
-    {"name", K_TEXT, D(name), 0},
-    {"description", K_TEXT, D(description), 0},
-    {"fp32", K_FLOPS, D(fp32), 0},
-    {"fp16", K_FLOPS, D(fp16), 0},
-    {"bf16", K_FLOPS, D(bf16), 1},
-    {"fp8", K_FLOPS, D(fp8), 1},
-    {"hbm", K_BYTES, D(hbm), 0},
-    {"hbm_bw", K_BW, D(hbm_bw), 0},
-    {"sms", K_COUNT, D(sms), 0},
-    {"clock", K_CLOCK, D(clock), 0},
-    {"tdp", K_POWER, D(tdp_w), 0},
-    {"nvlink_domain", K_COUNT, D(nvlink_domain), 0},
-    {"nvlink_bw", K_BW, D(nvlink_bw), 0},
-    {"nvlink_efficiency", K_FRACTION, D(nvlink_efficiency), 0},
-    {"nvlink_latency", K_TIME, D(nvlink_latency), 0},
-    {"nic_bw", K_BW, D(nic_bw), 0},
-    {"gemm_efficiency", K_FRACTION, D(gemm_efficiency), 0},
-    {"kernel_launch", K_TIME, D(kernel_launch), 0},
-    {"dispatch", K_TIME, D(dispatch), 0},
-    {"nccl_ctas", K_COUNT, D(nccl_ctas), 1},
-    {"nccl_ll128", K_FLAG, D(nccl_ll128), 1},
-    {"nccl_ll_base", K_TIME, D(nccl_ll_base), 1},
-    {"nccl_ll_hop", K_TIME, D(nccl_ll_hop), 1},
-    {"flash_efficiency", K_FRACTION, D(flash_efficiency), 1},
-    {"flash_seq_half", K_TOKENS, D(flash_seq_half), 1},
+    {"name", K_TEXT, D(name), 0, 0},
+    {"description", K_TEXT, D(description), 0, 0},
+    {"fp32", K_FLOPS, D(fp32), 0, 0},
+    {"fp16", K_FLOPS, D(fp16), 0, 0},
+    {"bf16", K_FLOPS, D(bf16), 1, 0},
+    {"fp8", K_FLOPS, D(fp8), 1, 0},
+    {"hbm", K_BYTES, D(hbm), 0, 0},
+    {"hbm_bw", K_BW, D(hbm_bw), 0, 0},
+    {"sms", K_COUNT, D(sms), 0, 0},
+    {"clock", K_CLOCK, D(clock), 0, 0},
+    {"tdp", K_POWER, D(tdp_w), 0, 0},
+    {"nvlink_domain", K_COUNT, D(nvlink_domain), 0, 0},
+    {"nvlink_bw", K_BW, D(nvlink_bw), 0, 0},
+    {"nvlink_efficiency", K_FRACTION, D(nvlink_efficiency), 0, 0},
+    {"nvlink_latency", K_TIME, D(nvlink_latency), 0, 0},
+    {"nic_bw", K_BW, D(nic_bw), 0, 0},
+    {"gemm_efficiency", K_FRACTION, D(gemm_efficiency), 0, 0},
+    {"kernel_launch", K_TIME, D(kernel_launch), 0, 0},
+    {"dispatch", K_TIME, D(dispatch), 0, 0},
+    {"nccl_ctas", K_COUNT, D(nccl_ctas), 1, 0},
+    {"nccl_ll128", K_FLAG, D(nccl_ll128), 1, 0},
+    {"nccl_ll_base", K_TIME, D(nccl_ll_base), 1, 0},
+    {"nccl_ll_hop", K_TIME, D(nccl_ll_hop), 1, 0},
+    {"flash_efficiency", K_FRACTION, D(flash_efficiency), 1, 0},
+    {"flash_seq_half", K_TOKENS, D(flash_seq_half), 1, 0},
+    {"intra_topology", K_TOPO, D(intra_mesh), 0, 1},
+    {"link_bw", K_BW, D(link_bw), 0, 1},
 };
 #undef D
 enum { NKEYS = (int)(sizeof g_keys / sizeof g_keys[0]) };
@@ -79,7 +84,7 @@ static const char *const g_unit_hint[] = {
     [K_BW] = "B/s, GB/s, TB/s or Gb/s", [K_TIME] = "s, ms, us or ns", [K_POWER] = "W",
     [K_CLOCK] = "MHz or GHz", [K_COUNT] = "a whole number without a unit",
     [K_FRACTION] = "a fraction between 0 and 1 without a unit", [K_TOKENS] = "tokens, without a unit",
-    [K_FLAG] = "0 or 1"};
+    [K_FLAG] = "0 or 1", [K_TOPO] = "switch or mesh"};
 
 /* A number with its unit for key `d`, into *out. */
 static zp_status parse_number(const key_def *d, char *val, const char *origin, int line, double *out)
@@ -154,6 +159,12 @@ static zp_status parse_line(char *s, const char *origin, int line, zp_gpu *g, in
     if (*val == '\0')
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s has no value", origin, line, d->key);
     char *field = (char *)g + d->off;
+    if (d->k == K_TOPO) {
+        if (strcmp(val, "switch") != 0 && strcmp(val, "mesh") != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is not %s", origin, line, d->key, val, g_unit_hint[d->k]);
+        *(int *)(void *)field = strcmp(val, "mesh") == 0;
+        return ZP_OK;
+    }
     if (d->k == K_TEXT) {
         size_t cap = d->off == offsetof(zp_gpu, name) ? sizeof g->name : sizeof g->description;
         if (strlen(val) >= cap)
@@ -191,9 +202,17 @@ zp_status zp_gpu_parse(const char *text, const char *origin, zp_gpu *out)
         ZP_TRY(parse_line(s, origin, line, &g, seen));
     }
     for (int i = 0; i < NKEYS; i++)
-        if (!seen[i])
+        if (!seen[i] && !g_keys[i].optional)
             return ZP_FAIL(ZP_EINVAL, "%s: %s is missing (every key is required, 0 where the README allows it)",
                            origin, g_keys[i].key);
+    if (g.intra_mesh && !(g.link_bw > 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: intra_topology = mesh needs link_bw, the bandwidth of one peer link per "
+                                  "direction (e.g. link_bw = 64 GB/s  # source: ...)",
+                       origin);
+    if (!g.intra_mesh && g.link_bw > 0)
+        return ZP_FAIL(ZP_EINVAL, "%s: link_bw is a mesh's peer link: give intra_topology = mesh, or drop link_bw "
+                                  "(a switch's bandwidth is nvlink_bw)",
+                       origin);
     snprintf(g.origin, sizeof g.origin, "%s", origin);
     *out = g;
     return ZP_OK;
@@ -282,5 +301,7 @@ zp_status zp_gpu_apply(const zp_gpu *g, zp_cluster *c)
     c->clock = g->clock;
     c->nvlink_domain = dom;
     c->nic_bw = g->nic_bw;
+    c->intra_mesh = g->intra_mesh;
+    c->link_bw = g->link_bw;
     return ZP_OK;
 }

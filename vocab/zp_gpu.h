@@ -40,6 +40,12 @@ typedef struct {
     double nccl_ll_hop;    /* ... and per ring step, s (0: NCCL's tuner) */
     double flash_efficiency; /* FlashAttention-2's causal fwd+bwd fraction of peak at long sequences (0: none) */
     double flash_seq_half; /* tokens at which it reaches half of that */
+    /* Optional keys (absent: an NVSwitch, as every NVIDIA preset): how the domain's GPUs are connected.
+     * intra_topology = switch: each GPU reaches a switch at nvlink_bw, so any group inside the domain gets it
+     * all; = mesh: each GPU has a direct link of link_bw to each peer (AMD xGMI: 7 links on an 8 x MI300X
+     * node), so a group of g GPUs of one domain uses only the g-1 links among them (zp_cluster_group_bw). */
+    int intra_mesh;        /* 1: intra_topology = mesh; 0: switch */
+    double link_bw;        /* mesh: one peer link's bandwidth per direction, B/s (0 on a switch) */
 } zp_gpu;
 
 /* Parses a spec's text; `origin` names it in messages ("gpus/h100-sxm5-80gb.gpu", a user's path). */

@@ -193,6 +193,14 @@ typedef struct {
     int reshard;         /* a zp_reshard: stage 3's gathered parameters freed after the forward or kept */
     int64_t shard_group; /* hybrid sharding: states sharded within groups of this many DP ranks and
                             replicated across dp / shard_group of them (FSDP2 HSDP, MiCS); 0: all dp */
+    /* the fp16 loss scaler of Megatron-LM 2019 and DeepSpeed 2020 (--framework deepspeed-2020) */
+    int serial_scaler;   /* each step, every gradient tensor of the rank's partition is checked for overflow
+                            (x.float().sum(), then float(): a host sync) and its norm taken (.double().norm(),
+                            then .item(): another) one tensor at a time (sim/zp_schedule.c, SCALER_CHECK) */
+    /* torch.compile (issue #28 point 7) */
+    int eager;           /* 1: torch.compile off, a block's elementwise ops as PyTorch eager's separate kernels
+                            (zp_op_info.launches_eager: each its launch, host dispatch and HBM round trip);
+                            0 (default): fused kernels (Inductor's under torch.compile, Megatron's own) */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 

@@ -25,6 +25,14 @@ done
 "$Z" gpus h100-sxm5-80gb >"$T/h100.gpu" && grep -q '^fp8  *= 1979 TFLOP/s *# source: ' "$T/h100.gpu" \
   && good "zplan gpus NAME prints the spec file with its sources" || ko "zplan gpus h100-sxm5-80gb"
 expect_fail "zplan gpus with an unknown name" "unknown GPU 'h1000'" gpus h1000
+# the H100 SXM5 96 GB of torchtitan's benchmarks (Meta's Grand Teton): its HBM2e bandwidth and 500 W limit are
+# the benchmarks' figures, the compute figures marked assumed (no datasheet of the SKU)
+"$Z" gpus h100-sxm5-96gb >"$T/h96.gpu" 2>&1
+if grep -q '^hbm_bw  *= 2.4 TB/s *# source: torchtitan benchmarks' "$T/h96.gpu" &&
+   grep -q '^tdp  *= 500 W *# source: torchtitan benchmarks' "$T/h96.gpu" &&
+   grep -q '^bf16  *= 989 TFLOP/s *# source: assumed ' "$T/h96.gpu"; then
+  good "zplan gpus h100-sxm5-96gb: 2.4 TB/s and 500 W from torchtitan's benchmarks, the peaks marked assumed"
+else ko "zplan gpus h100-sxm5-96gb: $(head -c 400 "$T/h96.gpu")"; fi
 
 # --gpu NAME: dgx-h100 with the H200 is dgx-h200 (the same node and fabric), names aside
 "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --gpu h200-sxm5-141gb --top 3 --format json >"$T/a.json" 2>&1 || ko "--gpu h200-sxm5-141gb: $(head -c 300 "$T/a.json")"
@@ -51,5 +59,31 @@ expect_fail "--gpu FILE: a negative figure" "negative.gpu:13: tdp: -700 W is neg
 expect_fail "--gpu FILE: an unknown key" "unknown key 'tflops'" --model 8B --gpus 8 --cluster dgx-h100 --gpu "$T/unknown.gpu"
 expect_fail "--gpu with a file that is not there" "cannot read $T/none.gpu" --model 8B --gpus 8 --cluster dgx-h100 --gpu "$T/none.gpu"
 expect_fail "--gpu with an unknown preset" "unknown GPU 'b300'" --model 8B --gpus 8 --cluster dgx-h100 --gpu b300
+
+# MI300X (issue #28 item 6): a full xGMI mesh, the GPU file's intra_topology = mesh and link_bw
+grep -q "^MI300X " "$T/gpus" && good "zplan gpus lists MI300X" || ko "zplan gpus lacks MI300X"
+"$Z" gpus mi300x >"$T/mi300x.gpu" && grep -q '^intra_topology *= mesh *# source: ' "$T/mi300x.gpu" \
+  && grep -q '^link_bw *= 64 GB/s *# source: ' "$T/mi300x.gpu" \
+  && good "zplan gpus mi300x prints the mesh with its sources" || ko "zplan gpus mi300x: $(head -c 300 "$T/mi300x.gpu")"
+# a TP-2 group's collectives ride one xGMI link of the seven, TP-8's all seven: the step's MP communication
+# against the same GPU on a switch (the file without the two keys)
+grep -v '^intra_topology\|^link_bw' "$T/mi300x.gpu" >"$T/mi300x-switch.gpu"
+mp_comm() {
+  "$Z" --model llama-3-8b --gpus 16 --cluster mi300x-node --global-batch 64 --stage 1 --pp 1 --micro-batch 1 \
+    --format json "$@" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['plans'][0]['time_breakdown_s']['mp_comm'])"
+}
+a=$(mp_comm --mp 2); b=$(mp_comm --mp 2 --gpu "$T/mi300x-switch.gpu")
+python3 -c "import sys; r=float(sys.argv[1])/float(sys.argv[2]); sys.exit(0 if 5 < r < 7.5 else 1)" "$a" "$b" \
+  && good "mi300x-node: TP 2's communication ${a} s on the mesh, ${b} s on a switch (one link of seven)" \
+  || ko "mi300x-node TP 2: mesh ${a} s, switch ${b} s"
+a=$(mp_comm --mp 8); b=$(mp_comm --mp 8 --gpu "$T/mi300x-switch.gpu")
+[ -n "$a" ] && [ "$a" = "$b" ] && good "mi300x-node: TP 8 uses all seven links, as a switch's port (${a} s)" \
+  || ko "mi300x-node TP 8: mesh ${a} s, switch ${b} s"
+grep -v '^link_bw' "$T/mi300x.gpu" >"$T/nolink.gpu"
+expect_fail "--gpu FILE: a mesh without link_bw" "intra_topology = mesh needs link_bw" --model 8B --gpus 8 --cluster mi300x-node --gpu "$T/nolink.gpu"
+sed 's/^intra_topology .*/intra_topology = torus  # source: x/' "$T/mi300x.gpu" >"$T/torus.gpu"
+expect_fail "--gpu FILE: an unknown topology" "intra_topology: 'torus' is not switch or mesh" --model 8B --gpus 8 --cluster mi300x-node --gpu "$T/torus.gpu"
+grep -v '^intra_topology' "$T/mi300x.gpu" >"$T/linkonly.gpu"
+expect_fail "--gpu FILE: link_bw without a mesh" "link_bw is a mesh's peer link" --model 8B --gpus 8 --cluster mi300x-node --gpu "$T/linkonly.gpu"
 
 finish

@@ -3,7 +3,8 @@
 # (tests/cli/fixtures/, sources in its README) read and judged: Megatron-LM's GPT-3 175B launch script,
 # torchtitan's Llama 3 8B TOML, NeMo's Megatron GPT YAML, and a DeepSpeed config; malformed and misspelt
 # launch files exit 2 naming the line and the key; what zplan emits (--emit-megatron-args, --emit-torchtitan,
-# --emit-ds-config) reads back as the same plan with the same step.
+# --emit-ds-config) reads back as the same plan with the same step; training.compile (torchtitan's default
+# false: eager) against compile true, --compile on|off, compile = in --emit-torchtitan.
 # Usage: test_launch.sh ZPLAN SRCROOT
 set -u
 Z="$1"
@@ -191,9 +192,41 @@ for mode in "--checkpoint-every 2" "--checkpoint-every 40" "--recompute op"; do
     ko "emitting $mode: $(cat "$T/err")"
   fi
 done
+echo "== torch.compile or eager: training.compile (torchtitan's default false), --compile on|off, compile = written"
+step_of() { sed -n 's/^  your launch: \([0-9.e+]*\) s a step.*/\1/p' "$T/out"; }
 sed 's/^compile = false/compile = true/' "$F/llama3_8b.toml" >"$T/compile.toml"
-judged "torchtitan training.compile true" --torchtitan "$T/compile.toml" --gpus 64 --cluster dgx-a100 --analytic --top 1
-has "compile: what zplan costs, said" "training.compile true: the blocks' elementwise ops costed as fused kernels"
+judged "torchtitan training.compile true" --torchtitan "$T/compile.toml" --gpus 8 --cluster dgx-h100 --top 1
+on=$(step_of)
+judged "torchtitan training.compile false (the fixture)" --torchtitan "$F/llama3_8b.toml" --gpus 8 --cluster dgx-h100 --top 1
+off=$(step_of)
+has "eager: what zplan costs, said" "Kernels:   PyTorch eager: a block's elementwise ops as separate kernels"
+grep -v '^compile' "$F/llama3_8b.toml" >"$T/nocompile.toml"
+judged "torchtitan without training.compile" --torchtitan "$T/nocompile.toml" --gpus 8 --cluster dgx-h100 --top 1
+absent=$(step_of)
+has "compile not stated: said" "training.compile not stated: PyTorch eager, torchtitan's default"
+if python3 -c 'import sys; on, off, ab = map(float, sys.argv[1:]); sys.exit(0 if off > 1.1 * on and ab == off else 1)' \
+     "$on" "$off" "$absent"; then
+  ok; echo "  eager (compile false or not stated) $off s a step, compiled $on s: PyTorch eager's separate kernels"
+else ko "compile: true $on s, false $off s, not stated $absent s"; fi
+for c in on off; do
+  "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --stage 3 --mp 1 --micro-batch 1 --global-batch 8 --recompute op \
+    --compile $c --emit-torchtitan "$T/c$c.toml" >/dev/null 2>"$T/err" || ko "--compile $c: $(cat "$T/err")"
+done
+if grep -q '^compile = true$' "$T/con.toml" && grep -q '^compile = false$' "$T/coff.toml"; then
+  ok; echo "  --emit-torchtitan writes compile = true (--compile on) and compile = false (--compile off)"
+else ko "compile = in the emitted TOML: $(grep -h '^compile' "$T/con.toml" "$T/coff.toml")"; fi
+for c in on off; do
+  judged "the torchtitan TOML of --compile $c" --torchtitan "$T/c$c.toml" --gpus 8 --cluster dgx-h100 --top 1
+  steps_match "torchtitan TOML of --compile $c" "$T/c$c.toml"
+done
+sed 's/^tensor_parallel_degree = 1/tensor_parallel_degree = 8\nenable_async_tensor_parallel = true/' "$T/nocompile.toml" \
+  >"$T/asyncnc.toml"
+judged "torchtitan async TP without training.compile" --torchtitan "$T/asyncnc.toml" --gpus 16 --cluster dgx-h100 --analytic --top 1
+has "async TP needs compile: said" "enable_async_tensor_parallel without training.compile: torchtitan runs async TP compiled only"
+bad "--compile maybe" "--compile 'maybe': use on .* or off" --model llama-3-8b --gpus 8 --compile maybe
+bad "--compile with a launch" "sets the plan: drop --compile" --torchtitan "$F/llama3_8b.toml" --gpus 8 --compile on
+bad "--compile off with async TP" "async TP runs under torch.compile only" --model llama-3-8b --gpus 16 \
+  --cluster dgx-h100 --mp 8 --sp --tp-comm-overlap async --compile off
 sed 's/^compile = false/compile = maybe/' "$F/llama3_8b.toml" >"$T/compile.toml"
 bad "torchtitan training.compile maybe" "compile.toml:37: training.compile 'maybe': use true or false" \
   --torchtitan "$T/compile.toml" --gpus 64

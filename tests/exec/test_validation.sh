@@ -46,10 +46,29 @@ for key in '"by_phase_s"' '"forward"' '"recompute"' '"backward"' '"phases_s"' '"
            '"predicted"' '"measured"'; do
     grep -q "$key" "$tmp/e.json" || { echo "FAIL: exec --validate JSON without $key"; fail=1; }
 done
+# by op kind: each kind's measured time is its ops' wall times, the same that make the phases, so the kinds
+# add up to the phases; the predicted kinds are the simulated compute stream's (its tail after the last op
+# is the optimizer phase's alone), so they add up to at most the predicted step
+python3 - "$tmp/e.json" <<'PY' && echo "ok   exec --validate JSON by_kind_s: the kinds add up to the phases" || fail=1
+import json, sys
+v = json.load(open(sys.argv[1]))["validation"]
+k, ph = v["by_kind_s"], v["by_phase_s"]
+me = sum(e["measured"] for e in k.values()); pm = sum(e["measured"] for e in ph.values())
+pd = sum(e["predicted"] for e in k.values())
+ok = len(k) >= 10 and abs(me - pm) <= 1e-6 + 1e-6 * pm and 0.5 * v["predicted_step_s"] < pd <= v["predicted_step_s"] * (1 + 1e-9)
+ok = ok and all(e["ops"] >= 1 for e in k.values() if e["measured"] > 0)
+if not ok:
+    print("FAIL: by_kind_s: %d kinds, measured %g vs phases %g, predicted %g vs step %g" % (len(k), me, pm, pd, v["predicted_step_s"]))
+sys.exit(0 if ok else 1)
+PY
 "$zplan" exec --model tiny --steps 3 --validate --profile "$tmp/p.json" > "$tmp/e.txt" 2>&1
 grep -q "time per phase" "$tmp/e.txt" && grep -Eq "^  backward +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$tmp/e.txt" &&
     echo "ok   exec --validate: per part and per phase, predicted against measured" ||
     { echo "FAIL: exec --validate text lacks the phase table"; cat "$tmp/e.txt"; fail=1; }
+grep -q "^time per op kind (rank 0; the 10 largest of [0-9]*), s:" "$tmp/e.txt" &&
+    grep -Eq "^  [a-z_0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +([-+][0-9.]+%|-)$" "$tmp/e.txt" &&
+    echo "ok   exec --validate: the op kinds that took the most time, predicted against measured" ||
+    { echo "FAIL: exec --validate text lacks the op-kind table"; cat "$tmp/e.txt"; fail=1; }
 
 # issue #18 case 6: a profile's provenance is checked against its use. A cpu profile for a GPU cluster's
 # what-if is refused (it used to print 0.0 TFLOPs); a 1-rank profile for a 2-rank run is warned about (the

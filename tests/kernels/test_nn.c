@@ -283,3 +283,77 @@ Test(nn, positions_given_as_the_whole_sequence)
     cr_assert_neq(zp_nn_softmax_pos_fwd(ls, BH * TL, TL, T, NULL, kpos, scale), ZP_OK);
     free(s), free(d), free(ls), free(ld), free(x), free(lx), free(wpe), free(out), free(dw);
 }
+
+/* Ring attention's online softmax against the plain softmax over every key (zp_nn_softmax_pos_fwd / _bwd), on
+ * random scores: rank 0 of CP 2 over T = 8 (queries at 0 1 6 7), the keys in two chunks of 4 (its own, 0 1 6 7,
+ * and rank 1's, 2 3 4 5), merged in either order (rank 1's first leaves rows 0 and 1 without a key until the
+ * second chunk). The output (probabilities . V), the probabilities recomputed from the log-sum-exp and the
+ * scores' gradient from D = the row's dot of the output and its gradient equal the plain ones. */
+static void online_merge_check(int first)
+{
+    enum { T = 8, TL = 4, BH = 3, HD = 5, R = BH * TL };
+    const int qpos[TL] = {0, 1, 6, 7}, kpos[T] = {0, 1, 6, 7, 2, 3, 4, 5};
+    const float scale = 0.45f;
+    float *s = frand_vec(R * T, 3.0), *v = frand_vec(T * HD, 1.0), *dy = frand_vec(R * HD, 1.0);
+    float p[R * T], dp[R * T], y[R * HD], yref[R * HD] = {0}, a[R * TL], d[R * TL];
+    float mx[R], se[R], corr[R], D[R];
+    memcpy(p, s, sizeof p);
+    cr_assert_eq(zp_nn_softmax_pos_fwd(p, R, TL, T, qpos, kpos, scale), ZP_OK);
+    for (size_t r = 0; r < R; r++) /* reference: y = p . v, dp = dy . v^T, then the softmax's backward */
+        for (size_t j = 0; j < T; j++) {
+            dp[r * T + j] = 0.0f;
+            for (size_t c = 0; c < HD; c++) {
+                yref[r * HD + c] += p[r * T + j] * v[j * HD + c];
+                dp[r * T + j] += dy[r * HD + c] * v[j * HD + c];
+            }
+        }
+    cr_assert_eq(zp_nn_softmax_pos_bwd(dp, p, R, TL, T, qpos, kpos, scale), ZP_OK);
+    for (size_t r = 0; r < R; r++)
+        mx[r] = -INFINITY, se[r] = 0.0f;
+    memset(y, 0, sizeof y);
+    for (int k = 0; k < 2; k++) {
+        const size_t c0 = (size_t)((first + k) % 2) * TL;
+        for (size_t r = 0; r < R; r++)
+            memcpy(a + r * TL, s + r * T + c0, TL * sizeof(float));
+        cr_assert_eq(zp_nn_softmax_online_fwd(a, mx, se, corr, R, TL, TL, qpos, kpos + c0, scale), ZP_OK);
+        cr_assert_eq(zp_nn_scale_rows(y, HD, corr, R, HD), ZP_OK);
+        for (size_t r = 0; r < R; r++)
+            for (size_t j = 0; j < TL; j++)
+                for (size_t c = 0; c < HD; c++)
+                    y[r * HD + c] += a[r * TL + j] * v[(c0 + j) * HD + c];
+    }
+    cr_assert_eq(zp_nn_softmax_online_end(mx, se, R), ZP_OK);
+    cr_assert_eq(zp_nn_scale_rows(y, HD, se, R, HD), ZP_OK);
+    for (size_t i = 0; i < R * HD; i++)
+        cr_assert(close_to(y[i], yref[i], 1e-5, 1e-6), "merged output [%zu]: %g vs %g", i, y[i], yref[i]);
+    cr_assert_eq(zp_nn_row_dot(D, dy, HD, y, HD, R, HD), ZP_OK);
+    for (size_t c0 = 0; c0 < T; c0 += TL) {
+        for (size_t r = 0; r < R; r++) {
+            memcpy(a + r * TL, s + r * T + c0, TL * sizeof(float));
+            for (size_t j = 0; j < TL; j++) {
+                d[r * TL + j] = 0.0f;
+                for (size_t c = 0; c < HD; c++)
+                    d[r * TL + j] += dy[r * HD + c] * v[(c0 + j) * HD + c];
+            }
+        }
+        cr_assert_eq(zp_nn_softmax_lse_fwd(a, mx, R, TL, TL, qpos, kpos + c0, scale), ZP_OK);
+        cr_assert_eq(zp_nn_softmax_lse_bwd(d, a, D, R, TL, scale), ZP_OK);
+        for (size_t r = 0; r < R; r++)
+            for (size_t j = 0; j < TL; j++) {
+                const size_t g = r * T + c0 + j, l = r * TL + j;
+                cr_assert(close_to(a[l], p[g], 1e-5, 1e-7), "probability (%zu %zu): %g vs %g", r, c0 + j, a[l], p[g]);
+                cr_assert(close_to(d[l], dp[g], 1e-4, 1e-6), "score gradient (%zu %zu): %g vs %g", r, c0 + j, d[l],
+                          dp[g]);
+            }
+    }
+    free(s), free(v), free(dy);
+}
+
+Test(nn, online_softmax_merge_is_the_plain_softmax)
+{
+    online_merge_check(0);
+    online_merge_check(1);
+    float mx[1] = {-INFINITY}, se[1] = {0.0f};
+    cr_assert_neq(zp_nn_softmax_online_end(mx, se, 1), ZP_OK, "a row without a key is refused");
+    cr_assert_neq(zp_nn_softmax_online_fwd(NULL, mx, se, se, 1, 1, 1, NULL, NULL, 1.0f), ZP_OK);
+}

@@ -124,6 +124,34 @@ Test(device, unfused_kernels_of_2019)
     cr_expect_eq(zp_device_op_time(&v, &g, 1), zp_device_op_time(&fused, &g, 1));
 }
 
+/* torch.compile off (zp_plan.eager, the profile's eager): a Llama block's elementwise ops as PyTorch eager's
+ * separate kernels (sim/zp_ops.def: RMSNorm 8 kernels moving 40 B an element, rotary 6 and 20 B, SwiGLU 2 and
+ * 10 B), each a launch on the GPU and a dispatch on the host; ops that are one kernel either way (the
+ * block-end residual add) cost the same. */
+Test(device, eager_kernels_without_torch_compile)
+{
+    zp_profile c = builtin("dgx-h100"), e = c;
+    e.eager = 1;
+    const double bw = c.copy_gbs * 1e9;
+    zp_op n = op_of(ZP_OPK_RMSNORM1);
+    n.elems = 1e8;
+    n.bytes = 4e8; /* the builder's: read and write one 16-bit tensor */
+    cr_expect_float_eq(zp_device_op_time(&c, &n, 1), c.dev.launch_s + 4e8 / bw, 1e-12);
+    cr_expect_float_eq(zp_device_op_time(&e, &n, 1), 8 * e.dev.launch_s + 40e8 / bw, 1e-12);
+    cr_expect_float_eq(zp_device_host_time(&e, &n), 8 * e.dev.dispatch_s, 1e-15, "8 dispatches");
+    cr_expect_float_eq(zp_device_host_time(&c, &n), c.dev.dispatch_s, 1e-15, "1 dispatch compiled");
+    zp_op r = op_of(ZP_OPK_ROPE), g = op_of(ZP_OPK_GLU), nb = op_of(ZP_OPK_RMSNORM1_BWD);
+    r.elems = g.elems = nb.elems = 1e8;
+    cr_expect_float_eq(zp_device_op_time(&e, &r, 1), 6 * e.dev.launch_s + 20e8 / bw, 1e-12);
+    cr_expect_float_eq(zp_device_op_time(&e, &g, 1), 2 * e.dev.launch_s + 10e8 / bw, 1e-12);
+    cr_expect_float_eq(zp_device_op_time(&e, &nb, 1), 16 * e.dev.launch_s + 104e8 / bw, 1e-12);
+    zp_op res = op_of(ZP_OPK_RESID);
+    res.elems = 1e8;
+    res.bytes = 8e8;
+    cr_expect_eq(zp_device_op_time(&e, &res, 1), zp_device_op_time(&c, &res, 1));
+    cr_expect_eq(zp_device_host_time(&e, &res), zp_device_host_time(&c, &res));
+}
+
 static double attention_time(const zp_profile *p, const zp_model *m, zp_plan *pl)
 {
     zp_schedule s;

@@ -37,7 +37,7 @@ static double allreduce_time(const char *name, int g, double bytes)
 static void expect_near(const char *preset, int g, double bytes, double published_us, double tol)
 {
     const double us = 1e6 * allreduce_time(preset, g, bytes);
-    cr_expect(fabs(us / published_us - 1.0) <= tol, "%s, %d GPUs, %.0f B: model %.2f us, nccl-tests %.2f us (%+.1f%%)",
+    cr_expect(fabs(us / published_us - 1.0) <= tol, "%s, %d GPUs, %.0f B: model %.2f us, published %.2f us (%+.1f%%)",
               preset, g, bytes, us, published_us, 100.0 * (us / published_us - 1.0));
 }
 
@@ -90,4 +90,76 @@ Test(nccl_tests, dgx_h100_large_ring_allreduce)
 {
     const double gib = 1073741824.0, f = 2.0 * 7 / 8;
     expect_near("dgx-h100", 8, gib, 1e6 * f * gib / 370e9, 0.10);
+}
+
+/* 8 x MI300X (a full xGMI mesh, AMD's MI300X platform), rccl-tests all_reduce_perf -b 8 -e 16G -f 2 -g 1,
+ * one process a GPU, RCCL 2.22.3, ROCm 6.3 (ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on
+ * AMD Instinct MI300X", 2025-03-02), out-of-place: 1 GiB in 5,970.6 us (busbw 314.7 GB/s), 16 GiB in
+ * 94,254 us (319.0 GB/s), 8 MiB in 83.68 us, 16 MiB in 148.8 us, 1-32 KiB in 13.1-13.3 us. Within 5% where
+ * bandwidth-bound, 15% at 8-16 MiB (NCCL's tuner latencies), 10% at the floor. */
+Test(nccl_tests, mi300x_mesh_allreduce)
+{
+    const double gib = 1073741824.0, mib = 1048576.0;
+    expect_near("mi300x-node", 8, gib, 5970.6, 0.05);
+    expect_near("mi300x-node", 8, 16 * gib, 94254.0, 0.05);
+    expect_near("mi300x-node", 8, 8 * mib, 83.68, 0.15);
+    expect_near("mi300x-node", 8, 16 * mib, 148.8, 0.15);
+    expect_near("mi300x-node", 8, 1024, 13.11, 0.10);
+    expect_near("mi300x-node", 8, 32768, 13.31, 0.10);
+}
+
+/* No 2-GPU rccl-tests figure is published there: a 2-GPU ring runs over the one link between the pair, whose
+ * TransferBench copy the same blog measures at 45.1-47.2 GB/s (46.55 on average over the 56 links). The
+ * model's 2-GPU all-reduce bus bandwidth (busbw = 2(g-1)/g S / t = S / t) within 5% of that, a seventh of
+ * the 8-GPU figure; and a 4-GPU group three links'. On a switch (dgx-h100) every group gets the whole port. */
+Test(nccl_tests, mi300x_mesh_group_bandwidth)
+{
+    const double gib = 1073741824.0;
+    const double bus2 = gib / allreduce_time("mi300x-node", 2, gib) / 1e9;
+    const double bus4 = 1.5 * gib / allreduce_time("mi300x-node", 4, gib) / 1e9;
+    const double bus8 = 1.75 * gib / allreduce_time("mi300x-node", 8, gib) / 1e9;
+    cr_expect(fabs(bus2 / 46.55 - 1.0) <= 0.05, "2 x MI300X: busbw %.1f GB/s, TransferBench link 46.55", bus2);
+    cr_expect(fabs(bus8 / bus2 - 7.0) <= 0.1, "8 GPUs %.1f GB/s, 2 GPUs %.1f: not 7 links to 1", bus8, bus2);
+    cr_expect(fabs(bus4 / bus2 - 3.0) <= 0.1, "4 GPUs %.1f GB/s, 2 GPUs %.1f: not 3 links to 1", bus4, bus2);
+    const double h2 = gib / allreduce_time("dgx-h100", 2, gib), h8 = 1.75 * gib / allreduce_time("dgx-h100", 8, gib);
+    cr_expect(fabs(h2 / h8 - 1.0) <= 0.02, "NVSwitch: 2 GPUs %.1f GB/s, 8 GPUs %.1f", h2 / 1e9, h8 / 1e9);
+}
+
+/* Across nodes (issue #29 item 2): the model's time of an all-reduce over an MP group of g GPUs that spans
+ * nodes (the collective's fixed part and NVSwitch bytes, then its bytes on a rail at the rail's bandwidth). */
+static double allreduce_time_across(const char *name, int g, double bytes)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
+    static zp_profile p;
+    zp_device_profile_builtin(c, &p);
+    zp_plan pl;
+    zp_plan_default(&pl, g);
+    pl.mp = g;
+    pl.dp = 1;
+    zp_sim_input in = {.plan = &pl, .cluster = c, .profile = &p};
+    zp_net N;
+    cr_assert_eq(zp_fabric_setup(&in, 0, &N), ZP_OK, "%s", zp_error_message());
+    zp_op o;
+    memset(&o, 0, sizeof o);
+    o.type = ZP_OPK_MP_ALLREDUCE;
+    o.bytes = bytes;
+    o.batch = 1;
+    const zp_group_shape *gs = zp_fabric_group(&N, ZP_GROUP_MP);
+    cr_assert_gt(gs->k, 1, "%s: MP %d spans nodes", name, g);
+    return zp_collcost_local_time(&N, &o, gs) + zp_collcost_rail_bytes(&N, &o, gs) / N.rail_bw;
+}
+
+/* A ring across nodes carries each channel over one NIC at that NIC's rate: ~12 GB/s of bus bandwidth per
+ * 100 Gb/s EDR NIC with NCCL_ALGO=RING, 24 with two, 47 GB/s over a DGX-1's four (NCCL's maintainer in NCCL
+ * issue #307, "NCCL infiniband performance", March 2020, NCCL 2.5/2.6 on V100 nodes). dgx2 drives one ring per
+ * collective across its nodes (vocab/zp_cluster.c, "Channels across nodes"), so an MP group over two DGX-2
+ * reaches one NIC's figure: 2(n-1)/n S / t within 20% of 12 GB/s for 1 GiB, n = 32 (the ZeRO paper's
+ * Megatron-LM baseline, MP 32 over two nodes). */
+Test(nccl_tests, dgx2_ring_across_nodes_at_one_nic)
+{
+    const double gib = 1073741824.0, n = 32;
+    const double t = allreduce_time_across("dgx2", 32, gib), busbw = 2.0 * (n - 1) / n * gib / t;
+    cr_expect(fabs(busbw / 12e9 - 1.0) <= 0.20, "dgx2, MP 32 over 2 nodes, 1 GiB: bus bandwidth %.1f GB/s, NCCL #307 "
+              "~12 GB/s a NIC (%+.1f%%)", busbw / 1e9, 100.0 * (busbw / 12e9 - 1.0));
 }

@@ -981,3 +981,42 @@ Test(schedule, hybrid_sharding_all_reduces_the_shards_over_replicas)
     zp_schedule_free(&full);
     zp_schedule_free(&hsdp);
 }
+
+/* The fp16 loss scaler of Megatron-LM 2019 / DeepSpeed 2020 (zp_plan.serial_scaler, --framework
+ * deepspeed-2020): one SCALER_CHECK op before Adam over the rank's gradient tensors, 12 a GPT-2 block and 4 in
+ * the embedding group, all of them at stage 0-1 and 1/DP of them at stage 2 (its partition); costed as six
+ * serial framework calls a tensor (each its host dispatch and its launch: the host syncs after each check)
+ * plus its bytes; with the flag off, no such op and nothing else changes. */
+Test(schedule, serial_scaler_checks_every_tensor_of_the_partition)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    for (int stage = 0; stage <= 2; stage++) {
+        zp_plan p = zp_test_plan(stage, 8, 2, 2);
+        zp_schedule off, on;
+        cr_assert_eq(zp_schedule_build(m, &p, &off), ZP_OK);
+        p.serial_scaler = 1;
+        cr_assert_eq(zp_schedule_build(m, &p, &on), ZP_OK);
+        cr_expect_eq(count_ops(&off, ZP_OPK_SCALER_CHECK, -1, NULL), 0);
+        cr_assert_eq(count_ops(&on, ZP_OPK_SCALER_CHECK, -1, NULL), 1, "stage %d: one check a step", stage);
+        const zp_op *o = NULL;
+        for (int i = 0; i < on.n[ZP_STREAM_COMPUTE] && !o; i++)
+            if (on.ops[ZP_STREAM_COMPUTE][i].type == ZP_OPK_SCALER_CHECK)
+                o = &on.ops[ZP_STREAM_COMPUTE][i];
+        const double tensors = 12.0 * (double)m->layers + 4.0;
+        cr_expect_float_eq(o->elems, stage >= 2 ? ceil(tensors / 8.0) : tensors, 1e-9, "stage %d: %g tensors", stage,
+                           o->elems);
+        cr_expect_eq(o->phase, ZP_PHASE_OPTIMIZER);
+        /* the flag's and the norm's all-reduces over MP (and DP from stage 1): 4 bytes each */
+        double small = 0;
+        const int mp_small = count_ops(&on, ZP_OPK_MP_ALLREDUCE, -1, &small) - count_ops(&off, ZP_OPK_MP_ALLREDUCE, -1, NULL);
+        cr_expect_eq(mp_small, 2, "stage %d: two MP all-reduces of the flag and the norm", stage);
+        zp_profile prof;
+        zp_device_profile_builtin(zp_test_preset("dgx2"), &prof);
+        const double t = zp_device_op_time(&prof, o, 1);
+        const double calls = 6.0 * o->elems * (prof.dev.launch_s + prof.dev.dispatch_s);
+        cr_expect(t > calls && t < calls + o->bytes / 100e9, "stage %d: %g s for %g serial calls' %g s", stage, t,
+                  6.0 * o->elems, calls);
+        zp_schedule_free(&off);
+        zp_schedule_free(&on);
+    }
+}

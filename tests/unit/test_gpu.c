@@ -252,3 +252,60 @@ Test(gpu, tp_range_uses_the_domain)
     cr_expect_eq(n, 4);
     cr_expect_eq(t[n - 1], 8);
 }
+
+/* The intra-domain topology (optional keys): absent, a switch; mesh needs link_bw; link_bw needs a mesh; a
+ * value other than switch or mesh is named. */
+Test(gpu, intra_topology_keys)
+{
+    char text[4096];
+    zp_gpu g;
+    cr_assert_eq(zp_gpu_parse(GOOD, "t.gpu", &g), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(g.intra_mesh, 0, "absent: a switch");
+    cr_expect_eq(g.link_bw, 0);
+    snprintf(text, sizeof text, "%sintra_topology = mesh  # source: t\nlink_bw = 64 GB/s  # source: t\n", GOOD);
+    cr_assert_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(g.intra_mesh, 1);
+    cr_expect_eq(g.link_bw, 64e9);
+    snprintf(text, sizeof text, "%sintra_topology = switch  # source: t\n", GOOD);
+    cr_assert_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(g.intra_mesh, 0);
+    snprintf(text, sizeof text, "%sintra_topology = mesh  # source: t\n", GOOD);
+    cr_expect_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "intra_topology = mesh needs link_bw"), "%s", zp_error_message());
+    snprintf(text, sizeof text, "%slink_bw = 64 GB/s  # source: t\n", GOOD);
+    cr_expect_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "link_bw is a mesh's peer link"), "%s", zp_error_message());
+    snprintf(text, sizeof text, "%sintra_topology = torus  # source: t\n", GOOD);
+    cr_expect_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "t.gpu:27: intra_topology: 'torus' is not switch or mesh"), "%s",
+              zp_error_message());
+    snprintf(text, sizeof text, "%sintra_topology = mesh  # source: t\nlink_bw = -64 GB/s  # source: t\n", GOOD);
+    cr_expect_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "link_bw: -64 GB/s is negative"), "%s", zp_error_message());
+}
+
+/* A switch gives every group inside the domain the whole port; MI300X's xGMI mesh gives a group of g the g-1
+ * links among its GPUs: (g-1) x 64 GB/s x 0.71, TP-8 all seven (318 GB/s), TP-2 one (45.4 GB/s). */
+Test(gpu, group_bw_switch_and_mesh)
+{
+    const zp_cluster *h, *m;
+    cr_assert_eq(zp_cluster_find("dgx-h100", &h), ZP_OK);
+    cr_assert_eq(zp_cluster_find("mi300x-node", &m), ZP_OK);
+    for (int g = 2; g <= 8; g *= 2) {
+        cr_expect_eq(zp_cluster_group_bw(h, g), h->nvlink_bw * h->nvlink_efficiency, "switch, %d GPUs", g);
+        cr_expect_eq(zp_cluster_group_share(h, g), 1.0);
+    }
+    cr_expect_eq(m->intra_mesh, 1);
+    cr_expect_eq(m->link_bw, 64e9);
+    cr_expect_eq(m->nvlink_bw, 448e9);
+    cr_expect_float_eq(zp_cluster_group_bw(m, 8), 7 * 64e9 * 0.71, 1e3);
+    cr_expect_float_eq(zp_cluster_group_bw(m, 4), 3 * 64e9 * 0.71, 1e3);
+    cr_expect_float_eq(zp_cluster_group_bw(m, 2), 1 * 64e9 * 0.71, 1e3);
+    cr_expect_float_eq(zp_cluster_group_share(m, 2), 1.0 / 7, 1e-12);
+    /* the mesh follows the GPU into another cluster (--gpu mi300x) */
+    zp_gpu g;
+    zp_cluster c = *h;
+    cr_assert_eq(zp_gpu_find("mi300x", &g), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_gpu_apply(&g, &c), ZP_OK);
+    cr_expect_float_eq(zp_cluster_group_bw(&c, 2), zp_cluster_group_bw(m, 2), 1e-3);
+}
