@@ -186,8 +186,9 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out);
  * priced by the cost function the simulator uses at its least (uncontended) time, so the step lasts at
  * least the compute stream's kernels and blocking collectives (Megatron's MP all-reduces), and at least the
  * comm stream's collectives (zp_engine_stream_bounds; on the presets: a `platform_file`'s links are the
- * user's, and only the kernels count there); a pipeline's stages add the passes that must precede and follow
- * theirs (kernels only); less a relative 1e-6 for the simulator's clock rounding; 0 (a bound still) when the
+ * user's, and only the kernels count there); a pipeline's stages: each stage's compute stream (its kernels
+ * and its blocking MP collectives: the expert all-to-alls, Megatron's MP collectives) with the passes that
+ * must precede and follow it; less a relative 1e-6 for the simulator's clock rounding; 0 (a bound still) when the
  * schedule cannot be built. */
 double zp_search_step_bound(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
                             const zp_cluster *cluster, const char *platform_file);

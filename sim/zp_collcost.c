@@ -230,7 +230,7 @@ double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_s
 /* The least time the simulation can give one collective op: what it sleeps (latency, NVSwitch bytes at
  * nv_bw, or a profile's measured time) and its rail bytes at the rail's bandwidth (a SimGrid flow is never
  * faster than its links). */
-static double coll_least_time(const zp_net *N, const zp_op *op)
+double zp_collcost_least_time(const zp_net *N, const zp_op *op)
 {
     const zp_op_info *in = info_of(op);
     const zp_group_shape *gs = zp_fabric_group(N, in->group);
@@ -256,7 +256,7 @@ double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_strea
         if (op->type != last_type || op->bytes != last_bytes) { /* its time depends on these alone */
             last_type = op->type;
             last_bytes = op->bytes;
-            last_t = coll_least_time(N, op);
+            last_t = zp_collcost_least_time(N, op);
         }
         t += last_t;
     }

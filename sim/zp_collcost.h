@@ -42,6 +42,9 @@ double zp_collcost_local_time(const zp_net *N, const zp_op *op, const zp_group_s
 double zp_collcost_nv_bw(const zp_net *N, const zp_group_shape *gs);
 /* Bytes one rail of a node carries for a cross-node collective, over the protocol's fraction. */
 double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+/* The least time the simulation can give collective `op` (no contention): what it sleeps (latency,
+ * NVSwitch bytes at nv_bw, or a profile's measured time) and its rail bytes at the rail's bandwidth. */
+double zp_collcost_least_time(const zp_net *N, const zp_op *op);
 /* The collectives of stream `s` of schedule `sc`, each at the least time the simulation can give it
  * (no contention), added up. */
 double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_stream s);

@@ -98,6 +98,40 @@ zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc,
     return ZP_OK;
 }
 
+zp_status zp_engine_op_least(const zp_sim_input *in, const zp_schedule *sc, zp_stream s, double *least)
+{
+    for (int i = 0; i < sc->n[s]; i++)
+        least[i] = 0.0;
+    if (in->platform_file)
+        return ZP_OK; /* a user's links: not bounded here */
+    zp_net n;
+    ZP_TRY(zp_fabric_setup(in, 0, &n));
+    /* a collective's least time depends on its kind and bytes alone (zp_collcost_stream_least): the few
+     * a block repeats are kept */
+    enum { SEEN = 8 };
+    struct {
+        int type;
+        double bytes, t;
+    } seen[SEEN];
+    int nseen = 0;
+    for (int i = 0; i < sc->n[s]; i++) {
+        const zp_op *op = &sc->ops[s][i];
+        if (zp_op_table[op->type].cls != ZP_OPC_COLL)
+            continue;
+        int k = 0;
+        while (k < nseen && (seen[k].type != op->type || seen[k].bytes != op->bytes))
+            k++;
+        if (k == nseen) {
+            k = nseen < SEEN ? nseen++ : SEEN - 1;
+            seen[k].type = op->type;
+            seen[k].bytes = op->bytes;
+            seen[k].t = zp_collcost_least_time(&n, op);
+        }
+        least[i] = seen[k].t;
+    }
+    return ZP_OK;
+}
+
 zp_status zp_engine_run_schedule(const zp_sim_input *in, const zp_schedule *sched, zp_sim_result *out)
 {
     if (in->plan->pp > 1)

@@ -142,6 +142,13 @@ zp_status zp_sim_mode_parse(const char *s, zp_sim_mode *out);
 zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc, double *compute_colls_s,
                                   double *comm_s);
 
+/* The least time the simulation can give each op of stream `s` of `sc` (a schedule of in->plan, a pipeline
+ * stage's included), into least[0 .. sc->n[s]): a collective's uncontended time (zp_collcost_least_time:
+ * the same cost functions the simulation runs), 0 for every other op and for every op on a user platform
+ * (its links are the user's). The search's pipeline bound adds the compute stream's blocking collectives
+ * (expert all-to-alls, Megatron's MP collectives) to its kernels (tests/sim/test_bound.c). */
+zp_status zp_engine_op_least(const zp_sim_input *in, const zp_schedule *sc, zp_stream s, double *least);
+
 /* Runs one simulation in this process; call at most once per process. */
 zp_status zp_engine_run(const zp_sim_input *in, zp_sim_result *out);
 /* The same with a given schedule instead of the plan's (tests); the schedule is not freed. */

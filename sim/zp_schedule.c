@@ -1228,10 +1228,14 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
             else
                 forward_pass(&b, x.micro, x.chunk);
         }
-    for (int c = 0; mode == BUILD_SAMPLE && c < b.pps.chunks; c++)
-        forward_pass(&b, 0, c);
-    for (int c = b.pps.chunks - 1; mode == BUILD_SAMPLE && c >= 0; c--)
-        backward_pass(&b, 0, c, bucket);
+    /* the sample: micro-batch 0, and 1 where there is one (a later micro-batch adds its gradients into the
+     * accumulated ones: grad_accumulate) */
+    for (int64_t u = 0; mode == BUILD_SAMPLE && u < (plan->grad_accum > 1 ? 2 : 1); u++) {
+        for (int c = 0; c < b.pps.chunks; c++)
+            forward_pass(&b, u, c);
+        for (int c = b.pps.chunks - 1; c >= 0; c--)
+            backward_pass(&b, u, c, bucket);
+    }
     passes_end(&b);
     const int nb = b.last_buckets;
     if (mode != BUILD_SAMPLE)
@@ -1256,6 +1260,12 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     out->memory_only = memory_only;
     out->stage = stage;
     builder_free(&b);
+    if (mode == BUILD_SAMPLE) { /* for the bounds' sums: not walked in program order, no ids (-1) */
+        out->nops = out->nsetup;
+        for (int i = 0; i < ZP_NSTREAMS; i++)
+            out->nops += out->n[i];
+        return ZP_OK;
+    }
     int next = 0;
     zp_status st = zp_schedule_walk(out, 1, -1, number, &next);
     out->nops = next;

@@ -61,8 +61,11 @@ zp_status zp_schedule_build_stage(const zp_model *model, const zp_plan *plan, in
 zp_status zp_schedule_build_memory(const zp_model *model, const zp_plan *plan, zp_schedule *out);
 zp_status zp_schedule_build_memory_stage(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
 /* A sample of stage `stage`'s step: micro-batch 0's forward pass through each of its chunks, then their
- * backward passes (last micro-batch's: its buckets reduced), no optimizer. What one micro-batch costs a stage,
- * whatever the number of micro-batches (the search's bounds). */
+ * backward passes, then the same of micro-batch 1 when the step has more than one (its ops' `micro` says
+ * which), no optimizer. What the first micro-batch and each later one cost a stage, whatever the number of
+ * micro-batches (the search's bounds): the builder treats every micro-batch after the first as the second
+ * (the last one adds DP reductions, no kernel). Its ops are not numbered (id -1): a sample is summed, not
+ * run. */
 zp_status zp_schedule_build_sample(const zp_model *model, const zp_plan *plan, int stage, zp_schedule *out);
 void zp_schedule_free(zp_schedule *s); /* accepts NULL */
 

@@ -42,10 +42,14 @@ typedef struct {
     double bound;
 } sample;
 
-/* A random model: a zoo model or a GPT of a random size, cut to 1-24 layers. */
-static void random_model(zp_model *m)
+/* A random model: a zoo model or a GPT of a random size, cut to 1-24 layers; moe: an MoE zoo model. */
+static void random_model(zp_model *m, int moe)
 {
-    if (rnd(2)) {
+    if (moe) {
+        do
+            *m = zp_zoo_get((int)rnd((uint32_t)zp_zoo_count()))->model;
+        while (m->experts <= 1);
+    } else if (rnd(2)) {
         int n = zp_zoo_count();
         *m = zp_zoo_get((int)rnd((uint32_t)n))->model;
     } else {
@@ -66,10 +70,12 @@ static int64_t random_mp(const zp_model *m, int64_t gpus, int64_t gpn)
     return opts[rnd((uint32_t)n)];
 }
 
-static void random_sample(sample *s)
+/* A random plan; moe: of an MoE model, a pipeline tried first (its expert all-to-alls on the stages'
+ * compute streams). */
+static void random_sample(sample *s, int moe)
 {
     memset(s, 0, sizeof *s);
-    random_model(&s->model);
+    random_model(&s->model, moe);
     s->cluster = zp_cluster_get((int)rnd((uint32_t)zp_cluster_count()));
     const int64_t gpn = s->cluster->gpus_per_node;
     static const int64_t nodes[] = {1, 2, 4, 8, 25};
@@ -99,7 +105,7 @@ static void random_sample(sample *s)
     }
     /* half of the stage 0-1 plans as pipelines: 2 or 4 stages of the GPUs of one MP group's DP ranks, a
      * schedule, sequence parallelism, selective recompute (taken only where the pipeline checks pass) */
-    if (p->stage <= 1 && rnd(2) == 0) {
+    if (p->stage <= 1 && (moe || rnd(2) == 0)) {
         zp_plan q = *p;
         q.offload = ZP_OFFLOAD_NONE;
         q.pp = 2 << rnd(2);
@@ -119,6 +125,15 @@ static void random_sample(sample *s)
                 *p = q;
         }
     }
+    /* an MoE model's experts sharded over EP ranks (a power of two dividing DP and the experts): its
+     * all-to-alls block the compute stream, and the pipeline bound counts them */
+    if (s->model.experts > 1 && (moe || rnd(3) != 0)) {
+        zp_plan q = *p;
+        q.ep = (int64_t)2 << rnd(4);
+        if (q.dp % q.ep == 0 && s->model.experts % q.ep == 0 && zp_plan_validate(&q) == ZP_OK &&
+            (q.pp <= 1 || zp_pp_check(&s->model, &q) == ZP_OK))
+            *p = q;
+    }
     zp_device_profile_builtin(s->cluster, &s->prof);
 }
 
@@ -130,15 +145,25 @@ int main(void)
     g_rng = env ? strtoull(env, NULL, 10) : 1;
     if (n < 1)
         n = 1;
+    /* and MoE plans, pipelines with expert parallelism where one could be drawn (the pipeline bound's
+     * all-to-alls): ZP_BOUND_MOE (default 200) */
+    env = getenv("ZP_BOUND_MOE");
+    const int n_moe = env ? atoi(env) : 200, n_plain = n;
+    if (n_moe > 0)
+        n += n_moe;
     sample *S = calloc((size_t)n, sizeof *S);
     zp_sim_job *J = calloc((size_t)n, sizeof *J);
     if (!S || !J) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0;
+    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0, experts = 0;
     for (int i = 0; i < n; i++) {
-        random_sample(&S[i]);
+        for (int tries = 0; tries < 100; tries++) { /* an MoE pipeline with EP, where one can be drawn */
+            random_sample(&S[i], i >= n_plain);
+            if (i < n_plain || (S[i].plan.pp > 1 && S[i].plan.ep > 1))
+                break;
+        }
         if (zp_plan_validate(&S[i].plan) != ZP_OK || zp_model_validate(&S[i].model) != ZP_OK) {
             fprintf(stderr, "sample %d: invalid: %s\n", i, zp_error_message());
             return 1;
@@ -148,6 +173,7 @@ int main(void)
                                  .profile = &S[i].prof};
         stages[S[i].plan.stage]++;
         pipelines += S[i].plan.pp > 1;
+        experts += S[i].plan.ep > 1;
         for (int c = 0; c < zp_cluster_count() && c < 16; c++)
             clusters[c] += zp_cluster_get(c) == S[i].cluster;
     }
@@ -175,10 +201,10 @@ int main(void)
             bad++;
             fprintf(stderr,
                     "VIOLATION sample %d: bound %.9g s > simulated %.9g s (%s with %lld layers, %s, %lld GPUs, "
-                    "stage %d, MP %lld, PP %lld %s, SP %d, sel %d, micro-batch %lld x %lld, ckpt %d, pa %d pa_cpu %d, offload %s, cb %d, "
+                    "stage %d, MP %lld, EP %lld, PP %lld %s, SP %d, sel %d, micro-batch %lld x %lld, ckpt %d, pa %d pa_cpu %d, offload %s, cb %d, "
                     "overlap %d, %g-byte parameters)\n",
                     i, S[i].bound, sim, S[i].model.name, (long long)S[i].model.layers, S[i].cluster->name,
-                    (long long)zp_plan_gpus(p), p->stage, (long long)p->mp, (long long)p->pp, zp_pp_schedule_name(p->schedule),
+                    (long long)zp_plan_gpus(p), p->stage, (long long)p->mp, (long long)p->ep, (long long)p->pp, zp_pp_schedule_name(p->schedule),
                     p->sp, p->selective, (long long)p->micro_batch,
                     (long long)p->grad_accum, p->checkpoint, p->pa, p->pa_cpu, zp_offload_name(p->offload), p->cb,
                     p->overlap_comm, p->param_bytes);
@@ -257,8 +283,8 @@ int main(void)
     printf("random plans: %d (stages 0-3: %d %d %d %d; clusters:", n, stages[0], stages[1], stages[2], stages[3]);
     for (int c = 0; c < zp_cluster_count() && c < 16; c++)
         printf(" %s %d", zp_cluster_get(c)->name, clusters[c]);
-    printf("; pipelines %d)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
-           pipelines, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
+    printf("; pipelines %d; expert-parallel %d)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
+           pipelines, experts, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
     free(S);
     free(J);
     if (bad || failed) {
