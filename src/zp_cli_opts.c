@@ -547,8 +547,9 @@ static const zp_cli_opt g_opts[] = {
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
+    /* the parallel degrees (--ep, --pp, --cp, ...) parse from the dimension table (find_opt); --mp keeps a
+     * row for table2's list of MP degrees */
     {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
-    {"ep", 0, 1, PLAN, set_degree},
     {"capacity-factor", 0, 1, PLAN, set_capacity},
     {"moe-imbalance", 0, 1, PLAN, set_imbalance},
     {"micro-batch", 0, 1, PLAN | VAL | ZP_CMD_CALIBRATE, set_micro},
@@ -567,8 +568,6 @@ static const zp_cli_opt g_opts[] = {
     {"recompute", 0, 1, PLAN, set_recompute},
     /* torchtitan's checkpointing modes and torch.compile */
     {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
-    {"pp", 0, 1, PLAN, set_degree},
-    {"cp", 0, 1, PLAN, set_degree},
     {"cp-comm", 0, 1, PLAN, set_cp_comm},
     {"schedule", 0, 1, PLAN, set_schedule},
     {"virtual-stages", 0, 1, PLAN, set_vstages},
@@ -716,17 +715,28 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
 
 const char *const zp_cli_compare_opts[4] = {"stage", "mp", "offload", "micro-batch"};
 
-static const zp_cli_opt *find_long(const char *name)
+/* The option named `name` (without its "--"): a row of the table, else a parallel dimension's option
+ * (vocab/zp_dims.c's rows: a degree of every plan command, read by set_degree) written into *dim; NULL
+ * when neither. */
+static const zp_cli_opt *find_opt(const char *name, zp_cli_opt *dim)
 {
     for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0]; k++)
         if (strcmp(name, g_opts[k].name) == 0)
             return &g_opts[k];
+    for (int d = 0; d < ZP_NDIMS; d++) {
+        const char *flag = zp_dims_get((zp_dim_id)d)->option;
+        if (strncmp(flag, "--", 2) == 0 && strcmp(flag + 2, name) == 0) {
+            *dim = (zp_cli_opt){flag + 2, 0, 1, PLAN, set_degree};
+            return dim;
+        }
+    }
     return NULL;
 }
 
 zp_status zp_cli_args_apply(zp_cli_args *a, const char *opt, const char *val)
 {
-    const zp_cli_opt *o = strncmp(opt, "--", 2) == 0 ? find_long(opt + 2) : NULL;
+    zp_cli_opt dim;
+    const zp_cli_opt *o = strncmp(opt, "--", 2) == 0 ? find_opt(opt + 2, &dim) : NULL;
     if (!o)
         return ZP_FAIL(ZP_EINVAL, "unknown option '%s'", opt);
     return o->set(a, opt, val);
@@ -767,6 +777,7 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
         const char *arg = argv[i], *val = NULL;
         char opt[64];
         const zp_cli_opt *o = NULL;
+        zp_cli_opt dim;
         if (arg[0] == '-' && arg[1] == '-' && arg[2]) {
             const char *eq = strchr(arg, '=');
             size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -775,9 +786,7 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
             memcpy(opt, arg, len);
             opt[len] = '\0';
             val = eq ? eq + 1 : NULL;
-            for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0] && !o; k++)
-                if (strcmp(opt + 2, g_opts[k].name) == 0)
-                    o = &g_opts[k];
+            o = find_opt(opt + 2, &dim);
         } else if (arg[0] == '-' && arg[1] && !arg[2]) {
             for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0] && !o; k++)
                 if (g_opts[k].short_name == arg[1])
@@ -879,4 +888,49 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                                   "data-parallel degree",
                        (long long)r->global_batch, (long long)r->base.micro_batch, (long long)r->base.grad_accum);
     return ZP_OK;
+}
+
+/* The row named by a marker's text (up to its '\n'), or NULL. */
+static const zp_dim_type *marked_dim(const char *name, size_t len)
+{
+    for (int d = 0; d < ZP_NDIMS; d++) {
+        const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+        if (strlen(t->name) == len && strncmp(t->name, name, len) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+/* Whether the usage has a row's own marker (its help goes there, not with the rest). */
+static int usage_names(const char *usage, const char *name)
+{
+    char marker[64];
+    snprintf(marker, sizeof marker, ZP_CLI_DIM_HELP("%s"), name);
+    return strstr(usage, marker) != NULL;
+}
+
+void zp_cli_usage_put(const char *usage, FILE *f)
+{
+    for (const char *p = usage; *p;) {
+        const char *mark = strchr(p, '\x1e');
+        if (!mark) {
+            fputs(p, f);
+            return;
+        }
+        fwrite(p, 1, (size_t)(mark - p), f);
+        const char *name = mark + 1, *end = strchr(name, '\n');
+        const size_t len = end ? (size_t)(end - name) : strlen(name);
+        if (len == 1 && *name == '*') { /* the rows the usage does not name, in the table's order */
+            for (int d = 0; d < ZP_NDIMS; d++) {
+                const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+                if (t->help && !usage_names(usage, t->name))
+                    fputs(t->help, f);
+            }
+        } else {
+            const zp_dim_type *t = marked_dim(name, len);
+            if (t && t->help)
+                fputs(t->help, f);
+        }
+        p = end ? end + 1 : name + len;
+    }
 }
