@@ -19,12 +19,6 @@
 
 #include "zp_exec_impl.h"
 
-int zp_exec_cp_pos(size_t T, int cp, int r, size_t i)
-{
-    const size_t half = T / (2 * (size_t)cp), chunk = i < half ? (size_t)r : (size_t)(2 * cp - 1 - r);
-    return (int)(chunk * half + i % half);
-}
-
 zp_status zp_exec_cp_open(zp_exec_session *S)
 {
     if (S->cp <= 1)
@@ -54,17 +48,6 @@ void zp_exec_cp_close(zp_exec_session *S)
 static int set_of(const zp_exec_session *S, const zp_op *o)
 {
     return S->plan.checkpoint ? 0 : o->layer + (int)S->L * zp_exec_slot(S, o->micro);
-}
-
-/* Copies the K | V columns (2 kvn wide) of the BT rows of qkv (ld qkvn) to or from kv (rows of 2 kvn). */
-zp_status zp_exec_cp_kv_rows(const zp_exec_session *S, float *qkv, float *kv, int to_kv)
-{
-    const size_t w = 2 * S->kvn;
-    for (size_t t = 0; t < S->BT; t++) {
-        float *a = qkv + t * S->qkvn + S->Cq, *b = kv + t * w;
-        ZP_TRY(S->be->copy_on_device(to_kv ? b : a, to_kv ? a : b, w * sizeof(float)));
-    }
-    return ZP_OK;
 }
 
 /* cp_kv_ring (all-gather form): this rank's K and V rows of the block's activation set, gathered. */

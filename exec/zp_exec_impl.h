@@ -8,6 +8,7 @@
  *   zp_exec_pipe.c     pipeline parallelism: activations and gradients between stages, the tied embedding
  *   zp_exec_cp.c       context parallelism: each sequence's slices, K and V gathered, the attention over them
  *   zp_exec_cp_ring.c  its ring form: K and V passed round, merged by online softmax
+ *   zp_exec_cp_rows.c  what both forms share: a slice's global positions, K and V columns copied out and back
  *   zp_exec_run.c      the op table, the interpreter of the schedule, steps and their measurement
  *
  * Layout of one MP rank's parameters (flat, fp32): group 0 = the embedding group, then group 1+l =
@@ -158,7 +159,7 @@ void zp_exec_moe_close(zp_exec_session *S);
  * ZP_EXEC_ATT_ step), its softmax; the rotary turn and learned positions by position. */
 zp_status zp_exec_cp_open(zp_exec_session *S);
 void zp_exec_cp_close(zp_exec_session *S);
-/* The global position of local token i of a sequence on CP rank r (Megatron-core's causal load balancing:
+/* (zp_exec_cp_rows.c) The global position of local token i of a sequence on CP rank r (Megatron-core's causal load balancing:
  * the sequence in 2 cp chunks, rank r holding chunks r and 2 cp - 1 - r). */
 int zp_exec_cp_pos(size_t T, int cp, int r, size_t i);
 enum { ZP_EXEC_ATT_SCORES, ZP_EXEC_ATT_CONTEXT, ZP_EXEC_ATT_CTX_DGRAD, ZP_EXEC_ATT_CTX_WGRAD,

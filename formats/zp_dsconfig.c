@@ -378,20 +378,24 @@ static zp_status batch_factor(const char *name, double tbs, double part, double 
  * degree in *dp (GPUs / (MP x PP)). */
 static zp_status ds_parallel(zp_search_req *r, zp_ds_notes *notes, double *dp)
 {
-    if (r->mp == ZP_SEARCH_ANY) {
-        r->mp = 1;
+    zp_plan *b = &r->base;
+    if (zp_search_req_searched(r, ZP_SEARCH_DIM(ZP_DIM_TP))) {
+        b->mp = 1;
+        zp_search_req_give(r, ZP_SEARCH_DIM(ZP_DIM_TP));
         note(notes, "model parallelism: 1 (DeepSpeed configs do not set it; give --mp for Megatron MP)");
     }
     /* DeepSpeed builds pipelines in the model's code (PipelineModule), not from its config: one stage unless
      * --pp. Sequence parallelism is a way to run the Megatron MP given with --mp: searched with it. */
-    if (r->pp == ZP_SEARCH_ANY)
-        r->pp = 1;
-    if (r->gpus % r->mp != 0)
-        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)r->mp, (long long)r->gpus);
-    if (r->gpus % (r->mp * r->pp) != 0)
-        return ZP_FAIL(ZP_EINVAL, "--mp %lld x --pp %lld do not divide the %lld GPUs", (long long)r->mp,
-                       (long long)r->pp, (long long)r->gpus);
-    *dp = (double)(r->gpus / r->mp / r->pp);
+    if (zp_search_req_searched(r, ZP_SEARCH_DIM(ZP_DIM_PP))) {
+        b->pp = 1;
+        zp_search_req_give(r, ZP_SEARCH_DIM(ZP_DIM_PP));
+    }
+    if (r->gpus % b->mp != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld does not divide the %lld GPUs", (long long)b->mp, (long long)r->gpus);
+    if (r->gpus % (b->mp * b->pp) != 0)
+        return ZP_FAIL(ZP_EINVAL, "--mp %lld x --pp %lld do not divide the %lld GPUs", (long long)b->mp,
+                       (long long)b->pp, (long long)r->gpus);
+    *dp = (double)(r->gpus / b->mp / b->pp);
     return ZP_OK;
 }
 
@@ -418,14 +422,15 @@ static zp_status ds_precision(json_t *root, const char *name, zp_search_req *r, 
              b16_auto ? bkey : "fp16", (b16_auto ? b16 : f16) ? "true" : "false",
              r->cluster ? r->cluster->gpu_name : "GPU", has ? "has" : "has no", has ? "bf16" : "fp16");
     }
+    zp_search_req_give(r, ZP_SEARCH_BF16);
     if (f16 || b16) {
         r->base.param_bytes = 2;
         r->base.k_optimizer = 12;
-        r->bf16 = b16;
+        r->base.bf16 = b16;
     } else {
         r->base.param_bytes = 4;
         r->base.k_optimizer = 8;
-        r->bf16 = 0;
+        r->base.bf16 = 0;
         note(notes, "fp16 and bf16 disabled: fp32 training (4-byte parameters and gradients, Adam's m and v = 8 "
                     "bytes per parameter; GEMMs at the fp32 rate)");
     }
@@ -478,7 +483,8 @@ static zp_status ds_offload(json_t *zo, double stage, zp_search_req *r, zp_ds_no
         return ZP_FAIL(ZP_EINVAL, "zero_optimization: parameter offload needs stage 3 (stage is %g)", stage);
     if (off_opt && stage < 1)
         return ZP_FAIL(ZP_EINVAL, "zero_optimization: optimizer offload needs stage 1, 2 or 3 (stage is %g)", stage);
-    r->offload = off_par ? ZP_OFFLOAD_PARAMS : off_opt ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+    r->base.offload = off_par ? ZP_OFFLOAD_PARAMS : off_opt ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+    zp_search_req_give(r, ZP_SEARCH_OFFLOAD);
     return ZP_OK;
 }
 
@@ -579,7 +585,8 @@ static zp_status ds_zero_section(json_t *zo, zp_search_req *r, zp_ds_notes *note
     ZP_TRY(get_bool(zo, "contiguous_gradients", "zero_optimization.", contiguous_grads, &present));
     ZP_TRY(ds_zero_sizes(zo, r, notes));
     ZP_TRY(ds_shard_groups(zo, stage, r, notes));
-    r->stage = (int)stage;
+    r->base.stage = (int)stage;
+    zp_search_req_give(r, ZP_SEARCH_STAGE);
     r->base.overlap_comm = overlap;
     return ZP_OK;
 }
@@ -605,9 +612,10 @@ static zp_status ds_zero(json_t *root, const char *name, zp_search_req *r, zp_ds
     if (zo) {
         st = ds_zero_section(zo, r, notes, contiguous_grads);
     } else {
-        r->offload = ZP_OFFLOAD_NONE;
+        r->base.offload = ZP_OFFLOAD_NONE;
         note(notes, "no zero_optimization section: stage 0 (plain data parallelism), as DeepSpeed");
-        r->stage = 0;
+        r->base.stage = 0;
+        zp_search_req_give(r, ZP_SEARCH_OFFLOAD | ZP_SEARCH_STAGE);
         r->base.overlap_comm = 0;
     }
     json_decref(legacy_zo);
@@ -632,11 +640,10 @@ static zp_status ds_activations(json_t *root, const char *name, int contiguous_g
         double nck;
         int a;
         ZP_TRY(get_count(ac, "number_checkpoints", "activation_checkpointing.", 1e9, &nck, &present, &a));
-        if (present && !a && nck == 0 && r->recompute == ZP_SEARCH_ANY) {
+        if (present && !a && nck == 0 && zp_search_req_searched(r, ZP_SEARCH_RECOMPUTE)) {
             /* no block checkpointed: no full recompute (Megatron's selective recompute is not DeepSpeed's to
              * say, so it stays open) */
             r->checkpoint = 0;
-            r->recompute = ZP_SEARCH_ANY;
         } else if (present && !a && nck != (double)r->model->layers) {
             note(notes, "note: number_checkpoints %.0f; zplan checkpoints every one of the %lld blocks", nck,
                  (long long)r->model->layers);
@@ -648,10 +655,11 @@ static zp_status ds_activations(json_t *root, const char *name, int contiguous_g
     }
     if ((pa || pacpu) && !r->checkpoint)
         return ZP_FAIL(ZP_EINVAL, "activation_checkpointing partitions checkpoints: drop --no-checkpoint");
-    r->pa = pa;
-    r->pa_cpu = pacpu;
-    if (r->recompute == ZP_SEARCH_ANY && r->checkpoint)
-        r->recompute = ZP_RECOMPUTE_FULL;
+    r->base.pa = pa;
+    r->base.pa_cpu = pacpu;
+    zp_search_req_give(r, ZP_SEARCH_PA | ZP_SEARCH_PA_CPU);
+    if (zp_search_req_searched(r, ZP_SEARCH_RECOMPUTE) && r->checkpoint)
+        zp_search_req_give_recompute(r, ZP_RECOMPUTE_FULL);
     /* ZeRO-R MD: contiguous gradients and contiguous checkpoints */
     r->base.md = contiguous_grads && (contiguous_ckpt || !r->checkpoint);
     if (!r->base.md)
@@ -709,10 +717,14 @@ static zp_status ds_batch(json_t *root, const char *name, double dp, zp_search_r
     has_mb = has_mb && !a_mb;
     has_gas = has_gas && !a_gas;
     ZP_TRY(ds_batch_derive(name, dp, has_tbs, has_mb, has_gas, &tbs, &mb, &gas, notes));
-    if (has_tbs || has_mb)
+    if (has_tbs || has_mb) {
         r->global_batch = (int64_t)tbs;
-    if (has_mb || (has_tbs && has_gas))
-        r->micro_batch = (int64_t)mb;
+        zp_search_req_give(r, ZP_SEARCH_GLOBAL_BATCH);
+    }
+    if (has_mb || (has_tbs && has_gas)) {
+        r->base.micro_batch = (int64_t)mb;
+        zp_search_req_give(r, ZP_SEARCH_MICRO_BATCH);
+    }
     return ZP_OK;
 }
 

@@ -145,9 +145,10 @@ static zp_status launch_batch(zp_launch *l, int64_t dp, zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "%s: the global batch %lld is not a multiple of micro-batch %lld x data-parallel "
                                   "%lld (as the framework requires)",
                        l->name, (long long)global, (long long)micro, (long long)dp);
-    r->micro_batch = micro;
+    r->base.micro_batch = micro;
     r->global_batch = global;
-    r->grad_accum = global / (micro * dp);
+    r->base.grad_accum = global / (micro * dp);
+    zp_search_req_give(r, ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_GLOBAL_BATCH | ZP_SEARCH_ACCUM);
     return ZP_OK;
 }
 
@@ -164,7 +165,8 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
     }
     r->base.param_bytes = prec == ZP_LAUNCH_FP32 ? 4.0 : 2.0;
     r->base.k_optimizer = prec == ZP_LAUNCH_FP32 ? 8.0 : ZP_ADAM_K;
-    r->bf16 = prec == ZP_LAUNCH_BF16;
+    r->base.bf16 = prec == ZP_LAUNCH_BF16;
+    zp_search_req_give(r, ZP_SEARCH_BF16);
     const int fp32_grads = l->kind == ZP_LAUNCH_TORCHTITAN && l->grad_fp32 != ZP_LAUNCH_UNSET
                                ? l->grad_fp32 /* FSDP's reduce dtype, as stated */
                                : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
@@ -183,7 +185,7 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
         r->base.fp8 = l->fp8_recipe ? l->fp8_recipe
                                     : l->kind == ZP_LAUNCH_TORCHTITAN ? ZP_FP8_AO_TENSORWISE : ZP_FP8_DELAYED;
         r->base.fp8_all_gather = l->fp8_all_gather == 1;
-        r->bf16 = 1;
+        r->base.bf16 = 1;
     }
     return ZP_OK;
 }
@@ -229,33 +231,38 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     int64_t dp = 1;
     int stage = 0;
     ZP_TRY(launch_dp(l, r->gpus, tp, pp, cp, &dp, &stage));
-    r->stage = stage;
-    r->mp = tp;
-    r->pp = pp;
-    r->ep = 1;
-    r->deg[ZP_DIM_CP] = cp;
-    r->base.cp_comm = l->cp_comm;
+    zp_plan *b = &r->base;
+    b->stage = stage;
+    b->mp = tp;
+    b->pp = pp;
+    b->ep = 1;
+    b->cp = cp;
+    b->cp_comm = l->cp_comm;
+    zp_search_req_give(r, ZP_SEARCH_STAGE | ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_DIM(ZP_DIM_PP) |
+                              ZP_SEARCH_DIM(ZP_DIM_EP) | ZP_SEARCH_DIM(ZP_DIM_CP) | ZP_SEARCH_PA | ZP_SEARCH_PA_CPU |
+                              ZP_SEARCH_OFFLOAD | ZP_SEARCH_SP | ZP_SEARCH_TP_OVERLAP);
     ZP_TRY(launch_batch(l, dp / cp, r));
     r->exact = 1;
-    r->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */
-    r->pa_cpu = 0;
-    if (r->pa && l->recompute != ZP_RECOMPUTE_FULL)
+    b->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */
+    b->pa_cpu = 0;
+    if (b->pa && l->recompute != ZP_RECOMPUTE_FULL)
         return ZP_FAIL(ZP_EINVAL, "%s: checkpoints distributed over TP need full recompute (Megatron-LM refuses "
                                   "--distribute-saved-activations without --recompute-granularity full)",
                        l->name);
-    r->offload = ZP_OFFLOAD_NONE;
-    r->recompute = l->recompute != ZP_LAUNCH_UNSET ? l->recompute : ZP_RECOMPUTE_NONE;
-    if (l->kind == ZP_LAUNCH_TORCHTITAN && r->recompute == ZP_RECOMPUTE_SELECTIVE) {
+    b->offload = ZP_OFFLOAD_NONE;
+    zp_recompute rc = l->recompute != ZP_LAUNCH_UNSET ? (zp_recompute)l->recompute : ZP_RECOMPUTE_NONE;
+    if (l->kind == ZP_LAUNCH_TORCHTITAN && rc == ZP_RECOMPUTE_SELECTIVE) {
         /* torchtitan's selective modes: op-level, or every k-th block whole (its default option is "2") */
         const int64_t k = l->sac_every != ZP_LAUNCH_UNSET ? l->sac_every : 2;
-        r->recompute = l->sac_op ? ZP_RECOMPUTE_OP : ZP_RECOMPUTE_FULL;
-        r->base.ckpt_every = l->sac_op || k <= 1 ? 0 : (int)(k < r->model->layers ? k : r->model->layers + 1);
+        rc = l->sac_op ? ZP_RECOMPUTE_OP : ZP_RECOMPUTE_FULL;
+        b->ckpt_every = l->sac_op || k <= 1 ? 0 : (int)(k < r->model->layers ? k : r->model->layers + 1);
         if (l->sac_op)
             ZP_TRY(zp_model_check_op_sac(r->model));
     }
-    r->checkpoint = r->recompute == ZP_RECOMPUTE_FULL;
+    zp_search_req_give_recompute(r, rc);
+    r->checkpoint = rc == ZP_RECOMPUTE_FULL;
     /* torchtitan's TP always shards the norms' activations along the sequence (SequenceParallel) */
-    r->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1;
+    b->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1;
     int64_t v = l->vstages > 1 ? l->vstages : 1;
     if (v > ZP_MAX_VSTAGES)
         return ZP_FAIL(ZP_EINVAL, "%s: %lld virtual stages: zplan models at most %d", l->name, (long long)v,
@@ -266,8 +273,11 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
                            l->name, (long long)l->vp, (long long)pp, (long long)r->model->layers);
         v = r->model->layers / (pp * l->vp);
     }
-    r->pp_schedule = pp == 1 ? ZP_SEARCH_ANY : v > 1 ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
-    r->vstages = pp == 1 ? ZP_SEARCH_ANY : (int)v;
+    if (pp > 1) { /* the schedule and chunks given with the stages */
+        b->schedule = v > 1 ? ZP_PP_INTERLEAVED : ZP_PP_1F1B;
+        b->vstages = (int)v;
+        zp_search_req_give(r, ZP_SEARCH_SCHEDULE | ZP_SEARCH_VSTAGES);
+    }
     ZP_TRY(launch_layout(l, pp, v, r));
     ZP_TRY(launch_precision(l, r));
     /* Megatron-core fuses the weight-gradient accumulation unless told not to; PyTorch (torchtitan) does not */
@@ -277,13 +287,13 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     /* the distributed optimizer's all-gather beside the next forward (with its grad reduce overlapped) */
     r->base.overlap_param_gather = l->param_gather == 1 && r->base.overlap_comm && l->stage == 1;
     /* TP overlap as the launch asks (off unless it does: every framework's default); at TP 1 nothing to do */
-    r->tp_overlap = l->tp_overlap > 0 && tp > 1 ? l->tp_overlap : ZP_TP_OVERLAP_OFF;
-    if (r->tp_overlap != ZP_TP_OVERLAP_OFF && !r->sp)
+    b->tp_overlap = l->tp_overlap > 0 && tp > 1 ? l->tp_overlap : ZP_TP_OVERLAP_OFF;
+    if (b->tp_overlap != ZP_TP_OVERLAP_OFF && !b->sp)
         return ZP_FAIL(ZP_EINVAL, "%s: TP communication overlap needs sequence parallelism (Megatron-core asserts "
                                   "tp_comm_overlap with sequence_parallel): add --sequence-parallel "
                                   "(NeMo: sequence_parallel: true)",
                        l->name);
-    if (r->tp_overlap != ZP_TP_OVERLAP_OFF && r->cluster && tp > r->cluster->gpus_per_node)
+    if (b->tp_overlap != ZP_TP_OVERLAP_OFF && r->cluster && tp > r->cluster->gpus_per_node)
         return ZP_FAIL(ZP_EINVAL, "%s: TP %lld spans nodes of %d GPUs: its overlapped communication maps the peers' "
                                   "memory over NVLink (TP inside a node, or no overlap)",
                        l->name, (long long)tp, r->cluster->gpus_per_node);
@@ -294,10 +304,10 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     r->base.eager = l->kind == ZP_LAUNCH_TORCHTITAN && l->compile != 1;
     if (l->kind == ZP_LAUNCH_TORCHTITAN && l->compile == ZP_LAUNCH_UNSET)
         zp_launch_note(l, "training.compile not stated: PyTorch eager, torchtitan's default");
-    if (r->base.eager && r->tp_overlap == ZP_TP_OVERLAP_ASYNC) {
+    if (b->eager && b->tp_overlap == ZP_TP_OVERLAP_ASYNC) {
         zp_launch_note(l, "enable_async_tensor_parallel without training.compile: torchtitan runs async TP "
                           "compiled only, so TP communication is not overlapped");
-        r->tp_overlap = ZP_TP_OVERLAP_OFF;
+        b->tp_overlap = ZP_TP_OVERLAP_OFF;
     }
     return ZP_OK;
 }

@@ -22,50 +22,48 @@ typedef enum {
     R_NKIND
 } relax;
 
+/* The options each change opens to the search (ZP_SEARCH_* bits; 0: it sets an option instead). */
+static const uint32_t g_opens[R_NKIND] = {
+    [R_MICRO] = ZP_SEARCH_MICRO_BATCH,
+    [R_STAGE] = ZP_SEARCH_STAGE,
+    [R_MP] = ZP_SEARCH_DIM(ZP_DIM_TP),
+    [R_OFFLOAD] = ZP_SEARCH_OFFLOAD,
+    [R_PA] = ZP_SEARCH_PA | ZP_SEARCH_PA_CPU,
+    [R_ACCUM] = ZP_SEARCH_ACCUM,
+    [R_GLOBAL] = ZP_SEARCH_GLOBAL_BATCH | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_ACCUM,
+    [R_ALL] = ZP_SEARCH_STAGE | ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_ACCUM | ZP_SEARCH_PA |
+              ZP_SEARCH_PA_CPU | ZP_SEARCH_OFFLOAD,
+};
+
 static int applies(const zp_search_req *r, relax k)
 {
+    const zp_plan *b = &r->base;
     switch (k) {
-    case R_MICRO: return r->micro_batch != ZP_SEARCH_ANY;
-    case R_STAGE: return r->stage != ZP_SEARCH_ANY && r->stage < 3;
-    case R_MP: return r->mp != ZP_SEARCH_ANY;
-    case R_OFFLOAD: return r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_PARAMS;
-    case R_PA: return (r->pa != ZP_SEARCH_ANY || r->pa_cpu != ZP_SEARCH_ANY) && r->pa_cpu != 1;
+    case R_STAGE: return zp_search_req_given(r, ZP_SEARCH_STAGE) && b->stage < 3;
+    case R_OFFLOAD: return zp_search_req_given(r, ZP_SEARCH_OFFLOAD) && b->offload != ZP_OFFLOAD_PARAMS;
+    case R_PA: /* Pa or Pa+cpu given, not Pa+cpu on (nothing holds less) */
+        return (zp_search_req_given(r, ZP_SEARCH_PA) || zp_search_req_given(r, ZP_SEARCH_PA_CPU)) &&
+               !(zp_search_req_given(r, ZP_SEARCH_PA_CPU) && b->pa_cpu == 1);
     case R_CKPT: return !r->checkpoint;
-    case R_CB: return !r->base.cb;
-    case R_MD: return !r->base.md;
-    case R_ACCUM: return r->grad_accum != ZP_SEARCH_ANY;
-    case R_GLOBAL: return r->global_batch != ZP_SEARCH_ANY;
+    case R_CB: return !b->cb;
+    case R_MD: return !b->md;
+    case R_GLOBAL: return zp_search_req_given(r, ZP_SEARCH_GLOBAL_BATCH);
     case R_EXACT: return r->exact;
-    default: return 1;
+    case R_ALL: return 1;
+    default: return zp_search_req_given(r, g_opens[k]);
     }
-}
-
-static void open_all(zp_search_req *q)
-{
-    q->stage = ZP_SEARCH_ANY;
-    q->mp = ZP_SEARCH_ANY;
-    q->micro_batch = q->grad_accum = ZP_SEARCH_ANY;
-    q->pa = q->pa_cpu = ZP_SEARCH_ANY;
-    q->offload = ZP_SEARCH_ANY;
-    q->exact = 0;
-    q->checkpoint = q->base.cb = q->base.md = 1;
 }
 
 static void apply(zp_search_req *q, relax k)
 {
+    zp_search_req_open(q, g_opens[k]);
     switch (k) {
-    case R_MICRO: q->micro_batch = ZP_SEARCH_ANY; break;
-    case R_STAGE: q->stage = ZP_SEARCH_ANY; break;
-    case R_MP: q->mp = ZP_SEARCH_ANY; break;
-    case R_OFFLOAD: q->offload = ZP_SEARCH_ANY; break;
-    case R_PA: q->pa = q->pa_cpu = ZP_SEARCH_ANY; break;
     case R_CKPT: q->checkpoint = 1; break;
     case R_CB: q->base.cb = 1; break;
     case R_MD: q->base.md = 1; break;
-    case R_ACCUM: q->grad_accum = ZP_SEARCH_ANY; break;
-    case R_GLOBAL: q->global_batch = ZP_SEARCH_ANY; q->micro_batch = q->grad_accum = ZP_SEARCH_ANY; break;
     case R_EXACT: q->exact = 0; break;
-    default: open_all(q); break;
+    case R_ALL: q->exact = 0; q->checkpoint = q->base.cb = q->base.md = 1; break;
+    default: break;
     }
 }
 
@@ -92,11 +90,11 @@ static void value_of(relax k, const zp_search_req *r, const zp_eval *e, char *bu
 {
     const zp_plan *p = e ? &e->plan : NULL;
     switch (k) {
-    case R_MICRO: snprintf(buf, len, "%lld", (long long)(p ? p->micro_batch : r->micro_batch)); break;
-    case R_STAGE: snprintf(buf, len, "%d", p ? p->stage : r->stage); break;
-    case R_MP: snprintf(buf, len, "%lld", (long long)(p ? p->mp : r->mp)); break;
-    case R_OFFLOAD: snprintf(buf, len, "%s", zp_offload_name(p ? p->offload : (zp_offload)r->offload)); break;
-    case R_ACCUM: snprintf(buf, len, "%lld", (long long)(p ? p->grad_accum : r->grad_accum)); break;
+    case R_MICRO: snprintf(buf, len, "%lld", (long long)(p ? p : &r->base)->micro_batch); break;
+    case R_STAGE: snprintf(buf, len, "%d", (p ? p : &r->base)->stage); break;
+    case R_MP: snprintf(buf, len, "%lld", (long long)(p ? p : &r->base)->mp); break;
+    case R_OFFLOAD: snprintf(buf, len, "%s", zp_offload_name((p ? p : &r->base)->offload)); break;
+    case R_ACCUM: snprintf(buf, len, "%lld", (long long)(p ? p : &r->base)->grad_accum); break;
     case R_GLOBAL: snprintf(buf, len, "%.0f", p ? e->global_batch : (double)r->global_batch); break;
     case R_PA: snprintf(buf, len, "%s", !p ? "" : p->pa_cpu ? "--pa-cpu" : p->pa ? "--pa" : "--no-pa"); break;
     case R_CKPT: snprintf(buf, len, "--checkpoint"); break;
@@ -223,7 +221,7 @@ zp_status zp_near_miss_find(const zp_search_req *r, const zp_search_result *res,
             zp_search_req q = *r;
             q.gpus = g;
             if (all)
-                open_all(&q);
+                apply(&q, R_ALL);
             zp_fix *f = &out->fix[out->nfix];
             int found;
             ZP_TRY(try_req(r, q, &f->plan, &found));

@@ -23,29 +23,37 @@
 #include "zp_time.h"
 #include "zp_units.h"
 
-/* The request's named degrees are its array (zp_search_req.deg), as a plan's are. */
-_Static_assert(offsetof(zp_search_req, mp) == offsetof(zp_search_req, deg) + ZP_DIM_TP * sizeof(int64_t), "TP");
-_Static_assert(offsetof(zp_search_req, ep) == offsetof(zp_search_req, deg) + ZP_DIM_EP * sizeof(int64_t), "EP");
-_Static_assert(offsetof(zp_search_req, dp) == offsetof(zp_search_req, deg) + ZP_DIM_DP * sizeof(int64_t), "DP");
-_Static_assert(offsetof(zp_search_req, pp) == offsetof(zp_search_req, deg) + ZP_DIM_PP * sizeof(int64_t), "PP");
+/* Whether the request gives `bits` (their values are the base plan's) / a dimension's degree. */
+static inline int given(const zp_search_req *r, uint32_t bits) { return zp_search_req_given(r, bits); }
+static inline int deg_given(const zp_search_req *r, zp_dim_id d) { return given(r, ZP_SEARCH_DIM(d)); }
+/* A given on/off option that is on (--sp, --pa, --pa-cpu). */
+static inline int given_on(const zp_search_req *r, uint32_t bit, int value) { return given(r, bit) && value == 1; }
+
+void zp_search_req_give_recompute(zp_search_req *r, zp_recompute rc)
+{
+    r->base.checkpoint = rc == ZP_RECOMPUTE_FULL;
+    r->base.selective = rc == ZP_RECOMPUTE_SELECTIVE;
+    r->base.op_sac = rc == ZP_RECOMPUTE_OP;
+    zp_search_req_give(r, ZP_SEARCH_RECOMPUTE);
+}
 
 /* The table's context of a request: its GPUs, model and node, the degrees it gives. */
 static void dims_ctx(const zp_search_req *r, zp_dim_ctx *c)
 {
     zp_dims_ctx_init(c, r->model, r->gpus, r->cluster ? zp_cluster_domain(r->cluster) : 0, r->max_mp);
     for (int d = 0; d < ZP_NDIMS; d++)
-        c->deg[d] = r->deg[d];
+        c->deg[d] = zp_search_req_deg(r, d);
 }
 
 /* A given degree against its row's checks (zp_dims.h), the other given degrees known. */
 static zp_status check_given(const zp_search_req *r, zp_dim_id id)
 {
     const zp_dim_type *d = zp_dims_get(id);
-    if (r->deg[id] == ZP_SEARCH_ANY || !d->check)
+    if (!deg_given(r, id) || !d->check)
         return ZP_OK;
     zp_dim_ctx c;
     dims_ctx(r, &c);
-    return d->check(&c, r->deg[id]);
+    return d->check(&c, r->base.deg[id]);
 }
 
 /* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
@@ -56,22 +64,22 @@ static zp_status check_given(const zp_search_req *r, zp_dim_id id)
 static zp_status validate_layout(const zp_search_req *r)
 {
     const zp_plan *b = &r->base;
-    const int64_t pp = r->pp, L = r->model ? r->model->layers : 0;
-    if (zp_pp_uneven(b) && pp == ZP_SEARCH_ANY)
+    const int64_t pp = r->base.pp, L = r->model ? r->model->layers : 0;
+    const int pp_given = deg_given(r, ZP_DIM_PP), v_given = given(r, ZP_SEARCH_VSTAGES);
+    if (zp_pp_uneven(b) && !pp_given)
         return ZP_FAIL(ZP_EINVAL, "%s: an uneven pipeline layout needs the stages (give --pp P)",
                        b->pp_layout ? "--pp-layout" : b->pp_first > 0 ? "--pp-first-layers" : "--pp-last-layers");
-    if (!r->model || pp == ZP_SEARCH_ANY)
+    if (!r->model || !pp_given)
         return ZP_OK;
     zp_plan q = *b;
-    q.pp = pp;
-    q.vstages = r->vstages != ZP_SEARCH_ANY ? r->vstages : 1;
+    q.vstages = v_given ? b->vstages : 1;
     if (zp_pp_uneven(b)) {
-        if (r->vstages == ZP_SEARCH_ANY && b->pp_layout && b->pp_layout_n % pp == 0 && b->pp_layout_n > pp &&
+        if (!v_given && b->pp_layout && b->pp_layout_n % pp == 0 && b->pp_layout_n > pp &&
             b->pp_layout_n / pp <= ZP_MAX_VSTAGES)
             q.vstages = (int)(b->pp_layout_n / pp); /* one entry per virtual stage */
         return zp_pp_check(r->model, &q);
     }
-    if (pp > 1 && r->pp_schedule == ZP_PP_INTERLEAVED && r->vstages == ZP_SEARCH_ANY) {
+    if (pp > 1 && given(r, ZP_SEARCH_SCHEDULE) && b->schedule == ZP_PP_INTERLEAVED && !v_given) {
         for (int64_t v = 2; v <= ZP_MAX_VSTAGES; v++)
             if (L % (pp * v) == 0)
                 return ZP_OK;
@@ -86,29 +94,31 @@ static zp_status validate_layout(const zp_search_req *r)
 
 static zp_status validate_pipeline(const zp_search_req *r)
 {
-    const int64_t pp = r->pp;
-    if (pp != ZP_SEARCH_ANY) {
+    const zp_plan *b = &r->base;
+    const int64_t pp = b->pp;
+    const int pp_given = deg_given(r, ZP_DIM_PP), sc_given = given(r, ZP_SEARCH_SCHEDULE);
+    if (pp_given) {
         ZP_TRY(check_given(r, ZP_DIM_PP));
     }
-    const int no_pp = pp == ZP_SEARCH_ANY || pp == 1;
-    if (r->pp_schedule != ZP_SEARCH_ANY && no_pp)
+    const int no_pp = !pp_given || pp == 1;
+    if (sc_given && no_pp)
         return ZP_FAIL(ZP_EINVAL, "--schedule %s: a pipeline schedule needs pipeline stages (give --pp P >= 2)",
-                       zp_pp_schedule_name((zp_pp_schedule)r->pp_schedule));
-    if (r->vstages != ZP_SEARCH_ANY) {
+                       zp_pp_schedule_name(b->schedule));
+    if (given(r, ZP_SEARCH_VSTAGES)) {
         if (no_pp)
             return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks need pipeline stages (give --pp P >= 2; "
                                       "the schedule is then interleaved)",
-                           r->vstages);
-        if (r->pp_schedule != ZP_SEARCH_ANY && r->pp_schedule != ZP_PP_INTERLEAVED && r->vstages > 1)
+                           b->vstages);
+        if (sc_given && b->schedule != ZP_PP_INTERLEAVED && b->vstages > 1)
             return ZP_FAIL(ZP_EINVAL, "--virtual-stages %d: model chunks are the interleaved schedule's, not %s's",
-                           r->vstages, zp_pp_schedule_name((zp_pp_schedule)r->pp_schedule));
-        if (r->vstages < 1 || r->vstages > ZP_MAX_VSTAGES)
-            return ZP_FAIL(ZP_EINVAL, "--virtual-stages: %d is not between 1 and %d", r->vstages, ZP_MAX_VSTAGES);
+                           b->vstages, zp_pp_schedule_name(b->schedule));
+        if (b->vstages < 1 || b->vstages > ZP_MAX_VSTAGES)
+            return ZP_FAIL(ZP_EINVAL, "--virtual-stages: %d is not between 1 and %d", b->vstages, ZP_MAX_VSTAGES);
         if (pp > 1 && r->model) {
             zp_plan q;
             zp_plan_default(&q, 1);
             q.pp = pp;
-            q.vstages = r->vstages;
+            q.vstages = b->vstages;
             q.schedule = ZP_PP_INTERLEAVED;
             q.pp_first = r->base.pp_first; /* and the uneven layout given */
             q.pp_last = r->base.pp_last;
@@ -117,21 +127,24 @@ static zp_status validate_pipeline(const zp_search_req *r)
             ZP_TRY(zp_pp_check(r->model, &q));
         }
     }
-    if (r->exact && r->pp_schedule == ZP_PP_INTERLEAVED && r->vstages == ZP_SEARCH_ANY)
+    if (r->exact && sc_given && b->schedule == ZP_PP_INTERLEAVED && !given(r, ZP_SEARCH_VSTAGES))
         return ZP_FAIL(ZP_EINVAL, "--exact --schedule interleaved: give --virtual-stages v (the model chunks per rank)");
     ZP_TRY(validate_layout(r));
-    if (r->sp == 1 && r->mp == 1)
+    const int sp = given_on(r, ZP_SEARCH_SP, b->sp), pa = given_on(r, ZP_SEARCH_PA, b->pa) ||
+                                                         given_on(r, ZP_SEARCH_PA_CPU, b->pa_cpu);
+    if (sp && deg_given(r, ZP_DIM_TP) && b->mp == 1)
         return ZP_FAIL(ZP_EINVAL, "--sp shards activations over the MP group: it needs --mp > 1");
-    if (r->sp == 1 && (r->pa == 1 || r->pa_cpu == 1))
+    if (sp && pa)
         return ZP_FAIL(ZP_EINVAL, "--sp shards the checkpoints over the MP group already: ZeRO-R --pa/--pa-cpu have "
                                   "nothing left to partition (drop one)");
-    if (r->recompute != ZP_SEARCH_ANY && r->recompute != ZP_RECOMPUTE_FULL && (r->pa == 1 || r->pa_cpu == 1))
+    const int rc_other = given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) != ZP_RECOMPUTE_FULL;
+    if (rc_other && pa)
         return ZP_FAIL(ZP_EINVAL, "--pa/--pa-cpu partition activation checkpoints: they need --recompute full");
-    if (r->base.ckpt_every > 1 && r->recompute != ZP_SEARCH_ANY && r->recompute != ZP_RECOMPUTE_FULL)
+    if (b->ckpt_every > 1 && rc_other)
         return ZP_FAIL(ZP_EINVAL, "--checkpoint-every %d checkpoints one block in %d whole: it needs --recompute "
                                   "full (drop --recompute %s)",
-                       r->base.ckpt_every, r->base.ckpt_every, zp_recompute_name((zp_recompute)r->recompute));
-    if (r->base.ckpt_every > 1 && (r->pa == 1 || r->pa_cpu == 1))
+                       b->ckpt_every, b->ckpt_every, zp_recompute_name(zp_search_req_recompute(r)));
+    if (b->ckpt_every > 1 && pa)
         return ZP_FAIL(ZP_EINVAL, "--checkpoint-every with --pa/--pa-cpu: ZeRO-R partitions every block's "
                                   "checkpoint (drop one)");
     return ZP_OK;
@@ -141,20 +154,23 @@ static zp_status validate_pipeline(const zp_search_req *r)
  * NVLink domain (Transformer Engine's userbuffers and PyTorch's symmetric memory map the peers' memory). */
 static zp_status validate_tp_overlap(const zp_search_req *r)
 {
-    if (r->tp_overlap == ZP_SEARCH_ANY || r->tp_overlap == ZP_TP_OVERLAP_OFF)
+    const zp_plan *b = &r->base;
+    if (!given(r, ZP_SEARCH_TP_OVERLAP) || b->tp_overlap == ZP_TP_OVERLAP_OFF)
         return ZP_OK;
-    if ((unsigned)r->tp_overlap >= ZP_NTP_OVERLAP)
-        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap: no overlap %d", r->tp_overlap);
-    const char *name = zp_tp_overlap_name((zp_tp_overlap)r->tp_overlap);
-    if (r->mp != 1 && (r->sp == 0 || (r->exact && r->sp != 1)))
+    if ((unsigned)b->tp_overlap >= ZP_NTP_OVERLAP)
+        return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap: no overlap %d", b->tp_overlap);
+    const char *name = zp_tp_overlap_name((zp_tp_overlap)b->tp_overlap);
+    const int sp_given = given(r, ZP_SEARCH_SP);
+    if (!(deg_given(r, ZP_DIM_TP) && b->mp == 1) &&
+        ((sp_given && b->sp == 0) || (r->exact && !given_on(r, ZP_SEARCH_SP, b->sp))))
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap %s overlaps sequence parallelism's all-gathers and "
                                   "reduce-scatters: give --sp (Megatron-core asserts it), or drop the overlap",
                        name);
-    if (r->mp != ZP_SEARCH_ANY && r->cluster && r->mp > r->cluster->gpus_per_node)
+    if (deg_given(r, ZP_DIM_TP) && r->cluster && b->mp > r->cluster->gpus_per_node)
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap %s: MP %lld spans nodes of %d GPUs, and the overlapped "
                                   "transfers map the peers' memory over NVLink: use --mp %d or less, or drop the "
                                   "overlap",
-                       name, (long long)r->mp, r->cluster->gpus_per_node, r->cluster->gpus_per_node);
+                       name, (long long)b->mp, r->cluster->gpus_per_node, r->cluster->gpus_per_node);
     return ZP_OK;
 }
 
@@ -164,14 +180,14 @@ static zp_status validate_param_gather(const zp_search_req *r)
 {
     if (!r->base.overlap_param_gather)
         return ZP_OK;
-    if (r->stage != ZP_SEARCH_ANY && r->stage != 1 && r->stage != 2)
+    if (given(r, ZP_SEARCH_STAGE) && r->base.stage != 1 && r->base.stage != 2)
         return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather: ZeRO stage %d has no all-gather of the updated "
                                   "parameters to overlap (the distributed optimizer's: --stage 1 or 2)",
-                       r->stage);
+                       r->base.stage);
     if (!r->base.overlap_comm)
         return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather needs the gradient reductions overlapped too (drop "
                                   "--no-overlap-comm: Megatron-core requires --overlap-grad-reduce with it)");
-    if (r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_NONE)
+    if (given(r, ZP_SEARCH_OFFLOAD) && r->base.offload != ZP_OFFLOAD_NONE)
         return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather with --offload: the parameters come back from the host "
                                   "after the CPU's update, not by an all-gather (drop one)");
     return ZP_OK;
@@ -184,39 +200,42 @@ static zp_status validate_framework(const zp_search_req *r)
     const zp_framework *f = zp_framework_get(r->framework);
     if (!f)
         return ZP_FAIL(ZP_EINVAL, "--framework: no framework %d", r->framework);
-    const int interleaved = r->pp_schedule == ZP_PP_INTERLEAVED || (r->vstages != ZP_SEARCH_ANY && r->vstages > 1);
-    if (interleaved && f->interleave_min_pp > 0 && r->pp != ZP_SEARCH_ANY && r->pp < f->interleave_min_pp)
+    const zp_plan *b = &r->base;
+    const int interleaved = (given(r, ZP_SEARCH_SCHEDULE) && b->schedule == ZP_PP_INTERLEAVED) ||
+                            (given(r, ZP_SEARCH_VSTAGES) && b->vstages > 1);
+    const int stage = given(r, ZP_SEARCH_STAGE) ? b->stage : -1, pp = deg_given(r, ZP_DIM_PP);
+    const int rc = given(r, ZP_SEARCH_RECOMPUTE) ? (int)zp_search_req_recompute(r) : -1;
+    if (interleaved && f->interleave_min_pp > 0 && pp && b->pp < f->interleave_min_pp)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: %s runs the interleaved schedule with %d or more pipeline stages "
                                   "only (drop --schedule interleaved / --virtual-stages, or give --pp %d or more)",
                        f->name, f->what, f->interleave_min_pp, f->interleave_min_pp);
-    if (r->stage != ZP_SEARCH_ANY && r->stage > f->pp_max_stage && r->stage <= f->max_stage && r->pp != ZP_SEARCH_ANY &&
-        r->pp > 1)
+    if (stage > f->pp_max_stage && stage <= f->max_stage && pp && b->pp > 1)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: --stage %d with --pp %lld: %s allows ZeRO stage %d at most beside "
                                   "pipeline stages (\"%s\"); use --stage %d or --pp 1, or plan for torchtitan's FSDP2 "
                                   "with pipelines: --framework any",
-                       f->name, r->stage, (long long)r->pp, f->what, f->pp_max_stage,
+                       f->name, stage, (long long)b->pp, f->what, f->pp_max_stage,
                        f->pp_stage_why ? f->pp_stage_why : "its pipeline engine", f->pp_max_stage);
     const char *no = NULL;
-    if (r->stage != ZP_SEARCH_ANY && r->stage > f->max_stage)
+    if (stage > f->max_stage)
         no = f->max_stage == 2 ? "ZeRO stage 3 (--stage)"
              : f->max_stage == 1 ? "ZeRO stages 2-3 (--stage)" : "ZeRO stages 1-3 (--stage)";
-    else if (f->no_pipeline && r->pp != ZP_SEARCH_ANY && r->pp > 1)
+    else if (f->no_pipeline && pp && b->pp > 1)
         no = "pipeline stages (--pp; its pipeline engine came later)";
-    else if (f->fp16_only && (r->bf16 == 1 || r->base.fp8))
+    else if (f->fp16_only && (given_on(r, ZP_SEARCH_BF16, b->bf16) || b->fp8))
         no = "bf16 or fp8 (--precision; fp16 with loss scaling only)";
-    else if (r->offload != ZP_SEARCH_ANY && r->offload != ZP_OFFLOAD_NONE && !f->offload)
+    else if (given(r, ZP_SEARCH_OFFLOAD) && b->offload != ZP_OFFLOAD_NONE && !f->offload)
         no = "--offload";
     else if (r->base.nvme && !f->offload)
         no = "--offload-device nvme";
-    else if (r->pa_cpu == 1 && !f->pa_cpu)
+    else if (given_on(r, ZP_SEARCH_PA_CPU, b->pa_cpu) && !f->pa_cpu)
         no = "--pa-cpu";
     else if (r->model && r->model->experts > 0 && !f->moe)
         no = "mixture-of-experts layers (the model's)";
-    else if (r->recompute == ZP_RECOMPUTE_SELECTIVE && !f->selective)
+    else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
-    else if (r->sp == 1 && !f->sp)
+    else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
         no = "--sp (Megatron-LM's sequence parallelism)";
-    else if ((r->recompute == ZP_RECOMPUTE_OP || r->base.ckpt_every > 1) && r->framework != ZP_FRAMEWORK_ANY)
+    else if ((rc == ZP_RECOMPUTE_OP || b->ckpt_every > 1) && r->framework != ZP_FRAMEWORK_ANY)
         no = "torchtitan's checkpointing modes (--recompute op, --checkpoint-every)";
     else if (interleaved && f->interleave_min_pp == 0)
         no = "the interleaved schedule";
@@ -224,7 +243,7 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--grad-accum-fusion";
     else if (r->base.flash_attn && !f->flash)
         no = "FlashAttention (--flash-attention, --flash-kernel)";
-    else if (r->tp_overlap > ZP_TP_OVERLAP_OFF && f->tp_overlap == ZP_TP_OVERLAP_OFF)
+    else if (given(r, ZP_SEARCH_TP_OVERLAP) && b->tp_overlap > ZP_TP_OVERLAP_OFF && f->tp_overlap == ZP_TP_OVERLAP_OFF)
         no = "TP communication overlap (--tp-comm-overlap)";
     else if (r->base.overlap_param_gather && !f->param_gather)
         no = "--overlap-param-gather";
@@ -246,12 +265,13 @@ static zp_status validate_shard_group(const zp_search_req *r)
         return ZP_OK;
     if (g < 0)
         return ZP_FAIL(ZP_EINVAL, "--shard-group: %lld is not a number of DP ranks (give G >= 1)", (long long)g);
-    if (r->stage != ZP_SEARCH_ANY && r->stage < 2)
+    if (given(r, ZP_SEARCH_STAGE) && r->base.stage < 2)
         return ZP_FAIL(ZP_EINVAL, "--shard-group %lld: hybrid sharding shards gradients and parameters: it needs "
                                   "--stage 2 or 3 (FSDP2 HSDP, MiCS)", (long long)g);
-    const int64_t mp = r->mp != ZP_SEARCH_ANY ? r->mp : 1, pp = r->pp != ZP_SEARCH_ANY ? r->pp : 1;
+    const int both = deg_given(r, ZP_DIM_TP) && deg_given(r, ZP_DIM_PP);
+    const int64_t mp = deg_given(r, ZP_DIM_TP) ? r->base.mp : 1, pp = deg_given(r, ZP_DIM_PP) ? r->base.pp : 1;
     const int64_t dp = r->gpus % (mp * pp) == 0 ? r->gpus / (mp * pp) : 0;
-    if (r->mp != ZP_SEARCH_ANY && r->pp != ZP_SEARCH_ANY && dp > 0 && dp % g != 0)
+    if (both && dp > 0 && dp % g != 0)
         return ZP_FAIL(ZP_EINVAL, "--shard-group %lld does not divide the data-parallel degree %lld (GPUs / (MP x "
                                   "PP)): give a divisor of %lld, e.g. the GPUs of a node over MP",
                        (long long)g, (long long)dp, (long long)dp);
@@ -293,25 +313,12 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->cluster = cluster;
     r->gpu_mem = cluster ? cluster->gpu_mem : 0.0;
     r->gpus = gpus;
-    r->stage = ZP_SEARCH_ANY;
-    for (int d = 0; d < ZP_NDIMS; d++)
-        r->deg[d] = ZP_SEARCH_ANY;
-    /* what is not searched starts at the plan's defaults (zp_plan_default, their one place) */
+    /* what is not searched starts at the plan's defaults (zp_plan_default, their one place); everything the
+     * search decides is open but TP overlap, off unless asked */
     zp_plan_default(&r->base, gpus);
-    r->micro_batch = ZP_SEARCH_ANY;
-    r->global_batch = ZP_SEARCH_ANY;
-    r->grad_accum = ZP_SEARCH_ANY;
-    r->pa = ZP_SEARCH_ANY;
-    r->pa_cpu = ZP_SEARCH_ANY;
-    r->offload = ZP_SEARCH_ANY;
+    r->searched = ZP_SEARCH_ALL & ~(uint32_t)ZP_SEARCH_TP_OVERLAP;
     r->checkpoint = r->base.checkpoint;
-    r->recompute = ZP_SEARCH_ANY;
-    r->pp_schedule = ZP_SEARCH_ANY;
-    r->vstages = ZP_SEARCH_ANY;
-    r->sp = ZP_SEARCH_ANY;
-    r->bf16 = ZP_SEARCH_ANY;
     r->max_simulated = 64;
-    r->tp_overlap = ZP_TP_OVERLAP_OFF;
     r->reserve = ZP_DEFAULT_RESERVE;
     r->default_batch = 1;
 }
@@ -348,9 +355,10 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--reserve: %.4g GB leaves nothing of the %.4g GB per GPU (the reserve is what the "
                                   "CUDA context, library workspaces and NCCL take; e.g. --reserve 2G)",
                        r->reserve / 1e9, r->gpu_mem / 1e9);
-    if (r->stage != ZP_SEARCH_ANY && !zp_stage_get(r->stage))
-        return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", r->stage);
-    if (r->dp != ZP_SEARCH_ANY)
+    const zp_plan *b = &r->base;
+    if (given(r, ZP_SEARCH_STAGE) && !zp_stage_get(b->stage))
+        return ZP_FAIL(ZP_EINVAL, "--stage: %d is not a ZeRO stage (use 0, 1, 2 or 3)", b->stage);
+    if (deg_given(r, ZP_DIM_DP))
         return ZP_FAIL(ZP_EINVAL, "the data-parallel degree is what the other degrees leave of the GPUs: it is not "
                                   "given");
     for (int d = 0; d < ZP_NDIMS; d++) /* the given degrees, by their rows (PP with the pipeline's options) */
@@ -363,15 +371,16 @@ zp_status zp_search_validate(const zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->base.capacity_factor);
     if (!(r->base.moe_imbalance >= 1 && r->base.moe_imbalance <= 64))
         return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", r->base.moe_imbalance);
-    if (r->micro_batch != ZP_SEARCH_ANY && r->micro_batch < 1)
+    const int mb = given(r, ZP_SEARCH_MICRO_BATCH), gb = given(r, ZP_SEARCH_GLOBAL_BATCH);
+    if (mb && b->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
-    if (r->micro_batch > ZP_MAX_MICRO_BATCH)
+    if (mb && b->micro_batch > ZP_MAX_MICRO_BATCH)
         return ZP_FAIL(ZP_ERANGE, "--micro-batch: at most %lld", (long long)ZP_MAX_MICRO_BATCH);
-    if (r->global_batch != ZP_SEARCH_ANY && r->global_batch < 1)
+    if (gb && r->global_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--global-batch: must be at least 1");
-    if (r->grad_accum != ZP_SEARCH_ANY && r->grad_accum < 1)
+    if (given(r, ZP_SEARCH_ACCUM) && b->grad_accum < 1)
         return ZP_FAIL(ZP_EINVAL, "--grad-accum: must be at least 1");
-    if (r->exact && r->stage == ZP_SEARCH_ANY)
+    if (r->exact && !given(r, ZP_SEARCH_STAGE))
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
     ZP_TRY(validate_pipeline(r));
@@ -380,21 +389,25 @@ zp_status zp_search_validate(const zp_search_req *r)
     ZP_TRY(validate_shard_group(r));
     /* with --mp the batch is a multiple of the replicas: GPUs / MP, or GPUs / (MP x PP) when --pp is given,
      * over the ways a sequence is split that are given (one searched counts 1: the plans without it) */
-    if (r->global_batch != ZP_SEARCH_ANY && r->mp != ZP_SEARCH_ANY && r->gpus % (r->mp * (r->pp > 0 ? r->pp : 1)) == 0) {
-        int64_t dp = r->gpus / r->mp / (r->pp > 0 ? r->pp : 1) / zp_dims_seq_split(r->deg);
+    zp_dim_ctx c;
+    dims_ctx(r, &c);
+    const int64_t pp = deg_given(r, ZP_DIM_PP) && b->pp > 0 ? b->pp : 1;
+    if (gb && deg_given(r, ZP_DIM_TP) && r->gpus % (b->mp * pp) == 0) {
+        int64_t dp = r->gpus / b->mp / pp / zp_dims_seq_split(c.deg);
         if (r->global_batch % dp != 0)
             return ZP_FAIL(ZP_EINVAL, "--global-batch: %lld is not a multiple of the data-parallel degree %lld",
                            (long long)r->global_batch, (long long)dp);
-        if (r->micro_batch != ZP_SEARCH_ANY && r->global_batch % (dp * r->micro_batch) != 0)
+        if (mb && r->global_batch % (dp * b->micro_batch) != 0)
             return ZP_FAIL(ZP_EINVAL,
                            "--global-batch: %lld must equal micro-batch %lld x accumulation x data-parallel %lld",
-                           (long long)r->global_batch, (long long)r->micro_batch, (long long)dp);
+                           (long long)r->global_batch, (long long)b->micro_batch, (long long)dp);
     }
-    if ((r->pa == 1 || r->pa_cpu == 1) && !r->checkpoint)
+    if ((given_on(r, ZP_SEARCH_PA, b->pa) || given_on(r, ZP_SEARCH_PA_CPU, b->pa_cpu)) && !r->checkpoint)
         return ZP_FAIL(ZP_EINVAL, "--pa/--pa-cpu partition activation checkpoints: drop --no-checkpoint");
-    if (r->offload == ZP_OFFLOAD_OPTIMIZER && r->stage == 0)
+    const int off = given(r, ZP_SEARCH_OFFLOAD) ? (int)b->offload : -1, stage = given(r, ZP_SEARCH_STAGE);
+    if (off == ZP_OFFLOAD_OPTIMIZER && stage && b->stage == 0)
         return ZP_FAIL(ZP_EINVAL, "--offload optimizer needs ZeRO stage 1, 2 or 3 (as in DeepSpeed)");
-    if (r->offload == ZP_OFFLOAD_PARAMS && r->stage != ZP_SEARCH_ANY && r->stage != 3)
+    if (off == ZP_OFFLOAD_PARAMS && stage && b->stage != 3)
         return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
     if (r->base.grad_bytes != 0 && r->base.grad_bytes != 4.0 && r->base.grad_bytes != r->base.param_bytes)
         return ZP_FAIL(ZP_EINVAL, "--grad-accum-dtype: gradients are fp32 or the parameters' type");
@@ -413,7 +426,7 @@ zp_status zp_search_validate(const zp_search_req *r)
     if (r->simulate && r->sim == ZP_SIM_REDUCED && r->platform_file)
         return ZP_FAIL(ZP_EINVAL, "--sim reduced: a user platform (--cluster FILE) is simulated in full (its nodes "
                                   "need not be alike)");
-    if (r->recompute == ZP_RECOMPUTE_OP)
+    if (given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) == ZP_RECOMPUTE_OP)
         ZP_TRY(zp_model_check_op_sac(r->model));
     return zp_model_validate(r->model);
 }
@@ -1317,6 +1330,21 @@ static zp_status simulate_plans(const zp_search_req *r, zp_search_result *out)
 
 
 
+/* Appends x to a growable array (a struct of v, n, cap: elements of x's type), its room doubled from `first`
+ * when full; returns ZP_ENOMEM from the caller (the array kept) when the memory is not there. */
+#define VEC_PUSH(vec, x, first)                                                                                \
+    do {                                                                                                       \
+        if ((vec)->n == (vec)->cap) {                                                                          \
+            const int cap_ = (vec)->cap ? 2 * (vec)->cap : (first);                                            \
+            void *nv_ = realloc((vec)->v, (size_t)cap_ * sizeof *(vec)->v);                                    \
+            if (!nv_)                                                                                          \
+                return ZP_FAIL(ZP_ENOMEM, "out of memory");                                                    \
+            (vec)->v = nv_;                                                                                    \
+            (vec)->cap = cap_;                                                                                 \
+        }                                                                                                      \
+        (vec)->v[(vec)->n++] = (x);                                                                            \
+    } while (0)
+
 typedef struct {
     zp_eval *v;
     int n, cap;
@@ -1324,15 +1352,7 @@ typedef struct {
 
 static zp_status evec_push(evec *e, const zp_eval *x)
 {
-    if (e->n == e->cap) {
-        int cap = e->cap ? 2 * e->cap : 64;
-        zp_eval *nv = realloc(e->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return ZP_FAIL(ZP_ENOMEM, "out of memory");
-        e->v = nv;
-        e->cap = cap;
-    }
-    e->v[e->n++] = *x;
+    VEC_PUSH(e, *x, 64);
     return ZP_OK;
 }
 
@@ -1458,7 +1478,8 @@ static zp_status eval_pipeline(const zp_search_req *r, zp_plan *p, int64_t per_r
 static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan *p, evec *out)
 {
     const double host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), usable = zp_search_usable_mem(r);
-    const int64_t given_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
+    const int accum_given = given(r, ZP_SEARCH_ACCUM);
+    const int64_t given_accum = accum_given ? r->base.grad_accum : 1;
     if (target > 0) {
         const int64_t replicas = zp_plan_replicas(p);
         int64_t per = (target + replicas - 1) / replicas;
@@ -1479,20 +1500,20 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
         return ZP_OK;
     }
     int64_t per_rank = 0; /* sequences per DP rank per step, when the global batch is fixed */
-    if (r->global_batch != ZP_SEARCH_ANY) {
+    if (given(r, ZP_SEARCH_GLOBAL_BATCH)) {
         if (r->global_batch % zp_plan_replicas(p) != 0)
             return ZP_OK; /* these degrees cannot keep the batch */
         per_rank = r->global_batch / zp_plan_replicas(p);
     }
-    int64_t fixed = r->micro_batch;
-    if (fixed == ZP_SEARCH_ANY && per_rank && r->grad_accum != ZP_SEARCH_ANY) {
-        if (per_rank % r->grad_accum != 0)
+    int64_t fixed = given(r, ZP_SEARCH_MICRO_BATCH) ? r->base.micro_batch : 0; /* 0: searched */
+    if (!fixed && per_rank && accum_given) {
+        if (per_rank % given_accum != 0)
             return ZP_OK;
-        fixed = per_rank / r->grad_accum;
+        fixed = per_rank / given_accum;
     }
-    if (fixed == ZP_SEARCH_ANY && r->exact)
+    if (!fixed && r->exact)
         fixed = per_rank ? per_rank : 1;
-    if (fixed != ZP_SEARCH_ANY) {
+    if (fixed) {
         if (per_rank && per_rank % fixed != 0)
             return ZP_OK;
         const int64_t m = per_rank ? per_rank / fixed : given_accum;
@@ -1500,13 +1521,12 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
             return ZP_OK; /* the interleaved schedule needs the micro-batches a multiple of the stages */
         return push_eval(r, p, fixed, m, out);
     }
-    if (p->pp > 1 && !per_rank && p->schedule == ZP_PP_INTERLEAVED &&
-        (r->grad_accum == ZP_SEARCH_ANY ? 1 : r->grad_accum) % p->pp != 0)
+    if (p->pp > 1 && !per_rank && p->schedule == ZP_PP_INTERLEAVED && given_accum % p->pp != 0)
         return ZP_OK;
     if (p->pp > 1 && per_rank)
         return eval_pipeline(r, p, per_rank, out);
-    if (p->grad_accum < 1 || r->grad_accum != ZP_SEARCH_ANY)
-        p->grad_accum = r->grad_accum != ZP_SEARCH_ANY ? r->grad_accum : 1;
+    if (p->grad_accum < 1 || accum_given)
+        p->grad_accum = given_accum;
     int64_t cap = per_rank ? per_rank : ZP_MAX_MICRO_BATCH;
     int64_t b = zp_memory_max_micro_batch(r->model, p, usable, host, cap);
     if (b < 1)
@@ -1522,8 +1542,8 @@ static zp_status eval_candidate(const zp_search_req *r, int64_t target, zp_plan 
 
 int zp_search_bf16(const zp_search_req *r)
 {
-    if (r->bf16 != ZP_SEARCH_ANY)
-        return r->bf16;
+    if (given(r, ZP_SEARCH_BF16))
+        return r->base.bf16;
     const zp_framework *f = zp_framework_get(r->framework);
     return !(f && f->fp16_only) && r->cluster && zp_cluster_has_bf16(r->cluster);
 }
@@ -1601,15 +1621,7 @@ typedef struct {
 
 static zp_status shapes_push(shapes *x, shape s)
 {
-    if (x->n == x->cap) {
-        int cap = x->cap ? 2 * x->cap : 32;
-        shape *nv = realloc(x->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return ZP_FAIL(ZP_ENOMEM, "out of memory");
-        x->v = nv;
-        x->cap = cap;
-    }
-    x->v[x->n++] = s;
+    VEC_PUSH(x, s, 32);
     return ZP_OK;
 }
 
@@ -1636,9 +1648,10 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
         return shapes_push(out, base);
     }
     for (int sc = 0; sc < ZP_PP_NSCHEDULES; sc++) {
-        if (r->pp_schedule != ZP_SEARCH_ANY ? sc != r->pp_schedule
-                                            : (sc == ZP_PP_GPIPE || (r->exact && sc != ZP_PP_1F1B) ||
-                                               (r->vstages > 1 && sc != ZP_PP_INTERLEAVED)))
+        if (given(r, ZP_SEARCH_SCHEDULE) ? sc != (int)r->base.schedule
+                                         : (sc == ZP_PP_GPIPE || (r->exact && sc != ZP_PP_1F1B) ||
+                                            (given(r, ZP_SEARCH_VSTAGES) && r->base.vstages > 1 &&
+                                             sc != ZP_PP_INTERLEAVED)))
             continue;
         base.schedule = (zp_pp_schedule)sc;
         if (sc != ZP_PP_INTERLEAVED) {
@@ -1653,7 +1666,7 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
             continue; /* not in the framework's release (validate_framework refused it given) */
         const int64_t L = r->model->layers;
         for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
-            if ((r->vstages != ZP_SEARCH_ANY && v != r->vstages) || !chunks_fit(r, base.pp, v, L))
+            if ((given(r, ZP_SEARCH_VSTAGES) && v != r->base.vstages) || !chunks_fit(r, base.pp, v, L))
                 continue;
             base.vstages = v;
             ZP_TRY(shapes_push(out, base));
@@ -1664,15 +1677,15 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
 
 /* TP overlap `tpo` for a shape of MP degree mp with sequence parallelism sp: the one asked (on every plan
  * that can run it: sequence-parallel over an MP group inside a node; an MP 1 plan has nothing to overlap), or
- * under ZP_SEARCH_ANY off and the framework's form both, where a plan can run it. */
+ * searched (ZP_SEARCH_TP_OVERLAP) off and the framework's form both, where a plan can run it. */
 static int tp_overlap_wanted(const zp_search_req *r, const zp_framework *f, int64_t mp, int sp, int tpo)
 {
     const int can = sp && mp > 1 && r->cluster && mp <= r->cluster->gpus_per_node;
     if (r->base.eager && tpo == ZP_TP_OVERLAP_ASYNC) /* torchtitan's async TP runs under torch.compile only */
         return 0;
-    if (r->tp_overlap == ZP_SEARCH_ANY)
+    if (!given(r, ZP_SEARCH_TP_OVERLAP))
         return tpo == ZP_TP_OVERLAP_OFF || (can && tpo == f->tp_overlap);
-    return tpo == (can ? r->tp_overlap : ZP_TP_OVERLAP_OFF);
+    return tpo == (can ? r->base.tp_overlap : ZP_TP_OVERLAP_OFF);
 }
 
 /* Every shape of (stage, degrees): sequence parallelism, recompute, TP overlap, schedule and chunks. */
@@ -1681,20 +1694,21 @@ static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes 
     out->n = 0;
     const int64_t mp = c->deg[ZP_DIM_TP], pp = c->deg[ZP_DIM_PP];
     const zp_framework *f = zp_framework_get(r->framework); /* valid: zp_search_validate */
+    const int sp_given = given(r, ZP_SEARCH_SP), rc_given = given(r, ZP_SEARCH_RECOMPUTE);
+    const int rc_asked = rc_given ? (int)zp_search_req_recompute(r) : -1;
     for (int sp = 0; sp <= 1; sp++) {
-        if (r->sp != ZP_SEARCH_ANY ? sp != r->sp : (sp && (r->exact || mp == 1 || !f->sp)))
+        if (sp_given ? sp != r->base.sp : (sp && (r->exact || mp == 1 || !f->sp)))
             continue;
-        if (r->tp_overlap > ZP_TP_OVERLAP_OFF && mp > 1 && !sp && r->sp == ZP_SEARCH_ANY)
+        if (given(r, ZP_SEARCH_TP_OVERLAP) && r->base.tp_overlap > ZP_TP_OVERLAP_OFF && mp > 1 && !sp && !sp_given)
             continue; /* overlap asked: its plans are sequence-parallel (Megatron-core asserts it) */
         for (int rc = 0; rc < ZP_NRECOMPUTE; rc++) {
             /* checkpoint 0 without a recompute: no full recompute (a DeepSpeed config of no checkpoints) */
-            int want = r->recompute != ZP_SEARCH_ANY
-                           ? rc == r->recompute
-                           : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
-                                             : (!r->exact || rc == ZP_RECOMPUTE_FULL));
+            int want = rc_given ? rc == rc_asked
+                                : (!r->checkpoint ? rc != ZP_RECOMPUTE_FULL && (!r->exact || rc == ZP_RECOMPUTE_NONE)
+                                                  : (!r->exact || rc == ZP_RECOMPUTE_FULL));
             if (!want || (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective))
                 continue;
-            if (rc == ZP_RECOMPUTE_OP && r->recompute != ZP_RECOMPUTE_OP) /* torchtitan's: only when asked */
+            if (rc == ZP_RECOMPUTE_OP && rc_asked != ZP_RECOMPUTE_OP) /* torchtitan's: only when asked */
                 continue;
             for (int tpo = 0; tpo < ZP_NTP_OVERLAP; tpo++) {
                 if (!tp_overlap_wanted(r, f, mp, sp, tpo))
@@ -1714,7 +1728,7 @@ typedef struct {
     const zp_framework *fw;
     int stage;
     int64_t target;        /* the default batch every candidate runs, 0 when options fix it */
-    int pa, pacpu, off;    /* given (or pinned by --exact), or ZP_SEARCH_ANY */
+    int pa, pacpu, off;    /* given (or pinned by --exact), or ZP_DIM_ANY: searched */
     zp_dim_id order[ZP_NDIMS];
     int norder;
     shapes sh;
@@ -1745,16 +1759,16 @@ static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64
         return 1;
     if (w->fw->no_pipeline)
         return 0; /* the release has no pipeline engine */
-    const int fill = r->global_batch != ZP_SEARCH_ANY || r->grad_accum != ZP_SEARCH_ANY;
-    if (r->pp == ZP_SEARCH_ANY && (r->exact || !fill))
+    const int fill = given(r, ZP_SEARCH_GLOBAL_BATCH) || given(r, ZP_SEARCH_ACCUM);
+    if (!deg_given(r, ZP_DIM_PP) && (r->exact || !fill))
         return 0;
     /* ZeRO-2/3 beside pipeline stages (torchtitan's FSDP2) when both are given (a shard group given asks for
      * them) and the framework runs them; not searched, so a search without them offers what it always has */
-    const int sharded = r->stage != ZP_SEARCH_ANY || r->base.shard_group > 0;
-    if (w->stage >= 2 && (!sharded || r->pp == ZP_SEARCH_ANY || w->stage > w->fw->pp_max_stage))
+    const int sharded = given(r, ZP_SEARCH_STAGE) || r->base.shard_group > 0;
+    if (w->stage >= 2 && (!sharded || !deg_given(r, ZP_DIM_PP) || w->stage > w->fw->pp_max_stage))
         return 0;
     const int64_t dp = r->gpus / c->deg[ZP_DIM_TP] / d;
-    return r->global_batch == ZP_SEARCH_ANY || r->global_batch % dp == 0;
+    return !given(r, ZP_SEARCH_GLOBAL_BATCH) || r->global_batch % dp == 0;
 }
 
 /* The next degree of dimension `id` after `prev` (0: the first), 0 when none: the given one (or 1 under
@@ -1762,8 +1776,9 @@ static int request_takes(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64
 static int64_t walk_next(const walk *w, const zp_dim_ctx *c, zp_dim_id id, int64_t prev)
 {
     const zp_dim_type *t = zp_dims_get(id);
-    const int64_t fixed = w->r->deg[id] != ZP_SEARCH_ANY ? w->r->deg[id] : (w->r->exact ? 1 : ZP_SEARCH_ANY);
-    if (fixed != ZP_SEARCH_ANY)
+    const int pinned = deg_given(w->r, id) || w->r->exact; /* --exact: what is not given is 1 */
+    const int64_t fixed = deg_given(w->r, id) ? w->r->base.deg[id] : 1;
+    if (pinned)
         return prev == 0 && (!t->admits || t->admits(c, fixed)) && request_takes(w, c, id, fixed) ? fixed : 0;
     for (int64_t d = t->next(c, prev); d > 0; d = t->next(c, d))
         if (request_takes(w, c, id, d))
@@ -1811,7 +1826,7 @@ static int ra_wanted(const walk *w, const shape *x, int64_t mp, int ra)
     if (w->pacpu == 1) {
         if (!pacpu)
             return 0;
-    } else if ((w->pacpu == 0 && pacpu) || (w->pa != ZP_SEARCH_ANY && pa != w->pa)) {
+    } else if ((w->pacpu == 0 && pacpu) || (w->pa != ZP_DIM_ANY && pa != w->pa)) {
         return 0;
     }
     if ((x->recompute != ZP_RECOMPUTE_FULL || x->sp || w->r->base.ckpt_every > 1) && ra > 0)
@@ -1822,7 +1837,7 @@ static int ra_wanted(const walk *w, const shape *x, int64_t mp, int ra)
 /* Offload: none, optimizer, params, as given and as the stage and the framework allow. */
 static int off_wanted(const walk *w, int off)
 {
-    if ((w->off != ZP_SEARCH_ANY && off != w->off) || (off != ZP_OFFLOAD_NONE && !w->fw->offload))
+    if ((w->off != ZP_DIM_ANY && off != w->off) || (off != ZP_OFFLOAD_NONE && !w->fw->offload))
         return 0;
     if (w->r->base.nvme && off == ZP_OFFLOAD_NONE)
         return 0; /* NVMe holds offloaded states: it implies offload */
@@ -1899,17 +1914,16 @@ static zp_status walk_search(const zp_search_req *r, walk *w)
      * (no Pa, no offload, MP 1, no pipeline, no SP, full recompute), as a DeepSpeed config does. */
     w->r = r;
     w->fw = zp_framework_get(r->framework);
-    w->pa = r->pa != ZP_SEARCH_ANY ? r->pa : (r->exact ? 0 : ZP_SEARCH_ANY);
-    w->pacpu = r->pa_cpu != ZP_SEARCH_ANY ? r->pa_cpu : (r->exact ? 0 : ZP_SEARCH_ANY);
-    w->off = r->offload != ZP_SEARCH_ANY ? r->offload : (r->exact ? ZP_OFFLOAD_NONE : ZP_SEARCH_ANY);
+    const int open = r->exact ? 0 : ZP_DIM_ANY; /* what is not given: pinned off under --exact, else searched */
+    w->pa = given(r, ZP_SEARCH_PA) ? r->base.pa : open;
+    w->pacpu = given(r, ZP_SEARCH_PA_CPU) ? r->base.pa_cpu : open;
+    w->off = given(r, ZP_SEARCH_OFFLOAD) ? (int)r->base.offload : (r->exact ? ZP_OFFLOAD_NONE : ZP_DIM_ANY);
     /* no batch option given: every candidate runs about the default batch, not the largest that fits */
-    w->target = r->default_batch && !r->exact && r->global_batch == ZP_SEARCH_ANY && r->micro_batch == ZP_SEARCH_ANY &&
-                        r->grad_accum == ZP_SEARCH_ANY
-                    ? zp_search_default_batch(r->model)
-                    : 0;
+    const uint32_t batch = ZP_SEARCH_GLOBAL_BATCH | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_ACCUM;
+    w->target = r->default_batch && !r->exact && (r->searched & batch) == batch ? zp_search_default_batch(r->model) : 0;
     walk_order(w);
     for (int stage = 0; stage <= w->fw->max_stage; stage++) {
-        if (r->stage != ZP_SEARCH_ANY && stage != r->stage)
+        if (given(r, ZP_SEARCH_STAGE) && stage != r->base.stage)
             continue;
         w->stage = stage;
         zp_dim_ctx c;
@@ -1933,9 +1947,9 @@ zp_status zp_search_run(const zp_search_req *r, zp_search_result *out)
     evec all = w.all;
     if (all.n == 0) {
         free(all.v);
-        if (r->ep > 1)
+        if (deg_given(r, ZP_DIM_EP) && r->base.ep > 1)
             return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options: --ep %lld must divide the data-parallel "
-                                      "degree (GPUs / MP) of some MP degree searched", (long long)r->ep);
+                                      "degree (GPUs / MP) of some MP degree searched", (long long)r->base.ep);
         return ZP_FAIL(ZP_EINVAL, "no plan satisfies the given options (check --global-batch against the "
                                   "data-parallel degrees: GPUs / (MP x PP); the interleaved schedule needs the "
                                   "micro-batches per step a multiple of --pp)");

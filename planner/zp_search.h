@@ -12,7 +12,34 @@
 #include "zp_plan.h"
 #include "zp_profile.h"
 
-#define ZP_SEARCH_ANY ZP_DIM_ANY
+/* What a request leaves to the search (zp_search_req.searched): one bit per dimension of the table
+ * (ZP_SEARCH_DIM(d), vocab/zp_dims.h; DP's is always set: it is what the others leave) and one per option.
+ * A clear bit: the base plan's value is given (or, under exact, the default pinned). */
+#define ZP_SEARCH_DIM(d) (UINT32_C(1) << (d))
+enum {
+    ZP_SEARCH_STAGE = 1u << (ZP_NDIMS + 0),     /* the ZeRO stage: 0 to the framework's highest */
+    ZP_SEARCH_MICRO_BATCH = 1u << (ZP_NDIMS + 1),  /* the largest that fits (or the default batch's) */
+    ZP_SEARCH_GLOBAL_BATCH = 1u << (ZP_NDIMS + 2), /* no global batch given: it follows from the others */
+    ZP_SEARCH_ACCUM = 1u << (ZP_NDIMS + 3),     /* micro-batches per step */
+    ZP_SEARCH_PA = 1u << (ZP_NDIMS + 4),        /* ZeRO-R Pa on and off */
+    ZP_SEARCH_PA_CPU = 1u << (ZP_NDIMS + 5),    /* Pa+cpu on and off */
+    ZP_SEARCH_OFFLOAD = 1u << (ZP_NDIMS + 6),   /* none, optimizer, params */
+    ZP_SEARCH_RECOMPUTE = 1u << (ZP_NDIMS + 7), /* full, selective, none (with checkpoint 0 none only) */
+    ZP_SEARCH_SCHEDULE = 1u << (ZP_NDIMS + 8),  /* 1F1B and interleaved (GPipe runs the same passes with more
+                                                   memory, so it is only taken when given) */
+    ZP_SEARCH_VSTAGES = 1u << (ZP_NDIMS + 9),   /* the divisors of the layers per stage */
+    ZP_SEARCH_SP = 1u << (ZP_NDIMS + 10),       /* sequence parallelism, with MP > 1 and no Pa */
+    ZP_SEARCH_BF16 = 1u << (ZP_NDIMS + 11),     /* the 16-bit type by the GPU (bf16 where it has bf16 tensor
+                                                   cores: A100, H100; fp16 on V100), as DeepSpeed's "auto" */
+    ZP_SEARCH_TP_OVERLAP = 1u << (ZP_NDIMS + 12), /* TP communication overlapped with its GEMMs (--tp-comm-overlap):
+                                                   off and the framework's form (zp_framework.tp_overlap) both,
+                                                   where a plan can run it; given (the default: off, as
+                                                   Megatron-core's and torchtitan's), the base plan's form on every
+                                                   plan that can run it (sequence parallelism over an MP group
+                                                   inside one node: MP > 1 plans are then sequence-parallel) */
+    ZP_SEARCH_ALL = (1u << (ZP_NDIMS + 13)) - 1u
+};
+_Static_assert(ZP_NDIMS + 13 <= 32, "the search mask is 32 bits");
 #define ZP_MAX_GPUS INT64_C(100000000)       /* 1e8: beyond any machine */
 #define ZP_MAX_MICRO_BATCH INT64_C(1048576)  /* cap of the micro-batch search */
 /* Largest cluster simulated in full (nodes; the full simulation takes ~0.05 s per node and plan). The
@@ -66,38 +93,17 @@ typedef struct {
      * changed them: MoE capacity and imbalance, CB and its bucket, MD, optimizer bytes K, parameter and
      * gradient bytes, overlap, the stage-3 limits, NVMe, FlashAttention and its kernel, accumulation
      * fusion). What the search decides (the stage, the degrees, the shape, ZeRO-R, offload, the batch) is
-     * set on it per candidate; the fields below say which of those are given. */
+     * set on it per candidate: `searched` says which of those are open; a given one is the base plan's
+     * value (the stage, deg[], micro_batch, grad_accum, pa, pa_cpu, offload, the recompute fields, schedule,
+     * vstages, sp, bf16, tp_overlap) with its bit clear (zp_search_req_give). */
     zp_plan base;
-    /* ZP_SEARCH_ANY (-1) leaves an option to the search. */
-    int stage;
-    /* The parallel degrees given, indexed by the dimension table (vocab/zp_dims.h; ZP_SEARCH_ANY: searched
-     * over the row's range), each also by its name. */
-    union {
-        int64_t deg[ZP_NDIMS];
-        struct {
-            int64_t mp;
-            int64_t ep;    /* expert-parallel degree of an MoE model (-1: searched over powers of two) */
-            int64_t dp;    /* always ZP_SEARCH_ANY: what the other degrees leave of the GPUs */
-            int64_t pp;    /* pipeline stages: -1 search (needs a global batch or an accumulation:
-                              micro-batches to fill the pipeline), or P */
-        };
-    };
-    int64_t micro_batch;
-    int64_t global_batch;
-    int64_t grad_accum;    /* micro-batches per step */
+    uint32_t searched;     /* ZP_SEARCH_* bits: what is left to the search */
+    int64_t global_batch;  /* sequences per step, when ZP_SEARCH_GLOBAL_BATCH is clear (the plan holds no global
+                              batch: it is micro-batch x accumulation x replicas) */
     int exact;             /* 1: what is not given takes its default instead of being searched (a DeepSpeed
                               config's semantics): MP 1, micro-batch from the global batch (or 1), no
                               accumulation, no Pa, no offload; the stage must be given */
-    int pa, pa_cpu;        /* -1 search, 0 off, 1 on */
-    int offload;           /* -1 search, or a zp_offload */
     int checkpoint;        /* 0 / 1: 0 pins no recompute (--no-checkpoint) */
-    int recompute;         /* -1 search (full, selective, none; with checkpoint 0 none only), or a zp_recompute */
-    int pp_schedule;       /* -1 search (1F1B and interleaved; GPipe runs the same passes with more memory, so
-                              it is only taken when given), or a zp_pp_schedule */
-    int vstages;           /* -1 search (the divisors of the layers per stage), or v */
-    int sp;                /* -1 search (with MP > 1 and no Pa), 0 off, 1 on */
-    int bf16;              /* 16-bit type: 1 bf16, 0 fp16, ZP_SEARCH_ANY: by the GPU (bf16 where it has bf16
-                              tensor cores: A100, H100; fp16 on V100), as DeepSpeed's "auto" is resolved */
     int framework;         /* a zp_framework_id (0: any): the plans its release can run (--framework) */
     /* Simulation (method "simgrid"); without it the step time is the analytic estimate. */
     int simulate;
@@ -113,11 +119,6 @@ typedef struct {
                                    0: the largest micro-batch that fits, no accumulation */
     int64_t max_mp;             /* largest MP degree searched; 0: the GPUs of a node (MP across nodes only
                                    when asked, as Megatron-LM baselines do) */
-    /* TP communication overlapped with its GEMMs (--tp-comm-overlap): a zp_tp_overlap for every plan that can
-     * run it (sequence parallelism over an MP group inside one node: MP > 1 plans are then sequence-parallel
-     * ones), or ZP_SEARCH_ANY: off and the framework's form (zp_framework.tp_overlap) both tried there. OFF by
-     * default (as Megatron-core's and torchtitan's). */
-    int tp_overlap;
     /* Called as simulations finish (done of at most total), for a progress bar; may be NULL. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
@@ -145,10 +146,26 @@ typedef struct {
     double sim_wall_s; /* wall time of the simulations */
 } zp_search_result;
 
+/* Whether the request leaves `bits` (one or more ZP_SEARCH_*) to the search, and giving them (the values are
+ * the base plan's, set by the caller) or leaving them open again. */
+static inline int zp_search_req_searched(const zp_search_req *r, uint32_t bits) { return (r->searched & bits) != 0; }
+static inline int zp_search_req_given(const zp_search_req *r, uint32_t bits) { return (r->searched & bits) == 0; }
+static inline void zp_search_req_give(zp_search_req *r, uint32_t bits) { r->searched &= ~bits; }
+static inline void zp_search_req_open(zp_search_req *r, uint32_t bits) { r->searched |= bits; }
+/* A given degree of dimension d (the base plan's), or ZP_DIM_ANY when searched: the table's context form. */
+static inline int64_t zp_search_req_deg(const zp_search_req *r, int d)
+{
+    return zp_search_req_searched(r, ZP_SEARCH_DIM(d)) ? ZP_DIM_ANY : r->base.deg[d];
+}
+/* The recompute policy given (its bit clear): the base plan's (zp_plan_recompute), and giving one without
+ * touching the base plan's every-k-th-block count (zp_plan_set_recompute would clear it). */
+static inline zp_recompute zp_search_req_recompute(const zp_search_req *r) { return zp_plan_recompute(&r->base); }
+void zp_search_req_give_recompute(zp_search_req *r, zp_recompute rc);
+
 /* Memory per GPU a plan may use, bytes: the GPU's less the reserve. */
 static inline double zp_search_usable_mem(const zp_search_req *r) { return r->gpu_mem - r->reserve; }
 
-/* The 16-bit type of the request's plans: r->bf16, or by the GPU (zp_cluster_has_bf16). */
+/* The 16-bit type of the request's plans: the base plan's bf16 given, or by the GPU (zp_cluster_has_bf16). */
 int zp_search_bf16(const zp_search_req *r);
 
 /* The default global batch of a model when no batch option is given: the tokens per step of GPT-3's

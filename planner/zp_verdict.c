@@ -20,48 +20,46 @@ static void pin_plan(const zp_search_req *base, const zp_plan *p, zp_search_req 
     q->progress = NULL;
     q->progress_ctx = NULL;
     q->exact = 0;
-    q->stage = p->stage;
+    zp_plan *b = &q->base;
+    b->stage = p->stage;
     for (int d = 0; d < ZP_NDIMS; d++)
-        q->deg[d] = d == ZP_DIM_DP ? ZP_SEARCH_ANY : p->deg[d];
-    q->micro_batch = p->micro_batch;
+        b->deg[d] = p->deg[d];
+    b->micro_batch = p->micro_batch;
     q->global_batch = (int64_t)zp_plan_global_batch(p);
-    q->grad_accum = ZP_SEARCH_ANY;
-    q->pa = p->pa;
-    q->pa_cpu = p->pa_cpu;
-    q->offload = p->offload;
-    q->recompute = zp_plan_recompute(p);
+    b->pa = p->pa;
+    b->pa_cpu = p->pa_cpu;
+    b->offload = p->offload;
+    zp_search_req_give_recompute(q, zp_plan_recompute(p));
     q->checkpoint = p->checkpoint;
-    q->sp = p->sp;
-    q->pp_schedule = p->pp > 1 ? (int)p->schedule : ZP_SEARCH_ANY;
-    q->vstages = p->pp > 1 ? p->vstages : ZP_SEARCH_ANY;
+    b->sp = p->sp;
+    b->schedule = p->schedule;
+    b->vstages = p->vstages;
+    /* given: all but DP (what the others leave), the accumulation (the global batch's) and, without a
+     * pipeline, its schedule and chunks */
+    const uint32_t open = ZP_SEARCH_DIM(ZP_DIM_DP) | ZP_SEARCH_ACCUM |
+                          (p->pp > 1 ? 0u : (uint32_t)(ZP_SEARCH_SCHEDULE | ZP_SEARCH_VSTAGES));
+    q->searched = (q->searched & (ZP_SEARCH_BF16 | ZP_SEARCH_TP_OVERLAP)) | open;
 }
 
 /* Opens one setting of a pinned request. */
 static void open_knob(zp_search_req *q, zp_knob k)
 {
     switch (k) {
-    case ZP_KNOB_STAGE: q->stage = ZP_SEARCH_ANY; break;
-    case ZP_KNOB_TP:
-        q->mp = ZP_SEARCH_ANY;
-        q->sp = ZP_SEARCH_ANY;
-        break;
+    case ZP_KNOB_STAGE: zp_search_req_open(q, ZP_SEARCH_STAGE); break;
+    case ZP_KNOB_TP: zp_search_req_open(q, ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_SP); break;
     case ZP_KNOB_PP:
-        q->pp = ZP_SEARCH_ANY;
-        q->pp_schedule = ZP_SEARCH_ANY;
-        q->vstages = ZP_SEARCH_ANY;
+        zp_search_req_open(q, ZP_SEARCH_DIM(ZP_DIM_PP) | ZP_SEARCH_SCHEDULE | ZP_SEARCH_VSTAGES);
         q->base.pp_first = q->base.pp_last = 0; /* an uneven layout is of the stages given: open with them */
         q->base.pp_layout = NULL;
         q->base.pp_layout_n = 0;
         break;
-    case ZP_KNOB_MICRO: q->micro_batch = ZP_SEARCH_ANY; break;
+    case ZP_KNOB_MICRO: zp_search_req_open(q, ZP_SEARCH_MICRO_BATCH); break;
     case ZP_KNOB_RECOMPUTE:
-        q->recompute = ZP_SEARCH_ANY;
+        zp_search_req_open(q, ZP_SEARCH_RECOMPUTE);
         q->checkpoint = 1;
         break;
-    case ZP_KNOB_SP: q->sp = ZP_SEARCH_ANY; break;
-    case ZP_KNOB_OFFLOAD:
-        q->offload = q->pa = q->pa_cpu = ZP_SEARCH_ANY;
-        break;
+    case ZP_KNOB_SP: zp_search_req_open(q, ZP_SEARCH_SP); break;
+    case ZP_KNOB_OFFLOAD: zp_search_req_open(q, ZP_SEARCH_OFFLOAD | ZP_SEARCH_PA | ZP_SEARCH_PA_CPU); break;
     default: break;
     }
 }

@@ -164,11 +164,12 @@ zp_status zp_view_sizes(const zp_search_req *base, const zp_model *models, int n
         z.trace_path = b.trace_path = NULL;
         z.progress = b.progress = NULL;
         b.gpus = baseline_gpus;
-        b.stage = 0;
+        b.base.stage = 0;
         b.base.cb = b.base.md = 0;
-        b.pa = b.pa_cpu = 0;
-        b.offload = ZP_OFFLOAD_NONE;
-        b.mp = ZP_SEARCH_ANY;
+        b.base.pa = b.base.pa_cpu = 0;
+        b.base.offload = ZP_OFFLOAD_NONE;
+        zp_search_req_give(&b, ZP_SEARCH_STAGE | ZP_SEARCH_PA | ZP_SEARCH_PA_CPU | ZP_SEARCH_OFFLOAD);
+        zp_search_req_open(&b, ZP_SEARCH_DIM(ZP_DIM_TP));
         b.max_mp = baseline_gpus;
         zp_eval ez, eb;
         int fz, fb;
@@ -239,12 +240,14 @@ static zp_status configs_speed(const zp_search_req *base, const zp_model *speed_
 {
     zp_search_req r = *base;
     r.model = speed_model;
-    r.mp = p->mp;
-    r.stage = p->stage;
-    r.pa = p->pa;
-    r.pa_cpu = p->pa_cpu;
-    r.offload = ZP_OFFLOAD_NONE;
-    r.micro_batch = ZP_SEARCH_ANY;
+    r.base.mp = p->mp;
+    r.base.stage = p->stage;
+    r.base.pa = p->pa;
+    r.base.pa_cpu = p->pa_cpu;
+    r.base.offload = ZP_OFFLOAD_NONE;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_STAGE | ZP_SEARCH_PA | ZP_SEARCH_PA_CPU |
+                               ZP_SEARCH_OFFLOAD);
+    zp_search_req_open(&r, ZP_SEARCH_MICRO_BATCH);
     r.trace_path = NULL;
     r.progress = NULL;
     return best_plan(&r, e, found);
@@ -278,7 +281,7 @@ static zp_status configs_row(zp_table *t, const char *name, const zp_plan *p, do
 zp_status zp_view_configs(const zp_search_req *base, const zp_model *mem_model, int64_t mem_batch,
                           const zp_model *speed_model, zp_doc **out)
 {
-    int64_t mp = base->mp != ZP_SEARCH_ANY ? base->mp : 16;
+    int64_t mp = zp_search_req_given(base, ZP_SEARCH_DIM(ZP_DIM_TP)) ? base->base.mp : 16;
     if (base->gpus % mp != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the %lld GPUs", (long long)mp, (long long)base->gpus);
     char title[200];

@@ -489,19 +489,36 @@ static void block_mlp(zp_builder *b, const zp_block_shape *S, int backward)
  * and MLP-up, row-split projection and MLP-down, one all-reduce of T·h fp16 after each row-split GEMM.
  * The shapes are the model description's (vocab/zp_shape.c): GQA, MLA, RMSNorm, rotary, gated MLPs;
  * a parallel block (GPT-J, NeoX) feeds attention and MLP the same input, with one norm or two. */
+/* Block l's shape, then its input norm (LayerNorm or RMSNorm: reads and writes T·h fp16, over the sequence
+ * slice under SP) and SP's all-gather of its output (T·h fp16): how the forward and its op-level recompute
+ * start. */
+static void block_input_norm(zp_builder *b, zp_block_shape *S)
+{
+    zp_shape_block(b->m, b->p, b->layer, S);
+    const double T = S->T, h = S->h, Ts = sp_tokens(b, T);
+    eltwise(b, S->rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * Ts * h, Ts * h);
+    mp_gather(b, 2.0 * T * h);
+}
+
+/* After attention: the residual add and the second norm, fused (reads two T·h, writes one), and SP's
+ * all-gather; a parallel block with one norm (GPT-J) has neither. */
+static void block_mid_norm(zp_builder *b, const zp_block_shape *S)
+{
+    if (S->one_norm)
+        return;
+    const double T = S->T, h = S->h, Ts = sp_tokens(b, T);
+    eltwise(b, S->rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
+    mp_gather(b, 2.0 * T * h);
+}
+
 static void block_forward(zp_builder *b)
 {
     zp_block_shape S;
-    zp_shape_block(b->m, b->p, b->layer, &S);
+    block_input_norm(b, &S);
     const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
-    eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * Ts * h, Ts * h);
-    mp_gather(b, 2.0 * T * h);
     attention_forward(b, &S);
     gemm_rs(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 2.0 * T * h);
-    if (!S.one_norm) {
-        eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
-        mp_gather(b, 2.0 * T * h);
-    }
+    block_mid_norm(b, &S);
     block_mlp(b, &S, 0);
     eltwise(b, ZP_OPK_RESID, 2.0 * 2.0 * 2.0 * Ts * h, Ts * h);
 }
@@ -789,20 +806,15 @@ static int next_stage(const zp_builder *b) { return (b->pps.stage + 1) % b->pps.
 static void op_sac_recompute(zp_builder *b)
 {
     zp_block_shape S;
-    zp_shape_block(b->m, b->p, b->layer, &S);
-    const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
-    eltwise(b, S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1, 2.0 * 2.0 * Ts * h, Ts * h);
-    mp_gather(b, 2.0 * T * h);
+    block_input_norm(b, &S);
+    const double T = S.T, h = S.h;
     gemm(b, ZP_OPK_QKV, T, S.kvh * S.dqk, h, 1); /* wk alone */
     if (S.rotary)
         eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S.rope_n, T * S.rope_n);
     gemm(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 1);
     if (!b->p->sp)
         mp_reduce(b, 2.0 * T * h);
-    if (!S.one_norm) {
-        eltwise(b, S.rms ? ZP_OPK_RESID_RMS2 : ZP_OPK_RESID_LN2, 3.0 * 2.0 * 2.0 * Ts * h, Ts * h);
-        mp_gather(b, 2.0 * T * h);
-    }
+    block_mid_norm(b, &S);
     if (S.gated) {
         gemm(b, ZP_OPK_MLP_UP, T, S.f, h, 1); /* w3 alone */
         eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * S.f, T * S.f);

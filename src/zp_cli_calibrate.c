@@ -190,7 +190,7 @@ static int calibrate_models(const zp_cli_args *a, zp_calibrate_opts *o)
     if (snprintf(list, sizeof list, "%s", a->model) >= (int)sizeof list)
         return fail(ZP_FAIL(ZP_EINVAL, "--model: the list is too long (at most 1023 characters)"));
     const int ranks = zp_cli_launch_size();
-    const double mb = a->r.micro_batch != ZP_SEARCH_ANY ? (double)a->r.micro_batch : 1.0;
+    const double mb = zp_search_req_given(&a->r, ZP_SEARCH_MICRO_BATCH) ? (double)a->r.base.micro_batch : 1.0;
     char *save = NULL;
     for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
         zp_exec_config cfg;

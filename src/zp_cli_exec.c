@@ -265,19 +265,12 @@ static json_t *report_json_quiet(const zp_exec_result *r)
 /* report_json's "config": the model and the plan run, the backend and the run's options. */
 static json_t *report_json_config(const zp_exec_config *c, const zp_exec_result *r)
 {
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "model", json_string(c->model.name));
-    json_object_set_new(cfg, "layers", json_integer(c->model.layers));
-    json_object_set_new(cfg, "hidden", json_integer(c->model.hidden));
-    json_object_set_new(cfg, "heads", json_integer(c->model.heads));
-    json_object_set_new(cfg, "seq", json_integer(c->model.seq));
-    json_object_set_new(cfg, "vocab", json_integer(c->model.vocab));
-    json_object_set_new(cfg, "params", json_real(zp_model_params(&c->model)));
-    json_object_set_new(cfg, "params_per_rank", json_real(r->params_per_rank));
-    json_object_set_new(cfg, "stage", json_integer(c->plan.stage));
-    json_object_set_new(cfg, "dp", json_integer(r->dp));
-    json_object_set_new(cfg, "mp", json_integer(r->mp));
-    json_object_set_new(cfg, "pp", json_integer(r->pp));
+    const zp_model *m = &c->model;
+    json_t *cfg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, s:i, s:i, s:i}", "model", m->name, "layers",
+                            (json_int_t)m->layers, "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads,
+                            "seq", (json_int_t)m->seq, "vocab", (json_int_t)m->vocab, "params", zp_model_params(m),
+                            "params_per_rank", r->params_per_rank, "stage", c->plan.stage, "dp", r->dp, "mp", r->mp,
+                            "pp", r->pp);
     if (r->pp > 1)
         json_object_set_new(cfg, "schedule", json_string(zp_pp_schedule_name(c->plan.schedule)));
     json_object_set_new(cfg, "micro_batch", json_integer(c->plan.micro_batch));
@@ -390,12 +383,8 @@ static json_t *report_json(const zp_exec_config *c, const zp_exec_result *r, con
     json_object_set_new(root, "memory_peak_gb", mem);
     if (r->pp > 1) /* each stage's largest rank, and with --validate its replay */
         json_object_set_new(root, "pipeline_stages", report_json_stages(r, pr));
-    json_t *tb = json_object();
-    json_object_set_new(tb, "compute", json_real(r->time.compute));
-    json_object_set_new(tb, "mp_comm", json_real(r->time.mp_comm));
-    json_object_set_new(tb, "dp_comm", json_real(r->time.dp_comm));
-    json_object_set_new(tb, "optimizer", json_real(r->time.optimizer));
-    json_object_set_new(tb, "pp_comm", json_real(r->time.pp_comm));
+    json_t *tb = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", r->time.compute, "mp_comm", r->time.mp_comm,
+                           "dp_comm", r->time.dp_comm, "optimizer", r->time.optimizer, "pp_comm", r->time.pp_comm);
     for (int p = 0; p < ZP_NPHASES; p++)
         json_object_set_new(tb, zp_phase_name((zp_phase)p), json_real(r->time.phase[p]));
     json_object_set_new(root, "time_breakdown_s", tb);
@@ -577,53 +566,51 @@ static zp_status exec_config(const zp_cli_args *a, int ranks, zp_exec_config *cf
     if (zp_pp_uneven(&r->base)) /* the executor's tensors and its tests are of the even split */
         return ZP_FAIL(ZP_EINVAL, "--pp-first-layers / --pp-last-layers / --pp-layout: zplan exec runs the even "
                                   "split of the layers over the stages (drop them, or predict with the what-if)");
-    if (r->stage != ZP_SEARCH_ANY)
-        p->stage = r->stage;
-    if (r->mp != ZP_SEARCH_ANY)
-        p->mp = r->mp;
-    if (r->pp != ZP_SEARCH_ANY)
-        p->pp = r->pp;
-    if (r->pp_schedule != ZP_SEARCH_ANY)
-        p->schedule = (zp_pp_schedule)r->pp_schedule;
-    if (r->vstages != ZP_SEARCH_ANY) {
-        p->vstages = r->vstages;
-        if (r->pp_schedule == ZP_SEARCH_ANY && p->vstages > 1)
+    const zp_plan *b = &r->base;
+    if (zp_search_req_given(r, ZP_SEARCH_STAGE))
+        p->stage = b->stage;
+    for (int d = 0; d < ZP_NDIMS; d++) /* the degrees given; DP is what they leave of the ranks */
+        if (d != ZP_DIM_DP && zp_search_req_given(r, ZP_SEARCH_DIM(d)))
+            p->deg[d] = b->deg[d];
+    if (zp_search_req_given(r, ZP_SEARCH_SCHEDULE))
+        p->schedule = b->schedule;
+    if (zp_search_req_given(r, ZP_SEARCH_VSTAGES)) {
+        p->vstages = b->vstages;
+        if (zp_search_req_searched(r, ZP_SEARCH_SCHEDULE) && p->vstages > 1)
             p->schedule = ZP_PP_INTERLEAVED;
     }
-    if (r->sp != ZP_SEARCH_ANY)
-        p->sp = r->sp;
-    if (r->ep != ZP_SEARCH_ANY)
-        p->ep = r->ep;
-    if (r->deg[ZP_DIM_CP] != ZP_SEARCH_ANY)
-        p->cp = r->deg[ZP_DIM_CP];
-    p->cp_comm = r->base.cp_comm;
-    if (r->micro_batch != ZP_SEARCH_ANY)
-        p->micro_batch = r->micro_batch;
-    if (r->grad_accum != ZP_SEARCH_ANY)
-        p->grad_accum = r->grad_accum;
-    if (r->global_batch != ZP_SEARCH_ANY) {
+    if (zp_search_req_given(r, ZP_SEARCH_SP))
+        p->sp = b->sp;
+    p->cp_comm = b->cp_comm;
+    if (zp_search_req_given(r, ZP_SEARCH_MICRO_BATCH))
+        p->micro_batch = b->micro_batch;
+    const int accum = zp_search_req_given(r, ZP_SEARCH_ACCUM);
+    if (accum)
+        p->grad_accum = b->grad_accum;
+    if (zp_search_req_given(r, ZP_SEARCH_GLOBAL_BATCH)) {
         /* the batch's replicas: the DP ranks over the CP ranks that share each sequence */
         const int64_t dp = ranks / (p->mp > 0 ? p->mp : 1) / (p->pp > 0 ? p->pp : 1) / (p->cp > 1 ? p->cp : 1);
         const int64_t per = p->micro_batch * dp;
         if (dp < 1 || r->global_batch % per != 0 ||
-            (r->grad_accum != ZP_SEARCH_ANY && r->global_batch != per * p->grad_accum))
+            (accum && r->global_batch != per * p->grad_accum))
             return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not micro-batch %lld x accumulation x %lld "
                                       "data-parallel ranks",
                            (long long)r->global_batch, (long long)p->micro_batch, (long long)dp);
         p->grad_accum = r->global_batch / per;
     }
     if (a->checkpoint_given) {
-        zp_plan_set_recompute(p, r->recompute != ZP_SEARCH_ANY ? (zp_recompute)r->recompute
-                                                               : (r->checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE));
+        zp_plan_set_recompute(p, zp_search_req_given(r, ZP_SEARCH_RECOMPUTE)
+                                     ? zp_search_req_recompute(r)
+                                     : (r->checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE));
         if (p->checkpoint)
             p->ckpt_every = r->base.ckpt_every; /* refused by zp_exec_config_check: the executor has no such mode */
     }
     if (a->overlap_given)
         p->overlap_comm = r->base.overlap_comm;
-    p->pa = r->pa == 1;
-    p->pa_cpu = r->pa_cpu == 1;
-    if (r->offload != ZP_SEARCH_ANY)
-        p->offload = (zp_offload)r->offload;
+    p->pa = zp_search_req_given(r, ZP_SEARCH_PA) && b->pa == 1;
+    p->pa_cpu = zp_search_req_given(r, ZP_SEARCH_PA_CPU) && b->pa_cpu == 1;
+    if (zp_search_req_given(r, ZP_SEARCH_OFFLOAD))
+        p->offload = b->offload;
     p->cb = r->base.cb;
     p->bucket = r->base.bucket;
     p->md = r->base.md;

@@ -53,6 +53,25 @@ typedef zp_status (*setter)(zp_cli_args *a, const char *opt, const char *v);
         a->field = (int)x;                                            \
         return ZP_OK;                                                 \
     }
+/* A plan option given: its value into the request's base plan (or the request's own field) and its bit of
+ * the search mask cleared (zp_search_req_give): it is no longer searched. */
+#define GIVEN_INT(fn, field, bit, lo, hi)                             \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        ZP_TRY(zp_size_parse_int(v, opt, (lo), (hi), &a->r.field));    \
+        zp_search_req_give(&a->r, (bit));                             \
+        return ZP_OK;                                                 \
+    }
+#define GIVEN_ENUM(fn, type, parse, field, bit)                       \
+    static zp_status fn(zp_cli_args *a, const char *opt, const char *v) \
+    {                                                                 \
+        (void)opt;                                                    \
+        type x;                                                       \
+        ZP_TRY(parse(v, &x));                                         \
+        a->r.base.field = x;                                          \
+        zp_search_req_give(&a->r, (bit));                             \
+        return ZP_OK;                                                 \
+    }
 
 STR(set_model, model)
 STR(set_models, models)
@@ -122,9 +141,9 @@ static zp_status set_json(zp_cli_args *a, const char *opt, const char *v)
 }
 FLAG(set_accum_fusion, r.base.grad_accum_fusion, 1)
 FLAG(set_no_cb, r.base.cb, 0)
-INT(set_micro, r.micro_batch, 1, ZP_MAX_MICRO_BATCH)
-INT(set_global, r.global_batch, 1, INT64_C(1) << 50)
-INT(set_accum, r.grad_accum, 1, INT64_C(1) << 30)
+GIVEN_INT(set_micro, base.micro_batch, ZP_SEARCH_MICRO_BATCH, 1, ZP_MAX_MICRO_BATCH)
+GIVEN_INT(set_global, global_batch, ZP_SEARCH_GLOBAL_BATCH, 1, INT64_C(1) << 50)
+GIVEN_INT(set_accum, base.grad_accum, ZP_SEARCH_ACCUM, 1, INT64_C(1) << 30)
 INT(set_rank, rank, 0, ZP_MAX_GPUS - 1)
 INT(set_steps, steps, 1, INT64_C(1) << 20)
 INT(set_seed, seed, 0, 0x7fffffffL)
@@ -138,9 +157,9 @@ RANGE(set_oversubscription, r.oversubscription, 1, 1e6)
 RANGE(set_min_seconds, min_seconds, 0, 3600)
 RANGE(set_lr, lr, 1e-12, 1e3)
 RANGE(set_timeout, timeout_s, 1, 1e6)
-ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, r.pp_schedule)
+GIVEN_ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, schedule, ZP_SEARCH_SCHEDULE)
 ENUM(set_cp_comm, zp_cp_comm, zp_cp_comm_parse, r.base.cp_comm)
-ENUM(set_offload, zp_offload, zp_offload_parse, r.offload)
+GIVEN_ENUM(set_offload, zp_offload, zp_offload_parse, offload, ZP_SEARCH_OFFLOAD)
 
 /* Sharded data parallelism as FSDP2 runs it: stage 3's reshard policy (torchtitan's
  * fsdp_reshard_after_forward) and hybrid sharding's shard group (HSDP's data_parallel_shard_degree, MiCS's
@@ -192,7 +211,8 @@ static zp_status set_stage(zp_cli_args *a, const char *opt, const char *v)
     ZP_TRY(zp_size_parse_int(v, opt, 0, 1000, &s));
     if (s > 3)
         return ZP_FAIL(ZP_EINVAL, "--stage: %s is not a ZeRO stage (use 0, 1, 2 or 3)", v);
-    a->r.stage = (int)s;
+    a->r.base.stage = (int)s;
+    zp_search_req_give(&a->r, ZP_SEARCH_STAGE);
     return ZP_OK;
 }
 
@@ -212,8 +232,9 @@ static zp_status set_jobs(zp_cli_args *a, const char *opt, const char *v) { retu
 static zp_status set_pa(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
-    a->r.pa = strcmp(opt, "--no-pa") != 0;
-    a->r.pa_cpu = strcmp(opt, "--pa-cpu") == 0;
+    a->r.base.pa = strcmp(opt, "--no-pa") != 0;
+    a->r.base.pa_cpu = strcmp(opt, "--pa-cpu") == 0;
+    zp_search_req_give(&a->r, ZP_SEARCH_PA | ZP_SEARCH_PA_CPU);
     return ZP_OK;
 }
 
@@ -221,7 +242,7 @@ static zp_status set_checkpoint(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
     a->r.checkpoint = strncmp(opt, "--no-", 5) != 0;
-    a->r.recompute = a->r.checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE;
+    zp_search_req_give_recompute(&a->r, a->r.checkpoint ? ZP_RECOMPUTE_FULL : ZP_RECOMPUTE_NONE);
     a->checkpoint_given = 1;
     return ZP_OK;
 }
@@ -232,7 +253,7 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
     (void)opt;
     zp_recompute rc;
     ZP_TRY(zp_recompute_parse(v, &rc));
-    a->r.recompute = (int)rc;
+    zp_search_req_give_recompute(&a->r, rc);
     a->r.checkpoint = rc == ZP_RECOMPUTE_FULL;
     a->checkpoint_given = 1;
     return ZP_OK;
@@ -243,7 +264,7 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
 {
     ZP_TRY(set_small_int(opt, v, 1, 1000000, &a->r.base.ckpt_every));
-    a->r.recompute = ZP_RECOMPUTE_FULL;
+    zp_search_req_give_recompute(&a->r, ZP_RECOMPUTE_FULL);
     a->r.checkpoint = 1;
     a->checkpoint_given = 1;
     return ZP_OK;
@@ -251,7 +272,9 @@ static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
 
 static zp_status set_vstages(zp_cli_args *a, const char *opt, const char *v)
 {
-    return set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.vstages);
+    ZP_TRY(set_small_int(opt, v, 1, ZP_MAX_VSTAGES, &a->r.base.vstages));
+    zp_search_req_give(&a->r, ZP_SEARCH_VSTAGES);
+    return ZP_OK;
 }
 
 /* ---- uneven pipeline stages (vocab/zp_pipeline.h) ---- */
@@ -277,7 +300,8 @@ static zp_status set_pp_layout(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_sp(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)v;
-    a->r.sp = strncmp(opt, "--no-", 5) != 0;
+    a->r.base.sp = strncmp(opt, "--no-", 5) != 0;
+    zp_search_req_give(&a->r, ZP_SEARCH_SP);
     return ZP_OK;
 }
 
@@ -290,25 +314,20 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
 }
 
 /* --overlap-param-gather: the distributed optimizer's parameter all-gather beside the next forward. */
-static zp_status set_param_gather(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.base.overlap_param_gather = 1;
-    return ZP_OK;
-}
+FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 
 /* --tp-comm-overlap off|te|async|auto (zp_tp_overlap_parse's words; auto: searched). */
 static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
 {
     (void)opt;
     if (strcasecmp(v, "auto") == 0) {
-        a->r.tp_overlap = ZP_SEARCH_ANY;
+        zp_search_req_open(&a->r, ZP_SEARCH_TP_OVERLAP);
         return ZP_OK;
     }
     zp_tp_overlap t;
     ZP_TRY(zp_tp_overlap_parse(v, &t));
-    a->r.tp_overlap = (int)t;
+    a->r.base.tp_overlap = (int)t;
+    zp_search_req_give(&a->r, ZP_SEARCH_TP_OVERLAP);
     return ZP_OK;
 }
 
@@ -363,8 +382,11 @@ static zp_status set_seq(zp_cli_args *a, const char *opt, const char *v)
 static zp_status set_degree(zp_cli_args *a, const char *opt, const char *v)
 {
     for (int d = 0; d < ZP_NDIMS; d++)
-        if (strcmp(zp_dims_get((zp_dim_id)d)->option, opt) == 0)
-            return zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.deg[d]);
+        if (strcmp(zp_dims_get((zp_dim_id)d)->option, opt) == 0) {
+            ZP_TRY(zp_size_parse_int(v, opt, 1, ZP_MAX_GPUS, &a->r.base.deg[d]));
+            zp_search_req_give(&a->r, ZP_SEARCH_DIM(d));
+            return ZP_OK;
+        }
     return ZP_FAIL(ZP_EINVAL, "%s: not a parallel dimension's option", opt);
 }
 
@@ -406,7 +428,7 @@ static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
     if (strcasecmp(v, "fp16") == 0 || strcasecmp(v, "bf16") == 0) {
         a->r.base.param_bytes = 2.0;
         a->r.base.k_optimizer = ZP_ADAM_K;
-        a->r.bf16 = v[0] == 'b' || v[0] == 'B';
+        a->r.base.bf16 = v[0] == 'b' || v[0] == 'B';
         a->r.base.fp8 = ZP_FP8_NONE;
     } else if (strcasecmp(v, "fp8") == 0) {
         /* FP8 training: bf16 mixed precision (bf16 parameters, fp32 master weights and Adam: K = 12) with
@@ -414,18 +436,19 @@ static zp_status set_precision(zp_cli_args *a, const char *opt, const char *v)
          * default of Megatron-core's --fp8-recipe) */
         a->r.base.param_bytes = 2.0;
         a->r.base.k_optimizer = ZP_ADAM_K;
-        a->r.bf16 = 1;
+        a->r.base.bf16 = 1;
         a->fp8_precision = 1;
         if (a->r.base.fp8 == ZP_FP8_NONE)
             a->r.base.fp8 = ZP_FP8_DELAYED;
     } else if (strcasecmp(v, "fp32") == 0) {
         a->r.base.param_bytes = 4.0;
         a->r.base.k_optimizer = 8.0;
-        a->r.bf16 = 0;
+        a->r.base.bf16 = 0;
         a->r.base.fp8 = ZP_FP8_NONE;
     } else {
         return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a precision (use fp16, bf16, fp8 or fp32)", opt, v);
     }
+    zp_search_req_give(&a->r, ZP_SEARCH_BF16);
     return ZP_OK;
 }
 
@@ -438,13 +461,7 @@ static zp_status set_fp8_recipe(zp_cli_args *a, const char *opt, const char *v)
 }
 
 /* --fp8-all-gather: FSDP2 all-gathers the parameters in FP8 (torchao's enable_fsdp_float8_all_gather). */
-static zp_status set_fp8_all_gather(zp_cli_args *a, const char *opt, const char *v)
-{
-    (void)opt;
-    (void)v;
-    a->r.base.fp8_all_gather = 1;
-    return ZP_OK;
-}
+FLAG(set_fp8_all_gather, r.base.fp8_all_gather, 1)
 
 /* --grad-accum-dtype (DeepSpeed's data_types.grad_accum_dtype): fp32 gradients beside 16-bit parameters
  * (Megatron-LM's default), or the parameters' own type. */
@@ -530,8 +547,9 @@ static const zp_cli_opt g_opts[] = {
     {"profile", 0, 1, PLAN | VAL, set_profile},
     /* the plan */
     {"stage", 0, 1, PLAN, set_stage},
+    /* the parallel degrees (--ep, --pp, --cp, ...) parse from the dimension table (find_opt); --mp keeps a
+     * row for table2's list of MP degrees */
     {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
-    {"ep", 0, 1, PLAN, set_degree},
     {"capacity-factor", 0, 1, PLAN, set_capacity},
     {"moe-imbalance", 0, 1, PLAN, set_imbalance},
     {"micro-batch", 0, 1, PLAN | VAL | ZP_CMD_CALIBRATE, set_micro},
@@ -550,8 +568,6 @@ static const zp_cli_opt g_opts[] = {
     {"recompute", 0, 1, PLAN, set_recompute},
     /* torchtitan's checkpointing modes and torch.compile */
     {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
-    {"pp", 0, 1, PLAN, set_degree},
-    {"cp", 0, 1, PLAN, set_degree},
     {"cp-comm", 0, 1, PLAN, set_cp_comm},
     {"schedule", 0, 1, PLAN, set_schedule},
     {"virtual-stages", 0, 1, PLAN, set_vstages},
@@ -699,17 +715,28 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
 
 const char *const zp_cli_compare_opts[4] = {"stage", "mp", "offload", "micro-batch"};
 
-static const zp_cli_opt *find_long(const char *name)
+/* The option named `name` (without its "--"): a row of the table, else a parallel dimension's option
+ * (vocab/zp_dims.c's rows: a degree of every plan command, read by set_degree) written into *dim; NULL
+ * when neither. */
+static const zp_cli_opt *find_opt(const char *name, zp_cli_opt *dim)
 {
     for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0]; k++)
         if (strcmp(name, g_opts[k].name) == 0)
             return &g_opts[k];
+    for (int d = 0; d < ZP_NDIMS; d++) {
+        const char *flag = zp_dims_get((zp_dim_id)d)->option;
+        if (strncmp(flag, "--", 2) == 0 && strcmp(flag + 2, name) == 0) {
+            *dim = (zp_cli_opt){flag + 2, 0, 1, PLAN, set_degree};
+            return dim;
+        }
+    }
     return NULL;
 }
 
 zp_status zp_cli_args_apply(zp_cli_args *a, const char *opt, const char *val)
 {
-    const zp_cli_opt *o = strncmp(opt, "--", 2) == 0 ? find_long(opt + 2) : NULL;
+    zp_cli_opt dim;
+    const zp_cli_opt *o = strncmp(opt, "--", 2) == 0 ? find_opt(opt + 2, &dim) : NULL;
     if (!o)
         return ZP_FAIL(ZP_EINVAL, "unknown option '%s'", opt);
     return o->set(a, opt, val);
@@ -750,6 +777,7 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
         const char *arg = argv[i], *val = NULL;
         char opt[64];
         const zp_cli_opt *o = NULL;
+        zp_cli_opt dim;
         if (arg[0] == '-' && arg[1] == '-' && arg[2]) {
             const char *eq = strchr(arg, '=');
             size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -758,9 +786,7 @@ zp_status zp_cli_args_parse(zp_cli_cmd cmd, const char *name, int argc, char **a
             memcpy(opt, arg, len);
             opt[len] = '\0';
             val = eq ? eq + 1 : NULL;
-            for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0] && !o; k++)
-                if (strcmp(opt + 2, g_opts[k].name) == 0)
-                    o = &g_opts[k];
+            o = find_opt(opt + 2, &dim);
         } else if (arg[0] == '-' && arg[1] && !arg[2]) {
             for (size_t k = 0; k < sizeof g_opts / sizeof g_opts[0] && !o; k++)
                 if (g_opts[k].short_name == arg[1])
@@ -822,22 +848,26 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
     if (r->base.fp8_all_gather && f8 && f8->rowwise)
         return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
                                   "(use --fp8-recipe torchao-tensorwise)");
-    if (r->base.eager && r->tp_overlap == ZP_TP_OVERLAP_ASYNC)
+    if (r->base.eager && zp_search_req_given(r, ZP_SEARCH_TP_OVERLAP) && r->base.tp_overlap == ZP_TP_OVERLAP_ASYNC)
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap async with --compile off: torchtitan's async TP runs under "
                                   "torch.compile only (drop --compile off, or use --tp-comm-overlap te)");
     if (a->launch) {
-        const char *given = r->stage != ZP_SEARCH_ANY          ? "--stage"
-                            : r->mp != ZP_SEARCH_ANY           ? "--mp"
-                            : r->pp != ZP_SEARCH_ANY           ? "--pp"
-                            : r->micro_batch != ZP_SEARCH_ANY  ? "--micro-batch"
-                            : r->global_batch != ZP_SEARCH_ANY ? "--global-batch"
-                            : r->grad_accum != ZP_SEARCH_ANY   ? "--grad-accum"
-                            : r->recompute != ZP_SEARCH_ANY    ? "--recompute (or --checkpoint)"
-                            : r->sp != ZP_SEARCH_ANY           ? "--sp"
-                            : r->offload != ZP_SEARCH_ANY      ? "--offload"
-                            : r->exact                         ? "--exact"
-                            : a->compile_given                 ? "--compile"
-                                                               : NULL;
+        static const struct {
+            uint32_t bit;
+            const char *opt;
+        } plan_opts[] = {{ZP_SEARCH_STAGE, "--stage"},
+                         {ZP_SEARCH_DIM(ZP_DIM_TP), "--mp"},
+                         {ZP_SEARCH_DIM(ZP_DIM_PP), "--pp"},
+                         {ZP_SEARCH_MICRO_BATCH, "--micro-batch"},
+                         {ZP_SEARCH_GLOBAL_BATCH, "--global-batch"},
+                         {ZP_SEARCH_ACCUM, "--grad-accum"},
+                         {ZP_SEARCH_RECOMPUTE, "--recompute (or --checkpoint)"},
+                         {ZP_SEARCH_SP, "--sp"},
+                         {ZP_SEARCH_OFFLOAD, "--offload"}};
+        const char *given = r->exact ? "--exact" : a->compile_given ? "--compile" : NULL;
+        for (int i = (int)(sizeof plan_opts / sizeof plan_opts[0]) - 1; i >= 0; i--)
+            if (zp_search_req_given(r, plan_opts[i].bit))
+                given = plan_opts[i].opt; /* the first given, as written */
         if (given)
             return ZP_FAIL(ZP_EINVAL, "%s %s sets the plan: drop %s (zplan judges the launch as written)",
                            a->launch_opt, a->launch, given);
@@ -849,13 +879,58 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                                       "framework runs it); emit from a what-if with the options of the plan",
                            a->launch_opt, emit);
     }
-    if (r->exact && r->stage == ZP_SEARCH_ANY)
+    if (r->exact && zp_search_req_searched(r, ZP_SEARCH_STAGE))
         return ZP_FAIL(ZP_EINVAL, "--exact pins every option not given to its default, and a plan always names "
                                   "its ZeRO stage: give --stage too (as a DeepSpeed config does)");
-    if (r->grad_accum != ZP_SEARCH_ANY && r->micro_batch != ZP_SEARCH_ANY && r->global_batch != ZP_SEARCH_ANY &&
-        r->global_batch % (r->grad_accum * r->micro_batch) != 0)
+    if (zp_search_req_given(r, ZP_SEARCH_ACCUM | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_GLOBAL_BATCH) &&
+        r->global_batch % (r->base.grad_accum * r->base.micro_batch) != 0)
         return ZP_FAIL(ZP_EINVAL, "--global-batch %lld is not --micro-batch %lld x --grad-accum %lld x a "
                                   "data-parallel degree",
-                       (long long)r->global_batch, (long long)r->micro_batch, (long long)r->grad_accum);
+                       (long long)r->global_batch, (long long)r->base.micro_batch, (long long)r->base.grad_accum);
     return ZP_OK;
+}
+
+/* The row named by a marker's text (up to its '\n'), or NULL. */
+static const zp_dim_type *marked_dim(const char *name, size_t len)
+{
+    for (int d = 0; d < ZP_NDIMS; d++) {
+        const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+        if (strlen(t->name) == len && strncmp(t->name, name, len) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+/* Whether the usage has a row's own marker (its help goes there, not with the rest). */
+static int usage_names(const char *usage, const char *name)
+{
+    char marker[64];
+    snprintf(marker, sizeof marker, ZP_CLI_DIM_HELP("%s"), name);
+    return strstr(usage, marker) != NULL;
+}
+
+void zp_cli_usage_put(const char *usage, FILE *f)
+{
+    for (const char *p = usage; *p;) {
+        const char *mark = strchr(p, '\x1e');
+        if (!mark) {
+            fputs(p, f);
+            return;
+        }
+        fwrite(p, 1, (size_t)(mark - p), f);
+        const char *name = mark + 1, *end = strchr(name, '\n');
+        const size_t len = end ? (size_t)(end - name) : strlen(name);
+        if (len == 1 && *name == '*') { /* the rows the usage does not name, in the table's order */
+            for (int d = 0; d < ZP_NDIMS; d++) {
+                const zp_dim_type *t = zp_dims_get((zp_dim_id)d);
+                if (t->help && !usage_names(usage, t->name))
+                    fputs(t->help, f);
+            }
+        } else {
+            const zp_dim_type *t = marked_dim(name, len);
+            if (t && t->help)
+                fputs(t->help, f);
+        }
+        p = end ? end + 1 : name + len;
+    }
 }

@@ -9,6 +9,7 @@
 #define ZP_CLI_OPTS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zp_search.h"
 #include "zp_table.h"
@@ -40,7 +41,7 @@ typedef struct {
     const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
     double gpu_mem_bytes;      /* --gpu-mem parsed (0: not given) */
     int64_t seq;               /* 0: the model's */
-    /* the plan: constraints (ZP_SEARCH_ANY where not given) and search settings */
+    /* the plan: constraints (the base plan's values, their bits of r.searched cleared) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;
     /* FP8 training: --precision fp8 given, --fp8-recipe given (the recipe itself is r.base.fp8) */
@@ -94,5 +95,13 @@ zp_status zp_cli_args_apply(zp_cli_args *a, const char *opt, const char *val);
 
 /* Checks the plan options against each other where that needs no model (e.g. --exact needs --stage). */
 zp_status zp_cli_args_check_plan(const zp_cli_args *a);
+
+/* A usage text names a parallel dimension's --help lines by its row (ZP_CLI_DIM_HELP("tensor"): a marker
+ * line, ASCII record separator + the row's name) and where the rows it does not name go
+ * (ZP_CLI_DIM_HELP_REST); zp_cli_usage_put writes the usage with each marker replaced by the row's help
+ * (vocab/zp_dims.c), so a new dimension's option is in `zplan --help` without a line here. */
+#define ZP_CLI_DIM_HELP(name) "\x1e" name "\n"
+#define ZP_CLI_DIM_HELP_REST "\x1e*\n"
+void zp_cli_usage_put(const char *usage, FILE *f);
 
 #endif

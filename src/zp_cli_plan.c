@@ -25,7 +25,7 @@ int zp_cli_plan_main(zp_cli_cmd cmd, const char *name, const char *fail_as, cons
     if (st != ZP_OK)
         return zp_cli_fail_as(fail_as, st);
     if (o.a.help) {
-        fputs(usage, stdout);
+        zp_cli_usage_put(usage, stdout);
         return 0;
     }
     return body(&o);

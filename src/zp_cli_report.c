@@ -166,8 +166,8 @@ static int report_plan_view(const char *kind, int argc, char **argv)
             if (n != 2)
                 return zp_cli_fail(ZP_FAIL(ZP_EINVAL, "report configs: --models takes two models: the one whose "
                                                       "memory is shown and the one whose throughput is"));
-            int64_t b = o.a.r.micro_batch != ZP_SEARCH_ANY ? o.a.r.micro_batch : 16;
-            o.a.r.micro_batch = ZP_SEARCH_ANY;
+            int64_t b = zp_search_req_given(&o.a.r, ZP_SEARCH_MICRO_BATCH) ? o.a.r.base.micro_batch : 16;
+            zp_search_req_open(&o.a.r, ZP_SEARCH_MICRO_BATCH);
             st = zp_view_configs(&o.a.r, &models[0], b, &models[1], &d);
         }
     }

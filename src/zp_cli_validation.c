@@ -147,7 +147,7 @@ static zp_status val_parse(const zp_cli_args *a, val_sweep *s)
     snprintf(s->ranks_buf, sizeof s->ranks_buf, "%s", a->ranks);
     snprintf(s->stages_buf, sizeof s->stages_buf, "%s", a->stages);
     s->profile = a->profile;
-    s->mb = a->r.micro_batch != ZP_SEARCH_ANY ? a->r.micro_batch : 2;
+    s->mb = zp_search_req_given(&a->r, ZP_SEARCH_MICRO_BATCH) ? a->r.base.micro_batch : 2;
     s->steps = a->steps;
     s->min_seconds = a->min_seconds;
     s->quick = a->quick;

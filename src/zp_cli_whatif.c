@@ -56,9 +56,10 @@ static zp_status emit_conditions(zp_cli_plan *o)
 {
     ZP_TRY(zp_cli_plan_prepare(o));
     zp_search_req *r = &o->a.r;
-    if (o->a.emit_megatron && (r->recompute == ZP_RECOMPUTE_OP || r->base.ckpt_every > 1))
+    const int op = zp_search_req_given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) == ZP_RECOMPUTE_OP;
+    if (o->a.emit_megatron && (op || r->base.ckpt_every > 1))
         return ZP_FAIL(ZP_EINVAL, "--emit-megatron-args: %s is torchtitan's, not Megatron-LM's (use --emit-torchtitan)",
-                       r->recompute == ZP_RECOMPUTE_OP ? "--recompute op" : "--checkpoint-every");
+                       op ? "--recompute op" : "--checkpoint-every");
     const int half = r->base.param_bytes == 2.0;
     if ((o->a.emit_torchtitan || (o->a.emit_megatron && zp_search_bf16(r))) && half && r->base.grad_bytes == 0) {
         r->base.grad_bytes = 4.0;

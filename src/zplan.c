@@ -64,10 +64,8 @@ static const char USAGE[] =
     "                       --gradient-accumulation-fusion); default: an add kernel per micro-batch after the\n"
     "                       first (every one into fp32 gradients), as PyTorch and DeepSpeed's ZeRO-0/1 run it\n"
     "  --stage S            ZeRO-DP stage 0 (plain DP), 1 (Pos), 2 (Pos+g), 3 (Pos+g+p); default: searched\n"
-    "  --mp M               model-parallel degree (divides GPUs and heads, and the KV heads or they it); default:\n"
-    "                       searched over 1, 2, 4, ... up to the GPUs of a node\n"
-    "  --ep E               expert-parallel degree of an MoE model: its routed experts sharded over E of the\n"
-    "                       DP ranks (divides the experts and GPUs / MP); default: searched over 1, 2, 4, ...\n"
+    ZP_CLI_DIM_HELP("tensor")
+    ZP_CLI_DIM_HELP("expert")
     "  --capacity-factor C  MoE: an expert's token buffer over its fair share (default 1)\n"
     "  --moe-imbalance L    MoE: the busiest EP rank's tokens over the mean, >= 1 (default 1: even routing)\n"
     "  --micro-batch b      sequences per GPU per micro-step; default: the fewest micro-steps whose micro-batch\n"
@@ -99,13 +97,9 @@ static const char USAGE[] =
     "  --checkpoint-every K\n"
     "                       full recompute of every K-th block only, the others keep their activations\n"
     "                       (torchtitan's selective_ac_option \"K\"; implies --recompute full)\n"
-    "  --pp P               pipeline stages (divides GPUs / MP; at most the layers); default: searched when\n"
-    "                       --global-batch or --grad-accum gives micro-batches to fill a pipeline, else 1;\n"
-    "                       with --stage 2 or 3 as torchtitan runs FSDP2 beside pipelines (gradients reduced\n"
-    "                       once a step, after the last micro-batch)\n"
-    "  --cp C               context parallelism: each sequence cut over C data-parallel ranks (Megatron-core's\n"
-    "                       ring attention; 2C divides the sequence); default: searched while each rank keeps\n"
-    "                       8K tokens or more (1 below 16K)\n"
+    ZP_CLI_DIM_HELP("pipeline")
+    ZP_CLI_DIM_HELP("context")
+    ZP_CLI_DIM_HELP_REST
     "  --cp-comm ring|all-gather\n"
     "                       how CP moves K and V: a ring hidden behind the attention (default; Megatron-core's\n"
     "                       p2p) or all-gathered before it and the gradients reduce-scattered after (Llama 3)\n"
@@ -227,7 +221,7 @@ int zp_cli_main(int argc, char **argv)
             return 0;
         }
         if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-            fputs(USAGE, stdout);
+            zp_cli_usage_put(USAGE, stdout);
             return 0;
         }
         if (strcmp(cmd, "help") == 0) {
@@ -246,7 +240,7 @@ int zp_cli_main(int argc, char **argv)
                 return zp_cli_schedule(2, (char *[]){"schedule", "--help", NULL});
             if (argc >= 3 && strcmp(argv[2], "compare") == 0)
                 return zp_cli_compare(2, (char *[]){"compare", "--help", NULL});
-            fputs(USAGE, stdout);
+            zp_cli_usage_put(USAGE, stdout);
             return 0;
         }
         if (strcmp(cmd, "models") == 0 || strcmp(cmd, "clusters") == 0 || strcmp(cmd, "gpus") == 0)
@@ -271,7 +265,7 @@ int zp_cli_main(int argc, char **argv)
         }
     }
     if (argc < 2) {
-        fputs(USAGE, stderr);
+        zp_cli_usage_put(USAGE, stderr);
         return 2;
     }
     return zp_cli_whatif(argc, argv, USAGE);

@@ -197,15 +197,26 @@ static int64_t cp_next(const zp_dim_ctx *c, int64_t prev)
  * model-parallel unit Megatron-DeepSpeed hands it (mpu) for TP. */
 static const zp_dim_type g_dims[ZP_NDIMS] = {
     {ZP_DIM_TP, "tensor", "--mp", "attention heads and the MLP's width (Megatron-LM's column/row split)",
-     ZP_DIM_TP, "--tensor-model-parallel-size", "mpu (model_parallel_size)", "TP", 0, tp_check, tp_admits, tp_next},
+     ZP_DIM_TP, "--tensor-model-parallel-size", "mpu (model_parallel_size)", "TP", 0, tp_check, tp_admits, tp_next,
+     "  --mp M               model-parallel degree (divides GPUs and heads, and the KV heads or they it); default:\n"
+     "                       searched over 1, 2, 4, ... up to the GPUs of a node\n"},
     {ZP_DIM_EP, "expert", "--ep", "routed experts", ZP_DIM_DP, "--expert-model-parallel-size", "ep_size",
-     "EP", 0, ep_check, ep_admits, ep_next},
+     "EP", 0, ep_check, ep_admits, ep_next,
+     "  --ep E               expert-parallel degree of an MoE model: its routed experts sharded over E of the\n"
+     "                       DP ranks (divides the experts and GPUs / MP); default: searched over 1, 2, 4, ...\n"},
     {ZP_DIM_DP, "data", "", "the global batch (ZeRO partitions model states over it)", ZP_DIM_DP, NULL,
-     "data_parallel_size", "DP", 0, NULL, NULL, NULL},
+     "data_parallel_size", "DP", 0, NULL, NULL, NULL, NULL},
     {ZP_DIM_PP, "pipeline", "--pp", "layers (a stage's consecutive blocks)", ZP_DIM_PP,
-     "--pipeline-model-parallel-size", "num_stages", "PP", 0, pp_check, pp_admits, pp_next},
+     "--pipeline-model-parallel-size", "num_stages", "PP", 0, pp_check, pp_admits, pp_next,
+     "  --pp P               pipeline stages (divides GPUs / MP; at most the layers); default: searched when\n"
+     "                       --global-batch or --grad-accum gives micro-batches to fill a pipeline, else 1;\n"
+     "                       with --stage 2 or 3 as torchtitan runs FSDP2 beside pipelines (gradients reduced\n"
+     "                       once a step, after the last micro-batch)\n"},
     {ZP_DIM_CP, "context", "--cp", "each sequence (ring attention over its slices)", ZP_DIM_DP,
-     "--context-parallel-size", NULL, "CP", 1, cp_check, cp_admits, cp_next},
+     "--context-parallel-size", NULL, "CP", 1, cp_check, cp_admits, cp_next,
+     "  --cp C               context parallelism: each sequence cut over C data-parallel ranks (Megatron-core's\n"
+     "                       ring attention; 2C divides the sequence); default: searched while each rank keeps\n"
+     "                       8K tokens or more (1 below 16K)\n"},
 };
 
 const zp_dim_type *zp_dims_get(zp_dim_id id) { return (unsigned)id < ZP_NDIMS ? &g_dims[id] : NULL; }

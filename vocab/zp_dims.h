@@ -5,8 +5,10 @@
  * ranks are placed in the table's order, innermost first (MP inside a node before EP, EP inside DP, the
  * pipeline outermost), as Megatron-LM orders its process groups (tp-ep-dp-pp).
  *
- * A new dimension is a row here, its enum id, and its functions (check, admits, next); the places that use
- * a degree by name (the schedule's shapes, the memory model, the cost of its collectives) then read it. */
+ * A new dimension is a row here, its enum id, and its functions (check, admits, next); its option parses
+ * from the row (src/zp_cli_opts.c, into zp_plan.deg[id]) and its --help lines are the row's help; the
+ * places that use a degree (the schedule's shapes, the memory model, the cost of its collectives) then
+ * read it as deg[id]. */
 #ifndef ZP_DIMS_H
 #define ZP_DIMS_H
 
@@ -61,6 +63,9 @@ typedef struct zp_dim_type {
     /* The search range: the next candidate degree after `prev` (0: the first) that the context allows,
      * or 0 when there is none; NULL: not searched (its degree follows from the others). */
     int64_t (*next)(const zp_dim_ctx *c, int64_t prev);
+    /* Its lines in `zplan --help` (the option, its value and what it does, each line ending in '\n'), printed
+     * where the usage names the row (zp_cli_usage_put); NULL when it has no option (DP). */
+    const char *help;
 } zp_dim_type;
 
 /* The row of a dimension; NULL outside the table. */

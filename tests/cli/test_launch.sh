@@ -129,15 +129,22 @@ steps_match() {
   if [ -n "$e" ] && [ "$e" = "$j" ]; then ok; echo "  $1: written at $e s, read back at $j s"
   else ko "$1: written at '$e' s, read back at '$j' s: $(cat "$2") $(tail -4 "$T/out")"; fi
 }
+# read_back JUDGED STEPS OPTION FILE ARGS...: a launch file zplan wrote, judged (as judged JUDGED) and its step
+# read back as written (as steps_match STEPS)
+read_back() {
+  local judged_what="$1" steps_what="$2" opt="$3" file="$4"; shift 4
+  judged "$judged_what" "$opt" "$file" "$@"
+  steps_match "$steps_what" "$file"
+}
 if "$Z" --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --emit-megatron-args "$T/e.args" \
      --emit-torchtitan "$T/e.toml" >/dev/null 2>"$T/err"; then
   ok
   grep -q -- '--rotary-base 500000' "$T/e.args" && grep -q -- '--vocab-size 128256' "$T/e.args" && ok ||
     ko "Megatron-LM args state the rope base and the vocabulary: $(cat "$T/e.args")"
-  judged "the Megatron-LM arguments zplan wrote" --megatron-args "$T/e.args" --gpus 64 --cluster dgx-a100 --analytic
-  steps_match "Megatron-LM arguments" "$T/e.args"
-  judged "the torchtitan TOML zplan wrote" --torchtitan "$T/e.toml" --gpus 64 --cluster dgx-a100 --analytic
-  steps_match "torchtitan TOML" "$T/e.toml"
+  read_back "the Megatron-LM arguments zplan wrote" "Megatron-LM arguments" --megatron-args "$T/e.args" --gpus 64 \
+    --cluster dgx-a100 --analytic
+  read_back "the torchtitan TOML zplan wrote" "torchtitan TOML" --torchtitan "$T/e.toml" --gpus 64 --cluster dgx-a100 \
+    --analytic
 else
   ko "emitting: $(cat "$T/err")"
 fi
@@ -148,10 +155,10 @@ if "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --pp 1 -
      --recompute full --analytic --tp-comm-overlap async --emit-torchtitan "$T/tpo.toml" >/dev/null 2>>"$T/err" &&
    grep -q -- '--tp-comm-overlap' "$T/tpo.args" && grep -q 'enable_async_tensor_parallel = true' "$T/tpo.toml"; then
   ok
-  judged "Megatron-LM arguments with --tp-comm-overlap" --megatron-args "$T/tpo.args" --gpus 16 --cluster dgx-h100 --analytic
-  steps_match "Megatron-LM arguments with --tp-comm-overlap" "$T/tpo.args"
-  judged "torchtitan TOML with async TP" --torchtitan "$T/tpo.toml" --gpus 16 --cluster dgx-h100 --analytic
-  steps_match "torchtitan TOML with async TP" "$T/tpo.toml"
+  read_back "Megatron-LM arguments with --tp-comm-overlap" "Megatron-LM arguments with --tp-comm-overlap" \
+    --megatron-args "$T/tpo.args" --gpus 16 --cluster dgx-h100 --analytic
+  read_back "torchtitan TOML with async TP" "torchtitan TOML with async TP" --torchtitan "$T/tpo.toml" --gpus 16 \
+    --cluster dgx-h100 --analytic
 else
   ko "emitting TP overlap: $(cat "$T/err")"
 fi
@@ -179,8 +186,8 @@ for mode in "--checkpoint-every 2" "--checkpoint-every 40" "--recompute op"; do
     [ "$mode" != "--recompute op" ] && want="selective_ac_option = \"${mode##* }\""
     if grep -q "^mode = \"selective\"" "$T/m.toml" && grep -qF "$want" "$T/m.toml"; then ok; else
       ko "$mode written as $want: $(cat "$T/m.toml")"; fi
-    judged "the torchtitan TOML of $mode" --torchtitan "$T/m.toml" --gpus 64 --cluster dgx-h100 --analytic
-    steps_match "torchtitan TOML of $mode" "$T/m.toml"
+    read_back "the torchtitan TOML of $mode" "torchtitan TOML of $mode" --torchtitan "$T/m.toml" --gpus 64 \
+      --cluster dgx-h100 --analytic
   else
     ko "emitting $mode: $(cat "$T/err")"
   fi

@@ -34,10 +34,14 @@ static inline int fz_launch(const uint8_t *data, size_t size,
             zp_search_req r;
             zp_search_req_default(&r, &m, cl, gpus[sel % 5]);
             if (zp_launch_request(&l, &r) == ZP_OK) {
-                FZ_ASSERT(r.mp >= 1 && r.pp >= 1 && r.gpus % (r.mp * r.pp) == 0, "mp %lld pp %lld gpus %lld",
-                          (long long)r.mp, (long long)r.pp, (long long)r.gpus);
-                FZ_ASSERT(r.micro_batch >= 1 && r.global_batch >= r.micro_batch, "micro %lld global %lld",
-                          (long long)r.micro_batch, (long long)r.global_batch);
+                const zp_plan *b = &r.base; /* the launch's plan, given: its bits of the mask clear */
+                FZ_ASSERT(zp_search_req_given(&r, ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_DIM(ZP_DIM_PP) |
+                                                      ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_GLOBAL_BATCH),
+                          "the launch's degrees and batch given");
+                FZ_ASSERT(b->mp >= 1 && b->pp >= 1 && r.gpus % (b->mp * b->pp) == 0, "mp %lld pp %lld gpus %lld",
+                          (long long)b->mp, (long long)b->pp, (long long)r.gpus);
+                FZ_ASSERT(b->micro_batch >= 1 && r.global_batch >= b->micro_batch, "micro %lld global %lld",
+                          (long long)b->micro_batch, (long long)r.global_batch);
                 (void)zp_search_validate(&r);
             }
         }

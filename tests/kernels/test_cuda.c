@@ -328,6 +328,14 @@ static float *dev_zeros(size_t n)
     return d;
 }
 
+/* Frees the device buffers listed (a test's, at its end). */
+static void dev_free_n(void *const *dev, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        g_be->free(dev[i]);
+}
+#define DEV_FREE(...) dev_free_n((void *const[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
+
 Test(cuda, nn_embedding)
 {
     need_cuda();
@@ -348,9 +356,7 @@ Test(cuda, nn_embedding)
     OK(g_nn->embed_bwd(dgw, dgp, dtok, ddout, N, C, v0, vrows, T));
     same(dgw, gw, vrows * C, 1e-6, 1e-6, "embed_bwd dwte");
     same(dgp, gp, T * C, 1e-6, 1e-6, "embed_bwd dwpe");
-    void *dev[] = {dtok, dwte, dwpe, ddout, dout_, dgw, dgp};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        g_be->free(dev[i]);
+    DEV_FREE(dtok, dwte, dwpe, ddout, dout_, dgw, dgp);
     free(tok), free(wte), free(wpe), free(dout), free(out), free(gw), free(gp);
 }
 
@@ -374,9 +380,7 @@ Test(cuda, nn_layernorm)
     same(dgx, gx, N * C, 1e-4, 1e-5, "layernorm_bwd dx");
     same(dgw, gw, C, 1e-4, 1e-4, "layernorm_bwd dw");
     same(dgb, gb, C, 1e-5, 1e-5, "layernorm_bwd db");
-    void *dev[] = {dx, dw, dbb, dd, gout, gmean, grstd, dgx, dgw, dgb};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        g_be->free(dev[i]);
+    DEV_FREE(dx, dw, dbb, dd, gout, gmean, grstd, dgx, dgw, dgb);
     free(x), free(w), free(b), free(dout), free(out), free(mean), free(rstd), free(gx), free(gw), free(gb);
 }
 
@@ -415,9 +419,7 @@ Test(cuda, nn_rmsnorm_glu_rope)
     OK(zp_nn_ops_cpu.rope(r, N, C, heads, hd, T, 10000.0f, 1));
     OK(g_nn->rope(dr, N, C, heads, hd, T, 10000.0f, 1));
     same(dr, r, N * C, 1e-5, 1e-5, "rope inverse");
-    void *dev[] = {dx, dw, dd, gout, grstd, dgx, dgw, du_, dgd, go, gdu, dr};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        g_be->free(dev[i]);
+    DEV_FREE(dx, dw, dd, gout, grstd, dgx, dgw, du_, dgd, go, gdu, dr);
     free(x), free(w), free(dout), free(out), free(rstd), free(gx), free(gw), free(u), free(gd), free(o), free(du);
     free(r);
 }
@@ -446,9 +448,7 @@ Test(cuda, nn_moe_routing)
     OK(g_nn->moe_combine_bwd(gdrows, gdgt, dd, dy, dslot, dg, Nt, k, C));
     same(gdrows, drows, R * C, 1e-6, 1e-7, "moe_combine_bwd rows");
     same(gdgt, dgt, R, 1e-5, 1e-6, "moe_combine_bwd gates");
-    void *dev[] = {dslot, didx, dx, dy, dg, dd, grows, gout, gdrows, gdgt};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        g_be->free(dev[i]);
+    DEV_FREE(dslot, didx, dx, dy, dg, dd, grows, gout, gdrows, gdgt);
     free(slot), free(idx), free(x), free(y), free(gate), free(dout), free(rows), free(out), free(drows), free(dgt);
 }
 
@@ -514,9 +514,7 @@ Test(cuda, nn_cross_entropy)
     OK(zp_nn_ops_cpu.xent_bwd(l, mx, se, tgt, v0, N, V, 0.25f));
     OK(g_nn->xent_bwd(dl, gmx, gse, dt, v0, N, V, 0.25f));
     same(dl, l, N * V, 1e-5, 1e-8, "xent_bwd");
-    void *dev[] = {dl, dt, gmx, gse, glt};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        g_be->free(dev[i]);
+    DEV_FREE(dl, dt, gmx, gse, glt);
     free(l), free(tgt), free(mx), free(se), free(lt);
 }
 
@@ -550,8 +548,6 @@ Test(cuda, nn_bias_residual_add_and_f16)
     OK(zp_nn_ops_cpu.f16_to_f32(out, h, n));
     OK(g_nn->f16_to_f32(gout, dh, n));
     same(gout, out, n, 0, 0, "f16_to_f32");
-    void *dev[] = {da, dbb, dbias, gout, gdb, dh};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        g_be->free(dev[i]);
+    DEV_FREE(da, dbb, dbias, gout, gdb, dh);
     free(a), free(b), free(bias), free(out), free(db), free(h);
 }

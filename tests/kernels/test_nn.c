@@ -30,16 +30,7 @@ static double gelu_ref(double x) { return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (
 
 static void softmax_ref(double *p, const double *s, size_t BH, size_t T, double scale)
 {
-    for (size_t r = 0; r < BH * T; r++) {
-        size_t t = r % T;
-        double mx = -INFINITY, z = 0;
-        for (size_t j = 0; j <= t; j++)
-            mx = fmax(mx, scale * s[r * T + j]);
-        for (size_t j = 0; j <= t; j++)
-            z += exp(scale * s[r * T + j] - mx);
-        for (size_t j = 0; j < T; j++)
-            p[r * T + j] = j <= t ? exp(scale * s[r * T + j] - mx) / z : 0.0;
-    }
+    softmax_causal_ref(p, s, BH * T, T, scale);
 }
 static double xent_ref(const double *l, const int *tgt, size_t N, size_t V)
 {

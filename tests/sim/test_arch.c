@@ -256,13 +256,17 @@ Test(arch, ep_bad_inputs)
     cr_expect_eq(zp_dims_check_ep(&dense, p.ep, p.dp), ZP_EINVAL, "EP on a dense model accepted");
     zp_search_req r;
     zp_search_req_default(&r, &m, zp_test_preset("dgx-a100"), 64);
-    r.ep = 16;
+    r.base.ep = 16;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_EP));
     cr_expect_eq(zp_search_validate(&r), ZP_EINVAL, "EP 16 of 8 experts accepted");
-    r.ep = 8;
-    r.mp = 16;
+    r.base.ep = 8;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_EP));
+    r.base.mp = 16;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     cr_expect_eq(zp_search_validate(&r), ZP_EINVAL, "EP 8 with DP 4 accepted");
-    r.mp = 3;
-    r.ep = ZP_SEARCH_ANY;
+    r.base.mp = 3;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
+    zp_search_req_open(&r, ZP_SEARCH_DIM(ZP_DIM_EP));
     cr_expect_eq(zp_search_validate(&r), ZP_EINVAL, "MP 3 accepted");
 }
 

@@ -14,6 +14,7 @@
 #include "zp_schedule.h"
 #include "zp_simrun.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 static zp_profile builtin(const char *name)
 {
@@ -171,9 +172,7 @@ Test(device, flash_attention)
 {
     zp_profile h = builtin("dgx-h100");
     const zp_model *m = &zp_zoo_find("1.5B")->model; /* 48 layers, hidden 1600, 16 heads of 100 */
-    zp_plan p;
-    zp_plan_default(&p, 8);
-    p.micro_batch = 4;
+    zp_plan p = zp_test_plan(0, 8, 1, 4);
     p.checkpoint = 0;
     double unfused = attention_time(&h, m, &p);
     p.flash_attn = 1;
@@ -357,9 +356,7 @@ static void accum_adds(const zp_model *m, zp_plan *pl, int *n, int *n0, double *
 Test(device, gradient_accumulation_adds)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_plan p;
-    zp_plan_default(&p, 8);
-    p.micro_batch = 1;
+    zp_plan p = zp_test_plan(0, 8, 1, 1);
     p.grad_accum = 4;
     int n, n0;
     double per;
@@ -407,9 +404,7 @@ static double elt_bytes(const zp_model *m, zp_plan *pl, int type)
 Test(device, no_dropout_no_mask_traffic)
 {
     zp_model m = zp_zoo_find("1.5B")->model;
-    zp_plan p;
-    zp_plan_default(&p, 8);
-    p.micro_batch = 2;
+    zp_plan p = zp_test_plan(0, 8, 1, 2);
     p.checkpoint = 0;
     cr_assert_eq(p.param_bytes, 2.0);
     cr_expect_float_eq(elt_bytes(&m, &p, ZP_OPK_RESID), 7.0, 1e-12);
@@ -433,18 +428,14 @@ Test(device, no_dropout_no_mask_traffic)
  * all-reduce falls between NCCL's LL latency and the bandwidth-only time, and grows with the message. */
 Test(device, nccl_protocols_by_message_size)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_profile prof;
     zp_device_profile_builtin(c, &prof);
     const zp_model *m = &zp_zoo_find("1.5B")->model;
     double per[2];
     const int64_t mb[2] = {1, 16};
     for (int i = 0; i < 2; i++) {
-        zp_plan p;
-        zp_plan_default(&p, 1);
-        p.mp = 8;
-        p.micro_batch = mb[i];
+        zp_plan p = zp_test_plan(0, 1, 8, mb[i]);
         p.checkpoint = 0;
         zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
         cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
@@ -496,9 +487,7 @@ Test(device, nvme_swaps_at_the_drives_bandwidth)
     cr_expect_float_eq(zp_device_op_time(&v, &r, 16), 16e9 / (v.nvme_read_gbs * 1e9), 1e-12);
     cr_expect_float_eq(zp_device_op_time(&v, &w, 1), 1e9 / (v.nvme_write_gbs * 1e9), 1e-12);
     const zp_model *m = &zp_zoo_find("40B")->model;
-    zp_plan p;
-    zp_plan_default(&p, 1);
-    p.stage = 3;
+    zp_plan p = zp_test_plan(3, 1, 1, 1);
     p.offload = ZP_OFFLOAD_PARAMS;
     p.nvme = ZP_NVME_OPTIMIZER | ZP_NVME_PARAMS;
     zp_schedule s;
@@ -534,18 +523,13 @@ static double host_total(const zp_model *m, const zp_plan *p, const zp_profile *
 
 Test(device, host_dispatch_queue)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_profile prof;
     zp_device_profile_builtin(c, &prof);
     const zp_model *m = &zp_zoo_find("1.5B")->model;
     const int64_t mp[2] = {8, 1}, mb[2] = {1, 16};
     for (int i = 0; i < 2; i++) {
-        zp_plan p;
-        zp_plan_default(&p, mp[i]);
-        p.mp = mp[i];
-        p.dp = 1;
-        p.micro_batch = mb[i];
+        zp_plan p = zp_test_plan(0, 1, mp[i], mb[i]);
         p.checkpoint = 0;
         zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
         cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());

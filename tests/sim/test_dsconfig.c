@@ -6,11 +6,11 @@
 #include "zp_launch.h"
 #include "zp_megatron.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 static const zp_cluster *dgx2(void)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx2");
     return c;
 }
 
@@ -18,7 +18,8 @@ static zp_search_req req(const char *model, int64_t gpus, int64_t mp)
 {
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find(model)->model, dgx2(), gpus);
-    r.mp = mp;
+    r.base.mp = mp;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     return r;
 }
 
@@ -103,12 +104,12 @@ Test(dsconfig, batch_rules_as_deepspeed)
     cr_expect(strstr(zp_error_message(), "100 != 2 x 3 x 16"), "%s", zp_error_message());
     r = req("8B", 64, 4);
     cr_expect_eq(parse("{\"train_batch_size\": 96, \"train_micro_batch_size_per_gpu\": 2}", &r, &n), ZP_OK);
-    cr_expect_eq(r.micro_batch, 2);
+    cr_expect_eq(r.base.micro_batch, 2);
     cr_expect_eq(r.global_batch, 96);
     cr_expect(has_note(&n, "gradient_accumulation_steps -> 3"));
     r = req("8B", 64, 4);
     cr_expect_eq(parse("{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": \"auto\"}", &r, &n), ZP_OK);
-    cr_expect_eq(r.micro_batch, ZP_SEARCH_ANY);
+    cr_expect(zp_search_req_searched(&r, ZP_SEARCH_MICRO_BATCH));
     cr_expect_eq(r.global_batch, 64);
     r = req("8B", 64, 4);
     cr_expect_eq(parse("{\"train_batch_size\": 10}", &r, &n), ZP_EINVAL);
@@ -129,9 +130,9 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
                       "\"activation_checkpointing\": {\"partition_activations\": true, \"cpu_checkpointing\": true, "
                       "\"contiguous_memory_optimization\": true}}";
     cr_assert_eq(parse(cfg, &r, &n), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(r.stage, 3);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_PARAMS);
-    cr_expect_eq(r.pa_cpu, 1);
+    cr_expect_eq(r.base.stage, 3);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_PARAMS);
+    cr_expect_eq(r.base.pa_cpu, 1);
     cr_expect_eq(r.base.bucket, 4096.0 * 4096.0);
     cr_expect_eq(r.base.persistence_threshold, 40960.0);
     cr_expect_eq(r.base.nvme, ZP_NVME_PARAMS); /* ZeRO-Infinity: the parameters on NVMe, the optimizer on the host */
@@ -143,7 +144,7 @@ Test(dsconfig, keys_auto_unknown_and_nvme)
     /* legacy keys */
     r = req("8B", 64, 1);
     cr_assert_eq(parse("{\"zero_optimization\": {\"stage\": 2, \"cpu_offload\": true}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_OPTIMIZER);
     r = req("8B", 64, 1);
     cr_assert_eq(parse("{\"fp16\": {\"enabled\": false}}", &r, &n), ZP_OK);
     cr_expect_eq(r.base.param_bytes, 4.0);
@@ -207,7 +208,8 @@ static zp_search_req req_on(const char *model, const char *cluster, int64_t gpus
     cr_assert_eq(zp_cluster_find(cluster, &c), ZP_OK);
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find(model)->model, c, gpus);
-    r.mp = 1;
+    r.base.mp = 1;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     return r;
 }
 
@@ -219,17 +221,17 @@ Test(dsconfig, precision_auto_legacy_and_grad_dtype)
     zp_search_req r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
     cr_expect_eq(r.base.param_bytes, 2.0);
-    cr_expect_eq(r.bf16, 1);
+    cr_expect_eq(r.base.bf16, 1);
     cr_expect(has_note(&n, "bf16.enabled \"auto\" -> true"));
     r = req_on("13B", "dgx2", 64);
     cr_assert_eq(parse("{\"bf16\": {\"enabled\": \"auto\"}}", &r, &n), ZP_OK);
     cr_expect_eq(r.base.param_bytes, 2.0);
-    cr_expect_eq(r.bf16, 0);
+    cr_expect_eq(r.base.bf16, 0);
     cr_expect(has_note(&n, "has no bf16 tensor cores"));
     /* DeepSpeed's legacy "bfloat16" key (it used to be ignored: fp32) */
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"bfloat16\": {\"enabled\": true}}", &r, &n), ZP_OK);
-    cr_expect_eq(r.bf16, 1);
+    cr_expect_eq(r.base.bf16, 1);
     cr_expect_eq(r.base.param_bytes, 2.0);
     r = req_on("13B", "dgx-a100", 64);
     cr_expect_eq(parse("{\"bfloat16\": {\"enabled\": 1}}", &r, &n), ZP_EINVAL);
@@ -244,11 +246,11 @@ Test(dsconfig, precision_auto_legacy_and_grad_dtype)
     /* the legacy boolean zero_optimization */
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"zero_optimization\": true}", &r, &n), ZP_OK);
-    cr_expect_eq(r.stage, 1);
+    cr_expect_eq(r.base.stage, 1);
     r = req_on("13B", "dgx-a100", 64);
     cr_assert_eq(parse("{\"zero_optimization\": {\"stage\": 3, \"cpu_offload\": true, \"cpu_offload_param\": true}}",
                        &r, &n), ZP_OK);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_PARAMS);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_PARAMS);
 }
 
 /* DeepSpeed loads configs with hjson: comments, trailing commas, missing commas, quoteless keys and values. */
@@ -271,11 +273,11 @@ Test(dsconfig, hjson_as_deepspeed_reads_it)
     zp_search_req r = req_on("13B", "dgx-a100", 64);
     zp_ds_notes n;
     cr_assert_eq(parse(hj, &r, &n), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(r.micro_batch, 4);
+    cr_expect_eq(r.base.micro_batch, 4);
     cr_expect_eq(r.global_batch, 4 * 2 * 64);
-    cr_expect_eq(r.bf16, 1);
-    cr_expect_eq(r.stage, 3);
-    cr_expect_eq(r.offload, ZP_OFFLOAD_OPTIMIZER);
+    cr_expect_eq(r.base.bf16, 1);
+    cr_expect_eq(r.base.stage, 3);
+    cr_expect_eq(r.base.offload, ZP_OFFLOAD_OPTIMIZER);
     cr_expect_eq(r.base.overlap_comm, 1);
     /* strict JSON is unchanged in meaning; a broken file still says where */
     char *out;
@@ -341,19 +343,24 @@ static int has(const char *args, const char *flag)
     return 0;
 }
 
+/* A plan of stage, DP and MP whose layers are cut into pp pipeline stages of 2 model chunks each (the
+ * interleaved schedule), a micro-batch of 1. */
+static zp_plan interleaved_plan(int stage, int64_t dp, int64_t mp, int64_t pp)
+{
+    zp_plan p = zp_test_plan(stage, dp, mp, 1);
+    p.pp = pp;
+    p.schedule = ZP_PP_INTERLEAVED;
+    p.vstages = 2;
+    return p;
+}
+
 /* A Llama plan states its architecture (GQA, SwiGLU, RMSNorm, rope, untied head, no biases, no dropout), its
  * precision (bf16; fp32 gradients as --accumulate-allreduce-grads-in-fp32), FlashAttention, the interleaved
  * schedule's layers per virtual stage and the distributed optimizer; a GPT plan in fp16 none of those. */
 Test(megatron, states_the_architecture_and_the_precision)
 {
     const zp_model *llama = &zp_zoo_find("llama-2-70b")->model;
-    zp_plan p;
-    zp_plan_default(&p, 16);
-    p.stage = 1;
-    p.mp = 8;
-    p.pp = 2;
-    p.schedule = ZP_PP_INTERLEAVED;
-    p.vstages = 2;
+    zp_plan p = interleaved_plan(1, 16, 8, 2);
     p.bf16 = 1;
     p.grad_bytes = 4.0;
     p.flash_attn = 1;
@@ -408,12 +415,7 @@ Test(megatron, refuses_what_it_cannot_state)
 Test(megatron, v2_arguments)
 {
     const zp_model *gpt = &zp_zoo_find("1.5B")->model;
-    zp_plan p;
-    zp_plan_default(&p, 4);
-    p.mp = 2;
-    p.pp = 4;
-    p.schedule = ZP_PP_INTERLEAVED;
-    p.vstages = 2;
+    zp_plan p = interleaved_plan(0, 4, 2, 4);
     p.bf16 = 0;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
     char a[1024];
@@ -443,39 +445,43 @@ Test(megatron, v2_arguments)
 
 /* ---- launches read back (formats/zp_launch.h) ---- */
 
+/* Plan p of model src written as Megatron-LM's arguments and read back: the model into *m (stated, the same
+ * parameters) and the launch's request on 64 GPUs of dgx-a100 into *r (m must outlive r). */
+static void megatron_read_back(const zp_model *src, const zp_plan *p, zp_model *m, zp_search_req *r)
+{
+    char a[1024];
+    cr_assert_eq(zp_megatron_args(src, p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    zp_launch l;
+    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
+    int stated = 0;
+    cr_assert_eq(zp_launch_model(&l, m, &stated), ZP_OK, "%s", zp_error_message());
+    cr_assert(stated);
+    cr_expect_eq(zp_model_params(m), zp_model_params(src), "%.0f != %.0f", zp_model_params(m), zp_model_params(src));
+    zp_search_req_default(r, m, zp_test_preset("dgx-a100"), 64);
+    cr_assert_eq(zp_launch_request(&l, r), ZP_OK, "%s", zp_error_message());
+}
+
 /* Megatron-LM's arguments zplan writes read back as the same model (to the parameter) and the same plan. */
 Test(launch, megatron_args_round_trip)
 {
     const zp_model *llama = &zp_zoo_find("llama-3-8b")->model;
-    zp_plan p;
-    zp_plan_default(&p, 64);
-    p.stage = 1;
-    p.mp = 4;
-    p.dp = 16;
+    zp_plan p = zp_test_plan(1, 16, 4, 2);
     p.sp = 1;
-    p.micro_batch = 2;
     p.grad_accum = 4;
     p.bf16 = 1;
     p.grad_bytes = 4.0;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
-    char a[1024];
-    cr_assert_eq(zp_megatron_args(llama, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
-    zp_launch l;
-    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
     zp_model m;
-    int stated = 0;
-    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
-    cr_assert(stated);
-    cr_expect_eq(zp_model_params(&m), zp_model_params(llama), "%.0f != %.0f", zp_model_params(&m),
-                 zp_model_params(llama));
-    cr_expect_eq(m.rope_theta, 500000.0);
-    const zp_cluster *cl = NULL;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
     zp_search_req r;
-    zp_search_req_default(&r, &m, cl, 64);
-    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
-    cr_expect(r.stage == 1 && r.mp == 4 && r.pp == 1 && r.sp == 1 && r.micro_batch == 2 && r.grad_accum == 4);
-    cr_expect(r.recompute == ZP_RECOMPUTE_SELECTIVE && r.bf16 == 1 && r.base.grad_bytes == 4.0);
+    megatron_read_back(llama, &p, &m, &r);
+    cr_expect_eq(m.rope_theta, 500000.0);
+    cr_expect(r.base.stage == 1 && r.base.mp == 4 && r.base.pp == 1 && r.base.sp == 1 && r.base.micro_batch == 2 &&
+              r.base.grad_accum == 4);
+    cr_expect(zp_search_req_given(&r, ZP_SEARCH_STAGE | ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_DIM(ZP_DIM_PP) |
+                                          ZP_SEARCH_SP | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_ACCUM |
+                                          ZP_SEARCH_RECOMPUTE | ZP_SEARCH_BF16),
+              "the launch's plan given, not searched");
+    cr_expect(zp_search_req_recompute(&r) == ZP_RECOMPUTE_SELECTIVE && r.base.bf16 == 1 && r.base.grad_bytes == 4.0);
 }
 
 /* A misspelt key that would change the answer is refused, naming the line and the key it means; a key zplan
@@ -545,25 +551,11 @@ Test(launch, dsconfig_check)
 Test(launch, megatron_args_qkv_bias_and_pa)
 {
     const zp_model *qwen = &zp_zoo_find("qwen2-72b")->model;
-    zp_plan p;
-    zp_plan_default(&p, 64);
-    p.mp = 8;
-    p.dp = 8;
+    zp_plan p = zp_test_plan(0, 8, 8, 1);
     p.pa = 1;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_FULL);
-    char a[1024];
-    cr_assert_eq(zp_megatron_args(qwen, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
-    zp_launch l;
-    cr_assert_eq(zp_megatron_args_parse(a, "args", &l), ZP_OK, "%s", zp_error_message());
     zp_model m;
-    int stated = 0;
-    cr_assert_eq(zp_launch_model(&l, &m, &stated), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(zp_model_params(&m), zp_model_params(qwen), "%.0f != %.0f", zp_model_params(&m),
-                 zp_model_params(qwen));
-    const zp_cluster *cl = NULL;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &cl), ZP_OK);
     zp_search_req r;
-    zp_search_req_default(&r, &m, cl, 64);
-    cr_assert_eq(zp_launch_request(&l, &r), ZP_OK, "%s", zp_error_message());
-    cr_expect(r.pa == 1 && r.recompute == ZP_RECOMPUTE_FULL && r.mp == 8);
+    megatron_read_back(qwen, &p, &m, &r);
+    cr_expect(r.base.pa == 1 && zp_search_req_recompute(&r) == ZP_RECOMPUTE_FULL && r.base.mp == 8);
 }

@@ -13,6 +13,7 @@
 #include "zp_search.h"
 #include "zp_simrun.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 static const zp_model *model(const char *name) { return &zp_zoo_find(name)->model; }
 
@@ -205,8 +206,7 @@ Test(pplayout, memory_is_the_worst_stage)
 
 static double step_of(const zp_model *m, const zp_plan *p)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_profile prof;
     zp_device_profile_builtin(c, &prof);
     zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof}};
@@ -260,11 +260,10 @@ static void round_trip(const zp_model *m, const zp_plan *p, const char *expect, 
     cr_assert_eq(zp_cluster_find("dgx-h100", &cl), ZP_OK);
     zp_search_req_default(r, m, cl, zp_plan_gpus(p));
     cr_assert_eq(zp_launch_request(&l, r), ZP_OK, "%s", zp_error_message());
-    cr_expect_eq(r->pp, p->pp);
-    zp_plan q = r->base;
-    q.pp = r->pp;
-    q.vstages = r->vstages;
-    q.schedule = (zp_pp_schedule)r->pp_schedule;
+    cr_expect_eq(r->base.pp, p->pp);
+    /* the launch gives the stages, their schedule and chunks: the base plan holds them, their bits clear */
+    cr_expect(zp_search_req_given(r, ZP_SEARCH_DIM(ZP_DIM_PP) | ZP_SEARCH_SCHEDULE | ZP_SEARCH_VSTAGES));
+    const zp_plan q = r->base;
     for (int k = 0; k < p->pp * p->vstages; k++)
         cr_expect_eq(zp_pp_vstage_layers(m, &q, k), zp_pp_vstage_layers(m, p, k), "virtual stage %d", k);
 }
@@ -281,7 +280,7 @@ Test(pplayout, megatron_args_round_trip)
     round_trip(m, &p, "--pipeline-model-parallel-size 16 --decoder-first-pipeline-num-layers 7 "
                       "--decoder-last-pipeline-num-layers 7",
                &r);
-    cr_expect(r.base.pp_first == 7 && r.base.pp_last == 7 && r.pp_schedule == ZP_PP_1F1B);
+    cr_expect(r.base.pp_first == 7 && r.base.pp_last == 7 && r.base.schedule == ZP_PP_1F1B);
     /* Llama 3's: the embedding and the loss as a layer each */
     int layout[128];
     for (int k = 0; k < 128; k++)
@@ -293,7 +292,7 @@ Test(pplayout, megatron_args_round_trip)
     round_trip(m, &p, "--num-virtual-stages-per-pipeline-rank 8 --account-for-embedding-in-pipeline-split "
                       "--account-for-loss-in-pipeline-split",
                &r);
-    cr_expect(r.pp_schedule == ZP_PP_INTERLEAVED && r.vstages == 8);
+    cr_expect(r.base.schedule == ZP_PP_INTERLEAVED && r.base.vstages == 8);
     /* anything else: the custom layout, a letter a layer */
     const zp_model *s = model("llama-3-8b");
     int odd[8] = {3, 5, 4, 4, 4, 4, 5, 3};

@@ -327,22 +327,34 @@ Test(engine, deadlock_is_an_error)
     zp_schedule_free(&s);
 }
 
-Test(engine, trace_is_chrome_json)
+/* The Chrome trace of one simulated step of plan p on a preset (its built-in profile), read back (a
+ * temporary file, removed); the step's result into *res. */
+static json_t *simulated_trace(const zp_model *m, const zp_plan *p, const char *preset, zp_sim_result *res)
 {
-    const zp_model *m = &zp_zoo_find("1.5B")->model;
-    zp_plan p = zp_test_plan(3, 32, 2, 2);
-    p.pa = 1;
     char path[] = "/tmp/zp_trace_XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     close(fd);
     zp_profile prof;
-    zp_device_profile_builtin(zp_test_preset("dgx2"), &prof);
-    zp_sim_job j = {.in = {.model = m, .plan = &p, .cluster = zp_test_preset("dgx2"), .profile = &prof, .trace_path = path}};
+    zp_device_profile_builtin(zp_test_preset(preset), &prof);
+    zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = zp_test_preset(preset), .profile = &prof,
+                           .trace_path = path}};
     cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
+    unlink(path);
     cr_assert_not_null(root, "trace is not JSON: %s", err.text);
+    *res = j.res;
+    return root;
+}
+
+Test(engine, trace_is_chrome_json)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_plan p = zp_test_plan(3, 32, 2, 2);
+    p.pa = 1;
+    zp_sim_result res;
+    json_t *root = simulated_trace(m, &p, "dgx2", &res);
     json_t *ev = json_object_get(root, "traceEvents");
     cr_assert(json_is_array(ev));
     size_t complete = 0, counters = 0, waits = 0;
@@ -374,10 +386,10 @@ Test(engine, trace_is_chrome_json)
     cr_expect_gt(complete, 100);
     cr_expect_gt(waits, 0);
     /* the comm stream's own track is busy only part of the step (the waits made it look 100% busy) */
-    cr_expect_lt(comm_busy, 0.9 * j.res.step_time * 1e6, "comm track busy %.3g of %.3g us", comm_busy,
-                 j.res.step_time * 1e6);
+    cr_expect_lt(comm_busy, 0.9 * res.step_time * 1e6, "comm track busy %.3g of %.3g us", comm_busy,
+                 res.step_time * 1e6);
     /* the events span the simulated step (microseconds) */
-    cr_expect_float_eq(last_end, j.res.step_time * 1e6, 1e-6 * last_end + 1);
+    cr_expect_float_eq(last_end, res.step_time * 1e6, 1e-6 * last_end + 1);
     /* the memory curve peaks at the memory of the plan (the same alloc/free ops replayed in simulated time) */
     zp_memory mem;
     cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
@@ -385,7 +397,6 @@ Test(engine, trace_is_chrome_json)
     cr_expect(fabs(mem_peak - mem.total / 1e9) <= 1e-6 * mem_peak, "trace memory peak %.9g GB, plan %.9g GB", mem_peak,
               mem.total / 1e9);
     json_decref(root);
-    unlink(path);
 }
 
 Test(search, simulated_plans_rank_and_label)
@@ -416,6 +427,7 @@ Test(search, ranking_is_true)
     zp_search_req_default(&r, &m, zp_test_preset("dgx-a100"), 8);
     r.gpu_mem = 40e9;
     r.global_batch = 64;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 1;
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
@@ -621,10 +633,14 @@ Test(search, gpus_102400_simulated)
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find("gpt3-175B")->model, zp_test_preset("dgx-h100"), 102400);
     r.simulate = 1;
-    r.stage = 3;
-    r.mp = 8;
-    r.micro_batch = 1;
+    r.base.stage = 3;
+    zp_search_req_give(&r, ZP_SEARCH_STAGE);
+    r.base.mp = 8;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
+    r.base.micro_batch = 1;
+    zp_search_req_give(&r, ZP_SEARCH_MICRO_BATCH);
     r.global_batch = 2 * 102400 / 8;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.exact = 1; /* this one plan (not Pa, offload and the rest searched) */
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
@@ -880,19 +896,8 @@ Test(pipeline, trace_has_a_track_per_stage)
 {
     const zp_model m = uniform_gpt(8);
     zp_plan p = pipeline_plan(4, ZP_PP_1F1B, 1, 4);
-    char path[] = "/tmp/zp-pp-trace-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    zp_profile prof;
-    zp_device_profile_builtin(zp_test_preset("dgx-a100"), &prof);
-    zp_sim_job j = {.in = {.model = &m, .plan = &p, .cluster = zp_test_preset("dgx-a100"), .profile = &prof,
-                           .trace_path = path}};
-    cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    unlink(path);
-    cr_assert_not_null(root, "%s", err.text);
+    zp_sim_result res;
+    json_t *root = simulated_trace(&m, &p, "dgx-a100", &res);
     int pids[4] = {0}, p2p = 0;
     size_t i;
     json_t *e;

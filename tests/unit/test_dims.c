@@ -7,6 +7,7 @@
 #include "zp_plan.h"
 #include "zp_search.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 Test(dims, rows_are_their_ids_and_well_formed)
 {
@@ -34,12 +35,9 @@ Test(dims, rows_are_their_ids_and_well_formed)
 
 Test(dims, the_plan_holds_its_degrees_in_the_table_order)
 {
-    zp_plan p;
-    zp_plan_default(&p, 64);
-    p.mp = 2;
+    zp_plan p = zp_test_plan(0, 8, 2, 1); /* DP 8, TP 2 */
     p.ep = 4;
     p.pp = 4;
-    p.dp = 8;
     cr_assert_eq(p.deg[ZP_DIM_TP], 2);
     cr_assert_eq(p.deg[ZP_DIM_EP], 4);
     cr_assert_eq(p.deg[ZP_DIM_DP], 8);
@@ -107,12 +105,12 @@ Test(dims, search_ranges_offer_what_they_admit)
 /* The search walks the table: every plan it returns has degrees its rows admit, and the GPUs. */
 Test(dims, the_search_offers_only_admitted_degrees)
 {
-    const zp_cluster *cl;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &cl), ZP_OK);
+    const zp_cluster *cl = zp_test_preset("dgx-h100");
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, cl, 64);
     r.simulate = 0;
     r.global_batch = 256;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     int seen_ep = 0, seen_pp = 0;
@@ -127,7 +125,8 @@ Test(dims, the_search_offers_only_admitted_degrees)
     cr_assert(seen_ep && seen_pp, "the walk searched EP and PP");
     zp_search_result_free(&res);
     /* the data-parallel degree is never given */
-    r.dp = 8;
+    r.base.dp = 8;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_DP));
     cr_assert_eq(zp_search_run(&r, &res), ZP_EINVAL);
 }
 
@@ -140,13 +139,9 @@ Test(dims, context_parallelism_splits_the_sequence_inside_dp)
     cr_assert(cp->seq_split);
     cr_assert_str_eq(cp->option, "--cp");
     cr_assert_str_eq(cp->megatron, "--context-parallel-size");
-    zp_plan p;
-    zp_plan_default(&p, 16384); /* Llama 3 405B at 128K: TP 8, CP 16, PP 16, DP 8 */
-    p.mp = 8;
+    zp_plan p = zp_test_plan(0, 128, 8, 1); /* Llama 3 405B at 128K: TP 8, CP 16, PP 16, DP 8 */
     p.pp = 16;
-    p.dp = 128;
     p.cp = 16;
-    p.micro_batch = 1;
     p.grad_accum = 16;
     cr_assert_eq(zp_plan_gpus(&p), 16384);
     cr_assert_eq(zp_plan_replicas(&p), 8);

@@ -8,6 +8,7 @@
 #include "zp_cluster.h"
 #include "zp_dims.h"
 #include "zp_gpu.h"
+#include "../zp_test.h"
 
 /* A complete spec; tests replace or drop one line of it. */
 static const char GOOD[] =
@@ -137,8 +138,7 @@ Test(gpu, every_preset_parses_and_is_found_by_name)
 /* The figures the cluster rows held as C literals before they moved into gpus/: the same doubles. */
 Test(gpu, cluster_presets_keep_their_figures)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx2");
     cr_expect_eq(c->gpu_mem, 32 * 1073741824.0);
     cr_expect_eq(c->peak_flops, 125e12);
     cr_expect_eq(c->peak_flops_bf16, 0);
@@ -195,8 +195,7 @@ Test(gpu, cluster_presets_and_their_gpus_agree)
 
 Test(gpu, apply_replaces_gpu_keeps_node)
 {
-    const zp_cluster *h100;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &h100), ZP_OK);
+    const zp_cluster *h100 = zp_test_preset("dgx-h100");
     zp_gpu g;
     cr_assert_eq(zp_gpu_parse(GOOD, "t.gpu", &g), ZP_OK);
     zp_cluster c = *h100;
@@ -213,15 +212,13 @@ Test(gpu, apply_replaces_gpu_keeps_node)
  * simulation and the search, its NICs those of its 18 trays; the host figures stay a tray's. */
 Test(gpu, nvl72_domain_spans_trays)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("gb200-nvl72", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("gb200-nvl72");
     cr_expect_eq(c->gpus_per_node, 4);
     cr_expect_eq(zp_cluster_domain(c), 72);
     cr_expect_eq(zp_cluster_domain_rails(c), 72);
     cr_expect_eq(zp_cluster_domain_ib_bw(c), 72 * 50e9);
     cr_expect_eq(zp_cluster_host_per_gpu(c, 0, 144), 960e9 / 4);
-    const zp_cluster *h;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &h), ZP_OK);
+    const zp_cluster *h = zp_test_preset("dgx-h100");
     cr_expect_eq(zp_cluster_domain(h), 8);
     cr_expect_eq(zp_cluster_domain_rails(h), 8);
     cr_expect_eq(zp_cluster_domain_ib_bw(h), zp_cluster_node_ib_bw(h));

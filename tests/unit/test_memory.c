@@ -251,6 +251,13 @@ Test(memory, what_really_fits_explains_the_gap)
 }
 
 /* The memory-only schedule replays as the full one in every category (1e-9 relative); what names the case. */
+/* The next 24 random bits of a linear congruential generator (glibc's constants): the random plans' draws. */
+static unsigned random_bits(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return *seed >> 8;
+}
+
 static void expect_same_replay(const zp_schedule *full, const zp_schedule *mem, const char *what)
 {
     zp_memory a, b;
@@ -274,14 +281,10 @@ Test(memory, memory_only_schedule_replays_as_the_full_one)
     unsigned seed = 12345;
     int checked = 0;
     for (int trial = 0; trial < 300; trial++) {
-        seed = seed * 1103515245u + 12345u;
-        unsigned r = seed >> 8;
+        const unsigned r = random_bits(&seed);
         const zp_model *m = &zp_zoo_find(models[r % 3])->model;
-        zp_plan p;
-        zp_plan_default(&p, 1 + (int64_t)((r >> 2) % 8));
-        p.stage = (int)((r >> 5) % 4);
-        p.mp = (int64_t)1 << ((r >> 7) % 3);
-        p.micro_batch = 1 + (int64_t)((r >> 9) % 3);
+        zp_plan p = zp_test_plan((int)((r >> 5) % 4), 1 + (int64_t)((r >> 2) % 8), (int64_t)1 << ((r >> 7) % 3),
+                                 1 + (int64_t)((r >> 9) % 3));
         p.grad_accum = 1 + (int64_t)((r >> 11) % 4);
         p.checkpoint = (r >> 13) % 4 != 0;
         p.pa = p.checkpoint && (r >> 15) % 2;
@@ -380,17 +383,13 @@ Test(memory, memory_only_schedule_replays_as_the_full_one_with_pipelines)
     unsigned seed = 777;
     int checked = 0, stages = 0;
     while (checked < 300) {
-        seed = seed * 1103515245u + 12345u;
-        unsigned r = seed >> 8;
+        const unsigned r = random_bits(&seed);
         const zp_model *m = &zp_zoo_find(models[r % 3])->model;
-        zp_plan p;
-        zp_plan_default(&p, 1 + (int64_t)((r >> 2) % 4));
-        p.stage = (int)((r >> 4) % 2);
-        p.mp = (int64_t)1 << ((r >> 5) % 3);
+        zp_plan p = zp_test_plan((int)((r >> 4) % 2), 1 + (int64_t)((r >> 2) % 4), (int64_t)1 << ((r >> 5) % 3),
+                                 1 + (int64_t)((r >> 12) % 2));
         p.pp = 2 + (int64_t)((r >> 7) % 5);
         p.schedule = (zp_pp_schedule)((r >> 10) % ZP_PP_NSCHEDULES);
         p.vstages = p.schedule == ZP_PP_INTERLEAVED ? 2 : 1;
-        p.micro_batch = 1 + (int64_t)((r >> 12) % 2);
         p.grad_accum = p.schedule == ZP_PP_INTERLEAVED ? p.pp * (1 + (int64_t)((r >> 13) % 3))
                                                        : 1 + (int64_t)((r >> 13) % 12);
         zp_plan_set_recompute(&p, (zp_recompute)((r >> 16) % ZP_NRECOMPUTE));
@@ -434,8 +433,7 @@ Test(memory, memory_only_schedule_replays_as_the_full_one_with_pipelines)
  * ZeRO-Offload and ZeRO-3 Offload tutorials/blog, 2021). */
 Test(memory, offload_capacity_on_one_v100)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx2");
     const double host = zp_cluster_host_per_gpu(c, 0, 1);
     cr_expect_eq(host, c->host_mem, "a one-GPU job has the node's host memory");
     cr_expect_eq(zp_cluster_host_per_gpu(c, 0, 400), c->host_mem / 16);

@@ -12,11 +12,11 @@
 #include "zp_search.h"
 #include "zp_framework.h"
 #include "zp_zoo.h"
+#include "../zp_test.h"
 
 static const zp_cluster *dgx2(void)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx2");
     return c;
 }
 
@@ -31,13 +31,19 @@ static void search_dgx2(const char *model, int64_t gpus, zp_search_req *r, zp_se
 static void search_100b(int stage, int64_t mp, int64_t micro, zp_search_req *r, zp_search_result *res)
 {
     zp_search_req_default(r, &zp_zoo_find("100B")->model, dgx2(), 400);
-    r->stage = stage;
-    r->mp = mp;
-    r->micro_batch = micro;
+    r->base.stage = stage;
+    zp_search_req_give(r, ZP_SEARCH_STAGE);
+    r->base.mp = mp;
+    zp_search_req_give(r, ZP_SEARCH_DIM(ZP_DIM_TP));
+    r->base.micro_batch = micro;
+    zp_search_req_give(r, ZP_SEARCH_MICRO_BATCH);
     if (stage == 2) { /* the paper's plan: Pa, no offload */
-        r->pa = 1;
-        r->pa_cpu = 0;
-        r->offload = ZP_OFFLOAD_NONE;
+        r->base.pa = 1;
+        zp_search_req_give(r, ZP_SEARCH_PA);
+        r->base.pa_cpu = 0;
+        zp_search_req_give(r, ZP_SEARCH_PA_CPU);
+        r->base.offload = ZP_OFFLOAD_NONE;
+        zp_search_req_give(r, ZP_SEARCH_OFFLOAD);
     }
     cr_assert_eq(zp_search_run(r, res), ZP_OK, "%s", zp_error_message());
 }
@@ -65,6 +71,7 @@ Test(search, global_batch_kept_with_accumulation)
     zp_search_req r;
     zp_search_req_default(&r, m, dgx2(), 64);
     r.global_batch = 4096;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     zp_search_result res;
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     cr_assert_gt(res.n_fit, 0);
@@ -108,26 +115,74 @@ Test(search, huge_but_valid_has_no_overflow)
     zp_search_result_free(&res);
 }
 
+/* The request is a base plan and a mask: a new request leaves every decision to the search (TP overlap off
+ * unless asked) over zp_plan_default's plan; a value given is the base plan's with its bit clear, and opening
+ * the bit again searches it, whatever the base plan holds. */
+Test(search, request_is_base_plan_and_mask)
+{
+    const zp_model *m = &zp_zoo_find("1.5B")->model;
+    zp_search_req r;
+    zp_search_req_default(&r, m, dgx2(), 64);
+    zp_plan def;
+    zp_plan_default(&def, 64);
+    cr_expect_eq(memcmp(&r.base, &def, sizeof def), 0, "the base plan is zp_plan_default's");
+    for (int d = 0; d < ZP_NDIMS; d++)
+        cr_expect(zp_search_req_searched(&r, ZP_SEARCH_DIM(d)), "dimension %d searched", d);
+    cr_expect(zp_search_req_searched(&r, ZP_SEARCH_STAGE | ZP_SEARCH_MICRO_BATCH | ZP_SEARCH_GLOBAL_BATCH));
+    cr_expect(zp_search_req_given(&r, ZP_SEARCH_TP_OVERLAP) && r.base.tp_overlap == ZP_TP_OVERLAP_OFF);
+    cr_expect_eq(zp_search_req_deg(&r, ZP_DIM_TP), ZP_DIM_ANY);
+    r.simulate = 0;
+    r.base.stage = 2;
+    r.base.mp = 4;
+    zp_search_req_give(&r, ZP_SEARCH_STAGE | ZP_SEARCH_DIM(ZP_DIM_TP));
+    cr_expect_eq(zp_search_req_deg(&r, ZP_DIM_TP), 4);
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    cr_assert_gt(res.n, 0);
+    for (int i = 0; i < res.n; i++)
+        cr_expect(res.plans[i].plan.stage == 2 && res.plans[i].plan.mp == 4, "plan %d: stage %d, MP %lld", i,
+                  res.plans[i].plan.stage, (long long)res.plans[i].plan.mp);
+    zp_search_result_free(&res);
+    zp_search_req_open(&r, ZP_SEARCH_STAGE); /* the base plan still says 2: no longer a constraint */
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    int other = 0;
+    for (int i = 0; i < res.n; i++)
+        other += res.plans[i].plan.stage != 2 && res.plans[i].plan.mp == 4;
+    cr_expect_gt(other, 0, "the stage searched again");
+    zp_search_result_free(&res);
+    /* a given recompute leaves --checkpoint-every's count alone (zp_plan_set_recompute would clear it) */
+    r.base.ckpt_every = 2;
+    zp_search_req_give_recompute(&r, ZP_RECOMPUTE_SELECTIVE);
+    cr_expect(r.base.ckpt_every == 2 && zp_search_req_recompute(&r) == ZP_RECOMPUTE_SELECTIVE);
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL, "--checkpoint-every needs full recompute");
+}
+
 Test(search, bad_requests)
 {
     const zp_model *m = &zp_zoo_find("1.5B")->model;
     zp_search_req r;
     zp_search_result res;
     zp_search_req_default(&r, m, dgx2(), 64);
-    r.mp = 3;
+    r.base.mp = 3;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
-    r.mp = 128;
+    r.base.mp = 128;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
-    r.mp = 32; /* divides 64 GPUs but not GPT-2's 16 heads */
+    r.base.mp = 32; /* divides 64 GPUs but not GPT-2's 16 heads */
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     zp_search_req_default(&r, m, dgx2(), 0);
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     zp_search_req_default(&r, m, dgx2(), 64);
-    r.stage = 4;
+    r.base.stage = 4;
+    zp_search_req_give(&r, ZP_SEARCH_STAGE);
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     zp_search_req_default(&r, m, dgx2(), 64);
-    r.mp = 1;
+    r.base.mp = 1;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
     r.global_batch = 100; /* not a multiple of DP 64 */
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     zp_search_req_default(&r, m, dgx2(), 64);
     r.gpu_mem = 1;
@@ -183,8 +238,7 @@ Test(search, json_contract)
  * 12.9B active, 8 experts, top-2, 8 KV heads of 128). */
 Test(search, json_model_architecture)
 {
-    const zp_cluster *h100;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &h100), ZP_OK);
+    const zp_cluster *h100 = zp_test_preset("dgx-h100");
     zp_search_req r;
     zp_search_result res;
     zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, h100, 64);
@@ -227,8 +281,7 @@ Test(search, json_contract_when_nothing_fits)
  * used to get micro-batch 50 at 79.9 GB. */
 Test(search, default_batch_and_reserve)
 {
-    const zp_cluster *a100;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    const zp_cluster *a100 = zp_test_preset("dgx-a100");
     const zp_model *m = &zp_zoo_find("13B")->model;
     zp_search_req r;
     zp_search_req_default(&r, m, a100, 8);
@@ -298,11 +351,11 @@ Test(search, near_miss)
 /* --max-model: the largest model of a shape that a plan fits; one block more fits none. */
 Test(search, max_model)
 {
-    const zp_cluster *a100;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &a100), ZP_OK);
+    const zp_cluster *a100 = zp_test_preset("dgx-a100");
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find("13B")->model, a100, 8);
-    r.offload = ZP_OFFLOAD_NONE;
+    r.base.offload = ZP_OFFLOAD_NONE;
+    zp_search_req_give(&r, ZP_SEARCH_OFFLOAD);
     zp_model big;
     int64_t layers;
     cr_assert_eq(zp_near_miss_max_model(&r, &big, &layers), ZP_OK, "%s", zp_error_message());
@@ -325,11 +378,11 @@ enum { F_ALL, F_STAGE_GT0, F_SP, F_SELECTIVE, F_OFFLOAD, F_PACPU, F_OVERLAP, F_I
        F_PP2, F_FP32_GRADS, F_NCOUNTS };
 static zp_status framework_search(int framework, int n[F_NCOUNTS])
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_search_req r;
     zp_search_req_default(&r, &zp_zoo_find("1.5B")->model, c, 64);
     r.global_batch = 512;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 0;
     r.framework = framework;
     zp_search_result res;
@@ -374,50 +427,54 @@ Test(search, framework_limits_the_plans)
     cr_expect_gt(m21[F_ALL], 0);
     cr_expect_gt(m21[F_PP2], 0);
     cr_expect_gt(m21[F_INTERLEAVED], 0, "megatron-2021 interleaves with 4 stages");
-    cr_expect_eq(m21[F_INTERLEAVED_PP2], 0);
-    cr_expect_eq(m21[F_STAGE_GT0], 0);
-    cr_expect_eq(m21[F_SP], 0);
-    cr_expect_eq(m21[F_SELECTIVE], 0);
-    cr_expect_eq(m21[F_OFFLOAD], 0);
-    cr_expect_eq(m21[F_PACPU], 0);
-    cr_expect_eq(m21[F_OVERLAP], 0);
+    /* what each release never runs: no plan of it has the property */
+    static const int m21_none[] = {F_INTERLEAVED_PP2, F_STAGE_GT0, F_SP, F_SELECTIVE, F_OFFLOAD, F_PACPU, F_OVERLAP};
+    static const int ds_none[] = {F_INTERLEAVED, F_SP, F_SELECTIVE};
+    for (size_t i = 0; i < sizeof m21_none / sizeof m21_none[0]; i++)
+        cr_expect_eq(m21[m21_none[i]], 0, "megatron-2021: %d plans have property %d", m21[m21_none[i]], m21_none[i]);
+    for (size_t i = 0; i < sizeof ds_none / sizeof ds_none[0]; i++)
+        cr_expect_eq(ds[ds_none[i]], 0, "deepspeed: %d plans have property %d", ds[ds_none[i]], ds_none[i]);
     cr_expect_gt(ds[F_STAGE_GT0], 0);
     cr_expect_gt(ds[F_PP2], 0);
-    cr_expect_eq(ds[F_INTERLEAVED], 0);
-    cr_expect_eq(ds[F_SP], 0);
-    cr_expect_eq(ds[F_SELECTIVE], 0);
     /* given options the release does not run */
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_search_req r;
     zp_search_result res;
     zp_search_req_default(&r, &zp_zoo_find("1.5B")->model, c, 64);
     r.simulate = 0;
     r.framework = ZP_FRAMEWORK_MEGATRON_2021;
-    r.sp = 1;
+    r.base.sp = 1;
+    zp_search_req_give(&r, ZP_SEARCH_SP);
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "megatron-2021") != NULL, "%s", zp_error_message());
-    r.sp = ZP_SEARCH_ANY;
+    zp_search_req_open(&r, ZP_SEARCH_SP);
     r.global_batch = 512;
-    r.pp = 2;
-    r.pp_schedule = ZP_PP_INTERLEAVED;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
+    r.base.pp = 2;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_PP));
+    r.base.schedule = ZP_PP_INTERLEAVED;
+    zp_search_req_give(&r, ZP_SEARCH_SCHEDULE);
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "3 or more") != NULL, "%s", zp_error_message());
-    r.pp = 4;
+    r.base.pp = 4;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_PP));
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     zp_search_result_free(&res);
     r.framework = ZP_FRAMEWORK_DEEPSPEED;
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
-    r.pp_schedule = ZP_SEARCH_ANY;
-    r.stage = 3;
-    r.pp = 1;
+    zp_search_req_open(&r, ZP_SEARCH_SCHEDULE);
+    r.base.stage = 3;
+    zp_search_req_give(&r, ZP_SEARCH_STAGE);
+    r.base.pp = 1;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_PP));
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     zp_search_result_free(&res);
     r.framework = ZP_FRAMEWORK_MEGATRON_2021;
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL, "megatron-2021 has no ZeRO stage 3");
     /* ZeRO-3 beside pipeline stages: DeepSpeed's pipeline engine refuses it (its assertion, quoted); torchtitan
      * runs FSDP2 with pipelines, so "any" offers it when both are given */
-    r.pp = 4;
+    r.base.pp = 4;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_PP));
     r.framework = ZP_FRAMEWORK_DEEPSPEED;
     cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"") != NULL,
@@ -428,7 +485,7 @@ Test(search, framework_limits_the_plans)
     for (int i = 0; i < res.n; i++)
         cr_expect(res.plans[i].plan.stage == 3 && res.plans[i].plan.pp == 4 && !zp_plan_reshards(&res.plans[i].plan));
     zp_search_result_free(&res);
-    r.stage = ZP_SEARCH_ANY; /* not searched: the stages a pipeline always had */
+    zp_search_req_open(&r, ZP_SEARCH_STAGE); /* not searched: the stages a pipeline always had */
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     for (int i = 0; i < res.n; i++)
         cr_expect_leq(res.plans[i].plan.stage, 1);
@@ -454,12 +511,12 @@ static int extra_work(const zp_plan *p)
 
 Test(search, shortcuts_change_no_figure)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
+    const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_search_req r;
     zp_search_result res;
     zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 64);
     r.global_batch = 256;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 1;
     r.jobs = 2;
     r.max_simulated = 2; /* the bounds and the dominated plans are screened before any simulation */
@@ -512,6 +569,7 @@ Test(search, pipeline_stage_reuse_changes_no_bound)
     zp_search_result res;
     zp_search_req_default(&r, &zp_zoo_find("deepseek-v3")->model, c, 256);
     r.global_batch = 1024;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 0; /* the plans only */
     cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
     zp_profile builtin, typed;
@@ -562,6 +620,7 @@ Test(search, bound_shown_changes_no_shown_figure)
     zp_search_result all, shown;
     zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 64);
     r.global_batch = 256;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 1;
     r.jobs = 2;
     r.max_simulated = 3;
@@ -609,6 +668,7 @@ static int floors_below(const char *model, const char *cluster, int64_t gpus, in
     zp_search_result res;
     zp_search_req_default(&r, &zp_zoo_find(model)->model, c, gpus);
     r.global_batch = batch;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 0;
     if (fp8) {
         r.base.fp8 = ZP_FP8_DELAYED;
