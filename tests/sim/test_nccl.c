@@ -11,9 +11,10 @@
 #include "zp_engine.h"
 #include "zp_fabric.h"
 
-/* The model's time (s) of an all-reduce of `bytes` over g GPUs of one node of preset `name` (a tensor-
- * parallel group of g, as Megatron-LM's per-layer all-reduces run). */
-static double allreduce_time(const char *name, int g, double bytes)
+/* The model's time (s) of an all-reduce of `bytes` over a tensor-parallel group of g GPUs of preset `name`
+ * (as Megatron-LM's per-layer all-reduces run): inside one node, or (across) a group spanning nodes, its
+ * bytes on a rail added at the rail's bandwidth. */
+static double mp_allreduce_time(const char *name, int g, double bytes, int across)
 {
     const zp_cluster *c;
     cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
@@ -31,8 +32,14 @@ static double allreduce_time(const char *name, int g, double bytes)
     o.type = ZP_OPK_MP_ALLREDUCE;
     o.bytes = bytes;
     o.batch = 1;
-    return zp_collcost_local_time(&N, &o, zp_fabric_group(&N, ZP_GROUP_MP));
+    const zp_group_shape *gs = zp_fabric_group(&N, ZP_GROUP_MP);
+    if (!across)
+        return zp_collcost_local_time(&N, &o, gs);
+    cr_assert_gt(gs->k, 1, "%s: MP %d spans nodes", name, g);
+    return zp_collcost_local_time(&N, &o, gs) + zp_collcost_rail_bytes(&N, &o, gs) / N.rail_bw;
 }
+
+static double allreduce_time(const char *name, int g, double bytes) { return mp_allreduce_time(name, g, bytes, 0); }
 
 static void expect_near(const char *preset, int g, double bytes, double published_us, double tol)
 {
@@ -129,25 +136,7 @@ Test(nccl_tests, mi300x_mesh_group_bandwidth)
  * nodes (the collective's fixed part and NVSwitch bytes, then its bytes on a rail at the rail's bandwidth). */
 static double allreduce_time_across(const char *name, int g, double bytes)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
-    static zp_profile p;
-    zp_device_profile_builtin(c, &p);
-    zp_plan pl;
-    zp_plan_default(&pl, g);
-    pl.mp = g;
-    pl.dp = 1;
-    zp_sim_input in = {.plan = &pl, .cluster = c, .profile = &p};
-    zp_net N;
-    cr_assert_eq(zp_fabric_setup(&in, 0, &N), ZP_OK, "%s", zp_error_message());
-    zp_op o;
-    memset(&o, 0, sizeof o);
-    o.type = ZP_OPK_MP_ALLREDUCE;
-    o.bytes = bytes;
-    o.batch = 1;
-    const zp_group_shape *gs = zp_fabric_group(&N, ZP_GROUP_MP);
-    cr_assert_gt(gs->k, 1, "%s: MP %d spans nodes", name, g);
-    return zp_collcost_local_time(&N, &o, gs) + zp_collcost_rail_bytes(&N, &o, gs) / N.rail_bw;
+    return mp_allreduce_time(name, g, bytes, 1);
 }
 
 /* A ring across nodes carries each channel over one NIC at that NIC's rate: ~12 GB/s of bus bandwidth per
