@@ -176,8 +176,15 @@ static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const dou
     for (int i = 0; i < 5 && st == ZP_OK; i++)
         st = dev_alloc_fill(be, nmax * (i == 4 ? 2 : 4), vals[i], &bufs[i]);
     double ns[ZP_PROFILE_MAX_ADAM], ts[ZP_PROFILE_MAX_ADAM];
-    const zp_kernels_backend *saved = c->clock.be;
-    c->clock.be = be;
+    /* another backend (the host's Adam under --backend cuda) is timed by its own timer: a timer belongs to
+     * the backend that made it (a cpu timer_start on CUDA events overwrote their handles, and the next CUDA
+     * sample crashed in cudaEventRecord: seen on an H100, 2026-11-27) */
+    const zp_kernels_clock saved = c->clock;
+    if (be != saved.be) {
+        c->clock = (zp_kernels_clock){.be = be};
+        if (st == ZP_OK)
+            st = be->timer_create(&c->clock.timer);
+    }
     for (int i = 0; i < nsizes && st == ZP_OK; i++) {
         a.b = (zp_adam_buffers){.n = (size_t)sizes[i], .param = bufs[0], .grad = bufs[1], .m = bufs[2], .v = bufs[3],
                                 .half = bufs[4], .half_dtype = ZP_DT_F16};
@@ -192,7 +199,9 @@ static zp_status measure_adam_on(cal *c, const zp_kernels_backend *be, const dou
                 pts[i] = (zp_profile_adam_point){sizes[i], sizes[i] / s.med_avg, spread_of(&s, s.med_avg)};
         }
     }
-    c->clock.be = saved;
+    if (be != saved.be && c->clock.timer)
+        be->timer_free(c->clock.timer);
+    c->clock = saved;
     for (int i = 0; i < 5; i++)
         be->free(bufs[i]);
     ZP_TRY(st);

@@ -248,10 +248,18 @@ static void adam_compare(size_t n, zp_adam_hparams hp, zp_dtype half, int steps,
     float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
     uint16_t *h = malloc(n * 2);
     down(p, dp, n * 4), down(m, dm, n * 4), down(v, dv, n * 4), down(h, dh, n * 2);
+    /* m = b1 m + (1 - b1) g cancels where the step's gradient undoes the last: an FMA's one-ulp difference
+     * of the terms is then a large fraction of a tiny m (seen on an H100: m -7.40576e-05 against -7.40578e-05,
+     * terms ~0.05). So the absolute floor is a few ulp of the array's largest moment, not of the element. */
+    double mmax = 0, vmax = 0;
+    for (size_t i = 0; i < n; i++)
+        mmax = fmax(mmax, fabs(c.m[i])), vmax = fmax(vmax, fabs(c.v[i]));
     for (size_t i = 0; i < n; i++) {
         cr_assert(close_to(p[i], c.p[i], 1e-6, 1e-9), "param %zu: cuda %.9g cpu %.9g", i, p[i], c.p[i]);
-        cr_assert(close_to(m[i], c.m[i], 1e-6, 1e-12), "m %zu: cuda %.9g cpu %.9g", i, m[i], c.m[i]);
-        cr_assert(close_to(v[i], c.v[i], 1e-6, 1e-15), "v %zu: cuda %.9g cpu %.9g", i, v[i], c.v[i]);
+        cr_assert(close_to(m[i], c.m[i], 1e-6, fmax(1e-12, 2.5e-7 * mmax)), "m %zu: cuda %.9g cpu %.9g", i, m[i],
+                  c.m[i]);
+        cr_assert(close_to(v[i], c.v[i], 1e-6, fmax(1e-15, 2.5e-7 * vmax)), "v %zu: cuda %.9g cpu %.9g", i, v[i],
+                  c.v[i]);
         double hv = half == ZP_DT_F16 ? zp_f16_to_f32(h[i]) : zp_bf16_to_f32(h[i]);
         double hc = half == ZP_DT_F16 ? zp_f16_to_f32(c.h[i]) : zp_bf16_to_f32(c.h[i]);
         double ulp = fabs(hc) * (half == ZP_DT_F16 ? 1.0 / 1024 : 1.0 / 128) + 1e-7;
