@@ -567,3 +567,23 @@ Test(device, moe_permute_and_combine_from_measured_kernels)
         cr_expect_float_eq(zp_device_op_time(&m, &o, 1), 2e-6 + 32768 * 5e-9, 1e-15, "%s", zp_op_info_get(ops[i])->name);
     }
 }
+
+/* A calibrated device backend's host calls (the profile's "host_calls", no device model): the host issues a
+ * GEMM op in one cuBLAS call (and a bias kernel when the op has one), an element-wise op in its kernels'
+ * calls, a collective in one; a cpu profile (no host calls) issues nothing: its executor runs the work. */
+Test(device, host_calls_of_a_calibrated_device_backend)
+{
+    zp_profile p;
+    zp_profile_init(&p);
+    zp_op g = op_of(ZP_OPK_ATTN_SCORES), e = op_of(ZP_OPK_GELU), c = op_of(ZP_OPK_GRAD_ALLREDUCE);
+    cr_assert_eq(zp_device_host_time(&p, &g), 0.0);
+    cr_assert_eq(zp_device_host_time(&p, &e), 0.0);
+    p.host_kernel_s = 6e-6, p.host_gemm_s = 15e-6;
+    cr_assert_float_eq(zp_device_host_time(&p, &g), 15e-6, 1e-15);
+    cr_assert_float_eq(zp_device_host_time(&p, &e), 6e-6 * zp_device_launches(&p, zp_op_info_get(ZP_OPK_GELU)),
+                       1e-15);
+    cr_assert_float_eq(zp_device_host_time(&p, &c), 6e-6, 1e-15);
+    /* a preset's framework dispatch (a device model) still decides where there is one */
+    p.dev.dispatch_s = 10e-6;
+    cr_assert_float_eq(zp_device_host_time(&p, &g), 10e-6, 1e-15);
+}
