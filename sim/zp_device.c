@@ -275,11 +275,16 @@ double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_
  * on the H100 measured (vocab/zp_cluster.c, "Kernels"); the optimizer's fused multi-tensor calls a bare op's
  * (dispatch_s); a collective or a point-to-point op one torch.distributed call (coll_dispatch_s: c10d's
  * ProcessGroupNCCL work, its stream events and NCCL's enqueue); a copy a bare op's; nothing for what the host
- * runs itself (its Adam) or what is no GPU work (allocations, channels). A profile without the block's or
- * the call's figure (a calibrated one) takes dispatch_s for them. */
+ * runs itself (its Adam) or what is no GPU work (allocations, channels). A profile with a device model but
+ * without the block's or the call's figure takes dispatch_s for them; a calibrated one without a device
+ * model, the executor's measured backend calls (host_calls_time). */
+static double host_calls_time(const zp_profile *p, const zp_op_info *i);
+
 double zp_device_host_time(const zp_profile *p, const zp_op *op)
 {
     const zp_op_info *i = zp_op_info_get(op->type);
+    if (i && p->dev.dispatch_s <= 0 && (p->host_kernel_s > 0 || p->host_gemm_s > 0) && i->stream != ZP_STREAM_CPU)
+        return host_calls_time(p, i);
     if (!i || p->dev.dispatch_s <= 0 || i->stream == ZP_STREAM_CPU)
         return 0.0;
     const int bare = zp_op_part(op) == ZP_PART_OPTIMIZER || p->dev.dispatch_block_s <= 0;
@@ -300,6 +305,26 @@ double zp_device_host_time(const zp_profile *p, const zp_op *op)
     case ZP_OPC_COLL:
     case ZP_OPC_P2P: return call;
     case ZP_OPC_COPY: return p->dev.dispatch_s;
+    default: return 0.0;
+    }
+}
+
+/* A calibrated device backend's host side (the profile's "host_calls", zplan calibrate --backend cuda): the
+ * executor issues each op's kernels through the backend, one call each, the GEMMs through cuBLAS (whose
+ * host side is longer: its heuristics and argument checks); a collective or copy is one call. */
+static double host_calls_time(const zp_profile *p, const zp_op_info *i)
+{
+    const double gemm = p->host_gemm_s > 0 ? p->host_gemm_s : p->host_kernel_s;
+    switch (i->cls) {
+    case ZP_OPC_COMPUTE:
+        if (!i->cost)
+            return 0.0;
+        if (i->cost == zp_cost_gemm || i->cost == zp_cost_bgemm) /* and a bias's own kernel, as bias_time */
+            return gemm + (i->bias == ZP_BIAS_FWD || i->bias == ZP_BIAS_WGRAD ? p->host_kernel_s : 0.0);
+        return p->host_kernel_s * zp_device_launches(p, i);
+    case ZP_OPC_COLL:
+    case ZP_OPC_P2P:
+    case ZP_OPC_COPY: return p->host_kernel_s;
     default: return 0.0;
     }
 }
