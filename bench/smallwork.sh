@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/smallwork.sh [ZPLAN] [BASE_ZPLAN] — issue #29's small-work regime: GPT-2-like 350M, 760M and 1.3B
 # models at sequence 1,024 on one DGX A100 node (8 GPUs), TP 1-8 (DP the rest), micro-batch 1-8, ZeRO 1,
-# no checkpointing. Prints zplan's step time and its compute / MP-communication / optimizer parts (and a
-# second binary's step, with the ratio, when given). No measured figures here: this shows how the
+# no checkpointing. Prints zplan's step time and its compute / MP-communication / optimizer parts, and of
+# them the GPU's wait for the host's dispatch (host, sim/zp_actors.c; '-' from a binary without it), and a
+# second binary's step, with the ratio, when given. No measured figures here: this shows how the
 # prediction moves with the mechanisms of the regime (host dispatch, NCCL's small-message floors).
 set -euo pipefail
 Z="${1:-build/src/zplan}"
@@ -11,7 +12,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # name layers hidden heads
 models="350M:24:1024:16 760M:24:1536:16 1.3B:24:2048:32"
-printf "%-6s %3s %3s %10s %9s %9s %9s %s\n" model tp mb "step_ms" compute mp_comm optim "${B:+base_ms ratio}"
+printf "%-6s %3s %3s %10s %9s %9s %9s %9s %s\n" model tp mb "step_ms" compute mp_comm optim host "${B:+base_ms ratio}"
 for m in $models; do
     IFS=: read -r name l h a <<<"$m"
     cfg="$T/$name.json"
@@ -24,7 +25,8 @@ for m in $models; do
             line=$("$Z" "${args[@]}" | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["plans"][0]; b = p["time_breakdown_s"]
-print("%10.2f %9.2f %9.2f %9.2f" % (1e3 * p["step_time_s"], 1e3 * b["compute"], 1e3 * b["mp_comm"], 1e3 * b["optimizer"]))')
+h = "%9.2f" % (1e3 * b["host_wait"]) if "host_wait" in b else "%9s" % "-"
+print("%10.2f %9.2f %9.2f %9.2f %s" % (1e3 * p["step_time_s"], 1e3 * b["compute"], 1e3 * b["mp_comm"], 1e3 * b["optimizer"], h))')
             extra=""
             if [ -n "$B" ]; then
                 base=$("$B" "${args[@]}" | python3 -c 'import json,sys; print(1e3 * json.load(sys.stdin)["plans"][0]["step_time_s"])')

@@ -17,6 +17,8 @@ typedef struct {
     double offload;   /* PCIe traffic of offload and Pa+cpu */
     double pp_comm;   /* pipeline sends and receives, and waiting for the other stages (the bubble) */
     double total;
+    double host_wait; /* of the parts above: the GPU idle, waiting for the host to dispatch its next op (the
+                         simulation's host queue, sim/zp_actors.c); 0 in the analytic estimate */
 } zp_step_time;
 
 /* Bandwidth (B/s per GPU, bus bandwidth of a ring) of a collective among `n` GPUs placed `stride`

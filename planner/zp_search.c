@@ -497,6 +497,7 @@ static void apply_sim(const zp_model *model, zp_eval *e, const zp_sim_result *s)
     e->time.optimizer = s->optimizer;
     e->time.offload = s->offload_exposed;
     e->time.pp_comm = s->pp_exposed;
+    e->time.host_wait = s->host_wait;
     e->time.total = s->step_time;
     e->samples_per_s = e->global_batch / s->step_time;
     e->tflops_per_gpu = flops_executed(model, &e->plan, e->global_batch) / (s->step_time * gpus) / 1e12;

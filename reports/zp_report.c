@@ -310,7 +310,7 @@ enum {
     P_STAGE, P_STAGE_NUM, P_MP, P_PP, P_DP, P_EP, P_CP, P_MICRO, P_ACCUM, P_GLOBAL, P_PA, P_PA_CPU, P_CB, P_MD,
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
-    P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
+    P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
     P_REASON, P_FP8_RECIPE, P_NCOLS
 };
 
@@ -370,6 +370,8 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_T_COMPUTE] = DATA("time_breakdown_s.compute"), [P_T_MP] = DATA("time_breakdown_s.mp_comm"),
     [P_T_DP] = DATA("time_breakdown_s.dp_comm"), [P_T_OPT] = DATA("time_breakdown_s.optimizer"),
     [P_T_OFFLOAD] = DATA("time_breakdown_s.offload"), [P_T_PP] = DATA("time_breakdown_s.pp_comm"),
+    /* of the parts above, the GPU waiting for the host's dispatch (simulated plans only) */
+    [P_T_HOST] = {NULL, NULL, "time_breakdown_s.host_wait", ZP_COL_OMIT_UNSET},
     [P_METHOD] = {"method", "Method"},
     [P_SIM] = DATA("sim"), /* which simulation ran: "reduced" or "full"; null when none did */
     /* method "bound": why it was not simulated (step_time_s is then a lower bound) */
@@ -438,6 +440,8 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
                          e->time.offload, e->time.pp_comm}; /* P_T_COMPUTE.. */
     for (int k = 0; k < 6; k++)
         ZP_TRY(zp_table_set_num(t, col0 + P_T_COMPUTE + k, ts[k], "%g"));
+    if (e->time.host_wait > 0)
+        ZP_TRY(zp_table_set_num(t, col0 + P_T_HOST, e->time.host_wait, "%g"));
     ZP_TRY(zp_table_set_str(t, col0 + P_METHOD, e->method));
     if (e->sim)
         ZP_TRY(zp_table_set_str(t, col0 + P_SIM, e->sim));

@@ -34,6 +34,8 @@ typedef struct {
     double run_start;  /* s: when the coalesced time began */
     double host;       /* s: when the host will have dispatched the stream's ops so far (compute stream) */
     int synced;        /* the host has waited for the GPU before this step's optimizer */
+    double *calls;     /* [op of the compute stream]: s of host time the communication stream's collectives it
+                          releases cost (comm_calls); NULL: none */
 } stream_ctx;
 
 /* An op of node `node` on stream `stream` from ts for dur s, in the trace (a stage's first node only). */
@@ -302,13 +304,60 @@ static void run_coll(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
     nccl_release(held);
 }
 
+/* The host's time for the communication stream's collectives (ZeRO's gradient buckets, its parameter
+ * gathers): each is a torch.distributed call the host makes where the compute stream's program releases it
+ * (a backward hook, the prefetcher), so its call time (zp_device_host_time) is charged to the compute
+ * stream's op that signals the channel the collective waits behind: the k-th signal of a channel releases
+ * the k-th wait of the communication stream on it. Channels the two streams do not pair one to one (another
+ * stream signals them too) are left out. Returns an array over the compute stream's ops (NULL: none). */
+static double *comm_calls(const zp_profile *prof, const zp_schedule *sc)
+{
+    const int nc = sc->n[ZP_STREAM_COMPUTE], nm = sc->n[ZP_STREAM_COMM];
+    double *calls = calloc((size_t)nc + 1, sizeof *calls);
+    double *wait_t = calloc((size_t)nm + 1, sizeof *wait_t); /* [comm op index of a wait]: calls behind it */
+    if (!calls || !wait_t) {
+        free(calls);
+        free(wait_t);
+        return NULL;
+    }
+    int nsig[ZP_NCHANNELS] = {0}, nwait[ZP_NCHANNELS] = {0}, last = -1;
+    for (int i = 0; i < nm; i++) {
+        const zp_op *op = &sc->ops[ZP_STREAM_COMM][i];
+        const zp_opc cls = zp_op_table[op->type].cls;
+        if (cls == ZP_OPC_WAIT) {
+            last = i;
+            nwait[op->channel]++;
+        } else if (cls == ZP_OPC_COLL && last >= 0)
+            wait_t[last] += zp_device_host_time(prof, op);
+    }
+    for (int s = 0; s < ZP_NSTREAMS; s++)
+        for (int i = 0; i < sc->n[s]; i++)
+            if (zp_op_table[sc->ops[s][i].type].cls == ZP_OPC_SIGNAL)
+                nsig[sc->ops[s][i].channel] += s == ZP_STREAM_COMPUTE ? 1 : 1 << 20; /* another stream: never paired */
+    int cursor[ZP_NCHANNELS] = {0};
+    for (int i = 0; i < nc; i++) {
+        const zp_op *op = &sc->ops[ZP_STREAM_COMPUTE][i];
+        if (zp_op_table[op->type].cls != ZP_OPC_SIGNAL || nsig[op->channel] != nwait[op->channel])
+            continue;
+        int *w = &cursor[op->channel]; /* the next wait of this channel on the communication stream */
+        while (*w < nm && !(zp_op_table[sc->ops[ZP_STREAM_COMM][*w].type].cls == ZP_OPC_WAIT &&
+                            sc->ops[ZP_STREAM_COMM][*w].channel == op->channel))
+            (*w)++;
+        if (*w < nm)
+            calls[i] = wait_t[(*w)++];
+    }
+    free(wait_t);
+    return calls;
+}
+
 /* The host's dispatch queue ahead of the compute stream (the framework issues every kernel, collective and
  * copy from Python, zp_device_host_time): it runs ahead while the GPU is busy, and an op starts on the GPU
  * only once the host has issued it, so the GPU idles where the host falls behind (small work per GPU: each
  * kernel shorter than its dispatch). Before the optimizer the host waits for the GPU once (Megatron-LM and
- * DeepSpeed read the gradient norm or the loss scaler's found-inf flag with .item()). The idle time is
- * the op's part of the breakdown, and of it host_wait; traced as "host dispatch". */
-static void host_dispatch(stream_ctx *c, const zp_op *op)
+ * DeepSpeed read the gradient norm or the loss scaler's found-inf flag with .item()). The communication
+ * stream's collectives cost the host their calls where the compute stream releases them (comm_calls). The
+ * idle time is the op's part of the breakdown, and of it host_wait; traced as "host dispatch". */
+static void host_dispatch(stream_ctx *c, const zp_op *op, int oi)
 {
     zp_eng *E = c->E;
     const double gpu_free = c->run_start + c->pending + c->kpending;
@@ -316,7 +365,7 @@ static void host_dispatch(stream_ctx *c, const zp_op *op)
         c->host = fmax(c->host, gpu_free);
         c->synced = 1;
     }
-    c->host += zp_device_host_time(E->in->profile, op);
+    c->host += zp_device_host_time(E->in->profile, op) + (c->calls ? c->calls[oi] : 0.0);
     const double idle = c->host - gpu_free;
     if (!(idle > 0))
         return;
@@ -382,6 +431,8 @@ static void stream_actor(int argc, char *argv[])
             sg_mailbox_t mb = E->ppmb[(size_t)node * ZP_NPPMB + (size_t)k];
             sg_mailbox_set_receiver(sg_mailbox_get_name(mb));
         }
+    if (s == ZP_STREAM_COMPUTE)
+        c.calls = comm_calls(E->in->profile, sc);
     for (int oi = 0; oi < sc->n[s]; oi++) {
         const zp_op *op = &sc->ops[s][oi];
         const zp_op_info *in = info_of(op);
@@ -391,7 +442,7 @@ static void stream_actor(int argc, char *argv[])
         }
         const zp_group_shape *gs = zp_fabric_group(&E->n, in->group);
         if (s == ZP_STREAM_COMPUTE)
-            host_dispatch(&c, op);
+            host_dispatch(&c, op, oi);
         double local = op_local_time(E, op, gs);
         if (local >= 0.0)
             run_local(&c, op, local);
@@ -399,6 +450,7 @@ static void stream_actor(int argc, char *argv[])
             run_interacting(&c, op, gs);
     }
     flush(&c);
+    free(c.calls);
     double now = simgrid_get_clock();
     if (c.rec && s == ZP_STREAM_COMPUTE)
         E->res.step_time = fmax(E->res.step_time, now); /* the tail is added once every stream ended */

@@ -39,6 +39,8 @@ void zp_device_profile_builtin(const zp_cluster *c, zp_profile *p)
     p->dev.k_half = ZP_DEVICE_K_HALF;
     p->dev.launch_s = c->kernel_launch;
     p->dev.dispatch_s = c->dispatch;
+    p->dev.dispatch_block_s = c->dispatch_block > 0 ? c->dispatch_block : ZP_HOST_BLOCK_RATIO * c->dispatch;
+    p->dev.coll_dispatch_s = c->coll_dispatch > 0 ? c->coll_dispatch : ZP_HOST_COLL_RATIO * c->dispatch;
     p->dev.nccl_ll_base_s = c->nccl_ll_base;
     p->dev.nccl_ll_hop_s = c->nccl_ll_hop;
     p->dev.unfused_kernels = c->unfused_kernels;
@@ -267,9 +269,15 @@ double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_
     return i->cost(p, op, i, gpus_sharing_cpu);
 }
 
-/* The host's side of an op (zp_device.h): the framework's dispatch of each kernel it launches, one framework
- * call for a collective, a point-to-point op or a copy (Python, autograd, c10d, the launch); nothing for
- * what the host runs itself (its Adam) or what is no GPU work (allocations, channels). */
+/* The host's side of an op (zp_device.h). A kernel of the model's forward or backward costs what a kernel
+ * costs inside an eager framework's transformer block (dispatch_block_s: the module's __call__, autograd's
+ * node, the views and reshapes around it that launch nothing, the dispatcher and the launch), ~5 bare ops'
+ * on the H100 measured (vocab/zp_cluster.c, "Kernels"); the optimizer's fused multi-tensor calls a bare op's
+ * (dispatch_s); a collective or a point-to-point op one torch.distributed call (coll_dispatch_s: c10d's
+ * ProcessGroupNCCL work, its stream events and NCCL's enqueue); a copy a bare op's; nothing for what the host
+ * runs itself (its Adam) or what is no GPU work (allocations, channels). A profile with a device model but
+ * without the block's or the call's figure takes dispatch_s for them; a calibrated one without a device
+ * model, the executor's measured backend calls (host_calls_time). */
 static double host_calls_time(const zp_profile *p, const zp_op_info *i);
 
 double zp_device_host_time(const zp_profile *p, const zp_op *op)
@@ -279,20 +287,23 @@ double zp_device_host_time(const zp_profile *p, const zp_op *op)
         return host_calls_time(p, i);
     if (!i || p->dev.dispatch_s <= 0 || i->stream == ZP_STREAM_CPU)
         return 0.0;
+    const int bare = zp_op_part(op) == ZP_PART_OPTIMIZER || p->dev.dispatch_block_s <= 0;
+    const double block = bare ? p->dev.dispatch_s : p->dev.dispatch_block_s;
+    const double call = p->dev.coll_dispatch_s > 0 ? p->dev.coll_dispatch_s : p->dev.dispatch_s;
     switch (i->cls) {
     case ZP_OPC_COMPUTE:
         if (!i->cost)
             return 0.0;
         if (op->flash && p->dev.flash_eff > 0) /* one FlashAttention kernel; the ops inside it none */
-            return i->flash == ZP_FLASH_FUSED ? 0.0 : p->dev.dispatch_s;
+            return i->flash == ZP_FLASH_FUSED ? 0.0 : block;
         if (p->fp8.recipe && i->fp8) { /* the FP8 casts are kernels the framework launches too */
             int casts;
             zp_device_fp8_cast_time(p, op, i->fp8, &casts);
-            return p->dev.dispatch_s * (zp_device_launches(p, i) + casts);
+            return block * (zp_device_launches(p, i) + casts);
         }
-        return p->dev.dispatch_s * zp_device_launches(p, i);
+        return block * zp_device_launches(p, i);
     case ZP_OPC_COLL:
-    case ZP_OPC_P2P:
+    case ZP_OPC_P2P: return call;
     case ZP_OPC_COPY: return p->dev.dispatch_s;
     default: return 0.0;
     }

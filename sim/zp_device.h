@@ -22,6 +22,20 @@
 /* A GEMM's main loop runs at k / (k + 64) of its speed: the prologue and epilogue of a CTA cost about two
  * of cuBLAS's 32-deep k-steps (the pipeline fill of its multistage kernels). */
 #define ZP_DEVICE_K_HALF 64.0
+/* The host's time per kernel inside an eager framework's transformer block over a bare op's dispatch, for
+ * a preset whose GPU file gives no dispatch_block: measured on the H100 device machine (2026-11-27,
+ * gpus/measured/h100-sxm5-80gb-2026-11-27.json, bench/gpu_micro.py; PyTorch 2.11): a 12-block GPT-2 stack
+ * at 8 tokens, eager bf16, costs the host 45.4 and 49.0 us per kernel of its step (hidden 256 and 1024: 569
+ * and 605 kernels; forward 49-64, backward 40-49) against 9.75 us for a bare x.add_(1): 4.8 of them. The
+ * ratio is PyTorch's own code (module __call__, autograd nodes, views), not the GPU's; no A100 or V100
+ * measurement exists, so their presets take it over their published bare-op dispatch. */
+#define ZP_HOST_BLOCK_RATIO 4.8
+/* The host's time per torch.distributed collective call over a bare op's, likewise: the same machine's
+ * dist.all_reduce on a one-rank NCCL group, 41.2 us blocking and 43.3 async at 1 KiB, 49.7 and 43.7 at 1 MiB
+ * (median 43.5 us), 4.4 bare ops; the c10d path (ProcessGroupNCCL's work object, the events that order its
+ * stream after the current one, NCCL's enqueue: pytorch/pytorch PR #148590 of 2025 names the two event
+ * syncs and a pybind call it saves for async_op=False) with no link to cross. */
+#define ZP_HOST_COLL_RATIO 4.4
 
 /* The preset's built-in profile: the per-kernel device model (zp_profile_device: GEMMs by shape with tile
  * and wave quantization, max of compute and memory traffic, launch; element-wise kernels by their bytes;

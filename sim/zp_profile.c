@@ -290,6 +290,8 @@ zp_status zp_profile_scale_compute(zp_profile *p, double f)
     }
     p->dev.launch_s *= f;
     p->dev.dispatch_s *= f;
+    p->dev.dispatch_block_s *= f;
+    p->dev.coll_dispatch_s *= f;
     p->host_kernel_s *= f;
     p->host_gemm_s *= f;
     return ZP_OK;

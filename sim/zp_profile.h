@@ -162,7 +162,10 @@ typedef struct {
     double gemm_max_eff;     /* fraction of the 16-bit peak a GEMM reaches when its tiles fill whole waves */
     double k_half;           /* the k at which a GEMM's main loop runs at half speed (prologue, epilogue) */
     double launch_s;         /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
-    double dispatch_s;       /* host-side framework dispatch per kernel, s (sim/zp_actors.c: the host's queue) */
+    double dispatch_s;       /* host-side framework dispatch per kernel, s (sim/zp_actors.c: the host's queue):
+                                a bare op's (the optimizer's calls, copies) */
+    double dispatch_block_s; /* ... of a kernel inside the framework's transformer blocks, s; 0: dispatch_s */
+    double coll_dispatch_s;  /* ... of a torch.distributed collective or point-to-point call, s; 0: dispatch_s */
     double nccl_ll_base_s;   /* NCCL's LL protocol inside a node, measured: fixed time of a collective, s */
     double nccl_ll_hop_s;    /* ... and each ring step over NVSwitch, s (0 both: NCCL's tuner figures) */
     int unfused_kernels;     /* the framework's memory-bound kernels are Megatron-LM 2019's, unfused

@@ -54,6 +54,22 @@
  *  #41383: 5 us per op on a scalar from Python, 7 us with autograd; flagos-ai/Torch-FL PR #27: an eager CUDA
  *  add of 512x512 issued back to back costs the host 8 us per op on an A100). The simulation runs it as the
  *  host's queue ahead of the GPU (sim/zp_actors.c).
+ *  Measured on an H100 (the device machine lent on 2026-11-27, gpus/measured/h100-sxm5-80gb-2026-11-27.json,
+ *  bench/gpu_micro.py; PyTorch 2.11, CUDA 13.0, NCCL 2.28.9, a VM of 16 Xeon cores): empty kernels queued back
+ *  to back 1.89-2.10 us of GPU time each, 0.98 in a CUDA graph: a floor under the 3 us a real kernel's launch,
+ *  ramp and tail cost, which stays. The host: x.add_(1) 9.75 us (9.81 with autograd), F.linear 22, an
+ *  nn.Linear call 30, F.layer_norm 19.6: the 10 us bare op stays. Inside a model the host costs more per
+ *  kernel than a bare op: a 12-block GPT-2 at 8 tokens, eager bf16, 45.4 and 49.0 us per kernel of its step
+ *  (forward 49-64, backward 40-49; hidden 256 and 1024) - the module calls, autograd's nodes and the views
+ *  that launch nothing - so a kernel of the model's blocks costs the host dispatch_block (47 us on the H100
+ *  preset; ZP_HOST_BLOCK_RATIO = 4.8 bare ops on presets with no measurement: the A100 and V100 presets take
+ *  it over their published bare-op figure above, PyTorch's code being the same on every GPU). A
+ *  torch.distributed collective costs the host coll_dispatch per call (dist.all_reduce on one NCCL rank:
+ *  41.2-49.7 us, 43.5 the preset's; ZP_HOST_COLL_RATIO = 4.4 bare ops elsewhere): the TP all-reduces of
+ *  every block, the DP buckets, the pipeline's sends and receives. NCCL's own call on one rank is 2.5 us
+ *  (in-place broadcast), 12 us for a 1 MiB all-reduce: the rest is c10d's (pytorch/pytorch PR #148590, 2025,
+ *  removed two of its event syncs and a pybind call from async_op=False calls). No published per-call figure
+ *  of c10d was found.
  *  Collectives: NCCL's own cost model (src/graph/tuning.cc: latency per protocol LL/LL128/Simple and per hop
  *  kind NVLink/PCIe/network, bandwidth fractions per protocol; sim/zp_engine.c); NCCL 2.4.8 of the ZeRO paper
  *  predates LL128 (2.5). Latencies of the links themselves: NVSwitch ~5 us and InfiniBand ~6-10 us per ring

@@ -32,7 +32,13 @@ typedef struct {
                                 analytic model's compute rate */
     int sms;                 /* streaming multiprocessors (the device model's waves) */
     double kernel_launch;    /* GPU time a kernel adds beyond its work (launch, ramp, tail), s */
-    double dispatch;         /* host-side framework dispatch per kernel (PyTorch eager), s */
+    double dispatch;         /* host-side framework dispatch per kernel (PyTorch eager), s: a bare op's */
+    double dispatch_block;   /* host time per kernel inside an eager framework's transformer block (module
+                                calls, autograd nodes, views that launch nothing), s; 0: ZP_HOST_BLOCK_RATIO x
+                                dispatch (sim/zp_device.c) */
+    double coll_dispatch;    /* host time per torch.distributed collective or point-to-point call (c10d's
+                                ProcessGroupNCCL: work object, stream events, the NCCL enqueue), s; 0:
+                                ZP_HOST_COLL_RATIO x dispatch */
     int nccl_ctas;           /* SMs an NCCL collective kernel occupies while it runs: one CTA per channel (NCCL
                                 INFO "24 coll channels" on 8-GPU NVSwitch nodes); compute overlapped with a
                                 collective runs on the other SMs. 0: not modelled */

@@ -46,7 +46,14 @@
  *  all-reduce between the first and last stage (_exec_reduce_tied_grads), bf16 with fp32 gradient
  *  accumulation (deepspeed/runtime/bf16_optimizer.py, BF16_Optimizer: fp32_groups_gradients), Megatron's
  *  fused kernels of that year, no FlashAttention, no sequence parallelism, no selective recompute, no offload
- *  beside the pipeline. */
+ *  beside the pipeline.
+ *  The host's side of a step is the same for every row: each runs its blocks as eager PyTorch modules
+ *  (Megatron-LM's ColumnParallelLinear / RowParallelLinear and their autograd functions around the TP
+ *  all-reduces, DeepSpeed's hooks), so a kernel of a block costs the host the preset's dispatch_block and a
+ *  torch.distributed call its coll_dispatch (sim/zp_device.c, zp_device_host_time; measured on an H100 on
+ *  2026-11-27). CUDA graphs (Megatron-core's --enable-cuda-graph, 2024 on: a block's kernels from one graph
+ *  launch, 0.98 us of GPU time a kernel measured) and torch.compile's host side are no row's default and are
+ *  not modelled. */
 #include "zp_framework.h"
 #include "zp_plan.h"
 

@@ -49,6 +49,8 @@ static const key_def g_keys[] = {
     {"gemm_efficiency", K_FRACTION, D(gemm_efficiency), 0, 0},
     {"kernel_launch", K_TIME, D(kernel_launch), 0, 0},
     {"dispatch", K_TIME, D(dispatch), 0, 0},
+    {"dispatch_block", K_TIME, D(dispatch_block), 1, 1},
+    {"coll_dispatch", K_TIME, D(coll_dispatch), 1, 1},
     {"nccl_ctas", K_COUNT, D(nccl_ctas), 1, 0},
     {"nccl_ll128", K_FLAG, D(nccl_ll128), 1, 0},
     {"nccl_ll_base", K_TIME, D(nccl_ll_base), 1, 0},
@@ -286,6 +288,8 @@ zp_status zp_gpu_apply(const zp_gpu *g, zp_cluster *c)
     c->sms = g->sms;
     c->kernel_launch = g->kernel_launch;
     c->dispatch = g->dispatch;
+    c->dispatch_block = g->dispatch_block;
+    c->coll_dispatch = g->coll_dispatch;
     c->nccl_ctas = g->nccl_ctas;
     c->nccl_ll128 = g->nccl_ll128;
     c->nccl_ll_base = g->nccl_ll_base;

@@ -34,6 +34,8 @@ typedef struct {
     double gemm_efficiency;/* fraction of the 16-bit peak cuBLAS reaches on large GEMMs */
     double kernel_launch;  /* GPU time a kernel adds beyond its work, s */
     double dispatch;       /* host-side framework dispatch per kernel, s */
+    double dispatch_block; /* host time per kernel of an eager framework's transformer block, s (0: not given) */
+    double coll_dispatch;  /* host time per torch.distributed collective call, s (0: not given) */
     int nccl_ctas;         /* SMs an NCCL collective occupies */
     int nccl_ll128;        /* NCCL's LL128 protocol is available */
     double nccl_ll_base;   /* small all-reduce's fixed time on LL inside the domain, s (0: NCCL's tuner) */

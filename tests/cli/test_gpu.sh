@@ -86,4 +86,33 @@ expect_fail "--gpu FILE: an unknown topology" "intra_topology: 'torus' is not sw
 grep -v '^intra_topology' "$T/mi300x.gpu" >"$T/linkonly.gpu"
 expect_fail "--gpu FILE: link_bw without a mesh" "link_bw is a mesh's peer link" --model 8B --gpus 8 --cluster mi300x-node --gpu "$T/linkonly.gpu"
 
+# the host's figures (#29): dispatch_block and coll_dispatch are optional (absent: 4.8 and 4.4 bare ops, the
+# H100's measured ratios, so a file without them prices the host as its dispatch says); a bad one exits 2
+"$Z" gpus h100-sxm5-80gb >"$T/h100host.gpu"
+grep -Eq '^dispatch_block += 47 us +# source: measured \(gpus/measured/h100-sxm5-80gb-2026-11-27.json' "$T/h100host.gpu" &&
+  grep -Eq '^coll_dispatch += 43.5 us +# source: measured' "$T/h100host.gpu" &&
+  good "the H100 file carries the measured host figures with their source" || ko "H100 host figures: $(grep dispatch "$T/h100host.gpu")"
+sed -E 's/^dispatch_block += 47 us/dispatch_block = -5 us/' "$T/h100host.gpu" >"$T/negblock.gpu"
+expect_fail "--gpu FILE: a negative dispatch_block" "dispatch_block: -5 us is negative" --model 1.5B --gpus 8 --gpu "$T/negblock.gpu"
+sed -E 's/^coll_dispatch += 43.5 us/coll_dispatch = 43.5/' "$T/h100host.gpu" >"$T/nounit.gpu"
+expect_fail "--gpu FILE: coll_dispatch without a unit" "coll_dispatch: '43.5' needs a unit" --model 1.5B --gpus 8 --gpu "$T/nounit.gpu"
+grep -Ev '^(dispatch_block|coll_dispatch) ' "$T/h100host.gpu" >"$T/nohost.gpu"
+# a small-work plan (350M-like at TP 8, one sequence): host-bound, the GPU's wait in the JSON breakdown;
+# without the measured figures the ratios give 48 and 44 us: within 3% of the measured file's step
+printf '{"model_type":"gpt2","n_layer":24,"n_embd":1024,"n_head":16,"n_positions":1024,"vocab_size":50257}' >"$T/350m.json"
+small=(--model "$T/350m.json" --gpus 8 --stage 1 --mp 8 --micro-batch 1 --grad-accum 1 --no-checkpoint --exact --top 1 --format json)
+if "$Z" "${small[@]}" --gpu h100-sxm5-80gb >"$T/hw.json" 2>"$T/err" && "$Z" "${small[@]}" --gpu "$T/nohost.gpu" >"$T/hr.json" 2>>"$T/err" &&
+   "$Z" "${small[@]}" --gpu h100-sxm5-80gb --analytic >"$T/ha.json" 2>>"$T/err"; then
+  python3 - "$T/hw.json" "$T/hr.json" "$T/ha.json" <<'PY' && good "host_wait in the JSON breakdown, the ratios' step within 3%" || ko "host_wait: $(cat "$T/err")"
+import json, sys
+w, r, a = (json.load(open(f))["plans"][0] for f in sys.argv[1:4])
+b = w["time_breakdown_s"]
+assert b["host_wait"] > 0.5 * w["step_time_s"], b            # host-bound: the GPU waits most of the step
+assert "host_wait" not in a["time_breakdown_s"], a["time_breakdown_s"]  # the analytic estimate has no queue
+assert abs(r["step_time_s"] / w["step_time_s"] - 1) < 0.03, (r["step_time_s"], w["step_time_s"])
+PY
+else
+  ko "small-work plan: $(cat "$T/err")"
+fi
+
 finish

@@ -798,14 +798,21 @@ Test(pipeline, extrapolated_equals_every_micro_batch, .timeout = 600)
         cr_expect(fabs(x.step_time - r.step_time) <= tol, "case %zu (%s, P %lld, m %lld): extrapolated %.12g s, every "
                   "micro-batch %.12g s", i, zp_pp_schedule_name(p.schedule), (long long)p.pp, (long long)p.grad_accum,
                   x.step_time, r.step_time);
-        cr_expect(fabs(x.compute - r.compute) <= tol && fabs(x.pp_exposed - r.pp_exposed) <= tol &&
+        /* compute and the pipeline's waits each to 3e-3 of the step (the step itself exact, above). Where the host's
+         * dispatch falls behind the GPU (8B at MP 8 with SP: a block's kernels shorter than their dispatch,
+         * sim/zp_actors.c's host queue), the GPU's idle time waiting for the host is charged to the op that
+         * waited (compute) and the rest of a wait to the pipeline; how the host's lag meets the other
+         * stages' sends in the fill and the drain moves ~0.3% of the step between the two (case 10) */
+        const double split = 3e-3 * r.step_time;
+        cr_expect(fabs(x.compute - r.compute) <= split && fabs(x.pp_exposed - r.pp_exposed) <= split &&
                       fabs(x.dp_exposed - r.dp_exposed) <= tol && fabs(x.flops_per_gpu - r.flops_per_gpu) <=
                       1e-9 * r.flops_per_gpu, "case %zu: compute %g/%g, pp %g/%g, dp %g/%g", i, x.compute, r.compute,
                   x.pp_exposed, r.pp_exposed, x.dp_exposed, r.dp_exposed);
-        /* by phase to 1e-3 of the step: the first micro-batch adds no gradients of its own (grad_accumulate),
-         * which moves a few waits between the forward and the backward phase of the pipeline's fill */
+        /* by phase to 3e-3 of the step: the first micro-batch adds no gradients of its own (grad_accumulate),
+         * which moves a few waits between the forward and the backward phase of the pipeline's fill, and the
+         * host's lag above */
         for (int ph = 0; ph < ZP_NPHASES; ph++)
-            cr_expect(fabs(x.phase[ph] - r.phase[ph]) <= 1e-3 * r.step_time, "case %zu phase %d: %g / %g", i, ph,
+            cr_expect(fabs(x.phase[ph] - r.phase[ph]) <= split, "case %zu phase %d: %g / %g", i, ph,
                       x.phase[ph], r.phase[ph]);
         for (int s = 0; s < (int)p.pp; s++)
             cr_expect(fabs(x.stage_busy[s] - r.stage_busy[s]) <= tol, "case %zu stage %d busy: %g / %g", i, s,
