@@ -17,6 +17,7 @@
 #include "zp_nn.h"
 #include "zp_quiet.h"
 #include "zp_stats.h"
+#include "zp_time.h"
 #include "zp_timing.h"
 
 typedef struct {
@@ -340,65 +341,74 @@ static zp_status measure_gemm(cal *c, zp_profile *p)
 
 typedef struct {
     zp_profile_kernel k;
+    const zp_nn_ops *nn;          /* the backend's layer kernels (the executor's S->nn) */
+    const zp_kernels_backend *be; /* whose memory the buffers are in */
     float *a, *b, *c, *w, *wb, *st1, *st2, *st3;
     int *tok;
     int *perm, *slot;  /* MoE: the copies' tokens in expert order, and each copy's row (a permutation) */
     size_t rows, cols; /* elements = rows * cols (softmax: rows = heads x seq, cols = seq; MoE: copies x hidden) */
+    size_t scale;      /* the sizes' factor: 1 on the host, NN_DEVICE_SCALE on a device */
 } nn_arg;
 
 #define NN_C 256     /* hidden of the measured LayerNorm, residual, embedding rows */
 #define NN_T 128     /* sequence of the measured softmax and embedding */
 #define NN_V 4096    /* vocabulary of the measured cross-entropy */
-#define NN_MAXF (1u << 20) /* floats per buffer */
+#define NN_MAXF (1u << 20) /* floats per buffer at scale 1 (x scale at a larger one) */
+/* A device backend's kernels are timed at 8x the host's sizes, 8 and 64 times the executor's 256 tokens: a
+ * GPU kernel's time is flat until its threads fill the GPU and linear after, so a line through sizes below
+ * the executor's over-predicts it (seen on an H100, 2026-11-27: the cross-entropy's 1,024 x 4,096 logits,
+ * timed at 32 and 256 rows, came out 4.5 ms against 1.4 ms run). */
+#define NN_DEVICE_SCALE 8
 #define NN_TOPK 2    /* experts per token of the measured MoE gather and combine (Mixtral's top-2) */
 #define NN_MOE_C 64  /* hidden of the measured MoE rows (tiny-moe's) */
 
 static zp_status op_nn(void *p)
 {
     nn_arg *a = p;
+    const zp_nn_ops *nn = a->nn;
     const size_t R = a->rows, C = a->cols;
     switch (a->k) {
-    case ZP_KERNEL_LAYERNORM_FWD: return zp_nn_layernorm_fwd(a->b, a->st1, a->st2, a->a, a->w, a->wb, R, C);
+    case ZP_KERNEL_LAYERNORM_FWD: return nn->layernorm_fwd(a->b, a->st1, a->st2, a->a, a->w, a->wb, R, C);
     case ZP_KERNEL_LAYERNORM_BWD:
-        return zp_nn_layernorm_bwd(a->c, a->w, a->wb, a->b, a->a, a->w, a->st1, a->st2, R, C);
-    case ZP_KERNEL_GELU_FWD: return zp_nn_gelu_fwd(a->b, a->a, R * C);
-    case ZP_KERNEL_GELU_BWD: return zp_nn_gelu_bwd(a->b, a->a, R * C);
-    case ZP_KERNEL_SOFTMAX_FWD:
-        memcpy(a->b, a->a, R * C * sizeof(float)); /* scores in, probabilities out: fresh scores each call */
-        return zp_nn_softmax_causal_fwd(a->b, R / C, C, 0.125f);
-    case ZP_KERNEL_SOFTMAX_BWD: return zp_nn_softmax_causal_bwd(a->b, a->a, R / C, C, 0.125f);
+        return nn->layernorm_bwd(a->c, a->w, a->wb, a->b, a->a, a->w, a->st1, a->st2, R, C);
+    case ZP_KERNEL_GELU_FWD: return nn->gelu_fwd(a->b, a->a, R * C);
+    case ZP_KERNEL_GELU_BWD: return nn->gelu_bwd(a->b, a->a, R * C);
+    case ZP_KERNEL_SOFTMAX_FWD: /* scores in, probabilities out: fresh scores each call */
+        ZP_TRY(a->be->copy_on_device(a->b, a->a, R * C * sizeof(float)));
+        return nn->softmax_causal_fwd(a->b, R / C, C, 0.125f);
+    case ZP_KERNEL_SOFTMAX_BWD: return nn->softmax_causal_bwd(a->b, a->a, R / C, C, 0.125f);
     case ZP_KERNEL_XENT_FWD:
-        ZP_TRY(zp_nn_xent_rowmax(a->st1, a->a, R, C));
-        ZP_TRY(zp_nn_xent_sumexp(a->st2, a->a, a->st1, R, C));
-        return zp_nn_xent_pick(a->st3, a->a, a->tok, 0, R, C);
+        ZP_TRY(nn->xent_rowmax(a->st1, a->a, R, C));
+        ZP_TRY(nn->xent_sumexp(a->st2, a->a, a->st1, R, C));
+        return nn->xent_pick(a->st3, a->a, a->tok, 0, R, C);
     case ZP_KERNEL_XENT_BWD:
-        memcpy(a->b, a->a, R * C * sizeof(float));
-        return zp_nn_xent_bwd(a->b, a->st1, a->st2, a->tok, 0, R, C, 1e-3f);
-    case ZP_KERNEL_EMBED_FWD: return zp_nn_embed_fwd(a->b, a->tok, R, C, a->a, 0, NN_V, a->c, NN_T);
-    case ZP_KERNEL_EMBED_BWD: return zp_nn_embed_bwd(a->b, a->c, a->tok, a->a, R, C, 0, NN_V, NN_T);
-    case ZP_KERNEL_RESIDUAL_ADD: return zp_nn_residual_add(a->b, a->a, a->c, a->w, R, C);
-    case ZP_KERNEL_BIAS_ADD: return zp_nn_bias_add(a->b, a->w, R, C);
-    case ZP_KERNEL_BIAS_GRAD: return zp_nn_bias_grad(a->w, a->a, R, C);
-    case ZP_KERNEL_RMSNORM_FWD: return zp_nn_rmsnorm_fwd(a->b, a->st1, a->a, a->w, R, C);
-    case ZP_KERNEL_RMSNORM_BWD: return zp_nn_rmsnorm_bwd(a->c, a->wb, a->b, a->a, a->w, a->st2, R, C);
-    case ZP_KERNEL_GLU_FWD: return zp_nn_glu_fwd(a->b, a->a, R, C, ZP_GLU_SILU); /* u (R, 2C) -> (R, C) */
-    case ZP_KERNEL_GLU_BWD: return zp_nn_glu_bwd(a->st3, a->b, a->a, R, C, ZP_GLU_SILU);
+        ZP_TRY(a->be->copy_on_device(a->b, a->a, R * C * sizeof(float)));
+        return nn->xent_bwd(a->b, a->st1, a->st2, a->tok, 0, R, C, 1e-3f);
+    case ZP_KERNEL_EMBED_FWD: return nn->embed_fwd(a->b, a->tok, R, C, a->a, 0, NN_V, a->c, NN_T);
+    case ZP_KERNEL_EMBED_BWD: return nn->embed_bwd(a->b, a->c, a->tok, a->a, R, C, 0, NN_V, NN_T);
+    case ZP_KERNEL_RESIDUAL_ADD: return nn->residual_add(a->b, a->a, a->c, a->w, R, C);
+    case ZP_KERNEL_BIAS_ADD: return nn->bias_add(a->b, a->w, R, C);
+    case ZP_KERNEL_BIAS_GRAD: return nn->bias_grad(a->w, a->a, R, C);
+    case ZP_KERNEL_RMSNORM_FWD: return nn->rmsnorm_fwd(a->b, a->st1, a->a, a->w, R, C);
+    case ZP_KERNEL_RMSNORM_BWD: return nn->rmsnorm_bwd(a->c, a->wb, a->b, a->a, a->w, a->st2, R, C);
+    case ZP_KERNEL_GLU_FWD: return nn->glu_fwd(a->b, a->a, R, C, ZP_GLU_SILU); /* u (R, 2C) -> (R, C) */
+    case ZP_KERNEL_GLU_BWD: return nn->glu_bwd(a->st3, a->b, a->a, R, C, ZP_GLU_SILU);
     case ZP_KERNEL_ROPE_FWD: /* Q and K of R tokens: heads of 64 over C columns, in place (a rotation) */
-    case ZP_KERNEL_ROPE_BWD: return zp_nn_rope(a->c, R, C, C / 64, 64, NN_T, 10000.0f, a->k == ZP_KERNEL_ROPE_BWD);
+    case ZP_KERNEL_ROPE_BWD: return nn->rope(a->c, R, C, C / 64, 64, NN_T, 10000.0f, a->k == ZP_KERNEL_ROPE_BWD);
     /* R token copies of width C, NN_TOPK per token (zp_exec_moe.c's permute, combine and their backward) */
-    case ZP_KERNEL_MOE_GATHER: return zp_nn_moe_gather(a->b, a->a, a->perm, R, C);
-    case ZP_KERNEL_MOE_COMBINE: return zp_nn_moe_combine(a->b, a->a, a->slot, a->c, R / NN_TOPK, NN_TOPK, C);
+    case ZP_KERNEL_MOE_GATHER: return nn->moe_gather(a->b, a->a, a->perm, R, C);
+    case ZP_KERNEL_MOE_COMBINE: return nn->moe_combine(a->b, a->a, a->slot, a->c, R / NN_TOPK, NN_TOPK, C);
     case ZP_KERNEL_MOE_COMBINE_BWD:
-        return zp_nn_moe_combine_bwd(a->b, a->st1, a->c, a->a, a->slot, a->w, R / NN_TOPK, NN_TOPK, C);
+        return nn->moe_combine_bwd(a->b, a->st1, a->c, a->a, a->slot, a->w, R / NN_TOPK, NN_TOPK, C);
     default: return ZP_FAIL(ZP_EINVAL, "calibrate: layer kernel %d", (int)a->k);
     }
 }
 
 /* Rows x columns of the two sizes each kernel is timed at (t = t0 + elements * s_per_elem fitted through
  * them): the executor's shapes (mini and small at micro-batch 2 are 256 tokens) and 8x larger. */
-static void nn_shape(zp_profile_kernel k, int big, size_t *rows, size_t *cols)
+static void nn_shape(zp_profile_kernel k, int big, size_t scale, size_t *rows, size_t *cols)
 {
-    size_t f = big ? 8 : 1;
+    size_t f = (big ? 8 : 1) * scale;
     switch (k) {
     case ZP_KERNEL_SOFTMAX_FWD:
     case ZP_KERNEL_SOFTMAX_BWD: *rows = 8 * f * NN_T, *cols = NN_T; break; /* 8 or 64 (sequence, head) pairs */
@@ -419,51 +429,83 @@ static void nn_shape(zp_profile_kernel k, int big, size_t *rows, size_t *cols)
     }
 }
 
+/* The buffers of nn_arg in the backend's memory, filled with values of a trained layer's order of magnitude
+ * (made on the host, copied over); perm and slot (MoE) stay on the host until nn_moe_order. */
+static zp_status nn_buffers_new(nn_arg *a, int **perm_host, int **slot_host)
+{
+    const size_t maxf = NN_MAXF * a->scale; /* the largest: 8M floats at scale 8 (softmax, cross-entropy) */
+    float **bufs[] = {&a->a, &a->b, &a->c, &a->w, &a->wb, &a->st1, &a->st2, &a->st3};
+    float *h = malloc(maxf * sizeof(float));
+    int *tok = malloc(maxf * sizeof(int));
+    *perm_host = malloc(maxf / NN_MOE_C * sizeof(int));
+    *slot_host = malloc(maxf / NN_MOE_C * sizeof(int));
+    zp_status st = h && tok && *perm_host && *slot_host ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && st == ZP_OK; i++)
+        st = a->be->alloc(maxf * sizeof(float), (void **)bufs[i]);
+    if (st == ZP_OK)
+        st = a->be->alloc(maxf * sizeof(int), (void **)&a->tok);
+    if (st == ZP_OK)
+        st = a->be->alloc(maxf / NN_MOE_C * sizeof(int), (void **)&a->perm);
+    if (st == ZP_OK)
+        st = a->be->alloc(maxf / NN_MOE_C * sizeof(int), (void **)&a->slot);
+    /* per buffer: a = 4u - 2, c = 0.5u, w = 1, wb = 0, st1 = 0, st2 = 1, st3 = 0 (u uniform in [0, 1)) */
+    const float fill[8][2] = {{4, -2}, {0, 0}, {0.5f, 0}, {0, 1}, {0, 0}, {0, 0}, {0, 1}, {0, 0}};
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0] && st == ZP_OK; b++) {
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        for (size_t i = 0; i < maxf; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const float u = (float)((x >> 40) & 0xffffff) / 16777216.0f;
+            h[i] = fill[b][0] * u + fill[b][1];
+            tok[i] = (int)((x >> 20) % NN_V);
+        }
+        st = a->be->copy_to_device(*bufs[b], h, maxf * sizeof(float));
+    }
+    if (st == ZP_OK)
+        st = a->be->copy_to_device(a->tok, tok, maxf * sizeof(int));
+    free(h);
+    free(tok);
+    return st;
+}
+
+static void nn_buffers_free(nn_arg *a)
+{
+    float *bufs[] = {a->a, a->b, a->c, a->w, a->wb, a->st1, a->st2, a->st3};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        a->be->free(bufs[i]);
+    a->be->free(a->tok);
+    a->be->free(a->perm);
+    a->be->free(a->slot);
+}
+
+/* MoE copies spread over the experts as a router spreads them: row j of the expert-sorted order is a copy of
+ * a token far from j's (rows: a power of two, the multiplier odd: a bijection). */
+static zp_status nn_moe_order(nn_arg *a, int *perm, int *slot)
+{
+    for (size_t j = 0; j < a->rows; j++) {
+        slot[j] = (int)((j * 2654435761u) % a->rows);
+        perm[slot[j]] = (int)(j / NN_TOPK);
+    }
+    ZP_TRY(a->be->copy_to_device(a->slot, slot, a->rows * sizeof(int)));
+    return a->be->copy_to_device(a->perm, perm, a->rows * sizeof(int));
+}
+
+/* Each layer kernel of the backend (the cpu's loops or the cuda kernels the executor runs) timed at two sizes,
+ * t = t0 + elements x s_per_elem through them. */
 static zp_status measure_layer_kernels(cal *c, zp_profile *p)
 {
-    if (c->be != &zp_kernels_cpu)
-        return ZP_OK; /* the layer kernels run on the host (kernels/zp_nn_cpu.c) */
-    nn_arg a = {0};
-    float **bufs[] = {&a.a, &a.b, &a.c, &a.w, &a.wb, &a.st1, &a.st2, &a.st3};
-    zp_status st = ZP_OK;
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        *bufs[i] = malloc(NN_MAXF * sizeof(float));
-        if (!*bufs[i])
-            st = ZP_FAIL(ZP_ENOMEM, "out of memory");
-    }
-    a.tok = malloc(NN_MAXF * sizeof(int));
-    a.perm = malloc(NN_MAXF / NN_MOE_C * sizeof(int));
-    a.slot = malloc(NN_MAXF / NN_MOE_C * sizeof(int));
-    if (!a.tok || !a.perm || !a.slot)
-        st = ZP_FAIL(ZP_ENOMEM, "out of memory");
-    if (st == ZP_OK) {
-        uint64_t h = 0x9e3779b97f4a7c15ull; /* values of a trained layer's order of magnitude */
-        for (size_t i = 0; i < NN_MAXF; i++) {
-            h = h * 6364136223846793005ull + 1442695040888963407ull;
-            float u = (float)((h >> 40) & 0xffffff) / 16777216.0f;
-            a.a[i] = 4.0f * u - 2.0f;
-            a.c[i] = 0.5f * u;
-            a.w[i] = 1.0f;
-            a.wb[i] = 0.0f;
-            a.st1[i] = 0.0f;
-            a.st2[i] = 1.0f;
-            a.st3[i] = 0.0f;
-            a.tok[i] = (int)((h >> 20) % NN_V);
-        }
-    }
+    nn_arg a = {.be = c->be, .scale = c->be == &zp_kernels_cpu ? 1 : NN_DEVICE_SCALE};
+    int *perm = NULL, *slot = NULL;
+    zp_status st = zp_nn_ops_get(c->be->name, &a.nn);
+    if (st == ZP_OK)
+        st = nn_buffers_new(&a, &perm, &slot);
     for (int k = 0; k < ZP_PROFILE_NKERNEL && st == ZP_OK; k++) {
         double n[2], t[2];
         for (int big = 0; big < 2 && st == ZP_OK; big++) {
             a.k = (zp_profile_kernel)k;
-            nn_shape(a.k, big, &a.rows, &a.cols);
-            if (a.k >= ZP_KERNEL_MOE_GATHER) { /* copies spread over the experts as a router spreads them: row j
-                                                * of the expert-sorted order is a copy of a token far from j's */
-                for (size_t j = 0; j < a.rows; j++) { /* rows: a power of two, the multiplier odd: a bijection */
-                    a.slot[j] = (int)((j * 2654435761u) % a.rows);
-                    a.perm[a.slot[j]] = (int)(j / NN_TOPK);
-                }
-            }
-            if (a.k == ZP_KERNEL_XENT_BWD) { /* statistics of these logits, as the forward leaves them */
+            nn_shape(a.k, big, a.scale, &a.rows, &a.cols);
+            if (a.k >= ZP_KERNEL_MOE_GATHER)
+                st = nn_moe_order(&a, perm, slot);
+            if (st == ZP_OK && a.k == ZP_KERNEL_XENT_BWD) { /* statistics of these logits, as the forward leaves */
                 a.k = ZP_KERNEL_XENT_FWD;
                 st = op_nn(&a);
                 a.k = ZP_KERNEL_XENT_BWD;
@@ -479,7 +521,6 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
         }
         if (st != ZP_OK)
             break;
-        zp_profile_kernel_fit *f = &p->kernels[k];
         /* straight line through the two sizes; a negative intercept (noise) is clamped to 0 with the
          * slope of the larger size */
         double slope = (t[1] - t[0]) / (n[1] - n[0]);
@@ -488,13 +529,11 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
             t0 = 0;
             slope = t[1] / n[1];
         }
-        *f = (zp_profile_kernel_fit){1, t0, slope, n[1]};
+        p->kernels[k] = (zp_profile_kernel_fit){1, t0, slope, n[1]};
     }
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        free(*bufs[i]);
-    free(a.tok);
-    free(a.perm);
-    free(a.slot);
+    nn_buffers_free(&a);
+    free(perm);
+    free(slot);
     return st;
 }
 
@@ -593,6 +632,67 @@ static zp_status measure_host_device(cal *c, zp_profile *p)
     c->done += 2;
     c->be->free(a.dev);
     free(a.host);
+    return st;
+}
+
+/* ---- the host's side of a device backend ---- */
+
+typedef struct {
+    cal *c;
+    float *a, *b;
+    zp_gemm_args g;
+} host_call;
+
+static zp_status call_kernel(host_call *h) { return h->c->be->stream_copy(h->a, h->b, 1); }
+static zp_status call_gemm(host_call *h) { return h->c->be->gemm(&h->g); }
+
+/* Host seconds per call: n calls back to back, nothing waited on (the kernels queue on the device, whose
+ * tiny kernels take ~2 us each: the host is the slower side), the host clock around the loop, then the
+ * device drained (a timer sample) before the next repetition; the median of 5 after a warm-up loop. */
+static zp_status host_per_call(host_call *h, zp_status (*fn)(host_call *), int n, double *out)
+{
+    double t[6];
+    for (int r = 0; r < 6; r++) {
+        const double t0 = zp_time_now_s();
+        for (int i = 0; i < n; i++)
+            ZP_TRY(fn(h));
+        t[r] = (zp_time_now_s() - t0) / n;
+        double drained;
+        ZP_TRY(h->c->be->timer_start(h->c->clock.timer));
+        ZP_TRY(h->c->be->timer_stop(h->c->clock.timer, &drained));
+    }
+    *out = zp_stats_median(t + 1, 5);
+    return ZP_OK;
+}
+
+/* What the executor's calls cost the host on a device backend (the profile's "host_calls"): a kernel
+ * through the backend (a one-element STREAM copy) and a cuBLAS GEMM of an attention head's size (64^3 fp32),
+ * the mean over ranks. The simulation queues them ahead of the device (zp_device_host_time): a small model's
+ * step on a GPU is bound by them. */
+static zp_status measure_host_calls(cal *c, zp_profile *p)
+{
+    host_call h = {.c = c};
+    const int n = c->o->quick ? 200 : 1000, d = 64;
+    zp_status st = c->be->alloc(sizeof(float) * d * d * 3, (void **)&h.a);
+    if (st != ZP_OK)
+        return st;
+    h.b = h.a + d * d;
+    st = c->be->zero(h.a, sizeof(float) * d * d * 3);
+    h.g = (zp_gemm_args){.m = d, .n = d, .k = d, .alpha = 1, .a = h.a, .lda = d, .b = h.b, .ldb = d,
+                         .c = h.a + 2 * d * d, .ldc = d, .in_dtype = ZP_DT_F32};
+    progress(c, "host calls");
+    if (st == ZP_OK)
+        st = host_per_call(&h, call_kernel, n, &p->host_kernel_s);
+    if (st == ZP_OK)
+        st = host_per_call(&h, call_gemm, n, &p->host_gemm_s);
+    c->be->free(h.a);
+    const double size = zp_comm_size(c->world);
+    if (st == ZP_OK)
+        st = zp_comm_allreduce_double(c->world, &p->host_kernel_s, ZP_OP_SUM);
+    if (st == ZP_OK)
+        st = zp_comm_allreduce_double(c->world, &p->host_gemm_s, ZP_OP_SUM);
+    p->host_kernel_s /= size, p->host_gemm_s /= size;
+    c->done += 2;
     return st;
 }
 
@@ -781,8 +881,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
         double ex[32][3];
         int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + o->nextra + ZP_CALIBRATE_MAX_GRID : 0;
-        c.total = 2 + (o->quick ? 5 : 6) + (c.be != &zp_kernels_cpu ? 4 : 0) + o->nshapes + nex +
-                  (c.be == &zp_kernels_cpu ? 2.0 * ZP_PROFILE_NKERNEL : 0) +
+        c.total = 2 + (o->quick ? 5 : 6) + (c.be != &zp_kernels_cpu ? 6 : 0) + o->nshapes + nex +
+                  2.0 * ZP_PROFILE_NKERNEL +
                   (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
         zp_quiet_sample_take(&q0);
@@ -796,6 +896,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = measure_layer_kernels(&c, &p);
     if (st == ZP_OK && c.be != &zp_kernels_cpu)
         st = measure_host_device(&c, &p);
+    if (st == ZP_OK && c.be != &zp_kernels_cpu)
+        st = measure_host_calls(&c, &p);
     if (st == ZP_OK)
         st = measure_collectives(&c, &p, node, cross, maxb);
     if (st == ZP_OK)

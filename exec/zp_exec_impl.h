@@ -141,6 +141,10 @@ int zp_exec_slot(const zp_exec_session *S, int micro);
 float *zp_exec_ckpt(const zp_exec_session *S, int l, int micro);
 zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
                        const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc);
+/* `batch` fp32 GEMMs of one shape on a[i], b[i], c[i] (the backend's gemm_batched: one launch on cuda) */
+zp_status zp_exec_gemm_batched(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
+                               size_t lda, size_t ldb, size_t ldc, int batch, const float *const *a,
+                               const float *const *b, float *const *c);
 zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op);
 
 /* ---- the parts ---- */

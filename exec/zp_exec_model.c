@@ -10,6 +10,7 @@
  * bucket backward writes into (stages 2-3). A row-parallel GEMM leaves partial sums in `pending` for the
  * MP all-reduce that follows it in the schedule. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zp_exec_impl.h"
@@ -229,7 +230,35 @@ zp_status x_rope_bwd(zp_exec_session *S, const zp_op *o)
 /* Local head h's K and V within a QKV row: its group's KV head (grouped-query attention). */
 static size_t kv_of(const zp_exec_session *S, size_t h) { return S->Cq + (h / (S->NHl / S->KVl)) * S->hd; }
 
-/* Per sequence and local head: scores att (T, T) = Q (T, hd) . K^T, or context atty (T, hd) = att . V. */
+/* The attention GEMMs of every sequence b and local head h as batched launches (a framework's one batched
+ * kernel, not B x heads calls): pointer arrays of (b, h) pairs, B x NHl at most. */
+typedef struct {
+    int n;
+    const float **a, **b;
+    float **c;
+} att_batch;
+
+static zp_status att_batch_new(const zp_exec_session *S, att_batch *x)
+{
+    const size_t cap = S->B * S->NHl;
+    x->n = 0;
+    x->a = malloc(cap * sizeof *x->a), x->b = malloc(cap * sizeof *x->b), x->c = malloc(cap * sizeof *x->c);
+    if (x->a && x->b && x->c)
+        return ZP_OK;
+    free(x->a), free(x->b), free(x->c);
+    return ZP_FAIL(ZP_ENOMEM, "out of memory (attention pointers for %zu heads)", cap);
+}
+
+static void att_batch_add(att_batch *x, const float *a, const float *b, float *c)
+{
+    x->a[x->n] = a, x->b[x->n] = b, x->c[x->n] = c;
+    x->n++;
+}
+
+static void att_batch_free(att_batch *x) { free(x->a), free(x->b), free(x->c); }
+
+/* Per sequence and local head: scores att (T, T) = Q (T, hd) . K^T, or context atty (T, hd) = att . V; one
+ * batched launch over every (sequence, head): their outputs are disjoint. */
 static zp_status attention_fwd(zp_exec_session *S, const zp_op *o, int scores)
 {
     const int set = io_of(S, o).set;
@@ -238,16 +267,21 @@ static zp_status attention_fwd(zp_exec_session *S, const zp_op *o, int scores)
     const size_t T = S->T, hd = S->hd, ld = S->qkvn;
     const float *qkv = BUF(S, QKV, set);
     float *att = BUF(S, ATT, set), *atty = BUF(S, ATTY, set);
+    att_batch x;
+    ZP_TRY(att_batch_new(S, &x));
     for (size_t b = 0; b < S->B; b++)
         for (size_t h = 0; h < S->NHl; h++) {
             const float *q = qkv + b * T * ld + h * hd, *k = qkv + b * T * ld + kv_of(S, h), *v = k + S->kvn;
             float *a = att + (b * S->NHl + h) * T * T;
             if (scores)
-                ZP_TRY(zp_exec_gemm(S, 0, 1, T, T, hd, 0.0f, q, ld, k, ld, a, T));
+                att_batch_add(&x, q, k, a);
             else
-                ZP_TRY(zp_exec_gemm(S, 0, 0, T, hd, T, 0.0f, a, T, v, ld, atty + b * T * S->Cq + h * hd, S->Cq));
+                att_batch_add(&x, a, v, atty + b * T * S->Cq + h * hd);
         }
-    return ZP_OK;
+    zp_status st = scores ? zp_exec_gemm_batched(S, 0, 1, T, T, hd, 0.0f, ld, ld, T, x.n, x.a, x.b, x.c)
+                          : zp_exec_gemm_batched(S, 0, 0, T, hd, T, 0.0f, T, ld, S->Cq, x.n, x.a, x.b, x.c);
+    att_batch_free(&x);
+    return st;
 }
 
 zp_status x_attn_scores(zp_exec_session *S, const zp_op *o) { return attention_fwd(S, o, 1); }
@@ -360,6 +394,41 @@ zp_status x_attn_proj_wgrad(zp_exec_session *S, const zp_op *o) { return linear(
 /* The attention GEMMs' backward per sequence and local head. */
 enum { CTX_DGRAD, CTX_WGRAD, SCORES_DGRAD, SCORES_WGRAD };
 
+/* The (sequence, head) pairs of one launch: every pair for the products whose outputs are per head (datt,
+ * dQ); for dK and dV, which the Q heads of a KV group add into (grp = NHl / KVl > 1: grouped-query
+ * attention), the j-th head of every group at once, the groups' j = 0, 1, ... launches in order, so that
+ * each output is written by one product of a launch and the sums run in head order as before. */
+static zp_status attention_bwd_launch(zp_exec_session *S, int set, int which, size_t j, att_batch *x)
+{
+    const size_t T = S->T, hd = S->hd, Cq = S->Cq, ld = S->qkvn, grp = S->NHl / S->KVl;
+    const int per_group = which == CTX_WGRAD || which == SCORES_WGRAD;
+    x->n = 0;
+    for (size_t b = 0; b < S->B; b++)
+        for (size_t h = 0; h < S->NHl; h++) {
+            if (per_group && h % grp != j)
+                continue;
+            const size_t qo = b * T * ld + h * hd, ko = b * T * ld + kv_of(S, h);
+            const float *q = BUF(S, QKV, set) + qo, *k = BUF(S, QKV, set) + ko, *v = k + S->kvn;
+            float *dq = BUF(S, DQKV, 0) + qo, *dk = BUF(S, DQKV, 0) + ko, *dv = dk + S->kvn;
+            const float *att = BUF(S, ATT, set) + (b * S->NHl + h) * T * T;
+            float *datt = BUF(S, DATT, 0) + (b * S->NHl + h) * T * T;
+            const float *datty = BUF(S, DATTY, 0) + b * T * Cq + h * hd;
+            switch (which) {
+            case CTX_DGRAD: att_batch_add(x, datty, v, datt); break; /* datt = datty . V^T */
+            case CTX_WGRAD: att_batch_add(x, att, datty, dv); break;  /* dV (+)= att^T . datty */
+            case SCORES_DGRAD: att_batch_add(x, datt, k, dq); break;  /* dQ = dscores . K */
+            default: att_batch_add(x, datt, q, dk); break;            /* dK (+)= dscores^T . Q */
+            }
+        }
+    const float acc = per_group && j > 0 ? 1.0f : 0.0f; /* the group's first head sets, the others add */
+    switch (which) {
+    case CTX_DGRAD: return zp_exec_gemm_batched(S, 0, 1, T, T, hd, 0.0f, Cq, ld, T, x->n, x->a, x->b, x->c);
+    case CTX_WGRAD: return zp_exec_gemm_batched(S, 1, 0, T, hd, T, acc, T, Cq, ld, x->n, x->a, x->b, x->c);
+    case SCORES_DGRAD: return zp_exec_gemm_batched(S, 0, 0, T, hd, T, 0.0f, T, ld, ld, x->n, x->a, x->b, x->c);
+    default: return zp_exec_gemm_batched(S, 1, 0, T, hd, T, acc, T, ld, ld, x->n, x->a, x->b, x->c);
+    }
+}
+
 static zp_status attention_bwd(zp_exec_session *S, const zp_op *o, int which)
 {
     const int set = io_of(S, o).set;
@@ -368,25 +437,14 @@ static zp_status attention_bwd(zp_exec_session *S, const zp_op *o, int which)
                                   [SCORES_WGRAD] = ZP_EXEC_ATT_SCORES_WGRAD};
     if (S->cp > 1) /* K and V gradients into the gathered copy, reduce-scattered after (zp_exec_cp.c) */
         return zp_exec_cp_attention(S, set, cp_step[which]);
-    const size_t T = S->T, hd = S->hd, Cq = S->Cq, ld = S->qkvn, grp = S->NHl / S->KVl;
-    for (size_t b = 0; b < S->B; b++)
-        for (size_t h = 0; h < S->NHl; h++) {
-            const size_t qo = b * T * ld + h * hd, ko = b * T * ld + kv_of(S, h);
-            const float *q = BUF(S, QKV, set) + qo, *k = BUF(S, QKV, set) + ko, *v = k + S->kvn;
-            float *dq = BUF(S, DQKV, 0) + qo, *dk = BUF(S, DQKV, 0) + ko, *dv = dk + S->kvn;
-            /* the Q heads of a group share its K and V: their gradients add up */
-            const float acc = h % grp == 0 ? 0.0f : 1.0f;
-            const float *att = BUF(S, ATT, set) + (b * S->NHl + h) * T * T;
-            float *datt = BUF(S, DATT, 0) + (b * S->NHl + h) * T * T;
-            const float *datty = BUF(S, DATTY, 0) + b * T * Cq + h * hd;
-            switch (which) {
-            case CTX_DGRAD: ZP_TRY(zp_exec_gemm(S, 0, 1, T, T, hd, 0.0f, datty, Cq, v, ld, datt, T)); break; /* datt = datty . V^T */
-            case CTX_WGRAD: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, acc, att, T, datty, Cq, dv, ld)); break; /* dV = att^T . datty */
-            case SCORES_DGRAD: ZP_TRY(zp_exec_gemm(S, 0, 0, T, hd, T, 0.0f, datt, T, k, ld, dq, ld)); break; /* dQ = dscores . K */
-            default: ZP_TRY(zp_exec_gemm(S, 1, 0, T, hd, T, acc, datt, T, q, ld, dk, ld)); break; /* dK = dscores^T . Q */
-            }
-        }
-    return ZP_OK;
+    const size_t launches = which == CTX_WGRAD || which == SCORES_WGRAD ? S->NHl / S->KVl : 1;
+    att_batch x;
+    ZP_TRY(att_batch_new(S, &x));
+    zp_status st = ZP_OK;
+    for (size_t j = 0; j < launches && st == ZP_OK; j++)
+        st = attention_bwd_launch(S, set, which, j, &x);
+    att_batch_free(&x);
+    return st;
 }
 
 zp_status x_attn_context_dgrad(zp_exec_session *S, const zp_op *o) { return attention_bwd(S, o, CTX_DGRAD); }

@@ -14,6 +14,16 @@ zp_status zp_exec_gemm(const zp_exec_session *S, int ta, int tb, size_t m, size_
     return S->be->gemm(&g);
 }
 
+zp_status zp_exec_gemm_batched(const zp_exec_session *S, int ta, int tb, size_t m, size_t n, size_t k, float beta,
+                               size_t lda, size_t ldb, size_t ldc, int batch, const float *const *a,
+                               const float *const *b, float *const *c)
+{
+    zp_gemm_args g = {.trans_a = ta, .trans_b = tb, .m = (int)m, .n = (int)n, .k = (int)k, .alpha = 1.0f,
+                      .beta = beta, .a = a[0], .lda = (int)lda, .b = b[0], .ldb = (int)ldb, .c = c[0],
+                      .ldc = (int)ldc, .in_dtype = ZP_DT_F32};
+    return S->be->gemm_batched(&g, batch, (const void *const *)a, (const void *const *)b, c);
+}
+
 zp_status zp_exec_mp_allreduce(zp_exec_session *S, float *x, size_t n, zp_redop op)
 {
     return S->mp == 1 ? ZP_OK : S->be->allreduce(S->mpc, x, x, n, ZP_DT_F32, op);

@@ -188,6 +188,20 @@ zp_status zp_gemm_cpu(const zp_gemm_args *g)
     return ZP_OK;
 }
 
+zp_status zp_gemm_batched_cpu(const zp_gemm_args *g, int batch, const void *const *a, const void *const *b,
+                              float *const *c)
+{
+    if (batch < 0 || (batch > 0 && (!a || !b || !c)))
+        return ZP_FAIL(ZP_EINVAL, "gemm_batched: batch %d with %s pointer arrays", batch,
+                       batch < 0 ? "negative" : "missing");
+    for (int i = 0; i < batch; i++) {
+        zp_gemm_args one = *g;
+        one.a = a[i], one.b = b[i], one.c = c[i];
+        ZP_TRY(zp_gemm_cpu(&one));
+    }
+    return ZP_OK;
+}
+
 /* ---- STREAM kernels ---- */
 
 ZP_CLONES static void copy_range(float *restrict a, const float *restrict b, size_t n)
@@ -350,6 +364,7 @@ const zp_kernels_backend zp_kernels_cpu = {
     .grad_check = zp_adam_grad_check_cpu,
     .adam_step = zp_adam_step_cpu,
     .gemm = zp_gemm_cpu,
+    .gemm_batched = zp_gemm_batched_cpu,
     .allreduce = zp_cpu_allreduce,
     .reduce_scatter = zp_cpu_reduce_scatter,
     .allgather = zp_cpu_allgather,

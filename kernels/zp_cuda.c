@@ -45,6 +45,8 @@
 
 static int g_device = -1;            /* selected device, -1 before init */
 static cublasHandle_t g_cublas;      /* created on first GEMM */
+static void **g_batch_ptrs;          /* gemm_batched's device pointer arrays (A, B, C), grown as needed */
+static size_t g_batch_cap;           /* pointers g_batch_ptrs holds */
 static unsigned long long *g_count;  /* device counter of the overflow check */
 
 /* The node-local rank from the launcher's environment, to spread ranks over the GPUs. */
@@ -215,6 +217,55 @@ static zp_status cuda_gemm(const zp_gemm_args *g)
     ZP_CUBLAS_CHECK(cublasGemmEx(g_cublas, g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                  g->n, g->m, g->k, &g->alpha, g->b, in, g->ldb, g->a, in, g->lda, &g->beta, g->c,
                                  CUDA_R_32F, g->ldc, compute, CUBLAS_GEMM_DEFAULT));
+    return ZP_OK;
+}
+
+/* The pointer arrays travel to the device by a copy on the default stream, ordered before the GEMM that
+ * reads them and after the last that read the previous ones; from pageable memory the copy has taken the
+ * host's arrays before it returns, so the caller may reuse them at once. */
+static zp_status cuda_gemm_batched(const zp_gemm_args *g, int batch, const void *const *a, const void *const *b,
+                                   float *const *c)
+{
+    if (batch < 0 || (batch > 0 && (!a || !b || !c)))
+        return ZP_FAIL(ZP_EINVAL, "gemm_batched: batch %d with %s pointer arrays", batch,
+                       batch < 0 ? "negative" : "missing");
+    if (batch == 0)
+        return ZP_OK;
+    zp_gemm_args first = *g; /* the shape checked on the first item's operands, as the cpu backend checks each */
+    first.a = a[0], first.b = b[0], first.c = c[0];
+    ZP_TRY(zp_gemm_args_check(&first));
+    ZP_TRY(ready());
+    if (g->m == 0 || g->n == 0)
+        return ZP_OK;
+    if (!g_cublas)
+        ZP_CUBLAS_CHECK(cublasCreate(&g_cublas));
+    const size_t need = 3 * (size_t)batch;
+    if (need > g_batch_cap) {
+        if (g_batch_ptrs)
+            cudaFree(g_batch_ptrs);
+        g_batch_ptrs = NULL, g_batch_cap = 0;
+        ZP_CUDA_CHECK(cudaMalloc((void **)&g_batch_ptrs, need * sizeof(void *)));
+        g_batch_cap = need;
+    }
+    void **host = malloc(need * sizeof(void *));
+    if (!host)
+        return ZP_FAIL(ZP_ENOMEM, "out of memory (%d GEMM pointers)", batch);
+    memcpy(host, a, batch * sizeof(void *));
+    memcpy(host + batch, b, batch * sizeof(void *));
+    memcpy(host + 2 * batch, c, batch * sizeof(void *));
+    cudaError_t e = cudaMemcpyAsync(g_batch_ptrs, host, need * sizeof(void *), cudaMemcpyHostToDevice, 0);
+    free(host);
+    if (e != cudaSuccess)
+        return ZP_FAIL(ZP_ERUNTIME, "cudaMemcpyAsync of the GEMM pointers failed: %s", cudaGetErrorString(e));
+    cudaDataType_t in = g->in_dtype == ZP_DT_F16 ? CUDA_R_16F : g->in_dtype == ZP_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    cublasComputeType_t compute = g->in_dtype == ZP_DT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    void *const *A = g_batch_ptrs, *const *B = g_batch_ptrs + batch, *const *C = g_batch_ptrs + 2 * batch;
+    /* row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands (as cuda_gemm) */
+    ZP_CUBLAS_CHECK(cublasGemmBatchedEx(g_cublas, g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g->n, g->m, g->k, &g->alpha,
+                                        (const void *const *)B, in, g->ldb, (const void *const *)A, in, g->lda,
+                                        &g->beta, (void *const *)C, CUDA_R_32F, g->ldc, batch, compute,
+                                        CUBLAS_GEMM_DEFAULT));
     return ZP_OK;
 }
 
@@ -436,6 +487,7 @@ const zp_kernels_backend zp_kernels_cuda = {
     .grad_check = cuda_grad_check,
     .adam_step = cuda_adam_step,
     .gemm = cuda_gemm,
+    .gemm_batched = cuda_gemm_batched,
     .allreduce = cuda_allreduce,
     .reduce_scatter = cuda_reduce_scatter,
     .allgather = cuda_allgather,

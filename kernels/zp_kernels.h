@@ -166,6 +166,12 @@ struct zp_kernels_backend {
     zp_status (*adam_step)(const zp_adam_hparams *hp, const zp_adam_buffers *buf, zp_adam_result *res);
 
     zp_status (*gemm)(const zp_gemm_args *g);
+    /* `batch` GEMMs of g's shape, transposes, leading dimensions, alpha, beta and type, the i-th on a[i], b[i]
+     * and c[i] (host arrays of device pointers; g's own a, b, c unused); no c[i] may overlap another. One
+     * launch on cuda (cublasGemmBatchedEx: attention's per-sequence, per-head products, which a framework
+     * runs as one batched kernel), the same gemm in a loop on cpu (the same arithmetic as `batch` calls). */
+    zp_status (*gemm_batched)(const zp_gemm_args *g, int batch, const void *const *a, const void *const *b,
+                              float *const *c);
 
     /* Collectives on `comm`, counts in elements of `dt`; in-place allowed where MPI/NCCL allow
      * (send == recv for all-reduce and broadcast).
@@ -298,6 +304,8 @@ extern const zp_kernels_backend zp_kernels_cpu;
 zp_status zp_adam_step_cpu(const zp_adam_hparams *hp, const zp_adam_buffers *buf, zp_adam_result *res);
 zp_status zp_adam_grad_check_cpu(const float *grad, size_t n, size_t *nonfinite);
 zp_status zp_gemm_cpu(const zp_gemm_args *g);
+zp_status zp_gemm_batched_cpu(const zp_gemm_args *g, int batch, const void *const *a, const void *const *b,
+                              float *const *c);
 /* Threads the cpu kernels use (OpenMP's), 1 without OpenMP. */
 int zp_kernels_cpu_threads(void);
 /* Sets the threads of the cpu kernels, OpenMP's and OpenBLAS's, to n >= 1 (for the calling process). */

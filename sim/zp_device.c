@@ -270,9 +270,13 @@ double zp_device_op_time(const zp_profile *p, const zp_op *op, int gpus_sharing_
 /* The host's side of an op (zp_device.h): the framework's dispatch of each kernel it launches, one framework
  * call for a collective, a point-to-point op or a copy (Python, autograd, c10d, the launch); nothing for
  * what the host runs itself (its Adam) or what is no GPU work (allocations, channels). */
+static double host_calls_time(const zp_profile *p, const zp_op_info *i);
+
 double zp_device_host_time(const zp_profile *p, const zp_op *op)
 {
     const zp_op_info *i = zp_op_info_get(op->type);
+    if (i && p->dev.dispatch_s <= 0 && (p->host_kernel_s > 0 || p->host_gemm_s > 0) && i->stream != ZP_STREAM_CPU)
+        return host_calls_time(p, i);
     if (!i || p->dev.dispatch_s <= 0 || i->stream == ZP_STREAM_CPU)
         return 0.0;
     switch (i->cls) {
@@ -290,6 +294,26 @@ double zp_device_host_time(const zp_profile *p, const zp_op *op)
     case ZP_OPC_COLL:
     case ZP_OPC_P2P:
     case ZP_OPC_COPY: return p->dev.dispatch_s;
+    default: return 0.0;
+    }
+}
+
+/* A calibrated device backend's host side (the profile's "host_calls", zplan calibrate --backend cuda): the
+ * executor issues each op's kernels through the backend, one call each, the GEMMs through cuBLAS (whose
+ * host side is longer: its heuristics and argument checks); a collective or copy is one call. */
+static double host_calls_time(const zp_profile *p, const zp_op_info *i)
+{
+    const double gemm = p->host_gemm_s > 0 ? p->host_gemm_s : p->host_kernel_s;
+    switch (i->cls) {
+    case ZP_OPC_COMPUTE:
+        if (!i->cost)
+            return 0.0;
+        if (i->cost == zp_cost_gemm || i->cost == zp_cost_bgemm) /* and a bias's own kernel, as bias_time */
+            return gemm + (i->bias == ZP_BIAS_FWD || i->bias == ZP_BIAS_WGRAD ? p->host_kernel_s : 0.0);
+        return p->host_kernel_s * zp_device_launches(p, i);
+    case ZP_OPC_COLL:
+    case ZP_OPC_P2P:
+    case ZP_OPC_COPY: return p->host_kernel_s;
     default: return 0.0;
     }
 }

@@ -290,6 +290,8 @@ zp_status zp_profile_scale_compute(zp_profile *p, double f)
     }
     p->dev.launch_s *= f;
     p->dev.dispatch_s *= f;
+    p->host_kernel_s *= f;
+    p->host_gemm_s *= f;
     return ZP_OK;
 }
 
@@ -396,6 +398,8 @@ zp_status zp_profile_validate(const zp_profile *p)
                        p->dev.sms > 0 ? p->dev.sms - 1 : 0, p->dev.nccl_ctas);
     CHECK_NUM(p->nvme_read_gbs, "nvme_gbs.read");
     CHECK_NUM(p->nvme_write_gbs, "nvme_gbs.write");
+    CHECK_NUM(p->host_kernel_s, "host_calls.kernel_s");
+    CHECK_NUM(p->host_gemm_s, "host_calls.gemm_s");
     for (int c = 0; c < ZP_PROFILE_NCOLL; c++)
         for (int s = 0; s < ZP_PROFILE_NSCOPE; s++) {
             const zp_profile_coll_fit *f = &p->coll[c][s];
@@ -652,7 +656,7 @@ static zp_status read_kernels(const rd *r, json_t *root, zp_profile *p)
     return ZP_OK;
 }
 
-/* "device_model" and "nvme_gbs": optional; complete when there. */
+/* "device_model", "nvme_gbs" and "host_calls": optional; complete when there. */
 static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
 {
     json_t *o = json_object_get(root, "device_model");
@@ -692,6 +696,15 @@ static zp_status read_device(const rd *r, json_t *root, zp_profile *p)
         ZP_TRY(get_num(r, o, "nvme_gbs", "read", &p->nvme_read_gbs));
         ZP_TRY(get_num(r, o, "nvme_gbs", "write", &p->nvme_write_gbs));
     }
+    o = json_object_get(root, "host_calls");
+    if (o) {
+        if (!json_is_object(o))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': host_calls must be an object", r->name);
+        static const char *const host_keys[] = {"kernel_s", "gemm_s", NULL};
+        ZP_TRY(only_keys(r, o, "host_calls", host_keys));
+        ZP_TRY(get_num(r, o, "host_calls", "kernel_s", &p->host_kernel_s));
+        ZP_TRY(get_num(r, o, "host_calls", "gemm_s", &p->host_gemm_s));
+    }
     return ZP_OK;
 }
 
@@ -713,7 +726,7 @@ static zp_status read_header(const rd *r, json_t *root, zp_profile *p)
                        version, ZP_PROFILE_VERSION);
     static const char *const root_keys[] = {"format", "version", "machine", "backend", "memory_bw_gbs",
                                             "host_device_gbs", "compute", "adam", "gemm", "gemm_model",
-                                            "collectives", "layer_kernels", "device_model", "nvme_gbs", NULL};
+                                            "collectives", "layer_kernels", "device_model", "nvme_gbs", "host_calls", NULL};
     ZP_TRY(only_keys(r, root, "", root_keys));
     ZP_TRY(read_machine(r, root, &p->machine));
     ZP_TRY(get_str(r, root, "", "backend", p->backend, sizeof p->backend));
@@ -1000,7 +1013,7 @@ static int put_kernels(json_t *root, const zp_profile *p)
     return bad;
 }
 
-/* "device_model" and "nvme_gbs", when known. */
+/* "device_model", "nvme_gbs" and "host_calls", when known. */
 static int put_device(json_t *root, const zp_profile *p)
 {
     int bad = 0;
@@ -1030,6 +1043,12 @@ static int put_device(json_t *root, const zp_profile *p)
         bad |= put(d, "read", json_real(p->nvme_read_gbs));
         bad |= put(d, "write", json_real(p->nvme_write_gbs));
         bad |= put(root, "nvme_gbs", d);
+    }
+    if (p->host_kernel_s > 0 || p->host_gemm_s > 0) {
+        json_t *d = json_object();
+        bad |= put(d, "kernel_s", json_real(p->host_kernel_s));
+        bad |= put(d, "gemm_s", json_real(p->host_gemm_s));
+        bad |= put(root, "host_calls", d);
     }
     return bad;
 }

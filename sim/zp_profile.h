@@ -28,9 +28,10 @@
  *                    "flash_seq_half" (optional, 0), "nccl_ctas" (optional, 0),
  *                    "nccl_ll_base_s", "nccl_ll_hop_s" (optional, 0: NCCL's tuner figures)},
  *   "nvme_gbs": {"read", "write"}                                OPTIONAL: the node's drives (ZeRO-Infinity)
+ *   "host_calls": {"kernel_s", "gemm_s"}                          OPTIONAL: a device backend's host time per call
  * }
  * Every listed key is required except "layer_kernels" and each of its kernels (absent = not measured:
- * profiles written before it existed still load), "device_model", "nvme_gbs", and the scopes of a
+ * profiles written before it existed still load), "device_model", "nvme_gbs", "host_calls", and the scopes of a
  * collective (optional: absent = not measured);
  * unknown keys are ignored, so tools may add their own. Numbers must be finite and >= 0.
  */
@@ -217,6 +218,10 @@ typedef struct {
     zp_profile_kernel_fit kernels[ZP_PROFILE_NKERNEL]; /* "layer_kernels", optional */
     zp_profile_device dev;           /* "device_model", optional (sms 0: absent) */
     double nvme_read_gbs, nvme_write_gbs; /* "nvme_gbs", optional (0: absent): a node's drives, GB/s */
+    double host_kernel_s, host_gemm_s; /* "host_calls", optional (0: absent; calibrate writes it for a device
+                                          backend): the host's time to issue one backend kernel call and one
+                                          cuBLAS GEMM call, back to back, s; the host's dispatch of a profile
+                                          without a device model (zp_device_host_time) */
     zp_profile_fp8 fp8;              /* FP8 training's GEMM rate (not in the file) */
     int eager;                       /* the plans priced run without torch.compile (zp_plan.eager): a block's
                                         elementwise ops as PyTorch eager's kernels (zp_op_info.launches_eager);

@@ -6,7 +6,10 @@
  *  2022), the interleaved schedule with more than 2 stages (arguments.py refused PP 2 from March 2021,
  *  commit 182841f7df, until May 2024), gradients all-reduced after the backward (--overlap-grad-reduce:
  *  August 2023), no gradient-accumulation fusion (February 2022), no FlashAttention; with bf16 parameters
- *  it accumulates and all-reduces gradients in fp32 (arguments.py sets accumulate_allreduce_grads_in_fp32).
+ *  it accumulates and all-reduces gradients in fp32 (arguments.py sets accumulate_allreduce_grads_in_fp32);
+ *  its interleaved schedule runs every forward, then every backward, on every stage when the micro-batches
+ *  are exactly the stages (schedules.py, forward_backward_pipelining_with_interleaving: `if
+ *  get_num_microbatches() == pipeline_parallel_size: ... all_warmup_microbatches = True`).
  *  deepspeed: DeepSpeed's engine with its pipeline engine (deepspeed.pipe: PipelineModule, whose
  *  TrainSchedule is 1F1B, no interleaving) and its activation checkpointing (deepspeed.checkpointing: whole
  *  blocks; partition_activations is Pa, cpu_checkpointing Pa+cpu): ZeRO 0-3 (with a pipeline 0-1, as every
@@ -60,7 +63,7 @@ static const zp_framework g_frameworks[ZP_NFRAMEWORKS] = {
                                     .what = "Megatron-LM v2 (2021, the SC'21 paper's)",
                                     .max_stage = 0, .offload = 0, .pa_cpu = 0, .moe = 0, .selective = 0, .sp = 0,
                                     .interleave_min_pp = 3, .overlap = 0, .fusion = 0, .flash = 0,
-                                    .bf16_fp32_grads = 1, .pp_max_stage = 0},
+                                    .bf16_fp32_grads = 1, .pp_max_stage = 0, .interleave_all_warmup = 1},
     [ZP_FRAMEWORK_DEEPSPEED] = {.name = "deepspeed",
                                 .what = "DeepSpeed with its pipeline engine (deepspeed.pipe)",
                                 .max_stage = 3, .offload = 1, .pa_cpu = 1, .moe = 1, .selective = 0, .sp = 0,

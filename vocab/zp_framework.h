@@ -33,6 +33,8 @@ typedef struct {
     int no_pipeline;       /* no pipeline engine (--pp > 1 refused, never searched) */
     int overlap_off_default; /* gradient reductions on the compute stream unless --overlap-comm is given (the
                                 release's default overlap_comm false) */
+    int interleave_all_warmup; /* its interleaved schedule runs every forward, then every backward, when the
+                                  micro-batches are exactly the pipeline stages (zp_plan.interleave_all_warmup) */
 } zp_framework;
 
 typedef enum {

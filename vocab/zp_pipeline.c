@@ -199,8 +199,14 @@ int64_t zp_pp_warmup(const zp_plan *p, int stage)
     switch (p->pp > 1 ? p->schedule : ZP_PP_1F1B) {
     case ZP_PP_GPIPE: return m;
     case ZP_PP_INTERLEAVED: {
+        /* Megatron-core's get_pp_rank_microbatches (schedules.py, core_r0.10 on; the same order as Llama 3's
+         * schedule, Dubey et al. 2024 §3.3.2, with N = P micro-batches a round): (P - s - 1)·2 + (v - 1)·N
+         * virtual micro-batches of warm-up, capped by the stage's m·v (then every forward runs before the
+         * first backward). Megatron-LM v2 to Megatron-core 0.9 ran every forward first on every stage when m
+         * equals P (`if num_microbatches == pipeline_parallel_size: all_warmup_microbatches = True`); with
+         * m = P the cap reaches only the stages s <= P/2 - 1, so the later ones differ. */
         const int64_t total = m * v;
-        if (m == P)
+        if (m == P && p->interleave_all_warmup)
             return total;
         int64_t w = (P - stage - 1) * 2 + (v - 1) * P;
         return w < total ? w : total;

@@ -72,7 +72,11 @@ typedef struct {
  * into *out (malloc'ed). GPipe: every forward, then every backward. 1F1B: min(P - s - 1, m) warm-up
  * forwards, then one forward and one backward alternately, then the remaining backwards. Interleaved:
  * Megatron-LM's forward_backward_pipelining_with_interleaving order (warm-up (P - s - 1)·2 + (v - 1)·P
- * virtual micro-batches; chunk of the k-th forward (k mod P·v) / P, of the k-th backward v - 1 - that). */
+ * virtual micro-batches, at most the m·v there are, or all of them on every stage when m = P with
+ * plan->interleave_all_warmup, Megatron-LM v2's rule; chunk of the k-th forward (k mod P·v) / P, of the k-th
+ * backward v - 1 - that). A stage then holds at most warm-up + 1 virtual micro-batches' activations (the
+ * steady state's forward runs before its backward): with an even split, stage 0's 2(P - 1) + (v - 1)P + 1 of
+ * L/(P·v) layers each, L·(1 + (P - 1)/(P·v)) layers' (Korthikanti et al. 2022 §4.2.3). */
 zp_status zp_pp_order(const zp_plan *p, int stage, zp_pp_pass **out, int *n);
 /* How many of those passes are warm-up forwards (before the first backward). */
 int64_t zp_pp_warmup(const zp_plan *p, int stage);

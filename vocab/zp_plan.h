@@ -201,6 +201,11 @@ typedef struct {
     int eager;           /* 1: torch.compile off, a block's elementwise ops as PyTorch eager's separate kernels
                             (zp_op_info.launches_eager: each its launch, host dispatch and HBM round trip);
                             0 (default): fused kernels (Inductor's under torch.compile, Megatron's own) */
+    /* the interleaved schedule's warm-up as Megatron-LM v2 to Megatron-core 0.9 ran it (--framework
+       megatron-2021; zp_pp_warmup) */
+    int interleave_all_warmup; /* 1: with exactly P micro-batches every stage runs all its forwards, then all
+                                  its backwards; 0 (default): Megatron-core's warm-up today, capped by the
+                                  stage's passes */
 } zp_plan;
 _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * sizeof(int64_t), "CP");
 

@@ -147,6 +147,26 @@ Test(profile, round_trip_is_exact)
     rm_dir(d);
 }
 
+/* A device backend's host calls (calibrate --backend cuda) are written and read back exactly; a profile
+ * without them (the cpu backend's, older ones) writes no "host_calls" and reads 0. */
+Test(profile, host_calls_optional_round_trip)
+{
+    zp_profile p = sample(), q;
+    char *t;
+    cr_assert_eq(zp_profile_to_json(&p, &t), ZP_OK);
+    cr_assert_null(strstr(t, "host_calls"));
+    free(t);
+    p.host_kernel_s = 5.5e-6, p.host_gemm_s = 1.7e-5;
+    cr_assert_eq(zp_profile_to_json(&p, &t), ZP_OK);
+    cr_assert_eq(zp_profile_parse(t, strlen(t), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(q.host_kernel_s, 5.5e-6);
+    cr_assert_eq(q.host_gemm_s, 1.7e-5);
+    free(t);
+    p.host_gemm_s = -1;
+    cr_assert_eq(zp_profile_validate(&p), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "host_calls.gemm_s"), "%s", zp_error_message());
+}
+
 /* sample() as the JSON tree the writer makes of it, for the tests that edit a profile's text. */
 static json_t *sample_json(void)
 {
@@ -358,13 +378,16 @@ Test(profile, every_unknown_key_rejected)
                                   "k_half", 64.0, "launch_s", 3e-6, "dispatch_s", 1e-5, "unfused_kernels", 0,
                                   "flash_efficiency", 0.6, "nccl_ctas", 24));
     json_object_set_new(root, "nvme_gbs", json_pack("{s:f, s:f}", "read", 52.0, "write", 28.0));
+    json_object_set_new(root, "host_calls", json_pack("{s:f, s:f}", "kernel_s", 6e-6, "gemm_s", 1.2e-5));
     char *text = json_dumps(root, 0);
     zp_profile q;
     cr_assert_eq(zp_profile_parse(text, strlen(text), "t.json", &q), ZP_OK, "%s", zp_error_message());
     cr_assert_eq(q.dev.nccl_ctas, 24);
+    cr_assert_float_eq(q.host_kernel_s, 6e-6, 1e-18);
+    cr_assert_float_eq(q.host_gemm_s, 1.2e-5, 1e-18);
     free(text);
-    static const char *const objs[] = {"",        "device_model", "nvme_gbs", "memory_bw_gbs", "host_device_gbs",
-                                       "compute", "adam",         "gemm_model"};
+    static const char *const objs[] = {"",        "device_model", "nvme_gbs",   "memory_bw_gbs", "host_device_gbs",
+                                       "compute", "adam",         "gemm_model", "host_calls"};
     for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
         json_t *o = *objs[i] ? json_object_get(root, objs[i]) : root;
         cr_assert(json_is_object(o), "%s", objs[i]);

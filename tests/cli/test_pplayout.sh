@@ -50,4 +50,21 @@ emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/fl.sh")
 "$Z" --megatron-args "$T/fl.sh" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read first/last: rc=$?"
 has "read first/last: the same step" "your launch: $emitted s a step.*PP 16 (1f1b, 1 chunk a rank)"
 
+echo "== the interleaved warm-up at m = P (4 micro-batches on 4 stages, 2 chunks)"
+# Megatron-core today caps the warm-up at the stage's passes (get_pp_rank_microbatches): stages 2 and 3 run
+# 1F1B and hold fewer micro-batches than stage 0; Megatron-LM v2 ran every forward first on every stage.
+M1="--model gpt2-1.5B --gpus 32 --cluster dgx-a100 --mp 1 --pp 4 --stage 0 --micro-batch 1 --global-batch 32
+  --schedule interleaved --virtual-stages 2 --recompute none --exact"
+acts() { awk -v s="$1" '$1 == s && NF == 7 && $5 ~ /^[0-9.]+$/ { print $5 }' "$T/out"; }
+for fw in any megatron-2021; do
+  "$Z" $M1 --framework $fw >"$T/out" 2>"$T/err" || ko "$fw: rc=$?"
+  a0=$(acts 0) a2=$(acts 2)
+  echo "  --framework $fw: stage 0 holds $a0 GB of activations, stage 2 $a2 GB"
+  if [ "$fw" = any ]; then
+    awk -v a="$a0" -v b="$a2" 'BEGIN { exit !(b < a) }' && ok || ko "any: stage 2 ($a2) below stage 0 ($a0)"
+  else
+    [ -n "$a0" ] && [ "$a0" = "$a2" ] && ok || ko "megatron-2021: stage 2 ($a2) as stage 0 ($a0)"
+  fi
+done
+
 finish

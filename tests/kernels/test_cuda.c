@@ -200,6 +200,47 @@ Test(cuda, gemm_fp32_tf32) { gemm_suite(ZP_DT_F32); }
 Test(cuda, gemm_fp16) { gemm_suite(ZP_DT_F16); }
 Test(cuda, gemm_bf16) { gemm_suite(ZP_DT_BF16); }
 
+/* Attention's products of every (sequence, head) as one cublasGemmBatchedEx: heads are column blocks of
+ * rows lda = heads x width wide (the executor's QKV layout), outputs disjoint; each item against the double
+ * product of its inputs (TF32 bound, as check_gemm), including beta's accumulation (dK += ...). */
+Test(cuda, gemm_batched_attention_products)
+{
+    need_cuda();
+    enum { H = 4, B = 3, T = 33, D = 16 };
+    const int ld = H * D;
+    const size_t nq = (size_t)B * T * ld, nc = (size_t)B * H * T * T;
+    float *q = frand_vec(nq, 1), *k = frand_vec(nq, 1), *c = frand_vec(nc, 1), *out = malloc(nc * 4);
+    float *dq = up(q, nq * 4), *dk = up(k, nq * 4), *dc = up(c, nc * 4);
+    const void *a[B * H], *b[B * H];
+    float *o[B * H];
+    for (int i = 0; i < B * H; i++) {
+        const size_t off = (size_t)(i / H) * T * ld + (size_t)(i % H) * D;
+        a[i] = dq + off, b[i] = dk + off, o[i] = dc + (size_t)i * T * T;
+    }
+    zp_gemm_args g = {.trans_b = 1, .m = T, .n = T, .k = D, .alpha = 1, .beta = 0.5f, .lda = ld, .ldb = ld,
+                      .ldc = T, .in_dtype = ZP_DT_F32};
+    OK(g_be->gemm_batched(&g, B * H, a, b, o));
+    down(out, dc, nc * 4);
+    for (int i = 0; i < B * H; i++) {
+        const size_t off = (size_t)(i / H) * T * ld + (size_t)(i % H) * D;
+        for (int r = 0; r < T; r++)
+            for (int j = 0; j < T; j++) {
+                double s = 0, mag = 0;
+                for (int p = 0; p < D; p++) {
+                    const double x = q[off + (size_t)r * ld + p], y = k[off + (size_t)j * ld + p];
+                    s += x * y, mag += fabs(x * y);
+                }
+                const size_t at = (size_t)i * T * T + (size_t)r * T + j;
+                const double ref = s + 0.5 * c[at];
+                cr_assert(fabs(out[at] - ref) <= 5e-3 * mag + 1e-6 * (mag + 0.5) + 1e-6,
+                          "item %d C[%d,%d] = %.8g, reference %.8g", i, r, j, out[at], ref);
+            }
+    }
+    cr_assert_eq(g_be->gemm_batched(&g, -1, a, b, o), ZP_EINVAL);
+    g_be->free(dq), g_be->free(dk), g_be->free(dc);
+    free(q), free(k), free(c), free(out);
+}
+
 Test(cuda, gemm_bad_arguments_rejected)
 {
     need_cuda();

@@ -141,3 +141,48 @@ Test(backend, stream_kernels)
         cr_assert_eq(a[i], (float)i + 6.0f);
     free(a), free(b), free(c);
 }
+
+/* Attention's per-head products as one batched call: heads are column blocks of wider rows (the executor's
+ * QKV layout: lda = heads x width), the outputs disjoint; each item equals one gemm call on it bit for bit
+ * (the cpu backend loops), and the naive reference within the fp32 bound. */
+Test(gemm, batched_is_one_gemm_per_item)
+{
+    enum { H = 3, B = 2, T = 9, D = 5 };
+    const int ld = H * D;
+    float *q = malloc(sizeof(float) * B * T * ld), *k = malloc(sizeof(float) * B * T * ld);
+    float *c = malloc(sizeof(float) * B * H * T * T), *c1 = malloc(sizeof(float) * B * H * T * T);
+    for (int i = 0; i < B * T * ld; i++)
+        q[i] = frand(), k[i] = frand();
+    float *c0 = malloc(sizeof(float) * B * H * T * T);
+    for (int i = 0; i < B * H * T * T; i++)
+        c0[i] = c[i] = c1[i] = frand();
+    const float *a[B * H], *b[B * H];
+    float *out[B * H];
+    for (int i = 0; i < B * H; i++)
+        a[i] = q + (i / H) * T * ld + (i % H) * D, b[i] = k + (i / H) * T * ld + (i % H) * D, out[i] = c + i * T * T;
+    zp_gemm_args g = {.trans_b = 1, .m = T, .n = T, .k = D, .alpha = 1, .beta = 0.5f, .lda = ld, .ldb = ld,
+                      .ldc = T, .in_dtype = ZP_DT_F32};
+    cr_assert_eq(zp_kernels_cpu.gemm_batched(&g, B * H, (const void *const *)a, (const void *const *)b, out), ZP_OK,
+                 "%s", zp_error_message());
+    for (int i = 0; i < B * H; i++) {
+        zp_gemm_args one = g;
+        one.a = a[i], one.b = b[i], one.c = c1 + i * T * T;
+        cr_assert_eq(zp_gemm_cpu(&one), ZP_OK);
+        for (int r = 0; r < T; r++)
+            for (int j = 0; j < T; j++) {
+                double s = 0;
+                for (int p = 0; p < D; p++)
+                    s += (double)a[i][r * ld + p] * b[i][j * ld + p];
+                const float got = out[i][r * T + j];
+                cr_assert_eq(got, c1[i * T * T + r * T + j], "item %d C[%d,%d] differs from one call", i, r, j);
+                const double ref = s + 0.5 * c0[i * T * T + r * T + j];
+                cr_assert(fabs(got - ref) <= 1e-6 * (D + 2) * 1.5, "item %d C[%d,%d] = %.8g, reference %.8g", i, r,
+                          j, got, ref);
+            }
+    }
+    /* bad input: a negative batch, missing arrays; batch 0 does nothing */
+    cr_assert_eq(zp_kernels_cpu.gemm_batched(&g, -1, (const void *const *)a, (const void *const *)b, out), ZP_EINVAL);
+    cr_assert_eq(zp_kernels_cpu.gemm_batched(&g, 2, NULL, (const void *const *)b, out), ZP_EINVAL);
+    cr_assert_eq(zp_kernels_cpu.gemm_batched(&g, 0, NULL, NULL, NULL), ZP_OK);
+    free(q), free(k), free(c), free(c1), free(c0);
+}

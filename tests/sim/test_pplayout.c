@@ -2,9 +2,11 @@
  * refused (naming the layout), the embedding and the LM head as the edge stages' own ops, the slowest stage
  * setting the simulated step, and Megatron-core's arguments written and read back. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "zp_device.h"
+#include "zp_framework.h"
 #include "zp_launch.h"
 #include "zp_megatron.h"
 #include "zp_memory.h"
@@ -202,6 +204,122 @@ Test(pplayout, memory_is_the_worst_stage)
                  per[at].total / 1e9);
     /* one block each: the first stage holds 8 micro-batches in flight, the last one (and its logits) */
     cr_expect(per[0].activations > per[7].activations);
+}
+
+/* The virtual micro-batches stage s of an interleaved pipeline holds at its peak: its warm-up, Megatron-core's
+ * (P - s - 1)·2 + (v - 1)·P (get_pp_rank_microbatches) at most the m·v it runs, and the steady state's first
+ * forward, which runs before the first backward: all m·v when the warm-up reaches them. */
+static int64_t in_flight(int64_t P, int64_t v, int64_t m, int64_t s)
+{
+    const int64_t w = (P - s - 1) * 2 + (v - 1) * P, total = m * v;
+    return w >= total ? total : w + 1;
+}
+
+/* One block's activations of the plan (no recompute, no SP, MP 1): Korthikanti's bytes, zp_model's. */
+static double layer_bytes(const zp_model *m, const zp_plan *p)
+{
+    return zp_model_activation_bytes_layer(m, (double)p->micro_batch, p->mp);
+}
+
+/* The interleaved schedule's peak activations on every stage but the last (whose LM head adds its logits),
+ * pinned to the count above times a chunk's L/(P·v) blocks, for schedules the warm-up does not cap (m = 2P,
+ * 4P), and for m = P, where it caps the stages s <= P/2 - 1 at m·v and the later ones run 1F1B. Stage 0's
+ * is Korthikanti et al. 2022's L·(1 + (P - 1)/(P·v)) blocks (§4.2.3) when nothing caps it. */
+Test(pplayout, interleaved_peak_is_the_warmup_plus_one)
+{
+    const zp_model *m = model("llama-3-8b"); /* 32 blocks */
+    static const struct {
+        int P, v, m;
+    } cases[] = {{4, 2, 8}, {4, 4, 16}, {8, 4, 16}, {8, 2, 32}, {4, 2, 4}, {8, 2, 8}, {8, 4, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int P = cases[i].P, v = cases[i].v;
+        zp_plan p = pp_plan(P, v);
+        p.grad_accum = cases[i].m;
+        zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+        const double chunk = (double)m->layers / (P * v), A = layer_bytes(m, &p);
+        zp_memory mem[8];
+        cr_assert_eq(zp_memory_estimate_stages(m, &p, mem, 8), ZP_OK, "%s", zp_error_message());
+        for (int s = 0; s < P - 1; s++) {
+            const double want = (double)in_flight(P, v, cases[i].m, s) * chunk * A;
+            cr_expect(fabs(mem[s].peak_activations - want) <= 1e-9 * want,
+                      "P %d v %d m %d stage %d: %.6g GB, want %.6g", P, v, cases[i].m, s,
+                      mem[s].peak_activations / 1e9, want / 1e9);
+        }
+        if (cases[i].m >= 2 * P) {
+            const double korthikanti = (double)m->layers * (1.0 + (P - 1.0) / (P * v)) * A;
+            cr_expect(fabs(mem[0].peak_activations - korthikanti) <= 1e-9 * korthikanti, "P %d v %d: %.6g GB vs %.6g",
+                      P, v, mem[0].peak_activations / 1e9, korthikanti / 1e9);
+        }
+    }
+}
+
+/* m = P: Megatron-core's warm-up caps only the early stages (stage P - 1 warms up (v - 1)·P); Megatron-LM v2
+ * (--framework megatron-2021) ran every forward first on every stage, holding all m·v. */
+Test(pplayout, interleaved_cap_at_m_equal_p)
+{
+    zp_plan p = pp_plan(8, 4);
+    p.grad_accum = 8;
+    const int64_t core[8] = {32, 32, 32, 32, 30, 28, 26, 24};
+    for (int s = 0; s < 8; s++)
+        cr_expect_eq(zp_pp_warmup(&p, s), core[s], "stage %d: %lld", s, (long long)zp_pp_warmup(&p, s));
+    p.interleave_all_warmup = 1;
+    for (int s = 0; s < 8; s++)
+        cr_expect_eq(zp_pp_warmup(&p, s), 32, "stage %d", s);
+    p.grad_accum = 16; /* the rule is m = P's alone */
+    cr_expect_eq(zp_pp_warmup(&p, 7), 24);
+    cr_expect_eq(zp_framework_get(ZP_FRAMEWORK_MEGATRON_2021)->interleave_all_warmup, 1);
+    cr_expect_eq(zp_framework_get(ZP_FRAMEWORK_ANY)->interleave_all_warmup, 0);
+    /* the later stages' memory: 1F1B from the (v - 1)·P + 1-th forward instead of every one */
+    const zp_model *m = model("llama-3-8b");
+    p.grad_accum = 8;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    zp_memory all[8], core_mem[8];
+    cr_assert_eq(zp_memory_estimate_stages(m, &p, all, 8), ZP_OK, "%s", zp_error_message());
+    p.interleave_all_warmup = 0;
+    cr_assert_eq(zp_memory_estimate_stages(m, &p, core_mem, 8), ZP_OK, "%s", zp_error_message());
+    const double A = layer_bytes(m, &p); /* one block a chunk */
+    cr_expect(fabs(all[6].peak_activations - 32 * A) <= 1e-9 * 32 * A, "%.6g GB", all[6].peak_activations / 1e9);
+    cr_expect(fabs(core_mem[6].peak_activations - 27 * A) <= 1e-9 * 27 * A, "%.6g GB",
+              core_mem[6].peak_activations / 1e9);
+}
+
+/* Llama 3 405B as Table 4's 8K rows ran it (Dubey et al. 2024 §3.3.2): 16 stages of 8 one-layer chunks, the
+ * first only the embedding and the last only the head (--pp-layout 0,1*126,0), TP 8 with sequence
+ * parallelism, FlashAttention, no recompute, 32 micro-batches of one sequence. A block keeps Korthikanti's
+ * terms for Llama's shape, all ÷t with SP: the two norms' inputs, the attention's and the MLP's inputs (2h
+ * each), Q and the output (2·128·128 each), K and V (2·8·128 each: 8 KV heads), the SwiGLU's gate, up,
+ * SiLU output and product (4·2f, f = 3.25h: PyTorch eager's saved tensors; Megatron-core's fused
+ * bias_swiglu keeps 3·2f), no dropout, no s² scores: 38.25·s·h/t bytes, 641.7 MB. Stage 1, whose chunks
+ * each hold a block, holds Megatron-core's 2·14 + 7·16 + 1 = 141 virtual micro-batches (Korthikanti's
+ * L(1 + (P - 1)/(P·v)) = 140.8 blocks for the even split); stage 0 the 16 in flight of each of its 7
+ * one-block chunks (its embedding chunk keeps none): 112. */
+Test(pplayout, llama3_405b_interleaved_activations)
+{
+    const zp_model *m = model("llama-3-405b");
+    zp_plan p = pp_plan(16, 8);
+    int layout[128];
+    layout[0] = layout[127] = 0;
+    for (int k = 1; k < 127; k++)
+        layout[k] = 1;
+    p.pp_layout = layout;
+    p.pp_layout_n = 128;
+    p.mp = 8;
+    p.sp = 1;
+    p.flash_attn = 1;
+    p.grad_accum = 32;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    const double block = 38.25 * 8192.0 * 16384.0 / 8.0;
+    cr_expect(fabs(block - 641.7e6) < 0.1e6, "%.1f MB", block / 1e6);
+    zp_memory mem[16];
+    cr_assert_eq(zp_memory_estimate_stages(m, &p, mem, 16), ZP_OK, "%s", zp_error_message());
+    cr_expect(fabs(mem[0].peak_activations - 112 * block) <= 1e-9 * 112 * block, "stage 0: %.3f GB",
+              mem[0].peak_activations / 1e9);
+    for (int s = 1; s < 15; s++) {
+        const double want = (double)in_flight(16, 8, 32, s) * block;
+        cr_expect(fabs(mem[s].peak_activations - want) <= 1e-9 * want, "stage %d: %.3f GB, want %.3f", s,
+                  mem[s].peak_activations / 1e9, want / 1e9);
+    }
+    cr_expect(fabs(mem[1].peak_activations - 141 * block) <= 1e-9 * 141 * block);
 }
 
 static double step_of(const zp_model *m, const zp_plan *p)
