@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "zp_search.h"
+#include "zp_shape.h"
 #include "zp_zoo.h"
 
 /* The paper's Table 1 (GB per GPU) as printed, and the unit of its last digit. */
@@ -694,4 +695,34 @@ Test(memory, fits_plan_is_the_estimates_fits_test)
     cr_expect_gt(fitted, 1000);
     cr_expect_gt(over, 1000);
     cr_expect_gt(pipelines, 150);
+}
+
+/* Every block's parameters are those of its kind (dense or MoE), on every zoo model: the memory layout sums
+ * each kind once a stage (sim/zp_layout.c, ds_facts). A model whose blocks of one kind differ (a first
+ * dense block wider than the others, say) fails here and needs ds_facts to sum block by block again. */
+Test(memory, block_params_are_their_kinds)
+{
+    int models = 0, moe_models = 0;
+    for (int z = 0; z < zp_zoo_count(); z++) {
+        const zp_model *m = &zp_zoo_get(z)->model;
+        double first_all[2] = {0, 0}, first_exp[2] = {0, 0};
+        int have[2] = {0, 0};
+        for (int64_t i = 0; i < m->layers; i++) {
+            const int moe = zp_model_block_is_moe(m, i);
+            double all, experts;
+            zp_shape_block_params(m, i, &all, &experts);
+            if (!have[moe]) {
+                first_all[moe] = all;
+                first_exp[moe] = experts;
+                have[moe] = 1;
+            }
+            cr_assert(all == first_all[moe] && experts == first_exp[moe],
+                      "%s block %lld: %.17g (experts %.17g), its kind's first %.17g (%.17g)", m->name, (long long)i,
+                      all, experts, first_all[moe], first_exp[moe]);
+        }
+        models++;
+        moe_models += have[1] && have[0];
+    }
+    cr_expect_gt(models, 20);
+    cr_expect_gt(moe_models, 0, "a zoo model with both kinds (DeepSeek's dense first blocks)");
 }
