@@ -81,15 +81,16 @@ static void cross_node_flows(zp_eng *E, int node, int xs, const zp_op *op, const
 }
 
 /* Adds `dur` seconds of node 0's stream `s` running (or waiting in) `op` to the breakdown: the compute
-
- * stream's time by phase and by the op's part (a wait's is its channel's), the other streams' busy time. */
+ * stream's time by phase and by the op's part (a wait's is its channel's), the other streams' busy time, and
+ * every stream's time in each kind of op. */
 static void account(zp_eng *E, zp_stream s, const zp_op *op, double dur)
 {
     zp_sim_result *R = &E->res;
     const zp_opc cls = info_of(op)->cls;
+    if (cls != ZP_OPC_WAIT) /* every stream's ops by kind; a wait is no op's time (zp_engine.h) */
+        R->kind[op->type] += dur;
     if (s == ZP_STREAM_COMPUTE) {
         R->phase[op->phase] += dur;
-        R->kind[op->type] += dur;
         switch (zp_op_part(op)) {
         case ZP_PART_COMPUTE: R->compute += dur; break;
         case ZP_PART_MP_COMM: R->mp_comm += dur; break;

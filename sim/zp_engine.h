@@ -124,8 +124,10 @@ typedef struct {
     double phase[ZP_NPHASES]; /* the compute stream's time by phase of what it ran or waited for (forward,
                                  recompute, backward, optimizer; the tail after it ended counts as optimizer):
                                  they add up to step_time */
-    double kind[ZP_NOPK];    /* the compute stream's time by the kind of op it ran or waited in (zp_ops.def's
-                                rows), for `zplan exec --validate`'s per-kind table */
+    double kind[ZP_NOPK];    /* time in each kind of op (zp_ops.def's rows) on whichever stream ran it (a
+                                collective on the comm stream too), waits not counted: the executor runs each
+                                op in place, so `zplan exec --validate`'s per-kind table compares like with
+                                like; they add up to more than step_time where streams overlap */
 } zp_sim_result;
 
 /* The simulation `in` gets (in->sim when FULL or REDUCED; under AUTO: REDUCED where it is exact, FULL
