@@ -1390,30 +1390,51 @@ static int pipeline_micro_ok(const zp_plan *p, int64_t per_rank, int64_t b)
     return p->schedule != ZP_PP_INTERLEAVED || (per_rank / b) % p->pp == 0;
 }
 
-/* The memory estimates of one pipeline candidate at its micro-batches: eval_pipeline changes only the
- * plan's micro-batch and accumulation, so (b, m) keys the estimate (zp_memory_estimate is a function of the
- * model and the plan), and the micro-batches its bisection tried are not estimated again when evaluated.
- * Only successful estimates are kept (a failure is recomputed, its message set anew). */
+/* The fits tests of one pipeline candidate at its micro-batches: eval_pipeline changes only the plan's
+ * micro-batch and accumulation, so (b, m) keys the test (zp_memory_estimate is a function of the model and
+ * the plan), and the micro-batches its bisection tried are not estimated again when evaluated. The test
+ * stops at the first stage above the memory (zp_memory_fits_plan), so a plan that does not fit has no
+ * estimate kept (evaluated, it is estimated anew), but at micro-batch 1, estimated whole: a candidate that
+ * does not fit there is evaluated there to say why. */
 #define PIPE_MEMO 64
 typedef struct {
     int n;
     int64_t b[PIPE_MEMO], m[PIPE_MEMO];
+    int fits[PIPE_MEMO], known[PIPE_MEMO]; /* known: mem is the plan's zp_memory_estimate */
     zp_memory mem[PIPE_MEMO];
+    int hint; /* the stage where the last test that failed stopped (zp_memory_fits_plan), -1 at first */
 } pipe_memo;
 
-static const zp_memory *pipe_memo_get(pipe_memo *pm, const zp_model *model, const zp_plan *p)
+static int pipe_memo_find(const pipe_memo *pm, int64_t b, int64_t m)
 {
     for (int i = 0; i < pm->n; i++)
-        if (pm->b[i] == p->micro_batch && pm->m[i] == p->grad_accum)
-            return &pm->mem[i];
+        if (pm->b[i] == b && pm->m[i] == m)
+            return i;
+    return -1;
+}
+
+static int pipe_memo_fits(pipe_memo *pm, const zp_search_req *r, const zp_plan *p)
+{
+    const int k = pipe_memo_find(pm, p->micro_batch, p->grad_accum);
+    if (k >= 0)
+        return pm->fits[k];
+    const double usable = zp_search_usable_mem(r), host = zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus);
     zp_memory m;
-    if (zp_memory_estimate(model, p, &m) != ZP_OK)
-        return NULL;
+    int known, fits;
+    if (p->micro_batch == 1) {
+        known = zp_memory_estimate(r->model, p, &m) == ZP_OK;
+        fits = known && zp_memory_fits(&m, usable, host, NULL, 0);
+    } else {
+        known = fits = zp_memory_fits_plan(r->model, p, usable, host, &pm->hint, &m);
+    }
     const int i = pm->n < PIPE_MEMO ? pm->n++ : PIPE_MEMO - 1; /* full: the last slot is reused */
     pm->b[i] = p->micro_batch;
     pm->m[i] = p->grad_accum;
-    pm->mem[i] = m;
-    return &pm->mem[i];
+    pm->fits[i] = fits;
+    pm->known[i] = known;
+    if (known)
+        pm->mem[i] = m;
+    return fits;
 }
 
 /* A pipeline plan at a fixed global batch: the micro-batch sets how many micro-batches fill the pipeline
@@ -1425,27 +1446,22 @@ static int pipeline_fits(const zp_search_req *r, zp_plan *p, int64_t per_rank, i
 {
     p->micro_batch = b;
     p->grad_accum = per_rank / b > 0 ? per_rank / b : 1;
-    const zp_memory *m = pipe_memo_get(pm, r->model, p);
-    return m && zp_memory_fits(m, zp_search_usable_mem(r),
-                               zp_cluster_host_per_gpu(r->cluster, r->host_mem, r->gpus), NULL, 0);
+    return pipe_memo_fits(pm, r, p);
 }
 
 /* push_eval of a pipeline candidate at micro-batch b, its memory from the memo when estimated before. */
 static zp_status push_pipeline(const zp_search_req *r, zp_plan *p, int64_t b, int64_t accum, pipe_memo *pm,
                                evec *out)
 {
-    const zp_memory *known = NULL;
-    for (int i = 0; i < pm->n && !known; i++)
-        if (pm->b[i] == b && pm->m[i] == accum)
-            known = &pm->mem[i];
-    return push_eval_known(r, p, b, accum, known, out);
+    const int k = pipe_memo_find(pm, b, accum);
+    return push_eval_known(r, p, b, accum, k >= 0 && pm->known[k] ? &pm->mem[k] : NULL, out);
 }
 
 static zp_status eval_pipeline(const zp_search_req *r, zp_plan *p, int64_t per_rank, evec *out)
 {
     if (p->schedule == ZP_PP_INTERLEAVED && per_rank % p->pp != 0)
         return ZP_OK; /* no micro-batch makes the micro-batches a multiple of the stages */
-    pipe_memo pm = {.n = 0};
+    pipe_memo pm = {.n = 0, .hint = -1};
     /* the largest b that fits, by bisection (memory grows with b), then the largest b below it that the
      * batch and the schedule take */
     int64_t lo = 0, hi = (per_rank < ZP_MAX_MICRO_BATCH ? per_rank : ZP_MAX_MICRO_BATCH) + 1;

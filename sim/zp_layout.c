@@ -52,10 +52,15 @@ static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage
     const double t = (double)p->mp, emb = zp_model_params_embedding(m) / t, head = zp_model_params_head(m) / t;
     const int64_t L = m->layers;
     const double ep = (double)p->ep;
+    double kind_all[2], kind_exp[2]; /* a block's parameters are its kind's (zp_shape_block_params): each summed once */
+    int have[2] = {0, 0};
     for (int c = 0; c < st->chunks; c++)
         for (int64_t i = st->first[c] + 1; i <= st->first[c] + st->layers[c]; i++) {
-            double all, experts;
-            zp_shape_block_params(m, i - 1, &all, &experts);
+            const int moe = zp_model_block_is_moe(m, i - 1);
+            if (!have[moe])
+                zp_shape_block_params(m, i - 1, &kind_all[moe], &kind_exp[moe]);
+            have[moe] = 1;
+            const double all = kind_all[moe], experts = kind_exp[moe];
             if (ep > 1 && experts > 0) {
                 f->gather[i] = f->grad[i] = (all - experts) / t;
                 f->gather_exp[i] = f->grad_exp[i] = experts / t / ep;

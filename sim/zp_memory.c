@@ -120,34 +120,97 @@ zp_status zp_memory_estimate_stages(const zp_model *model, const zp_plan *plan, 
 /* With pipeline stages, the worst stage. A stage holds the micro-batches of its warm-up, which never grow
  * with the stage's index, so among the stages between the first and the last with the same layers the
  * first of them holds the most: the first stage, the last, and the first of each layer count between are
- * the candidates. With an uneven layout (a stage's chunks may differ from another's) every stage is. */
-zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
+ * the candidates. With an uneven layout (a stage's chunks may differ from another's) every stage is.
+ * Whether stage s (its layers st) is one, the layer counts of the candidates between seen so far in
+ * seen[0..*nseen) (updated). */
+static int stage_candidate(const zp_plan *plan, int s, const zp_pp_stage *st, int seen[4], int *nseen)
 {
-    if (plan->pp <= 1)
-        return estimate_stage(model, plan, 0, out);
+    if (s == 0 || s == (int)plan->pp - 1 || zp_pp_uneven(plan))
+        return 1;
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == st->layers[0])
+            return 0;
+    if (*nseen == 4)
+        return 0;
+    seen[(*nseen)++] = st->layers[0];
+    return 1;
+}
+
+/* Whether stage h is a candidate of the plan (pp > 1): 0 too where a stage's layers cannot be had. */
+static int is_candidate(const zp_model *model, const zp_plan *plan, int h)
+{
+    int seen[4], nseen = 0, yes = 0;
+    for (int s = 0; s <= h && s < (int)plan->pp; s++) {
+        zp_pp_stage st;
+        if (zp_pp_stage_get(model, plan, s, &st) != ZP_OK)
+            return 0;
+        yes = stage_candidate(plan, s, &st, seen, &nseen);
+    }
+    return h < (int)plan->pp && yes;
+}
+
+/* The worst of the candidate stages, in order (stage `pre_stage`'s memory taken from *pre, estimated before:
+ * -1, none). With finite caps (bytes: device, host) the walk stops at the first stage above either (*over
+ * set, *stopped (may be NULL) that stage; out then holds the stages estimated so far): the plan does not
+ * fit whatever the others hold. */
+static zp_status estimate_worst(const zp_model *model, const zp_plan *plan, double gpu_cap, double host_cap,
+                                int pre_stage, const zp_memory *pre, zp_memory *out, int *over, int *stopped)
+{
+    *over = 0;
+    if (plan->pp <= 1) {
+        ZP_TRY(estimate_stage(model, plan, 0, out));
+        *over = out->total > gpu_cap || out->host > host_cap;
+        return ZP_OK;
+    }
     ZP_TRY(zp_pp_check(model, plan));
-    const int P = (int)plan->pp;
     int seen[4] = {-1, -1, -1, -1}, nseen = 0;
     double host = 0;
-    for (int s = 0; s < P; s++) {
+    for (int s = 0; s < (int)plan->pp && !*over; s++) {
         zp_pp_stage st;
         ZP_TRY(zp_pp_stage_get(model, plan, s, &st));
-        if (s > 0 && s < P - 1 && !zp_pp_uneven(plan)) { /* an uneven layout: every stage a candidate */
-            int known = 0;
-            for (int i = 0; i < nseen; i++)
-                known |= seen[i] == st.layers[0];
-            if (known || nseen == 4)
-                continue;
-            seen[nseen++] = st.layers[0];
-        }
+        if (!stage_candidate(plan, s, &st, seen, &nseen))
+            continue;
         zp_memory m;
-        ZP_TRY(estimate_stage(model, plan, s, &m));
+        if (s == pre_stage)
+            m = *pre;
+        else
+            ZP_TRY(estimate_stage(model, plan, s, &m));
         if (s == 0 || m.total > out->total)
             *out = m;
         host = fmax(host, m.host);
+        *over = m.total > gpu_cap || m.host > host_cap;
+        if (*over && stopped)
+            *stopped = s;
     }
     out->host = host;
     return ZP_OK;
+}
+
+zp_status zp_memory_estimate(const zp_model *model, const zp_plan *plan, zp_memory *out)
+{
+    int over;
+    return estimate_worst(model, plan, INFINITY, INFINITY, -1, NULL, out, &over, NULL);
+}
+
+/* The hinted stage first where it is a candidate: a plan it does not fit is settled by it alone. The worst
+ * is then taken in the stages' order as zp_memory_estimate takes it, the hinted one's memory reused. */
+int zp_memory_fits_plan(const zp_model *model, const zp_plan *plan, double gpu_mem, double host_mem_per_gpu,
+                        int *hint, zp_memory *out)
+{
+    zp_memory first, m;
+    int pre = -1, over;
+    if (hint && *hint >= 0 && plan->pp > 1 && zp_pp_check(model, plan) == ZP_OK && is_candidate(model, plan, *hint)) {
+        if (estimate_stage(model, plan, *hint, &first) != ZP_OK)
+            return 0;
+        if (first.total > gpu_mem || first.host > host_mem_per_gpu)
+            return 0;
+        pre = *hint;
+    }
+    if (estimate_worst(model, plan, gpu_mem, host_mem_per_gpu, pre, &first, &m, &over, hint) != ZP_OK || over)
+        return 0;
+    if (out)
+        *out = m;
+    return zp_memory_fits(&m, gpu_mem, host_mem_per_gpu, NULL, 0);
 }
 
 int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, char *reason, int reason_len)
@@ -179,9 +242,8 @@ int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, 
 
 static int fits_at(const zp_model *model, zp_plan *p, int64_t b, double gpu_mem, double host)
 {
-    zp_memory m;
     p->micro_batch = b;
-    return zp_memory_estimate(model, p, &m) == ZP_OK && zp_memory_fits(&m, gpu_mem, host, NULL, 0);
+    return zp_memory_fits_plan(model, p, gpu_mem, host, NULL, NULL);
 }
 
 int64_t zp_memory_max_micro_batch(const zp_model *model, const zp_plan *plan, double gpu_mem,

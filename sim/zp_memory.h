@@ -65,6 +65,13 @@ double zp_memory_max_params(int stage, double nd, double nm, double k, double gp
 
 /* Does the plan fit? Sets a one-line reason when it does not (reason may be NULL). */
 int zp_memory_fits(const zp_memory *m, double gpu_mem, double host_mem_per_gpu, char *reason, int reason_len);
+/* zp_memory_fits of the plan's zp_memory_estimate (0 too where the estimate fails), the pipeline stages
+ * estimated in turn and the first above gpu_mem or host_mem_per_gpu ending it: a plan that does not fit
+ * costs the stages up to that one. `hint` (may be NULL): a stage to estimate first (-1: none), set to the
+ * stage that did not fit; a test of the same plan at other batches gives it on. Where the plan fits, *out
+ * (NULL: not wanted) is its zp_memory_estimate. */
+int zp_memory_fits_plan(const zp_model *model, const zp_plan *plan, double gpu_mem, double host_mem_per_gpu,
+                        int *hint, zp_memory *out);
 
 /* Largest micro-batch (<= cap) for which the plan fits; 0 when even 1 does not fit. The plan's
  * micro_batch is ignored. Every allocation is affine in the micro-batch, so the peak is convex in it: the

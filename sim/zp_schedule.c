@@ -687,6 +687,16 @@ static void ckpt_fetch(zp_builder *b, double bytes)
     sig(b, ZP_STREAM_PCIE, ZP_CH_CKPT_IN);
 }
 
+/* Whether a block's own ops are built: not in a collapsed memory-only schedule, which holds the layout's
+ * alloc and free ops alone (a kernel, a collective or a copy is left out of any memory-only schedule: skip;
+ * a channel op out of a collapsed one: channel_op), so its blocks' forward, recompute and backward would
+ * shape ops only to leave every one out (their other state, the FLOPs and a TP all-gather held for its
+ * GEMM, is read by nothing a memory-only schedule keeps). */
+static int kernels_built(const zp_builder *b)
+{
+    return !b->collapse;
+}
+
 /* The items of the current pass's chunk: 0 (the embedding) when it has it, its blocks 1 + l, L + 1 (the
  * head) when it has it; the whole model without pipeline stages. */
 typedef struct {
@@ -897,7 +907,8 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
             mp_reduce(b, 2.0 * T * h); /* vocab-parallel embedding: partial sums reduced */
         } else if (item <= L) {
             b->lay->block_begin(b, item - 1);
-            block_forward(b);
+            if (kernels_built(b))
+                block_forward(b);
             b->lay->block_end(b, item - 1);
             if (pacpu) {
                 sig(b, ZP_STREAM_COMPUTE, ZP_CH_CKPT_OUT);
@@ -984,8 +995,10 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
             }
             continue;
         }
-        recompute(b, item, &c, pacpu, ckpt_part);
-        block_backward(b);
+        if (kernels_built(b)) {
+            recompute(b, item, &c, pacpu, ckpt_part);
+            block_backward(b);
+        }
         b->lay->block_done(b, item - 1);
         grad_accumulate(b, u, b->f.grad[item] + b->f.grad_exp[item]);
         bucket_add(b, &k, b->f.grad[item], 0);

@@ -38,7 +38,9 @@ typedef struct {
     double a2a_bytes;         /* bytes a rank sends in one all-to-all (its T·k·cf token copies of h, fp16) */
 } zp_block_shape;
 
-/* Parameters of block i: all of them and those of its routed experts (every expert), whole-model counts. */
+/* Parameters of block i: all of them and those of its routed experts (every expert), whole-model counts.
+ * A function of the block's kind alone (zp_model_block_is_moe: dense or MoE), which the memory layout relies
+ * on to sum each kind once a stage (tests/unit/test_memory.c: block_params_are_their_kinds). */
 void zp_shape_block_params(const zp_model *m, int64_t i, double *all, double *experts);
 /* Parameters of one MP rank under plan p: `held`, what it holds before ZeRO partitions anything (the
  * routed experts 1/ep of them), and `partitioned`, the model's parameters over the MP degree, which

@@ -10,7 +10,9 @@
 #include "zp_memory.h"
 #include "zp_pipeline.h"
 #include <stdlib.h>
+#include <string.h>
 #include "zp_search.h"
+#include "zp_shape.h"
 #include "zp_zoo.h"
 
 /* The paper's Table 1 (GB per GPU) as printed, and the unit of its last digit. */
@@ -619,4 +621,108 @@ Test(memory, zero3_beside_pipeline_stages)
         cr_expect_lt(always.buffers, keep.buffers, "resharded after the forward: a window of it");
         cr_expect_float_eq(always.params, keep.params, 1);
     }
+}
+
+/* zp_memory_fits_plan (the search's fits test, which stops at the first pipeline stage above the memory and
+ * may start at a hinted stage) says what zp_memory_fits of zp_memory_estimate says, and gives that estimate
+ * bit for bit where the plan fits: random plans (pipelines of 1-8 stages, 1F1B, GPipe, interleaved, uneven
+ * first and last stages, MoE with EP, every recompute, offload), each against memory limits at, just
+ * below and around its device total and its host memory, each with every hint (none, each stage, one
+ * past the last). */
+static int same_memory(const zp_memory *a, const zp_memory *b) { return memcmp(a, b, sizeof *a) == 0; }
+
+static zp_plan random_fit_plan(unsigned *seed, const zp_model **m)
+{
+    const char *models[] = {"tiny", "mini", "1.5B", "mixtral-8x7b"};
+    const unsigned r = random_bits(seed), r2 = random_bits(seed);
+    *m = &zp_zoo_find(models[r % 4])->model;
+    zp_plan p = zp_test_plan((int)((r >> 2) % 2), 2 + 2 * (int64_t)((r >> 4) % 4), (int64_t)1 << ((r >> 6) % 3),
+                             1 + (int64_t)((r >> 8) % 4));
+    p.pp = r2 % 3 == 0 ? 1 : 2 + (int64_t)((r >> 10) % 7);
+    p.schedule = (zp_pp_schedule)((r >> 13) % ZP_PP_NSCHEDULES);
+    p.vstages = p.schedule == ZP_PP_INTERLEAVED ? 2 : 1;
+    p.grad_accum = p.schedule == ZP_PP_INTERLEAVED ? p.pp * (1 + (int64_t)((r >> 15) % 3))
+                                                   : 1 + (int64_t)((r >> 15) % 12);
+    zp_plan_set_recompute(&p, (zp_recompute)((r >> 17) % 3));
+    p.sp = p.mp > 1 && (r >> 19) % 2;
+    p.pa = p.checkpoint && !p.sp && p.mp > 1 && (r >> 20) % 3 == 0;
+    p.pa_cpu = p.pa && (r2 >> 3) % 2;
+    p.md = (r >> 21) % 3 != 0;
+    p.offload = p.stage == 1 && (r >> 22) % 4 == 0 ? ZP_OFFLOAD_OPTIMIZER : ZP_OFFLOAD_NONE;
+    if ((*m)->experts > 1 && (r2 >> 4) % 2)
+        p.ep = 2;
+    if (p.pp > 2 && p.schedule != ZP_PP_INTERLEAVED && (r2 >> 5) % 4 == 0)
+        p.pp_first = p.pp_last = 1; /* uneven: every stage a candidate */
+    return p;
+}
+
+Test(memory, fits_plan_is_the_estimates_fits_test)
+{
+    unsigned seed = 4242;
+    int checked = 0, fitted = 0, over = 0, pipelines = 0;
+    while (checked < 300) {
+        const zp_model *m;
+        zp_plan p = random_fit_plan(&seed, &m);
+        zp_memory est;
+        if (zp_plan_validate(&p) != ZP_OK || (p.pp > 1 && zp_pp_check(m, &p) != ZP_OK) ||
+            zp_memory_estimate(m, &p, &est) != ZP_OK)
+            continue;
+        const double gpu[] = {est.total, est.total * (1 - 1e-12), est.total * 0.7, est.total * 1.3, 1e15};
+        const double host[] = {est.host, est.host * (1 - 1e-12), 1e15};
+        for (int g = 0; g < 5; g++)
+            for (int h = 0; h < 3; h++)
+                for (int hint = -1; hint <= (int)p.pp; hint++) {
+                    const int want = zp_memory_fits(&est, gpu[g], host[h], NULL, 0);
+                    zp_memory got;
+                    memset(&got, 0xa5, sizeof got);
+                    int hh = hint;
+                    const int fits = zp_memory_fits_plan(m, &p, gpu[g], host[h], hint == (int)p.pp ? NULL : &hh, &got);
+                    cr_assert_eq(fits, want, "%s pp %lld %s stage %d mb %lld m %lld: limits %.17g %.17g hint %d: %d, the "
+                                 "estimate says %d", m->name, (long long)p.pp, zp_pp_schedule_name(p.schedule), p.stage,
+                                 (long long)p.micro_batch, (long long)p.grad_accum, gpu[g], host[h], hint, fits, want);
+                    if (fits)
+                        cr_assert(same_memory(&got, &est), "%s pp %lld: the estimate given differs", m->name,
+                                  (long long)p.pp);
+                    else
+                        cr_assert(hint == (int)p.pp || hh == hint || (hh >= 0 && hh < (int)p.pp),
+                                  "the hint is a stage: %d", hh);
+                    fitted += fits;
+                    over += !fits;
+                }
+        pipelines += p.pp > 1;
+        checked++;
+    }
+    cr_expect_gt(fitted, 1000);
+    cr_expect_gt(over, 1000);
+    cr_expect_gt(pipelines, 150);
+}
+
+/* Every block's parameters are those of its kind (dense or MoE), on every zoo model: the memory layout sums
+ * each kind once a stage (sim/zp_layout.c, ds_facts). A model whose blocks of one kind differ (a first
+ * dense block wider than the others, say) fails here and needs ds_facts to sum block by block again. */
+Test(memory, block_params_are_their_kinds)
+{
+    int models = 0, moe_models = 0;
+    for (int z = 0; z < zp_zoo_count(); z++) {
+        const zp_model *m = &zp_zoo_get(z)->model;
+        double first_all[2] = {0, 0}, first_exp[2] = {0, 0};
+        int have[2] = {0, 0};
+        for (int64_t i = 0; i < m->layers; i++) {
+            const int moe = zp_model_block_is_moe(m, i);
+            double all, experts;
+            zp_shape_block_params(m, i, &all, &experts);
+            if (!have[moe]) {
+                first_all[moe] = all;
+                first_exp[moe] = experts;
+                have[moe] = 1;
+            }
+            cr_assert(all == first_all[moe] && experts == first_exp[moe],
+                      "%s block %lld: %.17g (experts %.17g), its kind's first %.17g (%.17g)", m->name, (long long)i,
+                      all, experts, first_all[moe], first_exp[moe]);
+        }
+        models++;
+        moe_models += have[1] && have[0];
+    }
+    cr_expect_gt(models, 20);
+    cr_expect_gt(moe_models, 0, "a zoo model with both kinds (DeepSeek's dense first blocks)");
 }
