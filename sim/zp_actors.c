@@ -320,7 +320,7 @@ static double *comm_calls(const zp_profile *prof, const zp_schedule *sc)
         free(wait_t);
         return NULL;
     }
-    int nsig[ZP_NCHANNELS] = {0}, nwait[ZP_NCHANNELS] = {0}, last = -1;
+    int nsig[ZP_NCHANNELS] = {0}, nwait[ZP_NCHANNELS] = {0}, other[ZP_NCHANNELS] = {0}, last = -1;
     for (int i = 0; i < nm; i++) {
         const zp_op *op = &sc->ops[ZP_STREAM_COMM][i];
         const zp_opc cls = zp_op_table[op->type].cls;
@@ -332,12 +332,17 @@ static double *comm_calls(const zp_profile *prof, const zp_schedule *sc)
     }
     for (int s = 0; s < ZP_NSTREAMS; s++)
         for (int i = 0; i < sc->n[s]; i++)
-            if (zp_op_table[sc->ops[s][i].type].cls == ZP_OPC_SIGNAL)
-                nsig[sc->ops[s][i].channel] += s == ZP_STREAM_COMPUTE ? 1 : 1 << 20; /* another stream: never paired */
+            if (zp_op_table[sc->ops[s][i].type].cls == ZP_OPC_SIGNAL) {
+                if (s == ZP_STREAM_COMPUTE)
+                    nsig[sc->ops[s][i].channel]++;
+                else
+                    other[sc->ops[s][i].channel] = 1; /* another stream signals it too: never paired */
+            }
     int cursor[ZP_NCHANNELS] = {0};
     for (int i = 0; i < nc; i++) {
         const zp_op *op = &sc->ops[ZP_STREAM_COMPUTE][i];
-        if (zp_op_table[op->type].cls != ZP_OPC_SIGNAL || nsig[op->channel] != nwait[op->channel])
+        if (zp_op_table[op->type].cls != ZP_OPC_SIGNAL || other[op->channel] ||
+            nsig[op->channel] != nwait[op->channel])
             continue;
         int *w = &cursor[op->channel]; /* the next wait of this channel on the communication stream */
         while (*w < nm && !(zp_op_table[sc->ops[ZP_STREAM_COMM][*w].type].cls == ZP_OPC_WAIT &&
