@@ -456,7 +456,8 @@ static zp_status nn_buffers_new(nn_arg *a, int **perm_host, int **slot_host)
             x = x * 6364136223846793005ull + 1442695040888963407ull;
             const float u = (float)((x >> 40) & 0xffffff) / 16777216.0f;
             h[i] = fill[b][0] * u + fill[b][1];
-            tok[i] = (int)((x >> 20) % NN_V);
+            if (b == 0)
+                tok[i] = (int)((x >> 20) % NN_V);
         }
         st = a->be->copy_to_device(*bufs[b], h, maxf * sizeof(float));
     }

@@ -191,9 +191,7 @@ zp_status zp_gemm_cpu(const zp_gemm_args *g)
 zp_status zp_gemm_batched_cpu(const zp_gemm_args *g, int batch, const void *const *a, const void *const *b,
                               float *const *c)
 {
-    if (batch < 0 || (batch > 0 && (!a || !b || !c)))
-        return ZP_FAIL(ZP_EINVAL, "gemm_batched: batch %d with %s pointer arrays", batch,
-                       batch < 0 ? "negative" : "missing");
+    ZP_TRY(zp_gemm_batch_check(batch, a, b, c));
     for (int i = 0; i < batch; i++) {
         zp_gemm_args one = *g;
         one.a = a[i], one.b = b[i], one.c = c[i];

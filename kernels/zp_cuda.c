@@ -226,9 +226,7 @@ static zp_status cuda_gemm(const zp_gemm_args *g)
 static zp_status cuda_gemm_batched(const zp_gemm_args *g, int batch, const void *const *a, const void *const *b,
                                    float *const *c)
 {
-    if (batch < 0 || (batch > 0 && (!a || !b || !c)))
-        return ZP_FAIL(ZP_EINVAL, "gemm_batched: batch %d with %s pointer arrays", batch,
-                       batch < 0 ? "negative" : "missing");
+    ZP_TRY(zp_gemm_batch_check(batch, a, b, c));
     if (batch == 0)
         return ZP_OK;
     zp_gemm_args first = *g; /* the shape checked on the first item's operands, as the cpu backend checks each */

@@ -100,6 +100,14 @@ zp_adam_coeffs zp_adam_coeffs_make(const zp_adam_hparams *hp)
     return c;
 }
 
+zp_status zp_gemm_batch_check(int batch, const void *a, const void *b, const void *c)
+{
+    if (batch < 0 || (batch > 0 && (!a || !b || !c)))
+        return ZP_FAIL(ZP_EINVAL, "gemm_batched: batch %d with %s pointer arrays", batch,
+                       batch < 0 ? "negative" : "missing");
+    return ZP_OK;
+}
+
 zp_status zp_gemm_args_check(const zp_gemm_args *g)
 {
     if (!g)

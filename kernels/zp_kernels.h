@@ -113,6 +113,8 @@ typedef struct {
 
 /* Checks shapes and leading dimensions (ZP_EINVAL naming the bad field). */
 zp_status zp_gemm_args_check(const zp_gemm_args *g);
+/* gemm_batched's arrays: batch >= 0 and, when batch > 0, the three arrays given (ZP_EINVAL saying which). */
+zp_status zp_gemm_batch_check(int batch, const void *a, const void *b, const void *c);
 
 /* ---- collectives ---- */
 

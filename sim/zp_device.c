@@ -283,10 +283,10 @@ static double host_calls_time(const zp_profile *p, const zp_op_info *i);
 double zp_device_host_time(const zp_profile *p, const zp_op *op)
 {
     const zp_op_info *i = zp_op_info_get(op->type);
-    if (i && p->dev.dispatch_s <= 0 && (p->host_kernel_s > 0 || p->host_gemm_s > 0) && i->stream != ZP_STREAM_CPU)
-        return host_calls_time(p, i);
-    if (!i || p->dev.dispatch_s <= 0 || i->stream == ZP_STREAM_CPU)
+    if (!i || i->stream == ZP_STREAM_CPU)
         return 0.0;
+    if (p->dev.dispatch_s <= 0) /* no framework dispatch: a calibrated backend's calls, if measured (else 0) */
+        return host_calls_time(p, i);
     const int bare = zp_op_part(op) == ZP_PART_OPTIMIZER || p->dev.dispatch_block_s <= 0;
     const double block = bare ? p->dev.dispatch_s : p->dev.dispatch_block_s;
     const double call = p->dev.coll_dispatch_s > 0 ? p->dev.coll_dispatch_s : p->dev.dispatch_s;
