@@ -76,8 +76,11 @@ static zp_status shape_expert_groups(const zp_plan *p, zp_net *N)
     N->xs_group[ZP_XS_COMM] = ZP_GROUP_DP;
     /* context parallelism's ring: CP consecutive DP indices, its stride (the TP degree) apart */
     ZP_TRY(group_of("CP", p->cp, zp_dims_stride(p->deg, ZP_DIM_CP), N->gpn, &N->grp[ZP_GROUP_CP]));
-    if (p->ep <= 1)
+    if (p->ep <= 1) { /* every rank holds every expert: the expert-data-parallel group is the DP group (the
+                         executor all-reduces the experts' gradients over it; a group of one cost nothing) */
+        N->grp[ZP_GROUP_EDP] = N->grp[ZP_GROUP_DP];
         return ZP_OK;
+    }
     /* the table's placement: EP's members are its stride apart (the TP degree), the expert-data-parallel
      * group's EP times that */
     const int64_t es = zp_dims_stride(p->deg, ZP_DIM_EP);
@@ -134,7 +137,8 @@ static void fabric_analyse(const zp_cluster *c, double oversubscription, zp_net 
     N->leaf = L;
     N->up_bw = L / s * N->rail_bw;
     /* expert groups' rings cross leaves in patterns of their own: none of the symmetry arguments is made */
-    const int experts = N->grp[ZP_GROUP_EP].k > 1 || N->grp[ZP_GROUP_EDP].k > 1;
+    const int ep = N->grp[ZP_GROUP_EP].k * N->grp[ZP_GROUP_EP].g > 1; /* EP 1: EDP is the DP group, its rings */
+    const int experts = N->grp[ZP_GROUP_EP].k > 1 || (ep && N->grp[ZP_GROUP_EDP].k > 1);
     const int replicas = N->grp[ZP_GROUP_RDP].k > 1; /* hybrid sharding's replicas: rings of their own too */
     const int own_rings = experts || replicas;
     const int leaves = (N->nodes + L - 1) / L;

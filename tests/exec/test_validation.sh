@@ -86,6 +86,19 @@ grep -q 'calibrated with 1 rank and this run has 2' "$tmp/r.err" &&
     echo "ok   warning: a 1-rank profile for a 2-rank run" ||
     { echo "FAIL: no warning for a 1-rank profile on 2 ranks: $(cat "$tmp/r.err")"; fail=1; }
 
+# the experts' gradients at EP 1: the executor all-reduces them over the DP group (its own bucket), and the
+# simulation prices that all-reduce (its expert-data-parallel group was one rank at EP 1 until 2026-11-27: 0 s
+# predicted against 0.37 ms measured on tiny-moe)
+OMPI_MCA_mpi_yield_when_idle=1 timeout 120 mpirun $root --oversubscribe --bind-to none -np 2 "$zplan" exec \
+    --model tiny-moe --steps 2 --validate --profile "$tmp/p.json" --format json -o "$tmp/moe.json" > /dev/null 2>&1
+python3 - "$tmp/moe.json" <<'PY' && echo "ok   tiny-moe at EP 1, 2 ranks: the experts' gradient all-reduce priced" || fail=1
+import json, sys
+k = json.load(open(sys.argv[1]))["validation"]["by_kind_s"].get("expert_grad_allreduce", {})
+ok = k.get("ops", 0) >= 1 and k.get("predicted", 0) > 0 and k.get("measured", 0) > 0
+print("" if ok else "FAIL: expert_grad_allreduce %s" % k)
+sys.exit(0 if ok else 1)
+PY
+
 for args in "--min-seconds x" "--min-seconds -2" "--steps 1" "--micro-batch 0" "--format yaml" "--bogus"; do
     # shellcheck disable=SC2086
     "$zplan" report validation $args > /dev/null 2> "$tmp/bad.err"
