@@ -15,6 +15,7 @@
 #include "zp_fit.h"
 #include "zp_kernels.h"
 #include "zp_nn.h"
+#include "zp_probe.h"
 #include "zp_quiet.h"
 #include "zp_stats.h"
 #include "zp_time.h"
@@ -952,6 +953,38 @@ static zp_status watched(cal *c, zp_profile *p, const zp_quiet_sample *q0, int n
     return ZP_OK;
 }
 
+/* ---- the machine's speed: the reference work of kernels/zp_probe.h between the parts ---- */
+
+#define CAL_MAX_PROBES 8
+
+typedef struct {
+    zp_probe *probe;
+    double s[CAL_MAX_PROBES]; /* seconds of each timing, in order */
+    int n;
+} cal_probes;
+
+static zp_status probe_take(cal *c, cal_probes *pr)
+{
+    if (!pr->probe || pr->n >= CAL_MAX_PROBES)
+        return ZP_OK;
+    progress(c, "reference work");
+    return zp_probe_time(pr->probe, c->world, &pr->s[pr->n++]);
+}
+
+/* machine.probe: the timings' median, and (max - min) / min */
+static void probe_record(const cal_probes *pr, zp_profile *p)
+{
+    if (pr->n < 1)
+        return;
+    double lo = pr->s[0], hi = pr->s[0];
+    for (int i = 1; i < pr->n; i++)
+        lo = fmin(lo, pr->s[i]), hi = fmax(hi, pr->s[i]);
+    double s[CAL_MAX_PROBES];
+    memcpy(s, pr->s, (size_t)pr->n * sizeof s[0]);
+    p->machine.probe_s = zp_stats_median(s, (size_t)pr->n);
+    p->machine.probe_drift = lo > 0 ? (hi - lo) / lo : 0;
+}
+
 /* Free memory per rank on this node for the collectives' two buffers. */
 static double coll_bytes_cap(zp_comm *node)
 {
@@ -1008,22 +1041,32 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
                   (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
         zp_quiet_sample_take(&q0);
-        st = measure_bandwidth(&c, &p);
     }
+    /* the reference work before each part and after the last: the machine's speed over the calibration */
+    cal_probes pr = {0};
+    const zp_nn_ops *nn = NULL;
     if (st == ZP_OK)
+        st = zp_nn_ops_get(c.be->name, &nn);
+    if (st == ZP_OK)
+        st = zp_probe_open(c.be, nn, &pr.probe);
+    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
+        st = measure_bandwidth(&c, &p);
+    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = measure_adam(&c, &p);
-    if (st == ZP_OK)
+    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = measure_gemm(&c, &p);
-    if (st == ZP_OK)
+    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = measure_layer_kernels(&c, &p);
     if (st == ZP_OK && c.be != &zp_kernels_cpu)
         st = measure_host_device(&c, &p);
     if (st == ZP_OK && c.be != &zp_kernels_cpu)
         st = measure_host_calls(&c, &p);
-    if (st == ZP_OK)
+    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = measure_collectives(&c, &p, node, cross, maxb);
-    if (st == ZP_OK)
+    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = watched(&c, &p, &q0, nodes);
+    probe_record(&pr, &p);
+    zp_probe_close(pr.probe);
     if (st == ZP_OK) {
         c.done = c.total;
         progress(&c, "done");

@@ -88,6 +88,30 @@ static void add_reason(zp_quiet_verdict *v, const char *text)
     snprintf(v->reason + len, sizeof v->reason - len, "%s%s", len ? "; " : "", text);
 }
 
+/* The reference work now against the calibration's: the timing the farther from it (ratios compared as r or
+ * 1/r, whichever is above 1). */
+static void speed_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
+{
+    double worst = 0, far = 1;
+    for (int i = 0; i < 2; i++) {
+        if (!(in->probe_s[i] > 0) || !(in->probe_cal_s > 0))
+            continue;
+        const double r = in->probe_s[i] / in->probe_cal_s, f = r >= 1 ? r : 1 / r;
+        if (f > far)
+            far = f, worst = in->probe_s[i];
+    }
+    if (!(worst > 0))
+        return;
+    out->speed_change = worst / in->probe_cal_s - 1;
+    if (far - 1 > ZP_QUIET_MAX_SPEED_CHANGE) {
+        char text[160];
+        snprintf(text, sizeof text, "the machine ran %.2fx %s than while calibrating (reference work %.2f ms against "
+                 "%.2f ms; bound %.0f%%)", far, worst > in->probe_cal_s ? "slower" : "faster", 1e3 * worst,
+                 1e3 * in->probe_cal_s, 100 * ZP_QUIET_MAX_SPEED_CHANGE);
+        add_reason(out, text);
+    }
+}
+
 zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
 {
     if (!in || !out || in->cores < 1)
@@ -115,6 +139,7 @@ zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
                  100 * ZP_QUIET_MAX_SPREAD);
         add_reason(out, text);
     }
+    speed_judge(in, out);
     out->quiet = out->reason[0] == '\0';
     return ZP_OK;
 }

@@ -31,6 +31,15 @@ extern "C" {
  * about a third of the median. */
 #define ZP_QUIET_MAX_SPREAD 0.5
 
+/* Not quiet when the reference work (kernels/zp_probe.h), timed before the first step and after the last, ran
+ * more than this fraction slower or faster than the calibration's median of it (the larger of the two ratios and
+ * their inverses, minus 1): the machine the prediction was calibrated on is then not the one measured. A 2-core
+ * VM whose neighbour takes the physical cores shows neither load nor other processes' CPU. The bound sits above
+ * the probe's own spread on this VM and below its spells (2026-11-27, 24 runs of bench/validate_readme.sh: 23
+ * within -19%..+12% of the calibration's 2.58 ms, uncorrelated with the step errors; one at +60%, and a 4-layer
+ * GPT-2 step that ran 315 ms for seconds against 175-197 ms before and after). */
+#define ZP_QUIET_MAX_SPEED_CHANGE 0.25
+
 /* One reading of the machine and of this process. */
 typedef struct {
     double wall_s;    /* the monotonic clock, seconds */
@@ -60,6 +69,8 @@ typedef struct {
     double own_cpu_s;   /* the run's own CPU seconds over the window, all its ranks on this machine */
     double load1;       /* 1-minute load average at the window's end; < 0 unknown */
     zp_quiet_steps steps;
+    double probe_cal_s; /* the calibration's time of the reference work (kernels/zp_probe.h); 0: unknown */
+    double probe_s[2];  /* the same work timed before the first step and after the last; 0: not timed */
 } zp_quiet_in;
 
 typedef struct {
@@ -67,11 +78,14 @@ typedef struct {
     double others_cores;    /* (busy - own) / wall: cores' worth of CPU other processes used; < 0 unknown */
     double load_limit;      /* the load above which it is not quiet */
     double spread;          /* (q90 - q10) / median of the steps; 0 with fewer than 2 steps */
-    char reason[200];       /* "" when quiet; otherwise each failed check with its figure and its bound */
+    double speed_change;    /* probe_s / probe_cal_s - 1 of the two timings the farther from the calibration's
+                               (> 0: slower now); 0 when unknown */
+    char reason[400];       /* "" when quiet; otherwise each failed check with its figure and its bound */
 } zp_quiet_verdict;
 
 /* Judges in: not quiet when others_cores > ZP_QUIET_MAX_OTHERS_CORES, load1 > max(cores, procs) +
- * ZP_QUIET_LOAD_MARGIN, or spread > ZP_QUIET_MAX_SPREAD. Unknown figures are not held against it.
+ * ZP_QUIET_LOAD_MARGIN, spread > ZP_QUIET_MAX_SPREAD, or the speed changed by more than
+ * ZP_QUIET_MAX_SPEED_CHANGE. Unknown figures are not held against it.
  * ZP_EINVAL for NULL or cores < 1. */
 zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out);
 

@@ -53,6 +53,8 @@ typedef struct {
     uint64_t seed;           /* parameters and synthetic tokens */
     double lr;               /* Adam learning rate */
     const char *backend;     /* "cpu" (the tested path) or "cuda" */
+    int probe;               /* 1: time the reference work of kernels/zp_probe.h before the first step and after
+                                the last (--validate: this machine's speed beside the calibration's) */
     unsigned test_faults;    /* tests only: ZP_EXEC_FAULT_* bits break the executor on purpose, to show
                                 that a test would see it; 0 otherwise */
 } zp_exec_config;
@@ -112,6 +114,8 @@ typedef struct {
     double stage_peak_total[ZP_EXEC_MAX_STAGES]; /* with pipeline stages: each stage's largest rank's device
                                                     total (the first ZP_EXEC_MAX_STAGES stages) */
     double stage_peak_activations[ZP_EXEC_MAX_STAGES];
+    double probe_s[2];       /* with config.probe: the reference work's seconds before the first step and after
+                                the last (zp_probe_time: the slowest rank's median); 0: not timed */
 } zp_exec_result;
 
 void zp_exec_result_free(zp_exec_result *r); /* accepts NULL */

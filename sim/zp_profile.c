@@ -574,6 +574,17 @@ static zp_status read_machine(const rd *r, json_t *root, zp_profile_machine *m)
         ZP_TRY(get_num(r, w, "machine.while_calibrating", "load_1min", &m->load1));
         m->watched = 1;
     }
+    json_t *pr = json_object_get(o, "probe");
+    if (pr) {
+        if (!json_is_object(pr))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': 'machine.probe' must be an object", r->name);
+        ZP_TRY(only_keys(r, pr, "machine.probe", (const char *const[]){"s", "drift", NULL}));
+        ZP_TRY(get_num(r, pr, "machine.probe", "s", &m->probe_s));
+        ZP_TRY(get_num(r, pr, "machine.probe", "drift", &m->probe_drift));
+        if (!(m->probe_s > 0) || !(m->probe_drift >= 0) || !isfinite(m->probe_s) || !isfinite(m->probe_drift))
+            return ZP_FAIL(ZP_EINVAL, "profile '%s': 'machine.probe' needs s > 0 and drift >= 0 (got %g, %g)",
+                           r->name, m->probe_s, m->probe_drift);
+    }
     ZP_TRY(need_object(r, o, "machine", "libraries", &lib));
     ZP_TRY(get_str(r, lib, "machine.libraries", "blas", m->blas, sizeof m->blas));
     ZP_TRY(get_str(r, lib, "machine.libraries", "mpi", m->mpi, sizeof m->mpi));
@@ -887,6 +898,8 @@ static int put_machine(json_t *root, const zp_profile *p)
     if (m->watched)
         bad |= put(mach, "while_calibrating",
                    json_pack("{s:f, s:f}", "others_cores", m->others_cores, "load_1min", m->load1));
+    if (m->probe_s > 0)
+        bad |= put(mach, "probe", json_pack("{s:f, s:f}", "s", m->probe_s, "drift", m->probe_drift));
     bad |= put(lib, "blas", json_string(m->blas));
     bad |= put(lib, "mpi", json_string(m->mpi));
     bad |= put(lib, "cuda", json_string(m->cuda));

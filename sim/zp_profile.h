@@ -8,6 +8,7 @@
  *   "machine": {"cpu_model", "cores", "gpu", "gpu_count", "nodes", "ranks", "hostname",
  *               "measured_at" (ISO 8601 UTC), "zplan_version",
  *               "while_calibrating": {"others_cores", "load_1min"} (optional: the machine watched),
+ *               "probe": {"s", "drift"} (optional: the reference work's time and spread, kernels/zp_probe.h),
  *               "libraries": {"blas", "mpi", "cuda", "nccl"}},
  *   "backend": "cpu" | "cuda",
  *   "memory_bw_gbs": {"copy", "triad"},                        STREAM convention, per rank
@@ -77,6 +78,10 @@ typedef struct {
                                 optional: {"others_cores", "load_1min"}); 0: not known (older profiles) */
     double others_cores;     /* cores' worth of CPU other processes used meanwhile (zp_quiet.h) */
     double load1;            /* the 1-minute load average at the end */
+    double probe_s;          /* JSON "probe": {"s", "drift"}, optional (0: absent): the reference work of
+                                kernels/zp_probe.h, the median of its timings between the calibration's parts,
+                                seconds; exec --validate times it again and compares (this machine's speed) */
+    double probe_drift;      /* (max - min) / min of those timings: how far the speed moved while calibrating */
     char blas[256];          /* library versions, "" when absent */
     char mpi[128];
     char cuda[64];

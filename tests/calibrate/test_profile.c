@@ -526,3 +526,30 @@ Test(profile, while_calibrating_optional_kept_and_checked)
     cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "a number accepted");
     free(bad);
 }
+
+/* The reference work's time while calibrating (kernels/zp_probe.h): optional, kept through a round trip, checked
+ * (s > 0, drift >= 0, no other key). */
+Test(profile, machine_probe_optional_kept_and_checked)
+{
+    zp_profile p = sample(), q;
+    char *text;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    cr_expect_null(strstr(text, "\"probe\""), "nothing said when nothing was timed");
+    free(text);
+    p.machine.probe_s = 0.00259765625;
+    p.machine.probe_drift = 0.1875;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    free(text);
+    cr_expect_eq(q.machine.probe_s, 0.00259765625);
+    cr_expect_eq(q.machine.probe_drift, 0.1875);
+    char *bad = with("machine.probe", json_pack("{s:f, s:f}", "s", 0.0, "drift", 0.1));
+    cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "s 0 accepted");
+    free(bad);
+    bad = with("machine.probe", json_pack("{s:f, s:f, s:f}", "s", 0.002, "drift", 0.1, "speed", 1.0));
+    cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "an unknown key accepted");
+    free(bad);
+    bad = with("machine.probe", json_pack("{s:f}", "s", 0.002));
+    cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "drift missing accepted");
+    free(bad);
+}

@@ -5,7 +5,8 @@
 # steps and >= 2 s, with the min <= median <= max beside the prediction. `zplan calibrate --model` times
 # the executor's GEMMs of that model (small at micro-batch 4: the LM head is (512, 4096, 256), in no other
 # shape list); bad --model exits 2.
-# A profile whose calibration was not quiet (machine.while_calibrating) makes every run against it not quiet.
+# A profile whose calibration was not quiet (machine.while_calibrating) makes every run against it not quiet, and so
+# does a machine whose speed moved from the calibration's (the reference work of kernels/zp_probe.h).
 # Whether an idle run is quiet is not asserted (CI machines are shared): bench/validate_readme.sh.
 set -u
 zplan="$1"
@@ -65,6 +66,34 @@ v = json.load(open(sys.argv[1]))["validation"]
 if v["verdict"] != "not quiet" or "profile was calibrated on a busy machine" not in v["verdict_reason"]:
     print("FAIL: judged against a busy profile:", v["verdict"], v.get("verdict_reason")); sys.exit(1)
 PY
+
+# the machine's speed (kernels/zp_probe.h): the calibration times the reference work (machine.probe), --validate
+# times it before and after the steps; a profile whose reference work took a tenth of this run's (a machine ten
+# times faster, or this one in a slow spell) makes the run not quiet, with both figures named
+python3 - "$tmp/p.json" "$tmp/fast.json" <<'PY' || fail=1
+import json, sys
+p = json.load(open(sys.argv[1]))
+pr = p["machine"].get("probe", {})
+if not (pr.get("s", 0) > 0 and pr.get("drift", -1) >= 0):
+    print("FAIL: calibrate did not record the reference work:", pr); sys.exit(1)
+p["machine"]["probe"]["s"] = pr["s"] / 10
+json.dump(p, open(sys.argv[2], "w"))
+PY
+"$zplan" exec --model tiny --validate --steps 2 --min-seconds 0 --profile "$tmp/fast.json" --format json \
+    > "$tmp/pf.json" 2> "$tmp/pf.err" || { echo "FAIL: exec against the fast profile: $(cat "$tmp/pf.err")"; fail=1; }
+python3 - "$tmp/pf.json" "$tmp/d.json" <<'PY' && echo "ok   the machine ten times slower than while calibrating: not quiet, both figures named" || fail=1
+import json, sys
+j = json.load(open(sys.argv[1])); v = j["validation"]; q = j["quiet"]; d = json.load(open(sys.argv[2]))["quiet"]
+ok = (v["verdict"] == "not quiet" and "slower than while calibrating (reference work" in v["verdict_reason"]
+      and q["speed_change"] > 5 and len(q["probe_s"]) == 2 and all(x > 0 for x in q["probe_s"])
+      and "probe_s" in d and abs(d["speed_change"]) < 100)
+if not ok:
+    print("FAIL: speed check:", v["verdict"], v.get("verdict_reason"), json.dumps(q)[:300]); sys.exit(1)
+PY
+"$zplan" exec --model tiny --validate --steps 2 --min-seconds 0 --profile "$tmp/p.json" > "$tmp/s.txt" 2>&1
+grep -Eq "^machine speed: reference work [0-9.]+ / [0-9.]+ ms before / after the steps, [0-9.]+ ms while calibrating \([-+][0-9]+%\)$" \
+    "$tmp/s.txt" && echo "ok   the text report gives the machine's speed beside the calibration's" ||
+    { echo "FAIL: no machine speed line"; cat "$tmp/s.txt"; fail=1; }
 
 # a busy machine: one `yes` per core, and one more
 n=$(getconf _NPROCESSORS_ONLN)
