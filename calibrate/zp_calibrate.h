@@ -19,6 +19,7 @@ typedef void (*zp_calibrate_progress_fn)(void *arg, double fraction, const char 
 
 #define ZP_CALIBRATE_MAX_SHAPES 48
 #define ZP_CALIBRATE_MAX_EXTRA 128
+#define ZP_CALIBRATE_MAX_ATT 8
 
 typedef struct {
     const char *backend;        /* "cpu" or "cuda" */
@@ -31,6 +32,8 @@ typedef struct {
     double shapes[ZP_CALIBRATE_MAX_SHAPES][3]; /* (m, n, k) of C(m,n) = A(m,k) B(k,n) */
     int nextra;                 /* cpu: more GEMM shapes timed in loops beside the executor's and the grid's, */
     double extra[ZP_CALIBRATE_MAX_EXTRA][3]; /* (m, n, k): a given model's (zplan calibrate --model) */
+    int natt;                   /* cpu: a given model's attention GEMMs, timed as the executor batches them */
+    double att[ZP_CALIBRATE_MAX_ATT][5]; /* (batch = sequences x heads, T, hd, ld = fused QKV width, Cq = Q width) */
     zp_calibrate_progress_fn progress; /* NULL: none */
     void *progress_arg;
 } zp_calibrate_opts;
@@ -44,6 +47,11 @@ void zp_calibrate_opts_default(zp_calibrate_opts *o, int quick);
  * calibration's layer shapes (hidden 256, 512, 1024 at 512 tokens) and collectives up to 64 MiB (the zoo's
  * exec models move at most tens of MB), with the full calibration's warm-up and repetitions. */
 void zp_calibrate_opts_exec(zp_calibrate_opts *o);
+
+/* Adds a model's attention to o->att (returns 0 when there already or too many, 1 when added): batch =
+ * micro-batch x heads of one MP rank, sequence T, head size hd, the fused QKV row width ld and the Q width Cq
+ * (exec/zp_exec_model.c's layout, heads 0..H-1 then their K and V). */
+int zp_calibrate_add_attention(zp_calibrate_opts *o, double batch, double T, double hd, double ld, double Cq);
 
 /* Adds (m, n, k) to o->extra unless there already or too many (returns 0 then, 1 when added). */
 int zp_calibrate_add_extra(zp_calibrate_opts *o, double m, double n, double k);

@@ -165,6 +165,8 @@ static void add_model_shapes(zp_calibrate_opts *o, const zp_tensors_shape *t, do
     add_linear(o, bt, (double)t->C, (double)t->q_n);
     zp_calibrate_add_extra(o, T, T, hd); /* attention scores, and their input gradient */
     zp_calibrate_add_extra(o, T, hd, T); /* context, dQ, dK, dV */
+    /* the same, as the executor batches them over (sequence, head) from the fused QKV rows */
+    zp_calibrate_add_attention(o, mb * (double)t->NHl, T, hd, (double)t->qkv_n, (double)t->q_n);
     if (t->moe) { /* the router (every token's scores over the E experts), and an expert's rows: the tokens
                    * of its share of the top-k, on average */
         const double rows = fmax(1.0, floor(bt * (double)t->k / (double)(t->E ? t->E : 1)));

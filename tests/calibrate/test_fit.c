@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zp_calibrate.h"
 #include "zp_fit.h"
 #include "zp_profile.h"
 
@@ -140,4 +141,24 @@ Test(fit, adam_rate)
     }
     cr_assert_eq(zp_fit_rate(n, t, 5, &rate, &t0, &res), ZP_OK);
     cr_assert(fabs(rate / 1.2e9 - 1) < 0.04, "rate %g", rate);
+}
+
+/* A model's attention for the executor's batched timing: kept once, within its bounds (ld holds Q, K and V of
+ * at least one head; at most ZP_CALIBRATE_MAX_ATT). */
+Test(fit, attention_shapes_kept_once_and_checked)
+{
+    zp_calibrate_opts o;
+    zp_calibrate_opts_default(&o, 1);
+    cr_assert_eq(o.natt, 0);
+    cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 128, 64), 1); /* tiny-llama at micro-batch 4 */
+    cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 128, 64), 0, "a duplicate kept");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 0, 64, 16, 128, 64), 0, "no products");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 32, 16), 0, "ld narrower than Q, K and V");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 64, 128), 0, "Q wider than the fused rows");
+    cr_expect_eq(o.natt, 1);
+    cr_expect_eq(o.att[0][0], 16);
+    cr_expect_eq(o.att[0][3], 128);
+    for (int i = 2; i < 2 * ZP_CALIBRATE_MAX_ATT; i++)
+        zp_calibrate_add_attention(&o, i, 64, 16, 128, 64);
+    cr_expect_eq(o.natt, ZP_CALIBRATE_MAX_ATT);
 }

@@ -84,7 +84,7 @@ PY
 python3 - "$tmp/pf.json" "$tmp/d.json" <<'PY' && echo "ok   the machine ten times slower than while calibrating: not quiet, both figures named" || fail=1
 import json, sys
 j = json.load(open(sys.argv[1])); v = j["validation"]; q = j["quiet"]; d = json.load(open(sys.argv[2]))["quiet"]
-ok = (v["verdict"] == "not quiet" and "slower than while calibrating (reference work" in v["verdict_reason"]
+ok = (v["verdict"] == "not quiet" and "slower than while calibrating (reference work" in q["reason"]
       and q["speed_change"] > 5 and len(q["probe_s"]) == 2 and all(x > 0 for x in q["probe_s"])
       and "probe_s" in d and abs(d["speed_change"]) < 100)
 if not ok:
