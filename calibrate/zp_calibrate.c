@@ -1082,7 +1082,7 @@ static zp_status probe_take(cal *c, cal_probes *pr)
     if (!pr->probe || pr->n >= CAL_MAX_PROBES)
         return ZP_OK;
     progress(c, "reference work");
-    return zp_probe_time(pr->probe, c->world, &pr->s[pr->n++]);
+    return zp_probe_time(pr->probe, c->world, &pr->s[pr->n++], NULL);
 }
 
 /* machine.probe: the timings' median, and (max - min) / min */

@@ -112,6 +112,25 @@ static void speed_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
     }
 }
 
+/* The slowest rank's reference work against the fastest's, around the steps. */
+static void ranks_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
+{
+    int worst = -1;
+    for (int i = 0; i < 2; i++)
+        if (in->probe_s[i] > 0 && in->probe_fast_s[i] > 0 &&
+            in->probe_s[i] / in->probe_fast_s[i] - 1 > out->rank_spread) {
+            out->rank_spread = in->probe_s[i] / in->probe_fast_s[i] - 1;
+            worst = i;
+        }
+    if (worst >= 0 && out->rank_spread > ZP_QUIET_MAX_RANK_SPREAD) {
+        char text[160];
+        snprintf(text, sizeof text, "the ranks ran at different speeds (reference work %.2f ms on the slowest, %.2f "
+                 "ms on the fastest; bound %.0f%%)", 1e3 * in->probe_s[worst], 1e3 * in->probe_fast_s[worst],
+                 100 * ZP_QUIET_MAX_RANK_SPREAD);
+        add_reason(out, text);
+    }
+}
+
 zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
 {
     if (!in || !out || in->cores < 1)
@@ -140,6 +159,7 @@ zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
         add_reason(out, text);
     }
     speed_judge(in, out);
+    ranks_judge(in, out);
     out->quiet = out->reason[0] == '\0';
     return ZP_OK;
 }

@@ -40,6 +40,13 @@ extern "C" {
  * GPT-2 step that ran 315 ms for seconds against 175-197 ms before and after). */
 #define ZP_QUIET_MAX_SPEED_CHANGE 0.25
 
+/* Not quiet when, around the steps, the slowest rank ran the same reference work more than this fraction slower
+ * than the fastest: the ranks' cores did not run at one speed (one shared with a neighbour), and the step waits
+ * at every collective for the slow one, which a calibration on even cores did not see. (2026-11-27, tiny-llama
+ * on 2 ranks: the ranks' compute in one step 5.0 and 5.0 ms in one run, 5.9 and 5.2 in another, 5.0 and 6.4 in
+ * a third, with the same work; the probe's ranks within 5% of each other when even.) */
+#define ZP_QUIET_MAX_RANK_SPREAD 0.15
+
 /* One reading of the machine and of this process. */
 typedef struct {
     double wall_s;    /* the monotonic clock, seconds */
@@ -70,7 +77,9 @@ typedef struct {
     double load1;       /* 1-minute load average at the window's end; < 0 unknown */
     zp_quiet_steps steps;
     double probe_cal_s; /* the calibration's time of the reference work (kernels/zp_probe.h); 0: unknown */
-    double probe_s[2];  /* the same work timed before the first step and after the last; 0: not timed */
+    double probe_s[2];  /* the same work timed before the first step and after the last (the slowest rank's
+                           median); 0: not timed */
+    double probe_fast_s[2]; /* the same on the fastest rank; 0: not timed */
 } zp_quiet_in;
 
 typedef struct {
@@ -80,12 +89,14 @@ typedef struct {
     double spread;          /* (q90 - q10) / median of the steps; 0 with fewer than 2 steps */
     double speed_change;    /* probe_s / probe_cal_s - 1 of the two timings the farther from the calibration's
                                (> 0: slower now); 0 when unknown */
+    double rank_spread;     /* probe_s / probe_fast_s - 1, the larger of the two: how much slower the slowest rank
+                               ran the reference work than the fastest; 0 when unknown */
     char reason[400];       /* "" when quiet; otherwise each failed check with its figure and its bound */
 } zp_quiet_verdict;
 
 /* Judges in: not quiet when others_cores > ZP_QUIET_MAX_OTHERS_CORES, load1 > max(cores, procs) +
- * ZP_QUIET_LOAD_MARGIN, spread > ZP_QUIET_MAX_SPREAD, or the speed changed by more than
- * ZP_QUIET_MAX_SPEED_CHANGE. Unknown figures are not held against it.
+ * ZP_QUIET_LOAD_MARGIN, spread > ZP_QUIET_MAX_SPREAD, the speed changed by more than
+ * ZP_QUIET_MAX_SPEED_CHANGE, or the ranks' speeds differ by more than ZP_QUIET_MAX_RANK_SPREAD. Unknown figures are not held against it.
  * ZP_EINVAL for NULL or cores < 1. */
 zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out);
 

@@ -116,6 +116,7 @@ typedef struct {
     double stage_peak_activations[ZP_EXEC_MAX_STAGES];
     double probe_s[2];       /* with config.probe: the reference work's seconds before the first step and after
                                 the last (zp_probe_time: the slowest rank's median); 0: not timed */
+    double probe_fast_s[2];  /* the same on the fastest rank */
 } zp_exec_result;
 
 void zp_exec_result_free(zp_exec_result *r); /* accepts NULL */

@@ -72,7 +72,7 @@ static zp_status probe_once(void *arg)
     return be->stream_triad(p->a, p->b, p->c, 3.0f, PROBE_TRIAD);
 }
 
-zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds)
+zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fastest)
 {
     if (!p || !world || !seconds)
         return ZP_FAIL(ZP_EINVAL, "zp_probe_time: NULL argument");
@@ -80,9 +80,12 @@ zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds)
     zp_kernels_timing_hooks(&o, &p->clock, world);
     zp_timing_result r;
     ZP_TRY(zp_timing_run(&o, probe_once, p, &r));
-    double med = r.median;
+    double med = r.median, lo = r.median;
     ZP_TRY(zp_comm_allreduce_double(world, &med, ZP_OP_MAX));
+    ZP_TRY(zp_comm_allreduce_double(world, &lo, ZP_OP_MIN));
     *seconds = med;
+    if (fastest)
+        *fastest = lo;
     return ZP_OK;
 }
 

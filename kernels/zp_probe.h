@@ -12,7 +12,7 @@
  *     zp_probe *p;
  *     zp_status st = zp_probe_open(be, nn, &p);       // buffers in be's memory
  *     double s;
- *     st = zp_probe_time(p, world, &s);              // every rank of world at once; s: the slowest rank's
+ *     st = zp_probe_time(p, world, &s, NULL);        // every rank of world at once; s: the slowest rank's
  *     zp_probe_close(p);
  *
  * The work of one sample, each part of a kind a training step is made of: two 256 x 256 x 256 fp32 GEMMs
@@ -36,8 +36,9 @@ typedef struct zp_probe zp_probe;
 zp_status zp_probe_open(const zp_kernels_backend *be, const zp_nn_ops *nn, zp_probe **out);
 
 /* Times the reference work on every rank of world at once (a collective: every rank calls it); *seconds: one
- * sample's median seconds on the slowest rank, the same on every rank. */
-zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds);
+ * sample's median seconds on the slowest rank, *fastest (NULL: not wanted) on the fastest, the same on every
+ * rank: ranks running the same work at different speeds share their cores with something else. */
+zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fastest);
 
 void zp_probe_close(zp_probe *p);
 

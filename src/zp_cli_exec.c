@@ -90,8 +90,9 @@ static const char USAGE[] =
     "                            its min and max, and the machine is watched while it runs: a run that\n"
     "                            was not quiet (other processes using over 0.25 core, a load above the\n"
     "                            cores, steps spread over 50%, a reference work timed before and after\n"
-    "                            the steps over 25% off the calibration's) is reported as such and not\n"
-    "                            judged; a quiet one is 'met' with its step within 15% and memory within 3%\n"
+    "                            the steps over 25% off the calibration's or over 15% apart between the\n"
+    "                            ranks) is reported as such and not judged; a quiet one is 'met' with its\n"
+    "                            step within 15% and memory within 3%\n"
     "  --profile FILE            device profile of this machine for --validate, from\n"
     "                            `mpirun -np N zplan calibrate [--model M --micro-batch b] -o FILE`\n"
     "  --timeout S               under mpirun: end the job, naming the rank, when a rank dies or makes no\n"
@@ -261,8 +262,11 @@ static json_t *report_json_quiet(const zp_exec_result *r)
                           "others_cores", v.others_cores, "load_1min", q->load1, "load_limit", v.load_limit, "cores",
                           q->cores, "ranks_here", q->procs, "spread", v.spread, "window_s", q->wall_s, "own_cpu_s",
                           q->own_cpu_s);
-    if (q->probe_s[0] > 0) /* the reference work (kernels/zp_probe.h) before and after the steps, s */
+    if (q->probe_s[0] > 0) { /* the reference work (kernels/zp_probe.h) before and after the steps, s */
         json_object_set_new(j, "probe_s", json_pack("[f, f]", q->probe_s[0], q->probe_s[1]));
+        json_object_set_new(j, "probe_fastest_rank_s", json_pack("[f, f]", q->probe_fast_s[0], q->probe_fast_s[1]));
+        json_object_set_new(j, "rank_spread", json_real(v.rank_spread));
+    }
     if (q->probe_cal_s > 0) {
         json_object_set_new(j, "probe_calibrated_s", json_real(q->probe_cal_s));
         json_object_set_new(j, "speed_change", json_real(v.speed_change));
@@ -417,8 +421,8 @@ static void report_text_quiet(FILE *f, const zp_exec_result *r)
         snprintf(others, sizeof others, "%.2f cores", v.others_cores);
     if (q->probe_s[0] > 0 && q->probe_cal_s > 0)
         fprintf(f, "machine speed: reference work %.2f / %.2f ms before / after the steps, %.2f ms while calibrating "
-                   "(%+.0f%%)\n", 1e3 * q->probe_s[0], 1e3 * q->probe_s[1], 1e3 * q->probe_cal_s,
-                100 * v.speed_change);
+                   "(%+.0f%%), the slowest rank %+.0f%% on the fastest\n", 1e3 * q->probe_s[0], 1e3 * q->probe_s[1],
+                1e3 * q->probe_cal_s, 100 * v.speed_change, 100 * v.rank_spread);
     fprintf(f, "machine while measuring: %s (other processes %s, load %.2f on %d cores, %d ranks here)%s%s\n",
             v.quiet ? "quiet" : "NOT QUIET", others, q->load1, q->cores, q->procs, v.quiet ? "" : ": ", v.reason);
 }
@@ -842,6 +846,7 @@ static int exec_main(int argc, char **argv)
     int rc = 0;
     res.quiet.probe_cal_s = pr.cal.probe_s; /* the judge sets the run's speed beside the calibration's */
     res.quiet.probe_s[0] = res.probe_s[0], res.quiet.probe_s[1] = res.probe_s[1];
+    res.quiet.probe_fast_s[0] = res.probe_fast_s[0], res.quiet.probe_fast_s[1] = res.probe_fast_s[1];
     if (rank == 0)
         rc = exec_write_report(&cfg, &res, validate ? &pr : NULL, a.fmt == ZP_FMT_JSON, a.out);
     zp_exec_result_free(&res);

@@ -86,12 +86,13 @@ import json, sys
 j = json.load(open(sys.argv[1])); v = j["validation"]; q = j["quiet"]; d = json.load(open(sys.argv[2]))["quiet"]
 ok = (v["verdict"] == "not quiet" and "slower than while calibrating (reference work" in q["reason"]
       and q["speed_change"] > 5 and len(q["probe_s"]) == 2 and all(x > 0 for x in q["probe_s"])
-      and "probe_s" in d and abs(d["speed_change"]) < 100)
+      and "probe_s" in d and abs(d["speed_change"]) < 100 and d["rank_spread"] == 0  # one rank: no spread
+      and d["probe_fastest_rank_s"] == d["probe_s"])
 if not ok:
     print("FAIL: speed check:", v["verdict"], v.get("verdict_reason"), json.dumps(q)[:300]); sys.exit(1)
 PY
 "$zplan" exec --model tiny --validate --steps 2 --min-seconds 0 --profile "$tmp/p.json" > "$tmp/s.txt" 2>&1
-grep -Eq "^machine speed: reference work [0-9.]+ / [0-9.]+ ms before / after the steps, [0-9.]+ ms while calibrating \([-+][0-9]+%\)$" \
+grep -Eq "^machine speed: reference work [0-9.]+ / [0-9.]+ ms before / after the steps, [0-9.]+ ms while calibrating \([-+][0-9]+%\), the slowest rank \+[0-9]+% on the fastest$" \
     "$tmp/s.txt" && echo "ok   the text report gives the machine's speed beside the calibration's" ||
     { echo "FAIL: no machine speed line"; cat "$tmp/s.txt"; fail=1; }
 

@@ -436,6 +436,27 @@ Test(quiet, a_machine_slower_or_faster_than_while_calibrating_is_not_quiet)
     cr_expect_eq(v.speed_change, 0.0);
 }
 
+/* Ranks running the same reference work at different speeds (one core shared with a neighbour): named, with both
+ * figures, past 15%. */
+Test(quiet, ranks_at_different_speeds_are_not_quiet)
+{
+    zp_quiet_in in = idle_run();
+    in.probe_s[0] = 0.0026, in.probe_fast_s[0] = 0.0025; /* +4% */
+    in.probe_s[1] = 0.0027, in.probe_fast_s[1] = 0.0025; /* +8% */
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet, "%s", v.reason);
+    cr_expect_float_eq(v.rank_spread, 0.08, 1e-9);
+    in.probe_s[1] = 0.0032; /* +28% after the steps */
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect_not(v.quiet);
+    cr_expect(strstr(v.reason, "the ranks ran at different speeds (reference work 3.20 ms on the slowest, 2.50 ms on "
+                               "the fastest; bound 15%)") != NULL, "%s", v.reason);
+    in.probe_fast_s[0] = in.probe_fast_s[1] = 0; /* not timed */
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet, "%s", v.reason);
+}
+
 Test(quiet, the_sampler_reads_this_machine)
 {
     zp_quiet_sample a, b;
