@@ -119,8 +119,51 @@ static zp_coll_plan coll_choose_measured(const zp_net *N, const zp_op *op, const
     return c;
 }
 
+/* NCCL 2.4.8 (the ZeRO paper's; tag v2.4.8-1) chose between its tree and its ring by a size threshold of
+ * its own (src/enqueue.cc getPatternInfo: the tree when nBytes <= comm->treeThreshold), which
+ * src/init.cc ncclTreeThreshold computes from the nodes k (tree masters), the ranks P and its channels
+ * with these estimates, in us and MB/s, for GPUs with NVLink:
+ *   ring bandwidth 5000 x channels, tree 3/4 of it (twice that on 2 nodes: a two-node tree puts half the
+ *   ring's traffic on the network); ring latency 6 us x (P - 1); tree latency 15 us x log2i(k) up and down
+ *   the inter-node binary tree + 4 us x (P/k - 1) along the intra-node chain;
+ *   threshold = ringbw treebw / (ringbw - treebw) x (ringlat - treelat), every size when the tree's
+ *   bandwidth is the larger (2 nodes), none when its latency is not the smaller.
+ * On a DGX-2 (16 channels, two rings a NIC: zp_fabric.c) that is every size on 2 nodes, and 69 MB on 4
+ * nodes of 16 GPUs (P 64), 158 MB on 8 (P 128), 338 MB on 16 (P 256): each per-layer tensor-parallel
+ * all-reduce of the ZeRO paper's Megatron-LM baselines (micro-batch x 1024 x hidden x 2 bytes, fp16:
+ * 17-50 MB) ran as a tree. Returns the threshold in bytes (HUGE_VAL: every size; 0: none). */
+static double tree24_threshold(const zp_net *N, const zp_group_shape *gs)
+{
+    const double k = gs->k, P = (double)gs->g * gs->k;
+    const double ringbw = 5000.0 * N->tree24_channels, treebw = ringbw * 0.75 * (gs->k == 2 ? 2.0 : 1.0);
+    const double ringlat = 6.0 * (P - 1.0), treelat = 15.0 * floor(log2(k)) + 4.0 * (P / k - 1.0);
+    if (gs->k < 2 || ringlat <= treelat)
+        return 0.0;
+    if (treebw > ringbw)
+        return HUGE_VAL;
+    return ringbw * treebw / (ringbw - treebw) * (ringlat - treelat);
+}
+
+/* NCCL 2.4.8's tree where its threshold says (tree24_threshold), priced by its latency: NCCL 2.4.8's own
+ * estimate, 15 us a level of the inter-node tree and 4 us a hop of the intra-node chain (a DGX-2 pair of
+ * nodes 75 us, 8 nodes 105 us, 16 nodes 120 us), in place of the flat ring's 2(P-1) steps at the tuner's
+ * Simple latencies (8.4 us + 3.4 us a NVSwitch step + 9.6 us a network step, x1.9 at large sizes: 0.44 ms
+ * for P 32, 1.8 ms for P 128, 3.6 ms for P 256, nccl_time). Its bytes stay the flat ring's on the
+ * preset's rails (zp_collcost_rail_bytes: f(P-1)/P of the buffer a node, frac 1): dgx2's cross-node
+ * bandwidth is one rail a collective (inter_channels; vocab/zp_cluster.c says why), not a figure of the
+ * tree's, so how a tree's network bytes differ from a ring's (the same 2S a node beyond 2 nodes, half of
+ * it on 2: NCCL issue #946) is left out there. 0 when the ring runs. */
+static int tree24_choose(const zp_net *N, const zp_op *op, const zp_group_shape *gs, zp_coll_plan *out)
+{
+    if (!N->tree24 || gs->k < 2 || info_of(op)->coll != ZP_COLL_ALLREDUCE || op->bytes > tree24_threshold(N, gs))
+        return 0;
+    const double lat_us = 15.0 * floor(log2((double)gs->k)) + 4.0 * (gs->g - 1.0);
+    *out = (zp_coll_plan){.tree = 1, .proto = P_SIMPLE, .lat = lat_us * 1e-6, .frac = 1.0};
+    return 1;
+}
+
 /* NCCL's choice: the (algorithm, protocol) of least estimated time; trees for all-reduces across nodes on
- * presets that have them, LL128 where the preset's NCCL has it. */
+ * presets that have them (NCCL 2.4.8's own rule on dgx2), LL128 where the preset's NCCL has it. */
 zp_coll_plan zp_collcost_choose(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
 {
     zp_coll_plan best = {.tree = 0, .proto = P_SIMPLE, .lat = 0, .frac = 1.0};
@@ -130,6 +173,8 @@ zp_coll_plan zp_collcost_choose(const zp_net *N, const zp_op *op, const zp_group
     }
     if (!N->nccl || info_of(op)->coll == ZP_COLL_ALLTOALL) /* all-to-all: grouped sends, no tuner */
         return coll_choose_measured(N, op, gs);
+    if (tree24_choose(N, op, gs, &best)) /* NCCL 2.4.8's rule, not the tuner of NCCL >= 2.5 */
+        return best;
     double tbest = HUGE_VAL;
     const int trees = N->tree && gs->k > 1 && info_of(op)->coll == ZP_COLL_ALLREDUCE;
     for (int a = trees ? A_TREE : A_RING; a < NALGO; a++)

@@ -22,7 +22,9 @@
  *    all-gather (NCCL has no tree for them) and on flat-ring presets (dgx2). The tree's flows go to
  *    the ring neighbour, as every node's per-step traffic is the same;
  *  - flat rings (dgx2, NCCL 2.4.8 of the ZeRO paper): one ring through all P GPUs, each node's egress
- *    f(P-1)/P of the buffer, f(P-1) step latencies of the slowest hop.
+ *    f(P-1)/P of the buffer, f(P-1) step latencies of the slowest hop; an all-reduce NCCL 2.4.8 runs as
+ *    its tree (its own size threshold: every size on 2 nodes) pays the tree's latency instead (log2 k
+ *    levels and the intra-node chain, NCCL 2.4.8's estimate) on the same bytes (sim/zp_collcost.c).
  *
  * Fabrics (zp_cluster.h): non-blocking (every flow limited by its own rails: a FATPIPE core), or a
  * rail-optimized fat tree: rail 0 of each scalable unit's `leaf_nodes` nodes hangs off one leaf

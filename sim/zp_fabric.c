@@ -224,6 +224,12 @@ zp_status zp_fabric_setup(const zp_sim_input *in, int platform_gpn, zp_net *N)
     N->channels = c->inter_channels > 0 ? c->inter_channels : 1;
     N->flat = c->flat_rings;
     N->tree = c->tree_allreduce && !c->flat_rings;
+    N->tree24 = c->nccl24_trees;
+    /* NCCL 2.4.8 builds one ring per NIC across nodes (src/transport/net.cc netGetRings: each ring enters a
+     * node through a card no earlier ring used) and doubles them across NVLink nodes (src/misc/rings.cc:
+     * copyRings(nrings, nrings*2) "in case of multinode+NVLink"), at most MAXCHANNELS = 16: 16 on a DGX-2's
+     * 8 NICs. Its tree threshold counts them (the bandwidth the simulation gives the rails is inter_channels') */
+    N->tree24_channels = 2 * c->ib_rails < 16 ? 2 * c->ib_rails : 16;
     /* Link figures from the profile's collective fits (the built-in profile holds the preset's). */
     const zp_profile_coll_fit *intra = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
     const zp_profile_coll_fit *inter = &prof->coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTER_NODE];

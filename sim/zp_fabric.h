@@ -41,6 +41,8 @@ typedef struct zp_net {
     double rep_up_bw;    /* period 1: the capacity of the representative's share of that uplink, B/s */
     char why[200];       /* why the reduction is not exact */
     const zp_cluster *cluster; /* the domain's topology: a group's share of nv_bw (zp_collcost_nv_bw) */
+    int tree24;          /* all-reduces across nodes choose between NCCL 2.4.8's tree and ring by its own rule */
+    int tree24_channels; /* ... and the channels NCCL 2.4.8 counts there: two rings a NIC (zp_collcost.c) */
 } zp_net;
 
 /* The derived figures of a simulation into *N; platform_gpn: GPUs per node of a user platform, or 0.

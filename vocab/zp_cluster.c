@@ -100,7 +100,10 @@
  *  (DGX A100 / H100 / H200) ~6.5 and ~3.5 GB/s each (drive datasheets), aggregated over the node's drives.
  *  Trees: NCCL >= 2.4 runs an all-reduce across nodes as a double binary tree when its tuner predicts it
  *  faster (small messages, many nodes); dgx-a100 / dgx-h100 model that choice (sim/zp_engine.h). dgx2
- *  keeps the rings its fidelity figures (the ZeRO paper's runs on 25 nodes) were reproduced with.
+ *  takes NCCL 2.4.8's own rule (nccl24_trees; its code, tag v2.4.8-1: src/init.cc ncclTreeThreshold,
+ *  src/enqueue.cc getPatternInfo): the tree at every size on 2 nodes and up to 69 / 158 / 338 MB on 4 / 8 /
+ *  16 DGX-2, the flat ring above; the tree priced at NCCL 2.4.8's own latency estimate (15 us a level of
+ *  the inter-node tree, 4 us a hop of the 16-GPU chain) and the flat ring's bytes (sim/zp_collcost.c).
  *  [superpod] NVIDIA DGX SuperPOD reference architecture with DGX H100 (RA-11333-001, 2023): scalable units
  *          (SU) of 32 DGX H100; compute fabric NDR 400 Gb/s InfiniBand, 8 ports per node, rail-optimized
  *          (rail r of every node of an SU on the SU's leaf switch r), QM9700 switches of 64 NDR ports,
@@ -137,6 +140,7 @@ static const zp_cluster g_rows[] = {
         .flat_rings = 1,
         .ib_efficiency = 0.80,
         .tree_allreduce = 0,
+        .nccl24_trees = 1,
         .pcie_bw = 16e9,
         .host_mem = 1.5e12,
         .nvme_bytes = 8 * 3.84e12,

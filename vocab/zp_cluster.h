@@ -92,6 +92,9 @@ typedef struct {
     int intra_mesh;          /* the domain's GPUs are a full mesh of direct peer links (AMD xGMI), not a switch:
                                 the GPU file's intra_topology = mesh (zp_cluster_group_bw) */
     double link_bw;          /* mesh: one peer link per direction, B/s (nvlink_bw: all of a GPU's links) */
+    int nccl24_trees;        /* 1: an all-reduce across nodes runs as NCCL 2.4.8 chose it: its tree up to the
+                                size its own estimate gives (src/init.cc ncclTreeThreshold: every size on 2 nodes),
+                                a flat ring above (sim/zp_collcost.c); 0: tree_allreduce's rule */
 } zp_cluster;
 
 int zp_cluster_count(void);

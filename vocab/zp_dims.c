@@ -19,8 +19,9 @@ zp_status zp_dims_check_tp(const zp_model *m, int64_t t)
         return ZP_FAIL(ZP_EINVAL, "--mp: must be at least 1");
     if (m->heads % t != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp: %lld does not divide the model's %lld attention heads (Megatron splits "
-                                  "heads across MP ranks)",
-                       (long long)t, (long long)m->heads);
+                                  "heads across MP ranks): use an --mp that divides %lld, or a model whose heads "
+                                  "are a multiple of %lld (a config.json's n_head / num_attention_heads)",
+                       (long long)t, (long long)m->heads, (long long)m->heads, (long long)t);
     const int64_t kv = zp_model_kv_heads(m);
     if (m->attn == ZP_ATTN_STANDARD && kv % t != 0 && t % kv != 0)
         return ZP_FAIL(ZP_EINVAL, "--mp: %lld and the model's %lld key/value heads must divide one another (Megatron "

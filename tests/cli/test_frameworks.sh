@@ -59,4 +59,14 @@ sd=$(col step_time_s <"$T/d.csv"); sm=$(col step_time_s <"$T/m.csv")
 if more "$sm" "$sd"; then ok; else ko "megatron-deepspeed-2022 step $sm s not above deepspeed's $sd s"; fi
 echo "  step: deepspeed $sd s, megatron-deepspeed-2022 $sm s"
 
+echo "== the ZeRO paper's Megatron-LM baselines across DGX-2 nodes (issue #29 item 2)"
+# Megatron-LM 2019 splits the heads over the MP ranks (mpu divide(num_attention_heads, world_size)): the
+# paper's 100B baseline at MP 128 needs a model of 128 heads (its Table 4's 100B has 64); the refusal says so
+bad "MP 128 over 64 heads" "use an --mp that divides 64, or a model whose heads are a multiple of 128" --model 100B --gpus 384 --mp 128 --stage 0 --framework deepspeed-2020
+printf '{"model_type": "gpt2", "n_layer": 125, "n_embd": 8192, "n_head": 128, "n_positions": 1024, "vocab_size": 50257}' >"$T/100b128.json"
+"$Z" --model "$T/100b128.json" --cluster dgx2 --gpus 384 --stage 0 --mp 128 --micro-batch 2 --exact --framework deepspeed-2020 --format csv >"$T/m.csv" 2>"$T/err" || ko "100B, 128 heads, MP 128: $(cat "$T/err")"
+t=$(col tflops_per_gpu <"$T/m.csv")
+if more "$t" 0; then ok; else ko "100B MP 128 on 384 GPUs: TFLOPs/GPU '$t'"; fi
+echo "  100B (128 heads), MP 128 over 8 DGX-2, batch 6: $t TFLOPs/GPU"
+
 finish

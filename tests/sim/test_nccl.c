@@ -142,13 +142,80 @@ static double allreduce_time_across(const char *name, int g, double bytes)
 /* A ring across nodes carries each channel over one NIC at that NIC's rate: ~12 GB/s of bus bandwidth per
  * 100 Gb/s EDR NIC with NCCL_ALGO=RING, 24 with two, 47 GB/s over a DGX-1's four (NCCL's maintainer in NCCL
  * issue #307, "NCCL infiniband performance", March 2020, NCCL 2.5/2.6 on V100 nodes). dgx2 drives one ring per
- * collective across its nodes (vocab/zp_cluster.c, "Channels across nodes"), so an MP group over two DGX-2
- * reaches one NIC's figure: 2(n-1)/n S / t within 20% of 12 GB/s for 1 GiB, n = 32 (the ZeRO paper's
- * Megatron-LM baseline, MP 32 over two nodes). */
+ * collective across its nodes (vocab/zp_cluster.c, "Channels across nodes"), so an MP group over DGX-2 nodes
+ * reaches one NIC's figure: 2(n-1)/n S / t within 20% of 12 GB/s for 1 GiB. n = 64 (four nodes), where 1 GiB
+ * is above NCCL 2.4.8's tree threshold (69 MB: dgx2_nccl248_tree_or_ring) and runs as the ring; on two
+ * nodes (n = 32, the ZeRO paper's MP 32 baseline) NCCL 2.4.8 runs a tree at every size, priced with the
+ * ring's bytes (sim/zp_collcost.c tree24_choose): the same figure. */
 Test(nccl_tests, dgx2_ring_across_nodes_at_one_nic)
 {
-    const double gib = 1073741824.0, n = 32;
-    const double t = allreduce_time_across("dgx2", 32, gib), busbw = 2.0 * (n - 1) / n * gib / t;
-    cr_expect(fabs(busbw / 12e9 - 1.0) <= 0.20, "dgx2, MP 32 over 2 nodes, 1 GiB: bus bandwidth %.1f GB/s, NCCL #307 "
-              "~12 GB/s a NIC (%+.1f%%)", busbw / 1e9, 100.0 * (busbw / 12e9 - 1.0));
+    const double gib = 1073741824.0;
+    for (int n = 32; n <= 64; n += 32) {
+        const double t = allreduce_time_across("dgx2", n, gib), busbw = 2.0 * (n - 1) / n * gib / t;
+        cr_expect(fabs(busbw / 12e9 - 1.0) <= 0.20, "dgx2, MP %d over %d nodes, 1 GiB: bus bandwidth %.1f GB/s, "
+                  "NCCL #307 ~12 GB/s a NIC (%+.1f%%)", n, n / 16, busbw / 1e9, 100.0 * (busbw / 12e9 - 1.0));
+    }
+}
+
+/* NCCL 2.4.8 (the ZeRO paper's) on dgx2 (issue #29 item 2): the all-reduce's algorithm across nodes is
+ * NCCL 2.4.8's own choice (src/enqueue.cc getPatternInfo: the tree up to comm->treeThreshold, which
+ * src/init.cc ncclTreeThreshold computes; tag v2.4.8-1), recomputed here from that function's figures for
+ * a DGX-2 (NVLink, 16 channels: one ring per NIC, doubled across NVLink nodes): ring bandwidth 5000 B/us a
+ * channel, tree 3/4 of it (x2 on 2 nodes), ring latency 6 us x (P - 1), tree 15 us x log2(k) + 4 us x
+ * (P/k - 1). The Megatron-LM baselines' per-layer all-reduces (micro-batch x 1024 x hidden x 2 bytes, fp16)
+ * are trees at MP 32 / 64 / 128 / 256 (2-16 DGX-2), a buffer above the threshold a ring. */
+static zp_coll_plan dgx2_mp_allreduce_plan(int g, double bytes, double *lat_s)
+{
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
+    static zp_profile p;
+    zp_device_profile_builtin(c, &p);
+    zp_plan pl;
+    zp_plan_default(&pl, g);
+    pl.mp = g;
+    pl.dp = 1;
+    zp_sim_input in = {.plan = &pl, .cluster = c, .profile = &p};
+    zp_net N;
+    cr_assert_eq(zp_fabric_setup(&in, 0, &N), ZP_OK, "%s", zp_error_message());
+    zp_op o;
+    memset(&o, 0, sizeof o);
+    o.type = ZP_OPK_MP_ALLREDUCE;
+    o.bytes = bytes;
+    o.batch = 1;
+    zp_coll_plan cp = zp_collcost_choose(&N, &o, zp_fabric_group(&N, ZP_GROUP_MP));
+    *lat_s = cp.lat;
+    return cp;
+}
+
+/* NCCL 2.4.8's threshold (bytes) for k nodes of 16 GPUs, 16 channels, from src/init.cc's formula. */
+static double nccl248_threshold(int k)
+{
+    const double P = 16.0 * k, ringbw = 5000.0 * 16, treebw = ringbw * 0.75 * (k == 2 ? 2 : 1);
+    const double ringlat = 6.0 * (P - 1), treelat = 15.0 * floor(log2(k)) + 4.0 * (P / k - 1);
+    return treebw > ringbw ? HUGE_VAL : ringbw * treebw / (ringbw - treebw) * (ringlat - treelat);
+}
+
+Test(nccl_tests, dgx2_nccl248_tree_or_ring)
+{
+    cr_expect(isinf(nccl248_threshold(2)), "2 nodes: trees at every size");
+    cr_expect(fabs(nccl248_threshold(4) / 69.12e6 - 1) < 1e-9, "4 nodes: %.4g B", nccl248_threshold(4));
+    cr_expect(fabs(nccl248_threshold(8) / 157.68e6 - 1) < 1e-9, "8 nodes: %.4g B", nccl248_threshold(8));
+    cr_expect(fabs(nccl248_threshold(16) / 338.4e6 - 1) < 1e-9, "16 nodes: %.4g B", nccl248_threshold(16));
+    static const struct { int mp, micro, hidden; } runs[] = {
+        {32, 4, 6144}, {64, 4, 6144}, {64, 2, 8192}, {128, 2, 8192}, {256, 1, 8192}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        const double bytes = runs[i].micro * 1024.0 * runs[i].hidden * 2, k = runs[i].mp / 16;
+        double lat;
+        zp_coll_plan cp = dgx2_mp_allreduce_plan(runs[i].mp, bytes, &lat);
+        cr_expect(cp.tree, "MP %d, %.0f B: NCCL 2.4.8 runs a tree (threshold %.4g B)", runs[i].mp, bytes,
+                  nccl248_threshold((int)k));
+        /* its latency, NCCL 2.4.8's own tree estimate: 15 us a level, 4 us a chain hop */
+        const double want = (15.0 * floor(log2(k)) + 4.0 * 15) * 1e-6;
+        cr_expect(fabs(lat / want - 1) < 1e-9, "MP %d: tree latency %.1f us, NCCL 2.4.8 %.1f us", runs[i].mp,
+                  lat * 1e6, want * 1e6);
+    }
+    double lat;
+    cr_expect(!dgx2_mp_allreduce_plan(64, 128e6, &lat).tree, "MP 64 (4 nodes), 128 MB > 69 MB: a ring");
+    cr_expect(dgx2_mp_allreduce_plan(128, 128e6, &lat).tree, "MP 128 (8 nodes), 128 MB < 158 MB: a tree");
+    cr_expect(!dgx2_mp_allreduce_plan(16, 50e6, &lat).tree, "MP 16 stays in a node: no tree");
 }
