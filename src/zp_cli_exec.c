@@ -90,7 +90,7 @@ static const char USAGE[] =
     "                            its min and max, and the machine is watched while it runs: a run that\n"
     "                            was not quiet (other processes using over 0.25 core, a load above the\n"
     "                            cores, steps spread over 50%, a reference work timed before and after\n"
-    "                            the steps over 25% off the calibration's or over 15% apart between the\n"
+    "                            the steps over 40% off the calibration's or over 50% apart between the\n"
     "                            ranks) is reported as such and not judged; a quiet one is 'met' with its\n"
     "                            step within 15% and memory within 3%\n"
     "  --profile FILE            device profile of this machine for --validate, from\n"
