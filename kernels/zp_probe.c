@@ -72,7 +72,7 @@ static zp_status probe_once(void *arg)
     return be->stream_triad(p->a, p->b, p->c, 3.0f, PROBE_TRIAD);
 }
 
-zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fastest)
+zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fastest, double *sync)
 {
     if (!p || !world || !seconds)
         return ZP_FAIL(ZP_EINVAL, "zp_probe_time: NULL argument");
@@ -86,6 +86,17 @@ zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fa
     *seconds = med;
     if (fastest)
         *fastest = lo;
+    if (sync) { /* sample i of every rank started after the same barrier */
+        const double n = (double)zp_comm_size(world);
+        double lag = 0, mean = 0;
+        for (int i = 0; i < r.reps; i++) {
+            double mx = r.samples[i], sum = r.samples[i];
+            ZP_TRY(zp_comm_allreduce_double(world, &mx, ZP_OP_MAX));
+            ZP_TRY(zp_comm_allreduce_double(world, &sum, ZP_OP_SUM));
+            lag += mx - sum / n, mean += sum / n;
+        }
+        *sync = mean > 0 ? lag / mean : 0;
+    }
     return ZP_OK;
 }
 

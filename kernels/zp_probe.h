@@ -12,7 +12,7 @@
  *     zp_probe *p;
  *     zp_status st = zp_probe_open(be, nn, &p);       // buffers in be's memory
  *     double s;
- *     st = zp_probe_time(p, world, &s, NULL);        // every rank of world at once; s: the slowest rank's
+ *     st = zp_probe_time(p, world, &s, NULL, NULL);  // every rank of world at once; s: the slowest rank's
  *     zp_probe_close(p);
  *
  * The work of one sample, each part of a kind a training step is made of: two 256 x 256 x 256 fp32 GEMMs
@@ -37,8 +37,11 @@ zp_status zp_probe_open(const zp_kernels_backend *be, const zp_nn_ops *nn, zp_pr
 
 /* Times the reference work on every rank of world at once (a collective: every rank calls it); *seconds: one
  * sample's median seconds on the slowest rank, *fastest (NULL: not wanted) on the fastest, the same on every
- * rank: ranks running the same work at different speeds share their cores with something else. */
-zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fastest);
+ * rank: ranks running the same work at different speeds share their cores with something else. *sync (NULL:
+ * not wanted): over the samples, each started by every rank together, the slowest rank's time less the ranks'
+ * mean, summed, over the ranks' mean summed: how long the average rank of a collective waits for the last
+ * one, per second of the work since they met (0 on one rank). */
+zp_status zp_probe_time(zp_probe *p, zp_comm *world, double *seconds, double *fastest, double *sync);
 
 void zp_probe_close(zp_probe *p);
 

@@ -418,6 +418,30 @@ static void run_interacting(stream_ctx *c, const zp_op *op, const zp_group_shape
         account(E, c->s, op, dur);
 }
 
+/* The wait of a collective for the group's slowest rank (a calibrated profile's machine.probe.sync > 0):
+ * ranks that start the same work together do not end it together, and a collective ends when its last rank
+ * arrives, so the average rank waits the slowest one's lag, sync_frac of the compute since the group last
+ * met (the reference work's samples, kernels/zp_probe.c: the slowest of the ranks behind their mean). The
+ * compute stream's kernels add to every group's count; a collective of a group of more than one rank takes
+ * its group's. The simulation's ranks are identical and never wait otherwise. 0 on the presets. */
+static double sync_wait(zp_eng *E, int node, const zp_op *op, const zp_group_shape *gs)
+{
+    if (!E->since || info_of(op)->cls != ZP_OPC_COLL || (double)gs->g * gs->k <= 1)
+        return 0.0;
+    double *since = &E->since[(size_t)node * ZP_NGROUPS + info_of(op)->group];
+    const double w = E->sync_frac * *since;
+    *since = 0;
+    return w;
+}
+
+static void sync_count(zp_eng *E, int node, zp_stream s, const zp_op *op, double local)
+{
+    if (!E->since || s != ZP_STREAM_COMPUTE || info_of(op)->cls != ZP_OPC_COMPUTE || !(local > 0))
+        return;
+    for (int g = 0; g < ZP_NGROUPS; g++)
+        E->since[(size_t)node * ZP_NGROUPS + g] += local;
+}
+
 /* The actor of stream argv[2] of node argv[1]; its data: the run's state. */
 static void stream_actor(int argc, char *argv[])
 {
@@ -449,8 +473,9 @@ static void stream_actor(int argc, char *argv[])
         if (s == ZP_STREAM_COMPUTE)
             host_dispatch(&c, op, oi);
         double local = op_local_time(E, op, gs);
+        sync_count(E, node, s, op, local);
         if (local >= 0.0)
-            run_local(&c, op, local);
+            run_local(&c, op, local + sync_wait(E, node, op, gs));
         else
             run_interacting(&c, op, gs);
     }

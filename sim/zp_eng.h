@@ -39,6 +39,10 @@ typedef struct {
     double activities;
     double nccl_frac;             /* share of a GPU's SMs one running NCCL collective holds (nccl_ctas / sms);
                                      0: compute is not slowed by overlapped collectives */
+    double sync_frac;             /* the profile's machine.probe.sync: the slowest rank's lag behind the average
+                                     one, as a fraction of the work since they last met (0: none, the presets) */
+    double *since;                /* [node * ZP_NGROUPS + group]: compute-stream kernel time since the group's
+                                     last collective (with sync_frac > 0) */
 } zp_eng;
 
 /* The pipeline stage of a simulated node, and its place (local index) in the stage. */

@@ -261,6 +261,9 @@ static zp_status find_nodes(zp_eng *E)
         const zp_profile_device *d = &in->profile->dev;
         E->nccl_frac = !in->no_overlap && d->sms > 0 && d->nccl_ctas > 0 ? (double)d->nccl_ctas / d->sms : 0.0;
     }
+    E->sync_frac = in->profile->machine.probe_sync;
+    if (E->sync_frac > 0 && !(E->since = calloc(N * ZP_NGROUPS, sizeof *E->since)))
+        return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
     if (in->no_overlap) {
         E->busy = calloc(N, sizeof *E->busy);
         if (!E->busy)
@@ -336,7 +339,7 @@ static zp_status run_schedules(const zp_sim_input *in, const zp_schedule *scheds
         return ZP_FAIL(ZP_ENOMEM, "out of memory setting up the simulation");
     zp_status st = run_in(E, in, scheds, nstages, out);
     zp_trace_free(&E->tr);
-    void *tables[] = {E->gpu0, E->gpu1, E->cpu, E->peer, E->ch, E->busy, E->mb, E->ppmb}; /* per node */
+    void *tables[] = {E->gpu0, E->gpu1, E->cpu, E->peer, E->ch, E->busy, E->mb, E->ppmb, E->since}; /* per node */
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         free(tables[i]);
     free(E);

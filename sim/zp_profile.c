@@ -578,9 +578,15 @@ static zp_status read_machine(const rd *r, json_t *root, zp_profile_machine *m)
     if (pr) {
         if (!json_is_object(pr))
             return ZP_FAIL(ZP_EINVAL, "profile '%s': 'machine.probe' must be an object", r->name);
-        ZP_TRY(only_keys(r, pr, "machine.probe", (const char *const[]){"s", "drift", NULL}));
+        ZP_TRY(only_keys(r, pr, "machine.probe", (const char *const[]){"s", "drift", "sync", NULL}));
         ZP_TRY(get_num(r, pr, "machine.probe", "s", &m->probe_s));
         ZP_TRY(get_num(r, pr, "machine.probe", "drift", &m->probe_drift));
+        if (json_object_get(pr, "sync")) {
+            ZP_TRY(get_num(r, pr, "machine.probe", "sync", &m->probe_sync));
+            if (!(m->probe_sync >= 0 && m->probe_sync < 1))
+                return ZP_FAIL(ZP_EINVAL, "profile '%s': 'machine.probe.sync' must be in [0, 1) (got %g)", r->name,
+                               m->probe_sync);
+        }
         if (!(m->probe_s > 0) || !(m->probe_drift >= 0) || !isfinite(m->probe_s) || !isfinite(m->probe_drift))
             return ZP_FAIL(ZP_EINVAL, "profile '%s': 'machine.probe' needs s > 0 and drift >= 0 (got %g, %g)",
                            r->name, m->probe_s, m->probe_drift);
@@ -899,7 +905,9 @@ static int put_machine(json_t *root, const zp_profile *p)
         bad |= put(mach, "while_calibrating",
                    json_pack("{s:f, s:f}", "others_cores", m->others_cores, "load_1min", m->load1));
     if (m->probe_s > 0)
-        bad |= put(mach, "probe", json_pack("{s:f, s:f}", "s", m->probe_s, "drift", m->probe_drift));
+        bad |= put(mach, "probe", m->probe_sync > 0 ? json_pack("{s:f, s:f, s:f}", "s", m->probe_s, "drift",
+                                                                 m->probe_drift, "sync", m->probe_sync)
+                                                     : json_pack("{s:f, s:f}", "s", m->probe_s, "drift", m->probe_drift));
     bad |= put(lib, "blas", json_string(m->blas));
     bad |= put(lib, "mpi", json_string(m->mpi));
     bad |= put(lib, "cuda", json_string(m->cuda));

@@ -8,7 +8,8 @@
  *   "machine": {"cpu_model", "cores", "gpu", "gpu_count", "nodes", "ranks", "hostname",
  *               "measured_at" (ISO 8601 UTC), "zplan_version",
  *               "while_calibrating": {"others_cores", "load_1min"} (optional: the machine watched),
- *               "probe": {"s", "drift"} (optional: the reference work's time and spread, kernels/zp_probe.h),
+ *               "probe": {"s", "drift"[, "sync"]} (optional: the reference work's time, spread and ranks' lag,
+ *               kernels/zp_probe.h),
  *               "libraries": {"blas", "mpi", "cuda", "nccl"}},
  *   "backend": "cpu" | "cuda",
  *   "memory_bw_gbs": {"copy", "triad"},                        STREAM convention, per rank
@@ -82,6 +83,10 @@ typedef struct {
                                 kernels/zp_probe.h, the median of its timings between the calibration's parts,
                                 seconds; exec --validate times it again and compares (this machine's speed) */
     double probe_drift;      /* (max - min) / min of those timings: how far the speed moved while calibrating */
+    double probe_sync;       /* JSON "probe.sync", optional (0: absent): the slowest rank's lag behind the ranks'
+                                mean over the reference work's samples, as a fraction of the mean (the median of
+                                the calibration's timings); the simulation makes each collective wait it
+                                (sim/zp_actors.c sync_wait) */
     char blas[256];          /* library versions, "" when absent */
     char mpi[128];
     char cuda[64];

@@ -552,4 +552,14 @@ Test(profile, machine_probe_optional_kept_and_checked)
     bad = with("machine.probe", json_pack("{s:f}", "s", 0.002));
     cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "drift missing accepted");
     free(bad);
+    /* the ranks' lag (optional): kept, and within [0, 1) */
+    cr_expect_eq(q.machine.probe_sync, 0.0);
+    p.machine.probe_sync = 0.046875;
+    cr_assert_eq(zp_profile_to_json(&p, &text), ZP_OK);
+    cr_assert_eq(zp_profile_parse(text, strlen(text), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    free(text);
+    cr_expect_eq(q.machine.probe_sync, 0.046875);
+    bad = with("machine.probe", json_pack("{s:f, s:f, s:f}", "s", 0.002, "drift", 0.1, "sync", 1.5));
+    cr_expect_eq(zp_profile_parse(bad, strlen(bad), "t.json", &q), ZP_EINVAL, "a lag of 150% accepted");
+    free(bad);
 }
