@@ -54,6 +54,8 @@ typedef struct {
     zp_comm *comm;
 } cold_sync;
 
+#define CAL_MAX_OPS 4 /* operations timed together (time_ops, time_loops) */
+
 static zp_status cold_barrier(void *p)
 {
     const cold_sync *s = p;
@@ -64,6 +66,16 @@ static zp_status cold_barrier(void *p)
         ZP_TRY(c->be->stream_copy(c->hot->send, c->evict + n, c->hot->count < n ? c->hot->count : n));
     ZP_TRY(c->be->sync());
     return zp_comm_barrier(s->comm);
+}
+
+/* o's clock (the backend's) and its barrier of `comm`, after the eviction when c->evict is set (cs: its data,
+ * which must outlive o's runs) */
+static void timing_hooks(cal *c, zp_timing_opts *o, zp_comm *comm, cold_sync *cs)
+{
+    zp_kernels_timing_hooks(o, &c->clock, comm);
+    *cs = (cold_sync){c, comm};
+    if (c->evict)
+        o->barrier = cold_barrier, o->barrier_ctx = cs;
 }
 
 static void progress(cal *c, const char *what)
@@ -81,13 +93,11 @@ static void progress(cal *c, const char *what)
 static zp_status time_ops(cal *c, zp_comm *sync_comm, const zp_timing_op *ops, int nops, stat *out)
 {
     zp_timing_opts o = {.warmup = 0, .reps = 1};
-    cold_sync cs = {c, c->world};
-    zp_kernels_timing_hooks(&o, &c->clock, c->world);
-    if (c->evict)
-        o.barrier = cold_barrier, o.barrier_ctx = &cs;
-    zp_timing_result r[4];
-    if (nops < 1 || nops > 4)
-        return ZP_FAIL(ZP_EINVAL, "calibrate: %d operations timed together (1 to 4)", nops);
+    cold_sync cs;
+    timing_hooks(c, &o, c->world, &cs);
+    zp_timing_result r[CAL_MAX_OPS];
+    if (nops < 1 || nops > CAL_MAX_OPS)
+        return ZP_FAIL(ZP_EINVAL, "calibrate: %d operations timed together (1 to %d)", nops, CAL_MAX_OPS);
     ZP_TRY(zp_timing_run_ops(&o, ops, nops, r));
     double first = 0; /* seconds of one round */
     for (int k = 0; k < nops; k++)
@@ -101,10 +111,7 @@ static zp_status time_ops(cal *c, zp_comm *sync_comm, const zp_timing_op *ops, i
     }
     o.warmup = c->o->warmup > 1 ? c->o->warmup - 1 : 0; /* the first sample was one */
     o.reps = reps < ZP_TIMING_MAX_REPS ? reps : ZP_TIMING_MAX_REPS;
-    zp_kernels_timing_hooks(&o, &c->clock, sync_comm);
-    cs.comm = sync_comm;
-    if (c->evict)
-        o.barrier = cold_barrier, o.barrier_ctx = &cs;
+    timing_hooks(c, &o, sync_comm, &cs);
     ZP_TRY(zp_timing_run_ops(&o, ops, nops, r));
     /* a collective ends for everyone when its slowest rank is done: the slowest rank of each repetition,
      * then the median (max_med). When the ranks outnumber the cores a different rank can be the slow one
@@ -144,10 +151,10 @@ static double spread_of(const stat *s, double med) { return med > 0 ? (s->max - 
  * kept (the executor's ranks meet at every collective). */
 static zp_status time_loops(cal *c, zp_timing_fn fn, void *const *args, int n, double *per_call, double *spread)
 {
-    zp_timing_op ops[4];
-    stat s[4];
-    if (n < 1 || n > 4)
-        return ZP_FAIL(ZP_EINVAL, "calibrate: %d loops timed together (1 to 4)", n);
+    zp_timing_op ops[CAL_MAX_OPS];
+    stat s[CAL_MAX_OPS];
+    if (n < 1 || n > CAL_MAX_OPS)
+        return ZP_FAIL(ZP_EINVAL, "calibrate: %d loops timed together (1 to %d)", n, CAL_MAX_OPS);
     for (int k = 0; k < n; k++) {
         zp_timing_opts o = {.warmup = 1, .reps = 1}; /* warm (pages, caches), then one call timed */
         zp_kernels_timing_hooks(&o, &c->clock, NULL);
@@ -704,9 +711,9 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
         progress(c, what);
         nn_arg cp[2] = {sz[0], sz[1]}; /* the fresh copies alone, for the in-place kernels */
         cp[0].copy_only = cp[1].copy_only = 1;
-        void *const args[4] = {&sz[0], &sz[1], &cp[0], &cp[1]};
+        void *const args[CAL_MAX_OPS] = {&sz[0], &sz[1], &cp[0], &cp[1]};
         const int ncopy = nn_fresh_src(&sz[0]) ? 2 : 0;
-        double tc[4], spc[4];
+        double tc[CAL_MAX_OPS], spc[CAL_MAX_OPS];
         if (st == ZP_OK)
             st = time_loops(c, op_nn, args, 2 + ncopy, tc, spc);
         c->done += 2;
@@ -738,6 +745,30 @@ static int coll_sizes(const cal *c, double maxb, double *sizes, int cap)
     for (double s = c->o->min_coll_bytes; s <= maxb * 1.0001 && n < cap; s *= 4)
         sizes[n++] = s;
     return n;
+}
+
+/* f's latency and bus bandwidth through the n points (bytes, seconds); 1 when fitted, 0 when the time does not
+ * grow with the size (left unmeasured). Timed cold, the small sizes' misses vary and the fit's 1/t^2 weights
+ * favour them: when the line through every point has no slope, the larger half's, where the bandwidth shows;
+ * still none (a loaded machine, two repetitions a size: calibrate_cli under CI's load left the broadcast
+ * unmeasured), the line from the smallest size to the largest, whose times the noise cannot swap (the points
+ * themselves are what the simulation reads within their range). */
+static int fit_collective(const double *xs, const double *ts, int n, double factor, zp_profile_coll_fit *f)
+{
+    if (zp_fit_collective(xs, ts, n, factor, &f->latency_s, &f->busbw_gbs, &f->residual) == ZP_OK)
+        return 1;
+    zp_error_clear();
+    if (n >= 4 && zp_fit_collective(xs + n / 2, ts + n / 2, n - n / 2, factor, &f->latency_s, &f->busbw_gbs,
+                                    &f->residual) == ZP_OK)
+        return 1;
+    zp_error_clear();
+    if (n < 2 || !(ts[n - 1] > ts[0]) || !(xs[n - 1] > xs[0]))
+        return 0;
+    const double b = (ts[n - 1] - ts[0]) / (xs[n - 1] - xs[0]);
+    f->latency_s = fmax(0.0, ts[0] - b * xs[0]);
+    f->busbw_gbs = factor / b / 1e9;
+    f->residual = 1.0;
+    return 1;
 }
 
 static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_scope scope, double maxb, void *send,
@@ -772,28 +803,7 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
         }
         f->npoints = ns;
         f->nranks = nr;
-        const double factor = zp_coll_busbw_factor((zp_coll_kind)k, nr);
-        zp_status st = zp_fit_collective(xs, ts, ns, factor, &f->latency_s, &f->busbw_gbs, &f->residual);
-        if (st != ZP_OK && ns >= 4) { /* the small sizes' cold misses left the line no slope (weights 1/t^2 favour
-                                          them): the larger half, where the bandwidth shows */
-            zp_error_clear();
-            st = zp_fit_collective(xs + ns / 2, ts + ns / 2, ns - ns / 2, factor, &f->latency_s, &f->busbw_gbs,
-                                   &f->residual);
-        }
-        if (st != ZP_OK && ns >= 2 && ts[ns - 1] > ts[0] && xs[ns - 1] > xs[0]) {
-            /* still none (a loaded machine, two repetitions a size: calibrate_cli under CI's load left the
-             * broadcast unmeasured): the line from the smallest size to the largest, whose times the noise
-             * cannot swap; the points themselves are what the simulation reads within their range */
-            zp_error_clear();
-            const double b = (ts[ns - 1] - ts[0]) / (xs[ns - 1] - xs[0]);
-            f->latency_s = fmax(0.0, ts[0] - b * xs[0]);
-            f->busbw_gbs = factor / b / 1e9;
-            f->residual = 1.0;
-            st = ZP_OK;
-        }
-        f->measured = st == ZP_OK;
-        if (st != ZP_OK)
-            zp_error_clear(); /* a collective whose time does not grow: left unmeasured */
+        f->measured = fit_collective(xs, ts, ns, zp_coll_busbw_factor((zp_coll_kind)k, nr), f);
     }
     return ZP_OK;
 }

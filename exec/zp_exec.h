@@ -105,7 +105,9 @@ typedef struct {
     zp_quiet_in quiet;       /* the machine over the measured steps: their min/q10/median/q90/max (s), the
                                 wall time, the machine's busy CPU seconds and the run's own (every rank's,
                                 summed; busy -1 when the ranks span nodes), the load at the end, the cores
-                                and the ranks on this machine; for zp_quiet_judge */
+                                and the ranks on this machine; with config.probe, the reference work before the
+                                first step and after the last (probe_s, probe_fast_s); for zp_quiet_judge, once
+                                the caller sets probe_cal_s from its profile */
     double peak[ZP_MEM_NCAT];/* largest rank's peak bytes per category (zp_mem_cat, sim/zp_ops.h) */
     double peak_activations; /* largest rank's peak of activations + checkpoints */
     double peak_total;       /* largest rank's peak of the device total (every category but host) */
@@ -114,9 +116,6 @@ typedef struct {
     double stage_peak_total[ZP_EXEC_MAX_STAGES]; /* with pipeline stages: each stage's largest rank's device
                                                     total (the first ZP_EXEC_MAX_STAGES stages) */
     double stage_peak_activations[ZP_EXEC_MAX_STAGES];
-    double probe_s[2];       /* with config.probe: the reference work's seconds before the first step and after
-                                the last (zp_probe_time: the slowest rank's median); 0: not timed */
-    double probe_fast_s[2];  /* the same on the fastest rank */
 } zp_exec_result;
 
 void zp_exec_result_free(zp_exec_result *r); /* accepts NULL */

@@ -215,7 +215,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
     zp_status st = (out->step && times) ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
     zp_probe *probe = NULL; /* the reference work, outside the steps and their memory count */
     if (st == ZP_OK && c->probe && (st = zp_probe_open(S->be, S->nn, &probe)) == ZP_OK)
-        st = zp_probe_time(probe, world, &out->probe_s[0], &out->probe_fast_s[0], NULL);
+        st = zp_probe_time(probe, world, &out->quiet.probe_s[0], &out->quiet.probe_fast_s[0], NULL);
     /* every rank sees the same dt (the max over ranks), so every rank stops after the same step */
     for (; st == ZP_OK && (k < c->steps || (measured < c->min_seconds && k < ZP_EXEC_MAX_STEPS)); k++) {
         if (k == cap) {
@@ -262,7 +262,7 @@ zp_status zp_exec_run(const zp_exec_config *c, zp_comm *world, zp_exec_result *o
     out->steps = k;
     zp_quiet_sample_take(&q1);
     if (st == ZP_OK && probe)
-        st = zp_probe_time(probe, world, &out->probe_s[1], &out->probe_fast_s[1], NULL);
+        st = zp_probe_time(probe, world, &out->quiet.probe_s[1], &out->quiet.probe_fast_s[1], NULL);
     zp_probe_close(probe);
     if (st == ZP_OK)
         st = quiet_window(S, &q0, &q1, &out->quiet);

@@ -845,8 +845,6 @@ static int exec_main(int argc, char **argv)
     }
     int rc = 0;
     res.quiet.probe_cal_s = pr.cal.probe_s; /* the judge sets the run's speed beside the calibration's */
-    res.quiet.probe_s[0] = res.probe_s[0], res.quiet.probe_s[1] = res.probe_s[1];
-    res.quiet.probe_fast_s[0] = res.probe_fast_s[0], res.quiet.probe_fast_s[1] = res.probe_fast_s[1];
     if (rank == 0)
         rc = exec_write_report(&cfg, &res, validate ? &pr : NULL, a.fmt == ZP_FMT_JSON, a.out);
     zp_exec_result_free(&res);

@@ -14,7 +14,7 @@
 /* The model's time (s) of an all-reduce of `bytes` over a tensor-parallel group of g GPUs of preset `name`
  * (as Megatron-LM's per-layer all-reduces run): inside one node, or (across) a group spanning nodes, its
  * bytes on a rail added at the rail's bandwidth. */
-static double mp_allreduce_time(const char *name, int g, double bytes, int across)
+static void mp_allreduce_setup(const char *name, int g, double bytes, zp_net *N, zp_op *o)
 {
     const zp_cluster *c;
     cr_assert_eq(zp_cluster_find(name, &c), ZP_OK);
@@ -25,13 +25,18 @@ static double mp_allreduce_time(const char *name, int g, double bytes, int acros
     pl.mp = g;
     pl.dp = 1;
     zp_sim_input in = {.plan = &pl, .cluster = c, .profile = &p};
+    cr_assert_eq(zp_fabric_setup(&in, 0, N), ZP_OK, "%s", zp_error_message());
+    memset(o, 0, sizeof *o);
+    o->type = ZP_OPK_MP_ALLREDUCE;
+    o->bytes = bytes;
+    o->batch = 1;
+}
+
+static double mp_allreduce_time(const char *name, int g, double bytes, int across)
+{
     zp_net N;
-    cr_assert_eq(zp_fabric_setup(&in, 0, &N), ZP_OK, "%s", zp_error_message());
     zp_op o;
-    memset(&o, 0, sizeof o);
-    o.type = ZP_OPK_MP_ALLREDUCE;
-    o.bytes = bytes;
-    o.batch = 1;
+    mp_allreduce_setup(name, g, bytes, &N, &o);
     const zp_group_shape *gs = zp_fabric_group(&N, ZP_GROUP_MP);
     if (!across)
         return zp_collcost_local_time(&N, &o, gs);
@@ -166,22 +171,9 @@ Test(nccl_tests, dgx2_ring_across_nodes_at_one_nic)
  * are trees at MP 32 / 64 / 128 / 256 (2-16 DGX-2), a buffer above the threshold a ring. */
 static zp_coll_plan dgx2_mp_allreduce_plan(int g, double bytes, double *lat_s)
 {
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx2", &c), ZP_OK);
-    static zp_profile p;
-    zp_device_profile_builtin(c, &p);
-    zp_plan pl;
-    zp_plan_default(&pl, g);
-    pl.mp = g;
-    pl.dp = 1;
-    zp_sim_input in = {.plan = &pl, .cluster = c, .profile = &p};
     zp_net N;
-    cr_assert_eq(zp_fabric_setup(&in, 0, &N), ZP_OK, "%s", zp_error_message());
     zp_op o;
-    memset(&o, 0, sizeof o);
-    o.type = ZP_OPK_MP_ALLREDUCE;
-    o.bytes = bytes;
-    o.batch = 1;
+    mp_allreduce_setup("dgx2", g, bytes, &N, &o);
     zp_coll_plan cp = zp_collcost_choose(&N, &o, zp_fabric_group(&N, ZP_GROUP_MP));
     *lat_s = cp.lat;
     return cp;
