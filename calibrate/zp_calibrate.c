@@ -324,49 +324,67 @@ static zp_status op_gemm(void *p)
  * strided operands and transposed ones, B x heads small products per call (tiny-llama: 16 of 64 x 64 x 16).
  * Timed as plain square loops they came out 2-3x fast (in the step: 3.7 us per head product against 1.5
  * timed alone, 2026-11-27). The six forms (scores, context; their input and weight gradients) with the
- * executor's transposes and leading dimensions; the per-product time of each shape (two forms share (T, T,
- * hd), four (T, hd, T): their mean) replaces the table's point of that shape. */
-typedef struct {
-    int ta, tb, m, n, k, lda, ldb, ldc; /* one form, in the executor's order of arguments */
-} att_form;
+ * executor's transposes, leading dimensions and addresses (each product its own sequence's rows and its own
+ * head's scores), and the K and V gradients of grouped-query attention as the executor launches them: one
+ * call per head of a group, adding into the group's gradient. The per-product time of each shape (two forms
+ * share (T, T, hd), four (T, hd, T): their mean) replaces the table's point of that shape.
+ * What this does not close (tiny-moe, micro-batch 4, 2026-11-27): in the step the forms still take 1.3-2.9x
+ * the loop's time per product (context_wgrad 3.7 us against 1.3), as with every reading one sequence's rows
+ * before; rotating the loop over copies of the buffers so that they come from L3 (3.6 MB) leaves it unchanged,
+ * from beyond L3 (14 MB a rank) adds 30%: what the step lacks is operands last touched long before, in DRAM
+ * (a per-operand reuse model, not this loop, would price that). */
+enum { ATT_SCORES, ATT_CONTEXT, ATT_CTX_DGRAD, ATT_CTX_WGRAD, ATT_SCORES_DGRAD, ATT_SCORES_WGRAD, ATT_NFORMS };
 
 typedef struct {
     const zp_kernels_backend *be;
-    zp_gemm_args g;
-    int batch;
+    int form;
+    size_t Bs, NH, KV, T, hd, ld, Cq; /* sequences, local Q heads, K/V heads, rows, head width, QKV and Q widths */
+    float *qkv, *dqkv;                /* (Bs, T, ld) */
+    float *att, *datt;                /* (Bs x NH, T, T) */
+    float *atty, *datty;              /* (Bs, T, Cq) */
     const void **a, **b;
-    float **c;
+    float **c; /* Bs x NH entries */
 } att_call;
+
+/* One launch of a form: launch j of a weight gradient takes the j-th head of every K/V group. */
+static zp_status att_launch(att_call *x, size_t j)
+{
+    const size_t T = x->T, hd = x->hd, ld = x->ld, Cq = x->Cq, grp = x->NH / x->KV, kvn = x->KV * hd;
+    const int per_group = x->form == ATT_CTX_WGRAD || x->form == ATT_SCORES_WGRAD;
+    int n = 0;
+    for (size_t b = 0; b < x->Bs; b++)
+        for (size_t h = 0; h < x->NH; h++) {
+            if (per_group && h % grp != j)
+                continue;
+            const size_t qo = b * T * ld + h * hd, ko = b * T * ld + Cq + (h / grp) * hd;
+            const size_t so = (b * x->NH + h) * T * T, yo = b * T * Cq + h * hd;
+            const float *src[ATT_NFORMS][2] = {
+                {x->qkv + qo, x->qkv + ko},         {x->att + so, x->qkv + ko + kvn}, {x->datty + yo, x->qkv + ko + kvn},
+                {x->att + so, x->datty + yo},       {x->datt + so, x->qkv + ko},      {x->datt + so, x->qkv + qo}};
+            float *dst[ATT_NFORMS] = {x->att + so,           x->atty + yo,     x->datt + so,
+                                      x->dqkv + ko + kvn, x->dqkv + qo, x->dqkv + ko};
+            x->a[n] = src[x->form][0], x->b[n] = src[x->form][1], x->c[n] = dst[x->form];
+            n++;
+        }
+    /* exec/zp_exec_model.c attention_fwd and attention_bwd_launch: (ta, tb, m, n, k, lda, ldb, ldc) */
+    static const int tr[ATT_NFORMS][2] = {{0, 1}, {0, 0}, {0, 1}, {1, 0}, {0, 0}, {1, 0}};
+    const size_t dims[ATT_NFORMS][6] = {{T, T, hd, ld, ld, T},   {T, hd, T, T, ld, Cq}, {T, T, hd, Cq, ld, T},
+                                        {T, hd, T, T, Cq, ld},   {T, hd, T, T, ld, ld}, {T, hd, T, T, ld, ld}};
+    const size_t *d = dims[x->form];
+    zp_gemm_args g = {.trans_a = tr[x->form][0], .trans_b = tr[x->form][1], .m = (int)d[0], .n = (int)d[1],
+                      .k = (int)d[2], .alpha = 1, .beta = per_group && j > 0 ? 1.0f : 0.0f, .a = x->a[0],
+                      .lda = (int)d[3], .b = x->b[0], .ldb = (int)d[4], .c = x->c[0], .ldc = (int)d[5],
+                      .in_dtype = ZP_DT_F32};
+    return x->be->gemm_batched(&g, n, (const void *const *)x->a, (const void *const *)x->b, x->c);
+}
 
 static zp_status att_call_run(void *p)
 {
     att_call *x = p;
-    return x->be->gemm_batched(&x->g, x->batch, (const void *const *)x->a, (const void *const *)x->b, x->c);
-}
-
-/* One form over `batch` products: operands at head offsets (i mod 64) x hd within `in` (their rows lda, ldb
- * apart), each output its own m x ldc block of `out`. Seconds per product. */
-static zp_status att_form_time(cal *c, const att_form *f, int batch, int hd, float *in, float *out, double *per_item)
-{
-    att_call x = {.be = c->be, .batch = batch};
-    x.a = malloc((size_t)batch * sizeof *x.a), x.b = malloc((size_t)batch * sizeof *x.b);
-    x.c = malloc((size_t)batch * sizeof *x.c);
-    zp_status st = x.a && x.b && x.c ? ZP_OK : ZP_FAIL(ZP_ENOMEM, "out of memory");
-    for (int i = 0; st == ZP_OK && i < batch; i++) {
-        x.a[i] = in + (size_t)(i % 64) * (size_t)hd;
-        x.b[i] = in + (size_t)((i + 7) % 64) * (size_t)hd;
-        x.c[i] = out + (size_t)i * (size_t)f->m * (size_t)f->ldc;
-    }
-    double t = 0, sp;
-    if (st == ZP_OK) {
-        x.g = (zp_gemm_args){.trans_a = f->ta, .trans_b = f->tb, .m = f->m, .n = f->n, .k = f->k, .alpha = 1,
-                             .beta = 0, .a = x.a[0], .lda = f->lda, .b = x.b[0], .ldb = f->ldb, .c = x.c[0],
-                             .ldc = f->ldc, .in_dtype = ZP_DT_F32};
-        st = time_loop(c, att_call_run, &x, &t, &sp);
-    }
-    free(x.a), free(x.b), free(x.c);
-    *per_item = t / batch;
-    return st;
+    const size_t launches = x->form == ATT_CTX_WGRAD || x->form == ATT_SCORES_WGRAD ? x->NH / x->KV : 1;
+    for (size_t j = 0; j < launches; j++)
+        ZP_TRY(att_launch(x, j));
+    return ZP_OK;
 }
 
 /* The table's point of shape (m, n, k) set to rate (replaced, or added). */
@@ -384,31 +402,35 @@ static void gemm_point_set(zp_profile *p, double m, double n, double k, double r
 static zp_status measure_attention(cal *c, zp_profile *p)
 {
     for (int a = 0; a < c->o->natt; a++) {
-        const int B = (int)c->o->att[a][0], T = (int)c->o->att[a][1], hd = (int)c->o->att[a][2];
-        const int ld = (int)c->o->att[a][3], Cq = (int)c->o->att[a][4];
-        /* exec/zp_exec_model.c: attention_fwd and attention_bwd's calls */
-        const att_form f[6] = {{0, 1, T, T, hd, ld, ld, T},  {0, 0, T, hd, T, T, ld, Cq}, {0, 1, T, T, hd, Cq, ld, T},
-                               {1, 0, T, hd, T, T, Cq, ld},  {0, 0, T, hd, T, T, ld, ld}, {1, 0, T, hd, T, T, ld, ld}};
-        const int wide = ld > T ? ld : T;
-        const size_t nin = (size_t)(T + 1) * (size_t)wide + 64 * (size_t)hd + 8, nout = (size_t)B * T * wide;
-        float *in = NULL, *out = NULL;
-        zp_status st = dev_alloc_fill(c->be, nin * sizeof(float), 0.01f, (void **)&in);
-        if (st == ZP_OK)
-            st = dev_alloc_fill(c->be, nout * sizeof(float), 0.0f, (void **)&out);
+        const double *s = c->o->att[a]; /* (batch, T, hd, ld, Cq): zp_calibrate_add_attention checked them */
+        att_call x = {.be = c->be, .T = (size_t)s[1], .hd = (size_t)s[2], .ld = (size_t)s[3], .Cq = (size_t)s[4]};
+        x.NH = x.Cq / x.hd, x.KV = (x.ld - x.Cq) / (2 * x.hd), x.Bs = (size_t)s[0] / x.NH;
+        const size_t nrow = x.Bs * x.T, nprod = x.Bs * x.NH, nsq = nprod * x.T * x.T;
+        float **bufs[6] = {&x.qkv, &x.dqkv, &x.att, &x.datt, &x.atty, &x.datty};
+        const size_t len[6] = {nrow * x.ld, nrow * x.ld, nsq, nsq, nrow * x.Cq, nrow * x.Cq};
+        zp_status st = ZP_OK;
+        for (int i = 0; i < 6 && st == ZP_OK; i++)
+            if ((st = dev_alloc_fill(c->be, len[i] * sizeof(float), 0.01f, (void **)bufs[i])) != ZP_OK)
+                *bufs[i] = NULL; /* freed there */
+        x.a = malloc(nprod * sizeof *x.a), x.b = malloc(nprod * sizeof *x.b), x.c = malloc(nprod * sizeof *x.c);
+        if (st == ZP_OK && !(x.a && x.b && x.c))
+            st = ZP_FAIL(ZP_ENOMEM, "out of memory");
         double tt = 0, tc = 0; /* per product: the (T, T, hd) forms' sum and the (T, hd, T) forms' */
-        for (int i = 0; i < 6 && st == ZP_OK; i++) {
-            double t;
+        for (x.form = 0; x.form < ATT_NFORMS && st == ZP_OK; x.form++) {
+            double t, sp;
             progress(c, "attention GEMMs (the executor's batches)");
-            st = att_form_time(c, &f[i], B, hd, in, out, &t);
+            st = time_loop(c, att_call_run, &x, &t, &sp);
             c->done += 1;
-            *(f[i].n == T ? &tt : &tc) += t;
+            *(x.form == ATT_SCORES || x.form == ATT_CTX_DGRAD ? &tt : &tc) += t / (double)nprod;
         }
-        c->be->free(in);
-        c->be->free(out);
+        for (int i = 0; i < 6; i++)
+            if (*bufs[i])
+                c->be->free(*bufs[i]);
+        free(x.a), free(x.b), free(x.c);
         ZP_TRY(st);
-        const double flops = 2.0 * T * T * hd;
-        gemm_point_set(p, T, T, hd, flops / (tt / 2));
-        gemm_point_set(p, T, hd, T, flops / (tc / 4));
+        const double flops = 2.0 * x.T * x.T * x.hd;
+        gemm_point_set(p, x.T, x.T, x.hd, flops / (tt / 2));
+        gemm_point_set(p, x.T, x.hd, x.T, flops / (tc / 4));
     }
     return ZP_OK;
 }
@@ -1011,6 +1033,11 @@ void zp_calibrate_opts_exec(zp_calibrate_opts *o)
 int zp_calibrate_add_attention(zp_calibrate_opts *o, double batch, double T, double hd, double ld, double Cq)
 {
     if (!(batch >= 1 && T >= 1 && hd >= 1 && ld >= 3 * hd && Cq >= hd && ld >= Cq) || batch * T * T > 1 << 26)
+        return 0;
+    /* the executor's layout: Cq = heads x hd, ld = Cq + 2 x K/V heads x hd, the heads a multiple of the K/V
+     * heads, batch = sequences x heads */
+    const double nh = Cq / hd, kv = (ld - Cq) / (2 * hd);
+    if (nh != floor(nh) || kv != floor(kv) || kv < 1 || fmod(nh, kv) != 0 || fmod(batch, nh) != 0)
         return 0;
     const double a[5] = {batch, T, hd, ld, Cq};
     for (int i = 0; i < o->natt; i++)

@@ -155,10 +155,14 @@ Test(fit, attention_shapes_kept_once_and_checked)
     cr_expect_eq(zp_calibrate_add_attention(&o, 0, 64, 16, 128, 64), 0, "no products");
     cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 32, 16), 0, "ld narrower than Q, K and V");
     cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 64, 128), 0, "Q wider than the fused rows");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 18, 64, 16, 128, 64), 0, "sequences x 4 heads");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 128, 56), 0, "Q not whole heads");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 16, 64, 16, 120, 64), 0, "K and V not whole heads");
+    cr_expect_eq(zp_calibrate_add_attention(&o, 12, 64, 16, 112, 48), 0, "3 heads over 2 K/V heads");
     cr_expect_eq(o.natt, 1);
     cr_expect_eq(o.att[0][0], 16);
     cr_expect_eq(o.att[0][3], 128);
     for (int i = 2; i < 2 * ZP_CALIBRATE_MAX_ATT; i++)
-        zp_calibrate_add_attention(&o, i, 64, 16, 128, 64);
+        zp_calibrate_add_attention(&o, 4 * i, 64, 16, 128, 64);
     cr_expect_eq(o.natt, ZP_CALIBRATE_MAX_ATT);
 }

@@ -4,7 +4,8 @@
 # missed, and the text says it was not judged. Without --steps and --min-seconds, --validate measures >= 5
 # steps and >= 2 s, with the min <= median <= max beside the prediction. `zplan calibrate --model` times
 # the executor's GEMMs of that model (small at micro-batch 4: the LM head is (512, 4096, 256), in no other
-# shape list); bad --model exits 2.
+# shape list), and a grouped-query model's attention as the executor batches it (tiny-llama: 4 heads over 2 K/V
+# heads, sequence 64, head width 16: the (64, 64, 16) and (64, 16, 64) points); bad --model exits 2.
 # A profile whose calibration was not quiet (machine.while_calibrating) makes every run against it not quiet, and so
 # does a machine whose speed moved from the calibration's (the reference work of kernels/zp_probe.h).
 # Whether an idle run is quiet is not asserted (CI machines are shared): bench/validate_readme.sh.
@@ -17,14 +18,22 @@ trap cleanup EXIT
 fail=0
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
-"$zplan" calibrate --quick --model small --micro-batch 4 -o "$tmp/p.json" > /dev/null 2> "$tmp/c.err" ||
-    { echo "FAIL: calibrate --quick --model small: $(cat "$tmp/c.err")"; exit 1; }
+"$zplan" calibrate --quick --model small,tiny-llama --micro-batch 4 -o "$tmp/p.json" > /dev/null 2> "$tmp/c.err" ||
+    { echo "FAIL: calibrate --quick --model small,tiny-llama: $(cat "$tmp/c.err")"; exit 1; }
 python3 - "$tmp/p.json" <<'PY' && echo "ok   calibrate --model small --micro-batch 4 timed its LM head GEMM (512, 4096, 256)" || fail=1
 import json, sys
 g = json.load(open(sys.argv[1]))["gemm"]
 pts = g if isinstance(g, list) else g.get("points", [])
 if not any(int(p["m"]) == 512 and int(p["n"]) == 4096 and int(p["k"]) == 256 for p in pts):
     print("FAIL: no (512, 4096, 256) among the profile's GEMMs"); sys.exit(1)
+PY
+python3 - "$tmp/p.json" <<'PY' && echo "ok   calibrate --model tiny-llama timed its grouped-query attention GEMMs (64, 64, 16), (64, 16, 64)" || fail=1
+import json, sys
+g = json.load(open(sys.argv[1]))["gemm"]
+pts = g if isinstance(g, list) else g.get("points", [])
+for m, n, k in ((64, 64, 16), (64, 16, 64)):
+    if not any((int(p["m"]), int(p["n"]), int(p["k"])) == (m, n, k) and p["flops_per_s"] > 0 for p in pts):
+        print("FAIL: no (%d, %d, %d) among the profile's GEMMs" % (m, n, k)); sys.exit(1)
 PY
 
 for args in "--model nosuch" "--model tiny --backend cuda" "--model tiny,nosuch"; do
