@@ -1228,6 +1228,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = measure_adam(&c, &p);
     if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = measure_gemm(&c, &p);
+    if (st == ZP_OK && c.be == &zp_kernels_cpu) /* its loops keep the operands in cache; the step's come */
+        p.gemm_cold_gbs = p.triad_gbs;           /* from memory (zp_profile.h, sim/zp_device.c cold_time) */
     if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = measure_layer_kernels(&c, &p);
     if (st == ZP_OK && c.be != &zp_kernels_cpu)

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 #include "zp_config.h"
@@ -84,12 +85,31 @@ static double bias_time(const zp_profile *p, const zp_op *op, const zp_op_info *
     return t > 0 ? t : 0.0;
 }
 
+/* The bytes of a GEMM's operands that the step last touched long before (zp_op_info.cold; C = A . B per batch
+ * entry, A m x k, B k x n, C m x n, in the profile's GEMM element type; C in fp32 as the executor writes it) at
+ * the profile's gemm_cold_gbs, s: what its loops, whose buffers stay in cache, did not time. In the cpu
+ * executor's step (gpt2-4x256 and tiny-moe at micro-batch 4, 2026-11-27) each GEMM ran slower than the same
+ * call run again at once by about its weight's and output's bytes at the STREAM rate (mlp_up 126 us for 3.0 MB,
+ * an expert's up projection 35 us for 0.8 MB, the attention context's weight gradient 116 us for 1.5 MB, at
+ * 16 GB/s triad: 188, 49 and 94 us), the larger and longer ones less (lm_head 249 us of 12.5 MB): not added
+ * on the presets (no gemm_cold_gbs). */
+static double cold_time(const zp_profile *p, const zp_op *op, const zp_op_info *info)
+{
+    if (!(p->gemm_cold_gbs > 0))
+        return 0;
+    const unsigned c = info->cold ? info->cold : ZP_COLD_B | ZP_COLD_C;
+    const double es = strcmp(p->gemm_dtype, "fp32") == 0 ? 4.0 : 2.0, batch = op->batch > 1 ? op->batch : 1;
+    const double bytes = ((c & ZP_COLD_A) ? es * op->m * op->k : 0) + ((c & ZP_COLD_B) ? es * op->k * op->n : 0) +
+                         ((c & ZP_COLD_C) ? 4.0 * op->m * op->n : 0);
+    return batch * bytes / (p->gemm_cold_gbs * 1e9);
+}
+
 double zp_cost_gemm(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
     (void)gpus_per_cpu;
     if (p->fp8.recipe && info->fp8) /* a linear layer's GEMM under an FP8 recipe, with its casts */
         return zp_device_fp8_gemm_time(p, op, info) + bias_time(p, op, info);
-    return zp_profile_gemm_time(p, op->m, op->n, op->k) + bias_time(p, op, info);
+    return zp_profile_gemm_time(p, op->m, op->n, op->k) + bias_time(p, op, info) + cold_time(p, op, info);
 }
 
 /* One launch of `batch` small GEMMs (attention's). */
@@ -98,7 +118,7 @@ double zp_cost_bgemm(const zp_profile *p, const zp_op *op, const zp_op_info *inf
     (void)gpus_per_cpu;
     if (p->fp8.recipe && info->fp8) /* the routed experts' grouped GEMMs (TE's GroupedLinear) in FP8 */
         return zp_device_fp8_gemm_time(p, op, info);
-    return zp_profile_gemm_time_batched(p, op->m, op->n, op->k, op->batch);
+    return zp_profile_gemm_time_batched(p, op->m, op->n, op->k, op->batch) + cold_time(p, op, info);
 }
 
 /* A profile with the layer kernels behind the op: their measured cost over op->elems; else the op's bytes at

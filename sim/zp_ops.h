@@ -88,6 +88,10 @@ typedef enum { ZP_COPY_D2H, ZP_COPY_H2D } zp_copy_dir;
 typedef enum { ZP_P2P_SEND, ZP_P2P_RECV, ZP_P2P_EXCHANGE } zp_p2p_kind;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
+/* A GEMM's operands that the step last touched long before it runs (zp_op_info.cold): bits of C = A . B.
+ * 0 means the default, B and C: a linear layer's weight (or saved input) and its output buffer, its other
+ * input the op before's output. */
+typedef enum { ZP_COLD_DEFAULT = 0, ZP_COLD_A = 1, ZP_COLD_B = 2, ZP_COLD_C = 4 } zp_cold;
 /* How a tensor-parallel transfer overlapped with its GEMM (zp_plan.tp_overlap) is priced, inside the NVLink
  * domain (sim/zp_collcost.c): none (a collective as NCCL runs it), one chunk to the ring neighbour (a copy-
  * engine peer copy: bytes over NVLink plus one step's latency), or a chunk reduce-scattered by an SM kernel
@@ -266,6 +270,8 @@ typedef struct zp_op_info {
     zp_flash flash;            /* its part of FlashAttention's fused kernels */
     zp_bias bias;
     zp_fp8_op fp8;             /* a linear layer's GEMM that an FP8 recipe runs in FP8 */
+    unsigned cold;             /* a GEMM's operands the step last touched long before (zp_cold bits; 0: B and
+                                  C): what a profile's gemm_cold_gbs prices on top of its hot loops */
     zp_coll_kind coll;
     zp_group group;
     int writes_new;            /* a collective whose output is a new buffer: over one rank it still costs a

@@ -284,6 +284,7 @@ zp_status zp_profile_scale_compute(zp_profile *p, double f)
     p->gemm_t0_s *= f;
     p->gemm_s_per_flop *= f;
     p->gemm_s_per_byte *= f;
+    p->gemm_cold_gbs /= f;
     for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
         p->kernels[k].t0_s *= f;
         p->kernels[k].s_per_elem *= f;
@@ -373,6 +374,7 @@ zp_status zp_profile_validate(const zp_profile *p)
     CHECK_NUM(p->gemm_t0_s, "gemm_model.t0_s");
     CHECK_NUM(p->gemm_s_per_flop, "gemm_model.s_per_flop");
     CHECK_NUM(p->gemm_s_per_byte, "gemm_model.s_per_byte");
+    CHECK_NUM(p->gemm_cold_gbs, "gemm_model.cold_gbs");
     CHECK_NUM(p->gemm_residual, "gemm_model.residual");
     for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
         const zp_profile_kernel_fit *f = &p->kernels[k];
@@ -822,12 +824,15 @@ static zp_status read_gemm(const rd *r, json_t *root, zp_profile *p)
     }
     ZP_TRY(need_object(r, root, "", "gemm_model", &o));
     ZP_TRY(only_keys(r, o, "gemm_model",
-                     (const char *const[]){"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual", NULL}));
+                     (const char *const[]){"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual", "cold_gbs",
+                                           NULL}));
     ZP_TRY(get_str(r, o, "gemm_model", "dtype", p->gemm_dtype, sizeof p->gemm_dtype));
     ZP_TRY(get_num(r, o, "gemm_model", "t0_s", &p->gemm_t0_s));
     ZP_TRY(get_num(r, o, "gemm_model", "s_per_flop", &p->gemm_s_per_flop));
     ZP_TRY(get_num(r, o, "gemm_model", "s_per_byte", &p->gemm_s_per_byte));
     ZP_TRY(get_num(r, o, "gemm_model", "residual", &p->gemm_residual));
+    if (json_object_get(o, "cold_gbs"))
+        ZP_TRY(get_num(r, o, "gemm_model", "cold_gbs", &p->gemm_cold_gbs));
     return ZP_OK;
 }
 
@@ -979,6 +984,8 @@ static int put_gemm(json_t *root, const zp_profile *p)
     bad |= put(o, "s_per_flop", json_real(p->gemm_s_per_flop));
     bad |= put(o, "s_per_byte", json_real(p->gemm_s_per_byte));
     bad |= put(o, "residual", json_real(p->gemm_residual));
+    if (p->gemm_cold_gbs > 0)
+        bad |= put(o, "cold_gbs", json_real(p->gemm_cold_gbs));
     bad |= put(root, "gemm_model", o);
     return bad;
 }

@@ -18,7 +18,7 @@
  *   "adam": {"params_per_s", "bytes_per_param", "cpu_params_per_s",
  *            "points": [{"n", "params_per_s", "spread"}...]},
  *   "gemm": [{"m", "n", "k", "flops_per_s", "spread"}...],     measured points, >= 1
- *   "gemm_model": {"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual"},
+ *   "gemm_model": {"dtype", "t0_s", "s_per_flop", "s_per_byte", "residual"[, "cold_gbs"]},
  *   "collectives": {"allreduce" | "reduce_scatter" | "allgather" | "broadcast":
  *                     {"intra_node" | "inter_node":              each scope optional
  *                        {"nranks", "latency_s", "busbw_gbs", "residual",
@@ -225,6 +225,11 @@ typedef struct {
     double gemm_s_per_flop;
     double gemm_s_per_byte;
     double gemm_residual;            /* rms relative residual of the fit */
+    double gemm_cold_gbs;            /* gemm_model.cold_gbs, optional (0: absent): the rate, GB/s, at which a
+                                        GEMM's operands that the step last touched long before come in, on
+                                        top of the measured points (timed in loops whose buffers stay in
+                                        cache): calibrate on the cpu writes its STREAM triad; zp_op_info.cold
+                                        names the operands */
 
     zp_profile_coll_fit coll[ZP_PROFILE_NCOLL][ZP_PROFILE_NSCOPE];
 

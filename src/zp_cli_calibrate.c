@@ -88,6 +88,9 @@ static void summary(const zp_profile *p, const char *path)
            "(residual %.1f%%)\n",
            p->gemm_dtype, zp_profile_peak_flops(p, p->gemm_dtype) / 1e9, p->gemm_t0_s, p->gemm_s_per_flop,
            p->gemm_s_per_byte, 100 * p->gemm_residual);
+    if (p->gemm_cold_gbs > 0)
+        printf("  GEMM cold operands %.1f GB/s (what the step last touched long before, on top of the loops)\n",
+               p->gemm_cold_gbs);
     if (p->h2d_gbs > 0)
         printf("  host<->device      h2d %.1f GB/s, d2h %.1f GB/s\n", p->h2d_gbs, p->d2h_gbs);
     int any = 0;

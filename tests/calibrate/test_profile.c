@@ -167,6 +167,27 @@ Test(profile, host_calls_optional_round_trip)
     cr_assert(strstr(zp_error_message(), "host_calls.gemm_s"), "%s", zp_error_message());
 }
 
+/* The cold operands' rate of a cpu calibration (gemm_model.cold_gbs) round-trips; absent, it reads 0; negative,
+ * the key is named. */
+Test(profile, gemm_cold_gbs_optional_round_trip)
+{
+    zp_profile p = sample(), q;
+    char *t;
+    cr_assert_eq(zp_profile_to_json(&p, &t), ZP_OK);
+    cr_assert_null(strstr(t, "cold_gbs"));
+    cr_assert_eq(zp_profile_parse(t, strlen(t), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(q.gemm_cold_gbs, 0.0);
+    free(t);
+    p.gemm_cold_gbs = 16.049129194732885;
+    cr_assert_eq(zp_profile_to_json(&p, &t), ZP_OK);
+    cr_assert_eq(zp_profile_parse(t, strlen(t), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(q.gemm_cold_gbs, p.gemm_cold_gbs);
+    free(t);
+    p.gemm_cold_gbs = -1;
+    cr_assert_eq(zp_profile_validate(&p), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "gemm_model.cold_gbs"), "%s", zp_error_message());
+}
+
 /* sample() as the JSON tree the writer makes of it, for the tests that edit a profile's text. */
 static json_t *sample_json(void)
 {

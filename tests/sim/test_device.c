@@ -785,3 +785,36 @@ Test(device, h100_gemms_against_a_measured_h100)
     zp_device_profile_fp8(c, ZP_FP8_DELAYED, 0, &p);
     check_measured(&p, h100_fp8_gemms, sizeof h100_fp8_gemms / sizeof h100_fp8_gemms[0], 1);
 }
+
+/* A calibrated cpu profile's GEMMs pay for the operands the step last touched long before (gemm_cold_gbs,
+ * zp_op_info.cold): a linear layer's weight and output (B and C), the attention scores' and context's output
+ * alone, the context's weight gradient its probabilities (A) and dV; each batch entry's; C in fp32. Without
+ * the figure (the presets, older profiles) nothing is added. */
+Test(device, cold_operands_of_a_calibrated_cpu_gemm)
+{
+    zp_profile p = builtin("dgx-a100");
+    snprintf(p.gemm_dtype, sizeof p.gemm_dtype, "fp32");
+    struct {
+        int type;
+        double m, n, k, batch, bytes; /* the cold bytes */
+    } c[] = {
+        {ZP_OPK_MLP_UP, 512, 1024, 256, 1, 4.0 * (256 * 1024 + 512 * 1024)},
+        {ZP_OPK_MLP_UP_WGRAD, 1024, 256, 512, 1, 4.0 * (512 * 256 + 1024 * 256)},
+        {ZP_OPK_ATTN_SCORES, 128, 128, 64, 16, 16 * 4.0 * 128 * 128},
+        {ZP_OPK_ATTN_CONTEXT, 128, 64, 128, 16, 16 * 4.0 * 128 * 64},
+        {ZP_OPK_ATTN_CONTEXT_WGRAD, 128, 64, 128, 16, 16 * 4.0 * (128 * 128 + 128 * 64)},
+        {ZP_OPK_ATTN_SCORES_DGRAD, 128, 64, 128, 16, 16 * 4.0 * (128 * 64 + 128 * 64)},
+        {ZP_OPK_EXPERT_UP, 128, 256, 64, 4, 4 * 4.0 * (64 * 256 + 128 * 256)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        zp_op o = op_of(c[i].type);
+        o.m = c[i].m, o.n = c[i].n, o.k = c[i].k, o.batch = c[i].batch, o.flops = 2 * o.m * o.n * o.k * o.batch;
+        const zp_op_info *in = zp_op_info_get(c[i].type);
+        p.gemm_cold_gbs = 0;
+        const double hot = in->cost(&p, &o, in, 1);
+        p.gemm_cold_gbs = 16;
+        const double cold = in->cost(&p, &o, in, 1);
+        cr_expect_float_eq(cold - hot, c[i].bytes / 16e9, 1e-12 + 1e-9 * hot, "%s: %g s added, want %g", in->name,
+                           cold - hot, c[i].bytes / 16e9);
+    }
+}
