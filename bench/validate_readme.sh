@@ -102,4 +102,38 @@ if tot:
     for kind, (me, pd) in sorted(tot.items(), key=lambda kv: -max(kv[1]))[:8]:
         print("  %-22s %9.4f %9.4f %+7.1f%%" % (kind, me, pd, 100 * (pd - me) / me if me > 0 else 0))
 PY
+# per model, signed: the judged runs' steps summed, and their op kinds by how sim/zp_ops.def prices them (.cost:
+# gemm, bgemm the batched ones, eltwise the layer kernels, adam; coll the collectives), each class's share of
+# the measured step: a bias shows here when the runs' noise hides it
+python3 - "$T" "$here/../sim/zp_ops.def" <<'PY'
+import glob, json, re, sys
+cost = {}
+for row in open(sys.argv[2]).read().split("\nZP_OP(")[1:]:  # a row: up to the next comment or row
+    row = row.split("\n/*")[0].split("\n#")[0]
+    n, c = re.search(r'\.name = "(\w+)"', row), re.search(r"\.cost = zp_cost_(\w+)", row)
+    if n:
+        cost[n.group(1)] = c.group(1) if c else "coll"
+per = {}
+for path in sorted(glob.glob(sys.argv[1] + "/r*.json")):
+    try:
+        v = json.load(open(path))["validation"]
+    except (OSError, ValueError, KeyError):
+        continue
+    if v.get("verdict") not in ("met", "missed"):
+        continue
+    model = re.sub(r"^r\d+-|(\.json)?-mp\d+-s\d+\.json$", "", path.split("/")[-1])
+    d = per.setdefault(model, {"step": [0.0, 0.0], "runs": 0})
+    d["runs"] += 1
+    d["step"][0] += v["measured_step_s"]; d["step"][1] += v["predicted_step_s"]
+    for kind, e in v.get("by_kind_s", {}).items():
+        t = d.setdefault(cost.get(kind, "other"), [0.0, 0.0])
+        t[0] += e["measured"]; t[1] += e["predicted"]
+if per:
+    print("per model over the judged runs: step, then each class's error (its share of the measured step)")
+    for model, d in per.items():
+        me = d["step"][0]
+        cls = "  ".join("%s %+.0f%% (%.0f%%)" % (k, 100 * (t[1] / t[0] - 1), 100 * t[0] / me)
+                        for k, t in sorted(d.items()) if k not in ("step", "runs") and t[0] > 0)
+        print("  %-16s %2d runs  step %+5.1f%%  %s" % (model, d["runs"], 100 * (d["step"][1] / me - 1), cls))
+PY
 echo "wall $(( $(date +%s) - t0 )) s"

@@ -109,11 +109,15 @@ for path, sync in ((sys.argv[2], 0.0), (sys.argv[3], 0.2)):
     p["machine"]["probe"] = {"s": 0.0025, "drift": 0.1, "sync": sync}
     json.dump(p, open(path, "w"))
 PY
-for s in s0 s2; do
-    OMPI_MCA_mpi_yield_when_idle=1 timeout 120 mpirun $root --oversubscribe --bind-to none -np 2 "$zplan" exec \
-        --model tiny --steps 2 --validate --profile "$tmp/$s.json" --format json -o "$tmp/e$s.json" > /dev/null 2>&1
-done
-python3 - "$tmp/es0.json" "$tmp/es2.json" <<'PY' && echo "ok   a 20% lag of the slowest rank: the DP collectives wait 20% of the compute" || fail=1
+# tiny-moe at EP 1: the expert gradients' all-reduce follows the DP one over the same two ranks, which have
+# just met: the lag is waited once a step, not twice
+for model in tiny tiny-moe; do
+    for s in s0 s2; do
+        OMPI_MCA_mpi_yield_when_idle=1 timeout 120 mpirun $root --oversubscribe --bind-to none -np 2 "$zplan" exec \
+            --model $model --steps 2 --validate --profile "$tmp/$s.json" --format json -o "$tmp/e$s-$model.json" \
+            > /dev/null 2>&1
+    done
+    python3 - "$tmp/es0-$model.json" "$tmp/es2-$model.json" <<'PY' &&
 import json, sys
 a, b = (json.load(open(f))["validation"]["phases_s"] for f in sys.argv[1:3])
 c, d0, d2 = a["compute"]["predicted"], a["dp_comm"]["predicted"], b["dp_comm"]["predicted"]
@@ -121,6 +125,8 @@ ok = b["compute"]["predicted"] == c and abs((d2 - d0) - 0.2 * c) <= 0.02 * c
 print("" if ok else "FAIL: compute %g, dp_comm %g -> %g (want +%g)" % (c, d0, d2, 0.2 * c))
 sys.exit(0 if ok else 1)
 PY
+        echo "ok   $model: a 20% lag of the slowest rank: the DP collectives wait 20% of the compute, once" || fail=1
+done
 
 for args in "--min-seconds x" "--min-seconds -2" "--steps 1" "--micro-batch 0" "--format yaml" "--bogus"; do
     # shellcheck disable=SC2086
