@@ -211,7 +211,10 @@ double zp_collcost_intra_bytes(const zp_net *N, const zp_op *op, const zp_group_
 }
 
 /* A collective within one node whose kind the profile measured (points, not only a fit) on exactly this
- * many ranks: the measured time of that kind at that size (zp_profile_collective_time_measured). Reduce-
+ * many ranks: the measured time of that kind at that size (zp_profile_collective_time_measured; a warm op,
+ * tensor parallelism's, from the hot points where the profile has them: back to back, a 64 KB all-reduce on 2
+ * cpu ranks took 22 us, after the caches were run through 68 us, and tiny-llama's in-step MP all-reduces of
+ * 64 KB 22-73 us, bench/validate_readme.sh, 2026-11-27). Reduce-
  * scatter, all-gather and all-reduce differ a lot on shared-memory MPI, which one link figure cannot
  * express. -1 otherwise (the built-in presets hold no points: their link model below is unchanged). */
 double zp_collcost_profile_time(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
@@ -223,6 +226,11 @@ double zp_collcost_profile_time(const zp_net *N, const zp_op *op, const zp_group
     const zp_profile_coll_fit *f = &p->coll[kind][ZP_PROFILE_INTRA_NODE];
     if (!f->measured || f->npoints < 2 || f->nranks != gs->g)
         return -1;
+    const double hot = info_of(op)->warm ? zp_profile_collective_time_hot(p, (zp_profile_coll)kind,
+                                                                           ZP_PROFILE_INTRA_NODE, op->bytes, gs->g)
+                                         : -1;
+    if (hot > 0)
+        return hot;
     return zp_profile_collective_time_measured(p, (zp_profile_coll)kind, ZP_PROFILE_INTRA_NODE, op->bytes, gs->g);
 }
 

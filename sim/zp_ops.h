@@ -270,6 +270,9 @@ typedef struct zp_op_info {
     zp_flash flash;            /* its part of FlashAttention's fused kernels */
     zp_bias bias;
     zp_fp8_op fp8;             /* a linear layer's GEMM that an FP8 recipe runs in FP8 */
+    int warm;                  /* a collective of the activations the op before just wrote, recurring every few
+                                  kernels (tensor parallelism's): priced from a profile's hot points (buffers in
+                                  cache) where it has them; the others from its cold ones */
     unsigned cold;             /* a GEMM's operands the step last touched long before (zp_cold bits; 0: B and
                                   C): what a profile's gemm_cold_gbs prices on top of its hot loops */
     zp_coll_kind coll;

@@ -221,6 +221,29 @@ double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_
     return lat + zp_coll_bus_time(bytes, zp_profile_busbw_factor(kind, nranks), f->busbw_gbs);
 }
 
+/* Points in increasing size with positive times (the calibration writes them so; checked, not assumed). */
+static int points_ordered(const zp_profile_coll_point *q, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (!(q[i].bytes > q[i - 1].bytes) || !(q[i - 1].bytes > 0) || !(q[i - 1].time_s > 0) || !(q[i].time_s > 0))
+            return 0;
+    return n >= 2;
+}
+
+/* The time at `bytes` between ordered points, log-log; the first point's below them, the last's above. */
+static double points_time(const zp_profile_coll_point *q, int n, double bytes)
+{
+    if (bytes <= q[0].bytes)
+        return q[0].time_s;
+    if (bytes >= q[n - 1].bytes)
+        return q[n - 1].time_s;
+    int i = 1;
+    while (q[i].bytes < bytes)
+        i++;
+    double x = (log(bytes) - log(q[i - 1].bytes)) / (log(q[i].bytes) - log(q[i - 1].bytes));
+    return exp(log(q[i - 1].time_s) + x * (log(q[i].time_s) - log(q[i - 1].time_s)));
+}
+
 double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
                                            double bytes, int nranks)
 {
@@ -228,24 +251,26 @@ double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll 
     if (fit <= 0)
         return fit;
     const zp_profile_coll_fit *f = &p->coll[kind][scope];
-    if (f->nranks != nranks || f->npoints < 2)
+    if (f->nranks != nranks || f->npoints < 2 || !points_ordered(f->points, f->npoints))
         return fit;
-    /* points in increasing size (the calibration writes them so; checked, not assumed) */
     const zp_profile_coll_point *q = f->points;
-    for (int i = 1; i < f->npoints; i++)
-        if (!(q[i].bytes > q[i - 1].bytes) || !(q[i - 1].bytes > 0) || !(q[i - 1].time_s > 0) || !(q[i].time_s > 0))
-            return fit;
-    if (bytes <= q[0].bytes)
-        return q[0].time_s;
     int last = f->npoints - 1;
     if (bytes >= q[last].bytes)
         return q[last].time_s + zp_coll_bus_time(bytes - q[last].bytes, zp_profile_busbw_factor(kind, nranks),
                                                      f->busbw_gbs);
-    int i = 1;
-    while (q[i].bytes < bytes)
-        i++;
-    double x = (log(bytes) - log(q[i - 1].bytes)) / (log(q[i].bytes) - log(q[i - 1].bytes));
-    return exp(log(q[i - 1].time_s) + x * (log(q[i].time_s) - log(q[i - 1].time_s)));
+    return points_time(q, f->npoints, bytes);
+}
+
+double zp_profile_collective_time_hot(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope, double bytes,
+                                      int nranks)
+{
+    if ((unsigned)kind >= ZP_PROFILE_NCOLL || (unsigned)scope >= ZP_PROFILE_NSCOPE)
+        return -1;
+    const zp_profile_coll_fit *f = &p->coll[kind][scope];
+    if (!f->measured || f->nranks != nranks || f->nhot < 2 || !points_ordered(f->hot, f->nhot) ||
+        bytes > f->hot[f->nhot - 1].bytes)
+        return -1;
+    return points_time(f->hot, f->nhot, bytes);
 }
 
 static const char *const kernel_names[ZP_PROFILE_NKERNEL] = {
@@ -427,6 +452,15 @@ zp_status zp_profile_validate(const zp_profile *p)
                 if (!isfinite(q->bytes) || q->bytes < 0 || !isfinite(q->time_s) || q->time_s < 0 ||
                     !isfinite(q->spread) || q->spread < 0)
                     return ZP_FAIL(ZP_EINVAL, "profile: %s.points[%d] must hold finite numbers >= 0", key, i);
+            }
+            if (f->nhot < 0 || f->nhot > ZP_PROFILE_MAX_POINTS)
+                return ZP_FAIL(ZP_EINVAL, "profile: %s.hot_points: %d entries (at most %d)", key, f->nhot,
+                               ZP_PROFILE_MAX_POINTS);
+            for (int i = 0; i < f->nhot; i++) {
+                const zp_profile_coll_point *q = &f->hot[i];
+                if (!isfinite(q->bytes) || q->bytes < 0 || !isfinite(q->time_s) || q->time_s < 0 ||
+                    !isfinite(q->spread) || q->spread < 0)
+                    return ZP_FAIL(ZP_EINVAL, "profile: %s.hot_points[%d] must hold finite numbers >= 0", key, i);
             }
         }
     return ZP_OK;
@@ -640,6 +674,20 @@ static zp_status read_collectives(const rd *r, json_t *root, zp_profile *p)
                 ZP_TRY(get_num(r, e, epath, "bytes", &f->points[i].bytes));
                 ZP_TRY(get_num(r, e, epath, "time_s", &f->points[i].time_s));
                 ZP_TRY(get_num(r, e, epath, "spread", &f->points[i].spread));
+            }
+            if (json_object_get(sc, "hot_points")) {
+                ZP_TRY(get_array(r, sc, path, "hot_points", ZP_PROFILE_MAX_POINTS, &pts));
+                f->nhot = (int)json_array_size(pts);
+                snprintf(ppath, sizeof ppath, "%s.hot_points", path);
+                for (int i = 0; i < f->nhot; i++) {
+                    json_t *e = NULL;
+                    ZP_TRY(element_object(r, pts, (size_t)i, ppath, &e));
+                    char epath[160];
+                    snprintf(epath, sizeof epath, "%s[%d]", ppath, i);
+                    ZP_TRY(get_num(r, e, epath, "bytes", &f->hot[i].bytes));
+                    ZP_TRY(get_num(r, e, epath, "time_s", &f->hot[i].time_s));
+                    ZP_TRY(get_num(r, e, epath, "spread", &f->hot[i].spread));
+                }
             }
         }
     }
@@ -1015,6 +1063,14 @@ static int put_collectives(json_t *root, const zp_profile *p)
                 bad |= json_array_append_new(pts, e);
             }
             bad |= put(sc, "points", pts);
+            if (f->nhot > 0) {
+                json_t *hot = json_array();
+                for (int i = 0; i < f->nhot; i++)
+                    bad |= json_array_append_new(hot, json_pack("{s:f, s:f, s:f}", "bytes", f->hot[i].bytes,
+                                                                "time_s", f->hot[i].time_s, "spread",
+                                                                f->hot[i].spread));
+                bad |= put(sc, "hot_points", hot);
+            }
             bad |= put(kind, scope_names[s], sc);
         }
         bad |= put(colls, zp_coll_name((zp_coll_kind)c), kind);

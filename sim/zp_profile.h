@@ -22,7 +22,8 @@
  *   "collectives": {"allreduce" | "reduce_scatter" | "allgather" | "broadcast":
  *                     {"intra_node" | "inter_node":              each scope optional
  *                        {"nranks", "latency_s", "busbw_gbs", "residual",
- *                         "points": [{"bytes", "time_s", "spread"}...]}}},
+ *                         "points": [{"bytes", "time_s", "spread"}...],
+ *                         "hot_points": [...] (optional: back to back, buffers in cache)}}},
  *   "layer_kernels": {"layernorm_fwd" | "gelu_fwd" | ... (zp_profile_kernel_name):   OPTIONAL
  *                       {"t0_s", "s_per_elem", "elems"}},        time = t0 + elements * s_per_elem
  *   "device_model": {"sms", "gemm_max_efficiency", "k_half", "launch_s", "dispatch_s",   OPTIONAL
@@ -122,6 +123,10 @@ typedef struct {
     double residual;         /* rms relative residual of the fit */
     int npoints;
     zp_profile_coll_point points[ZP_PROFILE_MAX_POINTS];
+    int nhot;                /* "hot_points", optional (0: absent): the same collective back to back, its
+                                buffers in cache as a tensor-parallel collective finds the activations the GEMM
+                                before it just wrote (zp_op_info.warm); sizes up to the last-level cache */
+    zp_profile_coll_point hot[ZP_PROFILE_MAX_POINTS];
 } zp_profile_coll_fit;
 
 /* The executor's layer kernels (kernels/zp_nn.h) whose per-element cost a profile may hold. Elements:
@@ -303,6 +308,10 @@ double zp_profile_collective_time(const zp_profile *p, zp_profile_coll kind, zp_
  * smallest point's time below them, the fitted bandwidth beyond the largest. Otherwise the fit. */
 double zp_profile_collective_time_measured(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope,
                                            double bytes, int nranks);
+/* The same from the hot points (measured back to back) when the profile holds >= 2 of them on exactly nranks
+ * and bytes is within their sizes; -1 otherwise (the caller takes the measured time above). */
+double zp_profile_collective_time_hot(const zp_profile *p, zp_profile_coll kind, zp_profile_scope scope, double bytes,
+                                      int nranks);
 
 /* Time of a fused Adam step over n parameters on the device (or on the host CPU when cpu != 0): the measured
  * points' rate interpolated in log size where n lies among them (smaller partitions stay in cache), the

@@ -188,6 +188,38 @@ Test(profile, gemm_cold_gbs_optional_round_trip)
     cr_assert(strstr(zp_error_message(), "gemm_model.cold_gbs"), "%s", zp_error_message());
 }
 
+/* A collective's hot points (back to back: tensor parallelism's, zp_op_info.warm) round-trip, absent read 0,
+ * price only within their sizes and rank count, and a negative one is named. */
+Test(profile, collective_hot_points)
+{
+    zp_profile p = sample(), q;
+    char *t;
+    cr_assert_eq(zp_profile_to_json(&p, &t), ZP_OK);
+    cr_assert_null(strstr(t, "hot_points"));
+    free(t);
+    zp_profile_coll_fit *f = &p.coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    cr_assert_lt(zp_profile_collective_time_hot(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 65536, 4), 0.0);
+    f->nhot = 2;
+    f->hot[0] = (zp_profile_coll_point){1024, 2e-6, 0.1};
+    f->hot[1] = (zp_profile_coll_point){1 << 20, 130e-6, 0.05};
+    cr_assert_eq(zp_profile_to_json(&p, &t), ZP_OK);
+    cr_assert_eq(zp_profile_parse(t, strlen(t), "t.json", &q), ZP_OK, "%s", zp_error_message());
+    free(t);
+    const zp_profile_coll_fit *g = &q.coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    cr_assert_eq(g->nhot, 2);
+    cr_assert_eq(g->hot[1].time_s, 130e-6);
+    cr_assert_float_eq(zp_profile_collective_time_hot(&q, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1024, 4), 2e-6,
+                       1e-15);
+    const double mid = zp_profile_collective_time_hot(&q, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 32768, 4);
+    cr_assert(mid > 2e-6 && mid < 130e-6, "%g", mid);
+    cr_assert_lt(zp_profile_collective_time_hot(&q, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1 << 22, 4), 0.0,
+                 "past the last hot point: the cold points decide");
+    cr_assert_lt(zp_profile_collective_time_hot(&q, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 1024, 8), 0.0);
+    f->hot[0].time_s = -1;
+    cr_assert_eq(zp_profile_validate(&p), ZP_EINVAL);
+    cr_assert(strstr(zp_error_message(), "hot_points[0]"), "%s", zp_error_message());
+}
+
 /* sample() as the JSON tree the writer makes of it, for the tests that edit a profile's text. */
 static json_t *sample_json(void)
 {

@@ -211,3 +211,32 @@ Test(nccl_tests, dgx2_nccl248_tree_or_ring)
     cr_expect(dgx2_mp_allreduce_plan(128, 128e6, &lat).tree, "MP 128 (8 nodes), 128 MB < 158 MB: a tree");
     cr_expect(!dgx2_mp_allreduce_plan(16, 50e6, &lat).tree, "MP 16 stays in a node: no tree");
 }
+
+/* A calibrated profile's collectives: a warm one (the tensor-parallel all-reduce, zp_op_info.warm) from its
+ * hot points (back to back), the gradient all-reduce from its cold ones; past the hot points, both cold. */
+Test(nccl_tests, warm_collectives_from_the_hot_points)
+{
+    zp_net N;
+    zp_op o;
+    mp_allreduce_setup("dgx-a100", 2, 65536, &N, &o);
+    zp_profile p = *N.prof;
+    zp_profile_coll_fit *f = &p.coll[ZP_PROFILE_ALLREDUCE][ZP_PROFILE_INTRA_NODE];
+    *f = (zp_profile_coll_fit){.measured = 1, .nranks = 2, .latency_s = 15e-6, .busbw_gbs = 3, .npoints = 2,
+                               .points = {{1024, 17e-6, 0}, {1 << 20, 220e-6, 0}}, .nhot = 2,
+                               .hot = {{1024, 2e-6, 0}, {1 << 20, 130e-6, 0}}};
+    N.prof = &p;
+    const zp_group_shape *gs = zp_fabric_group(&N, ZP_GROUP_MP);
+    const double warm = zp_collcost_profile_time(&N, &o, gs);
+    o.type = ZP_OPK_GRAD_ALLREDUCE;
+    const double cold = zp_collcost_profile_time(&N, &o, gs);
+    cr_expect_float_eq(warm, zp_profile_collective_time_hot(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 65536, 2),
+                       1e-15);
+    cr_expect_float_eq(cold, zp_profile_collective_time_measured(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE,
+                                                                 65536, 2), 1e-15);
+    cr_expect_lt(warm, cold, "warm %g s, cold %g s", warm, cold);
+    o.type = ZP_OPK_MP_ALLREDUCE;
+    o.bytes = 4 << 20;
+    cr_expect_float_eq(zp_collcost_profile_time(&N, &o, gs),
+                       zp_profile_collective_time_measured(&p, ZP_PROFILE_ALLREDUCE, ZP_PROFILE_INTRA_NODE, 4 << 20, 2),
+                       1e-15);
+}
