@@ -361,6 +361,18 @@ static zp_status bad_num(const char *key, double v)
             return bad_num(key, v);          \
     } while (0)
 
+/* A collective's points `what` under `key`: at most ZP_PROFILE_MAX_POINTS, each of finite numbers >= 0. */
+static zp_status check_points(const char *key, const char *what, const zp_profile_coll_point *q, int n)
+{
+    if (n < 0 || n > ZP_PROFILE_MAX_POINTS)
+        return ZP_FAIL(ZP_EINVAL, "profile: %s.%s: %d entries (at most %d)", key, what, n, ZP_PROFILE_MAX_POINTS);
+    for (int i = 0; i < n; i++)
+        if (!isfinite(q[i].bytes) || q[i].bytes < 0 || !isfinite(q[i].time_s) || q[i].time_s < 0 ||
+            !isfinite(q[i].spread) || q[i].spread < 0)
+            return ZP_FAIL(ZP_EINVAL, "profile: %s.%s[%d] must hold finite numbers >= 0", key, what, i);
+    return ZP_OK;
+}
+
 zp_status zp_profile_validate(const zp_profile *p)
 {
     if (strcmp(p->backend, "cpu") != 0 && strcmp(p->backend, "cuda") != 0)
@@ -444,24 +456,8 @@ zp_status zp_profile_validate(const zp_profile *p)
                 return ZP_FAIL(ZP_EINVAL, "profile: %s.busbw_gbs must be a finite number > 0", key);
             if (!isfinite(f->residual) || f->residual < 0)
                 return ZP_FAIL(ZP_EINVAL, "profile: %s.residual must be a finite number >= 0", key);
-            if (f->npoints < 0 || f->npoints > ZP_PROFILE_MAX_POINTS)
-                return ZP_FAIL(ZP_EINVAL, "profile: %s.points: %d entries (at most %d)", key, f->npoints,
-                               ZP_PROFILE_MAX_POINTS);
-            for (int i = 0; i < f->npoints; i++) {
-                const zp_profile_coll_point *q = &f->points[i];
-                if (!isfinite(q->bytes) || q->bytes < 0 || !isfinite(q->time_s) || q->time_s < 0 ||
-                    !isfinite(q->spread) || q->spread < 0)
-                    return ZP_FAIL(ZP_EINVAL, "profile: %s.points[%d] must hold finite numbers >= 0", key, i);
-            }
-            if (f->nhot < 0 || f->nhot > ZP_PROFILE_MAX_POINTS)
-                return ZP_FAIL(ZP_EINVAL, "profile: %s.hot_points: %d entries (at most %d)", key, f->nhot,
-                               ZP_PROFILE_MAX_POINTS);
-            for (int i = 0; i < f->nhot; i++) {
-                const zp_profile_coll_point *q = &f->hot[i];
-                if (!isfinite(q->bytes) || q->bytes < 0 || !isfinite(q->time_s) || q->time_s < 0 ||
-                    !isfinite(q->spread) || q->spread < 0)
-                    return ZP_FAIL(ZP_EINVAL, "profile: %s.hot_points[%d] must hold finite numbers >= 0", key, i);
-            }
+            ZP_TRY(check_points(key, "points", f->points, f->npoints));
+            ZP_TRY(check_points(key, "hot_points", f->hot, f->nhot));
         }
     return ZP_OK;
 }
@@ -635,6 +631,28 @@ static zp_status read_machine(const rd *r, json_t *root, zp_profile_machine *m)
     return ZP_OK;
 }
 
+/* A collective's array `key` of points ({bytes, time_s, spread}, at most ZP_PROFILE_MAX_POINTS) in scope object
+ * sc at `path`, into q[*n]. */
+static zp_status read_points(const rd *r, json_t *sc, const char *path, const char *key, zp_profile_coll_point *q,
+                             int *n)
+{
+    json_t *pts = NULL;
+    ZP_TRY(get_array(r, sc, path, key, ZP_PROFILE_MAX_POINTS, &pts));
+    *n = (int)json_array_size(pts);
+    char ppath[128];
+    snprintf(ppath, sizeof ppath, "%s.%s", path, key);
+    for (int i = 0; i < *n; i++) {
+        json_t *e = NULL;
+        ZP_TRY(element_object(r, pts, (size_t)i, ppath, &e));
+        char epath[160];
+        snprintf(epath, sizeof epath, "%s[%d]", ppath, i);
+        ZP_TRY(get_num(r, e, epath, "bytes", &q[i].bytes));
+        ZP_TRY(get_num(r, e, epath, "time_s", &q[i].time_s));
+        ZP_TRY(get_num(r, e, epath, "spread", &q[i].spread));
+    }
+    return ZP_OK;
+}
+
 static zp_status read_collectives(const rd *r, json_t *root, zp_profile *p)
 {
     json_t *colls = NULL;
@@ -661,34 +679,9 @@ static zp_status read_collectives(const rd *r, json_t *root, zp_profile *p)
             if (!(f->busbw_gbs > 0))
                 return ZP_FAIL(ZP_EINVAL, "profile '%s': '%s.busbw_gbs' must be > 0", r->name, path);
             ZP_TRY(get_num(r, sc, path, "residual", &f->residual));
-            json_t *pts = NULL;
-            ZP_TRY(get_array(r, sc, path, "points", ZP_PROFILE_MAX_POINTS, &pts));
-            f->npoints = (int)json_array_size(pts);
-            char ppath[128];
-            snprintf(ppath, sizeof ppath, "%s.points", path);
-            for (int i = 0; i < f->npoints; i++) {
-                json_t *e = NULL;
-                ZP_TRY(element_object(r, pts, (size_t)i, ppath, &e));
-                char epath[160];
-                snprintf(epath, sizeof epath, "%s[%d]", ppath, i);
-                ZP_TRY(get_num(r, e, epath, "bytes", &f->points[i].bytes));
-                ZP_TRY(get_num(r, e, epath, "time_s", &f->points[i].time_s));
-                ZP_TRY(get_num(r, e, epath, "spread", &f->points[i].spread));
-            }
-            if (json_object_get(sc, "hot_points")) {
-                ZP_TRY(get_array(r, sc, path, "hot_points", ZP_PROFILE_MAX_POINTS, &pts));
-                f->nhot = (int)json_array_size(pts);
-                snprintf(ppath, sizeof ppath, "%s.hot_points", path);
-                for (int i = 0; i < f->nhot; i++) {
-                    json_t *e = NULL;
-                    ZP_TRY(element_object(r, pts, (size_t)i, ppath, &e));
-                    char epath[160];
-                    snprintf(epath, sizeof epath, "%s[%d]", ppath, i);
-                    ZP_TRY(get_num(r, e, epath, "bytes", &f->hot[i].bytes));
-                    ZP_TRY(get_num(r, e, epath, "time_s", &f->hot[i].time_s));
-                    ZP_TRY(get_num(r, e, epath, "spread", &f->hot[i].spread));
-                }
-            }
+            ZP_TRY(read_points(r, sc, path, "points", f->points, &f->npoints));
+            if (json_object_get(sc, "hot_points"))
+                ZP_TRY(read_points(r, sc, path, "hot_points", f->hot, &f->nhot));
         }
     }
     return ZP_OK;
