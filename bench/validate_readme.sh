@@ -82,29 +82,11 @@ else:
     print("no quiet run: nothing judged (run again on an idle machine)")
 print("load now %.2f on %d cores" % (os.getloadavg()[0], cores))
 PY
-# where the quiet runs' step errors come from: the op kinds summed over every judged run, measured against
-# predicted (exec --validate's by_kind_s), the largest first
-python3 - "$T" <<'PY'
-import glob, json, sys
-tot = {}
-for path in glob.glob(sys.argv[1] + "/r*.json"):
-    try:
-        v = json.load(open(path))["validation"]
-    except (OSError, ValueError, KeyError):
-        continue
-    if v.get("verdict") not in ("met", "missed"):
-        continue
-    for kind, e in v.get("by_kind_s", {}).items():
-        t = tot.setdefault(kind, [0.0, 0.0])
-        t[0] += e["measured"]; t[1] += e["predicted"]
-if tot:
-    print("op kinds over the judged runs (the 8 largest), s: kind, measured, predicted, error")
-    for kind, (me, pd) in sorted(tot.items(), key=lambda kv: -max(kv[1]))[:8]:
-        print("  %-22s %9.4f %9.4f %+7.1f%%" % (kind, me, pd, 100 * (pd - me) / me if me > 0 else 0))
-PY
-# per model, signed: the judged runs' steps summed, and their op kinds by how sim/zp_ops.def prices them (.cost:
-# gemm, bgemm the batched ones, eltwise the layer kernels, adam; coll the collectives), each class's share of
-# the measured step: a bias shows here when the runs' noise hides it
+# where the quiet runs' step errors come from, over every judged run: the op kinds summed, measured against
+# predicted (exec --validate's by_kind_s), the largest first; then per model, signed, the steps summed and
+# their op kinds by how sim/zp_ops.def prices them (.cost: gemm, bgemm the batched ones, eltwise the layer
+# kernels, adam; coll the collectives), each class's share of the measured step: a bias shows there when the
+# runs' noise hides it
 python3 - "$T" "$here/../sim/zp_ops.def" <<'PY'
 import glob, json, re, sys
 cost = {}
@@ -113,7 +95,7 @@ for row in open(sys.argv[2]).read().split("\nZP_OP(")[1:]:  # a row: up to the n
     n, c = re.search(r'\.name = "(\w+)"', row), re.search(r"\.cost = zp_cost_(\w+)", row)
     if n:
         cost[n.group(1)] = c.group(1) if c else "coll"
-per = {}
+tot, per = {}, {}
 for path in sorted(glob.glob(sys.argv[1] + "/r*.json")):
     try:
         v = json.load(open(path))["validation"]
@@ -126,8 +108,12 @@ for path in sorted(glob.glob(sys.argv[1] + "/r*.json")):
     d["runs"] += 1
     d["step"][0] += v["measured_step_s"]; d["step"][1] += v["predicted_step_s"]
     for kind, e in v.get("by_kind_s", {}).items():
-        t = d.setdefault(cost.get(kind, "other"), [0.0, 0.0])
-        t[0] += e["measured"]; t[1] += e["predicted"]
+        for t in (tot.setdefault(kind, [0.0, 0.0]), d.setdefault(cost.get(kind, "other"), [0.0, 0.0])):
+            t[0] += e["measured"]; t[1] += e["predicted"]
+if tot:
+    print("op kinds over the judged runs (the 8 largest), s: kind, measured, predicted, error")
+    for kind, (me, pd) in sorted(tot.items(), key=lambda kv: -max(kv[1]))[:8]:
+        print("  %-22s %9.4f %9.4f %+7.1f%%" % (kind, me, pd, 100 * (pd - me) / me if me > 0 else 0))
 if per:
     print("per model over the judged runs: step, then each class's error (its share of the measured step)")
     for model, d in per.items():

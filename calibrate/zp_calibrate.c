@@ -793,28 +793,33 @@ static int fit_collective(const double *xs, const double *ts, int n, double fact
     return 1;
 }
 
+/* Collective k of `bytes` (a whole buffer) over comm; the all-reduce in place, as the executor's buckets and
+ * DDP's are reduced. */
+static zp_coll_op coll_at(cal *c, zp_comm *comm, zp_coll_kind k, void *send, void *recv, double bytes)
+{
+    return (zp_coll_op){.be = c->be, .comm = comm, .kind = k, .send = send,
+                        .recv = k == ZP_COLL_ALLREDUCE ? send : recv, .count = (size_t)bytes / 4};
+}
+
 /* The collective back to back, its buffers in cache (no pass through the caches, no rewrite of what it sends)
  * as a tensor-parallel collective finds the activations the GEMM before it just wrote, at the sizes up to the
- * last-level cache (c->evict_n: a third of twice it): the profile's hot points (zp_op_info.warm). */
-static zp_status measure_hot(cal *c, zp_profile_coll_fit *f, zp_comm *comm, zp_coll_kind k, const double *sizes,
-                             int ns, void *send, void *recv)
+ * last-level cache (c->evict_n: a third of twice it), at the sizes of f's points: the profile's hot points
+ * (zp_op_info.warm). */
+static zp_status measure_hot(cal *c, zp_profile_coll_fit *f, zp_comm *comm, zp_coll_kind k, void *send, void *recv)
 {
     const double llc = 1.5 * (double)c->evict_n * sizeof(float);
-    const size_t unit = 4 * (size_t)zp_comm_size(comm);
     float *evict = c->evict;
     c->evict = NULL;
     zp_status st = ZP_OK;
     f->nhot = 0;
-    for (int i = 0; i < ns && sizes[i] <= llc && st == ZP_OK; i++) {
-        const size_t bytes = ((size_t)sizes[i] + unit - 1) / unit * unit;
-        zp_coll_op a = {.be = c->be, .comm = comm, .kind = k, .send = send,
-                        .recv = k == ZP_COLL_ALLREDUCE ? send : recv, .count = bytes / 4};
+    for (int i = 0; i < f->npoints && f->points[i].bytes <= llc && st == ZP_OK; i++) {
+        zp_coll_op a = coll_at(c, comm, k, send, recv, f->points[i].bytes);
         char what[96];
         snprintf(what, sizeof what, "%s back to back", zp_coll_name(k));
         progress(c, what);
         stat s;
         if ((st = time_op(c, comm, zp_coll_op_run, &a, 1, &s)) == ZP_OK)
-            f->hot[f->nhot++] = (zp_profile_coll_point){(double)bytes, s.max_med, spread_of(&s, s.max_med)};
+            f->hot[f->nhot++] = (zp_profile_coll_point){f->points[i].bytes, s.max_med, spread_of(&s, s.max_med)};
     }
     c->evict = evict;
     return st;
@@ -834,9 +839,7 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
             /* whole buffer, a multiple of 4 * nranks bytes */
             size_t unit = 4 * (size_t)nr;
             size_t bytes = ((size_t)sizes[i] + unit - 1) / unit * unit;
-            /* all-reduce in place, as the executor's buckets and DDP's are reduced */
-            zp_coll_op a = {.be = c->be, .comm = comm, .kind = (zp_coll_kind)k, .send = send,
-                            .recv = k == ZP_COLL_ALLREDUCE ? send : recv, .count = bytes / 4};
+            zp_coll_op a = coll_at(c, comm, (zp_coll_kind)k, send, recv, (double)bytes);
             char what[96];
             snprintf(what, sizeof what, "%s %s", zp_coll_name((zp_coll_kind)k), zp_profile_scope_name(scope));
             progress(c, what);
@@ -854,7 +857,7 @@ static zp_status measure_scope(cal *c, zp_profile *p, zp_comm *comm, zp_profile_
         f->nranks = nr;
         f->measured = fit_collective(xs, ts, ns, zp_coll_busbw_factor((zp_coll_kind)k, nr), f);
         if (scope == ZP_PROFILE_INTRA_NODE)
-            ZP_TRY(measure_hot(c, f, comm, (zp_coll_kind)k, sizes, ns, send, recv));
+            ZP_TRY(measure_hot(c, f, comm, (zp_coll_kind)k, send, recv));
     }
     return ZP_OK;
 }

@@ -2,7 +2,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <strings.h>
 
 #include "zp_config.h"
@@ -98,7 +97,7 @@ static double cold_time(const zp_profile *p, const zp_op *op, const zp_op_info *
     if (!(p->gemm_cold_gbs > 0))
         return 0;
     const unsigned c = info->cold ? info->cold : ZP_COLD_B | ZP_COLD_C;
-    const double es = strcmp(p->gemm_dtype, "fp32") == 0 ? 4.0 : 2.0, batch = op->batch > 1 ? op->batch : 1;
+    const double es = zp_profile_gemm_elem_bytes(p), batch = op->batch > 1 ? op->batch : 1;
     const double bytes = ((c & ZP_COLD_A) ? es * op->m * op->k : 0) + ((c & ZP_COLD_B) ? es * op->k * op->n : 0) +
                          ((c & ZP_COLD_C) ? 4.0 * op->m * op->n : 0);
     return batch * bytes / (p->gemm_cold_gbs * 1e9);

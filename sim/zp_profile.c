@@ -40,11 +40,11 @@ void zp_profile_init(zp_profile *p)
 
 /* ---- models ---- */
 
-static double dtype_bytes(const char *dt) { return strcmp(dt, "fp32") == 0 ? 4.0 : 2.0; }
+double zp_profile_gemm_elem_bytes(const zp_profile *p) { return strcmp(p->gemm_dtype, "fp32") == 0 ? 4.0 : 2.0; }
 
 double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k)
 {
-    return dtype_bytes(p->gemm_dtype) * (m * k + k * n) + 4.0 * m * n;
+    return zp_profile_gemm_elem_bytes(p) * (m * k + k * n) + 4.0 * m * n;
 }
 
 double zp_profile_gemm_fit_time(const zp_profile *p, double m, double n, double k)

@@ -273,6 +273,8 @@ double zp_profile_busbw_factor(zp_profile_coll kind, int nranks);
 
 /* Bytes the GEMM model counts for a shape: A, B and C once each, in the model's element type
  * (C in fp32). */
+/* Bytes of one input element of the profile's measured GEMMs (gemm_dtype: 4 fp32, else 2). */
+double zp_profile_gemm_elem_bytes(const zp_profile *p);
 double zp_profile_gemm_bytes(const zp_profile *p, double m, double n, double k);
 /* Time of a GEMM, seconds. Near measured shapes (log-space distance |ln m/m'| + |ln n/n'| + |ln k/k'|
  * <= ZP_PROFILE_GEMM_NEAR over the measured points) the achieved rate of the nearest measured points
