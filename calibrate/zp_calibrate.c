@@ -55,6 +55,8 @@ typedef struct {
 } cold_sync;
 
 #define CAL_MAX_OPS 4 /* operations timed together (time_ops, time_loops) */
+/* passes of the parts a spell of this shared VM can bias (the bandwidths, the layer kernels; nn_cal) */
+#define CAL_NN_PASSES 3
 
 static zp_status cold_barrier(void *p)
 {
@@ -202,7 +204,8 @@ static zp_status dev_alloc_fill(const zp_kernels_backend *be, size_t bytes, floa
 
 /* ---- memory bandwidth ---- */
 
-static zp_status measure_bandwidth(cal *c, zp_profile *p)
+/* The STREAM copy and triad once, GB/s per rank (gbs[0] copy, gbs[1] triad). */
+static zp_status measure_bandwidth(cal *c, double gbs[2])
 {
     size_t n = c->o->quick ? ((size_t)8 << 20) : ((size_t)32 << 20);
     zp_stream_op s = {.be = c->be, .n = n};
@@ -227,9 +230,38 @@ static zp_status measure_bandwidth(cal *c, zp_profile *p)
     c->be->free(s.b);
     c->be->free(s.c);
     ZP_TRY(st);
-    p->copy_gbs = 2.0 * 4.0 * (double)n / sc.med_avg / 1e9;
-    p->triad_gbs = 3.0 * 4.0 * (double)n / stt.med_avg / 1e9;
+    gbs[0] = 2.0 * 4.0 * (double)n / sc.med_avg / 1e9;
+    gbs[1] = 3.0 * 4.0 * (double)n / stt.med_avg / 1e9;
     return ZP_OK;
+}
+
+/* The bandwidths are measured CAL_NN_PASSES times beside the layer kernels' passes and the median kept: the
+ * triad prices the GEMMs' cold operands (sim/zp_device.c), and one measurement in a spell moved it by a third
+ * (2026-11-27, five calibrations on an idle machine, one measurement each: triad 14.1, 14.2, 16.1, 16.6 and
+ * 21.4 GB/s). */
+typedef struct {
+    double gbs[CAL_NN_PASSES][2]; /* each measurement's copy and triad, GB/s */
+    int n;
+} cal_bandwidth;
+
+static zp_status bandwidth_take(cal *c, cal_bandwidth *b)
+{
+    if (b->n >= CAL_NN_PASSES)
+        return ZP_OK;
+    ZP_TRY(measure_bandwidth(c, b->gbs[b->n]));
+    b->n++;
+    return ZP_OK;
+}
+
+static void bandwidth_record(const cal_bandwidth *b, zp_profile *p)
+{
+    double x[2][CAL_NN_PASSES];
+    for (int i = 0; i < b->n; i++)
+        x[0][i] = b->gbs[i][0], x[1][i] = b->gbs[i][1];
+    if (b->n > 0) {
+        p->copy_gbs = zp_stats_median(x[0], (size_t)b->n);
+        p->triad_gbs = zp_stats_median(x[1], (size_t)b->n);
+    }
 }
 
 /* ---- Adam ---- */
@@ -701,48 +733,94 @@ static zp_status nn_moe_order(nn_arg *a, int *perm, int *slot)
     return a->be->copy_to_device(a->perm, perm, a->rows * sizeof(int));
 }
 
-/* Each layer kernel of the backend (the cpu's loops or the cuda kernels the executor runs) timed at two sizes,
- * interleaved (one spell of a slow machine then shifts both, not the line's slope), t = t0 + elements x
- * s_per_elem through them. The two sizes share the buffers (the small shape's rows are the big one's first);
- * the MoE kernels' orders of the two sizes lie apart in perm and slot. */
-static zp_status measure_layer_kernels(cal *c, zp_profile *p)
+/* The layer kernels are timed in CAL_NN_PASSES passes spread over the calibration (before the Adam and GEMM
+ * parts, after them, after the collectives), and each size's time is the median of its passes: this shared VM
+ * changes speed in spells of seconds that a single pass of ~10 s can sit in (2026-11-27, four calibrations on an
+ * idle machine: one pass in a slow spell put every kernel's slope 30-55% above the other three's, glu_fwd 8.7
+ * ns per element against 6.5, and that repeat's tiny-moe steps came out +23..+27%); a spell now has to cover
+ * two of the three passes. */
+typedef struct {
+    nn_arg a;                /* the buffers, shared by every kernel and pass */
+    int *perm, *slot;        /* MoE orders, host side (nn_moe_order) */
+    double n[ZP_PROFILE_NKERNEL][2];                 /* elements of each kernel's small and big size */
+    double t[CAL_NN_PASSES][ZP_PROFILE_NKERNEL][2];  /* seconds per call, each pass */
+    int passes;                                      /* passes taken */
+} nn_cal;
+
+static zp_status nn_cal_open(cal *c, nn_cal *nc)
 {
-    nn_arg a = {.be = c->be, .scale = c->be == &zp_kernels_cpu ? 1 : NN_DEVICE_SCALE};
-    int *perm = NULL, *slot = NULL;
-    zp_status st = zp_nn_ops_get(c->be->name, &a.nn);
-    if (st == ZP_OK)
-        st = nn_buffers_new(&a, &perm, &slot);
-    for (int k = 0; k < ZP_PROFILE_NKERNEL && st == ZP_OK; k++) {
-        nn_arg sz[2] = {a, a}; /* small, big */
-        double n[2], t[2];
-        for (int big = 0; big < 2; big++) {
-            sz[big].k = (zp_profile_kernel)k;
-            nn_shape(sz[big].k, big, a.scale, &sz[big].rows, &sz[big].cols);
-            n[big] = (double)sz[big].rows * (double)sz[big].cols;
+    memset(nc, 0, sizeof *nc);
+    nc->a = (nn_arg){.be = c->be, .scale = c->be == &zp_kernels_cpu ? 1 : NN_DEVICE_SCALE};
+    ZP_TRY(zp_nn_ops_get(c->be->name, &nc->a.nn));
+    return nn_buffers_new(&nc->a, &nc->perm, &nc->slot);
+}
+
+static void nn_cal_close(nn_cal *nc)
+{
+    nn_buffers_free(&nc->a);
+    free(nc->perm);
+    free(nc->slot);
+}
+
+/* Kernel k at its two sizes, interleaved (one spell of a slow machine then shifts both, not the line's
+ * slope): seconds per call in t[2], elements in n[2]. The two sizes share the buffers (the small shape's rows
+ * are the big one's first); the MoE kernels' orders of the two sizes lie apart in perm and slot. */
+static zp_status nn_time_kernel(cal *c, nn_cal *nc, int k, double n[2], double t[2])
+{
+    nn_arg sz[2] = {nc->a, nc->a}; /* small, big */
+    for (int big = 0; big < 2; big++) {
+        sz[big].k = (zp_profile_kernel)k;
+        nn_shape(sz[big].k, big, nc->a.scale, &sz[big].rows, &sz[big].cols);
+        n[big] = (double)sz[big].rows * (double)sz[big].cols;
+    }
+    sz[0].perm = nc->a.perm + sz[1].rows, sz[0].slot = nc->a.slot + sz[1].rows;
+    for (int big = 0; big < 2 && k >= ZP_KERNEL_MOE_GATHER; big++)
+        ZP_TRY(nn_moe_order(&sz[big], nc->perm, nc->slot));
+    if (k == ZP_KERNEL_XENT_BWD) { /* statistics of these logits, as the forward leaves */
+        nn_arg fwd = sz[1];
+        fwd.k = ZP_KERNEL_XENT_FWD;
+        ZP_TRY(op_nn(&fwd));
+    }
+    char what[80];
+    snprintf(what, sizeof what, "layer kernel %s (pass %d of %d)", zp_profile_kernel_name((zp_profile_kernel)k),
+             nc->passes + 1, CAL_NN_PASSES);
+    progress(c, what);
+    nn_arg cp[2] = {sz[0], sz[1]}; /* the fresh copies alone, for the in-place kernels */
+    cp[0].copy_only = cp[1].copy_only = 1;
+    void *const args[CAL_MAX_OPS] = {&sz[0], &sz[1], &cp[0], &cp[1]};
+    const int ncopy = nn_fresh_src(&sz[0]) ? 2 : 0;
+    double tc[CAL_MAX_OPS], spc[CAL_MAX_OPS];
+    zp_status st = time_loops(c, op_nn, args, 2 + ncopy, tc, spc);
+    c->done += 2;
+    ZP_TRY(st);
+    for (int i = 0; i < 2; i++)
+        t[i] = ncopy ? fmax(tc[i] - tc[2 + i], 0.05 * tc[i]) : tc[i];
+    return ZP_OK;
+}
+
+/* One pass over every layer kernel of the backend (the cpu's loops or the cuda kernels the executor runs). */
+static zp_status nn_cal_pass(cal *c, nn_cal *nc)
+{
+    if (nc->passes >= CAL_NN_PASSES)
+        return ZP_OK;
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
+        ZP_TRY(nn_time_kernel(c, nc, k, nc->n[k], nc->t[nc->passes][k]));
+    nc->passes++;
+    return ZP_OK;
+}
+
+/* Each kernel's t = t0 + elements x s_per_elem through its two sizes' median times over the passes. */
+static void nn_cal_fit(const nn_cal *nc, zp_profile *p)
+{
+    for (int k = 0; k < ZP_PROFILE_NKERNEL && nc->passes > 0; k++) {
+        double t[2];
+        for (int i = 0; i < 2; i++) {
+            double x[CAL_NN_PASSES];
+            for (int q = 0; q < nc->passes; q++)
+                x[q] = nc->t[q][k][i];
+            t[i] = zp_stats_median(x, (size_t)nc->passes);
         }
-        sz[0].perm = a.perm + sz[1].rows, sz[0].slot = a.slot + sz[1].rows;
-        for (int big = 0; big < 2 && st == ZP_OK && k >= ZP_KERNEL_MOE_GATHER; big++)
-            st = nn_moe_order(&sz[big], perm, slot);
-        if (st == ZP_OK && k == ZP_KERNEL_XENT_BWD) { /* statistics of these logits, as the forward leaves */
-            nn_arg fwd = sz[1];
-            fwd.k = ZP_KERNEL_XENT_FWD;
-            st = op_nn(&fwd);
-        }
-        char what[64];
-        snprintf(what, sizeof what, "layer kernel %s", zp_profile_kernel_name((zp_profile_kernel)k));
-        progress(c, what);
-        nn_arg cp[2] = {sz[0], sz[1]}; /* the fresh copies alone, for the in-place kernels */
-        cp[0].copy_only = cp[1].copy_only = 1;
-        void *const args[CAL_MAX_OPS] = {&sz[0], &sz[1], &cp[0], &cp[1]};
-        const int ncopy = nn_fresh_src(&sz[0]) ? 2 : 0;
-        double tc[CAL_MAX_OPS], spc[CAL_MAX_OPS];
-        if (st == ZP_OK)
-            st = time_loops(c, op_nn, args, 2 + ncopy, tc, spc);
-        c->done += 2;
-        if (st != ZP_OK)
-            break;
-        for (int i = 0; i < 2; i++)
-            t[i] = ncopy ? fmax(tc[i] - tc[2 + i], 0.05 * tc[i]) : tc[i];
+        const double *n = nc->n[k];
         /* straight line through the two sizes; a negative intercept (noise) is clamped to 0 with the
          * slope of the larger size */
         double slope = (t[1] - t[0]) / (n[1] - n[0]);
@@ -753,10 +831,6 @@ static zp_status measure_layer_kernels(cal *c, zp_profile *p)
         }
         p->kernels[k] = (zp_profile_kernel_fit){1, t0, slope, n[1]};
     }
-    nn_buffers_free(&a);
-    free(perm);
-    free(slot);
-    return st;
 }
 
 /* ---- collectives ---- */
@@ -1240,9 +1314,9 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
         double ex[32][3];
         int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + o->nextra + ZP_CALIBRATE_MAX_GRID : 0;
-        c.total = 2 + (o->quick ? 5 : 6) + 2 /* the host's Adam */ + (c.be != &zp_kernels_cpu ? 6 : 0) +
+        c.total = 2.0 * CAL_NN_PASSES + (o->quick ? 5 : 6) + 2 /* the host's Adam */ + (c.be != &zp_kernels_cpu ? 6 : 0) +
                   o->nshapes + nex + (c.be == &zp_kernels_cpu ? 6.0 * o->natt : 0) +
-                  2.0 * ZP_PROFILE_NKERNEL +
+                  2.0 * CAL_NN_PASSES * ZP_PROFILE_NKERNEL +
                   (double)scopes * ZP_COLL_MEASURED * ncoll;
         fill_machine(&c, &p, nodes);
         zp_quiet_sample_take(&q0);
@@ -1254,22 +1328,32 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = zp_nn_ops_get(c.be->name, &nn);
     if (st == ZP_OK)
         st = zp_probe_open(c.be, nn, &pr.probe);
-    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
-        st = measure_bandwidth(&c, &p);
-    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
-        st = measure_adam(&c, &p);
-    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
-        st = measure_gemm(&c, &p);
+    /* the bandwidths and the layer kernels in CAL_NN_PASSES passes: first, after the GEMMs, last */
+    cal_bandwidth bw = {0};
+    nn_cal nc = {0};
+    int nc_open = 0; /* nn_cal_open called: its buffers to free, whatever it returned */
+    if (st == ZP_OK)
+        nc_open = 1, st = nn_cal_open(&c, &nc);
+    for (int pass = 0; pass < CAL_NN_PASSES && st == ZP_OK; pass++) {
+        if ((st = probe_take(&c, &pr)) == ZP_OK && (st = bandwidth_take(&c, &bw)) == ZP_OK)
+            st = nn_cal_pass(&c, &nc);
+        if (st == ZP_OK && pass == 0 && (st = probe_take(&c, &pr)) == ZP_OK)
+            st = measure_adam(&c, &p);
+        if (st == ZP_OK && pass == 0 && (st = probe_take(&c, &pr)) == ZP_OK)
+            st = measure_gemm(&c, &p);
+        if (st == ZP_OK && pass == 1 && c.be != &zp_kernels_cpu)
+            st = measure_host_device(&c, &p);
+        if (st == ZP_OK && pass == 1 && c.be != &zp_kernels_cpu)
+            st = measure_host_calls(&c, &p);
+        if (st == ZP_OK && pass == 1 && (st = probe_take(&c, &pr)) == ZP_OK)
+            st = measure_collectives(&c, &p, node, cross, maxb);
+    }
+    bandwidth_record(&bw, &p);
     if (st == ZP_OK && c.be == &zp_kernels_cpu) /* its loops keep the operands in cache; the step's come */
         p.gemm_cold_gbs = p.triad_gbs;           /* from memory (zp_profile.h, sim/zp_device.c cold_time) */
-    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
-        st = measure_layer_kernels(&c, &p);
-    if (st == ZP_OK && c.be != &zp_kernels_cpu)
-        st = measure_host_device(&c, &p);
-    if (st == ZP_OK && c.be != &zp_kernels_cpu)
-        st = measure_host_calls(&c, &p);
-    if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
-        st = measure_collectives(&c, &p, node, cross, maxb);
+    nn_cal_fit(&nc, &p);
+    if (nc_open)
+        nn_cal_close(&nc);
     if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = watched(&c, &p, &q0, nodes);
     probe_record(&pr, &p);

@@ -158,6 +158,13 @@ zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out)
                  100 * ZP_QUIET_MAX_SPREAD);
         add_reason(out, text);
     }
+    if (s->n >= 2 && s->q10 > 0)
+        out->median_lag = s->median / s->q10 - 1;
+    if (out->median_lag > ZP_QUIET_MAX_MEDIAN_LAG) {
+        snprintf(text, sizeof text, "the median step ran %.0f%% above the fastest tenth (a slower spell in the "
+                 "window; bound %.0f%%)", 100 * out->median_lag, 100 * ZP_QUIET_MAX_MEDIAN_LAG);
+        add_reason(out, text);
+    }
     speed_judge(in, out);
     ranks_judge(in, out);
     out->quiet = out->reason[0] == '\0';

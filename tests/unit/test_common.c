@@ -389,6 +389,27 @@ Test(quiet, steps_that_spread_widely_are_not_quiet_and_one_outlier_is_forgiven)
     cr_expect(v.quiet, "%s", v.reason);
 }
 
+Test(quiet, a_median_that_left_the_fast_steps_is_not_quiet)
+{
+    zp_quiet_in in = idle_run();
+    double t[40];
+    for (int i = 0; i < 40; i++) /* 15 steps at 4.2 ms, then a spell: 25 at 6.0 ms (median 6.0, q10 4.2) */
+        t[i] = i < 15 ? 0.0042 : 0.0060;
+    zp_quiet_steps_of(t, 40, &in.steps);
+    zp_quiet_verdict v;
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect_not(v.quiet);
+    cr_expect_float_eq(v.median_lag, 0.0060 / 0.0042 - 1, 1e-9);
+    cr_expect(strstr(v.reason, "the median step ran 43% above the fastest tenth") != NULL, "%s", v.reason);
+    cr_expect(strstr(v.reason, "steps spread") == NULL, "%s", v.reason); /* 43% of the median: within 50% */
+    for (int i = 0; i < 40; i++) /* a quiet window with a tail: 36 steps within 8%, 4 preempted at 3x */
+        t[i] = i % 10 == 9 ? 0.0126 : 0.0042 * (1 + 0.02 * (i % 5));
+    zp_quiet_steps_of(t, 40, &in.steps);
+    cr_assert_eq(zp_quiet_judge(&in, &v), ZP_OK);
+    cr_expect(v.quiet, "%s", v.reason);
+    cr_expect_lt(v.median_lag, 0.15);
+}
+
 Test(quiet, unknown_figures_are_not_held_against_a_run_and_every_failed_check_is_named)
 {
     zp_quiet_in in = idle_run();
