@@ -787,8 +787,9 @@ Test(device, h100_gemms_against_a_measured_h100)
 }
 
 /* A calibrated cpu profile's GEMMs pay for the operands the step last touched long before (gemm_cold_gbs,
- * zp_op_info.cold): a linear layer's weight and output (B and C), the attention scores' and context's output
- * alone, the context's weight gradient its probabilities (A) and dV; each batch entry's; C in fp32. Without
+ * zp_op_info.cold): a linear layer's weight and output (B and C), a weight gradient's saved input and dW (A
+ * and C), the attention scores' and context's output alone, the context's weight gradient its probabilities (A)
+ * and dV; each batch entry's; C in fp32. Without
  * the figure (the presets, older profiles) nothing is added. */
 Test(device, cold_operands_of_a_calibrated_cpu_gemm)
 {
@@ -799,7 +800,8 @@ Test(device, cold_operands_of_a_calibrated_cpu_gemm)
         double m, n, k, batch, bytes; /* the cold bytes */
     } c[] = {
         {ZP_OPK_MLP_UP, 512, 1024, 256, 1, 4.0 * (256 * 1024 + 512 * 1024)},
-        {ZP_OPK_MLP_UP_WGRAD, 1024, 256, 512, 1, 4.0 * (512 * 256 + 1024 * 256)},
+        {ZP_OPK_MLP_UP_WGRAD, 1024, 256, 512, 1, 4.0 * (1024 * 512 + 1024 * 256)}, /* X^T and dW */
+        {ZP_OPK_LM_HEAD_WGRAD, 256, 4096, 512, 1, 4.0 * (256 * 512 + 256 * 4096)},  /* not dY (512 x 4096) */
         {ZP_OPK_ATTN_SCORES, 128, 128, 64, 16, 16 * 4.0 * 128 * 128},
         {ZP_OPK_ATTN_CONTEXT, 128, 64, 128, 16, 16 * 4.0 * 128 * 64},
         {ZP_OPK_ATTN_CONTEXT_WGRAD, 128, 64, 128, 16, 16 * 4.0 * (128 * 128 + 128 * 64)},
