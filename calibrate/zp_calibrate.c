@@ -1274,6 +1274,50 @@ static double coll_bytes_cap(zp_comm *node)
     return (double)pages * (double)psz / local / 4.0; /* two buffers, half the memory left free */
 }
 
+/* Progress units of the whole calibration (progress(): c->done / c->total). */
+static double cal_total(cal *c, zp_comm *node, zp_comm *cross, double maxb)
+{
+    const zp_calibrate_opts *o = c->o;
+    const int cpu = c->be == &zp_kernels_cpu;
+    double sizes[ZP_PROFILE_MAX_POINTS], ex[32][3];
+    const int ncoll = coll_sizes(c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
+    const int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
+    const int nex = cpu ? zp_calibrate_exec_shapes(ex, 32) + o->nextra + ZP_CALIBRATE_MAX_GRID : 0;
+    return 2.0 * CAL_NN_PASSES + (o->quick ? 5 : 6) + 2 /* the host's Adam */ + (cpu ? 0 : 6) + o->nshapes + nex +
+           (cpu ? 6.0 * o->natt : 0) + 2.0 * CAL_NN_PASSES * ZP_PROFILE_NKERNEL +
+           (double)scopes * ZP_COLL_MEASURED * ncoll;
+}
+
+/* The parts, the reference work before each: the bandwidths and the layer kernels in CAL_NN_PASSES passes
+ * (first, after the Adam and GEMM parts, after the collectives), their medians kept. */
+static zp_status measure_parts(cal *c, zp_profile *p, zp_comm *node, zp_comm *cross, double maxb, cal_probes *pr)
+{
+    const int cpu = c->be == &zp_kernels_cpu;
+    cal_bandwidth bw = {0};
+    nn_cal nc;
+    zp_status st = nn_cal_open(c, &nc);
+    for (int pass = 0; pass < CAL_NN_PASSES && st == ZP_OK; pass++) {
+        if ((st = probe_take(c, pr)) == ZP_OK && (st = bandwidth_take(c, &bw)) == ZP_OK)
+            st = nn_cal_pass(c, &nc);
+        if (st == ZP_OK && pass == 0 && (st = probe_take(c, pr)) == ZP_OK)
+            st = measure_adam(c, p);
+        if (st == ZP_OK && pass == 0 && (st = probe_take(c, pr)) == ZP_OK)
+            st = measure_gemm(c, p);
+        if (st == ZP_OK && pass == 1 && !cpu && (st = measure_host_device(c, p)) == ZP_OK)
+            st = measure_host_calls(c, p);
+        if (st == ZP_OK && pass == 1 && (st = probe_take(c, pr)) == ZP_OK)
+            st = measure_collectives(c, p, node, cross, maxb);
+    }
+    nn_cal_close(&nc); /* its buffers, whatever nn_cal_open returned */
+    if (st != ZP_OK)
+        return st;
+    bandwidth_record(&bw, p);
+    if (cpu)                           /* its loops keep the operands in cache; the step's come from */
+        p->gemm_cold_gbs = p->triad_gbs; /* memory (zp_profile.h, sim/zp_device.c cold_time) */
+    nn_cal_fit(&nc, p);
+    return ZP_OK;
+}
+
 zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
 {
     if (!o || !out)
@@ -1309,15 +1353,7 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = zp_comm_allreduce_double(c.world, &maxb, ZP_OP_MIN);
     }
     if (st == ZP_OK) {
-        double sizes[ZP_PROFILE_MAX_POINTS];
-        int ncoll = coll_sizes(&c, maxb, sizes, ZP_PROFILE_MAX_POINTS);
-        int scopes = (zp_comm_size(node) >= 2) + (zp_comm_size(cross) >= 2);
-        double ex[32][3];
-        int nex = c.be == &zp_kernels_cpu ? zp_calibrate_exec_shapes(ex, 32) + o->nextra + ZP_CALIBRATE_MAX_GRID : 0;
-        c.total = 2.0 * CAL_NN_PASSES + (o->quick ? 5 : 6) + 2 /* the host's Adam */ + (c.be != &zp_kernels_cpu ? 6 : 0) +
-                  o->nshapes + nex + (c.be == &zp_kernels_cpu ? 6.0 * o->natt : 0) +
-                  2.0 * CAL_NN_PASSES * ZP_PROFILE_NKERNEL +
-                  (double)scopes * ZP_COLL_MEASURED * ncoll;
+        c.total = cal_total(&c, node, cross, maxb);
         fill_machine(&c, &p, nodes);
         zp_quiet_sample_take(&q0);
     }
@@ -1328,32 +1364,8 @@ zp_status zp_calibrate_run(const zp_calibrate_opts *o, zp_profile *out)
         st = zp_nn_ops_get(c.be->name, &nn);
     if (st == ZP_OK)
         st = zp_probe_open(c.be, nn, &pr.probe);
-    /* the bandwidths and the layer kernels in CAL_NN_PASSES passes: first, after the GEMMs, last */
-    cal_bandwidth bw = {0};
-    nn_cal nc = {0};
-    int nc_open = 0; /* nn_cal_open called: its buffers to free, whatever it returned */
     if (st == ZP_OK)
-        nc_open = 1, st = nn_cal_open(&c, &nc);
-    for (int pass = 0; pass < CAL_NN_PASSES && st == ZP_OK; pass++) {
-        if ((st = probe_take(&c, &pr)) == ZP_OK && (st = bandwidth_take(&c, &bw)) == ZP_OK)
-            st = nn_cal_pass(&c, &nc);
-        if (st == ZP_OK && pass == 0 && (st = probe_take(&c, &pr)) == ZP_OK)
-            st = measure_adam(&c, &p);
-        if (st == ZP_OK && pass == 0 && (st = probe_take(&c, &pr)) == ZP_OK)
-            st = measure_gemm(&c, &p);
-        if (st == ZP_OK && pass == 1 && c.be != &zp_kernels_cpu)
-            st = measure_host_device(&c, &p);
-        if (st == ZP_OK && pass == 1 && c.be != &zp_kernels_cpu)
-            st = measure_host_calls(&c, &p);
-        if (st == ZP_OK && pass == 1 && (st = probe_take(&c, &pr)) == ZP_OK)
-            st = measure_collectives(&c, &p, node, cross, maxb);
-    }
-    bandwidth_record(&bw, &p);
-    if (st == ZP_OK && c.be == &zp_kernels_cpu) /* its loops keep the operands in cache; the step's come */
-        p.gemm_cold_gbs = p.triad_gbs;           /* from memory (zp_profile.h, sim/zp_device.c cold_time) */
-    nn_cal_fit(&nc, &p);
-    if (nc_open)
-        nn_cal_close(&nc);
+        st = measure_parts(&c, &p, node, cross, maxb, &pr);
     if (st == ZP_OK && (st = probe_take(&c, &pr)) == ZP_OK)
         st = watched(&c, &p, &q0, nodes);
     probe_record(&pr, &p);
