@@ -240,7 +240,7 @@ static zp_status measure_bandwidth(cal *c, double gbs[2])
  * (2026-11-27, five calibrations on an idle machine, one measurement each: triad 14.1, 14.2, 16.1, 16.6 and
  * 21.4 GB/s). */
 typedef struct {
-    double gbs[CAL_NN_PASSES][2]; /* each measurement's copy and triad, GB/s */
+    double gbs[2][CAL_NN_PASSES]; /* copy [0] and triad [1], GB/s, each measurement */
     int n;
 } cal_bandwidth;
 
@@ -248,19 +248,19 @@ static zp_status bandwidth_take(cal *c, cal_bandwidth *b)
 {
     if (b->n >= CAL_NN_PASSES)
         return ZP_OK;
-    ZP_TRY(measure_bandwidth(c, b->gbs[b->n]));
+    double g[2];
+    ZP_TRY(measure_bandwidth(c, g));
+    b->gbs[0][b->n] = g[0], b->gbs[1][b->n] = g[1];
     b->n++;
     return ZP_OK;
 }
 
-static void bandwidth_record(const cal_bandwidth *b, zp_profile *p)
+/* the medians (each row sorted in place) */
+static void bandwidth_record(cal_bandwidth *b, zp_profile *p)
 {
-    double x[2][CAL_NN_PASSES];
-    for (int i = 0; i < b->n; i++)
-        x[0][i] = b->gbs[i][0], x[1][i] = b->gbs[i][1];
     if (b->n > 0) {
-        p->copy_gbs = zp_stats_median(x[0], (size_t)b->n);
-        p->triad_gbs = zp_stats_median(x[1], (size_t)b->n);
+        p->copy_gbs = zp_stats_median(b->gbs[0], (size_t)b->n);
+        p->triad_gbs = zp_stats_median(b->gbs[1], (size_t)b->n);
     }
 }
 
@@ -743,7 +743,7 @@ typedef struct {
     nn_arg a;                /* the buffers, shared by every kernel and pass */
     int *perm, *slot;        /* MoE orders, host side (nn_moe_order) */
     double n[ZP_PROFILE_NKERNEL][2];                 /* elements of each kernel's small and big size */
-    double t[CAL_NN_PASSES][ZP_PROFILE_NKERNEL][2];  /* seconds per call, each pass */
+    double t[ZP_PROFILE_NKERNEL][2][CAL_NN_PASSES];  /* seconds per call at each size, each pass */
     int passes;                                      /* passes taken */
 } nn_cal;
 
@@ -803,23 +803,22 @@ static zp_status nn_cal_pass(cal *c, nn_cal *nc)
 {
     if (nc->passes >= CAL_NN_PASSES)
         return ZP_OK;
-    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++)
-        ZP_TRY(nn_time_kernel(c, nc, k, nc->n[k], nc->t[nc->passes][k]));
+    for (int k = 0; k < ZP_PROFILE_NKERNEL; k++) {
+        double t[2];
+        ZP_TRY(nn_time_kernel(c, nc, k, nc->n[k], t));
+        nc->t[k][0][nc->passes] = t[0], nc->t[k][1][nc->passes] = t[1];
+    }
     nc->passes++;
     return ZP_OK;
 }
 
-/* Each kernel's t = t0 + elements x s_per_elem through its two sizes' median times over the passes. */
-static void nn_cal_fit(const nn_cal *nc, zp_profile *p)
+/* Each kernel's t = t0 + elements x s_per_elem through its two sizes' median times over the passes (each
+ * size's passes sorted in place). */
+static void nn_cal_fit(nn_cal *nc, zp_profile *p)
 {
     for (int k = 0; k < ZP_PROFILE_NKERNEL && nc->passes > 0; k++) {
-        double t[2];
-        for (int i = 0; i < 2; i++) {
-            double x[CAL_NN_PASSES];
-            for (int q = 0; q < nc->passes; q++)
-                x[q] = nc->t[q][k][i];
-            t[i] = zp_stats_median(x, (size_t)nc->passes);
-        }
+        const double t[2] = {zp_stats_median(nc->t[k][0], (size_t)nc->passes),
+                             zp_stats_median(nc->t[k][1], (size_t)nc->passes)};
         const double *n = nc->n[k];
         /* straight line through the two sizes; a negative intercept (noise) is clamped to 0 with the
          * slope of the larger size */

@@ -107,9 +107,9 @@ typedef struct {
 } zp_quiet_verdict;
 
 /* Judges in: not quiet when others_cores > ZP_QUIET_MAX_OTHERS_CORES, load1 > max(cores, procs) +
- * ZP_QUIET_LOAD_MARGIN, spread > ZP_QUIET_MAX_SPREAD, median_lag > ZP_QUIET_MAX_MEDIAN_LAG, the speed changed by more than
- * ZP_QUIET_MAX_SPEED_CHANGE, or the ranks' speeds differ by more than ZP_QUIET_MAX_RANK_SPREAD. Unknown figures are not held against it.
- * ZP_EINVAL for NULL or cores < 1. */
+ * ZP_QUIET_LOAD_MARGIN, spread > ZP_QUIET_MAX_SPREAD, median_lag > ZP_QUIET_MAX_MEDIAN_LAG, the speed changed
+ * by more than ZP_QUIET_MAX_SPEED_CHANGE, or the ranks' speeds differ by more than ZP_QUIET_MAX_RANK_SPREAD.
+ * Unknown figures are not held against it. ZP_EINVAL for NULL or cores < 1. */
 zp_status zp_quiet_judge(const zp_quiet_in *in, zp_quiet_verdict *out);
 
 /* A calibration's reading (others' cores, load at the end; zp_profile's machine.while_calibrating) judged as

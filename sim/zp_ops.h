@@ -89,9 +89,16 @@ typedef enum { ZP_P2P_SEND, ZP_P2P_RECV, ZP_P2P_EXCHANGE } zp_p2p_kind;
 /* A bias a GEMM adds (forward, over C's m·n) or reduces (weight gradient, over dY's k·n) on the host. */
 typedef enum { ZP_BIAS_NONE, ZP_BIAS_FWD, ZP_BIAS_WGRAD } zp_bias;
 /* A GEMM's operands that the step last touched long before it runs (zp_op_info.cold): bits of C = A . B.
- * 0 means the default, B and C: a linear layer's weight (or saved input) and its output buffer, its other
- * input the op before's output. */
-typedef enum { ZP_COLD_DEFAULT = 0, ZP_COLD_A = 1, ZP_COLD_B = 2, ZP_COLD_C = 4 } zp_cold;
+ * 0 means the default, B and C: a linear layer's weight and its output buffer, its other input the op before's
+ * output. A weight gradient's, dW = X^T . dY: the input the forward saved (A) and dW (C); dY is what the input
+ * gradient before it just read. */
+typedef enum {
+    ZP_COLD_DEFAULT = 0,
+    ZP_COLD_A = 1,
+    ZP_COLD_B = 2,
+    ZP_COLD_C = 4,
+    ZP_COLD_WGRAD = ZP_COLD_A | ZP_COLD_C
+} zp_cold;
 /* How a tensor-parallel transfer overlapped with its GEMM (zp_plan.tp_overlap) is priced, inside the NVLink
  * domain (sim/zp_collcost.c): none (a collective as NCCL runs it), one chunk to the ring neighbour (a copy-
  * engine peer copy: bytes over NVLink plus one step's latency), or a chunk reduce-scattered by an SM kernel
