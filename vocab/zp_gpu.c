@@ -123,10 +123,14 @@ static zp_status parse_number(const key_def *d, char *val, const char *origin, i
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: %s is negative or out of range (a figure is >= 0)", origin, line,
                        d->key, val);
     if (v == 0 && !d->zero_ok)
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: 0 is not a valid figure for this key (only bf16, fp8, nccl_* and "
-                                  "flash_* may be 0: not supported or not measured)",
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: 0 is not a valid figure for this key (only bf16, fp8, dispatch_block, "
+                                  "coll_dispatch, nccl_* and flash_* may be 0: not supported or not measured)",
                        origin, line, d->key);
-    if ((d->k == K_COUNT || d->k == K_FLAG) && (v != (double)(int)v || (d->k == K_FLAG && v > 1)))
+    /* a count goes into an int: compared before the cast (a double beyond int's range is undefined there) */
+    if (d->k == K_COUNT && v > ZP_GPU_MAX_COUNT)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: %s is out of range (a count is at most %d)", origin, line, d->key, val,
+                       ZP_GPU_MAX_COUNT);
+    if ((d->k == K_COUNT || d->k == K_FLAG) && ((d->k == K_FLAG && v > 1) || v != (double)(int)v))
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is not %s", origin, line, d->key, val, g_unit_hint[d->k]);
     if (d->k == K_FRACTION && v > 1)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: %s is not %s", origin, line, d->key, val, g_unit_hint[d->k]);

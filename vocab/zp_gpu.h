@@ -13,6 +13,9 @@
 #include "zp_cluster.h"
 #include "zp_status.h"
 
+/* The largest count a spec file may give (sms, nvlink_domain, nccl_ctas): far above any GPU's, within int. */
+#define ZP_GPU_MAX_COUNT 1000000
+
 typedef struct {
     char name[64];         /* "H100-SXM5-80GB": what nvidia-smi calls it, and --gpu's preset name */
     char description[200]; /* one line for `zplan gpus` */
