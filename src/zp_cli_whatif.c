@@ -104,6 +104,87 @@ static zp_status write_answer(const char *path, zp_format fmt, const zp_whatif *
     return zp_cli_out_close(&out, zp_report_whatif(out.f, fmt, w));
 }
 
+/* A model that torchtitan's TOML or Megatron-LM's arguments cannot state fails whichever plan is best: checked
+ * before anything is printed. */
+static zp_status launch_check(const zp_cli_plan *o)
+{
+    if (o->a.emit_torchtitan)
+        ZP_TRY(zp_torchtitan_check_model(&o->model));
+    if (o->a.emit_megatron)
+        ZP_TRY(o->a.r.framework == ZP_FRAMEWORK_MEGATRON_2021 ? zp_megatron_check_model_v2(&o->model)
+                                                             : zp_megatron_check_model(&o->model));
+    return ZP_OK;
+}
+
+/* The launch files the best plan is written as (--emit-ds-config, --emit-megatron-args, --emit-torchtitan);
+ * with no plan that fits, none (report_unwritten says so). */
+static zp_status emit_files(zp_cli_plan *o, const zp_search_result *res, const zp_eval *best)
+{
+    if (!best)
+        return ZP_OK;
+    if (o->a.emit_ds) {
+        ZP_TRY(zp_dsconfig_check(&best->plan));
+        ZP_TRY(zp_dsconfig_write(&best->plan, o->model.layers, o->a.emit_ds));
+        if (best->plan.mp > 1)
+            fprintf(stderr, "zplan: wrote %s; run it with Megatron model parallelism %lld "
+                            "(--tensor-model-parallel-size %lld)\n",
+                    o->a.emit_ds, (long long)best->plan.mp, (long long)best->plan.mp);
+        if (best->plan.ep > 1) /* a DeepSpeed config has no key for it: the MoE layer takes it */
+            fprintf(stderr, "zplan: wrote %s; build the MoE layers with expert parallelism %lld "
+                            "(deepspeed.moe.layer.MoE(ep_size=%lld, capacity_factor=%g), the optimizer's parameter "
+                            "groups split by split_params_into_different_moe_groups_for_optimizer; Megatron-LM: "
+                            "--expert-model-parallel-size %lld)\n",
+                    o->a.emit_ds, (long long)best->plan.ep, (long long)best->plan.ep, best->plan.capacity_factor,
+                    (long long)best->plan.ep);
+    }
+    if (o->a.emit_megatron)
+        ZP_TRY(emit_launch(o, res, 0));
+    if (o->a.emit_torchtitan)
+        ZP_TRY(emit_launch(o, res, 1));
+    return ZP_OK;
+}
+
+/* The answer (--format, and --report's HTML beside it), with every pipeline stage's memory of the recommended
+ * plan, or the near miss when none fits; a launch judged (--ds-config, --megatron-args): its verdict after. */
+static zp_status answer(zp_cli_plan *o, const zp_search_result *res, const zp_eval *best, const zp_near_miss *near)
+{
+    zp_whatif w;
+    zp_cli_plan_whatif(o, res, &w);
+    w.near = best ? NULL : near;
+    zp_memory *stage_mem = NULL;
+    if (best && best->plan.pp > 1 && (stage_mem = calloc((size_t)best->plan.pp, sizeof *stage_mem)) &&
+        zp_memory_estimate_stages(&o->model, &best->plan, stage_mem, (int)best->plan.pp) == ZP_OK) {
+        w.stage_mem = stage_mem;
+        w.nstages = (int)best->plan.pp;
+    }
+    zp_status st = write_answer(o->a.out, o->a.fmt, &w);
+    if (st == ZP_OK && o->a.report_html)
+        st = write_answer(o->a.report_html, ZP_FMT_HTML, &w);
+    /* on stdout with the text answer, else on stderr */
+    if (st == ZP_OK && (o->a.launch || o->a.ds_config))
+        st = zp_cli_verdict(o, res, !o->a.out && o->a.fmt == ZP_FMT_TEXT ? stdout : stderr);
+    free(stage_mem);
+    return st;
+}
+
+/* What was not written, said once the answer is out; the exit status. */
+static int report_unwritten(const zp_cli_plan *o, const zp_eval *best, int traced)
+{
+    if (o->a.r.trace_path && traced)
+        fprintf(stderr, "zplan: wrote %s: the recommended plan's simulated step as a Chrome trace (Perfetto)\n",
+                o->a.r.trace_path);
+    else if (o->a.r.trace_path)
+        fprintf(stderr, "zplan: %s: no trace written to %s\n", best ? "no plan was simulated" : "no plan fits",
+                o->a.r.trace_path);
+    if (best)
+        return 0;
+    if (o->a.emit_ds)
+        fprintf(stderr, "zplan: no plan fits: no DeepSpeed config written to %s\n", o->a.emit_ds);
+    if (o->a.emit_megatron)
+        fprintf(stderr, "zplan: no plan fits: no Megatron-LM arguments written to %s\n", o->a.emit_megatron);
+    return zp_status_exit_code(ZP_ENOFIT);
+}
+
 static int zp_cli_whatif_body(zp_cli_plan *op)
 {
     zp_cli_plan o = *op; /* by value: the request points at o.model */
@@ -130,88 +211,19 @@ static int zp_cli_whatif_body(zp_cli_plan *op)
     zp_search_result res;
     if ((st = zp_cli_plan_search(&o, &res)) != ZP_OK)
         return zp_cli_fail(st);
-    /* a model torchtitan's TOML cannot name fails whichever plan is best (nothing printed) */
-    if (o.a.emit_torchtitan && (st = zp_torchtitan_check_model(&o.model)) != ZP_OK) {
-        zp_search_result_free(&res);
-        return zp_cli_fail(st);
-    }
-    /* an architecture Megatron-LM's arguments cannot state fails whichever plan is best (nothing printed) */
-    if (o.a.emit_megatron && (st = o.a.r.framework == ZP_FRAMEWORK_MEGATRON_2021 ? zp_megatron_check_model_v2(&o.model)
-                                                                                 : zp_megatron_check_model(&o.model)) !=
-                                 ZP_OK) {
-        zp_search_result_free(&res);
-        return zp_cli_fail(st);
-    }
     const zp_eval *best = NULL;
     for (int i = 0; i < res.n && !best; i++)
         if (res.plans[i].fits)
             best = &res.plans[i];
     zp_near_miss near;
-    if (!best && (st = zp_near_miss_find(&o.a.r, &res, &near)) != ZP_OK) {
-        zp_search_result_free(&res);
-        return zp_cli_fail(st);
-    }
-    if (o.a.emit_ds && best) {
-        if ((st = zp_dsconfig_check(&best->plan)) != ZP_OK ||
-            (st = zp_dsconfig_write(&best->plan, o.model.layers, o.a.emit_ds)) != ZP_OK) {
-            zp_search_result_free(&res);
-            return zp_cli_fail(st);
-        }
-        if (best->plan.mp > 1)
-            fprintf(stderr, "zplan: wrote %s; run it with Megatron model parallelism %lld "
-                            "(--tensor-model-parallel-size %lld)\n",
-                    o.a.emit_ds, (long long)best->plan.mp, (long long)best->plan.mp);
-        if (best->plan.ep > 1) /* a DeepSpeed config has no key for it: the MoE layer takes it */
-            fprintf(stderr, "zplan: wrote %s; build the MoE layers with expert parallelism %lld "
-                            "(deepspeed.moe.layer.MoE(ep_size=%lld, capacity_factor=%g), the optimizer's parameter "
-                            "groups split by split_params_into_different_moe_groups_for_optimizer; Megatron-LM: "
-                            "--expert-model-parallel-size %lld)\n",
-                    o.a.emit_ds, (long long)best->plan.ep, (long long)best->plan.ep, best->plan.capacity_factor,
-                    (long long)best->plan.ep);
-    }
-    if (o.a.emit_megatron && best && (st = emit_launch(&o, &res, 0)) != ZP_OK) {
-        zp_search_result_free(&res);
-        return zp_cli_fail(st);
-    }
-    if (o.a.emit_torchtitan && best && (st = emit_launch(&o, &res, 1)) != ZP_OK) {
-        zp_search_result_free(&res);
-        return zp_cli_fail(st);
-    }
-    zp_whatif w;
-    zp_cli_plan_whatif(&o, &res, &w);
-    w.near = best ? NULL : &near;
-    /* with pipeline stages, every stage's memory of the recommended plan */
-    zp_memory *stage_mem = NULL;
-    if (best && best->plan.pp > 1 && (stage_mem = calloc((size_t)best->plan.pp, sizeof *stage_mem)) &&
-        zp_memory_estimate_stages(&o.model, &best->plan, stage_mem, (int)best->plan.pp) == ZP_OK) {
-        w.stage_mem = stage_mem;
-        w.nstages = (int)best->plan.pp;
-    }
-    st = write_answer(o.a.out, o.a.fmt, &w);
-    if (st == ZP_OK && o.a.report_html)
-        st = write_answer(o.a.report_html, ZP_FMT_HTML, &w);
-    /* a launch judged: the verdict after the answer (on stdout with the text answer, else on stderr) */
-    if (st == ZP_OK && (o.a.launch || o.a.ds_config))
-        st = zp_cli_verdict(&o, &res, !o.a.out && o.a.fmt == ZP_FMT_TEXT ? stdout : stderr);
-    free(stage_mem);
     const int traced = best && res.n_simulated > 0; /* the search simulated the best plan again to trace it */
+    if ((st = launch_check(&o)) != ZP_OK || (!best && (st = zp_near_miss_find(&o.a.r, &res, &near)) != ZP_OK))
+        goto out;
+    if ((st = emit_files(&o, &res, best)) == ZP_OK)
+        st = answer(&o, &res, best, &near);
+out:
     zp_search_result_free(&res);
-    if (st != ZP_OK)
-        return zp_cli_fail(st);
-    if (o.a.r.trace_path && traced)
-        fprintf(stderr, "zplan: wrote %s: the recommended plan's simulated step as a Chrome trace (Perfetto)\n",
-                o.a.r.trace_path);
-    else if (o.a.r.trace_path)
-        fprintf(stderr, "zplan: %s: no trace written to %s\n", best ? "no plan was simulated" : "no plan fits",
-                o.a.r.trace_path);
-    if (!best) {
-        if (o.a.emit_ds)
-            fprintf(stderr, "zplan: no plan fits: no DeepSpeed config written to %s\n", o.a.emit_ds);
-        if (o.a.emit_megatron)
-            fprintf(stderr, "zplan: no plan fits: no Megatron-LM arguments written to %s\n", o.a.emit_megatron);
-        return zp_status_exit_code(ZP_ENOFIT);
-    }
-    return 0;
+    return st != ZP_OK ? zp_cli_fail(st) : report_unwritten(&o, best, traced);
 }
 
 int zp_cli_whatif(int argc, char **argv, const char *usage)
