@@ -58,6 +58,20 @@ static zp_status check_given(const zp_search_req *r, zp_dim_id id)
 
 /* The pipeline, sequence-parallel and recompute options against each other, the GPUs and the model. */
 
+/* Where no layout is given and v chunks on P stages do not divide the L layers: the embedding and the loss
+ * counted as a layer each, where the framework's release does that and L + 2 divides (zp_plan.pp_acc); 0
+ * otherwise. */
+static int acc_fit(const zp_search_req *r, const zp_framework *f, int64_t P, int v, int64_t L)
+{
+    if (!f->pp_acc || zp_pp_uneven(&r->base) || (L + 2) % (P * v) != 0)
+        return 0;
+    zp_plan q = r->base;
+    q.pp = P;
+    q.vstages = v;
+    q.pp_acc = ZP_PP_ACC_EMBED | ZP_PP_ACC_LOSS;
+    return zp_pp_fits(r->model, &q) ? q.pp_acc : 0;
+}
+
 /* An uneven layout (--pp-first-layers, --pp-last-layers, --pp-layout) needs the stages given and must fit
  * the model at the chunks given (or those its entries imply: one per virtual stage); an interleaved
  * schedule asked for over layers no chunk count divides says so, naming the layout, not the batch. */
@@ -79,9 +93,10 @@ static zp_status validate_layout(const zp_search_req *r)
             q.vstages = (int)(b->pp_layout_n / pp); /* one entry per virtual stage */
         return zp_pp_check(r->model, &q);
     }
+    const zp_framework *f = zp_framework_get(r->framework);
     if (pp > 1 && given(r, ZP_SEARCH_SCHEDULE) && b->schedule == ZP_PP_INTERLEAVED && !v_given) {
-        for (int64_t v = 2; v <= ZP_MAX_VSTAGES; v++)
-            if (L % (pp * v) == 0)
+        for (int v = 2; v <= ZP_MAX_VSTAGES; v++)
+            if (L % (pp * v) == 0 || (f && acc_fit(r, f, pp, v, L)))
                 return ZP_OK;
         return ZP_FAIL(ZP_EINVAL, "--schedule interleaved with --pp %lld: no number of model chunks divides the "
                                   "model's %lld layers evenly over the %lld stages (the layout, not the batch: give "
@@ -124,7 +139,9 @@ static zp_status validate_pipeline(const zp_search_req *r)
             q.pp_last = r->base.pp_last;
             q.pp_layout = r->base.pp_layout;
             q.pp_layout_n = r->base.pp_layout_n;
-            ZP_TRY(zp_pp_check(r->model, &q));
+            const zp_framework *f = zp_framework_get(r->framework);
+            if (zp_pp_check(r->model, &q) != ZP_OK && !(f && acc_fit(r, f, pp, b->vstages, r->model->layers)))
+                return zp_pp_check(r->model, &q); /* its message */
         }
     }
     if (r->exact && sc_given && b->schedule == ZP_PP_INTERLEAVED && !given(r, ZP_SEARCH_VSTAGES))
@@ -968,6 +985,8 @@ static void floor_pass(const zp_model *model, const zp_profile *prof, const zp_p
     q.pp = 1;
     q.vstages = 1;
     q.schedule = ZP_PP_1F1B;
+    q.pp_first = q.pp_last = q.pp_layout_n = q.pp_acc = 0; /* one stage: no layout */
+    q.pp_layout = NULL;
     q.grad_accum = 2;
     q.pa = q.pa_cpu = 0;
     q.offload = ZP_OFFLOAD_NONE;
@@ -1629,6 +1648,7 @@ typedef struct {
     int sp;
     zp_recompute recompute;
     int tp_overlap;    /* a zp_tp_overlap */
+    int pp_acc;        /* the embedding and the loss counted in the split (zp_plan.pp_acc) */
 } shape;
 
 typedef struct {
@@ -1655,8 +1675,8 @@ static int chunks_fit(const zp_search_req *r, int64_t P, int v, int64_t L)
 }
 
 /* Schedules and chunks for P stages: the ones given; else 1F1B and interleaved 1F1B with every v >= 2 that
- * divides the layers per stage (GPipe runs the same passes as 1F1B holding more micro-batches: taken when
- * given only). */
+ * divides the layers per stage, or that divides them with the embedding and the loss counted (acc_fit)
+ * (GPipe runs the same passes as 1F1B holding more micro-batches: taken when given only). */
 static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
 {
     if (base.pp == 1) {
@@ -1683,11 +1703,15 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
             continue; /* not in the framework's release (validate_framework refused it given) */
         const int64_t L = r->model->layers;
         for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
-            if ((given(r, ZP_SEARCH_VSTAGES) && v != r->base.vstages) || !chunks_fit(r, base.pp, v, L))
+            if (given(r, ZP_SEARCH_VSTAGES) && v != r->base.vstages)
+                continue;
+            base.pp_acc = chunks_fit(r, base.pp, v, L) ? 0 : acc_fit(r, f, base.pp, v, L);
+            if (base.pp_acc == 0 && !chunks_fit(r, base.pp, v, L))
                 continue;
             base.vstages = v;
             ZP_TRY(shapes_push(out, base));
         }
+        base.pp_acc = 0;
     }
     return ZP_OK;
 }
@@ -1816,6 +1840,7 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     p->stage = w->stage;
     p->schedule = x->schedule;
     p->vstages = x->vstages;
+    p->pp_acc = x->pp_acc;
     p->sp = x->sp;
     p->tp_overlap = x->tp_overlap;
     zp_plan_set_recompute(p, x->recompute);

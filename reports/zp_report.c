@@ -8,6 +8,7 @@
 #include "zp_framework.h"
 #include "zp_gpu.h"
 #include "zp_memory.h"
+#include "zp_pipeline.h"
 #include "zp_size.h"
 #include "zp_units.h"
 #include "zp_zoo.h"
@@ -276,8 +277,8 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         if (t->within != t->id && p->deg[d] > 1 && n < (int)sizeof ep)
             n += snprintf(ep + n, sizeof ep - (size_t)n, "%s%lld ", t->tag, (long long)p->deg[d]);
     }
-    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED)
-        snprintf(pipe, sizeof pipe, " interleaved:v%d", p->vstages);
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED) /* +emb/loss: those counted as layers (pp_acc) */
+        snprintf(pipe, sizeof pipe, " interleaved:v%d%s", p->vstages, p->pp_acc ? " +emb/loss" : "");
     else if (p->pp > 1)
         snprintf(pipe, sizeof pipe, " %s", zp_pp_schedule_name(p->schedule));
     char ckpt[24]; /* torchtitan's modes: every k-th block ("ckpt/k"), op-level ("op-ckpt") */
@@ -311,7 +312,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_FP8_RECIPE, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -380,6 +381,9 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_GRAD_BYTES] = {"grad_bytes", NULL}, /* bytes of a gradient element: 2, or 4 (fp32) */
     [P_REASON] = {NULL, NULL, "reason", ZP_COL_OMIT_UNSET}, /* plans that do not fit */
     [P_FP8_RECIPE] = {NULL, NULL, "fp8_recipe", ZP_COL_OMIT_UNSET}, /* FP8 training's recipe (precision "fp8") */
+    /* an uneven pipeline layout, as the options that state it (zp_pp_layout_text): given, or the search's
+       embedding and loss counted as layers (zp_plan.pp_acc) */
+    [P_PP_LAYOUT] = {NULL, NULL, "pp_layout", ZP_COL_OMIT_UNSET},
 };
 #undef DATA
 
@@ -451,6 +455,11 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
     ZP_TRY(zp_table_set_str(t, col0 + P_PRECISION, f8 ? "fp8" : zp_plan_precision_name(p)));
     if (f8)
         ZP_TRY(zp_table_set_str(t, col0 + P_FP8_RECIPE, f8->name));
+    if (p->pp > 1 && zp_pp_uneven(p)) {
+        char layout[512];
+        zp_pp_layout_text(p, layout, sizeof layout);
+        ZP_TRY(zp_table_set_str(t, col0 + P_PP_LAYOUT, layout));
+    }
     ZP_TRY(zp_table_set_num(t, col0 + P_GRAD_BYTES, zp_plan_grad_bytes(p), "%g"));
     if (!e->fits)
         ZP_TRY(zp_table_set_str(t, col0 + P_REASON, e->reason));
@@ -603,12 +612,17 @@ static void describe_plan(const zp_eval *e, char *buf, size_t len)
     char opts[128];
     zp_report_plan_options(&e->plan, opts, sizeof opts);
     const zp_stage_info *si = zp_stage_get(e->plan.stage);
-    char pp[96] = "";
+    char pp[256] = "", layout[192] = "";
+    if (e->plan.pp > 1 && zp_pp_uneven(&e->plan)) { /* the uneven layout, as the options that state it */
+        layout[0] = ',', layout[1] = ' ';
+        zp_pp_layout_text(&e->plan, layout + 2, sizeof layout - 2);
+    }
     if (e->plan.pp > 1 && e->plan.schedule == ZP_PP_INTERLEAVED)
-        snprintf(pp, sizeof pp, ", PP %lld (interleaved, %d virtual stages)", (long long)e->plan.pp,
-                 e->plan.vstages);
+        snprintf(pp, sizeof pp, ", PP %lld (interleaved, %d virtual stages%s)", (long long)e->plan.pp,
+                 e->plan.vstages, layout);
     else if (e->plan.pp > 1)
-        snprintf(pp, sizeof pp, ", PP %lld (%s)", (long long)e->plan.pp, zp_pp_schedule_name(e->plan.schedule));
+        snprintf(pp, sizeof pp, ", PP %lld (%s%s)", (long long)e->plan.pp, zp_pp_schedule_name(e->plan.schedule),
+                 layout);
     snprintf(buf, len, "ZeRO stage %d (%s), MP %lld%s, DP %lld, micro-batch %lld x %lld accumulation = global batch %.0f, %s",
              e->plan.stage, si->name, (long long)e->plan.mp, pp, (long long)zp_plan_replicas(&e->plan), (long long)e->plan.micro_batch,
              (long long)e->plan.grad_accum, e->global_batch, opts);
@@ -664,7 +678,7 @@ static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
         return ZP_OK;
     }
     const zp_eval *c = &nm->closest;
-    char desc[256];
+    char desc[512];
     describe_plan(c, desc, sizeof desc);
     ZP_TRY(zp_doc_add_text(d, "No plan fits the options given (exit status 3). The nearest: %s: %s.", desc, c->reason));
     zp_doc_strong(d);
@@ -980,7 +994,7 @@ static zp_status whatif_best(zp_doc *d, const zp_whatif *w, int best)
         ZP_TRY(zp_doc_add_table(d, t));
         ZP_TRY(zp_doc_set_key(d, "pipeline_stages", NULL));
     }
-    char desc[384];
+    char desc[512];
     describe_plan(e, desc, sizeof desc);
     char step[48];
     zp_report_seconds(e->time.total, step, sizeof step);

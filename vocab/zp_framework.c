@@ -15,6 +15,10 @@
  *  blocks; partition_activations is Pa, cpu_checkpointing Pa+cpu): ZeRO 0-3 (with a pipeline 0-1, as every
  *  plan), offload, MoE (deepspeed.moe), no Megatron-LM sequence parallelism, no selective recompute, no
  *  fused accumulation.
+ *  The embedding and the loss counted as layers in the pipeline split (pp_acc): Megatron-core's
+ *  --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split (merge request !1961,
+ *  commit ef490839e8, February 2025) in "any"; no older release has them (Megatron-LM v2 and Megatron-DeepSpeed
+ *  split the layers evenly, DeepSpeed's PipelineModule by its own partition_method).
  *  TP communication overlap (--tp-comm-overlap): Megatron-core with Transformer Engine's userbuffers (2023 on,
  *  sequence parallelism required) in "any"; neither Megatron-LM v2 nor DeepSpeed (no sequence parallelism)
  *  has it; nor Megatron-core's --overlap-param-gather (2023), whose distributed optimizer neither has.
@@ -65,7 +69,7 @@ static const zp_framework g_frameworks[ZP_NFRAMEWORKS] = {
                           .what = "every option zplan models (Megatron-core and DeepSpeed today)",
                           .max_stage = 3, .offload = 1, .pa_cpu = 1, .moe = 1, .selective = 1, .sp = 1,
                           .interleave_min_pp = 2, .overlap = 1, .fusion = 1, .flash = 1, .pp_max_stage = 3,
-                          .fsdp_reshard = 1, .tp_overlap = ZP_TP_OVERLAP_TE, .param_gather = 1},
+                          .fsdp_reshard = 1, .tp_overlap = ZP_TP_OVERLAP_TE, .param_gather = 1, .pp_acc = 1},
     [ZP_FRAMEWORK_MEGATRON_2021] = {.name = "megatron-2021",
                                     .what = "Megatron-LM v2 (2021, the SC'21 paper's)",
                                     .max_stage = 0, .offload = 0, .pa_cpu = 0, .moe = 0, .selective = 0, .sp = 0,

@@ -24,6 +24,8 @@ typedef struct {
     int tp_overlap;        /* its form of TP communication overlapped with the GEMMs (a zp_tp_overlap, off by
                               default in every release: --tp-comm-overlap); 0: none */
     int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */
+    int pp_acc;            /* the embedding and the loss counted as a layer each in an interleaved split that
+                              does not divide (zp_plan.pp_acc: Megatron-core's --account-for-*-in-pipeline-split) */
     const char *pp_stage_why; /* why not higher, quoted from its source (NULL: no limit of its own) */
     int fsdp_reshard;      /* FSDP2's reshard_after_forward choice (--reshard-after-forward never/always) */
     /* the releases of 2020-2022 (deepspeed-2020, megatron-deepspeed-2022): what their code costs */

@@ -44,9 +44,18 @@ static int first_last_layers(int L, const zp_plan *p, int s)
     return left > 0 && rest % left == 0 ? rest / left : 0;
 }
 
+/* Virtual stage k of n under pp_acc: (L + the parts counted) / n layers, the part's stage one fewer. */
+static int acc_layers(int L, int acc, int n, int k)
+{
+    const int e = (acc & ZP_PP_ACC_EMBED) != 0, l = (acc & ZP_PP_ACC_LOSS) != 0;
+    return (L + e + l) / n - (k == 0 && e) - (k == n - 1 && l);
+}
+
 int zp_pp_vstage_layers(const zp_model *m, const zp_plan *p, int k)
 {
     const int P = (int)p->pp, v = p->pp > 1 ? p->vstages : 1, L = (int)m->layers, s = k % P;
+    if (p->pp_acc)
+        return acc_layers(L, p->pp_acc, P * v, k);
     if (p->pp_layout)
         return p->pp_layout_n == P * v ? p->pp_layout[k] : p->pp_layout[s] / v;
     if (p->pp_first > 0 || p->pp_last > 0)
@@ -59,10 +68,19 @@ int zp_pp_vstage_layers(const zp_model *m, const zp_plan *p, int k)
     return L / (P * v);
 }
 
-int zp_pp_uneven(const zp_plan *p) { return p->pp_layout != NULL || p->pp_first > 0 || p->pp_last > 0; }
+int zp_pp_uneven(const zp_plan *p)
+{
+    return p->pp_layout != NULL || p->pp_first > 0 || p->pp_last > 0 || p->pp_acc != 0;
+}
 
 void zp_pp_layout_text(const zp_plan *p, char *buf, size_t len)
 {
+    if (p->pp_acc) {
+        snprintf(buf, len, "%s%s%s", p->pp_acc & ZP_PP_ACC_EMBED ? "--account-for-embedding-in-pipeline-split" : "",
+                 p->pp_acc == (ZP_PP_ACC_EMBED | ZP_PP_ACC_LOSS) ? " " : "",
+                 p->pp_acc & ZP_PP_ACC_LOSS ? "--account-for-loss-in-pipeline-split" : "");
+        return;
+    }
     if (!p->pp_layout) {
         if (p->pp_first > 0 && p->pp_last > 0)
             snprintf(buf, len, "--pp-first-layers %d --pp-last-layers %d", p->pp_first, p->pp_last);
@@ -94,16 +112,23 @@ static zp_status check_uneven(const zp_model *m, const zp_plan *p)
     if (!p->pp_layout && P < 2)
         return ZP_FAIL(ZP_EINVAL, "%s: the first and the last stage's layers need pipeline stages (give --pp P >= 2)",
                        what);
+    if (p->pp_acc) {
+        const int all = L + ((p->pp_acc & ZP_PP_ACC_EMBED) != 0) + ((p->pp_acc & ZP_PP_ACC_LOSS) != 0);
+        if (p->pp_layout || p->pp_first > 0 || p->pp_last > 0 || all % (P * v) != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s: the %d layers with the embedding and the loss counted must divide over the "
+                                      "%d virtual stages, without another layout",
+                           what, all, P * v);
+    }
     if (p->pp_layout && p->pp_layout_n != P && p->pp_layout_n != P * v)
         return ZP_FAIL(ZP_EINVAL, "%s: %d entries, but the pipeline has %d stages of %d model chunk%s (give %d, one "
                                   "per stage, or %d, one per virtual stage, with --virtual-stages)",
                        what, p->pp_layout_n, P, v, v > 1 ? "s" : "", P, P * v);
     const int left = P - (p->pp_first > 0) - (p->pp_last > 0), rest = L - p->pp_first - p->pp_last;
-    if (!p->pp_layout && left > 0 && (rest < left || rest % left != 0))
+    if (!p->pp_layout && !p->pp_acc && left > 0 && (rest < left || rest % left != 0))
         return ZP_FAIL(ZP_EINVAL, "%s: the other %d of the model's %d layers do not divide evenly over the %d other "
                                   "stages (give counts that leave a multiple of them, or --pp-layout)",
                        what, rest, L, left);
-    const int per_stage = !p->pp_layout || p->pp_layout_n == P;
+    const int per_stage = !p->pp_acc && (!p->pp_layout || p->pp_layout_n == P);
     int sum = 0;
     for (int s = 0; s < P; s++) {
         const int n = p->pp_layout ? (per_stage ? p->pp_layout[s] : 0) : first_last_layers(L, p, s);

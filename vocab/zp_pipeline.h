@@ -23,7 +23,13 @@
  * (their own ops in the schedule), so a layout balances them by giving those stages fewer blocks: Llama 3
  * 405B ran 126 layers on 16 stages with one layer fewer on the first and the last (Dubey et al. 2024,
  * §3.3.2), whose first and last model chunks hold only the embedding and only the head. The step's time
- * is then set by the slowest stage, as the simulated schedule's dependencies make it. */
+ * is then set by the slowest stage, as the simulated schedule's dependencies make it.
+ *
+ * Uneven layouts, searched: where no v divides the layers evenly (126 layers on 16 stages), the search also
+ * tries Megatron-core's accounting of the embedding and the loss as a layer each (zp_plan.pp_acc: its
+ * --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split, Megatron-LM merge
+ * request !1961, commit ef490839e8, February 2025): each of the P·v virtual stages gets (L + 2)/(P·v)
+ * layers, the first and the last one fewer, where that divides (Llama 3 405B's 0,1*126,0 at v 8). */
 #ifndef ZP_PIPELINE_H
 #define ZP_PIPELINE_H
 
@@ -48,13 +54,15 @@ zp_status zp_pp_stage_get(const zp_model *m, const zp_plan *p, int stage, zp_pp_
 zp_status zp_pp_check(const zp_model *m, const zp_plan *p);
 /* zp_pp_check's answer as a yes/no, for the search's candidates. */
 int zp_pp_fits(const zp_model *m, const zp_plan *p);
-/* Whether the plan gives an uneven layout (pp_first, pp_last or pp_layout). */
+/* Whether the plan gives an uneven layout (pp_first, pp_last, pp_layout or pp_acc). */
 int zp_pp_uneven(const zp_plan *p);
 /* Layers of virtual stage k = c·P + s (chunk c of stage s; k = s without interleaving) of a checked plan. */
 int zp_pp_vstage_layers(const zp_model *m, const zp_plan *p, int k);
 /* The uneven layout as the options that give it ("--pp-layout 0,1*126,0", "--pp-first-layers 7 ..."), for
  * messages. */
 void zp_pp_layout_text(const zp_plan *p, char *buf, size_t len);
+/* zp_plan.pp_acc's bits: the embedding, the loss counted as a layer of the first, the last virtual stage. */
+enum { ZP_PP_ACC_EMBED = 1, ZP_PP_ACC_LOSS = 2 };
 /* Most entries of a layout (stages or virtual stages). */
 #define ZP_PP_MAX_LAYOUT 1024
 /* Parses --pp-layout's text: comma-separated layer counts, each N or N*K (N repeated K times), into

@@ -189,6 +189,10 @@ typedef struct {
     const int *pp_layout;   /* layers per stage (pp_layout_n == pp) or per virtual stage (pp * vstages, in
                                virtual-stage order c·P + s); not owned: the caller's, outliving the plan */
     int pp_layout_n;
+    int pp_acc;             /* Megatron-core's --account-for-embedding-in-pipeline-split and
+                               --account-for-loss-in-pipeline-split (ZP_PP_ACC_* bits, vocab/zp_pipeline.h):
+                               the embedding and the loss counted as a layer each in the split, the layout the
+                               search takes where the even split fails (Llama 3 405B's); 0: not */
     /* sharded data parallelism as FSDP2 runs it (torchtitan), beside pipelines and in hybrid shards */
     int reshard;         /* a zp_reshard: stage 3's gathered parameters freed after the forward or kept */
     int64_t shard_group; /* hybrid sharding: states sharded within groups of this many DP ranks and

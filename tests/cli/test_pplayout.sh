@@ -13,7 +13,7 @@ L3="--model llama-3-405b --gpus 8192 --cluster dgx-h100 --mp 8 --pp 16 --global-
 PLAN="$L3 --stage 1 --micro-batch 1 --sp --recompute full --exact"
 
 echo "== bad layouts"
-bad "interleaved, 126 on 16" "^zplan: --schedule interleaved with --pp 16: no number of model chunks divides the model's 126 layers evenly over the 16 stages \(the layout, not the batch" $L3 --schedule interleaved
+bad "interleaved, 126 on 16, a release without the accounting" "^zplan: --schedule interleaved with --pp 16: no number of model chunks divides the model's 126 layers evenly over the 16 stages \(the layout, not the batch" $L3 --schedule interleaved --framework megatron-2021
 bad "sum" "^zplan: --pp-layout 7,8\*15: 127 layers in all, but the model has 126" $L3 --pp-layout 7,8*15
 bad "a stage without layers" "^zplan: --pp-layout 0,9,8\*13,7: stage 0 gets 0 layers" $L3 --pp-layout 0,9,8*13,7
 bad "entries" "^zplan: --pp-layout 8\*2: 2 entries, but the pipeline has 16 stages of 1 model chunk" $L3 --pp-layout 8,8
@@ -27,12 +27,22 @@ bad "exec" "^zplan exec: --pp-first-layers / --pp-last-layers / --pp-layout: zpl
 
 echo "== stated and simulated"
 "$Z" $PLAN --pp-first-layers 7 --pp-last-layers 7 --top 1 >"$T/out" 2>"$T/err" || ko "first/last: rc=$?"
-has "first/last: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (1f1b), DP 64"
+has "first/last: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (1f1b, --pp-first-layers 7 --pp-last-layers 7), DP 64"
 "$Z" $PLAN --schedule interleaved --virtual-stages 8 --pp-layout 0,1*126,0 --top 1 >"$T/out" 2>"$T/err" ||
   ko "Llama 3 layout: rc=$?"
-has "Llama 3 layout: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (interleaved, 8 virtual stages), DP 64"
+has "Llama 3 layout: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (interleaved, 8 virtual stages, --pp-layout 0,1\*126,0), DP 64"
 step=$(sed -n 's/^  step \([0-9.]*\) s,.*/\1/p' "$T/out")
 echo "  Llama 3 405B, 126 layers as 0,1*126,0 over 16 x 8 chunks: step $step s"
+
+echo "== searched where no chunk count divides: the embedding and the loss counted as a layer each"
+# 126 + 2 = 128 layers over 16 stages x 8 chunks: Megatron-core's --account-for-embedding/loss-in-pipeline-split,
+# the same layers per virtual stage as --pp-layout 0,1*126,0, so the same step
+"$Z" $L3 --stage 1 --micro-batch 1 --sp --recompute full --schedule interleaved --virtual-stages 8 --top 1 \
+  >"$T/out" 2>"$T/err" || ko "accounted: rc=$?"
+has "accounted: the plan" "Recommended: ZeRO stage 1 (Pos), MP 8, PP 16 (interleaved, 8 virtual stages, --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split), DP 64, .* interleaved:v8 +emb/loss\."
+has "accounted: the step of the layout given" "^  step $step s,"
+"$Z" $L3 --format json --top 3 >"$T/out" 2>"$T/err" || ko "searched: rc=$?"
+has "searched: JSON names the layout" '"pp_layout": "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"'
 
 echo "== Megatron-core's arguments, written and read back"
 "$Z" $PLAN --schedule interleaved --virtual-stages 8 --pp-layout 0,1*126,0 --top 1 \

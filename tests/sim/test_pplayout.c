@@ -94,6 +94,76 @@ static void expect_refused(const zp_model *m, const zp_plan *p, const char *what
     cr_expect(strstr(zp_error_message(), what) != NULL, "'%s' not in: %s", what, zp_error_message());
 }
 
+/* Megatron-core's accounting of the embedding and the loss as a layer each (zp_plan.pp_acc): 126 + 2 layers
+ * over 16 x 8 virtual stages is Llama 3's 0,1*126,0, stage for stage the same chunks as that layout given;
+ * one part counted alone, and a count that does not divide, refused naming the arguments. */
+Test(pplayout, embedding_and_loss_counted_as_layers)
+{
+    const zp_model *m = model("llama-3-405b");
+    zp_plan p = pp_plan(16, 8), q = pp_plan(16, 8);
+    p.pp_acc = ZP_PP_ACC_EMBED | ZP_PP_ACC_LOSS;
+    int layout[128];
+    for (int k = 0; k < 128; k++)
+        layout[k] = k == 0 || k == 127 ? 0 : 1;
+    q.pp_layout = layout;
+    q.pp_layout_n = 128;
+    cr_assert(zp_pp_uneven(&p));
+    cr_assert_eq(zp_pp_check(m, &p), ZP_OK, "%s", zp_error_message());
+    for (int k = 0; k < 128; k++)
+        cr_expect_eq(zp_pp_vstage_layers(m, &p, k), layout[k], "virtual stage %d", k);
+    for (int s = 0; s < 16; s++) {
+        zp_pp_stage a, b;
+        cr_assert_eq(zp_pp_stage_get(m, &p, s, &a), ZP_OK);
+        cr_assert_eq(zp_pp_stage_get(m, &q, s, &b), ZP_OK);
+        cr_expect(memcmp(&a, &b, sizeof a) == 0, "stage %d differs from the layout given", s);
+    }
+    char text[160];
+    zp_pp_layout_text(&p, text, sizeof text);
+    cr_expect_str_eq(text, "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
+    /* 32 layers + the embedding = 33 over 3 x 11 virtual stages: the first the embedding alone, one layer on
+     * every other */
+    const zp_model *g = model("llama-3-8b");
+    zp_plan e = pp_plan(3, 11);
+    e.pp_acc = ZP_PP_ACC_EMBED;
+    cr_assert_eq(zp_pp_check(g, &e), ZP_OK, "%s", zp_error_message());
+    cr_expect(zp_pp_vstage_layers(g, &e, 0) == 0 && zp_pp_vstage_layers(g, &e, 1) == 1 &&
+              zp_pp_vstage_layers(g, &e, 32) == 1);
+    p.vstages = 3; /* 128 over 48 virtual stages */
+    expect_refused(m, &p, "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split: the 128 "
+                          "layers with the embedding and the loss counted must divide over the 48 virtual stages");
+}
+
+/* The search takes the accounting where no v divides the layers and the framework's release has it: Llama 3
+ * 405B at PP 16, interleaved, finds v 8 (0,1*126,0); Megatron-LM v2 (megatron-2021) does not. */
+Test(pplayout, searched_where_no_chunk_count_divides, .timeout = 120)
+{
+    zp_search_req r;
+    zp_search_req_default(&r, model("llama-3-405b"), zp_test_preset("dgx-h100"), 8192);
+    r.base.mp = 8;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_TP));
+    r.base.pp = 16;
+    zp_search_req_give(&r, ZP_SEARCH_DIM(ZP_DIM_PP));
+    r.base.schedule = ZP_PP_INTERLEAVED;
+    zp_search_req_give(&r, ZP_SEARCH_SCHEDULE);
+    r.global_batch = 2048;
+    zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
+    r.simulate = 0;
+    zp_search_result res;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    int acc8 = 0, other = 0;
+    for (int i = 0; i < res.n; i++) {
+        const zp_plan *p = &res.plans[i].plan;
+        acc8 += p->pp_acc == (ZP_PP_ACC_EMBED | ZP_PP_ACC_LOSS) && p->vstages == 8;
+        other += p->pp_acc == 0;
+    }
+    cr_expect_gt(acc8, 0);
+    cr_expect_eq(other, 0, "%d plans without the accounting: no v divides 126 over 16 stages", other);
+    zp_search_result_free(&res);
+    r.framework = ZP_FRAMEWORK_MEGATRON_2021;
+    cr_expect_eq(zp_search_run(&r, &res), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "no number of model chunks divides") != NULL, "%s", zp_error_message());
+}
+
 /* A layout that does not sum to the layers, gives a stage no layer or a middle virtual stage none, or
  * leaves layers that do not divide, is refused, naming the layout. */
 Test(pplayout, bad_layouts_name_the_layout)
