@@ -41,6 +41,7 @@ void zp_launch_init(zp_launch *l, zp_launch_kind kind, const char *name)
     l->stage = l->recompute = l->sp = l->flash = l->overlap = l->fusion = ZP_LAUNCH_UNSET;
     l->precision = l->grad_fp32 = l->tp_overlap = l->param_gather = ZP_LAUNCH_UNSET;
     l->sac_every = l->compile = ZP_LAUNCH_UNSET;
+    l->tt_first_less = l->tt_last_less = ZP_LAUNCH_UNSET;
 }
 
 zp_status zp_launch_entries_add(zp_launch_entries *l, const char *name, int line, const char *key, size_t klen,

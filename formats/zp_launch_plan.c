@@ -195,8 +195,31 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
  * then gets (L + those) / (P·v), the first and the last one less; Megatron-core's
  * account_for_embedding/loss_in_pipeline_split); or the layers of every virtual stage. The request points at
  * the launch's own layout, which outlives the search. */
+/* torchtitan's own split of the layers over its P·v virtual stages (zp_torchtitan_split: the embedding and the
+ * output weigh pipeline_parallel_first/last_stage_less_layers, 1 each by default), as a layout where it is not
+ * the even one. */
+static zp_status torchtitan_layout(zp_launch *l, int64_t pp, int64_t v, const zp_search_req *r)
+{
+    const int64_t n = pp * v, L = r->model->layers;
+    const int64_t a = l->tt_first_less == ZP_LAUNCH_UNSET ? 1 : l->tt_first_less,
+                  b = l->tt_last_less == ZP_LAUNCH_UNSET ? 1 : l->tt_last_less;
+    int split[ZP_PP_MAX_LAYOUT];
+    if (zp_torchtitan_split(L, n, a, b, split) != ZP_OK)
+        return ZP_FAIL(ZP_EINVAL, "%s: %s", l->name, zp_error_message());
+    int even = L % n == 0;
+    for (int64_t k = 0; k < n && even; k++)
+        even = split[k] == L / n;
+    if (even)
+        return ZP_OK;
+    memcpy(l->pp_layout, split, (size_t)n * sizeof *split);
+    l->pp_layout_n = (int)n;
+    return ZP_OK;
+}
+
 static zp_status launch_layout(zp_launch *l, int64_t pp, int64_t v, zp_search_req *r)
 {
+    if (l->kind == ZP_LAUNCH_TORCHTITAN && pp > 1)
+        ZP_TRY(torchtitan_layout(l, pp, v, r));
     if (!l->pp_first && !l->pp_last && !l->pp_acc_emb && !l->pp_acc_loss && !l->pp_layout_n)
         return ZP_OK;
     if (pp < 2)

@@ -162,6 +162,8 @@ static const zp_launch_key g_keys[] = {
     {"parallelism.context_parallel_degree", ZP_LK_INT, F(cp), 0, NULL, NULL},
     {"parallelism.pipeline_parallel_schedule", ZP_LK_FN, 0, 0, set_schedule, NULL},
     {"parallelism.pipeline_parallel_microbatch_size", ZP_LK_INT, F(grad_accum), 0, NULL, NULL}, /* see below */
+    {"parallelism.pipeline_parallel_first_stage_less_layers", ZP_LK_INT0, F(tt_first_less), 0, NULL, NULL},
+    {"parallelism.pipeline_parallel_last_stage_less_layers", ZP_LK_INT0, F(tt_last_less), 0, NULL, NULL},
     {"activation_checkpoint.mode", ZP_LK_FN, 0, 0, set_mode, NULL},
     {"activation_checkpoint.selective_ac_option", ZP_LK_FN, 0, 0, set_sac, NULL},
     {"parallelism.expert_parallel_degree", ZP_LK_REFUSE, 0, 0, NULL, "expert parallelism is not read yet"},
@@ -421,6 +423,52 @@ zp_status zp_torchtitan_check(const zp_plan *p)
     return ZP_OK;
 }
 
+zp_status zp_torchtitan_split(int64_t L, int64_t n, int64_t first_less, int64_t last_less, int *out)
+{
+    const int64_t all = L + first_less + last_less, per = n > 0 ? all / n : 0, extra = n > 0 ? all % n : 0;
+    if (n < 1 || n > ZP_PP_MAX_LAYOUT || first_less < 0 || last_less < 0)
+        return ZP_FAIL(ZP_EINVAL, "torchtitan's pipeline split: %lld virtual stages, weights %lld and %lld",
+                       (long long)n, (long long)first_less, (long long)last_less);
+    if (per == 0)
+        return ZP_FAIL(ZP_EINVAL, "torchtitan's pipeline split: %lld virtual stages for %lld effective layers "
+                                  "(%lld layers + the embedding's %lld + the output's %lld) leave stages empty",
+                       (long long)n, (long long)all, (long long)L, (long long)first_less, (long long)last_less);
+    if (first_less > per || last_less > per)
+        return ZP_FAIL(ZP_EINVAL, "torchtitan's pipeline split: a weight (%lld, %lld) above the %lld layers a virtual "
+                                  "stage gets",
+                       (long long)first_less, (long long)last_less, (long long)per);
+    for (int64_t k = 0; k < n; k++)
+        out[k] = (int)(per + (k < extra) - (k == 0 ? first_less : 0) - (k == n - 1 ? last_less : 0));
+    return ZP_OK;
+}
+
+/* The weights of the embedding and the output (pipeline_parallel_first/last_stage_less_layers) under which
+ * torchtitan splits the model as the plan does, trying its default (1, 1) first; ZP_EUNSUPPORTED when none
+ * of 0 and 1 does. */
+static zp_status split_weights(const zp_model *m, const zp_plan *p, int w[2])
+{
+    const int n = (int)p->pp * (p->schedule == ZP_PP_INTERLEAVED ? p->vstages : 1);
+    int want[ZP_PP_MAX_LAYOUT], got[ZP_PP_MAX_LAYOUT];
+    for (int k = 0; k < n; k++)
+        want[k] = zp_pp_vstage_layers(m, p, k);
+    static const int tries[4][2] = {{1, 1}, {0, 0}, {1, 0}, {0, 1}};
+    for (int t = 0; t < 4; t++) {
+        if (zp_torchtitan_split(m->layers, n, tries[t][0], tries[t][1], got) != ZP_OK) {
+            zp_error_clear();
+            continue;
+        }
+        if (memcmp(want, got, (size_t)n * sizeof *got) == 0) {
+            w[0] = tries[t][0], w[1] = tries[t][1];
+            return ZP_OK;
+        }
+    }
+    char what[256];
+    zp_pp_layout_text(p, what, sizeof what);
+    return ZP_FAIL(ZP_EUNSUPPORTED, "the plan's pipeline layout (%s) is not one torchtitan's split makes with "
+                                    "pipeline_parallel_first/last_stage_less_layers 0 or 1 (use --emit-megatron-args)",
+                   zp_pp_uneven(p) ? what : "the even split");
+}
+
 zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *step, char *buf, size_t len)
 {
     ZP_TRY(zp_torchtitan_check(p));
@@ -460,11 +508,16 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     if (n < 0 || (size_t)n >= len)
         return ZP_FAIL(ZP_ERANGE, "the torchtitan TOML needs more than %zu bytes", len);
     size_t used = (size_t)n;
-    if (p->pp > 1)
-        used += (size_t)snprintf(buf + used, len - used, "pipeline_parallel_schedule = \"%s\"\n"
-                                                         "pipeline_parallel_microbatch_size = %lld\n",
+    if (p->pp > 1) { /* with the split torchtitan makes as the plan does (split_weights) */
+        int w[2];
+        ZP_TRY(split_weights(m, p, w));
+        used += (size_t)snprintf(buf + used, len - used,
+                                 "pipeline_parallel_schedule = \"%s\"\npipeline_parallel_microbatch_size = %lld\n"
+                                 "pipeline_parallel_first_stage_less_layers = %d\n"
+                                 "pipeline_parallel_last_stage_less_layers = %d\n",
                                  p->schedule == ZP_PP_INTERLEAVED ? "Interleaved1F1B" : "1F1B",
-                                 (long long)p->micro_batch);
+                                 (long long)p->micro_batch, w[0], w[1]);
+    }
     if (p->stage == 3 && p->reshard != ZP_RESHARD_DEFAULT && used < len)
         used += (size_t)snprintf(buf + used, len - used, "fsdp_reshard_after_forward = \"%s\"\n",
                                  zp_reshard_name((zp_reshard)p->reshard));

@@ -16,6 +16,13 @@ zp_status zp_torchtitan_check(const zp_plan *p);
 /* ZP_OK when the TOML can name the model: torchtitan sizes its models by flavor (torchtitan/models/llama3),
  * and the zoo's llama-3-8b, -70b and -405b are its llama3 8B, 70B and 405B; else ZP_EUNSUPPORTED. */
 zp_status zp_torchtitan_check_model(const zp_model *m);
+/* torchtitan's split of L layers over n virtual stages (torchtitan/distributed/pipeline_parallel.py,
+ * _generate_llm_fqn_per_model_part): the embedding and the output weigh `first_less` and `last_less` layers
+ * (parallelism.pipeline_parallel_first/last_stage_less_layers, 1 by default), each virtual stage gets
+ * (L + both) / n of the weighted layers, the first (L + both) mod n one more, the first and the last less their
+ * weight. Layers per virtual stage into out[0..n); ZP_EINVAL with torchtitan's reason where it refuses (a
+ * stage left empty, a weight above a stage's share). */
+zp_status zp_torchtitan_split(int64_t L, int64_t n, int64_t first_less, int64_t last_less, int *out);
 /* The TOML into buf (`step`, may be NULL: a phrase for the header comment, e.g. "step 3.2 s (simgrid)");
  * ZP_EUNSUPPORTED also when the model is not a torchtitan llama3 flavor (torchtitan sizes models by flavor). */
 zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *step, char *buf, size_t len);

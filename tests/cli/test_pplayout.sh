@@ -60,6 +60,29 @@ emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/fl.sh")
 "$Z" --megatron-args "$T/fl.sh" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read first/last: rc=$?"
 has "read first/last: the same step" "your launch: $emitted s a step.*PP 16 (1f1b, 1 chunk a rank)"
 
+echo "== torchtitan's split, written and read back"
+# torchtitan weighs the embedding and the output as a layer each by default
+# (pipeline_parallel_first/last_stage_less_layers = 1): the TOML states the weights that make the plan's split,
+# 0 for an even one, 1 for the embedding and the loss counted; read back, the same step; without the keys,
+# torchtitan's default split, not the even one
+E8="--model llama-3-8b --gpus 64 --cluster dgx-h100 --global-batch 512 --pp 4 --mp 2"
+"$Z" $E8 --emit-torchtitan "$T/e8.toml" >"$T/out" 2>"$T/err" || ko "torchtitan even: rc=$?"
+cp "$T/e8.toml" "$T/out"
+has "torchtitan even: weights 0" "^pipeline_parallel_first_stage_less_layers = 0"
+emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/e8.toml")
+"$Z" --torchtitan "$T/e8.toml" --gpus 64 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read even: rc=$?"
+has "read even: the same step" "your launch: $emitted s a step"
+grep -v less_layers "$T/e8.toml" >"$T/d8.toml"
+"$Z" --torchtitan "$T/d8.toml" --gpus 64 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read default: rc=$?"
+grep -q "your launch: $emitted s a step" "$T/out" && ko "read default: the even split's step" || ok
+"$Z" --model llama-3-405b --gpus 8192 --cluster dgx-h100 --mp 8 --pp 32 --global-batch 2048 --stage 0 --micro-batch 1 \
+  --sp --recompute full --schedule interleaved --virtual-stages 2 --emit-torchtitan "$T/a.toml" >"$T/out" 2>"$T/err" || ko "torchtitan accounted: rc=$?"
+cp "$T/a.toml" "$T/out"
+has "torchtitan accounted: weights 1" "^pipeline_parallel_last_stage_less_layers = 1"
+emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/a.toml")
+"$Z" --torchtitan "$T/a.toml" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read accounted: rc=$?"
+has "read accounted: the same step" "your launch: $emitted s a step"
+
 echo "== the interleaved warm-up at m = P (4 micro-batches on 4 stages, 2 chunks)"
 # Megatron-core today caps the warm-up at the stage's passes (get_pp_rank_microbatches): stages 2 and 3 run
 # 1F1B and hold fewer micro-batches than stage 0; Megatron-LM v2 ran every forward first on every stage.

@@ -14,6 +14,7 @@
 #include "zp_schedule.h"
 #include "zp_search.h"
 #include "zp_simrun.h"
+#include "zp_torchtitan.h"
 #include "zp_zoo.h"
 #include "../zp_test.h"
 
@@ -494,4 +495,28 @@ Test(pplayout, megatron_args_round_trip)
                                         &l),
                  ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "'(' is not read") != NULL, "%s", zp_error_message());
+}
+
+/* torchtitan's split (_generate_llm_fqn_per_model_part): its docstring's example (3 layers on 2 stages with the
+ * embedding and the output weighing 2 each: 2 and 1 layers), its default weights on Llama 3 8B's 32 layers
+ * over 8 virtual stages (34 weighted: the first two get 5, the first and the last less 1), the even split at
+ * weights 0, and its refusals (stages left empty, a weight above a stage's share). */
+Test(pplayout, torchtitan_split)
+{
+    int out[16];
+    cr_assert_eq(zp_torchtitan_split(3, 2, 2, 2, out), ZP_OK, "%s", zp_error_message());
+    cr_expect(out[0] == 2 && out[1] == 1, "%d %d", out[0], out[1]);
+    cr_assert_eq(zp_torchtitan_split(32, 8, 1, 1, out), ZP_OK);
+    const int want[8] = {4, 5, 4, 4, 4, 4, 4, 3};
+    cr_expect(memcmp(out, want, sizeof want) == 0);
+    cr_assert_eq(zp_torchtitan_split(32, 8, 0, 0, out), ZP_OK);
+    for (int k = 0; k < 8; k++)
+        cr_expect_eq(out[k], 4);
+    int l3[128]; /* Llama 3 405B over 16 x 8: 0,1*126,0, the accounting zp_plan.pp_acc states */
+    cr_assert_eq(zp_torchtitan_split(126, 128, 1, 1, l3), ZP_OK);
+    cr_expect(l3[0] == 0 && l3[1] == 1 && l3[126] == 1 && l3[127] == 0);
+    cr_expect_eq(zp_torchtitan_split(3, 16, 1, 1, out), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "leave stages empty") != NULL, "%s", zp_error_message());
+    cr_expect_eq(zp_torchtitan_split(6, 4, 3, 0, out), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "above the 2 layers") != NULL, "%s", zp_error_message());
 }
