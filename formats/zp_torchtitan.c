@@ -425,8 +425,12 @@ zp_status zp_torchtitan_check(const zp_plan *p)
 
 zp_status zp_torchtitan_split(int64_t L, int64_t n, int64_t first_less, int64_t last_less, int *out)
 {
+    if (L < 1 || L > 1000000 || first_less < 0 || last_less < 0 || first_less > L || last_less > L)
+        return ZP_FAIL(ZP_EINVAL, "torchtitan's pipeline split: pipeline_parallel_first/last_stage_less_layers %lld "
+                                  "and %lld for %lld layers (each 0 to the layers)",
+                       (long long)first_less, (long long)last_less, (long long)L);
     const int64_t all = L + first_less + last_less, per = n > 0 ? all / n : 0, extra = n > 0 ? all % n : 0;
-    if (n < 1 || n > ZP_PP_MAX_LAYOUT || first_less < 0 || last_less < 0)
+    if (n < 1 || n > ZP_PP_MAX_LAYOUT)
         return ZP_FAIL(ZP_EINVAL, "torchtitan's pipeline split: %lld virtual stages, weights %lld and %lld",
                        (long long)n, (long long)first_less, (long long)last_less);
     if (per == 0)
