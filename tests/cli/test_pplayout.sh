@@ -76,11 +76,11 @@ grep -v less_layers "$T/e8.toml" >"$T/d8.toml"
 "$Z" --torchtitan "$T/d8.toml" --gpus 64 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read default: rc=$?"
 grep -q "your launch: $emitted s a step" "$T/out" && ko "read default: the even split's step" || ok
 "$Z" --model llama-3-405b --gpus 8192 --cluster dgx-h100 --mp 8 --pp 32 --global-batch 2048 --stage 0 --micro-batch 1 \
-  --sp --recompute full --schedule interleaved --virtual-stages 2 --emit-torchtitan "$T/a.toml" >"$T/out" 2>"$T/err" || ko "torchtitan accounted: rc=$?"
+  --sp --recompute full --schedule interleaved --virtual-stages 2 --analytic --emit-torchtitan "$T/a.toml" >"$T/out" 2>"$T/err" || ko "torchtitan accounted: rc=$?"
 cp "$T/a.toml" "$T/out"
 has "torchtitan accounted: weights 1" "^pipeline_parallel_last_stage_less_layers = 1"
 emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/a.toml")
-"$Z" --torchtitan "$T/a.toml" --gpus 8192 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "read accounted: rc=$?"
+"$Z" --torchtitan "$T/a.toml" --gpus 8192 --cluster dgx-h100 --top 1 --analytic >"$T/out" 2>"$T/err" || ko "read accounted: rc=$?"
 has "read accounted: the same step" "your launch: $emitted s a step"
 
 echo "== the interleaved warm-up at m = P (4 micro-batches on 4 stages, 2 chunks)"
