@@ -237,8 +237,8 @@ static zp_status launch_layout(zp_launch *l, int64_t pp, int64_t v, zp_search_re
                                       "embedding and the loss must divide over the %lld virtual stages, without "
                                       "another layout",
                            l->name, (long long)all, (long long)n);
-        for (int64_t k = 0; k < n; k++)
-            l->pp_layout[k] = (int)(all / n) - (k == 0 && l->pp_acc_emb) - (k == n - 1 && l->pp_acc_loss);
+        /* torchtitan's split with those weights: the same, as all divides */
+        ZP_TRY(zp_torchtitan_split(r->model->layers, n, l->pp_acc_emb, l->pp_acc_loss, l->pp_layout));
         l->pp_layout_n = (int)n;
     }
     if (l->pp_layout_n) {

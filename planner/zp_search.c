@@ -140,8 +140,10 @@ static zp_status validate_pipeline(const zp_search_req *r)
             q.pp_layout = r->base.pp_layout;
             q.pp_layout_n = r->base.pp_layout_n;
             const zp_framework *f = zp_framework_get(r->framework);
-            if (zp_pp_check(r->model, &q) != ZP_OK && !(f && acc_fit(r, f, pp, b->vstages, r->model->layers)))
-                return zp_pp_check(r->model, &q); /* its message */
+            const zp_status st = zp_pp_check(r->model, &q);
+            if (st != ZP_OK && !(f && acc_fit(r, f, pp, b->vstages, r->model->layers)))
+                return st;
+            zp_error_clear(); /* the split with the embedding and the loss counted fits */
         }
     }
     if (r->exact && sc_given && b->schedule == ZP_PP_INTERLEAVED && !given(r, ZP_SEARCH_VSTAGES))
@@ -1705,8 +1707,9 @@ static zp_status schedules_for(const zp_search_req *r, shape base, shapes *out)
         for (int v = 2; v <= ZP_MAX_VSTAGES; v++) {
             if (given(r, ZP_SEARCH_VSTAGES) && v != r->base.vstages)
                 continue;
-            base.pp_acc = chunks_fit(r, base.pp, v, L) ? 0 : acc_fit(r, f, base.pp, v, L);
-            if (base.pp_acc == 0 && !chunks_fit(r, base.pp, v, L))
+            const int even = chunks_fit(r, base.pp, v, L);
+            base.pp_acc = even ? 0 : acc_fit(r, f, base.pp, v, L);
+            if (!even && !base.pp_acc)
                 continue;
             base.vstages = v;
             ZP_TRY(shapes_push(out, base));
