@@ -30,8 +30,8 @@ zp_status zp_megatron_check(const zp_plan *p)
                        p->op_sac ? "op-level recompute (--recompute op)" : "every k-th block checkpointed");
     const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
     if (f8 && !f8->megatron)
-        return ZP_FAIL(ZP_EUNSUPPORTED, "FP8 recipe %s is torchao's, not Megatron-core's (use --fp8-recipe delayed "
-                                        "or current, or --emit-torchtitan)",
+        return ZP_FAIL(ZP_EUNSUPPORTED, "FP8 recipe %s is torchao's, not Megatron-core's (use --fp8-recipe delayed, "
+                                        "current, blockwise or mxfp8, or --emit-torchtitan)",
                        f8->name);
     return ZP_OK;
 }
@@ -180,11 +180,12 @@ static void add_precision(out *o, const zp_plan *p)
         if (zp_plan_grad_bytes(p) == 4.0)
             add(o, " --accumulate-allreduce-grads-in-fp32");
     }
-    /* FP8 through Transformer Engine: E4M3 forward, E5M2 gradients (hybrid, the format Megatron-core's
-     * examples use), the recipe planned */
+    /* FP8 through Transformer Engine, the recipe planned in its format: E4M3 forward and E5M2 gradients
+     * (hybrid, the format Megatron-core's examples use) with one scale a tensor, E4M3 throughout with block
+     * scales (TE's default for Float8BlockScaling and MXFP8BlockScaling) */
     const zp_fp8_info *f8 = zp_fp8_get(p->fp8);
     if (f8 && f8->megatron)
-        add(o, " --fp8-format hybrid --fp8-recipe %s", f8->megatron);
+        add(o, " --fp8-format %s --fp8-recipe %s", f8->format, f8->megatron);
 }
 
 zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_t len)

@@ -143,7 +143,7 @@ static zp_status set_fp8_format(zp_launch *l, const zp_launch_entry *e)
     return ZP_FAIL(ZP_EINVAL, "%s:%d: --fp8-format '%s': use hybrid or e4m3", l->name, e->line, e->value);
 }
 
-/* --fp8-recipe delayed|tensorwise (Megatron-core; mxfp8 and blockwise are not modelled: exit 2). */
+/* --fp8-recipe delayed|tensorwise|blockwise|mxfp8 (Megatron-core's; another value exits 2). */
 static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
 {
     if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)

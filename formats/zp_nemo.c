@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zp_fp8.h"
 #include "zp_launch.h"
 
 #define MAX_DEPTH 16
@@ -96,16 +97,46 @@ static zp_status set_optim(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
-/* model.fp8 and model.fsdp: true changes the answer and is not read yet */
+/* A YAML boolean into *on; ZP_EINVAL naming the key otherwise. */
+static zp_status yaml_bool(const zp_launch *l, const zp_launch_entry *e, int *on)
+{
+    *on = strcasecmp(e->value, "true") == 0;
+    if (!*on && strcasecmp(e->value, "false") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is not true or false", l->name, e->line, e->key, e->value);
+    return ZP_OK;
+}
+
+/* model.fsdp, model.fp8_params: true changes the answer and is not modelled */
 static zp_status set_refused_if_true(zp_launch *l, const zp_launch_entry *e)
 {
-    int on = strcasecmp(e->value, "true") == 0;
-    if (!on && strcasecmp(e->value, "false") != 0)
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: '%s' is not true or false", l->name, e->line, e->key, e->value);
+    int on;
+    ZP_TRY(yaml_bool(l, e, &on));
     if (on)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s true: %s", l->name, e->line, e->key,
-                       strstr(e->key, "fp8") ? "FP8 training is not modelled yet"
+                       strstr(e->key, "fp8") ? "FP8 parameters (kept and gathered in FP8) are not modelled"
                                              : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
+    return ZP_OK;
+}
+
+/* model.fp8_recipe: NeMo passes Megatron-core's names (delayed, tensorwise, blockwise, mxfp8) */
+static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
+{
+    if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)
+        return ZP_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", zp_error_message());
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: model.fp8_recipe: %s", l->name, e->line, why);
+}
+
+/* model.fp8_wgrad false: the weight gradients' GEMMs in bf16, which zplan does not model */
+static zp_status set_fp8_wgrad(zp_launch *l, const zp_launch_entry *e)
+{
+    int on;
+    ZP_TRY(yaml_bool(l, e, &on));
+    if (!on)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: model.fp8_wgrad false: weight gradients in bf16 beside FP8 forward and "
+                                  "input gradients are not modelled (drop the key: true is the default)",
+                       l->name, e->line);
     return ZP_OK;
 }
 
@@ -163,7 +194,16 @@ static const zp_launch_key g_keys[] = {
     {"model.optim.overlap_grad_sync", ZP_LK_BOOL, F(overlap), 1, NULL, NULL},
     {"model.ub_tp_comm_overlap", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
     {"model.optim.overlap_param_sync", ZP_LK_BOOL, F(param_gather), 1, NULL, NULL},
-    {"model.fp8", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.fp8", ZP_LK_BOOL, F(fp8), 1, NULL, NULL}, /* TE's FP8 linear layers; delayed unless fp8_recipe says */
+    {"model.fp8_recipe", ZP_LK_FN, 0, 0, set_fp8_recipe, NULL},
+    {"model.fp8_wgrad", ZP_LK_FN, 0, 0, set_fp8_wgrad, NULL},
+    {"model.fp8_params", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.fp8_e4m3", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* the FP8 formats change no cost zplan models */
+    {"model.fp8_hybrid", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.fp8_margin", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.fp8_interval", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.fp8_amax_history_len", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.fp8_amax_compute_algo", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"model.fsdp", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
     {"model.rampup_batch_size", ZP_LK_FN, 0, 0, set_rampup, NULL},
     {"model.mcore_gpt", ZP_LK_FN, 0, 0, set_mcore, NULL},

@@ -347,8 +347,20 @@ static zp_status check_fp8(const zp_search_req *r)
 {
     if (r->base.fp8 == ZP_FP8_NONE)
         return ZP_OK;
-    if (!zp_fp8_get(r->base.fp8))
+    const zp_fp8_info *f8 = zp_fp8_get(r->base.fp8);
+    if (!f8)
         return ZP_FAIL(ZP_EINVAL, "--fp8-recipe: not a recipe (use %s)", zp_fp8_names());
+    if (r->cluster && zp_cluster_has_fp8(r->cluster) && f8->needs_mx && !r->cluster->fp8_mx) {
+        char mx[256] = "";
+        for (int i = 0, n = 0; i < zp_cluster_count(); i++)
+            if (zp_cluster_get(i)->fp8_mx)
+                n += snprintf(mx + n, n < (int)sizeof mx ? sizeof mx - (size_t)n : 0, "%s%s", n ? ", " : "",
+                              zp_cluster_get(i)->name);
+        return ZP_FAIL(ZP_EINVAL, "--fp8-recipe %s: the %s of --cluster %s has no tensor cores that apply block "
+                                  "scales (MXFP8 needs Blackwell: %s; on this GPU use --fp8-recipe blockwise, "
+                                  "delayed or current)",
+                       f8->name, r->cluster->gpu_name, r->cluster->name, mx);
+    }
     if (!r->cluster || zp_cluster_has_fp8(r->cluster))
         return ZP_OK;
     char have[256] = "";

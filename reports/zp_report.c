@@ -737,7 +737,11 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
     const char *dt = zp_plan_precision_name(p0);
     const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
     const zp_fp8_info *f8 = zp_fp8_get(p0->fp8);
-    if (f8)
+    if (f8) {
+        char cache[128];
+        snprintf(cache, sizeof cache, ", and %.5g more per linear parameter for the cached FP8 weights and %s",
+                 2.0 * (1.0 + f8->scale_weight), f8->scale_weight > 0 ? "columnwise copies with their block scales"
+                                                                       : "transposes");
         return zp_doc_add_fact(
             d, "Precision",
             "fp8 (recipe %s%s): the blocks' linear GEMMs in FP8 at %.0f TFLOP/s peak with the recipe's casts, "
@@ -746,8 +750,8 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
             f8->name, f8->te ? ", Transformer Engine" : ", torchao float8 without torch.compile",
             zp_cluster_peak_flops(cl, "fp8") / 1e12, zp_cluster_peak_flops(cl, "bf16") / 1e12,
             zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : "bf16", p0->k_optimizer, per_param,
-            f8->te ? ", and 2 more per linear parameter for the cached FP8 weights and transposes"
-            : p0->fp8_all_gather ? "; FSDP2 all-gathers the weights in FP8" : "");
+            f8->te ? cache : p0->fp8_all_gather ? "; FSDP2 all-gathers the weights in FP8" : "");
+    }
     return zp_doc_add_fact(
         d, "Precision",
         "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "

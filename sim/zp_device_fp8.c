@@ -59,11 +59,12 @@ double zp_device_fp8_gemm_only(const zp_profile *p, double m, double n, double k
     return fmax(flops / (p->fp8.peak_flops * eff), bytes / stream_bw(p)) + p->dev.launch_s;
 }
 
-/* One cast of `elems` bf16 elements: its bytes (added to *bytes) and kernels (to *launches). */
-static void cast_one(const zp_fp8_info *r, double elems, double *bytes, int *launches)
+/* One cast of `elems` bf16 elements: its bytes (added to *bytes) and kernels (to *launches); `scale` bytes
+ * of block scales an element written beside each of TE's two FP8 copies (the block-scaled recipes). */
+static void cast_one(const zp_fp8_info *r, double elems, double scale, double *bytes, int *launches)
 {
     if (r->te) {
-        *bytes += elems * (ZP_FP8_TE_CAST_BYTES + (r->amax_pass ? ZP_FP8_AMAX_BYTES : 0.0));
+        *bytes += elems * (ZP_FP8_TE_CAST_BYTES + 2.0 * scale + (r->amax_pass ? ZP_FP8_AMAX_BYTES : 0.0));
         *launches += 1 + r->amax_pass;
     } else {
         *bytes += elems * ZP_FP8_EAGER_BYTES;
@@ -92,15 +93,15 @@ double zp_device_fp8_cast_time(const zp_profile *p, const zp_op *op, zp_fp8_op r
     const double batch = op->batch > 1 ? op->batch : 1.0; /* a grouped GEMM's experts: each its own tensors */
     const double a = op->m * op->k * batch, b = op->k * op->n * batch;
     if (role == ZP_FP8_OP_FWD || role == ZP_FP8_OP_DGRAD)
-        cast_one(r, a, &bytes, &n);
+        cast_one(r, a, r->scale_act, &bytes, &n);
     if (role == ZP_FP8_OP_FWD && (r->te ? op->micro == 0 : !p->fp8.all_gather))
-        cast_one(r, b, &bytes, &n);
+        cast_one(r, b, r->scale_weight, &bytes, &n);
     if (role == ZP_FP8_OP_DGRAD && !r->te && !p->fp8.all_gather)
-        cast_one(r, b, &bytes, &n);
+        cast_one(r, b, r->scale_weight, &bytes, &n);
     if (role == ZP_FP8_OP_WGRAD && !r->te) {
-        cast_one(r, a, &bytes, &n);
+        cast_one(r, a, r->scale_act, &bytes, &n);
         if (r->rowwise)
-            cast_one(r, b, &bytes, &n);
+            cast_one(r, b, r->scale_weight, &bytes, &n);
         else
             bytes += b * ZP_FP8_TRANSPOSE_BYTES, n++;
     }

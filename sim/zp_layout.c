@@ -133,7 +133,9 @@ static double ds_fp8_weight_bytes(const zp_builder *b, double held)
 {
     const double all = zp_model_params(b->m);
     const double outer = zp_model_params_embedding(b->m) + zp_model_params_head(b->m);
-    return all > 0 ? 2.0 * held * fmax(all - outer, 0.0) / all : 0.0;
+    const zp_fp8_info *r = zp_fp8_get(b->p->fp8);
+    const double each = 2.0 * (1.0 + (r ? r->scale_weight : 0.0)); /* two copies, each with its block scales */
+    return all > 0 ? each * held * fmax(all - outer, 0.0) / all : 0.0;
 }
 
 /* What FP8 saves of a block's kept activations: Transformer Engine saves the FP8 (transposed) copy of each
@@ -153,7 +155,8 @@ static double ds_fp8_saved(const zp_builder *b)
     const double rep = h * (1.0 + (m->parallel && m->block_norms == 1 ? 0.0 : 1.0));
     const double moe = m->layers > 0 ? (double)zp_model_moe_blocks(m) / (double)m->layers : 0.0;
     const double split = (double)m->heads * (double)zp_model_v_head_dim(m) + (1.0 - moe) * (double)m->ffn;
-    return tokens * (b->p->sp ? (rep + split) / t : rep + split / t);
+    const double saved = 1.0 - zp_fp8_get(b->p->fp8)->scale_act; /* bf16's 2 bytes less the FP8 copy and its scales */
+    return saved * tokens * (b->p->sp ? (rep + split) / t : rep + split / t);
 }
 
 /* Sharded data parallelism beside pipelines and in hybrid shards (torchtitan's FSDP2 with

@@ -844,7 +844,7 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                        f8->te ? "Transformer Engine's" : "torchao's",
                        a->emit_megatron && !f8->megatron ? "Megatron-core" : "torchtitan",
                        f8->te ? "--fp8-recipe torchao-tensorwise or torchao-rowwise"
-                              : "--fp8-recipe delayed or current");
+                              : "--fp8-recipe delayed, current, blockwise or mxfp8");
     if (r->base.fp8_all_gather && f8 && f8->rowwise)
         return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
                                   "(use --fp8-recipe torchao-tensorwise)");

@@ -27,6 +27,7 @@ typedef struct {
     double peak_flops_bf16;  /* bf16 dense tensor-core peak; 0: the GPU has no bf16 tensor cores (V100: bf16
                                 GEMMs run without them, at the fp32 rate) */
     double peak_flops_fp8;   /* dense FP8 tensor-core peak, FLOP/s per GPU; 0: no FP8 tensor cores */
+    int fp8_mx;              /* 1: the tensor cores apply MX block scales at the FP8 rate (Blackwell: MXFP8) */
     double gemm_efficiency;  /* fraction of peak cuBLAS reaches on large 16-bit GEMMs whose tiles fill whole
                                 waves (kernel benchmarks): the device model's gemm_max_efficiency, and the
                                 analytic model's compute rate */

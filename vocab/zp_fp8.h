@@ -20,6 +20,10 @@ typedef enum {
     ZP_FP8_CURRENT,          /* TE Float8CurrentScaling: an amax pass over each tensor before its cast */
     ZP_FP8_AO_TENSORWISE,    /* torchao float8, dynamic tensorwise scales (cuBLASLt _scaled_mm) */
     ZP_FP8_AO_ROWWISE,       /* torchao float8, dynamic rowwise scales (CUTLASS rowwise _scaled_mm) */
+    ZP_FP8_BLOCKWISE,        /* TE Float8BlockScaling (DeepSeek-V3's): an FP32 scale per 1x128 block of the
+                                activations and gradients, per 128x128 block of the weights */
+    ZP_FP8_MXFP8,            /* TE MXFP8BlockScaling: an E8M0 scale per 32 elements, applied by Blackwell's
+                                block-scaled tensor cores */
     ZP_NFP8
 } zp_fp8_recipe;
 
@@ -35,18 +39,24 @@ typedef struct {
     int rowwise;             /* scales per row: the weight gradient's operands are cast again along the other
                                 axis from the saved bf16 tensors (no transpose of an FP8 tensor serves) */
     double gemm_rel;         /* the GEMM's rate relative to cuBLASLt's tensorwise FP8 GEMM */
+    double scale_act;        /* bytes of scales per element of an FP8 copy of an activation or gradient (block
+                                scales are written beside the data by the cast; 0: one scale a tensor) */
+    double scale_weight;     /* ... and of a weight's FP8 copy */
+    int needs_mx;            /* needs tensor cores that apply block scales (zp_cluster.fp8_mx: Blackwell) */
+    const char *format;      /* Megatron-core's --fp8-format for it: hybrid (E4M3 forward, E5M2 gradients) for
+                                the tensor-scaled recipes, e4m3 for the block-scaled ones (TE's defaults) */
 } zp_fp8_info;
 
 /* The recipe's row (NULL for ZP_FP8_NONE or out of range). */
 const zp_fp8_info *zp_fp8_get(int recipe);
 /* A recipe by its --fp8-recipe name (case-insensitive); ZP_EINVAL naming the recipes when unknown. */
 zp_status zp_fp8_parse(const char *name, int *out);
-/* The recipe whose Megatron-core --fp8-recipe value is `name` ("delayed", "tensorwise"); ZP_EINVAL naming
- * the values zplan models when it is another (mxfp8, blockwise). */
+/* The recipe whose Megatron-core --fp8-recipe value is `name` ("delayed", "tensorwise", "blockwise",
+ * "mxfp8"); ZP_EINVAL naming the values zplan models when it is another. */
 zp_status zp_fp8_parse_megatron(const char *name, int *out);
 /* The recipe of torchtitan's [float8] recipe_name ("tensorwise", "rowwise"); ZP_EINVAL otherwise. */
 zp_status zp_fp8_parse_torchao(const char *name, int *out);
-/* "delayed, current, torchao-tensorwise, torchao-rowwise": for messages and --help. */
+/* "delayed, current, torchao-tensorwise, torchao-rowwise, blockwise, mxfp8": for messages and --help. */
 const char *zp_fp8_names(void);
 
 #endif

@@ -59,6 +59,7 @@ static const key_def g_keys[] = {
     {"flash_seq_half", K_TOKENS, D(flash_seq_half), 1, 0},
     {"intra_topology", K_TOPO, D(intra_mesh), 0, 1},
     {"link_bw", K_BW, D(link_bw), 0, 1},
+    {"fp8_block_scaled", K_FLAG, D(fp8_mx), 1, 1},
 };
 #undef D
 enum { NKEYS = (int)(sizeof g_keys / sizeof g_keys[0]) };
@@ -123,8 +124,9 @@ static zp_status parse_number(const key_def *d, char *val, const char *origin, i
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: %s is negative or out of range (a figure is >= 0)", origin, line,
                        d->key, val);
     if (v == 0 && !d->zero_ok)
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: 0 is not a valid figure for this key (only bf16, fp8, dispatch_block, "
-                                  "coll_dispatch, nccl_* and flash_* may be 0: not supported or not measured)",
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: 0 is not a valid figure for this key (only bf16, fp8, fp8_block_scaled, "
+                                  "dispatch_block, coll_dispatch, nccl_* and flash_* may be 0: not supported or not "
+                                  "measured)",
                        origin, line, d->key);
     /* a count goes into an int: compared before the cast (a double beyond int's range is undefined there) */
     if (d->k == K_COUNT && v > ZP_GPU_MAX_COUNT)
@@ -219,6 +221,10 @@ zp_status zp_gpu_parse(const char *text, const char *origin, zp_gpu *out)
         return ZP_FAIL(ZP_EINVAL, "%s: link_bw is a mesh's peer link: give intra_topology = mesh, or drop link_bw "
                                   "(a switch's bandwidth is nvlink_bw)",
                        origin);
+    if (g.fp8_mx && !(g.fp8 > 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: fp8_block_scaled = 1 says the FP8 tensor cores apply block scales, but fp8 is "
+                                  "0 (give the FP8 peak, or drop fp8_block_scaled)",
+                       origin);
     snprintf(g.origin, sizeof g.origin, "%s", origin);
     *out = g;
     return ZP_OK;
@@ -288,6 +294,7 @@ zp_status zp_gpu_apply(const zp_gpu *g, zp_cluster *c)
     c->peak_flops = g->fp16;
     c->peak_flops_bf16 = g->bf16;
     c->peak_flops_fp8 = g->fp8;
+    c->fp8_mx = g->fp8_mx;
     c->gemm_efficiency = g->gemm_efficiency;
     c->sms = g->sms;
     c->kernel_launch = g->kernel_launch;

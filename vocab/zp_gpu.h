@@ -24,6 +24,7 @@ typedef struct {
     double fp16;           /* dense FP16 tensor-core peak, FLOP/s */
     double bf16;           /* dense BF16 tensor-core peak, FLOP/s; 0: no BF16 tensor cores */
     double fp8;            /* dense FP8 tensor-core peak, FLOP/s; 0: no FP8 tensor cores */
+    int fp8_mx;            /* optional fp8_block_scaled = 1: block-scaled MMA (MXFP8) at the fp8 rate; absent 0 */
     double hbm;            /* HBM per GPU, bytes */
     double hbm_bw;         /* HBM bandwidth, B/s */
     int sms;               /* streaming multiprocessors (AMD: compute units) */

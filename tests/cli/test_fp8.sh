@@ -50,8 +50,36 @@ if ! grep -q 'fp8\|FP8' "$T/b.txt"; then ok "bf16 text says nothing of FP8"; els
 bad "fp8 on dgx-a100 exits 2 naming the presets with FP8" "has no FP8 tensor cores (use bf16, or a cluster whose GPU has them: dgx-h100" \
   --model llama-3-8b --gpus 8 --cluster dgx-a100 --precision fp8
 bad "fp8 on dgx2 exits 2" "V100-SXM3-32GB of --cluster dgx2 has no FP8 tensor cores" --model 1.5B --gpus 16 --precision fp8
-bad "bad recipe exits 2" "--fp8-recipe: 'mxfp8' is not an FP8 recipe (use delayed, current" \
+bad "bad recipe exits 2" "--fp8-recipe: 'nvfp4' is not an FP8 recipe (use delayed, current" \
+  --model llama-3-8b --gpus 8 --cluster dgx-h100 --precision fp8 --fp8-recipe nvfp4
+bad "mxfp8 on H100 exits 2 naming the Blackwell presets" \
+  "--fp8-recipe mxfp8: the H100-SXM5-80GB of --cluster dgx-h100 has no tensor cores that apply block scales (MXFP8 needs Blackwell: dgx-b200, gb200-nvl72; on this GPU use --fp8-recipe blockwise" \
   --model llama-3-8b --gpus 8 --cluster dgx-h100 --precision fp8 --fp8-recipe mxfp8
+
+# the block-scaled recipes: blockwise on H100, mxfp8 on B200; their GEMMs at the tensorwise rate, their
+# casts and copies a little larger by the scales
+# shellcheck disable=SC2086
+"$Z" $PLAN --precision fp8 --fp8-recipe blockwise --json >"$T/blockwise.json" 2>"$T/err" || ko "blockwise: $(cat "$T/err")"
+B200="${PLAN/dgx-h100/dgx-b200}"
+for r in delayed mxfp8; do
+  # shellcheck disable=SC2086
+  "$Z" $B200 --precision fp8 --fp8-recipe $r --json >"$T/b200-$r.json" 2>"$T/err" || ko "b200 $r: $(cat "$T/err")"
+done
+python3 - "$T" <<'PY' && ok "blockwise (H100) and mxfp8 (B200): a little slower and larger than delayed, faster than bf16" || ko "block-scaled recipes"
+import json, sys
+t = sys.argv[1]
+p = lambda k: json.load(open(f"{t}/{k}.json"))["plans"][0]
+b, d, bw = p("bf16"), p("delayed"), p("blockwise")
+bd, mx = p("b200-delayed"), p("b200-mxfp8")
+for name, x, ref in (("blockwise", bw, d), ("mxfp8", mx, bd)):
+    print(f"  {name}: step {x['step_time_s']:.4f} s vs delayed {ref['step_time_s']:.4f} s, "
+          f"memory {x['memory_gb']['total']:.3f} GB vs {ref['memory_gb']['total']:.3f} GB")
+ok = (bw["fp8_recipe"] == "blockwise" and mx["fp8_recipe"] == "mxfp8"
+      and d["step_time_s"] < bw["step_time_s"] < 1.02 * d["step_time_s"] < b["step_time_s"]
+      and bd["step_time_s"] < mx["step_time_s"] < 1.02 * bd["step_time_s"]
+      and bw["memory_gb"]["total"] > d["memory_gb"]["total"] and mx["memory_gb"]["total"] > bd["memory_gb"]["total"])
+sys.exit(0 if ok else 1)
+PY
 bad "--fp8-recipe without --precision fp8" "give --precision fp8 too" \
   --model llama-3-8b --gpus 8 --cluster dgx-h100 --fp8-recipe current
 bad "--fp8-all-gather with a TE recipe" "FSDP2's FP8 all-gather is torchao's" \
@@ -69,9 +97,21 @@ else ko "megatron args: $(cat "$T/m.args")"; fi
 "$Z" --megatron-args "$T/m.args" --gpus 8 --cluster dgx-h100 --json >"$T/mr.json" 2>/dev/null
 python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['plans'][0]; b=json.load(open(sys.argv[2]))['plans'][0]; sys.exit(0 if a['fp8_recipe']=='current' and abs(a['step_time_s']-b['step_time_s'])<1e-9 else 1)" \
   "$T/mr.json" "$T/mc.json" && ok "the Megatron-LM arguments read back: recipe current, the same step" || ko "megatron read back"
+sed 's/--fp8-recipe tensorwise/--fp8-recipe nvfp4/' "$T/m.args" >"$T/nv.args"
+bad "Megatron --fp8-recipe nvfp4 exits 2" "--fp8-recipe nvfp4: not a Megatron-core recipe zplan models (use delayed, tensorwise, blockwise or mxfp8)" \
+  --megatron-args "$T/nv.args" --gpus 8 --cluster dgx-h100
 sed 's/--fp8-recipe tensorwise/--fp8-recipe mxfp8/' "$T/m.args" >"$T/mx.args"
-bad "Megatron --fp8-recipe mxfp8 exits 2" "zplan models Megatron-core's delayed and tensorwise recipes only" \
+bad "Megatron --fp8-recipe mxfp8 on H100 exits 2" "has no tensor cores that apply block scales" \
   --megatron-args "$T/mx.args" --gpus 8 --cluster dgx-h100
+# mxfp8 on B200: written as Megatron-core states it (E4M3 throughout) and read back to the same step
+# shellcheck disable=SC2086
+"$Z" ${B200/--mp 1/--mp 2 --sp} --precision fp8 --fp8-recipe mxfp8 --grad-accum-dtype fp32 \
+  --emit-megatron-args "$T/mx8.args" --json >"$T/mx8.json" 2>/dev/null
+if grep -q -- '--fp8-format e4m3 --fp8-recipe mxfp8' "$T/mx8.args"; then ok "--emit-megatron-args writes mxfp8 in e4m3"
+else ko "mxfp8 args: $(cat "$T/mx8.args")"; fi
+"$Z" --megatron-args "$T/mx8.args" --gpus 8 --cluster dgx-b200 --json >"$T/mx8r.json" 2>"$T/err"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['plans'][0]; b=json.load(open(sys.argv[2]))['plans'][0]; sys.exit(0 if a['fp8_recipe']=='mxfp8' and abs(a['step_time_s']-b['step_time_s'])<1e-9 else 1)" \
+  "$T/mx8r.json" "$T/mx8.json" && ok "mxfp8 Megatron-LM arguments read back on B200: the same step" || ko "mxfp8 read back: $(cat "$T/err")"
 sed 's/--fp8-format hybrid/--fp8-format hybrid --fp8-param-gather/' "$T/m.args" >"$T/pg.args"
 bad "Megatron --fp8-param-gather exits 2" "FP8 parameters" --megatron-args "$T/pg.args" --gpus 8 --cluster dgx-h100
 bad "torchao recipe to Megatron-LM exits 2" "is torchao's, which Megatron-core does not run" \

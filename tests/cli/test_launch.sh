@@ -115,8 +115,22 @@ sed 's/^  hidden_size: 768/  hidden_size: ${model.nope}/' "$F/megatron_gpt_confi
 bad "NeMo unresolved interpolation" 'interp.yaml:56: model.hidden_size: its value' --nemo "$T/interp.yaml"
 sed 's/^  pipeline_model_parallel_size: 1 /  context_parallel_size: 2 /' "$F/megatron_gpt_config.yaml" >"$T/cp.yaml"
 bad "NeMo context parallelism beyond its GPU" 'context parallelism 2 does not divide the 1 ranks' --nemo "$T/cp.yaml"
+# NeMo FP8: Transformer Engine's delayed scaling unless model.fp8_recipe says; refused where zplan does not
+# model it (FP8 parameters, bf16 weight gradients) or the GPU cannot run it
 sed 's/^  fp8: False/  fp8: True/' "$F/gpt3_5b.yaml" >"$T/fp8.yaml"
-bad "NeMo FP8" 'fp8.yaml:137: model.fp8 true: FP8 training is not modelled yet' --nemo "$T/fp8.yaml"
+judged "NeMo FP8 (delayed)" --nemo "$T/fp8.yaml" --cluster dgx-h100 --top 1
+has "NeMo FP8: the recipe" 'fp8 (recipe delayed, Transformer Engine)'
+bad "NeMo FP8 on A100" 'has no FP8 tensor cores' --nemo "$T/fp8.yaml" --cluster dgx-a100
+sed 's/^  fp8_hybrid: True .*/  fp8_recipe: mxfp8/' "$T/fp8.yaml" >"$T/mx.yaml"
+bad "NeMo mxfp8 on H100" 'mxfp8: the H100-SXM5-80GB of --cluster dgx-h100 has no tensor cores that apply block scales' \
+  --nemo "$T/mx.yaml" --cluster dgx-h100
+sed 's/^  fp8_hybrid: True .*/  fp8_recipe: nvfp4/' "$T/fp8.yaml" >"$T/nv.yaml"
+bad "NeMo unknown FP8 recipe" 'nv.yaml:139: model.fp8_recipe: --fp8-recipe nvfp4: not a Megatron-core recipe' \
+  --nemo "$T/nv.yaml" --cluster dgx-h100
+sed 's/^  fp8_hybrid: True .*/  fp8_params: True/' "$T/fp8.yaml" >"$T/fp.yaml"
+bad "NeMo FP8 parameters" 'fp.yaml:139: model.fp8_params true: FP8 parameters' --nemo "$T/fp.yaml" --cluster dgx-h100
+sed 's/^  fp8_hybrid: True .*/  fp8_wgrad: False/' "$T/fp8.yaml" >"$T/wg.yaml"
+bad "NeMo bf16 weight gradients" 'wg.yaml:139: model.fp8_wgrad false' --nemo "$T/wg.yaml" --cluster dgx-h100
 sed 's/^  global_batch_size: 8/  global_batch_size: 6/' "$F/megatron_gpt_config.yaml" >"$T/gb.yaml"
 bad "NeMo global batch not micro x DP" 'global batch 6 is not a multiple of micro-batch 4' --nemo "$T/gb.yaml"
 

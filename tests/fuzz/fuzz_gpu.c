@@ -44,6 +44,8 @@ static void check_accepted(const zp_gpu *g)
               g->sms, g->nvlink_domain, g->nccl_ctas);
     FZ_ASSERT(g->nccl_ll128 == 0 || g->nccl_ll128 == 1, "nccl_ll128 %d", g->nccl_ll128);
     FZ_ASSERT(!g->intra_mesh || g->link_bw > 0, "a mesh without link_bw");
+    FZ_ASSERT((g->fp8_mx == 0 || g->fp8_mx == 1) && (!g->fp8_mx || g->fp8 > 0), "fp8_block_scaled %d, fp8 %g",
+              g->fp8_mx, g->fp8);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -29,10 +29,15 @@ Test(fp8, recipes_parse)
     cr_expect_eq(r, ZP_FP8_DELAYED);
     cr_expect_eq(zp_fp8_parse("TORCHAO-ROWWISE", &r), ZP_OK);
     cr_expect_eq(r, ZP_FP8_AO_ROWWISE);
-    cr_expect_eq(zp_fp8_parse("mxfp8", &r), ZP_EINVAL);
+    cr_expect_eq(zp_fp8_parse("nvfp4", &r), ZP_EINVAL);
+    cr_expect_eq(zp_fp8_parse("mxfp8", &r), ZP_OK);
+    cr_expect_eq(r, ZP_FP8_MXFP8);
     cr_expect_eq(zp_fp8_parse_megatron("tensorwise", &r), ZP_OK);
     cr_expect_eq(r, ZP_FP8_CURRENT);
-    cr_expect_eq(zp_fp8_parse_megatron("blockwise", &r), ZP_EINVAL);
+    cr_expect_eq(zp_fp8_parse_megatron("blockwise", &r), ZP_OK);
+    cr_expect_eq(r, ZP_FP8_BLOCKWISE);
+    cr_expect_eq(zp_fp8_parse_megatron("nvfp4", &r), ZP_EINVAL);
+    cr_expect_eq(zp_fp8_parse_torchao("mxfp8", &r), ZP_EINVAL); /* torchao's MX converters are not modelled */
     cr_expect_eq(zp_fp8_parse_torchao("rowwise", &r), ZP_OK);
     cr_expect_eq(r, ZP_FP8_AO_ROWWISE);
 }
@@ -100,6 +105,34 @@ Test(fp8, cast_bytes_by_recipe_and_role)
     cr_expect(zp_device_fp8_gemm_only(&p, 8192, 4096, 4096, 4) <= 4 * zp_device_fp8_gemm_only(&p, 8192, 4096, 4096, 1));
 }
 
+/* The block-scaled recipes: TE's quantize writes both FP8 copies and their scales in one pass, no amax
+ * pass: 4 B an element and 2 x the scale bytes (blockwise: an FP32 scale per 128 activations, per 128 x 128
+ * weights; MXFP8: one byte per 32 of either). Only Blackwell's tensor cores take MXFP8. */
+Test(fp8, block_scaled_casts_and_gpus)
+{
+    zp_profile p;
+    zp_op op = {.m = 8192, .n = 4096, .k = 4096, .micro = 0};
+    int nl;
+    h100_fp8(ZP_FP8_BLOCKWISE, &p);
+    const double bw = p.copy_gbs * 1e9, L = p.dev.launch_s;
+    const double a = op.m * op.k, w = op.k * op.n;
+    cr_expect_float_eq(zp_device_fp8_cast_time(&p, &op, ZP_FP8_OP_FWD, &nl),
+                       ((4 + 2 * 4.0 / 128) * a + (4 + 2 * 4.0 / 16384) * w) / bw + 2 * L, 1e-12);
+    cr_expect_eq(nl, 2);
+    cr_expect_eq(zp_device_fp8_cast_time(&p, &op, ZP_FP8_OP_WGRAD, &nl), 0); /* both transposes made already */
+    h100_fp8(ZP_FP8_MXFP8, &p);
+    cr_expect_float_eq(zp_device_fp8_cast_time(&p, &op, ZP_FP8_OP_FWD, &nl), (4 + 2.0 / 32) * (a + w) / bw + 2 * L,
+                       1e-12);
+    /* the GEMM at the tensorwise rate */
+    zp_profile d;
+    h100_fp8(ZP_FP8_DELAYED, &d);
+    cr_expect_float_eq(zp_device_fp8_gemm_only(&p, 16384, 8192, 8192, 1), zp_device_fp8_gemm_only(&d, 16384, 8192, 8192, 1),
+                       1e-15);
+    cr_expect(zp_fp8_get(ZP_FP8_MXFP8)->needs_mx && !zp_fp8_get(ZP_FP8_BLOCKWISE)->needs_mx);
+    cr_expect(zp_test_preset("dgx-b200")->fp8_mx && zp_test_preset("gb200-nvl72")->fp8_mx);
+    cr_expect(!zp_test_preset("dgx-h100")->fp8_mx && !zp_test_preset("dgx-h200")->fp8_mx);
+}
+
 static void mem_of(const char *model, int stage, int recipe, int all_gather, zp_memory *out)
 {
     const zp_zoo_entry *z = zp_zoo_find(model);
@@ -131,6 +164,11 @@ Test(fp8, memory_terms)
     cr_expect_float_eq(b.activations - te.activations, saved, 1e3, "saved %.4g B", b.activations - te.activations);
     cr_expect_float_eq(ao.params, b.params, 1);
     cr_expect_float_eq(ao.activations, b.activations, 1);
+    /* MXFP8: each FP8 copy carries a 1-byte scale per 32 elements, the weights' two and the saved inputs' one */
+    zp_memory mx;
+    mem_of("llama-3-8b", 1, ZP_FP8_MXFP8, 0, &mx);
+    cr_expect_float_eq(mx.params - b.params, 2 * (1 + 1.0 / 32) * linear, 1e3);
+    cr_expect_float_eq(b.activations - mx.activations, (1 - 1.0 / 32) * saved, 1e3);
 }
 
 /* FSDP2's FP8 all-gather: stage 3's gathered blocks in 1 byte. */

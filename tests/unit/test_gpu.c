@@ -97,6 +97,22 @@ Test(gpu, negative_figure_named)
     expect_error("tdp", "tdp = -700 W  # source: x", "t.gpu:12: tdp: -700 W is negative");
 }
 
+/* fp8_block_scaled: optional, a flag, and only beside an FP8 peak. */
+Test(gpu, fp8_block_scaled_needs_fp8)
+{
+    zp_gpu g;
+    cr_assert_eq(zp_gpu_parse(GOOD, "t.gpu", &g), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(g.fp8_mx, 0);
+    expect_error("fp8", "fp8 = 0  # source: none\nfp8_block_scaled = 1  # source: x",
+                 "fp8_block_scaled = 1 says the FP8 tensor cores apply block scales, but fp8 is 0");
+    expect_error("fp8", "fp8 = 1979 TFLOP/s  # source: x\nfp8_block_scaled = 2  # source: x",
+                 "fp8_block_scaled: '2' is not 0 or 1");
+    char text[4096];
+    edit("fp8", "fp8 = 1979 TFLOP/s  # source: x\nfp8_block_scaled = 1  # source: x", text, sizeof text);
+    cr_assert_eq(zp_gpu_parse(text, "t.gpu", &g), ZP_OK, "%s", zp_error_message());
+    cr_expect_eq(g.fp8_mx, 1);
+}
+
 Test(gpu, unknown_key_named)
 {
     expect_error("tdp", "tdp_watts = 700 W  # source: x", "t.gpu:12: unknown key 'tdp_watts'");
