@@ -19,6 +19,9 @@
 #  - bad inputs exit 2 naming the fix: a CP degree whose double does not divide the sequence, a CP degree
 #    not dividing the DP ranks, pipelines and MoE with CP (either form).
 set -u
+# the profile --validate predicts with: a small calibration (two hidden sizes, one token count, 64 KB
+# collectives; seconds): what is checked is memory, exact whatever the profile, and a step predicted
+small_profile="--quick --hidden 32,64 --tokens 64 --max-bytes 64K --reps 2 --warmup 1"
 steps=3
 . "$(dirname "$0")/exec_lib.sh"
 
@@ -60,7 +63,7 @@ llama llama_ring_cp4 4 --cp 4 --micro-batch 4 && same llama_ring_cp4 lref
 llama llama_ring_cp2_tp2_s1 4 --cp 2 --mp 2 --stage 1 --micro-batch 4 && same llama_ring_cp2_tp2_s1 lref
 
 # ---- --validate: memory is the replay of the schedule with CP, to the byte ----
-if "$zplan" calibrate --quick -o "$tmp/p.json" > /dev/null 2>&1; then
+if "$zplan" calibrate $small_profile -o "$tmp/p.json" > /dev/null 2>&1; then
     for v in "2 tiny --cp 2 $ag" "4 tiny-llama --cp 2 --mp 2 --stage 1 $ag" "2 tiny --cp 2" \
              "4 tiny-llama --cp 2 --mp 2 --stage 1" "4 tiny --cp 4 --checkpoint"; do
         np=${v%% *}; opts=${v#* }

@@ -5,6 +5,9 @@
 # and the MP group's all-gather), ZeRO-1 over DP, checkpointing with and without MD, Pa; --validate
 # predicts each stage's memory to the byte (the replay of that stage's schedule); bad inputs exit 2.
 set -u
+# the profile --validate predicts with: a small calibration (two hidden sizes, one token count, 64 KB
+# collectives; seconds): what is checked is memory, exact whatever the profile, and a step predicted
+small_profile="--quick --hidden 32,64 --tokens 64 --max-bytes 64K --reps 2 --warmup 1"
 steps=3
 . "$(dirname "$0")/exec_lib.sh"
 
@@ -25,7 +28,7 @@ run_mini pp2_mp2_dp2_s1_pa 8 --pp 2 --mp 2 --stage 1 --micro-batch 1 --grad-accu
     same pp2_mp2_dp2_s1_pa mref
 
 # --validate: each stage's memory is the replay of its schedule (0% error), the step is predicted
-if "$zplan" calibrate --quick -o "$tmp/p.json" > /dev/null 2>&1 &&
+if "$zplan" calibrate $small_profile -o "$tmp/p.json" > /dev/null 2>&1 &&
    timeout 120 "$mpirun_sh" 2 "$zplan" exec --model mini --steps 3 --pp 2 --micro-batch 2 --grad-accum 4 --checkpoint \
        --validate --profile "$tmp/p.json" --format json > "$tmp/v.json" 2> "$tmp/v.err"; then
     if python3 - "$tmp/v.json" <<'PY'

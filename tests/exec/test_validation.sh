@@ -32,14 +32,15 @@ else
     echo "FAIL: a row breaks the checks above"; fail=1
 fi
 
-"$zplan" report validation --models tiny --ranks 1 --stages 0 --steps 2 --min-seconds 0 --quick --format json \
-    -o "$tmp/v.json" 2> "$tmp/j.err" || { echo "FAIL: json run"; cat "$tmp/j.err"; fail=1; }
+# the JSON run on a profile given (--profile: no calibration of its own; the run above calibrated per rank count)
+"$zplan" calibrate --quick -o "$tmp/p.json" > /dev/null 2>&1 || { echo "FAIL: calibrate --quick"; fail=1; }
+"$zplan" report validation --models tiny --ranks 1 --stages 0 --steps 2 --min-seconds 0 --profile "$tmp/p.json" \
+    --format json -o "$tmp/v.json" 2> "$tmp/j.err" || { echo "FAIL: json run"; cat "$tmp/j.err"; fail=1; }
 grep -q 'median |step-time error|' "$tmp/v.json" && grep -q '"predicted_step_s"' "$tmp/v.json" &&
     echo "ok   json rows and summary" ||
     { echo "FAIL: the JSON lacks its rows or the median"; head -c 600 "$tmp/v.json"; fail=1; }
 
 # one run's --validate report: predicted and measured per part and per phase, errors in the JSON
-"$zplan" calibrate --quick -o "$tmp/p.json" > /dev/null 2>&1 || { echo "FAIL: calibrate --quick"; fail=1; }
 "$zplan" exec --model tiny --steps 3 --checkpoint-activations --validate --profile "$tmp/p.json" --format json \
     > "$tmp/e.json" 2> "$tmp/e.err" || { echo "FAIL: exec --validate"; cat "$tmp/e.err"; fail=1; }
 for key in '"by_phase_s"' '"forward"' '"recompute"' '"backward"' '"phases_s"' '"step_error"' '"memory_error"' \

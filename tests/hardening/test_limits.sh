@@ -11,14 +11,17 @@ pass=0 fail=0 tried=0
 FORMATS=(text md csv json html)
 
 ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+# heavy "description" EXPECT args...: try in text and JSON only, for inputs whose search takes seconds (1e8
+# GPUs, a 2^30 sequence): the other renderers print the same figures, and every other input runs them all
+heavy() { local TRY_FORMATS=(text json); try "$@"; }
 
 # try "description" EXPECT args... ; EXPECT is 0, 2 or 02 (either). Runs every output format (unless
-# the args give --format), each within 120 s; checks the exit code, that a failure says why in one
+# the args give --format, or heavy sets TRY_FORMATS), each within 120 s; checks the exit code, that a failure says why in one
 # "zplan:" line and prints nothing on stdout, and that no output shows a non-finite number.
 try() {
   local what="$1" expect="$2"; shift 2
   tried=$((tried + 1))
-  local fmts=("${FORMATS[@]}") a rc first_rc="" bad="" msg=""
+  local fmts=("${TRY_FORMATS[@]:-${FORMATS[@]}}") a rc first_rc="" bad="" msg=""
   for a in "$@"; do [ "$a" = "--format" ] && fmts=(given); done
   for f in "${fmts[@]}"; do
     if [ "$f" = given ]; then
@@ -81,8 +84,8 @@ try "config.json with -1 heads"            2  --model "$(hf neg '{"n_layer": 2, 
 
 echo "== absurd clusters"
 try "1e9 GPUs"                             2  --model 100B --gpus 1e9
-try "1e8 GPUs (the limit)"                 0  --model 100B --gpus 1e8 --analytic
-try "1e8 GPUs of a 1T model"               0  --model 1T --gpus 1e8
+heavy "1e8 GPUs (the limit)"                 0  --model 100B --gpus 1e8 --analytic
+heavy "1e8 GPUs of a 1T model"               0  --model 1T --gpus 1e8
 try "0 GPUs"                               2  --model 100B --gpus 0
 try "1 byte of GPU memory"                 2  --model 100B --gpus 400 --gpu-mem 1
 try "1 MB of GPU memory, 2 GB reserved"    2  --model 100B --gpus 400 --gpu-mem 1M
@@ -92,7 +95,7 @@ try "1e301 bytes of GPU memory"            2  --model 100B --gpus 400 --gpu-mem 
 try "MP 1e8 on 1e8 GPUs"                   2  --model 100B --gpus 1e8 --mp 1e8
 
 echo "== absurd batches, sequences, buckets, options"
-try "sequence 2^30"                        3  --model 1.5B --gpus 64 --seq 1Gi --analytic
+heavy "sequence 2^30"                        3  --model 1.5B --gpus 64 --seq 1Gi --analytic
 try "sequence 2^31"                        2  --model 1.5B --gpus 64 --seq 2Gi
 try "micro-batch 2^20"                     3  --model 1.5B --gpus 64 --micro-batch 1Mi --analytic
 try "micro-batch 1e9"                      2  --model 1.5B --gpus 64 --micro-batch 1e9
@@ -124,7 +127,7 @@ try "table2 with 1 byte per GPU"           02 report table2 --gpu-mem 1
 try "table2 with 1e300 bytes per GPU"      02 report table2 --gpu-mem 1e300
 try "table2 with K = 1e-300"               02 report table2 --k 1e-300
 try "table2 with K = 1e300"                2  report table2 --k 1e300
-try "scaling on 1 and 1e8 GPUs"            0  report scaling --model 100B --gpus 1,1e8 --analytic
+heavy "scaling on 1 and 1e8 GPUs"            0  report scaling --model 100B --gpus 1,1e8 --analytic
 try "memory of 1T on 1 GPU"                0  report memory --model 1T --gpus 1 --analytic
 
 echo "bad inputs tried: $tried"

@@ -514,8 +514,8 @@ Test(search, shortcuts_change_no_figure)
     const zp_cluster *c = zp_test_preset("dgx-a100");
     zp_search_req r;
     zp_search_result res;
-    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 64);
-    r.global_batch = 256;
+    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 16);
+    r.global_batch = 64;
     zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 1;
     r.jobs = 2;
@@ -618,8 +618,8 @@ Test(search, bound_shown_changes_no_shown_figure)
     cr_assert_eq(zp_cluster_find("dgx-a100", &c), ZP_OK);
     zp_search_req r;
     zp_search_result all, shown;
-    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 64);
-    r.global_batch = 256;
+    zp_search_req_default(&r, &zp_zoo_find("mixtral-8x7b")->model, c, 16);
+    r.global_batch = 64;
     zp_search_req_give(&r, ZP_SEARCH_GLOBAL_BATCH);
     r.simulate = 1;
     r.jobs = 2;
