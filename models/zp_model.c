@@ -154,6 +154,8 @@ static void add_mlp(const zp_model *m, tlist *l, int role, int64_t f, int64_t co
 
 static int64_t expert_ffn(const zp_model *m) { return m->expert_ffn > 0 ? m->expert_ffn : m->ffn; }
 static int64_t shared_ffn(const zp_model *m) { return m->shared_ffn > 0 ? m->shared_ffn : expert_ffn(m); }
+int64_t zp_model_expert_ffn(const zp_model *m) { return expert_ffn(m); }
+int64_t zp_model_shared_ffn(const zp_model *m) { return shared_ffn(m); }
 static int block_norms(const zp_model *m) { return m->block_norms > 0 ? m->block_norms : 2; }
 static int64_t embed_dim(const zp_model *m) { return m->embed_dim > 0 ? m->embed_dim : m->hidden; }
 static int64_t position_rows(const zp_model *m) { return m->positions > 0 ? m->positions : m->seq; }

@@ -242,6 +242,8 @@ int zp_model_is_gpt(const zp_model *m);
 int64_t zp_model_kv_heads(const zp_model *m);   /* kv_heads or heads; heads under MLA */
 int64_t zp_model_head_dim(const zp_model *m);   /* head_dim or hidden / heads; MLA: qk_nope + qk_rope */
 int64_t zp_model_v_head_dim(const zp_model *m); /* V's head width: head_dim, or v_head_dim under MLA */
+int64_t zp_model_expert_ffn(const zp_model *m); /* one routed expert's MLP inner size: expert_ffn, or ffn */
+int64_t zp_model_shared_ffn(const zp_model *m); /* one shared expert's: shared_ffn, or the routed one's */
 /* Elements a token adds to one block's KV cache: 2*kv_heads*head_dim, or kv_lora_rank + qk_rope_dim
  * (MLA caches the latent). */
 int64_t zp_model_kv_width(const zp_model *m);

@@ -143,8 +143,11 @@ static double ds_fp8_weight_bytes(const zp_builder *b, double held)
  * save inputmat_t in FP8 under fp8_autocast): 1 byte an element less. The inputs are Korthikanti's terms
  * (models/zp_model.c block_activation): the attention's input (2h a token) and the MLP's (2h, unless it is
  * the same tensor), replicated over TP without SP, and the projection's input (2·a·dv) and the dense MLP's
- * down-projection input (2f), split by TP. Routed experts' inputs are counted in bf16 (TE's GroupedLinear
- * saves FP8 ones too: not modelled, memory overstated for MoE blocks). torchao's Float8Linear saves the bf16 input and casts again in backward: nothing saved. */
+ * down-projection input (2f), split by TP. In an MoE block the experts' too, as TE's GroupedLinear saves
+ * its FP8 inputs alike (grouped_linear.py: the quantized inputmats kept for the weight gradient): the tokens'
+ * k copies at the routed experts' up projections (2kh, replicated as block_activation's), the routed and
+ * shared experts' down-projection inputs (2(k·fe + ns·fs), split by TP). torchao's Float8Linear saves the
+ * bf16 input and casts again in backward: nothing saved. */
 static double ds_fp8_saved(const zp_builder *b)
 {
     const zp_model *m = b->m;
@@ -152,9 +155,13 @@ static double ds_fp8_saved(const zp_builder *b)
         return 0.0;
     const double t = (double)b->p->mp, tokens = (double)m->seq * (double)b->p->micro_batch;
     const double h = (double)m->hidden;
-    const double rep = h * (1.0 + (m->parallel && m->block_norms == 1 ? 0.0 : 1.0));
     const double moe = m->layers > 0 ? (double)zp_model_moe_blocks(m) / (double)m->layers : 0.0;
-    const double split = (double)m->heads * (double)zp_model_v_head_dim(m) + (1.0 - moe) * (double)m->ffn;
+    const double k = (double)m->top_k;
+    const double rep = h * (1.0 + (m->parallel && m->block_norms == 1 ? 0.0 : 1.0)) + moe * k * h;
+    const double experts = k * (double)zp_model_expert_ffn(m) +
+                           (double)m->shared_experts * (double)zp_model_shared_ffn(m);
+    const double split = (double)m->heads * (double)zp_model_v_head_dim(m) + (1.0 - moe) * (double)m->ffn +
+                         moe * experts;
     const double saved = 1.0 - zp_fp8_get(b->p->fp8)->scale_act; /* bf16's 2 bytes less the FP8 copy and its scales */
     return saved * tokens * (b->p->sp ? (rep + split) / t : rep + split / t);
 }

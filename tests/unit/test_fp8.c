@@ -171,6 +171,24 @@ Test(fp8, memory_terms)
     cr_expect_float_eq(b.activations - mx.activations, (1 - 1.0 / 32) * saved, 1e3);
 }
 
+/* An MoE block's experts save FP8 inputs too (TE's GroupedLinear): Mixtral at TP 1 saves, a token a layer, the
+ * attention's and the MoE's inputs (2h), the tokens' k copies at the experts (kh), the projection's input (a·dv)
+ * and the experts' down-projection inputs (k·fe): 1 byte each less than bf16. */
+Test(fp8, memory_moe_experts_saved_in_fp8)
+{
+    const zp_model *m = &zp_zoo_find("mixtral-8x7b")->model;
+    cr_assert(m->experts > 1 && m->shared_experts == 0 && zp_model_moe_blocks(m) == m->layers);
+    zp_memory b, te;
+    mem_of("mixtral-8x7b", 1, ZP_FP8_NONE, 0, &b);
+    mem_of("mixtral-8x7b", 1, ZP_FP8_DELAYED, 0, &te);
+    const double h = (double)m->hidden, k = (double)m->top_k;
+    const double per = 2 * h + k * h + (double)m->heads * (double)zp_model_v_head_dim(m) +
+                       k * (double)zp_model_expert_ffn(m);
+    const double saved = (double)m->seq * per * (double)m->layers;
+    cr_expect_float_eq(b.activations - te.activations, saved, 1e3, "saved %.6g B, want %.6g",
+                       b.activations - te.activations, saved);
+}
+
 /* FSDP2's FP8 all-gather: stage 3's gathered blocks in 1 byte. */
 Test(fp8, all_gather_pool)
 {
