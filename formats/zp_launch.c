@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_io.h"
 
@@ -222,4 +223,13 @@ zp_status zp_launch_apply(zp_launch *l, const zp_launch_key *table, const zp_lau
         zp_launch_note(l, "%d key%s zplan does not read %s ignored (%s%s)", unknown, unknown == 1 ? "" : "s",
                        unknown == 1 ? "was" : "were", first, unknown > 4 ? ", ..." : "");
     return ZP_OK;
+}
+
+zp_status zp_launch_set_fp8_recipe(zp_launch *l, const zp_launch_entry *e, const char *key)
+{
+    if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)
+        return ZP_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", zp_error_message());
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: %s%s", l->name, e->line, key, why);
 }

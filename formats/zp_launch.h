@@ -132,6 +132,9 @@ zp_status zp_launch_apply(zp_launch *l, const zp_launch_key *table, const zp_lau
 int zp_launch_key_distance(const char *a, const char *b);
 /* A note line (stderr) on the launch. */
 void zp_launch_note(zp_launch *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A Megatron-core --fp8-recipe value (Megatron-LM's arguments, NeMo's model.fp8_recipe) into l->fp8_recipe;
+ * ZP_EINVAL naming the file, the line, `key` ("" or "model.fp8_recipe: ") and the recipes zplan models. */
+zp_status zp_launch_set_fp8_recipe(zp_launch *l, const zp_launch_entry *e, const char *key);
 
 /* The readers: text into a launch (`name` for messages); ZP_EINVAL naming the line and the key. */
 zp_status zp_megatron_args_parse(const char *text, const char *name, zp_launch *l);

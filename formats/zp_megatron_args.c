@@ -12,7 +12,6 @@
 #include <strings.h>
 
 #include "zp_dims.h"
-#include "zp_fp8.h"
 #include "zp_launch.h"
 
 #define MAX_VARS 64
@@ -146,11 +145,7 @@ static zp_status set_fp8_format(zp_launch *l, const zp_launch_entry *e)
 /* --fp8-recipe delayed|tensorwise|blockwise|mxfp8 (Megatron-core's; another value exits 2). */
 static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
 {
-    if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)
-        return ZP_OK;
-    char why[256];
-    snprintf(why, sizeof why, "%s", zp_error_message());
-    return ZP_FAIL(ZP_EINVAL, "%s:%d: %s", l->name, e->line, why);
+    return zp_launch_set_fp8_recipe(l, e, "");
 }
 
 static zp_status set_rampup(zp_launch *l, const zp_launch_entry *e)

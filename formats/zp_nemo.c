@@ -14,7 +14,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "zp_fp8.h"
 #include "zp_launch.h"
 
 #define MAX_DEPTH 16
@@ -121,11 +120,7 @@ static zp_status set_refused_if_true(zp_launch *l, const zp_launch_entry *e)
 /* model.fp8_recipe: NeMo passes Megatron-core's names (delayed, tensorwise, blockwise, mxfp8) */
 static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
 {
-    if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)
-        return ZP_OK;
-    char why[256];
-    snprintf(why, sizeof why, "%s", zp_error_message());
-    return ZP_FAIL(ZP_EINVAL, "%s:%d: model.fp8_recipe: %s", l->name, e->line, why);
+    return zp_launch_set_fp8_recipe(l, e, "model.fp8_recipe: ");
 }
 
 /* model.fp8_wgrad false: the weight gradients' GEMMs in bf16, which zplan does not model */

@@ -342,7 +342,20 @@ void zp_search_req_default(zp_search_req *r, const zp_model *model, const zp_clu
     r->default_batch = 1;
 }
 
-/* FP8 training needs FP8 tensor cores (Hopper on): the presets whose GPU has them, for the message. */
+static int has_fp8(const zp_cluster *c) { return zp_cluster_has_fp8(c); }
+static int has_fp8_mx(const zp_cluster *c) { return c->fp8_mx; }
+
+/* The presets whose GPU has a capability, "a, b, c" into buf (for a message naming where to go). */
+static void presets_with(int (*has)(const zp_cluster *), char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0, n = 0; i < zp_cluster_count(); i++)
+        if (has(zp_cluster_get(i)))
+            n += snprintf(buf + n, n < (int)len ? len - (size_t)n : 0, "%s%s", n ? ", " : "", zp_cluster_get(i)->name);
+}
+
+/* FP8 training needs FP8 tensor cores (Hopper on), MXFP8 block-scaled ones (Blackwell): the presets whose GPU
+ * has them, for the message. */
 static zp_status check_fp8(const zp_search_req *r)
 {
     if (r->base.fp8 == ZP_FP8_NONE)
@@ -350,24 +363,17 @@ static zp_status check_fp8(const zp_search_req *r)
     const zp_fp8_info *f8 = zp_fp8_get(r->base.fp8);
     if (!f8)
         return ZP_FAIL(ZP_EINVAL, "--fp8-recipe: not a recipe (use %s)", zp_fp8_names());
+    char have[256];
     if (r->cluster && zp_cluster_has_fp8(r->cluster) && f8->needs_mx && !r->cluster->fp8_mx) {
-        char mx[256] = "";
-        for (int i = 0, n = 0; i < zp_cluster_count(); i++)
-            if (zp_cluster_get(i)->fp8_mx)
-                n += snprintf(mx + n, n < (int)sizeof mx ? sizeof mx - (size_t)n : 0, "%s%s", n ? ", " : "",
-                              zp_cluster_get(i)->name);
+        presets_with(has_fp8_mx, have, sizeof have);
         return ZP_FAIL(ZP_EINVAL, "--fp8-recipe %s: the %s of --cluster %s has no tensor cores that apply block "
                                   "scales (MXFP8 needs Blackwell: %s; on this GPU use --fp8-recipe blockwise, "
                                   "delayed or current)",
-                       f8->name, r->cluster->gpu_name, r->cluster->name, mx);
+                       f8->name, r->cluster->gpu_name, r->cluster->name, have);
     }
     if (!r->cluster || zp_cluster_has_fp8(r->cluster))
         return ZP_OK;
-    char have[256] = "";
-    for (int i = 0, n = 0; i < zp_cluster_count(); i++)
-        if (zp_cluster_has_fp8(zp_cluster_get(i)))
-            n += snprintf(have + n, n < (int)sizeof have ? sizeof have - (size_t)n : 0, "%s%s", n ? ", " : "",
-                          zp_cluster_get(i)->name);
+    presets_with(has_fp8, have, sizeof have);
     return ZP_FAIL(ZP_EINVAL, "--precision fp8: the %s of --cluster %s has no FP8 tensor cores (use bf16, or a "
                               "cluster whose GPU has them: %s)",
                    r->cluster->gpu_name, r->cluster->name, have);

@@ -740,7 +740,7 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
     if (f8) {
         char cache[128];
         snprintf(cache, sizeof cache, ", and %.5g more per linear parameter for the cached FP8 weights and %s",
-                 2.0 * (1.0 + f8->scale_weight), f8->scale_weight > 0 ? "columnwise copies with their block scales"
+                 zp_fp8_weight_cache_bytes(p0->fp8), f8->scale_weight > 0 ? "columnwise copies with their block scales"
                                                                        : "transposes");
         return zp_doc_add_fact(
             d, "Precision",

@@ -133,9 +133,7 @@ static double ds_fp8_weight_bytes(const zp_builder *b, double held)
 {
     const double all = zp_model_params(b->m);
     const double outer = zp_model_params_embedding(b->m) + zp_model_params_head(b->m);
-    const zp_fp8_info *r = zp_fp8_get(b->p->fp8);
-    const double each = 2.0 * (1.0 + (r ? r->scale_weight : 0.0)); /* two copies, each with its block scales */
-    return all > 0 ? each * held * fmax(all - outer, 0.0) / all : 0.0;
+    return all > 0 ? zp_fp8_weight_cache_bytes(b->p->fp8) * held * fmax(all - outer, 0.0) / all : 0.0;
 }
 
 /* What FP8 saves of a block's kept activations: Transformer Engine saves the FP8 (transposed) copy of each

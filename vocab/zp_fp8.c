@@ -44,6 +44,12 @@ const zp_fp8_info *zp_fp8_get(int recipe)
     return recipe > ZP_FP8_NONE && recipe < ZP_NFP8 ? &g_fp8[recipe] : NULL;
 }
 
+double zp_fp8_weight_cache_bytes(int recipe)
+{
+    const zp_fp8_info *r = zp_fp8_get(recipe);
+    return r && r->te ? 2.0 * (1.0 + r->scale_weight) : 0.0;
+}
+
 const char *zp_fp8_names(void) { return "delayed, current, torchao-tensorwise, torchao-rowwise, blockwise, mxfp8"; }
 
 zp_status zp_fp8_parse(const char *name, int *out)

@@ -49,6 +49,10 @@ typedef struct {
 
 /* The recipe's row (NULL for ZP_FP8_NONE or out of range). */
 const zp_fp8_info *zp_fp8_get(int recipe);
+/* Bytes a linear parameter adds for Transformer Engine's cached FP8 weight copies (the weight and its
+ * transpose or columnwise copy, each with its block scales): 2 (1 + scale_weight); 0 for torchao's recipes
+ * and for none. */
+double zp_fp8_weight_cache_bytes(int recipe);
 /* A recipe by its --fp8-recipe name (case-insensitive); ZP_EINVAL naming the recipes when unknown. */
 zp_status zp_fp8_parse(const char *name, int *out);
 /* The recipe whose Megatron-core --fp8-recipe value is `name` ("delayed", "tensorwise", "blockwise",
