@@ -1,6 +1,8 @@
 /* zp_megatron.c — a plan as Megatron-LM arguments (see zp_megatron.h). */
 #include "zp_megatron.h"
 
+#include "zp_dispatch.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +35,20 @@ zp_status zp_megatron_check(const zp_plan *p)
         return ZP_FAIL(ZP_EUNSUPPORTED, "FP8 recipe %s is torchao's, not Megatron-core's (use --fp8-recipe delayed, "
                                         "current, blockwise or mxfp8, or --emit-torchtitan)",
                        f8->name);
+    /* Megatron-core's own rules for the combined 1F1B (transformer_config.py __post_init__) */
+    if (p->ep_overlap && p->ep > 1 && p->checkpoint)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "Megatron-core refuses --overlap-moe-expert-parallel-comm with full "
+                                        "recompute ('disable full recomputation when enabling "
+                                        "overlap_moe_expert_parallel_comm'): use --recompute selective or none");
+    if (p->ep_overlap && p->ep > 1 && p->pp > 1 && p->schedule != ZP_PP_INTERLEAVED)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "Megatron-core runs --overlap-moe-expert-parallel-comm beside pipeline stages "
+                                        "only interleaved ('virtual_pipeline_model_parallel_size must be specified "
+                                        "when pipeline_model_parallel_size > 1'): give --virtual-stages");
+    const zp_dispatch_info *d = zp_dispatch_get(p->dispatcher);
+    if (p->ep > 1 && d && !d->megatron)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--moe-dispatcher %s is DeepSeek's own training, not a Megatron-core option "
+                                        "(its DeepEP dispatcher sends bf16: --moe-dispatcher deepep)",
+                       d->name);
     return ZP_OK;
 }
 
@@ -221,6 +237,14 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
             zp_dims_get(ZP_DIM_EP)->megatron, (long long)(p->ep > 0 ? p->ep : 1));
         if (m->expert_ffn > 0 && m->expert_ffn != m->ffn)
             add(&o, " --moe-ffn-hidden-size %lld", (long long)m->expert_ffn);
+        if (m->route_groups > 1)
+            add(&o, " --moe-router-num-groups %lld --moe-router-group-topk %lld", (long long)m->route_groups,
+                (long long)m->route_topk);
+        /* the dispatcher planned, stated: Megatron-core's default is its all-gather dispatcher */
+        const zp_dispatch_info *d = zp_dispatch_get(p->dispatcher);
+        add(&o, " --moe-token-dispatcher-type %s%s", d->megatron, d->deepep ? " --moe-enable-deepep" : "");
+        if (p->ep_overlap && p->ep > 1)
+            add(&o, " --overlap-moe-expert-parallel-comm");
     }
     if (p->flash_attn)
         add(&o, " --use-flash-attn");

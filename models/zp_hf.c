@@ -40,7 +40,7 @@ typedef enum {
     K_TIE, K_ATTN_BIAS, K_MLP_BIAS, K_QKV_BIAS, K_BIAS, K_ACT,
     K_PARALLEL, K_NEW_ARCH, K_MULTI_QUERY, K_ALIBI, K_NUM_LN,
     K_EXPERTS, K_TOPK, K_MOE_FFN, K_SHARED_EXPERTS, K_SHARED_FFN, K_DENSE_LAYERS, K_MOE_FREQ, K_SPARSE_STEP,
-    K_MLP_ONLY, K_TOPK_METHOD,
+    K_MLP_ONLY, K_TOPK_METHOD, K_GROUPS, K_GROUP_TOPK,
     K_Q_LORA, K_KV_LORA, K_QK_NOPE, K_QK_ROPE, K_V_HEAD, K_MTP,
     K_EMBED_PROJ, K_LN_BEFORE, K_REMOVE_FINAL_LN, K_LN_AFFINE, K_CROSS_ATTN, K_SEQ,
     K_COUNT
@@ -64,6 +64,7 @@ static const struct {
     [K_MOE_FFN] = {T_INT, 1, 1},     [K_SHARED_EXPERTS] = {T_INT, 0, 1}, [K_SHARED_FFN] = {T_INT, 0, 0},
     [K_DENSE_LAYERS] = {T_INT, 0, 1}, [K_MOE_FREQ] = {T_INT, 1, 1},    [K_SPARSE_STEP] = {T_INT, 1, 0},
     [K_MLP_ONLY] = {T_INTLIST, 0, 1}, [K_TOPK_METHOD] = {T_STR, 0, 1}, [K_Q_LORA] = {T_INT, 1, 1},
+    [K_GROUPS] = {T_INT, 1, 1},      [K_GROUP_TOPK] = {T_INT, 1, 1},
     [K_KV_LORA] = {T_INT, 1, 0},     [K_QK_NOPE] = {T_INT, 0, 0},      [K_QK_ROPE] = {T_INT, 1, 0},
     [K_V_HEAD] = {T_INT, 1, 0},      [K_MTP] = {T_INT, 0, 0},          [K_EMBED_PROJ] = {T_INT, 1, 1},
     [K_LN_BEFORE] = {T_BOOL, 0, 0},  [K_REMOVE_FINAL_LN] = {T_BOOL, 0, 0}, [K_LN_AFFINE] = {T_BOOL, 0, 0},
@@ -289,7 +290,7 @@ static const hf_key k_phi3[] = {KEYS_DECODER, {"num_key_value_heads", K_KV_HEADS
         {"first_k_dense_replace", K_DENSE_LAYERS, 0}, {"moe_layer_freq", K_MOE_FREQ, 0},                      \
         {"q_lora_rank", K_Q_LORA, 0}, {"kv_lora_rank", K_KV_LORA, 0}, {"qk_nope_head_dim", K_QK_NOPE, 0},     \
         {"qk_rope_head_dim", K_QK_ROPE, 0}, {"v_head_dim", K_V_HEAD, 0}, {"attention_bias", K_ATTN_BIAS, 0},  \
-        {"topk_method", K_TOPK_METHOD, 0}
+        {"topk_method", K_TOPK_METHOD, 0}, {"n_group", K_GROUPS, 0}, {"topk_group", K_GROUP_TOPK, 0}
 static const hf_key k_deepseek_v2[] = {KEYS_DEEPSEEK, {"num_experts", K_EXPERTS, 1}, {"mlp_bias", K_MLP_BIAS, 0},
                                        {NULL, 0, 0}};
 static const hf_key k_deepseek_v3[] = {KEYS_DEEPSEEK, {"num_local_experts", K_EXPERTS, 1},
@@ -403,7 +404,7 @@ static const char *const g_nonsize[] = {
     "use_sliding_window", "max_window_layers", "layer_types", "sliding_window_pattern", "attn_logit_softcapping",
     "final_logit_softcapping", "query_pre_attn_scalar", "cache_implementation", "router_aux_loss_coef",
     "router_jitter_noise", "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "scoring_func",
-    "topk_group", "n_group", "ep_size", "aux_loss_alpha", "seq_aux", "quantization_config", "pretraining_tp",
+    "ep_size", "aux_loss_alpha", "seq_aux", "quantization_config", "pretraining_tp",
     "is_decoder", "output_attentions", "output_hidden_states", "return_dict", "use_return_dict", "torchscript",
     "use_bfloat16", "chunk_size_feed_forward", "tf_legacy_loss", "problem_type", "id2label", "label2id",
     "num_labels", "finetuning_task", "task_specific_params", "tokenizer_class", "prefix", "max_length",
@@ -664,6 +665,12 @@ static zp_status build(const hf_family *f, const hf_vals *x, zp_model *m)
             m->shared_gate = m->shared_ffn > 0;
         }
         m->dense_layers = val(f, x, K_DENSE_LAYERS, 0);
+        /* DeepSeek's group-limited routing (n_group groups, the best topk_group of them; 1 and 1: none) */
+        m->route_groups = val(f, x, K_GROUPS, 0);
+        m->route_topk = val(f, x, K_GROUP_TOPK, 0);
+        if ((m->route_groups > 0) != (m->route_topk > 0))
+            return ZP_FAIL(ZP_EINVAL, "%s: keys \"n_group\" and \"topk_group\" come together (group-limited "
+                                      "routing)", x->path);
         int64_t freq = 1, phase = 0;
         if (has_val(f, x, K_MOE_FREQ)) {
             freq = val(f, x, K_MOE_FREQ, 1); /* DeepSeek: layer_idx % moe_layer_freq == 0 */

@@ -632,17 +632,37 @@ static zp_status in_range(const zp_model *m, const char *field, const char *what
 }
 #define RANGE(field, lo, hi, what) ZP_TRY(in_range(m, #field, what, m->field, lo, hi))
 
+/* Group-limited routing: groups that divide the experts, a token's groups among them, holding its top_k. */
+static zp_status validate_route_groups(const zp_model *m)
+{
+    if (m->route_groups == 0 && m->route_topk == 0)
+        return ZP_OK;
+    if (m->route_groups < 1 || m->experts % m->route_groups != 0)
+        return ZP_FAIL(ZP_EINVAL, "model '%s': route_groups (%lld) must divide the %lld experts", m->name,
+                       (long long)m->route_groups, (long long)m->experts);
+    if (m->route_topk < 1 || m->route_topk > m->route_groups)
+        return ZP_FAIL(ZP_EINVAL, "model '%s': route_topk (%lld) must be between 1 and route_groups (%lld)",
+                       m->name, (long long)m->route_topk, (long long)m->route_groups);
+    if (m->route_topk * (m->experts / m->route_groups) < m->top_k)
+        return ZP_FAIL(ZP_EINVAL, "model '%s': %lld of %lld groups of %lld experts hold fewer than top_k (%lld)",
+                       m->name, (long long)m->route_topk, (long long)m->route_groups,
+                       (long long)(m->experts / m->route_groups), (long long)m->top_k);
+    return ZP_OK;
+}
+
 static zp_status validate_moe(const zp_model *m)
 {
     if (m->experts == 0) {
-        if (m->top_k != 0 || m->expert_ffn != 0 || m->shared_experts != 0 || m->shared_gate || m->router_bias)
-            return ZP_FAIL(ZP_EINVAL, "model '%s': top_k, expert_ffn, shared_experts, shared_gate and router_bias "
-                                      "need routed experts (experts is 0)", m->name);
+        if (m->top_k != 0 || m->expert_ffn != 0 || m->shared_experts != 0 || m->shared_gate || m->router_bias ||
+            m->route_groups != 0 || m->route_topk != 0)
+            return ZP_FAIL(ZP_EINVAL, "model '%s': top_k, expert_ffn, shared_experts, shared_gate, router_bias and "
+                                      "route_groups need routed experts (experts is 0)", m->name);
         return ZP_OK;
     }
     if (m->top_k < 1 || m->top_k > m->experts)
         return ZP_FAIL(ZP_EINVAL, "model '%s': top_k (%lld) must be between 1 and experts (%lld)", m->name,
                        (long long)m->top_k, (long long)m->experts);
+    ZP_TRY(validate_route_groups(m));
     if (m->moe_every > 1 && (m->moe_phase < 0 || m->moe_phase >= m->moe_every))
         return ZP_FAIL(ZP_EINVAL, "model '%s': moe_phase (%lld) must be below moe_every (%lld)", m->name,
                        (long long)m->moe_phase, (long long)m->moe_every);

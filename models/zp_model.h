@@ -146,6 +146,11 @@ typedef struct {
     int64_t shared_ffn;     /* MLP inner size of one shared expert; 0 = expert_ffn */
     int shared_gate;        /* a sigmoid gate (h -> 1) scales the shared experts' output (Qwen2-MoE) */
     int router_bias;        /* the router has a per-expert bias (DeepSeek-V3's e_score_correction_bias) */
+    int64_t route_groups;   /* group-limited routing: the experts in this many equal groups of consecutive
+                               indices, a token's top_k taken from its best route_topk groups (DeepSeek-V2's
+                               device-limited and V3's node-limited routing: HF n_group, topk_group; Megatron-
+                               core --moe-router-num-groups, --moe-router-group-topk); 0: not limited */
+    int64_t route_topk;     /* ... the groups a token's experts may come from (0 with route_groups 0) */
     int64_t dense_layers;   /* the first blocks keep a dense MLP (DeepSeek's first_k_dense_replace) */
     int64_t moe_every;      /* MoE every k-th block (DeepSeek moe_layer_freq, Qwen decoder_sparse_step) */
     int64_t moe_phase;      /* ... at blocks with i % moe_every == moe_phase (Qwen: k-1, DeepSeek: 0) */

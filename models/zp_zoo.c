@@ -29,11 +29,12 @@
 #define MOE(nm, l, h, a, kv, f, v, s, e, k)                                                                    \
     {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .kv_heads = kv,          \
      .experts = e, .top_k = k, .rope_theta = 1e6, ZP_ARCH_LLAMA} /* Mixtral's rope_theta (its config.json) */
-#define DEEPSEEK(nm, l, h, a, f, v, s, ql, ef, e, k, sh, dense, rb, mtp)                                        \
+/* ng, tg: the config's n_group and topk_group (group-limited routing) */
+#define DEEPSEEK(nm, l, h, a, f, v, s, ql, ef, e, k, sh, dense, rb, mtp, ng, tg)                                \
     {.name = nm, .layers = l, .hidden = h, .heads = a, .seq = s, .vocab = v, .ffn = f, .attn = ZP_ATTN_MLA,       \
      .q_lora_rank = ql, .kv_lora_rank = 512, .qk_nope_dim = 128, .qk_rope_dim = 64, .v_head_dim = 128,           \
      .expert_ffn = ef, .experts = e, .top_k = k, .shared_experts = sh, .dense_layers = dense, .router_bias = rb,   \
-     .mtp_layers = mtp, ZP_ARCH_LLAMA}
+     .mtp_layers = mtp, .route_groups = ng, .route_topk = tg, ZP_ARCH_LLAMA}
 
 static const char ZERO_EXP[] = "ZeRO paper (Rajbhandari et al. SC'20), Table 4 experiment configuration";
 static const char ZERO_FIG[] = "ZeRO paper, Figure 3/4 and Table 4 model sizes";
@@ -121,13 +122,13 @@ static const zp_zoo_entry g_zoo[] = {
       ZP_ARCH_GPTJ}, 6050882784.0, "GPT-J-6B (Wang and Komatsuzaki 2021), HF EleutherAI/gpt-j-6b", 0},
     {{.name = "bloom-176b", .layers = 70, .hidden = 14336, .heads = 112, .seq = 2048, .vocab = 250880, .ffn = 57344,
       ZP_ARCH_BLOOM}, 176247271424.0, "BLOOM 176B (BigScience 2022), ALiBi, HF bigscience/bloom", 0},
-    {DEEPSEEK("deepseek-v2-lite", 27, 2048, 16, 10944, 102400, 4096, 0, 1408, 64, 6, 2, 1, 0, 0), 15706484224.0,
+    {DEEPSEEK("deepseek-v2-lite", 27, 2048, 16, 10944, 102400, 4096, 0, 1408, 64, 6, 2, 1, 0, 0, 1, 1), 15706484224.0,
      "DeepSeek-V2-Lite (DeepSeek-AI 2024), MLA, 6 of 64 experts + 2 shared, HF deepseek-ai/DeepSeek-V2-Lite",
      2.4e9},
-    {DEEPSEEK("deepseek-v2", 60, 5120, 128, 12288, 102400, 4096, 1536, 1536, 160, 6, 2, 1, 0, 0), 235741434880.0,
+    {DEEPSEEK("deepseek-v2", 60, 5120, 128, 12288, 102400, 4096, 1536, 1536, 160, 6, 2, 1, 0, 0, 8, 3), 235741434880.0,
      "DeepSeek-V2 (DeepSeek-AI 2024), MLA, 6 of 160 experts + 2 shared, HF deepseek-ai/DeepSeek-V2",
      21e9},
-    {DEEPSEEK("deepseek-v3", 61, 7168, 128, 18432, 129280, 4096, 1536, 2048, 256, 8, 1, 3, 1, 1), 671026419200.0,
+    {DEEPSEEK("deepseek-v3", 61, 7168, 128, 18432, 129280, 4096, 1536, 2048, 256, 8, 1, 3, 1, 1, 8, 4), 671026419200.0,
      "DeepSeek-V3 (DeepSeek-AI 2024), MLA, 8 of 256 experts + 1 shared, 1 MTP module, HF deepseek-ai/DeepSeek-V3",
      37e9},
 };

@@ -5,6 +5,7 @@
 #include "zp_coll.h"
 #include "zp_device.h"
 #include "zp_device_fp8.h"
+#include "zp_dispatch.h"
 #include "zp_fp8.h"
 #include "zp_pipeline.h"
 #include "zp_shape.h"
@@ -154,11 +155,19 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         t.pp_comm += accum * v * 2.0 * (act_bytes / nm / bw_pp + lat_pp);
     }
     /* MoE with EP: per MoE block a dispatch and a combine all-to-all in forward, their gradients in
-     * backward, again in the recompute; each rank sends (ep-1)/ep of its T·k·cf tokens of h fp16 */
+     * backward, again in the recompute; each rank sends (ep-1)/ep of its T·k·cf tokens of h fp16. A
+     * dispatcher that sends a token once per node (DeepEP) moves the nodes' share of the copies across
+     * nodes, the ranks' inside one (vocab/zp_dispatch.h), and FP8 toward the experts halves those. */
     const int64_t moe = zp_model_moe_blocks(model);
     if (plan->ep > 1 && moe > 0) {
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
+        if (plan->dispatcher != ZP_DISPATCH_ALLTOALL) {
+            const int64_t span = plan->ep * plan->mp, gpn = zp_cluster_domain(c);
+            const int64_t units = span > gpn && gpn > 0 && plan->ep % (span / gpn) == 0 ? span / gpn : plan->ep;
+            a2a *= zp_dispatch_spread(model, units) / (double)model->top_k *
+                   (zp_dispatch_elt_bytes(plan->dispatcher, 0) + zp_dispatch_elt_bytes(plan->dispatcher, 1)) / 4.0;
+        }
         double one = zp_coll_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
         t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 4.0 + 2.0 * frac : 4.0) * one;
     }

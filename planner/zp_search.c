@@ -14,6 +14,7 @@
 #include "zp_collcost.h"
 #include "zp_device.h"
 #include "zp_device_fp8.h"
+#include "zp_dispatch.h"
 #include "zp_fp8.h"
 #include "zp_fabric.h"
 #include "zp_framework.h"
@@ -250,6 +251,10 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "--pa-cpu";
     else if (r->model && r->model->experts > 0 && !f->moe)
         no = "mixture-of-experts layers (the model's)";
+    else if (b->dispatcher != ZP_DISPATCH_ALLTOALL && !f->deepep)
+        no = "DeepEP's token dispatch (--moe-dispatcher)";
+    else if (b->ep_overlap && !f->ep_overlap)
+        no = "the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm)";
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -379,6 +384,31 @@ static zp_status check_fp8(const zp_search_req *r)
                    r->cluster->gpu_name, r->cluster->name, have);
 }
 
+/* A token dispatcher other than the all-to-all needs routed experts to dispatch; DeepSeek-V3's FP8 dispatch
+ * quantizes for FP8 expert GEMMs, so it goes with FP8 training. */
+static zp_status check_dispatcher(const zp_search_req *r)
+{
+    const zp_dispatch_info *d = zp_dispatch_get(r->base.dispatcher);
+    if (!d)
+        return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher: not a token dispatcher (use %s)", zp_dispatch_names());
+    if (r->base.ep_overlap && r->model && r->model->experts <= 0)
+        return ZP_FAIL(ZP_EINVAL, "--overlap-moe-expert-parallel-comm: model %s has no routed experts, so no "
+                                  "all-to-alls to overlap (leave it out for a dense model)", r->model->name);
+    if (r->base.ep_overlap && zp_search_req_given(r, ZP_SEARCH_DIM(ZP_DIM_EP)) && r->base.ep <= 1)
+        return ZP_FAIL(ZP_EINVAL, "--overlap-moe-expert-parallel-comm overlaps the EP all-to-alls: give --ep above 1 "
+                                  "(or leave --ep out to search it)");
+    if (r->base.dispatcher == ZP_DISPATCH_ALLTOALL)
+        return ZP_OK;
+    if (r->model && r->model->experts <= 0)
+        return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher %s: model %s has no routed experts to dispatch (leave it out for a "
+                                  "dense model)", d->name, r->model->name);
+    if (d->fp8_out && r->base.fp8 == ZP_FP8_NONE)
+        return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher %s: the tokens are quantized to FP8 for FP8 expert GEMMs; add "
+                                  "--precision fp8 (DeepSeek-V3's --fp8-recipe blockwise), or use --moe-dispatcher "
+                                  "deepep", d->name);
+    return ZP_OK;
+}
+
 zp_status zp_search_validate(const zp_search_req *r)
 {
     if (r->gpus < 1)
@@ -404,6 +434,7 @@ zp_status zp_search_validate(const zp_search_req *r)
     ZP_TRY(validate_tp_overlap(r));
     ZP_TRY(validate_param_gather(r));
     ZP_TRY(check_fp8(r));
+    ZP_TRY(check_dispatcher(r));
     if (!(r->base.capacity_factor > 0 && r->base.capacity_factor <= 64))
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", r->base.capacity_factor);
     if (!(r->base.moe_imbalance >= 1 && r->base.moe_imbalance <= 64))
@@ -604,6 +635,54 @@ typedef struct {
     double w[2], f, b;
 } stage_sums;
 
+/* EP overlap (sim/zp_schedule.c): the compute stream signals EP_GO as it hands the EP stream an all-to-all
+ * and waits on EP_DONE for it before the next; the all-to-all starts no earlier than its signal and takes
+ * at least its least time, so that wait lasts at least that time less the compute stream's own since the
+ * signal. t[] holds the compute stream's ops' least times; each EP_DONE wait's is set to that. */
+static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
+{
+    const int ne = sc->n[ZP_STREAM_EP];
+    if (ne == 0)
+        return;
+    double *el = malloc((size_t)ne * sizeof *el);
+    if (!el || zp_engine_op_least(in, sc, ZP_STREAM_EP, el) != ZP_OK) {
+        free(el);
+        return; /* no extra: a lower bound still */
+    }
+    int k = 0; /* the EP stream's next collective */
+    double since = 0.0, pending = 0.0;
+    for (int i = 0; i < sc->n[ZP_STREAM_COMPUTE]; i++) {
+        const zp_op *op = &sc->ops[ZP_STREAM_COMPUTE][i];
+        const zp_opc cls = zp_op_table[op->type].cls;
+        if (cls == ZP_OPC_SIGNAL && op->channel == ZP_CH_EP_GO) {
+            while (k < ne && zp_op_table[sc->ops[ZP_STREAM_EP][k].type].cls != ZP_OPC_COLL)
+                k++;
+            pending = k < ne ? el[k++] : 0.0;
+            since = 0.0;
+        } else if (cls == ZP_OPC_WAIT && op->channel == ZP_CH_EP_DONE) {
+            t[i] = fmax(0.0, pending - since);
+            pending = since = 0.0;
+        } else {
+            since += t[i];
+        }
+    }
+    free(el);
+}
+
+/* An op's least time t into the sums: every chunk's of its micro-batch (0, or 1 for a later one), and chunk
+ * 0's forward of micro-batch 0 or backward of a later one. */
+static void stage_sums_add(stage_sums *out, const zp_pp_stage *st, const zp_op *op, double t, int later)
+{
+    const int u = op->micro > 0;
+    out->w[u] += t;
+    if (op->layer < 0 || (op->layer >= st->first[0] && op->layer < st->first[0] + st->layers[0])) {
+        if (op->phase == ZP_PHASE_FORWARD && u == 0)
+            out->f += t;
+        else if (op->phase != ZP_PHASE_FORWARD && u == later)
+            out->b += t;
+    }
+}
+
 static int stage_sums_get(const zp_model *model, const zp_profile *prof, const zp_plan *plan, const zp_sim_input *in,
                           const zp_pp_stage *st, int gpn, const opmemo_tab *memo, stage_sums *out)
 {
@@ -621,18 +700,11 @@ static int stage_sums_get(const zp_model *model, const zp_profile *prof, const z
     *out = (stage_sums){{0, 0}, 0, 0};
     for (int i = 0; i < n; i++) {
         const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
-        double t = op_bound_memo(memo, prof, op, plan->mp, gpn);
-        if (zp_op_part(op) == ZP_PART_MP_COMM)
-            t += least[i];
-        const int u = op->micro > 0;
-        out->w[u] += t;
-        if (op->layer < 0 || (op->layer >= st->first[0] && op->layer < st->first[0] + st->layers[0])) {
-            if (op->phase == ZP_PHASE_FORWARD && u == 0)
-                out->f += t;
-            else if (op->phase != ZP_PHASE_FORWARD && u == later)
-                out->b += t;
-        }
+        least[i] = op_bound_memo(memo, prof, op, plan->mp, gpn) + (zp_op_part(op) == ZP_PART_MP_COMM ? least[i] : 0.0);
     }
+    ep_waits(in, &sc, least); /* the sample runs every pass paired: the least the compute stream can hold */
+    for (int i = 0; i < n; i++)
+        stage_sums_add(out, st, &sc.ops[ZP_STREAM_COMPUTE][i], least[i], later);
     free(least);
     zp_schedule_free(&sc);
     return 1;
@@ -725,6 +797,20 @@ static int stream_sums(const zp_model *model, const zp_profile *prof, const zp_p
                        .platform_file = platform_file};
     if (zp_engine_stream_bounds(&in, &sc, &sum[1], &sum[2]) != ZP_OK)
         sum[1] = sum[2] = 0.0;
+    const int n = sc.n[ZP_STREAM_COMPUTE];
+    double *t = sc.n[ZP_STREAM_EP] > 0 && !platform_file ? malloc((size_t)(n > 0 ? n : 1) * sizeof *t) : NULL;
+    if (t && zp_engine_op_least(&in, &sc, ZP_STREAM_COMPUTE, t) == ZP_OK) { /* EP overlap: its waits (ep_waits) */
+        double waited = 0.0;
+        for (int i = 0; i < n; i++)
+            t[i] += op_bound_memo(memo, prof, &sc.ops[ZP_STREAM_COMPUTE][i], plan->mp, cluster->gpus_per_node);
+        ep_waits(&in, &sc, t);
+        for (int i = 0; i < n; i++)
+            if (zp_op_table[sc.ops[ZP_STREAM_COMPUTE][i].type].cls == ZP_OPC_WAIT &&
+                sc.ops[ZP_STREAM_COMPUTE][i].channel == ZP_CH_EP_DONE)
+                waited += t[i];
+        sum[0] += waited;
+    }
+    free(t);
     zp_schedule_free(&sc);
     return 1;
 }
@@ -1020,7 +1106,9 @@ static void floor_pass(const zp_model *model, const zp_profile *prof, const zp_p
             continue;
         if (zp_op_table[op->type].cost == zp_cost_gemm) {
             f->g[op->micro] += op_bound_memo(memo, prof, op, q.mp, cluster->gpus_per_node);
-        } else if (zp_op_table[op->type].cls == ZP_OPC_COLL && zp_op_part(op) == ZP_PART_MP_COMM) {
+        } else if (zp_op_table[op->type].cls == ZP_OPC_COLL && zp_op_part(op) == ZP_PART_MP_COMM &&
+                   !(q.ep_overlap && zp_op_table[op->type].coll == ZP_COLL_ALLTOALL)) {
+            /* (with EP overlap a step's all-to-alls may all be hidden: none in the floor) */
             int k = 0;
             while (k < f->ncoll && (f->coll[k].type != op->type || f->coll[k].bytes != op->bytes))
                 k++;

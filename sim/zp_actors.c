@@ -294,6 +294,15 @@ static void run_coll(stream_ctx *c, const zp_op *op, const zp_group_shape *gs)
         double lt = zp_collcost_profile_time(&E->n, op, gs);
         if (lt < 0)
             lt = ib / zp_collcost_nv_bw(&E->n, gs) + lat;
+        if (zp_collcost_pipelined(&E->n, op, gs)) { /* the NVLink forward beside the network's flows */
+            const double t0 = simgrid_get_clock();
+            cross_node_flows(E, node, c->xs, op, gs);
+            const double left = lt - (simgrid_get_clock() - t0);
+            if (left > 0)
+                sg_actor_sleep_for(left);
+            nccl_release(held);
+            return;
+        }
         if (lt > 0)
             sg_actor_sleep_for(lt);
     }
@@ -458,7 +467,9 @@ static void stream_actor(int argc, char *argv[])
     zp_eng *E = sg_actor_self_get_data();
     const int node = atoi(argv[1]);
     const zp_stream s = (zp_stream)atoi(argv[2]);
-    stream_ctx c = {.E = E, .node = node, .s = s, .xs = s == ZP_STREAM_COMPUTE ? ZP_XS_COMPUTE : ZP_XS_COMM,
+    /* the EP stream's all-to-alls follow the EP group's ring, as they do on the compute stream */
+    stream_ctx c = {.E = E, .node = node, .s = s,
+                    .xs = s == ZP_STREAM_COMPUTE || s == ZP_STREAM_EP ? ZP_XS_COMPUTE : ZP_XS_COMM,
                     .rec = node == 0, .run_start = simgrid_get_clock()};
     c.host = c.run_start;
     E->streams_started++;

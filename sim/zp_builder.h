@@ -93,6 +93,8 @@ typedef struct zp_builder {
     int pg_left;               /* overlap_param_gather: gathered buckets the first forward has not waited for */
     double pg_bucket;          /* ... their parameters each */
     double pg_asked, pg_ready; /* ... parameters the first forward has reached, and those waited for */
+    int ep_async;              /* EP overlap: this pass is paired with another micro-batch's (zp_schedule.c) */
+    int ep_pending;            /* ... all-to-alls on the EP stream the compute stream has not waited for */
 } zp_builder;
 
 /* Appends an op of kind `type` on stream `s` (the setup list when s < 0) with the builder's micro-batch,

@@ -205,6 +205,9 @@ double zp_collcost_intra_bytes(const zp_net *N, const zp_op *op, const zp_group_
         return op->bytes;
     if (info_of(op)->ub == ZP_UB_RS)
         return (gs->g - 1.0) / gs->g * op->bytes;
+    if (info_of(op)->coll == ZP_COLL_ALLTOALL && N->a2a_dedup) /* each GPU a token reaches, from the GPU it
+                                                                   lands on in the node (DeepEP's forward) */
+        return N->a2a_rank_share * (gs->g - 1.0) / gs->g * op->bytes;
     if (info_of(op)->coll == ZP_COLL_ALLTOALL) /* S/(g·k) to each of the g-1 others in the node */
         return (gs->g - 1.0) / ((double)gs->g * gs->k) * op->bytes;
     return coll_factor(op) * (gs->g - 1.0) / gs->g * op->bytes / zp_collcost_choose(N, op, gs).frac;
@@ -268,9 +271,11 @@ double zp_collcost_rail_bytes(const zp_net *N, const zp_op *op, const zp_group_s
     double P = (double)gs->g * gs->k, node_bytes;
     const zp_coll_plan c = zp_collcost_choose(N, op, gs);
     if (info_of(op)->coll == ZP_COLL_ALLTOALL) {
-        /* no hierarchy helps an all-to-all: each of the node's g members sends (k-1)/k of its buffer to
-         * the other nodes */
+        /* no hierarchy helps Megatron's all-to-all: each of the node's g members sends (k-1)/k of its
+         * buffer to the other nodes; DeepEP sends a token once to each node it reaches */
         node_bytes = (gs->k - 1.0) / gs->k * op->bytes * gs->g * gs->G;
+        if (N->a2a_dedup) /* a token crosses once to each other node it reaches (DeepEP) */
+            node_bytes *= N->a2a_node_share;
     } else if (!N->flat && c.tree) {
         node_bytes = 2.0 * op->bytes * gs->G;
     } else {
@@ -292,9 +297,20 @@ double zp_collcost_least_time(const zp_net *N, const zp_op *op)
     double t = N->intra_flows ? -1.0 : zp_collcost_profile_time(N, op, gs);
     if (t < 0)
         t = zp_collcost_intra_bytes(N, op, gs) / zp_collcost_nv_bw(N, gs) + zp_collcost_choose(N, op, gs).lat;
+    if (zp_collcost_pipelined(N, op, gs))
+        return fmax(t, zp_collcost_rail_bytes(N, op, gs) / N->rail_bw);
     if (gs->k > 1)
         t += zp_collcost_rail_bytes(N, op, gs) / N->rail_bw;
     return t;
+}
+
+/* DeepEP's all-to-alls across nodes forward the tokens over NVLink as they arrive from the network ("without
+ * being blocked by subsequently arriving tokens", DeepSeek-V3 report 3.2.2), and its combine reduces in the
+ * node while the network sends: the NVLink phase runs beside the rails' flows, not before them. Where
+ * NVSwitch flows contend with another group's (intra_flows) the phases stay one after the other. */
+int zp_collcost_pipelined(const zp_net *N, const zp_op *op, const zp_group_shape *gs)
+{
+    return N->a2a_dedup && gs->k > 1 && !N->intra_flows && info_of(op)->coll == ZP_COLL_ALLTOALL;
 }
 
 /* The collectives of stream `s`, each at its least time (one after the other: their sum). */

@@ -49,4 +49,8 @@ double zp_collcost_least_time(const zp_net *N, const zp_op *op);
  * (no contention), added up. */
 double zp_collcost_stream_least(const zp_net *N, const zp_schedule *sc, zp_stream s);
 
+/* 1: the collective's NVLink phase runs beside its cross-node flows (DeepEP's all-to-alls across nodes): its
+ * time is the longer of the two, not their sum. */
+int zp_collcost_pipelined(const zp_net *N, const zp_op *op, const zp_group_shape *gs);
+
 #endif

@@ -3,6 +3,8 @@
  * and trace (zp_trace.c) collected; and the stream bounds of the search (zp_collcost.c). */
 #include "zp_engine.h"
 
+#include <math.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +96,8 @@ zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc,
     zp_net n;
     ZP_TRY(zp_fabric_setup(in, 0, &n));
     *compute_colls_s = zp_collcost_stream_least(&n, sc, ZP_STREAM_COMPUTE);
-    *comm_s = zp_collcost_stream_least(&n, sc, ZP_STREAM_COMM);
+    /* the comm stream and the EP overlap's stream each run their collectives one after another */
+    *comm_s = fmax(zp_collcost_stream_least(&n, sc, ZP_STREAM_COMM), zp_collcost_stream_least(&n, sc, ZP_STREAM_EP));
     return ZP_OK;
 }
 

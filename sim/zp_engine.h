@@ -141,7 +141,8 @@ zp_status zp_sim_mode_parse(const char *s, zp_sim_mode *out);
 
 /* Lower bounds of the step `in` would simulate from its schedule `sc` (non-pipeline plans on the presets;
  * zeros otherwise), without simulating: the compute stream's blocking collectives and the comm stream's
- * collectives, each at the least time the simulation can give it (the same cost functions, no contention).
+ * collectives (or the EP overlap stream's, the longer), each at the least time the simulation can give it
+ * (the same cost functions, no contention).
  * The search adds the first to the kernels' time and takes the larger (tests/sim/test_bound.c). */
 zp_status zp_engine_stream_bounds(const zp_sim_input *in, const zp_schedule *sc, double *compute_colls_s,
                                   double *comm_s);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "zp_dispatch.h"
+
 /* The MP (TP) and DP groups on nodes of gpn GPUs, placed in the dimension table's order (vocab/zp_dims.h):
  * TP's members adjacent, DP's members `ds` ranks apart (ds = zp_dims_stride(DP) = the TP degree): within a
  * node when TP x DP fits one, else DP runs across nodes (one member per node every ds / gpn nodes when TP
@@ -94,6 +96,20 @@ static zp_status shape_expert_groups(const zp_plan *p, zp_net *N)
         N->xs_group[ZP_XS_COMPUTE] = ZP_GROUP_EP;
     }
     return ZP_OK;
+}
+
+/* A dispatcher that sends a token once per node and per GPU (DeepEP): the nodes and ranks of the EP group a
+ * token's top_k copies reach, per copy, under the model's routing. */
+static void shape_dispatch(const zp_sim_input *in, zp_net *N)
+{
+    const zp_plan *p = in->plan;
+    const zp_model *m = in->model;
+    const zp_dispatch_info *d = zp_dispatch_get(p->dispatcher);
+    if (!d || !d->dedup || p->ep <= 1 || !m || m->experts <= 0 || m->top_k <= 0)
+        return;
+    N->a2a_dedup = 1;
+    N->a2a_node_share = zp_dispatch_spread(m, N->grp[ZP_GROUP_EP].k) / (double)m->top_k;
+    N->a2a_rank_share = zp_dispatch_spread(m, p->ep) / (double)m->top_k;
 }
 
 int zp_fabric_successor(const zp_net *N, const zp_group_shape *gs, int node)
@@ -242,6 +258,7 @@ zp_status zp_fabric_setup(const zp_sim_input *in, int platform_gpn, zp_net *N)
     N->ll128 = c->nccl_ll128;
     shape_groups(p, N);
     ZP_TRY(shape_expert_groups(p, N));
+    shape_dispatch(in, N);
     ZP_TRY(shape_shard_groups(p, N));
     N->intra_flows = N->grp[ZP_GROUP_MP].g > 1 && N->grp[ZP_GROUP_DP].g > 1 && N->gpn > 1;
     if (in->platform_file) {

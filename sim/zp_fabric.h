@@ -43,6 +43,11 @@ typedef struct zp_net {
     const zp_cluster *cluster; /* the domain's topology: a group's share of nv_bw (zp_collcost_nv_bw) */
     int tree24;          /* all-reduces across nodes choose between NCCL 2.4.8's tree and ring by its own rule */
     int tree24_channels; /* ... and the channels NCCL 2.4.8 counts there: two rings a NIC (zp_collcost.c) */
+    /* the MoE token dispatcher (vocab/zp_dispatch.h) where it sends a token once per node and per GPU: */
+    int a2a_dedup;         /* 1: the all-to-alls' bytes are the shares below; 0: one copy per (token, expert) */
+    double a2a_node_share; /* the nodes of the EP group a token reaches, per copy of it (zp_dispatch_spread
+                              over the group's nodes / top_k, <= 1) */
+    double a2a_rank_share; /* ... and the EP ranks it reaches, per copy */
 } zp_net;
 
 /* The derived figures of a simulation into *N; platform_gpn: GPUs per node of a user platform, or 0.

@@ -33,7 +33,7 @@ const char *zp_opc_name(zp_opc c)
 
 const char *zp_stream_name(zp_stream s)
 {
-    static const char *const n[ZP_NSTREAMS] = {"compute", "comm", "pcie", "cpu", "cp", "tp"};
+    static const char *const n[ZP_NSTREAMS] = {"compute", "comm", "pcie", "cpu", "cp", "tp", "ep"};
     return (unsigned)s < ZP_NSTREAMS ? n[s] : "?";
 }
 

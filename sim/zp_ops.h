@@ -19,7 +19,8 @@
  * parallelism's K/V ring: TransformerEngine runs its point-to-point on streams of its own, so it never
  * queues behind a gradient reduction held for the pipeline's flush), tp (tensor-parallel transfers overlapped
  * with their GEMMs, zp_plan.tp_overlap: Transformer Engine's userbuffers and PyTorch's async TP drive them from
- * streams of their own beside the GEMM's). */
+ * streams of their own beside the GEMM's), ep (an MoE block's all-to-alls beside the other micro-batch's
+ * compute, zp_plan.ep_overlap: Megatron-core's combined 1F1B runs them on a stream of their own). */
 typedef enum {
     ZP_STREAM_COMPUTE = 0,
     ZP_STREAM_COMM,
@@ -27,6 +28,7 @@ typedef enum {
     ZP_STREAM_CPU,
     ZP_STREAM_CP,
     ZP_STREAM_TP,
+    ZP_STREAM_EP,
     ZP_NSTREAMS
 } zp_stream;
 
@@ -131,6 +133,8 @@ typedef enum { ZP_FP8_OP_NONE = 0, ZP_FP8_OP_FWD, ZP_FP8_OP_DGRAD, ZP_FP8_OP_WGR
     X(CP_RING, "cp_ring", MP_COMM)       /* CP: the ring has passed every slice's K and V (comm -> compute) */ \
     X(TP_GO, "tp_go", MP_COMM)           /* TP overlap: a chunk's data is ready to move (compute -> tp) */      \
     X(TP_DONE, "tp_done", MP_COMM)       /* TP overlap: a chunk has moved (tp -> compute) */                   \
+    X(EP_GO, "ep_go", MP_COMM)           /* EP overlap: an all-to-all's tokens are ready (compute -> ep) */     \
+    X(EP_DONE, "ep_done", MP_COMM)       /* EP overlap: the all-to-all is done (ep -> compute) */               \
     X(PARAMS_GATHERED, "params_gathered", DP_COMM) /* overlap_param_gather: a bucket of the updated parameters \
                                                       is gathered (comm -> the first forward) */
 

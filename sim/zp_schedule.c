@@ -408,11 +408,53 @@ static void mlp_backward(zp_builder *b, const zp_block_shape *S, double f, doubl
         gemm_bwd(b, ZP_OPK_MLP_UP_DGRAD, ZP_OPK_MLP_UP_WGRAD, T, S->gated ? 2.0 * f : f, h, 1);
 }
 
-/* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay). */
-static void moe_a2a(zp_builder *b, int type, const zp_block_shape *S)
+/* ---- the EP all-to-alls beside the other micro-batch's compute (zp_plan.ep_overlap) ----
+ * Megatron-core's combined 1F1B (--overlap-moe-expert-parallel-comm; megatron/core/pipeline_parallel/
+ * combined_1f1b.py) runs the forward of one micro-batch and the backward of another layer by layer, each
+ * one's all-to-alls on a communication stream beside the other's compute, as DeepSeek's DualPipe pairs its
+ * chunks. The step here keeps one micro-batch's passes in order and stands the other's compute in for it:
+ * an all-to-all goes to the EP stream and the compute stream goes on; it waits for it when it issues the
+ * next one (the paired pass's compute of one stretch hides one all-to-all: a stretch lasts the longer of
+ * the two) and before the pass hands its result to the next stage. Only the passes that have a partner are
+ * paired: with pipeline stages the steady state's (not a stage's warm-up forwards and cool-down backwards,
+ * nor the first forward and the last backward of the last stage), without them every pass but the first
+ * forward and the last backward. The SMs the transfers hold are counted as NCCL's (sim/zp_actors.c). */
+static void ep_drain(zp_builder *b)
 {
-    if (b->p->ep > 1)
-        move(b, ZP_STREAM_COMPUTE, type, S->a2a_bytes);
+    for (; b->ep_pending > 0; b->ep_pending--)
+        wait_ch(b, ZP_STREAM_COMPUTE, ZP_CH_EP_DONE);
+}
+
+static void ep_a2a(zp_builder *b, int type, double bytes)
+{
+    ep_drain(b);
+    sig(b, ZP_STREAM_COMPUTE, ZP_CH_EP_GO);
+    wait_ch(b, ZP_STREAM_EP, ZP_CH_EP_GO);
+    move(b, ZP_STREAM_EP, type, bytes);
+    sig(b, ZP_STREAM_EP, ZP_CH_EP_DONE);
+    b->ep_pending++;
+}
+
+/* Pass k of a stage's pass order has a partner in the combined 1F1B (above). */
+static int ep_paired(const zp_plan *p, int stage, int64_t k)
+{
+    if (!p->ep_overlap || p->ep <= 1)
+        return 0;
+    const int64_t v = p->pp > 1 ? p->vstages : 1, total = 2 * p->grad_accum * v;
+    int64_t w = zp_pp_warmup(p, stage);
+    if (w < 1)
+        w = 1;
+    return k >= w && k < total - w;
+}
+
+/* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay); dir 0
+ * toward the experts, 1 back from them (zp_block_shape.a2a_bytes). */
+static void moe_a2a(zp_builder *b, int type, int dir, const zp_block_shape *S)
+{
+    if (b->p->ep > 1 && b->ep_async)
+        ep_a2a(b, type, S->a2a_bytes[dir]);
+    else if (b->p->ep > 1)
+        move(b, ZP_STREAM_COMPUTE, type, S->a2a_bytes[dir]);
 }
 
 /* The experts' activation over their e_local x e_rows x e_f elements (bwd: its backward): GLU reads gate
@@ -435,11 +477,11 @@ static void moe_forward(zp_builder *b, const zp_block_shape *S)
     gemm(b, ZP_OPK_ROUTER, T, E, h, 1);
     eltwise(b, ZP_OPK_TOPK, 2.0 * 2.0 * T * E, T * E);
     eltwise(b, ZP_OPK_MOE_PERMUTE, 2.0 * 2.0 * T * k * h, T * k * h);
-    moe_a2a(b, ZP_OPK_A2A_DISPATCH, S);
+    moe_a2a(b, ZP_OPK_A2A_DISPATCH, 0, S);
     gemm_part(b, ZP_OPK_EXPERT_UP, rows, up, h, S->e_local, useful);
     expert_act(b, S, 0);
     gemm_part(b, ZP_OPK_EXPERT_DOWN, rows, h, f, S->e_local, useful);
-    moe_a2a(b, ZP_OPK_A2A_COMBINE, S);
+    moe_a2a(b, ZP_OPK_A2A_COMBINE, 1, S);
     eltwise(b, ZP_OPK_MOE_COMBINE, 2.0 * (T * k * h + T * h), T * k * h);
     if (S->f > 0)
         mlp_forward(b, S, S->f, 0.0);
@@ -452,13 +494,13 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
     if (S->f > 0)
         mlp_backward(b, S, S->f, 0.0);
     eltwise(b, ZP_OPK_MOE_COMBINE_BWD, 2.0 * (T * h + 2.0 * T * k * h), T * k * h);
-    moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, S);
+    moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, 0, S);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_DGRAD, rows, f, h, S->e_local, useful);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_WGRAD, f, h, rows, S->e_local, useful);
     expert_act(b, S, 1);
     gemm_part(b, ZP_OPK_EXPERT_UP_DGRAD, rows, h, up, S->e_local, useful);
     gemm_part(b, ZP_OPK_EXPERT_UP_WGRAD, h, up, rows, S->e_local, useful);
-    moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, S);
+    moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, 1, S);
     eltwise(b, ZP_OPK_MOE_PERMUTE_BWD, 2.0 * 2.0 * T * k * h, T * k * h);
     if (b->p->impl == ZP_IMPL_EXEC && b->p->mp > 1) /* zplan's executor sums the gates' partial gradients */
         move(b, ZP_STREAM_COMPUTE, ZP_OPK_ROUTER_DGATE_ALLREDUCE, T * k * 4.0 /* fp32 */);
@@ -924,6 +966,7 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
             eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
         }
     }
+    ep_drain(b); /* the pass's output is whole: its all-to-alls are done */
     if (!last_virtual(b, chunk)) {
         b->layer = c.lb - 1;
         b->repeat = 1.0;
@@ -1020,6 +1063,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
         bucket_add(b, &k, 0.0, 1);
     }
     bucket_add(b, &kx, 0.0, 1);
+    ep_drain(b);
     b->lay->micro_end(b);
     if (last_micro)
         b->last_buckets += k.closed + kx.closed;
@@ -1039,6 +1083,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
  * the last stage (Megatron-LM). */
 static void passes_end(zp_builder *b)
 {
+    ep_drain(b);
     tp_ag_flush(b);
     param_gather_wait(b, -1.0);
     b->layer = -1;
@@ -1236,6 +1281,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     for (int j = 0; j < nr; j++)
         for (int64_t k = ranges[j][0]; k < ranges[j][1] && b.st == ZP_OK; k++) {
             const zp_pp_pass x = zp_pp_pass_at(plan, stage, k);
+            b.ep_async = ep_paired(plan, stage, k);
             if (x.backward)
                 backward_pass(&b, x.micro, x.chunk, bucket);
             else
@@ -1243,6 +1289,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
         }
     /* the sample: micro-batch 0, and 1 where there is one (a later micro-batch adds its gradients into the
      * accumulated ones: grad_accumulate) */
+    b.ep_async = plan->ep_overlap && plan->ep > 1; /* the sample bounds the step from below: overlapped */
     for (int64_t u = 0; mode == BUILD_SAMPLE && u < (plan->grad_accum > 1 ? 2 : 1); u++) {
         for (int c = 0; c < b.pps.chunks; c++)
             forward_pass(&b, u, c);

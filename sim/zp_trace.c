@@ -43,11 +43,14 @@ void zp_trace_mem(zp_trace *t, double ts, const zp_op *op, int alloc)
 }
 
 /* A stream's track (tid) and its waits' track (zp_trace.h): the first five streams keep the ids traces have always had
- * (stream s, waits ZP_STREAM_TP + s), the TP overlap's stream the two after them. */
+ * (stream s, waits ZP_STREAM_TP + s), the TP overlap's stream the two after them, the EP overlap's the two after
+ * those. */
 int zp_trace_track(int stream, int wait)
 {
     if (stream == ZP_STREAM_TP)
         return 2 * ZP_STREAM_TP + wait;
+    if (stream == ZP_STREAM_EP)
+        return 2 * ZP_STREAM_TP + 2 + wait;
     return wait ? ZP_STREAM_TP + stream : stream;
 }
 
@@ -56,7 +59,8 @@ zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
     json_t *events = json_array();
     static const char *const tnames[ZP_NSTREAMS] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU",
                                                     "CP ring (context parallelism)",
-                                                    "TP overlap (chunks beside their GEMMs)"};
+                                                    "TP overlap (chunks beside their GEMMs)",
+                                                    "EP overlap (all-to-alls beside the other micro-batch)"};
     /* one process (track group) per pipeline stage: its first node, every GPU of it. A stream waiting for
      * another (a bucket not yet reduced, a gather not yet done) is idle: its waits go on a track of their
      * own below it (zp_trace_track), so a stream's track shows its work */
@@ -68,7 +72,7 @@ zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
     }
     for (int st = 0; st < stages; st++) {
         for (int s = 0; s < ZP_NSTREAMS; s++) {
-            if ((s == ZP_STREAM_CP || s == ZP_STREAM_TP) && !used[s]) /* a track only for plans that use it */
+            if ((s == ZP_STREAM_CP || s == ZP_STREAM_TP || s == ZP_STREAM_EP) && !used[s]) /* only where used */
                 continue;
             char wname[64];
             snprintf(wname, sizeof wname, "%s: waiting", tnames[s]);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "zp_device.h"
+#include "zp_dispatch.h"
 #include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_pipeline.h"
@@ -159,6 +160,7 @@ RANGE(set_lr, lr, 1e-12, 1e3)
 RANGE(set_timeout, timeout_s, 1, 1e6)
 GIVEN_ENUM(set_schedule, zp_pp_schedule, zp_pp_schedule_parse, schedule, ZP_SEARCH_SCHEDULE)
 ENUM(set_cp_comm, zp_cp_comm, zp_cp_comm_parse, r.base.cp_comm)
+ENUM(set_dispatcher, int, zp_dispatch_parse, r.base.dispatcher)
 GIVEN_ENUM(set_offload, zp_offload, zp_offload_parse, offload, ZP_SEARCH_OFFLOAD)
 
 /* Sharded data parallelism as FSDP2 runs it: stage 3's reshard policy (torchtitan's
@@ -315,6 +317,8 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
 
 /* --overlap-param-gather: the distributed optimizer's parameter all-gather beside the next forward. */
 FLAG(set_param_gather, r.base.overlap_param_gather, 1)
+/* --overlap-moe-expert-parallel-comm: the EP all-to-alls beside the other micro-batch's compute. */
+FLAG(set_ep_overlap, r.base.ep_overlap, 1)
 
 /* --tp-comm-overlap off|te|async|auto (zp_tp_overlap_parse's words; auto: searched). */
 static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
@@ -552,6 +556,7 @@ static const zp_cli_opt g_opts[] = {
     {"mp", 0, 1, PLAN | ZP_CMD_TABLE, set_mp_any},
     {"capacity-factor", 0, 1, PLAN, set_capacity},
     {"moe-imbalance", 0, 1, PLAN, set_imbalance},
+    {"moe-dispatcher", 0, 1, SEARCH, set_dispatcher},
     {"micro-batch", 0, 1, PLAN | VAL | ZP_CMD_CALIBRATE, set_micro},
     {"global-batch", 0, 1, PLAN, set_global},
     {"grad-accum", 0, 1, PLAN, set_accum},
@@ -591,6 +596,7 @@ static const zp_cli_opt g_opts[] = {
     /* TP communication overlapped with its GEMMs (Megatron-core's --tp-comm-overlap, torchtitan's async TP) */
     {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
     {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
+    {"overlap-moe-expert-parallel-comm", 0, 0, SEARCH, set_ep_overlap},
     /* torch.compile of the blocks, or PyTorch eager */
     {"compile", 0, 1, SEARCH, set_compile},
     /* sharded data parallelism beside pipelines, hybrid sharding */
@@ -848,6 +854,12 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
     if (r->base.fp8_all_gather && f8 && f8->rowwise)
         return ZP_FAIL(ZP_EINVAL, "--fp8-all-gather: torchao all-gathers FP8 weights with tensorwise scales only "
                                   "(use --fp8-recipe torchao-tensorwise)");
+    const zp_dispatch_info *disp = zp_dispatch_get(r->base.dispatcher);
+    if (disp && r->base.dispatcher != ZP_DISPATCH_ALLTOALL && ((a->emit_megatron && !disp->megatron) || a->emit_torchtitan))
+        return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher %s is not an option %s has (%s)", disp->name,
+                       a->emit_megatron ? "Megatron-core" : "torchtitan",
+                       a->emit_megatron ? "its DeepEP dispatcher sends bf16: use --moe-dispatcher deepep"
+                                        : "use --emit-megatron-args for DeepEP");
     if (r->base.eager && zp_search_req_given(r, ZP_SEARCH_TP_OVERLAP) && r->base.tp_overlap == ZP_TP_OVERLAP_ASYNC)
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap async with --compile off: torchtitan's async TP runs under "
                                   "torch.compile only (drop --compile off, or use --tp-comm-overlap te)");

@@ -13,6 +13,8 @@ typedef struct {
     int offload;           /* ZeRO-Offload / ZeRO-Infinity (--offload) */
     int pa_cpu;            /* checkpoints in host memory (--pa-cpu) */
     int moe;               /* mixture-of-experts layers */
+    int deepep;            /* DeepEP's token dispatch (--moe-dispatcher deepep, deepep-fp8) */
+    int ep_overlap;        /* the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm) */
     int selective;         /* selective recompute (--recompute selective) */
     int sp;                /* Megatron-LM's sequence parallelism (--sp) */
     int interleave_min_pp; /* the interleaved 1F1B schedule from this many pipeline stages; 0: none */

@@ -1,5 +1,7 @@
 #include "zp_plan.h"
 
+#include "zp_dispatch.h"
+
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
@@ -336,6 +338,8 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--capacity-factor: %g is not in (0, 64]", p->capacity_factor);
     if (!(p->moe_imbalance >= 1 && p->moe_imbalance <= 64))
         return ZP_FAIL(ZP_EINVAL, "--moe-imbalance: %g is not between 1 (even routing) and 64", p->moe_imbalance);
+    if (!zp_dispatch_get(p->dispatcher))
+        return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher: not a token dispatcher (use %s)", zp_dispatch_names());
     return ZP_OK;
 }
 

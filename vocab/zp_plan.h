@@ -168,6 +168,12 @@ typedef struct {
     double capacity_factor; /* an expert's token buffer over its fair share (tokens x top_k / experts): the
                                rows its GEMMs run; 1 by default (DeepSpeed's training capacity factor) */
     double moe_imbalance;   /* the busiest EP rank's tokens over the mean (>= 1): routing is never even */
+    int dispatcher;         /* a zp_dispatch_kind (vocab/zp_dispatch.h): how the tokens cross the EP group;
+                               0: Megatron-core's all-to-all, a copy per (token, expert) */
+    int ep_overlap;         /* the all-to-alls beside the other micro-batch's compute (Megatron-core's
+                               --overlap-moe-expert-parallel-comm, its combined 1F1B: a forward and a backward of
+                               two micro-batches interleaved layer by layer; DeepSeek's DualPipe alike); 0: they
+                               block the compute stream */
     int tp_overlap;      /* a zp_tp_overlap: TP communication overlapped with its GEMMs (needs sp with mp > 1;
                             nothing to overlap at mp 1) */
     int overlap_param_gather; /* stage 1-2: the updated parameters' all-gather left for the next step's first

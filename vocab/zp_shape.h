@@ -35,7 +35,11 @@ typedef struct {
     double E, k, e_local;     /* routed experts, experts per token, experts on this rank (E/ep) */
     double e_f;               /* one routed expert's inner width on this rank */
     double e_rows;            /* token-expert rows the busiest rank runs per local expert */
-    double a2a_bytes;         /* bytes a rank sends in one all-to-all (its T·k·cf token copies of h, fp16) */
+    double a2a_bytes[2];      /* bytes of the token copies a rank hands one all-to-all (its T·k·cf copies of
+                                 h): [0] toward the experts (dispatch, the combine's gradient), [1] back from
+                                 them (combine, the dispatch's gradient); bf16, or FP8 with its scales toward
+                                 the experts under deepep-fp8 (zp_dispatch_elt_bytes). What crosses which link
+                                 is the dispatcher's (zp_dispatch.h, sim/zp_collcost.c) */
 } zp_block_shape;
 
 /* Parameters of block i: all of them and those of its routed experts (every expert), whole-model counts.

@@ -127,4 +127,30 @@ else ko "torchtitan: $(cat "$T/tt.toml")"; fi
 python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['plans'][0]; sys.exit(0 if a['fp8_recipe']=='torchao-tensorwise' else 1)" \
   "$T/ttr.json" && ok "the torchtitan TOML reads back with its float8 recipe" || ko "torchtitan read back: $(cat "$T/err")"
 
+echo "== MoE token dispatchers (--moe-dispatcher; vocab/zp_dispatch.c)"
+bad "FP8 dispatch without FP8 training" "add --precision fp8" --model deepseek-v2-lite --gpus 32 --cluster dgx-h100 --moe-dispatcher deepep-fp8
+bad "a dispatcher for a dense model" "no routed experts to dispatch" --model llama-3-8b --gpus 16 --cluster dgx-h100 --moe-dispatcher deepep
+bad "an unknown dispatcher" "use alltoall, deepep, deepep-fp8" --model deepseek-v2-lite --gpus 32 --moe-dispatcher nvshmem
+bad "DeepEP under --framework deepspeed" "does not run DeepEP's token dispatch" --model mixtral-8x7b --gpus 16 --cluster dgx-h100 --framework deepspeed --moe-dispatcher deepep
+bad "DeepSeek's FP8 dispatch to Megatron-LM" "is not an option Megatron-core has" --model mixtral-8x7b --gpus 16 --cluster dgx-h100 \
+  --ep 8 --mp 1 --stage 1 --micro-batch 1 --global-batch 64 --precision fp8 --moe-dispatcher deepep-fp8 --emit-megatron-args "$T/fp8d.args"
+# EP 16 over two H100 nodes: DeepEP sends a token once per node and GPU, the step is shorter; FP8 dispatch shorter still
+DS="--model deepseek-v2-lite --gpus 32 --cluster dgx-h100 --ep 16 --mp 1 --stage 1 --micro-batch 2 --global-batch 64 --recompute none --pp 1"
+for d in alltoall deepep deepep-fp8; do
+  x=""; [ "$d" = deepep-fp8 ] && x="--precision fp8"
+  "$Z" $DS $x --moe-dispatcher $d --json >"$T/d_$d.json" 2>"$T/err" || ko "$d: $(cat "$T/err")"
+done
+python3 - "$T" <<'PY' && ok "deepep below alltoall, its JSON names it" || ko "dispatcher steps"
+import json, sys
+p = {d: json.load(open(f"{sys.argv[1]}/d_{d}.json"))["plans"][0] for d in ("alltoall", "deepep")}
+a, b = p["alltoall"], p["deepep"]
+ok = b["step_time_s"] < 0.9 * a["step_time_s"] and b["moe_dispatcher"] == "deepep" and "moe_dispatcher" not in a
+print(a["step_time_s"], b["step_time_s"], b.get("moe_dispatcher"))
+sys.exit(0 if ok else 1)
+PY
+"$Z" --model mixtral-8x7b --gpus 16 --cluster dgx-h100 --ep 8 --mp 1 --stage 1 --micro-batch 1 --global-batch 64 \
+  --moe-dispatcher deepep --emit-megatron-args "$T/dp.args" >/dev/null 2>&1
+if grep -q -- "--moe-token-dispatcher-type flex --moe-enable-deepep" "$T/dp.args"; then ok "--emit-megatron-args states DeepEP"
+else ko "Megatron-LM arguments: $(cat "$T/dp.args")"; fi
+
 finish

@@ -24,8 +24,9 @@ judged() {
 
 echo "== the frameworks' own files, judged"
 # Megatron-LM: 8 GPUs a node x NUM_NODES=1 in the script, for TP 8 x PP 16: --gpus gives the 1024 it needs
+# (priced analytically: what is checked is the launch read, not its simulated step)
 judged "Megatron-LM train_gpt3_175b_distributed.sh" --megatron-args "$F/train_gpt3_175b_distributed.sh" \
-  --gpus 1024 --cluster dgx-a100 --top 1
+  --gpus 1024 --cluster dgx-a100 --top 1 --analytic
 has "175B: its plan" "ZeRO stage 0, TP 8, PP 16 (1f1b, 1 chunk a rank), DP 8, micro-batch 1 x 192, no recompute"
 has "175B: the model" "96 layers, hidden 12288, 96 heads, seq 2048, vocab 51200"
 has "175B: rampup noted" "rampup-batch-size 16 16 5859375: judged at the full global batch"

@@ -23,16 +23,19 @@
 #include "zp_time.h"
 #include "zp_zoo.h"
 
-static uint64_t g_rng;
+static uint64_t g_rng, g_rng_ep = 7; /* the second: the MoE dispatch options, drawn beside the plans (the
+                                          plans drawn are those of seed 1 before them) */
 
-static uint32_t rnd(uint32_t n) /* uniform in [0, n) (splitmix64) */
+static uint32_t rnd_of(uint64_t *state, uint32_t n) /* uniform in [0, n) (splitmix64) */
 {
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     return (uint32_t)(z % n);
 }
+
+static uint32_t rnd(uint32_t n) { return rnd_of(&g_rng, n); }
 
 typedef struct {
     zp_model model;
@@ -126,10 +129,14 @@ static void random_sample(sample *s, int moe)
         }
     }
     /* an MoE model's experts sharded over EP ranks (a power of two dividing DP and the experts): its
-     * all-to-alls block the compute stream, and the pipeline bound counts them */
+     * all-to-alls block the compute stream, and the pipeline bound counts them; or, overlapped, run on the
+     * EP stream beside the other micro-batch's compute, where the bounds count their waits (ep_waits); by
+     * Megatron's all-to-all or DeepEP's dispatch */
     if (s->model.experts > 1 && (moe || rnd(3) != 0)) {
         zp_plan q = *p;
         q.ep = (int64_t)2 << rnd(4);
+        q.dispatcher = (int)rnd_of(&g_rng_ep, 2);
+        q.ep_overlap = (int)rnd_of(&g_rng_ep, 2);
         if (q.dp % q.ep == 0 && s->model.experts % q.ep == 0 && zp_plan_validate(&q) == ZP_OK &&
             (q.pp <= 1 || zp_pp_check(&s->model, &q) == ZP_OK))
             *p = q;
@@ -268,8 +275,9 @@ int main(void)
             ok &= fabs(x->phase[ph] - r->phase[ph]) <= 1e-9 * r->step_time;
         if (!ok) {
             sim_bad++;
-            fprintf(stderr, "EXTRAPOLATED sample %d (stage %d, %lld micro-steps): step %.12g s from steps of 3 and 4, "
-                    "%.12g s simulating every micro-step\n", of[j], QP[j].stage, (long long)QP[j].grad_accum,
+            fprintf(stderr, "EXTRAPOLATED sample %d (stage %d, %lld micro-steps, EP %lld, dispatcher %d, EP overlap %d): "
+                    "step %.12g s from steps of 3 and 4, %.12g s simulating every micro-step\n", of[j], QP[j].stage,
+                    (long long)QP[j].grad_accum, (long long)QP[j].ep, QP[j].dispatcher, QP[j].ep_overlap,
                     x->step_time, r->step_time);
         }
     }

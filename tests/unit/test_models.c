@@ -186,6 +186,39 @@ Test(models, hf_config_bad)
     cr_expect_eq(zp_model_from_hf_config("/tmp", &m), ZP_EINVAL);
 }
 
+/* DeepSeek's group-limited routing keys: read together; one without the other, or groups that do not divide
+ * the experts or hold top_k, are refused. */
+Test(models, hf_route_groups)
+{
+    const char *head = "{\"model_type\":\"deepseek_v3\",\"num_hidden_layers\":4,\"hidden_size\":256,"
+                       "\"num_attention_heads\":4,\"intermediate_size\":512,\"vocab_size\":1000,"
+                       "\"max_position_embeddings\":1024,\"moe_intermediate_size\":64,\"n_routed_experts\":32,"
+                       "\"num_experts_per_tok\":4,\"n_shared_experts\":1,\"q_lora_rank\":64,\"kv_lora_rank\":32,"
+                       "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":16";
+    static const struct {
+        const char *tail;
+        int ok;
+        int64_t groups, topk;
+    } c[] = {{",\"n_group\":8,\"topk_group\":2}", 1, 8, 2}, {"}", 1, 0, 0},
+             {",\"n_group\":8}", 0, 0, 0},                    {",\"n_group\":6,\"topk_group\":2}", 0, 0, 0},
+             {",\"n_group\":32,\"topk_group\":2}", 0, 0, 0}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s", head, c[i].tail);
+        char *p = write_tmp(text);
+        zp_model m;
+        zp_status st = zp_model_resolve(p, 0, &m, NULL);
+        if (c[i].ok) {
+            cr_expect_eq(st, ZP_OK, "%s: %s", c[i].tail, zp_error_message());
+            cr_expect_eq(m.route_groups, c[i].groups, "%s", c[i].tail);
+            cr_expect_eq(m.route_topk, c[i].topk, "%s", c[i].tail);
+        } else {
+            cr_expect_eq(zp_status_exit_code(st), 2, "%s accepted", c[i].tail);
+        }
+        unlink(p);
+    }
+}
+
 Test(sizes, suffixes)
 {
     double v;
@@ -405,6 +438,8 @@ Test(models, zoo_published_models_exact)
             cr_expect_eq(zp_model_params_active(&m), zp_model_params_active(&e->model), "%s", cases[i].name);
             cr_expect_eq(zp_model_flops_token(&m) > 0, 1);
             cr_expect_eq(zp_model_kv_width(&m), zp_model_kv_width(&e->model), "%s", cases[i].name);
+            cr_expect_eq(m.route_groups, e->model.route_groups, "%s: n_group", cases[i].name);
+            cr_expect_eq(m.route_topk, e->model.route_topk, "%s: topk_group", cases[i].name);
         }
     }
     cr_expect_eq(zp_zoo_find("mixtral-8x7b")->published_active, 12879925248.0);
