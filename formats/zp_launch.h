@@ -27,6 +27,9 @@ const char *zp_launch_kind_name(zp_launch_kind k);
 #define ZP_LAUNCH_UNSET (-1)
 enum { ZP_LAUNCH_FP32 = 1, ZP_LAUNCH_FP16, ZP_LAUNCH_BF16 };
 
+/* Blocks a --moe-layer-freq list may describe. */
+#define ZP_LAUNCH_MAX_LAYERS 1024
+
 /* What a launch file states. Integers are ZP_LAUNCH_UNSET (or 0 for sizes) where it says nothing. */
 typedef struct {
     zp_launch_kind kind;
@@ -40,7 +43,21 @@ typedef struct {
     double hidden_dropout, attn_dropout;        /* probabilities; < 0: not stated */
     char tokenizer[64];      /* the tokenizer's type, "" when not stated */
     char zoo[64];            /* a zoo model the file names (torchtitan's name and flavor), "" when none */
-    int experts;             /* routed experts stated (refused until read) */
+    /* mixture of experts (Megatron-core's arguments; other launches' experts are refused) */
+    int64_t experts;         /* --num-experts (0: dense) */
+    int64_t topk, moe_ffn, shared_ffn; /* --moe-router-topk, --moe-ffn-hidden-size,
+                                          --moe-shared-expert-intermediate-size (0: not stated) */
+    int64_t route_groups, route_topk;  /* --moe-router-num-groups, --moe-router-group-topk (0: not stated) */
+    int router_bias;         /* --moe-router-enable-expert-bias */
+    int moe_dense[ZP_LAUNCH_MAX_LAYERS]; /* --moe-layer-freq as a pattern: 1 where block i is dense */
+    int moe_pattern;         /* 1: moe_dense holds a --moe-layer-freq list */
+    int64_t moe_every;       /* --moe-layer-freq k: MoE at the blocks i % k == 0 (0: not stated) */
+    int64_t ep;              /* --expert-model-parallel-size (0: not stated) */
+    int moe_dispatch;        /* --moe-token-dispatcher-type: 0 not stated (Megatron-core's allgather), 1 alltoall,
+                                2 flex, 3 allgather */
+    int deepep;              /* --moe-enable-deepep */
+    int ep_overlap;          /* --overlap-moe-expert-parallel-comm */
+    double capacity;         /* --moe-expert-capacity-factor (0: not stated: dropless) */
     /* the cluster */
     int64_t gpus_per_node, nodes; /* 0: not stated */
     /* the plan */

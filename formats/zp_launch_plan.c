@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zp_dispatch.h"
 #include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_io.h"
@@ -41,6 +42,47 @@ static zp_status launch_vocab(const zp_launch *l, int64_t *vocab)
     return ZP_OK;
 }
 
+/* Megatron-core's MoE arguments as the model's experts: --moe-router-topk (2 unless stated, its default),
+ * --moe-ffn-hidden-size (the FFN's unless stated), one shared expert of --moe-shared-expert-intermediate-size,
+ * the router's expert bias, group-limited routing, and which blocks are MoE (--moe-layer-freq: every k-th from
+ * block 0, or a list: its leading dense blocks, and the others dense listed). */
+static zp_status launch_moe(const zp_launch *l, zp_model *m)
+{
+    if (l->experts <= 0) {
+        if (l->topk || l->moe_ffn || l->shared_ffn || l->route_groups || l->moe_every || l->moe_pattern)
+            return ZP_FAIL(ZP_EINVAL, "%s: MoE arguments without --num-experts", l->name);
+        return ZP_OK;
+    }
+    m->experts = l->experts;
+    m->top_k = l->topk > 0 ? l->topk : 2;
+    m->expert_ffn = l->moe_ffn > 0 && l->moe_ffn != m->ffn ? l->moe_ffn : 0;
+    m->shared_experts = l->shared_ffn > 0;
+    m->shared_ffn = l->shared_ffn;
+    m->router_bias = l->router_bias == 1;
+    m->route_groups = l->route_groups;
+    m->route_topk = l->route_topk;
+    if (l->moe_every > 1)
+        m->moe_every = l->moe_every;
+    if (l->moe_pattern) {
+        if (l->moe_pattern != m->layers)
+            return ZP_FAIL(ZP_EINVAL, "%s: --moe-layer-freq lists %d layers, the model has %lld (Megatron-core asserts "
+                                      "one entry a layer)",
+                           l->name, l->moe_pattern, (long long)m->layers);
+        int64_t lead = 0;
+        while (lead < m->layers && l->moe_dense[lead])
+            lead++;
+        m->dense_layers = lead;
+        for (int64_t i = lead; i < m->layers; i++)
+            if (l->moe_dense[i]) {
+                if (m->n_dense_list >= ZP_MODEL_MAX_DENSE_LIST)
+                    return ZP_FAIL(ZP_EINVAL, "%s: --moe-layer-freq: more than %d dense layers between MoE layers",
+                                   l->name, ZP_MODEL_MAX_DENSE_LIST);
+                m->dense_list[m->n_dense_list++] = (int32_t)i;
+            }
+    }
+    return ZP_OK;
+}
+
 zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
 {
     *stated = l->layers > 0 || l->hidden > 0 || l->heads > 0;
@@ -51,8 +93,9 @@ zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
                        l->name, l->layers <= 0 ? "layers" : l->hidden <= 0 ? "hidden size" : "heads");
     if (l->seq <= 0)
         return ZP_FAIL(ZP_EINVAL, "%s: the sequence length is not stated", l->name);
-    if (l->experts > 0)
-        return ZP_FAIL(ZP_EINVAL, "%s: mixture-of-experts launches are not read yet (give --model and the options)",
+    if (l->experts > 0 && l->kind != ZP_LAUNCH_MEGATRON)
+        return ZP_FAIL(ZP_EINVAL, "%s: mixture-of-experts launches are read from Megatron-LM's arguments only (give "
+                                  "--model and the options)",
                        l->name);
     int64_t vocab = 0;
     ZP_TRY(launch_vocab(l, &vocab));
@@ -83,6 +126,7 @@ zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
         m->no_dropout |= ZP_DROPOUT_NO_HIDDEN;
     if (l->attn_dropout == 0)
         m->no_dropout |= ZP_DROPOUT_NO_ATTN;
+    ZP_TRY(launch_moe(l, m));
     return zp_model_validate(m);
 }
 
@@ -248,6 +292,36 @@ static zp_status launch_layout(zp_launch *l, int64_t pp, int64_t v, zp_search_re
     return ZP_OK;
 }
 
+/* Expert parallelism and its dispatch: EP dividing the DP ranks and the experts; Megatron-core's token
+ * dispatcher (allgather, its default, is not modelled: with EP the launch must state alltoall or flex with
+ * DeepEP), the overlap, the capacity factor. */
+static zp_status launch_experts(zp_launch *l, int64_t dp, zp_search_req *r)
+{
+    zp_plan *b = &r->base;
+    if (b->ep > 1 && (!r->model || r->model->experts <= 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: --expert-model-parallel-size %lld without experts (--num-experts)", l->name,
+                       (long long)b->ep);
+    if (b->ep > 1 && (dp % b->ep != 0 || r->model->experts % b->ep != 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: --expert-model-parallel-size %lld must divide the %lld data-parallel ranks and "
+                                  "the %lld experts",
+                       l->name, (long long)b->ep, (long long)dp, (long long)r->model->experts);
+    if (b->ep > 1 && (l->moe_dispatch == 0 || l->moe_dispatch == 3))
+        return ZP_FAIL(ZP_EINVAL, "%s: Megatron-core's allgather token dispatcher (%s) is not modelled: state "
+                                  "--moe-token-dispatcher-type alltoall, or flex with --moe-enable-deepep",
+                       l->name, l->moe_dispatch ? "stated" : "its default when --moe-token-dispatcher-type is not given");
+    if (l->moe_dispatch == 2 && !l->deepep)
+        return ZP_FAIL(ZP_EINVAL, "%s: --moe-token-dispatcher-type flex without --moe-enable-deepep: zplan models flex "
+                                  "on DeepEP",
+                       l->name);
+    b->dispatcher = l->moe_dispatch == 2 ? ZP_DISPATCH_DEEPEP : ZP_DISPATCH_ALLTOALL;
+    b->ep_overlap = l->ep_overlap == 1 && b->ep > 1;
+    if (l->ep_overlap == 1 && b->ep <= 1)
+        zp_launch_note(l, "--overlap-moe-expert-parallel-comm without expert parallelism: nothing to overlap");
+    if (l->capacity > 0)
+        b->capacity_factor = l->capacity;
+    return ZP_OK;
+}
+
 zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
 {
     const int64_t tp = l->tp > 0 ? l->tp : 1, pp = l->pp > 0 ? l->pp : 1, cp = l->cp > 0 ? l->cp : 1;
@@ -258,13 +332,14 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     b->stage = stage;
     b->mp = tp;
     b->pp = pp;
-    b->ep = 1;
+    b->ep = l->ep > 0 ? l->ep : 1;
     b->cp = cp;
     b->cp_comm = l->cp_comm;
     zp_search_req_give(r, ZP_SEARCH_STAGE | ZP_SEARCH_DIM(ZP_DIM_TP) | ZP_SEARCH_DIM(ZP_DIM_PP) |
                               ZP_SEARCH_DIM(ZP_DIM_EP) | ZP_SEARCH_DIM(ZP_DIM_CP) | ZP_SEARCH_PA | ZP_SEARCH_PA_CPU |
                               ZP_SEARCH_OFFLOAD | ZP_SEARCH_SP | ZP_SEARCH_TP_OVERLAP);
     ZP_TRY(launch_batch(l, dp / cp, r));
+    ZP_TRY(launch_experts(l, dp, r));
     r->exact = 1;
     b->pa = l->pa == 1 && tp > 1; /* ZeRO-R Pa splits checkpoints over the TP ranks: nothing to split at TP 1 */
     b->pa_cpu = 0;
@@ -285,7 +360,9 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     zp_search_req_give_recompute(r, rc);
     r->checkpoint = rc == ZP_RECOMPUTE_FULL;
     /* torchtitan's TP always shards the norms' activations along the sequence (SequenceParallel) */
-    b->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1;
+    b->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1 && tp > 1;
+    if (l->kind != ZP_LAUNCH_TORCHTITAN && l->sp == 1 && tp == 1) /* Megatron-core: "disabled when TP == 1" */
+        zp_launch_note(l, "sequence parallelism at TP 1: nothing to shard (Megatron-core turns it off)");
     int64_t v = l->vstages > 1 ? l->vstages : 1;
     if (v > ZP_MAX_VSTAGES)
         return ZP_FAIL(ZP_EINVAL, "%s: %lld virtual stages: zplan models at most %d", l->name, (long long)v,

@@ -148,6 +148,107 @@ static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
     return zp_launch_set_fp8_recipe(l, e, "");
 }
 
+/* --moe-token-dispatcher-type alltoall|flex|allgather (Megatron-core's choices). */
+static zp_status set_dispatcher(zp_launch *l, const zp_launch_entry *e)
+{
+    static const char *const names[] = {"alltoall", "flex", "allgather"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(e->value, names[k]) == 0) {
+            l->moe_dispatch = k + 1;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --moe-token-dispatcher-type '%s': use alltoall, flex or allgather", l->name,
+                   e->line, e->value);
+}
+
+/* One term of a --moe-layer-freq list: "[a, b, ...]" optionally "*N", appended to the pattern (1 where a block
+ * is dense, as the list's 0). Returns the text after it, NULL when it is not one. */
+static const char *freq_term(zp_launch *l, const char *s, int *n)
+{
+    while (*s == ' ')
+        s++;
+    if (*s != '[')
+        return NULL;
+    int start = *n, len = 0;
+    for (s++;;) {
+        while (*s == ' ')
+            s++;
+        if (*s != '0' && *s != '1')
+            return NULL;
+        if (*n >= ZP_LAUNCH_MAX_LAYERS)
+            return NULL;
+        l->moe_dense[(*n)++] = *s++ == '0';
+        len++;
+        while (*s == ' ')
+            s++;
+        if (*s == ']')
+            break;
+        if (*s++ != ',')
+            return NULL;
+    }
+    s++;
+    while (*s == ' ')
+        s++;
+    if (*s == '*') {
+        char *end;
+        const long r = strtol(s + 1, &end, 10);
+        if (end == s + 1 || r < 0 || (long)len * r > ZP_LAUNCH_MAX_LAYERS - start)
+            return NULL;
+        for (long k = 1; k < r; k++)
+            for (int i = 0; i < len; i++)
+                l->moe_dense[(*n)++] = l->moe_dense[start + i];
+        if (r == 0)
+            *n = start;
+        s = end;
+    }
+    return s;
+}
+
+/* --moe-layer-freq: k (MoE at the blocks i % k == 0), or a Python list of 0 (dense) and 1 (MoE) per block as
+ * Megatron-core evaluates it: "[1,0,1,0]", "([0]*3+[1]*58)". */
+static zp_status set_moe_freq(zp_launch *l, const zp_launch_entry *e)
+{
+    char *end;
+    const long k = strtol(e->value, &end, 10);
+    if (end != e->value && !*end) {
+        if (k < 1)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: --moe-layer-freq %ld: give a frequency from 1", l->name, e->line, k);
+        l->moe_every = k;
+        return ZP_OK;
+    }
+    const char *s = e->value;
+    while (*s == ' ')
+        s++;
+    const int paren = *s == '(';
+    s += paren;
+    int n = 0;
+    for (;;) {
+        s = freq_term(l, s, &n);
+        if (!s)
+            break;
+        while (*s == ' ')
+            s++;
+        if (*s != '+')
+            break;
+        s++;
+    }
+    if (s && paren)
+        s = *s == ')' ? s + 1 : NULL;
+    if (!s || *s || n == 0)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: --moe-layer-freq '%s': give a frequency or a list of 0 (dense) and 1 (MoE) per "
+                                  "layer, e.g. ([0]*3+[1]*58)",
+                       l->name, e->line, e->value);
+    l->moe_pattern = n;
+    return ZP_OK;
+}
+
+/* --delay-wgrad-compute: beside the EP overlap, the weight gradients left to fill its gaps. */
+static zp_status set_delay_wgrad(zp_launch *l, const zp_launch_entry *e)
+{
+    zp_launch_note(l, "line %d: --delay-wgrad-compute: the EP overlap is modelled without it", e->line);
+    return ZP_OK;
+}
+
 static zp_status set_rampup(zp_launch *l, const zp_launch_entry *e)
 {
     zp_launch_note(l, "line %d: --rampup-batch-size %s: judged at the full global batch", e->line, e->value);
@@ -180,6 +281,34 @@ static const zp_launch_key g_keys[] = {
     {"hidden-dropout", ZP_LK_REAL, F(hidden_dropout), 0, NULL, NULL},
     {"attention-dropout", ZP_LK_REAL, F(attn_dropout), 0, NULL, NULL},
     {"num-experts", ZP_LK_INT, F(experts), 0, NULL, NULL},
+    {"moe-router-topk", ZP_LK_INT, F(topk), 0, NULL, NULL},
+    {"moe-ffn-hidden-size", ZP_LK_INT, F(moe_ffn), 0, NULL, NULL},
+    {"moe-shared-expert-intermediate-size", ZP_LK_INT, F(shared_ffn), 0, NULL, NULL},
+    {"moe-router-num-groups", ZP_LK_INT, F(route_groups), 0, NULL, NULL},
+    {"moe-router-group-topk", ZP_LK_INT, F(route_topk), 0, NULL, NULL},
+    {"moe-router-enable-expert-bias", ZP_LK_FLAG, F(router_bias), 1, NULL, NULL},
+    {"moe-layer-freq", ZP_LK_FN, 0, 0, set_moe_freq, NULL},
+    {"moe-token-dispatcher-type", ZP_LK_FN, 0, 0, set_dispatcher, NULL},
+    {"moe-enable-deepep", ZP_LK_FLAG, F(deepep), 1, NULL, NULL},
+    {"overlap-moe-expert-parallel-comm", ZP_LK_FLAG, F(ep_overlap), 1, NULL, NULL},
+    {"delay-wgrad-compute", ZP_LK_FN, 0, 0, set_delay_wgrad, NULL},
+    {"moe-expert-capacity-factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
+    {"moe-shared-expert-overlap", ZP_LK_REFUSE, 0, 0, NULL, "the shared experts beside the dispatch are not modelled"},
+    {"multi-latent-attention", ZP_LK_REFUSE, 0, 0, NULL,
+     "multi-head latent attention launches are not read yet (give --model deepseek-v3 and the options)"},
+    /* the router's and the experts' kernels as modelled (a grouped GEMM, fused permutes), its losses */
+    {"moe-grouped-gemm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-permute-fusion", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-router-load-balancing-type", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-aux-loss-coeff", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-z-loss-coeff", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-router-score-function", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-router-topk-scaling-factor", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-router-pre-softmax", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-router-bias-update-rate", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-router-dtype", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-token-drop-policy", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"moe-pad-expert-input-to-capacity", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"context-parallel-size", ZP_LK_INT, F(cp), 0, NULL, NULL},
     {"cp-comm-type", ZP_LK_FN, 0, 0, set_cp_comm, NULL},
     {"num-layers-per-virtual-pipeline-stage", ZP_LK_INT, F(vp), 0, NULL, NULL},
@@ -432,6 +561,8 @@ static zp_status read_degrees(zp_launch *l, zp_launch_entries *en)
                 l->pp = v;
             else if (d == ZP_DIM_CP)
                 l->cp = v;
+            else if (d == ZP_DIM_EP)
+                l->ep = v;
             else if (v > 1)
                 return ZP_FAIL(ZP_EINVAL, "%s:%d: %s %lld: the %s dimension is not read from launches yet", l->name,
                                en->e[i].line, t->megatron, v, t->name);

@@ -636,9 +636,13 @@ typedef struct {
 } stage_sums;
 
 /* EP overlap (sim/zp_schedule.c): the compute stream signals EP_GO as it hands the EP stream an all-to-all
- * and waits on EP_DONE for it before the next; the all-to-all starts no earlier than its signal and takes
- * at least its least time, so that wait lasts at least that time less the compute stream's own since the
- * signal. t[] holds the compute stream's ops' least times; each EP_DONE wait's is set to that. */
+ * (idle then: the previous one was waited for) and waits on EP_DONE for it before the next, so the stretch
+ * between lasts at least the all-to-all's least time a. While the all-to-all runs it holds a share f of the
+ * SMs (the device's NCCL CTAs, sim/zp_actors.c), and kernels beside it run at 1 - f: of the stretch's
+ * kernels K and other ops N, either the kernels all ran beside it (at least N + K / (1 - f)) or it ended
+ * first, after at least a - N of them had run beside it (at least N + K + f (a - N)); so the stretch lasts
+ * at least max(a, N + K + f min(K, a - N)). t[] holds the compute stream's ops' least times; each EP_DONE
+ * wait's is set to what that adds to them. */
 static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
 {
     const int ne = sc->n[ZP_STREAM_EP];
@@ -649,8 +653,10 @@ static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
         free(el);
         return; /* no extra: a lower bound still */
     }
+    const zp_profile_device *d = &in->profile->dev;
+    const double f = d->sms > 0 && d->nccl_ctas > 0 && d->nccl_ctas < d->sms ? (double)d->nccl_ctas / d->sms : 0.0;
     int k = 0; /* the EP stream's next collective */
-    double since = 0.0, pending = 0.0;
+    double kern = 0.0, other = 0.0, pending = 0.0;
     for (int i = 0; i < sc->n[ZP_STREAM_COMPUTE]; i++) {
         const zp_op *op = &sc->ops[ZP_STREAM_COMPUTE][i];
         const zp_opc cls = zp_op_table[op->type].cls;
@@ -658,12 +664,15 @@ static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
             while (k < ne && zp_op_table[sc->ops[ZP_STREAM_EP][k].type].cls != ZP_OPC_COLL)
                 k++;
             pending = k < ne ? el[k++] : 0.0;
-            since = 0.0;
+            kern = other = 0.0;
         } else if (cls == ZP_OPC_WAIT && op->channel == ZP_CH_EP_DONE) {
-            t[i] = fmax(0.0, pending - since);
-            pending = since = 0.0;
+            const double lost = pending > 0 ? f * fmin(kern, fmax(0.0, pending - other)) : 0.0;
+            t[i] = fmax(0.0, fmax(pending, other + kern + lost) - (other + kern));
+            pending = kern = other = 0.0;
+        } else if (cls == ZP_OPC_COMPUTE) {
+            kern += t[i];
         } else {
-            since += t[i];
+            other += t[i];
         }
     }
     free(el);

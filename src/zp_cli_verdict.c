@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "zp_cli.h"
+#include "zp_dispatch.h"
 #include "zp_framework.h"
 #include "zp_verdict.h"
 
@@ -33,6 +34,10 @@ static void describe(const zp_plan *p, char *buf, size_t len)
                       zp_pp_schedule_name(p->schedule), p->vstages, p->vstages == 1 ? "" : "s");
     if (p->cp > 1 && n > 0 && (size_t)n < len) /* context parallelism: DP below counts the batch's replicas */
         n += snprintf(buf + n, len - (size_t)n, ", CP %lld", (long long)p->cp);
+    if (p->ep > 1 && n > 0 && (size_t)n < len) /* expert parallelism, its dispatcher and overlap */
+        n += snprintf(buf + n, len - (size_t)n, ", EP %lld (%s%s)", (long long)p->ep,
+                      zp_dispatch_get(p->dispatcher) ? zp_dispatch_get(p->dispatcher)->name : "?",
+                      p->ep_overlap ? ", overlapped" : "");
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", DP %lld, micro-batch %lld x %lld, %s recompute",
                       (long long)zp_plan_replicas(p),

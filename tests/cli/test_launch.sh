@@ -180,6 +180,68 @@ fi
 sed 's/ --sequence-parallel//' "$T/tpo.args" >"$T/tponosp.args"
 bad "--tp-comm-overlap without SP" 'needs sequence parallelism.*--sequence-parallel' --megatron-args "$T/tponosp.args" --gpus 16 \
   --cluster dgx-h100
+echo "== mixture of experts from Megatron-LM arguments: experts, dispatcher, overlap, routing groups, layer pattern"
+cat >"$T/moe.sh" <<'EOF'
+#!/bin/bash
+GPUS_PER_NODE=8
+NUM_NODES=4
+DISTRIBUTED_ARGS=(
+    --nproc_per_node $GPUS_PER_NODE
+    --nnodes $NUM_NODES
+)
+MODEL_ARGS=(
+    --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32
+    --group-query-attention --num-query-groups 8 --seq-length 4096 --max-position-embeddings 32768
+    --swiglu --normalization RMSNorm --position-embedding-type rope --rotary-base 1000000
+    --untie-embeddings-and-output-weights --disable-bias-linear --vocab-size 32000 --make-vocab-size-divisible-by 1
+)
+MOE_ARGS=(
+    --num-experts 8 --moe-router-topk 2 --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-2
+    --moe-grouped-gemm --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm
+)
+TRAIN=(
+    --micro-batch-size 1 --global-batch-size 256 --bf16 --use-distributed-optimizer --overlap-grad-reduce
+    --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 1
+    --expert-model-parallel-size 8 --recompute-granularity selective
+)
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py ${MODEL_ARGS[@]} ${MOE_ARGS[@]} ${TRAIN[@]}
+EOF
+judged "a Mixtral-shaped Megatron-LM script" --megatron-args "$T/moe.sh" --cluster dgx-h100 --analytic --top 1
+has "MoE: its plan" "TP 2 with SP, EP 8 (alltoall, overlapped), DP 16, micro-batch 1 x 16, selective recompute"
+has "MoE: the model (Mixtral 8x7B's 46.7B)" "4.67e+10 parameters"
+# DeepSeek's layout: a dense first block, a shared expert, group-limited routing, DeepEP
+sed -e 's/--num-experts 8 --moe-router-topk 2/--num-experts 16 --moe-router-topk 4 --moe-ffn-hidden-size 1024 --moe-shared-expert-intermediate-size 2048 --moe-router-num-groups 4 --moe-router-group-topk 2 --moe-router-enable-expert-bias --moe-layer-freq ([0]*1+[1]*31)/' \
+    -e 's/--moe-token-dispatcher-type alltoall/--moe-token-dispatcher-type flex --moe-enable-deepep/' "$T/moe.sh" >"$T/ds.sh"
+"$Z" --megatron-args "$T/ds.sh" --cluster dgx-h100 --analytic --top 1 --json >"$T/ds.json" 2>"$T/err" || ko "DeepSeek-shaped: $(cat "$T/err")"
+python3 - "$T/ds.json" <<'PY' && ok "DeepSeek-shaped: dense first block, shared expert, groups, DeepEP read" || ko "DeepSeek-shaped: $(head -c 300 "$T/ds.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); m = d["model"]
+sys.exit(0 if m["experts"] == 16 and m["top_k"] == 4 and m["shared_experts"] == 1 else 1)
+PY
+bad "MoE with Megatron-core's default allgather dispatcher" "allgather token dispatcher .* is not modelled: state --moe-token-dispatcher-type alltoall" \
+  --megatron-args <(sed 's/--moe-token-dispatcher-type alltoall//' "$T/moe.sh") --cluster dgx-h100 --analytic
+bad "flex without DeepEP" "flex without --moe-enable-deepep" \
+  --megatron-args <(sed 's/--moe-token-dispatcher-type alltoall/--moe-token-dispatcher-type flex/' "$T/moe.sh") --cluster dgx-h100 --analytic
+bad "EP not dividing the experts" "must divide the 16 data-parallel ranks and the 6 experts" \
+  --megatron-args <(sed 's/--num-experts 8/--num-experts 6/' "$T/moe.sh") --cluster dgx-h100 --analytic
+bad "a layer pattern of the wrong length" "moe-layer-freq lists 30 layers, the model has 32" \
+  --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --moe-layer-freq ([0]*2+[1]*28)/' "$T/moe.sh") --cluster dgx-h100 --analytic
+bad "a layer pattern zplan cannot read" "moe-layer-freq '\[0,2\]\*16'" \
+  --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --moe-layer-freq [0,2]*16/' "$T/moe.sh") --cluster dgx-h100 --analytic
+bad "latent attention refused by name" "multi-head latent attention launches are not read yet" \
+  --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --multi-latent-attention/' "$T/moe.sh") --cluster dgx-h100 --analytic
+# written and read back: DeepEP and the overlap in the arguments, the same step
+if "$Z" --model mixtral-8x7b --seq 4096 --gpus 32 --cluster dgx-h100 --ep 8 --mp 2 --sp --pp 1 --stage 1 --global-batch 64 \
+     --recompute selective --moe-dispatcher deepep --overlap-moe-expert-parallel-comm --analytic \
+     --emit-megatron-args "$T/moe.args" >/dev/null 2>"$T/err" &&
+   grep -q -- '--moe-token-dispatcher-type flex --moe-enable-deepep --overlap-moe-expert-parallel-comm' "$T/moe.args"; then
+  ok
+  read_back "MoE Megatron-LM arguments zplan wrote" "MoE Megatron-LM arguments" --megatron-args "$T/moe.args" \
+    --gpus 32 --cluster dgx-h100 --analytic
+else
+  ko "emitting MoE: $(cat "$T/err") $(cat "$T/moe.args")"
+fi
+
 echo "== torchtitan's checkpointing modes: every k-th block, op-level; written and read back"
 sed "s/^selective_ac_option = 'op'/selective_ac_option = '2'/" "$F/llama3_8b.toml" >"$T/sac2.toml"
 judged "torchtitan selective_ac_option '2'" --torchtitan "$T/sac2.toml" --gpus 64 --cluster dgx-a100 --top 1
