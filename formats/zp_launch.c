@@ -225,6 +225,17 @@ zp_status zp_launch_apply(zp_launch *l, const zp_launch_key *table, const zp_lau
     return ZP_OK;
 }
 
+zp_status zp_launch_set_moe_dispatcher(zp_launch *l, const zp_launch_entry *e, const char *key)
+{
+    static const char *const names[] = {"alltoall", "flex", "allgather"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(e->value, names[k]) == 0) {
+            l->moe_dispatch = k + 1;
+            return ZP_OK;
+        }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: %s '%s': use alltoall, flex or allgather", l->name, e->line, key, e->value);
+}
+
 zp_status zp_launch_set_fp8_recipe(zp_launch *l, const zp_launch_entry *e, const char *key)
 {
     if (zp_fp8_parse_megatron(e->value, &l->fp8_recipe) == ZP_OK)

@@ -152,6 +152,9 @@ void zp_launch_note(zp_launch *l, const char *fmt, ...) __attribute__((format(pr
 /* A Megatron-core --fp8-recipe value (Megatron-LM's arguments, NeMo's model.fp8_recipe) into l->fp8_recipe;
  * ZP_EINVAL naming the file, the line, `key` ("" or "model.fp8_recipe: ") and the recipes zplan models. */
 zp_status zp_launch_set_fp8_recipe(zp_launch *l, const zp_launch_entry *e, const char *key);
+/* Megatron-core's token dispatcher, alltoall | flex | allgather, into l->moe_dispatch (Megatron-LM's
+ * --moe-token-dispatcher-type, NeMo's model.moe_token_dispatcher_type: `key` names it in the message). */
+zp_status zp_launch_set_moe_dispatcher(zp_launch *l, const zp_launch_entry *e, const char *key);
 
 /* The readers: text into a launch (`name` for messages); ZP_EINVAL naming the line and the key. */
 zp_status zp_megatron_args_parse(const char *text, const char *name, zp_launch *l);

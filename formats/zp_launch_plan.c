@@ -93,9 +93,9 @@ zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
                        l->name, l->layers <= 0 ? "layers" : l->hidden <= 0 ? "hidden size" : "heads");
     if (l->seq <= 0)
         return ZP_FAIL(ZP_EINVAL, "%s: the sequence length is not stated", l->name);
-    if (l->experts > 0 && l->kind != ZP_LAUNCH_MEGATRON)
-        return ZP_FAIL(ZP_EINVAL, "%s: mixture-of-experts launches are read from Megatron-LM's arguments only (give "
-                                  "--model and the options)",
+    if (l->experts > 0 && l->kind == ZP_LAUNCH_TORCHTITAN)
+        return ZP_FAIL(ZP_EINVAL, "%s: mixture-of-experts launches are read from Megatron-LM's arguments and NeMo's "
+                                  "YAML (give --model and the options)",
                        l->name);
     int64_t vocab = 0;
     ZP_TRY(launch_vocab(l, &vocab));
@@ -305,14 +305,16 @@ static zp_status launch_experts(zp_launch *l, int64_t dp, zp_search_req *r)
         return ZP_FAIL(ZP_EINVAL, "%s: --expert-model-parallel-size %lld must divide the %lld data-parallel ranks and "
                                   "the %lld experts",
                        l->name, (long long)b->ep, (long long)dp, (long long)r->model->experts);
+    const int nemo = l->kind == ZP_LAUNCH_NEMO;
+    const char *type = nemo ? "model.moe_token_dispatcher_type" : "--moe-token-dispatcher-type",
+               *deepep = nemo ? "model.moe_enable_deepep: true" : "--moe-enable-deepep";
     if (b->ep > 1 && (l->moe_dispatch == 0 || l->moe_dispatch == 3))
-        return ZP_FAIL(ZP_EINVAL, "%s: Megatron-core's allgather token dispatcher (%s) is not modelled: state "
-                                  "--moe-token-dispatcher-type alltoall, or flex with --moe-enable-deepep",
-                       l->name, l->moe_dispatch ? "stated" : "its default when --moe-token-dispatcher-type is not given");
+        return ZP_FAIL(ZP_EINVAL, "%s: Megatron-core's allgather token dispatcher (%s) is not modelled: state %s "
+                                  "alltoall, or flex with %s",
+                       l->name, l->moe_dispatch ? "stated" : "its default when the dispatcher is not given", type,
+                       deepep);
     if (l->moe_dispatch == 2 && !l->deepep)
-        return ZP_FAIL(ZP_EINVAL, "%s: --moe-token-dispatcher-type flex without --moe-enable-deepep: zplan models flex "
-                                  "on DeepEP",
-                       l->name);
+        return ZP_FAIL(ZP_EINVAL, "%s: %s flex without %s: zplan models flex on DeepEP", l->name, type, deepep);
     b->dispatcher = l->moe_dispatch == 2 ? ZP_DISPATCH_DEEPEP : ZP_DISPATCH_ALLTOALL;
     b->ep_overlap = l->ep_overlap == 1 && b->ep > 1;
     if (l->ep_overlap == 1 && b->ep <= 1)

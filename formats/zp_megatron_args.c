@@ -151,14 +151,7 @@ static zp_status set_fp8_recipe(zp_launch *l, const zp_launch_entry *e)
 /* --moe-token-dispatcher-type alltoall|flex|allgather (Megatron-core's choices). */
 static zp_status set_dispatcher(zp_launch *l, const zp_launch_entry *e)
 {
-    static const char *const names[] = {"alltoall", "flex", "allgather"};
-    for (int k = 0; k < 3; k++)
-        if (strcmp(e->value, names[k]) == 0) {
-            l->moe_dispatch = k + 1;
-            return ZP_OK;
-        }
-    return ZP_FAIL(ZP_EINVAL, "%s:%d: --moe-token-dispatcher-type '%s': use alltoall, flex or allgather", l->name,
-                   e->line, e->value);
+    return zp_launch_set_moe_dispatcher(l, e, "--moe-token-dispatcher-type");
 }
 
 /* One term of a --moe-layer-freq list: "[a, b, ...]" optionally "*N", appended to the pattern (1 where a block

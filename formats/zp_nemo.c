@@ -105,16 +105,23 @@ static zp_status yaml_bool(const zp_launch *l, const zp_launch_entry *e, int *on
     return ZP_OK;
 }
 
-/* model.fsdp, model.fp8_params: true changes the answer and is not modelled */
+/* model.fsdp, model.fp8_params, model.moe_shared_expert_overlap: true changes the answer and is not modelled */
 static zp_status set_refused_if_true(zp_launch *l, const zp_launch_entry *e)
 {
     int on;
     ZP_TRY(yaml_bool(l, e, &on));
     if (on)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s true: %s", l->name, e->line, e->key,
-                       strstr(e->key, "fp8") ? "FP8 parameters (kept and gathered in FP8) are not modelled"
-                                             : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
+                       strstr(e->key, "fp8")   ? "FP8 parameters (kept and gathered in FP8) are not modelled"
+                       : strstr(e->key, "moe") ? "the shared experts beside the dispatch are not modelled"
+                                               : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
     return ZP_OK;
+}
+
+/* model.moe_token_dispatcher_type: Megatron-core's names (alltoall, flex, allgather) */
+static zp_status set_moe_dispatcher(zp_launch *l, const zp_launch_entry *e)
+{
+    return zp_launch_set_moe_dispatcher(l, e, "model.moe_token_dispatcher_type");
 }
 
 /* model.fp8_recipe: NeMo passes Megatron-core's names (delayed, tensorwise, blockwise, mxfp8) */
@@ -186,6 +193,26 @@ static const zp_launch_key g_keys[] = {
     {"model.use_flash_attention", ZP_LK_BOOL, F(flash), 1, NULL, NULL},
     {"model.optim.name", ZP_LK_FN, 0, 0, set_optim, NULL},
     {"model.num_moe_experts", ZP_LK_INT, F(experts), 0, NULL, NULL},
+    {"model.moe_router_topk", ZP_LK_INT, F(topk), 0, NULL, NULL},
+    {"model.moe_ffn_hidden_size", ZP_LK_INT, F(moe_ffn), 0, NULL, NULL},
+    {"model.moe_shared_expert_intermediate_size", ZP_LK_INT, F(shared_ffn), 0, NULL, NULL},
+    {"model.moe_router_num_groups", ZP_LK_INT, F(route_groups), 0, NULL, NULL},
+    {"model.moe_router_group_topk", ZP_LK_INT, F(route_topk), 0, NULL, NULL},
+    {"model.moe_router_enable_expert_bias", ZP_LK_BOOL, F(router_bias), 1, NULL, NULL},
+    {"model.expert_model_parallel_size", ZP_LK_INT, F(ep), 0, NULL, NULL},
+    {"model.moe_token_dispatcher_type", ZP_LK_FN, 0, 0, set_moe_dispatcher, NULL},
+    {"model.moe_enable_deepep", ZP_LK_BOOL, F(deepep), 1, NULL, NULL},
+    {"model.overlap_moe_expert_parallel_comm", ZP_LK_BOOL, F(ep_overlap), 1, NULL, NULL},
+    {"model.moe_expert_capacity_factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
+    {"model.moe_shared_expert_overlap", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.moe_router_load_balancing_type", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* the router's losses and fusions */
+    {"model.moe_aux_loss_coeff", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.moe_z_loss_coeff", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.moe_grouped_gemm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.moe_router_pre_softmax", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.moe_token_drop_policy", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.moe_pad_expert_input_to_capacity", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"model.moe_per_layer_logging", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"model.optim.overlap_grad_sync", ZP_LK_BOOL, F(overlap), 1, NULL, NULL},
     {"model.ub_tp_comm_overlap", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
     {"model.optim.overlap_param_sync", ZP_LK_BOOL, F(param_gather), 1, NULL, NULL},

@@ -230,6 +230,13 @@ bad "a layer pattern zplan cannot read" "moe-layer-freq '\[0,2\]\*16'" \
   --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --moe-layer-freq [0,2]*16/' "$T/moe.sh") --cluster dgx-h100 --analytic
 bad "latent attention refused by name" "multi-head latent attention launches are not read yet" \
   --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --multi-latent-attention/' "$T/moe.sh") --cluster dgx-h100 --analytic
+# NeMo: the same keys under model. (NeMo-Framework-Launcher's 5B with 8 experts over EP 8)
+awk '/^model:/{print; print "  num_moe_experts: 8\n  moe_router_topk: 2\n  expert_model_parallel_size: 8\n  moe_token_dispatcher_type: alltoall\n  moe_grouped_gemm: true"; next} {print}' \
+  "$F/gpt3_5b.yaml" >"$T/moe.yaml"
+judged "NeMo 5B YAML with experts" --nemo "$T/moe.yaml" --cluster dgx-a100 --analytic --top 1
+has "NeMo MoE: its plan" "TP 1, EP 8 (alltoall), DP 128, micro-batch 4 x 4"
+bad "NeMo MoE with the default allgather dispatcher" "state model.moe_token_dispatcher_type alltoall, or flex with model.moe_enable_deepep: true" \
+  --nemo <(sed '/moe_token_dispatcher_type/d' "$T/moe.yaml") --cluster dgx-a100 --analytic
 # written and read back: DeepEP and the overlap in the arguments, the same step
 if "$Z" --model mixtral-8x7b --seq 4096 --gpus 32 --cluster dgx-h100 --ep 8 --mp 2 --sp --pp 1 --stage 1 --global-batch 64 \
      --recompute selective --moe-dispatcher deepep --overlap-moe-expert-parallel-comm --analytic \
