@@ -162,10 +162,10 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     if (plan->ep > 1 && moe > 0) {
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
-        if (plan->dispatcher != ZP_DISPATCH_ALLTOALL) {
+        if (plan->dispatcher != ZP_DISPATCH_ALLTOALL) { /* the nodes the EP group spans, or its ranks in one */
             const int64_t span = plan->ep * plan->mp, gpn = zp_cluster_domain(c);
             const int64_t units = span > gpn && gpn > 0 && plan->ep % (span / gpn) == 0 ? span / gpn : plan->ep;
-            a2a *= zp_dispatch_spread(model, units) / (double)model->top_k *
+            a2a *= zp_dispatch_share(model, plan->dispatcher, units) *
                    (zp_dispatch_elt_bytes(plan->dispatcher, 0) + zp_dispatch_elt_bytes(plan->dispatcher, 1)) / 4.0;
         }
         double one = zp_coll_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);

@@ -642,21 +642,21 @@ typedef struct {
  * kernels K and other ops N, either the kernels all ran beside it (at least N + K / (1 - f)) or it ended
  * first, after at least a - N of them had run beside it (at least N + K + f (a - N)); so the stretch lasts
  * at least max(a, N + K + f min(K, a - N)). t[] holds the compute stream's ops' least times; each EP_DONE
- * wait's is set to what that adds to them. */
-static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
+ * wait's is set to what that adds to them. Returns the waits' sum. */
+static double ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
 {
     const int ne = sc->n[ZP_STREAM_EP];
     if (ne == 0)
-        return;
+        return 0.0;
     double *el = malloc((size_t)ne * sizeof *el);
     if (!el || zp_engine_op_least(in, sc, ZP_STREAM_EP, el) != ZP_OK) {
         free(el);
-        return; /* no extra: a lower bound still */
+        return 0.0; /* no extra: a lower bound still */
     }
     const zp_profile_device *d = &in->profile->dev;
     const double f = d->sms > 0 && d->nccl_ctas > 0 && d->nccl_ctas < d->sms ? (double)d->nccl_ctas / d->sms : 0.0;
     int k = 0; /* the EP stream's next collective */
-    double kern = 0.0, other = 0.0, pending = 0.0;
+    double kern = 0.0, other = 0.0, pending = 0.0, waited = 0.0;
     for (int i = 0; i < sc->n[ZP_STREAM_COMPUTE]; i++) {
         const zp_op *op = &sc->ops[ZP_STREAM_COMPUTE][i];
         const zp_opc cls = zp_op_table[op->type].cls;
@@ -668,6 +668,7 @@ static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
         } else if (cls == ZP_OPC_WAIT && op->channel == ZP_CH_EP_DONE) {
             const double lost = pending > 0 ? f * fmin(kern, fmax(0.0, pending - other)) : 0.0;
             t[i] = fmax(0.0, fmax(pending, other + kern + lost) - (other + kern));
+            waited += t[i];
             pending = kern = other = 0.0;
         } else if (cls == ZP_OPC_COMPUTE) {
             kern += t[i];
@@ -676,6 +677,7 @@ static void ep_waits(const zp_sim_input *in, const zp_schedule *sc, double *t)
         }
     }
     free(el);
+    return waited;
 }
 
 /* An op's least time t into the sums: every chunk's of its micro-batch (0, or 1 for a later one), and chunk
@@ -711,7 +713,7 @@ static int stage_sums_get(const zp_model *model, const zp_profile *prof, const z
         const zp_op *op = &sc.ops[ZP_STREAM_COMPUTE][i];
         least[i] = op_bound_memo(memo, prof, op, plan->mp, gpn) + (zp_op_part(op) == ZP_PART_MP_COMM ? least[i] : 0.0);
     }
-    ep_waits(in, &sc, least); /* the sample runs every pass paired: the least the compute stream can hold */
+    (void)ep_waits(in, &sc, least); /* the sample runs every pass paired: the least the compute stream can hold */
     for (int i = 0; i < n; i++)
         stage_sums_add(out, st, &sc.ops[ZP_STREAM_COMPUTE][i], least[i], later);
     free(least);
@@ -800,25 +802,25 @@ static int stream_sums(const zp_model *model, const zp_profile *prof, const zp_p
     zp_schedule sc;
     if (zp_schedule_build(model, plan, &sc) != ZP_OK)
         return 0;
-    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++)
-        sum[0] += op_bound_memo(memo, prof, &sc.ops[ZP_STREAM_COMPUTE][i], plan->mp, cluster->gpus_per_node);
     zp_sim_input in = {.model = model, .plan = plan, .cluster = cluster, .profile = prof,
                        .platform_file = platform_file};
-    if (zp_engine_stream_bounds(&in, &sc, &sum[1], &sum[2]) != ZP_OK)
-        sum[1] = sum[2] = 0.0;
+    /* EP overlap: every op's least time (its collective's too) for the waits on the all-to-alls (ep_waits) */
     const int n = sc.n[ZP_STREAM_COMPUTE];
     double *t = sc.n[ZP_STREAM_EP] > 0 && !platform_file ? malloc((size_t)(n > 0 ? n : 1) * sizeof *t) : NULL;
-    if (t && zp_engine_op_least(&in, &sc, ZP_STREAM_COMPUTE, t) == ZP_OK) { /* EP overlap: its waits (ep_waits) */
-        double waited = 0.0;
-        for (int i = 0; i < n; i++)
-            t[i] += op_bound_memo(memo, prof, &sc.ops[ZP_STREAM_COMPUTE][i], plan->mp, cluster->gpus_per_node);
-        ep_waits(&in, &sc, t);
-        for (int i = 0; i < n; i++)
-            if (zp_op_table[sc.ops[ZP_STREAM_COMPUTE][i].type].cls == ZP_OPC_WAIT &&
-                sc.ops[ZP_STREAM_COMPUTE][i].channel == ZP_CH_EP_DONE)
-                waited += t[i];
-        sum[0] += waited;
+    if (t && zp_engine_op_least(&in, &sc, ZP_STREAM_COMPUTE, t) != ZP_OK) {
+        free(t);
+        t = NULL;
     }
+    for (int i = 0; i < n; i++) {
+        const double k = op_bound_memo(memo, prof, &sc.ops[ZP_STREAM_COMPUTE][i], plan->mp, cluster->gpus_per_node);
+        sum[0] += k;
+        if (t)
+            t[i] += k;
+    }
+    if (zp_engine_stream_bounds(&in, &sc, &sum[1], &sum[2]) != ZP_OK)
+        sum[1] = sum[2] = 0.0;
+    if (t)
+        sum[0] += ep_waits(&in, &sc, t);
     free(t);
     zp_schedule_free(&sc);
     return 1;

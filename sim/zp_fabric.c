@@ -108,8 +108,8 @@ static void shape_dispatch(const zp_sim_input *in, zp_net *N)
     if (!d || !d->dedup || p->ep <= 1 || !m || m->experts <= 0 || m->top_k <= 0)
         return;
     N->a2a_dedup = 1;
-    N->a2a_node_share = zp_dispatch_spread(m, N->grp[ZP_GROUP_EP].k) / (double)m->top_k;
-    N->a2a_rank_share = zp_dispatch_spread(m, p->ep) / (double)m->top_k;
+    N->a2a_node_share = zp_dispatch_share(m, p->dispatcher, N->grp[ZP_GROUP_EP].k);
+    N->a2a_rank_share = zp_dispatch_share(m, p->dispatcher, p->ep);
 }
 
 int zp_fabric_successor(const zp_net *N, const zp_group_shape *gs, int node)

@@ -435,25 +435,29 @@ static void ep_a2a(zp_builder *b, int type, double bytes)
     b->ep_pending++;
 }
 
+/* The passes of a stage's step: a forward and a backward of each micro-batch through each of its chunks. */
+static int64_t pass_count(const zp_plan *p) { return 2 * p->grad_accum * (p->pp > 1 ? p->vstages : 1); }
+
 /* Pass k of a stage's pass order has a partner in the combined 1F1B (above). */
 static int ep_paired(const zp_plan *p, int stage, int64_t k)
 {
     if (!p->ep_overlap || p->ep <= 1)
         return 0;
-    const int64_t v = p->pp > 1 ? p->vstages : 1, total = 2 * p->grad_accum * v;
     int64_t w = zp_pp_warmup(p, stage);
     if (w < 1)
         w = 1;
-    return k >= w && k < total - w;
+    return k >= w && k < pass_count(p) - w;
 }
 
 /* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay); dir 0
  * toward the experts, 1 back from them (zp_block_shape.a2a_bytes). */
 static void moe_a2a(zp_builder *b, int type, int dir, const zp_block_shape *S)
 {
-    if (b->p->ep > 1 && b->ep_async)
+    if (b->p->ep <= 1)
+        return;
+    if (b->ep_async)
         ep_a2a(b, type, S->a2a_bytes[dir]);
-    else if (b->p->ep > 1)
+    else
         move(b, ZP_STREAM_COMPUTE, type, S->a2a_bytes[dir]);
 }
 
@@ -1210,7 +1214,7 @@ static zp_status number(void *ctx, const zp_op *op)
  * ranges (at most 3) in r[][2] = {first, end}. */
 static int pass_ranges(const zp_plan *plan, int stage, int memory_only, int64_t r[3][2])
 {
-    const int64_t v = plan->pp > 1 ? plan->vstages : 1, total = 2 * plan->grad_accum * v;
+    const int64_t v = plan->pp > 1 ? plan->vstages : 1, total = pass_count(plan);
     const int64_t w = zp_pp_warmup(plan, stage), steady = total / 2 - w, period = (plan->pp > 1 ? plan->pp : 1) * v;
     if (!memory_only || (plan->pp > 1 && plan->schedule == ZP_PP_GPIPE) || steady <= 2 * period) {
         r[0][0] = 0;

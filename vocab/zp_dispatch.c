@@ -115,3 +115,9 @@ double zp_dispatch_spread(const zp_model *m, int64_t units)
         hit += unit_hit((double)x * u, (double)(x + 1) * u, E / G, G, M, k);
     return hit;
 }
+
+double zp_dispatch_share(const zp_model *m, int kind, int64_t units)
+{
+    const zp_dispatch_info *d = zp_dispatch_get(kind);
+    return d && d->dedup && m->top_k > 0 ? zp_dispatch_spread(m, units) / (double)m->top_k : 1.0;
+}

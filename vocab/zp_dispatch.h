@@ -45,5 +45,8 @@ double zp_dispatch_elt_bytes(int kind, int dir);
  * route_groups) and its experts in them taken uniformly: even routing, as zplan assumes elsewhere
  * (--moe-imbalance aside). A model without group-limited routing: its top_k of all experts. */
 double zp_dispatch_spread(const zp_model *m, int64_t units);
+/* What dispatcher `kind` sends of a token's top_k copies to `units` (as zp_dispatch_spread), per copy: its
+ * spread over top_k where a token goes to a unit once (dedup), 1 where each copy goes on its own. */
+double zp_dispatch_share(const zp_model *m, int kind, int64_t units);
 
 #endif
