@@ -19,6 +19,8 @@ What each figure is, and the preset key it informs (gpus/*.gpu):
   host_layers       a 12-block GPT-2 stack at 8 tokens, eager: host time per kernel of the forward (autograd
                     recording) and of the backward, and the GPU-side step time; `dispatch` in a real model
   c10d_host         torch.distributed's all-reduce (NCCL, one rank): host time per call, blocking and async
+  tp_region         the host's time per Megatron tensor-parallel region crossing in a forward + backward: its
+                    custom autograd Functions, and the all-reduce calls inside them (one-rank NCCL group)
   nccl_1rank        an NCCL all-reduce on a one-rank communicator (this GPU alone) by size: NCCL's per-call floor
                     without any link (what a collective costs before its first hop), in-place, CUDA events
 Timing: CUDA events around loops of >= 20 ms, the median of 5 (GEMMs: eager 3, graph replays 5; after warm-up); host times the median of 5 loops.
@@ -211,6 +213,68 @@ def c10d_host(torch):
     return out
 
 
+def tp_region(torch):
+    """The host's cost of one Megatron tensor-parallel region crossing, apart from the collective's own call:
+    a chain of 64 small linears (8 tokens, hidden 256, eager bf16) whose outputs pass, between each two, through
+    (a) nothing, (b) Megatron's region functions as custom autograd Functions (copy-to: identity forward,
+    all-reduce backward; reduce-from: all-reduce forward, identity backward) with the all-reduces skipped, and
+    (c) the same with the all-reduces run on a one-rank NCCL group; host time of forward + backward per
+    crossing: (b) - (a) the Functions' Python (their apply and their backward node, run from the autograd
+    engine's thread), (c) - (b) c10d's calls inside a step (against c10d_host's calls back to back)."""
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29535")
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    state = {"ar": False}
+
+    class CopyTo(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            if state["ar"]:
+                dist.all_reduce(g)
+            return g
+
+    class ReduceFrom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if state["ar"]:
+                dist.all_reduce(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    n = 64
+    lins = [torch.nn.Linear(256, 256, device="cuda", dtype=torch.bfloat16) for _ in range(n)]
+    x0 = torch.randn(8, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+    def chain(region):
+        def run():
+            x = x0
+            for i, lin in enumerate(lins):
+                if region:
+                    x = CopyTo.apply(x) if i % 2 == 0 else ReduceFrom.apply(x)
+                x = lin(x)
+            x.sum().backward()
+        return run
+    out = {"crossings": n}
+    state["ar"] = False
+    plain = host_time(torch, chain(False), 50)
+    funcs = host_time(torch, chain(True), 50)
+    state["ar"] = True
+    with_ar = host_time(torch, chain(True), 50)
+    out.update({"chain_us": plain, "chain_functions_us": funcs, "chain_functions_allreduce_us": with_ar,
+                "functions_us_per_crossing": (funcs - plain) / n,
+                "allreduce_us_per_crossing": (with_ar - funcs) / n})
+    dist.destroy_process_group()
+    return out
+
+
 GEMM_SHAPES = []  # (name, m tokens, n, k)
 for hdim in (256, 512, 1024, 2048, 4096, 8192):
     for m in (1024, 4096, 16384):
@@ -302,7 +366,7 @@ def main():
     ap.add_argument("-o", default="-")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", help="comma-separated sections to run (default: all): kernel_gap_us, host_us, "
-                    "host_layers, c10d_host, nccl_1rank, gemm")
+                    "host_layers, c10d_host, nccl_1rank, tp_region, gemm")
     args = ap.parse_args()
     try:
         import torch
@@ -323,7 +387,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     sections = (("kernel_gap_us", lambda: kernel_gap(torch)), ("host_us", lambda: host_side(torch)),
                 ("host_layers", lambda: host_layers(torch)), ("c10d_host", lambda: c10d_host(torch)),
-                ("nccl_1rank", lambda: nccl_one_rank(torch)), ("gemm", lambda: gemms(torch, args.quick, peaks)))
+                ("nccl_1rank", lambda: nccl_one_rank(torch)), ("tp_region", lambda: tp_region(torch)), ("gemm", lambda: gemms(torch, args.quick, peaks)))
     only = set(args.only.split(",")) if args.only else None
     if only and not only <= {k for k, _ in sections}:
         print(f"gpu_micro: --only names unknown sections: {sorted(only - {k for k, _ in sections})}", file=sys.stderr)

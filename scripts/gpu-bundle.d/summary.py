@@ -26,8 +26,10 @@ MEM_TOL = 0.03
 REQUIRED = ["tests_cuda", "tests_cuda_coll", "bench", "calibrate", "clusters",
             "exec_np1_stage0", "exec_np1_stage1", "exec_np1_stage2", "exec_np1_stage3"]
 # HBM bandwidth of the presets (vocab/zp_cluster.c, spec sheets): the preset JSON carries peak and PCIe only
-HBM_GBS = {"V100": 900.0, "A100": 2039.0, "H100": 3350.0}
-PRESET_OF = [("H100", "dgx-h100"), ("A100", "dgx-a100"), ("V100", "dgx2")]
+HBM_GBS = {"V100": 900.0, "A100": 2039.0, "H100": 3350.0, "H200": 4800.0, "H800": 3350.0, "B200": 8000.0}
+# nvidia-smi's product name holds the key ("NVIDIA H200", "NVIDIA H100 80GB HBM3"): the cluster of that GPU
+PRESET_OF = [("H100", "dgx-h100"), ("H200", "dgx-h200"), ("H800", "hgx-h800"), ("B200", "dgx-b200"),
+             ("A100", "dgx-a100"), ("V100", "dgx2")]
 
 
 def load(path):

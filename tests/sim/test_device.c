@@ -786,6 +786,34 @@ Test(device, h100_gemms_against_a_measured_h100)
     check_measured(&p, h100_fp8_gemms, sizeof h100_fp8_gemms / sizeof h100_fp8_gemms[0], 1);
 }
 
+/* The same on a measured H200 (gpus/measured/h200-sxm5-141gb-2026-11-28.json, bench/gpu_micro.py --quick:
+ * one H200 SXM 141 GB on the device machine, PyTorch 2.11 / CUDA 13.0, CUDA-graph timed, inputs rotated past
+ * the L2): 15 of the same transformer shapes, bf16 and FP8 tensorwise, against the dgx-h200 preset's device
+ * model, fitted to none of them (the H100's efficiencies; the H200's 4.8 TB/s of HBM). Seen: bf16 model /
+ * measured 0.88-1.12, FP8 tensorwise 0.81-1.10 (geometric means 0.95 and 0.94). */
+static const double h200_bf16_gemms[][4] = {
+    {1024, 768, 256, 3.7}, {4096, 1024, 256, 7.0}, {16384, 256, 1024, 15.8}, {4096, 1536, 512, 12.9},
+    {16384, 2048, 512, 62.2}, {1024, 1024, 4096, 14.9}, {16384, 3072, 1024, 161.6}, {1024, 8192, 2048, 52.4},
+    {4096, 2048, 8192, 202.2}, {1024, 12288, 4096, 157.2}, {4096, 16384, 4096, 829.1}, {16384, 4096, 16384, 3257.1},
+    {4096, 24576, 8192, 2403.9}, {16384, 32768, 8192, 12519.9}, {8192, 8192, 8192, 1643.1},
+};
+static const double h200_fp8_gemms[][4] = {
+    {1024, 768, 256, 3.8}, {4096, 1024, 256, 6.6}, {16384, 256, 1024, 11.2}, {4096, 1536, 512, 12.0},
+    {16384, 2048, 512, 43.9}, {1024, 1024, 4096, 10.2}, {16384, 3072, 1024, 103.4}, {1024, 8192, 2048, 32.5},
+    {4096, 2048, 8192, 116.4}, {1024, 12288, 4096, 97.1}, {4096, 16384, 4096, 462.6}, {16384, 4096, 16384, 1715.7},
+    {4096, 24576, 8192, 1408.1}, {16384, 32768, 8192, 6907.2}, {8192, 8192, 8192, 917.0},
+};
+
+Test(device, h200_gemms_against_a_measured_h200)
+{
+    zp_profile p = builtin("dgx-h200");
+    check_measured(&p, h200_bf16_gemms, sizeof h200_bf16_gemms / sizeof h200_bf16_gemms[0], 0);
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find("dgx-h200", &c), ZP_OK);
+    zp_device_profile_fp8(c, ZP_FP8_DELAYED, 0, &p);
+    check_measured(&p, h200_fp8_gemms, sizeof h200_fp8_gemms / sizeof h200_fp8_gemms[0], 1);
+}
+
 /* A calibrated cpu profile's GEMMs pay for the operands the step last touched long before (gemm_cold_gbs,
  * zp_op_info.cold): a linear layer's weight and output (B and C), a weight gradient's saved input and dW (A
  * and C), the attention scores' and context's output alone, the context's weight gradient its probabilities (A)
