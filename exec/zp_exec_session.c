@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "zp_config.h"
+#include "zp_dispatch.h"
 #include "zp_exec_impl.h"
 #include "zp_kernels_mpi.h"
 #include "zp_pipeline.h"
@@ -101,6 +102,10 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
         return ZP_FAIL(ZP_EINVAL, "--backend: '%s' is not a backend (cpu or cuda)", c->backend ? c->backend : "");
     if (p->offload == ZP_OFFLOAD_PARAMS)
         return ZP_FAIL(ZP_EINVAL, "--offload params is not executed (only optimizer offload)");
+    if (p->ep > 1 && p->dispatcher != ZP_DISPATCH_ALLTOALL)
+        return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher %s: the executor dispatches the tokens with an all-to-all "
+                                  "(--moe-dispatcher alltoall; the planner models the others)",
+                       zp_dispatch_get(p->dispatcher) ? zp_dispatch_get(p->dispatcher)->name : "?");
     ZP_TRY(check_cp(c, ranks, pp));
     if (pp > 1 && p->stage >= 2)
         return ZP_FAIL(ZP_EINVAL, "ZeRO stage %d with pipeline stages (--pp %lld): the executor runs pipelines with "

@@ -782,8 +782,9 @@ zp_status zp_dsconfig_check(const zp_plan *p)
                      : p->pp > 1 && p->stage >= 2                        ? "ZeRO-2/3 beside pipeline stages"
                      : p->stage == 3 && !zp_plan_reshards(p)             ? "stage 3 keeping its parameters gathered"
                      : p->shard_group > 0 && p->stage != 3               ? "hybrid sharding at ZeRO stage 2"
-                     : p->ep > 1 && p->dispatcher != ZP_DISPATCH_ALLTOALL ? "DeepEP's token dispatch (DeepSpeed-MoE "
-                                                                           "all-to-alls a copy per token and expert)"
+                     : p->ep > 1 && p->dispatcher != ZP_DISPATCH_ALLTOALL ? "Megatron-core's or DeepEP's token dispatch "
+                                                                           "(DeepSpeed-MoE all-to-alls a copy per token "
+                                                                           "and expert)"
                      : p->ep > 1 && p->ep_overlap                        ? "EP all-to-alls beside another micro-batch"
                                                                          : NULL;
     if (no)

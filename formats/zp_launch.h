@@ -43,16 +43,23 @@ typedef struct {
     double hidden_dropout, attn_dropout;        /* probabilities; < 0: not stated */
     char tokenizer[64];      /* the tokenizer's type, "" when not stated */
     char zoo[64];            /* a zoo model the file names (torchtitan's name and flavor), "" when none */
+    int no_mtp;              /* 1: that zoo model trained without its multi-token prediction modules */
     /* mixture of experts (Megatron-core's arguments; other launches' experts are refused) */
     int64_t experts;         /* --num-experts (0: dense) */
     int64_t topk, moe_ffn, shared_ffn; /* --moe-router-topk, --moe-ffn-hidden-size,
                                           --moe-shared-expert-intermediate-size (0: not stated) */
     int64_t route_groups, route_topk;  /* --moe-router-num-groups, --moe-router-group-topk (0: not stated) */
     int router_bias;         /* --moe-router-enable-expert-bias */
+    /* multi-head latent attention (Megatron-core's --multi-latent-attention and its sizes; 0: not stated) */
+    int mla;                 /* --multi-latent-attention */
+    int64_t q_lora, kv_lora; /* --q-lora-rank (not stated: a plain Q projection), --kv-lora-rank */
+    int64_t qk_head, qk_pos, v_head; /* --qk-head-dim (without rotary), --qk-pos-emb-head-dim, --v-head-dim */
+    int64_t mtp;             /* --mtp-num-layers: DeepSeek-V3's multi-token prediction modules */
     int moe_dense[ZP_LAUNCH_MAX_LAYERS]; /* --moe-layer-freq as a pattern: 1 where block i is dense */
     int moe_pattern;         /* 1: moe_dense holds a --moe-layer-freq list */
     int64_t moe_every;       /* --moe-layer-freq k: MoE at the blocks i % k == 0 (0: not stated) */
     int64_t ep;              /* --expert-model-parallel-size (0: not stated) */
+    int64_t etp;             /* torchtitan's expert_tensor_parallel_degree (0: not stated) */
     int moe_dispatch;        /* --moe-token-dispatcher-type: 0 not stated (Megatron-core's allgather), 1 alltoall,
                                 2 flex, 3 allgather */
     int deepep;              /* --moe-enable-deepep */

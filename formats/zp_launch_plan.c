@@ -83,6 +83,30 @@ static zp_status launch_moe(const zp_launch *l, zp_model *m)
     return ZP_OK;
 }
 
+/* Megatron-core's multi-head latent attention (--multi-latent-attention, megatron/core/transformer/
+ * multi_latent_attention.py) with its sizes, each Megatron-core's default where not stated (arguments.py:
+ * --q-lora-rank none, a plain Q projection; --kv-lora-rank 32; --qk-head-dim 128; --qk-pos-emb-head-dim 64;
+ * --v-head-dim 128); --num-query-groups and --kv-channels do not apply to it. */
+static zp_status launch_mla(const zp_launch *l, zp_model *m)
+{
+    if (l->mla != 1) {
+        if (l->q_lora || l->kv_lora || l->qk_head || l->qk_pos || l->v_head)
+            return ZP_FAIL(ZP_EINVAL, "%s: latent-attention sizes (--q-lora-rank, --kv-lora-rank, --qk-head-dim, ...) "
+                                      "without --multi-latent-attention", l->name);
+        return ZP_OK;
+    }
+    m->attn = ZP_ATTN_MLA;
+    m->kv_heads = 0;
+    m->head_dim = 0;
+    m->qkv_separate = 1;
+    m->q_lora_rank = l->q_lora > 0 ? l->q_lora : 0;
+    m->kv_lora_rank = l->kv_lora > 0 ? l->kv_lora : 32;
+    m->qk_nope_dim = l->qk_head > 0 ? l->qk_head : 128;
+    m->qk_rope_dim = l->qk_pos > 0 ? l->qk_pos : 64;
+    m->v_head_dim = l->v_head > 0 ? l->v_head : 128;
+    return ZP_OK;
+}
+
 zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
 {
     *stated = l->layers > 0 || l->hidden > 0 || l->heads > 0;
@@ -127,6 +151,9 @@ zp_status zp_launch_model(const zp_launch *l, zp_model *m, int *stated)
     if (l->attn_dropout == 0)
         m->no_dropout |= ZP_DROPOUT_NO_ATTN;
     ZP_TRY(launch_moe(l, m));
+    ZP_TRY(launch_mla(l, m));
+    if (l->mtp > 0)
+        m->mtp_layers = l->mtp;
     return zp_model_validate(m);
 }
 
@@ -293,29 +320,49 @@ static zp_status launch_layout(zp_launch *l, int64_t pp, int64_t v, zp_search_re
 }
 
 /* Expert parallelism and its dispatch: EP dividing the DP ranks and the experts; Megatron-core's token
- * dispatcher (allgather, its default, is not modelled: with EP the launch must state alltoall or flex with
- * DeepEP), the overlap, the capacity factor. */
+ * dispatcher (allgather, its default when none is stated; alltoall; flex, which zplan models on DeepEP), the
+ * overlap (alltoall or flex only, as Megatron-core asserts), the capacity factor. */
 static zp_status launch_experts(zp_launch *l, int64_t dp, zp_search_req *r)
 {
     zp_plan *b = &r->base;
+    const int titan = l->kind == ZP_LAUNCH_TORCHTITAN;
+    const char *epk = titan ? "parallelism.expert_parallel_degree"
+                      : l->kind == ZP_LAUNCH_NEMO ? "model.expert_model_parallel_size"
+                                                  : "--expert-model-parallel-size";
     if (b->ep > 1 && (!r->model || r->model->experts <= 0))
-        return ZP_FAIL(ZP_EINVAL, "%s: --expert-model-parallel-size %lld without experts (--num-experts)", l->name,
-                       (long long)b->ep);
+        return ZP_FAIL(ZP_EINVAL, "%s: %s %lld without experts (%s)", l->name, epk, (long long)b->ep,
+                       titan ? "the model has none" : "--num-experts");
     if (b->ep > 1 && (dp % b->ep != 0 || r->model->experts % b->ep != 0))
-        return ZP_FAIL(ZP_EINVAL, "%s: --expert-model-parallel-size %lld must divide the %lld data-parallel ranks and "
-                                  "the %lld experts",
-                       l->name, (long long)b->ep, (long long)dp, (long long)r->model->experts);
+        return ZP_FAIL(ZP_EINVAL, "%s: %s %lld must divide the %lld data-parallel ranks and the %lld experts", l->name,
+                       epk, (long long)b->ep, (long long)dp, (long long)r->model->experts);
+    /* torchtitan's experts: split over TP as zplan splits them (expert_tensor_parallel_degree = TP), or whole on
+     * each EP rank at TP 1; its token dispatch is an all-to-all (a copy per token and expert) */
+    if (titan && b->ep > 1 && l->etp > 0 && l->etp != b->mp)
+        return ZP_FAIL(ZP_EINVAL, "%s: parallelism.expert_tensor_parallel_degree %lld with tensor_parallel_degree "
+                                  "%lld: zplan splits the experts over TP as the other layers (give %lld)",
+                       l->name, (long long)l->etp, (long long)b->mp, (long long)b->mp);
+    if (titan && b->ep > 1 && l->etp <= 0 && b->mp > 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: expert parallelism beside tensor_parallel_degree %lld: torchtitan's "
+                                  "expert_tensor_parallel_degree defaults to 1 (experts whole), which zplan does not "
+                                  "model: give parallelism.expert_tensor_parallel_degree = %lld",
+                       l->name, (long long)b->mp, (long long)b->mp);
+    if (titan) {
+        b->dispatcher = ZP_DISPATCH_ALLTOALL;
+        return ZP_OK;
+    }
     const int nemo = l->kind == ZP_LAUNCH_NEMO;
     const char *type = nemo ? "model.moe_token_dispatcher_type" : "--moe-token-dispatcher-type",
                *deepep = nemo ? "model.moe_enable_deepep: true" : "--moe-enable-deepep";
-    if (b->ep > 1 && (l->moe_dispatch == 0 || l->moe_dispatch == 3))
-        return ZP_FAIL(ZP_EINVAL, "%s: Megatron-core's allgather token dispatcher (%s) is not modelled: state %s "
-                                  "alltoall, or flex with %s",
-                       l->name, l->moe_dispatch ? "stated" : "its default when the dispatcher is not given", type,
-                       deepep);
+    const int gather = l->moe_dispatch == 0 || l->moe_dispatch == 3;
+    if (l->ep_overlap == 1 && b->ep > 1 && gather)
+        return ZP_FAIL(ZP_EINVAL, "%s: --overlap-moe-expert-parallel-comm with the allgather token dispatcher (%s): "
+                                  "Megatron-core overlaps alltoall or flex only; state %s alltoall",
+                       l->name, l->moe_dispatch ? "stated" : "its default when the dispatcher is not given", type);
     if (l->moe_dispatch == 2 && !l->deepep)
         return ZP_FAIL(ZP_EINVAL, "%s: %s flex without %s: zplan models flex on DeepEP", l->name, type, deepep);
-    b->dispatcher = l->moe_dispatch == 2 ? ZP_DISPATCH_DEEPEP : ZP_DISPATCH_ALLTOALL;
+    b->dispatcher = l->moe_dispatch == 2 ? ZP_DISPATCH_DEEPEP : gather && r->model && r->model->experts > 0
+                                                                ? ZP_DISPATCH_ALLGATHER
+                                                                : ZP_DISPATCH_ALLTOALL;
     b->ep_overlap = l->ep_overlap == 1 && b->ep > 1;
     if (l->ep_overlap == 1 && b->ep <= 1)
         zp_launch_note(l, "--overlap-moe-expert-parallel-comm without expert parallelism: nothing to overlap");

@@ -287,8 +287,21 @@ static const zp_launch_key g_keys[] = {
     {"delay-wgrad-compute", ZP_LK_FN, 0, 0, set_delay_wgrad, NULL},
     {"moe-expert-capacity-factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
     {"moe-shared-expert-overlap", ZP_LK_REFUSE, 0, 0, NULL, "the shared experts beside the dispatch are not modelled"},
-    {"multi-latent-attention", ZP_LK_REFUSE, 0, 0, NULL,
-     "multi-head latent attention launches are not read yet (give --model deepseek-v3 and the options)"},
+    {"multi-latent-attention", ZP_LK_FLAG, F(mla), 1, NULL, NULL},
+    {"q-lora-rank", ZP_LK_INT, F(q_lora), 0, NULL, NULL},
+    {"kv-lora-rank", ZP_LK_INT, F(kv_lora), 0, NULL, NULL},
+    {"qk-head-dim", ZP_LK_INT, F(qk_head), 0, NULL, NULL},
+    {"qk-pos-emb-head-dim", ZP_LK_INT, F(qk_pos), 0, NULL, NULL},
+    {"v-head-dim", ZP_LK_INT, F(v_head), 0, NULL, NULL},
+    {"mtp-num-layers", ZP_LK_INT, F(mtp), 0, NULL, NULL},
+    /* MLA's latent norms are in zplan's MLA (DeepSeek's q_a_layernorm and kv_a_layernorm); YaRN's rotary
+     * scaling, the norms' epsilon and the MTP loss's weight change no cost */
+    {"qk-layernorm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"rotary-scaling-factor", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"mscale", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"mscale-all-dim", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"norm-epsilon", ZP_LK_KNOWN, 0, 0, NULL, NULL},
+    {"mtp-loss-scaling-factor", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     /* the router's and the experts' kernels as modelled (a grouped GEMM, fused permutes), its losses */
     {"moe-grouped-gemm", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"moe-permute-fusion", ZP_LK_KNOWN, 0, 0, NULL, NULL},
@@ -467,6 +480,27 @@ static int assignment(shvars *vs, char w[][256], int n)
     return 1;
 }
 
+/* An array written on one line, NAME=(--a 1 --b 2): the words after the parenthesis are arguments as on the
+ * lines of one written over several; the opening word keeps NAME=( and the closing parenthesis is dropped
+ * from the last word. Returns the words' count (one more when the first word held an argument). */
+static int one_line_array(char w[][256], int n, int max)
+{
+    const int at = n >= 1 && strcmp(w[0], "export") == 0;
+    char *open = n > at ? strstr(w[at], "=(") : NULL;
+    if (!open)
+        return n;
+    const size_t last = strlen(w[n - 1]);
+    if (last > 1 && w[n - 1][last - 1] == ')' && (n - 1 > at || open[2]))
+        w[n - 1][last - 1] = '\0';
+    if (open[2] && n < max) { /* NAME=(--first: the argument as a word of its own */
+        memmove(w[at + 2], w[at + 1], (size_t)(n - at - 1) * sizeof w[0]);
+        snprintf(w[at + 1], sizeof w[0], "%s", open + 2);
+        open[2] = '\0';
+        n++;
+    }
+    return n;
+}
+
 /* One group's words as entries: an option (--name or --name=value) and the words up to the next option. */
 static zp_status group_entries(const shvars *vs, char w[][256], int n, int line, const char *name,
                                zp_launch_entries *en)
@@ -525,9 +559,10 @@ static zp_status scan(const char *text, const char *name, zp_launch_entries *en)
         }
         if (o + 1 >= sizeof buf)
             return ZP_FAIL(ZP_EINVAL, "%s:%d: line longer than %zu characters", name, first, sizeof buf - 1);
-        const int n = split_words(buf, w, 128);
+        int n = split_words(buf, w, 128);
         if (n < 0)
             return ZP_FAIL(ZP_EINVAL, "%s:%d: a quote is not closed", name, first);
+        n = one_line_array(w, n, 128);
         if (!assignment(&vs, w, n))
             ZP_TRY(group_entries(&vs, w, n, first, name, en));
     }

@@ -205,6 +205,14 @@ static const zp_launch_key g_keys[] = {
     {"model.overlap_moe_expert_parallel_comm", ZP_LK_BOOL, F(ep_overlap), 1, NULL, NULL},
     {"model.moe_expert_capacity_factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
     {"model.moe_shared_expert_overlap", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    /* multi-head latent attention and MTP: Megatron-core's names (formats/zp_launch_plan.c, launch_mla) */
+    {"model.multi_latent_attention", ZP_LK_BOOL, F(mla), 1, NULL, NULL},
+    {"model.q_lora_rank", ZP_LK_INT, F(q_lora), 0, NULL, NULL},
+    {"model.kv_lora_rank", ZP_LK_INT, F(kv_lora), 0, NULL, NULL},
+    {"model.qk_head_dim", ZP_LK_INT, F(qk_head), 0, NULL, NULL},
+    {"model.qk_pos_emb_head_dim", ZP_LK_INT, F(qk_pos), 0, NULL, NULL},
+    {"model.v_head_dim", ZP_LK_INT, F(v_head), 0, NULL, NULL},
+    {"model.mtp_num_layers", ZP_LK_INT, F(mtp), 0, NULL, NULL},
     {"model.moe_router_load_balancing_type", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* the router's losses and fusions */
     {"model.moe_aux_loss_coeff", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"model.moe_z_loss_coeff", ZP_LK_KNOWN, 0, 0, NULL, NULL},

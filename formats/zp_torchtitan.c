@@ -166,7 +166,8 @@ static const zp_launch_key g_keys[] = {
     {"parallelism.pipeline_parallel_last_stage_less_layers", ZP_LK_INT0, F(tt_last_less), 0, NULL, NULL},
     {"activation_checkpoint.mode", ZP_LK_FN, 0, 0, set_mode, NULL},
     {"activation_checkpoint.selective_ac_option", ZP_LK_FN, 0, 0, set_sac, NULL},
-    {"parallelism.expert_parallel_degree", ZP_LK_REFUSE, 0, 0, NULL, "expert parallelism is not read yet"},
+    {"parallelism.expert_parallel_degree", ZP_LK_INT, F(ep), 0, NULL, NULL},
+    {"parallelism.expert_tensor_parallel_degree", ZP_LK_INT, F(etp), 0, NULL, NULL},
     {"parallelism.fsdp_reshard_after_forward", ZP_LK_FN, 0, 0, set_reshard, NULL},
     {"model.tokenizer_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
     {"model.hf_assets_path", ZP_LK_KNOWN, 0, 0, NULL, NULL},
@@ -320,7 +321,16 @@ static zp_status toml_scan(const char *text, const char *name, zp_launch_entries
     return ZP_OK;
 }
 
-/* [model] name and flavor as a zoo model: torchtitan's llama3 flavors are the zoo's llama-3 models. */
+/* torchtitan's deepseek_v3 flavors (torchtitan/models/deepseek_v3/__init__.py) and the zoo's models of the
+ * same shapes: 16B is DeepSeek-V2-Lite's (27 layers of 2048, 64 experts of 1408, top 6, 2 shared, no Q LoRA),
+ * 236B DeepSeek-V2's (160 experts, 8 groups of which 3), 671B DeepSeek-V3's (256 experts, 8 groups of which 4);
+ * torchtitan trains them without DeepSeek-V3's multi-token prediction module (zp_launch.no_mtp). */
+static const struct {
+    const char *flavor, *zoo;
+} g_deepseek[] = {{"16B", "deepseek-v2-lite"}, {"236B", "deepseek-v2"}, {"671B", "deepseek-v3"}};
+
+/* [model] name and flavor as a zoo model: torchtitan's llama3 flavors are the zoo's llama-3 models, its
+ * deepseek_v3 flavors the table above. */
 static void zoo_name(zp_launch *l)
 {
     char flavor[64];
@@ -331,6 +341,11 @@ static void zoo_name(zp_launch *l)
         for (char *c = l->zoo; *c; c++)
             *c = (char)tolower((unsigned char)*c);
     }
+    for (size_t i = 0; strcmp(l->tokenizer, "deepseek_v3") == 0 && i < sizeof g_deepseek / sizeof g_deepseek[0]; i++)
+        if (strcmp(flavor, g_deepseek[i].flavor) == 0) {
+            snprintf(l->zoo, sizeof l->zoo, "%s", g_deepseek[i].zoo);
+            l->no_mtp = 1;
+        }
     l->tokenizer[0] = '\0';
 }
 

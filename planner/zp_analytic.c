@@ -157,12 +157,16 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     /* MoE with EP: per MoE block a dispatch and a combine all-to-all in forward, their gradients in
      * backward, again in the recompute; each rank sends (ep-1)/ep of its T·k·cf tokens of h fp16. A
      * dispatcher that sends a token once per node (DeepEP) moves the nodes' share of the copies across
-     * nodes, the ranks' inside one (vocab/zp_dispatch.h), and FP8 toward the experts halves those. */
+     * nodes, the ranks' inside one (vocab/zp_dispatch.h), and FP8 toward the experts halves those.
+     * Megatron-core's all-gather dispatcher gathers the EP group's tokens whole (each rank receives (ep-1)
+     * ranks' T h) and reduce-scatters them back. */
     const int64_t moe = zp_model_moe_blocks(model);
     if (plan->ep > 1 && moe > 0) {
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
-        if (plan->dispatcher != ZP_DISPATCH_ALLTOALL) { /* the nodes the EP group spans, or its ranks in one */
+        if (zp_dispatch_get(plan->dispatcher) && zp_dispatch_get(plan->dispatcher)->gather) {
+            a2a = act_bytes * (double)plan->ep; /* the gathered buffer: (ep-1)/ep of it arrives */
+        } else if (plan->dispatcher != ZP_DISPATCH_ALLTOALL) { /* the nodes the EP group spans, or its ranks in one */
             const int64_t span = plan->ep * plan->mp, gpn = zp_cluster_domain(c);
             const int64_t units = span > gpn && gpn > 0 && plan->ep % (span / gpn) == 0 ? span / gpn : plan->ep;
             a2a *= zp_dispatch_share(model, plan->dispatcher, units) *

@@ -252,7 +252,8 @@ static zp_status validate_framework(const zp_search_req *r)
     else if (r->model && r->model->experts > 0 && !f->moe)
         no = "mixture-of-experts layers (the model's)";
     else if (b->dispatcher != ZP_DISPATCH_ALLTOALL && !f->deepep)
-        no = "DeepEP's token dispatch (--moe-dispatcher)";
+        no = b->dispatcher == ZP_DISPATCH_ALLGATHER ? "Megatron-core's all-gather token dispatch (--moe-dispatcher)"
+                                                    : "DeepEP's token dispatch (--moe-dispatcher)";
     else if (b->ep_overlap && !f->ep_overlap)
         no = "the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm)";
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
@@ -399,6 +400,9 @@ static zp_status check_dispatcher(const zp_search_req *r)
                                   "(or leave --ep out to search it)");
     if (r->base.dispatcher == ZP_DISPATCH_ALLTOALL)
         return ZP_OK;
+    if (d->gather && r->base.ep_overlap) /* Megatron-core asserts alltoall or flex for the overlap */
+        return ZP_FAIL(ZP_EINVAL, "--overlap-moe-expert-parallel-comm overlaps all-to-alls: Megatron-core runs it with "
+                                  "--moe-dispatcher alltoall or deepep, not %s", d->name);
     if (r->model && r->model->experts <= 0)
         return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher %s: model %s has no routed experts to dispatch (leave it out for a "
                                   "dense model)", d->name, r->model->name);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zp_dispatch.h"
 #include "zp_fp8.h"
 #include "zp_memory.h"
 #include "zp_shape.h"
@@ -187,6 +188,24 @@ static double ds_fp8_saved(const zp_builder *b)
  * fp16 parameters to the host too. ZeRO-Infinity (offload device "nvme") keeps the offloaded states on
  * NVMe and only DeepSpeed's swap buffers in host memory (ZP_NVME_*: optimizer states and gradients are
  * swapped per sub-group, parameters through fixed buffers). */
+/* Megatron-core's all-gather token dispatcher gathers the EP group's hidden states into its global memory
+ * buffer (gather_from_sequence_parallel_region(..., use_global_buffer=True)): one buffer of EP x T x h
+ * 16-bit elements (the dispatch's bytes, zp_block_shape.a2a_bytes), allocated at the first MoE block and
+ * kept, reused by every block and micro-batch. */
+static void ds_ep_gather(zp_builder *b)
+{
+    const zp_dispatch_info *d = zp_dispatch_get(b->p->dispatcher);
+    if (!d || !d->gather || b->p->ep <= 1)
+        return;
+    for (int64_t i = 0; i < b->m->layers; i++)
+        if (zp_model_block_is_moe(b->m, i)) {
+            zp_block_shape S;
+            zp_shape_block(b->m, b->p, i, &S);
+            ds_mem(b, -1, 1, ZP_BUF_EP_GATHER, 0, ZP_MEM_BUFFERS, S.a2a_bytes[0]);
+            return;
+        }
+}
+
 static void ds_setup(zp_builder *b)
 {
     const zp_plan *p = b->p;
@@ -239,6 +258,7 @@ static void ds_setup(zp_builder *b)
         const double live = zp_plan_reshards(p) ? stage3_live(b->m, p, largest, psi) : psi;
         ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS, gathered * live * (1.0 - 1.0 / nd));
     }
+    ds_ep_gather(b);
 }
 
 double zp_layout_stage3_live(const zp_model *m, const zp_plan *p)

@@ -4,6 +4,7 @@
  * host with ZeRO-Offload) and the stage-1/2 parameter all-gather. Memory changes go through the plan's
  * layout (zp_layout.c); the program order is zp_schedule_walk's. */
 #include "zp_builder.h"
+#include "zp_dispatch.h"
 #include "zp_layout.h"
 #include "zp_schedule.h"
 
@@ -450,11 +451,22 @@ static int ep_paired(const zp_plan *p, int stage, int64_t k)
 }
 
 /* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay); dir 0
- * toward the experts, 1 back from them (zp_block_shape.a2a_bytes). */
+ * toward the experts, 1 back from them (zp_block_shape.a2a_bytes). Megatron-core's all-gather dispatcher
+ * runs an all-gather where the tokens (forward) or the output gradients (backward) go out and a reduce-
+ * scatter where they come back, in place of the all-to-all. */
 static void moe_a2a(zp_builder *b, int type, int dir, const zp_block_shape *S)
 {
     if (b->p->ep <= 1)
         return;
+    const zp_dispatch_info *d = zp_dispatch_get(b->p->dispatcher);
+    if (d && d->gather) {
+        static const int gathered[][2] = {
+            {ZP_OPK_A2A_DISPATCH, ZP_OPK_EP_AG_DISPATCH}, {ZP_OPK_A2A_COMBINE, ZP_OPK_EP_RS_COMBINE},
+            {ZP_OPK_A2A_COMBINE_BWD, ZP_OPK_EP_AG_COMBINE_BWD}, {ZP_OPK_A2A_DISPATCH_BWD, ZP_OPK_EP_RS_DISPATCH_BWD}};
+        for (size_t i = 0; i < sizeof gathered / sizeof gathered[0]; i++)
+            if (gathered[i][0] == type)
+                type = gathered[i][1];
+    }
     if (b->ep_async)
         ep_a2a(b, type, S->a2a_bytes[dir]);
     else

@@ -859,7 +859,7 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
         return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher %s is not an option %s has (%s)", disp->name,
                        a->emit_megatron ? "Megatron-core" : "torchtitan",
                        a->emit_megatron ? "its DeepEP dispatcher sends bf16: use --moe-dispatcher deepep"
-                                        : "use --emit-megatron-args for DeepEP");
+                                        : "use --emit-megatron-args for Megatron-core's dispatchers and DeepEP");
     if (r->base.eager && zp_search_req_given(r, ZP_SEARCH_TP_OVERLAP) && r->base.tp_overlap == ZP_TP_OVERLAP_ASYNC)
         return ZP_FAIL(ZP_EINVAL, "--tp-comm-overlap async with --compile off: torchtitan's async TP runs under "
                                   "torch.compile only (drop --compile off, or use --tp-comm-overlap te)");

@@ -164,6 +164,11 @@ static zp_status prepare_launch(zp_cli_plan *o)
     if (!stated && l->seq > 0 && !a->seq)
         a->seq = l->seq;
     ZP_TRY(zp_cli_plan_resolve(o, !stated, 1));
+    if (!stated && l->no_mtp && o->model.mtp_layers > 0) {
+        o->model.mtp_layers = 0;
+        zp_launch_note(l, "model: %s without its multi-token prediction module (torchtitan's deepseek_v3 has none)",
+                       o->model.name);
+    }
     if (stated) {
         o->model = m;
         o->origin = ZP_MODEL_FROM_FILE;

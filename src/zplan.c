@@ -69,8 +69,10 @@ static const char USAGE[] =
     ZP_CLI_DIM_HELP("expert")
     "  --capacity-factor C  MoE: an expert's token buffer over its fair share (default 1)\n"
     "  --moe-imbalance L    MoE: the busiest EP rank's tokens over the mean, >= 1 (default 1: even routing)\n"
-    "  --moe-dispatcher D   MoE: how tokens cross the EP group: alltoall (Megatron-core's default: a copy per\n"
-    "                       token and expert), deepep (Megatron-core's flex dispatcher with --moe-enable-deepep:\n"
+    "  --moe-dispatcher D   MoE: how tokens cross the EP group: alltoall (default; Megatron-core's all-to-all: a\n"
+    "                       copy per token and expert), allgather (Megatron-core's own default: every rank\n"
+    "                       all-gathers the group's tokens whole and reduce-scatters the outputs back; not\n"
+    "                       with the overlap), deepep (Megatron-core's flex dispatcher with --moe-enable-deepep:\n"
     "                       a token crosses to a node, and a GPU, once, NVLink forwarding inside the node) or\n"
     "                       deepep-fp8 (DeepSeek-V3's: deepep with the tokens sent to the experts in FP8;\n"
     "                       needs --precision fp8); a model's group-limited routing (n_group, topk_group)\n"

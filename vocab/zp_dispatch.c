@@ -8,6 +8,12 @@
  *  - alltoall: Megatron-core's MoEAlltoAllTokenDispatcher (megatron/core/transformer/moe/token_dispatcher.py)
  *    permutes the tokens by expert and all-to-alls them over the EP group: a token routed to two experts on
  *    one rank goes there twice, and a copy for another node crosses the network whatever else goes there.
+ *  - allgather: the same file's MoEAllGatherTokenDispatcher, Megatron-core's default
+ *    (--moe-token-dispatcher-type allgather): gather_from_sequence_parallel_region of the hidden states (and
+ *    of the routing map and probabilities) over the TP x EP group, a permute of the tokens the local experts
+ *    take, and reduce_scatter_to_sequence_parallel_region of their outputs in token_unpermutation. With
+ *    sequence parallelism the TP part of that gather is the one SP does anyway (zplan counts it there): over
+ *    the EP group each rank receives EP - 1 ranks' tokens, T h each, against the all-to-all's T k h (EP-1)/EP.
  *  - deepep: the same file's MoEFlexTokenDispatcher with --moe-enable-deepep calls DeepEP's normal
  *    (training) kernels. DeepEP (github.com/deepseek-ai/DeepEP, README, Feb 2025) implements DeepSeek-V3's
  *    scheme (DeepSeek-V3 Technical Report, arXiv 2412.19437, section 3.2.2): "IB first to the GPUs with the
@@ -23,6 +29,7 @@ static const zp_dispatch_info g_dispatch[ZP_NDISPATCH] = {
     [ZP_DISPATCH_ALLTOALL] = {.name = "alltoall", .megatron = "alltoall"},
     [ZP_DISPATCH_DEEPEP] = {.name = "deepep", .megatron = "flex", .deepep = 1, .dedup = 1},
     [ZP_DISPATCH_DEEPEP_FP8] = {.name = "deepep-fp8", .dedup = 1, .fp8_out = 1},
+    [ZP_DISPATCH_ALLGATHER] = {.name = "allgather", .megatron = "allgather", .gather = 1},
 };
 
 const zp_dispatch_info *zp_dispatch_get(int kind)
@@ -30,7 +37,7 @@ const zp_dispatch_info *zp_dispatch_get(int kind)
     return kind >= 0 && kind < ZP_NDISPATCH ? &g_dispatch[kind] : NULL;
 }
 
-const char *zp_dispatch_names(void) { return "alltoall, deepep, deepep-fp8"; }
+const char *zp_dispatch_names(void) { return "alltoall, allgather, deepep, deepep-fp8"; }
 
 zp_status zp_dispatch_parse(const char *name, int *out)
 {

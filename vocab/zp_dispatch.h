@@ -15,6 +15,7 @@ typedef enum {
     ZP_DISPATCH_ALLTOALL = 0, /* Megatron-core's MoEAlltoAllTokenDispatcher (the default) */
     ZP_DISPATCH_DEEPEP,       /* Megatron-core's flex dispatcher on DeepEP */
     ZP_DISPATCH_DEEPEP_FP8,   /* DeepSeek-V3's: DeepEP, the tokens sent to the experts in FP8 */
+    ZP_DISPATCH_ALLGATHER,    /* Megatron-core's MoEAllGatherTokenDispatcher (its default when none is given) */
     ZP_NDISPATCH
 } zp_dispatch_kind;
 
@@ -26,6 +27,9 @@ typedef struct {
                              there (DeepEP: RDMA to the same-rail GPU of each node, then NVLink to each GPU that
                              holds one of its experts); the combine sums a token's outputs in a GPU and a node
                              before they cross back. 0: one copy per (token, expert), each sent directly */
+    int gather;           /* every rank all-gathers the EP group's tokens, keeps those its experts take, and
+                             reduce-scatters the experts' outputs back: each rank receives the (EP - 1) other
+                             ranks' tokens whole, whatever their routing (and the gradients the reverse) */
     int fp8_out;          /* the tokens toward the experts (dispatch, and the combine's gradient in backward) in
                              FP8 with an FP32 scale per 1x128 block: 1 + 4/128 bytes an element; back in bf16 */
 } zp_dispatch_info;
@@ -34,7 +38,7 @@ typedef struct {
 const zp_dispatch_info *zp_dispatch_get(int kind);
 /* A dispatcher by its --moe-dispatcher name (case-insensitive); ZP_EINVAL naming the dispatchers. */
 zp_status zp_dispatch_parse(const char *name, int *out);
-/* "alltoall, deepep, deepep-fp8": for messages and --help. */
+/* "alltoall, allgather, deepep, deepep-fp8": for messages and --help. */
 const char *zp_dispatch_names(void);
 /* Bytes an element of hidden state takes toward the experts (dir 0: dispatch forward, combine backward)
  * or back from them (dir 1), under dispatcher `kind`: 2 (bf16), or FP8 with its scales. */

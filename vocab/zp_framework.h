@@ -13,7 +13,8 @@ typedef struct {
     int offload;           /* ZeRO-Offload / ZeRO-Infinity (--offload) */
     int pa_cpu;            /* checkpoints in host memory (--pa-cpu) */
     int moe;               /* mixture-of-experts layers */
-    int deepep;            /* DeepEP's token dispatch (--moe-dispatcher deepep, deepep-fp8) */
+    int deepep;            /* Megatron-core's token dispatchers beside the all-to-all (--moe-dispatcher deepep,
+                              deepep-fp8, allgather) */
     int ep_overlap;        /* the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm) */
     int selective;         /* selective recompute (--recompute selective) */
     int sp;                /* Megatron-LM's sequence parallelism (--sp) */

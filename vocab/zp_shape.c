@@ -55,8 +55,10 @@ void zp_shape_block(const zp_model *m, const zp_plan *p, int64_t block, zp_block
     /* a rank's T tokens x k go out; over the EP group each expert gets T·k·ep/E of them, cf-padded, and the
      * busiest rank λ times the mean */
     o->e_rows = o->T * o->k * ep / o->E * p->capacity_factor * p->moe_imbalance;
-    for (int dir = 0; dir < 2; dir++)
-        o->a2a_bytes[dir] = zp_dispatch_elt_bytes(p->dispatcher, dir) * o->T * o->k * p->capacity_factor * o->h;
+    const zp_dispatch_info *d = zp_dispatch_get(p->dispatcher);
+    for (int dir = 0; dir < 2; dir++) /* the all-gather's buffer: the EP group's tokens, each once */
+        o->a2a_bytes[dir] = d && d->gather ? 2.0 * o->T * o->h * ep
+                                           : zp_dispatch_elt_bytes(p->dispatcher, dir) * o->T * o->k * p->capacity_factor * o->h;
 }
 
 /* The routed experts' parameters of one MoE block (every MoE block has the same). */

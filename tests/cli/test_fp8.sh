@@ -130,7 +130,7 @@ python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['plans'][0]; sys.exi
 echo "== MoE token dispatchers (--moe-dispatcher; vocab/zp_dispatch.c)"
 bad "FP8 dispatch without FP8 training" "add --precision fp8" --model deepseek-v2-lite --gpus 32 --cluster dgx-h100 --moe-dispatcher deepep-fp8
 bad "a dispatcher for a dense model" "no routed experts to dispatch" --model llama-3-8b --gpus 16 --cluster dgx-h100 --moe-dispatcher deepep
-bad "an unknown dispatcher" "use alltoall, deepep, deepep-fp8" --model deepseek-v2-lite --gpus 32 --moe-dispatcher nvshmem
+bad "an unknown dispatcher" "use alltoall, allgather, deepep, deepep-fp8" --model deepseek-v2-lite --gpus 32 --moe-dispatcher nvshmem
 bad "DeepEP under --framework deepspeed" "does not run DeepEP's token dispatch" --model mixtral-8x7b --gpus 16 --cluster dgx-h100 --framework deepspeed --moe-dispatcher deepep
 bad "DeepSeek's FP8 dispatch to Megatron-LM" "is not an option Megatron-core has" --model mixtral-8x7b --gpus 16 --cluster dgx-h100 \
   --ep 8 --mp 1 --stage 1 --micro-batch 1 --global-batch 64 --precision fp8 --moe-dispatcher deepep-fp8 --emit-megatron-args "$T/fp8d.args"

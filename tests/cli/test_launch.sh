@@ -107,6 +107,19 @@ judged "torchtitan context parallelism 2" --torchtitan "$T/cp.toml" --gpus 64
 has "torchtitan's CP degree" 'your launch: .*CP 2, DP 32'
 sed "s/^mode = 'selective'/mode = 'sometimes'/" "$F/llama3_8b.toml" >"$T/mode.toml"
 bad "torchtitan recompute mode" "mode.toml:56: activation_checkpoint.mode 'sometimes'" --torchtitan "$T/mode.toml" --gpus 64
+# torchtitan's deepseek_v3 flavors as the zoo's models (16B: DeepSeek-V2-Lite's shape) with its expert
+# parallelism (an all-to-all, a copy per token and expert); its op-level recompute of MoE blocks is refused
+sed -e 's/^name = "llama3"/name = "deepseek_v3"/' -e 's/^flavor = "8B"/flavor = "16B"/' \
+    -e 's/^tensor_parallel_degree = 1/tensor_parallel_degree = 1\nexpert_parallel_degree = 8/' \
+    -e "s/^mode = 'selective'/mode = 'full'/" "$F/llama3_8b.toml" >"$T/dsv3.toml"
+judged "torchtitan deepseek_v3 16B with EP 8" --torchtitan "$T/dsv3.toml" --gpus 64 --cluster dgx-h100 --analytic --top 1
+has "torchtitan EP: its plan" 'your launch: .*EP 8 (alltoall), DP 64'
+sed "s/^mode = 'full'/mode = 'selective'/" "$T/dsv3.toml" >"$T/dsv3op.toml"
+bad "torchtitan op-level recompute of MoE blocks" "has mixture-of-experts blocks: use --recompute full, selective or none" \
+  --torchtitan "$T/dsv3op.toml" --gpus 64 --cluster dgx-h100 --analytic
+sed 's/^tensor_parallel_degree = 1/tensor_parallel_degree = 2/' "$T/dsv3.toml" >"$T/dsv3tp.toml"
+bad "torchtitan EP beside TP with whole experts" "expert_tensor_parallel_degree defaults to 1" \
+  --torchtitan "$T/dsv3tp.toml" --gpus 64 --cluster dgx-h100 --analytic
 sed 's/^  micro_batch_size: 4/  micro_batch_sise: 4/' "$F/megatron_gpt_config.yaml" >"$T/typo.yaml"
 bad "misspelt NeMo key" 'typo.yaml:46: unknown key model.micro_batch_sise: did you mean model.micro_batch_size' \
   --nemo "$T/typo.yaml"
@@ -218,8 +231,12 @@ import json, sys
 d = json.load(open(sys.argv[1])); m = d["model"]
 sys.exit(0 if m["experts"] == 16 and m["top_k"] == 4 and m["shared_experts"] == 1 else 1)
 PY
-bad "MoE with Megatron-core's default allgather dispatcher" "allgather token dispatcher .* is not modelled: state --moe-token-dispatcher-type alltoall" \
+# Megatron-core's default dispatcher (allgather) when none is stated: read as it, and refused beside the overlap
+bad "the overlap with the default allgather dispatcher" "Megatron-core overlaps alltoall or flex only; state --moe-token-dispatcher-type alltoall" \
   --megatron-args <(sed 's/--moe-token-dispatcher-type alltoall//' "$T/moe.sh") --cluster dgx-h100 --analytic
+sed -e 's/--moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm//' "$T/moe.sh" >"$T/moe-ag.sh"
+judged "MoE with Megatron-core's default dispatcher" --megatron-args "$T/moe-ag.sh" --cluster dgx-h100 --analytic --top 1
+has "MoE, default dispatcher: its plan" "TP 2 with SP, EP 8 (allgather), DP 16"
 bad "flex without DeepEP" "flex without --moe-enable-deepep" \
   --megatron-args <(sed 's/--moe-token-dispatcher-type alltoall/--moe-token-dispatcher-type flex/' "$T/moe.sh") --cluster dgx-h100 --analytic
 bad "EP not dividing the experts" "must divide the 16 data-parallel ranks and the 6 experts" \
@@ -228,15 +245,50 @@ bad "a layer pattern of the wrong length" "moe-layer-freq lists 30 layers, the m
   --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --moe-layer-freq ([0]*2+[1]*28)/' "$T/moe.sh") --cluster dgx-h100 --analytic
 bad "a layer pattern zplan cannot read" "moe-layer-freq '\[0,2\]\*16'" \
   --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --moe-layer-freq [0,2]*16/' "$T/moe.sh") --cluster dgx-h100 --analytic
-bad "latent attention refused by name" "multi-head latent attention launches are not read yet" \
-  --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --multi-latent-attention/' "$T/moe.sh") --cluster dgx-h100 --analytic
+bad "latent-attention sizes without MLA" "without --multi-latent-attention" \
+  --megatron-args <(sed 's/--moe-grouped-gemm/--moe-grouped-gemm --kv-lora-rank 512/' "$T/moe.sh") --cluster dgx-h100 --analytic
+# DeepSeek-V3 as Megatron-core states it (multi-head latent attention, MTP, DeepEP; the arguments of public
+# DeepSeek-V3 launch scripts), torchrun's arguments an array on one line: the zoo's 671.03B parameters
+cat >"$T/dsv3.sh" <<'EOF'
+DISTRIBUTED_ARGS=(--nproc_per_node 8 --nnodes 256)
+MODEL_ARGS=(
+    --disable-bias-linear --num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128
+    --kv-channels 128 --normalization RMSNorm --position-embedding-type rope --norm-epsilon 1e-6 --swiglu
+    --untie-embeddings-and-output-weights --vocab-size 129280 --make-vocab-size-divisible-by 1
+    --seq-length 4096 --max-position-embeddings 4096
+    --multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64
+    --v-head-dim 128 --qk-layernorm --rotary-scaling-factor 40 --rotary-base 10000 --mscale 1.0 --mscale-all-dim 1.0
+    --num-experts 256 --moe-layer-freq ([0]*3+[1]*58) --moe-ffn-hidden-size 2048 --moe-router-topk 8
+    --moe-shared-expert-intermediate-size 2048 --moe-router-enable-expert-bias --moe-router-group-topk 4
+    --moe-router-num-groups 8 --moe-grouped-gemm --moe-token-dispatcher-type flex --moe-enable-deepep
+    --mtp-num-layers 1
+)
+TRAIN=(
+    --expert-model-parallel-size 64 --pipeline-model-parallel-size 16 --tensor-model-parallel-size 1
+    --micro-batch-size 1 --global-batch-size 15360 --bf16 --use-distributed-optimizer
+    --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
+)
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py ${MODEL_ARGS[@]} ${TRAIN[@]}
+EOF
+"$Z" --megatron-args "$T/dsv3.sh" --cluster hgx-h800 --analytic --top 1 --json >"$T/dsv3.json" 2>"$T/err" || ko "DeepSeek-V3 with MLA: $(cat "$T/err")"
+python3 - "$T/dsv3.json" <<'PY' && ok "DeepSeek-V3's Megatron-core arguments: MLA, MTP, 2,048 GPUs, 671.03B as the zoo's" || ko "DeepSeek-V3 with MLA: $(head -c 400 "$T/dsv3.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); m = d["model"]
+sys.exit(0 if abs(m["params"] - 671026420000) < 1e6 and m.get("attention") == "mla" else 1)
+PY
 # NeMo: the same keys under model. (NeMo-Framework-Launcher's 5B with 8 experts over EP 8)
 awk '/^model:/{print; print "  num_moe_experts: 8\n  moe_router_topk: 2\n  expert_model_parallel_size: 8\n  moe_token_dispatcher_type: alltoall\n  moe_grouped_gemm: true"; next} {print}' \
   "$F/gpt3_5b.yaml" >"$T/moe.yaml"
 judged "NeMo 5B YAML with experts" --nemo "$T/moe.yaml" --cluster dgx-a100 --analytic --top 1
 has "NeMo MoE: its plan" "TP 1, EP 8 (alltoall), DP 128, micro-batch 4 x 4"
-bad "NeMo MoE with the default allgather dispatcher" "state model.moe_token_dispatcher_type alltoall, or flex with model.moe_enable_deepep: true" \
-  --nemo <(sed '/moe_token_dispatcher_type/d' "$T/moe.yaml") --cluster dgx-a100 --analytic
+judged "NeMo MoE with the default allgather dispatcher" --nemo <(sed '/moe_token_dispatcher_type/d' "$T/moe.yaml") --cluster dgx-a100 --analytic --top 1
+has "NeMo MoE, default dispatcher: its plan" "TP 1, EP 8 (allgather), DP 128"
+# NeMo: latent attention by Megatron-core's names under model.
+awk '/^model:/{print; print "  multi_latent_attention: true\n  kv_lora_rank: 512\n  qk_head_dim: 128\n  qk_pos_emb_head_dim: 64\n  v_head_dim: 128"; next} {print}' \
+  "$F/gpt3_5b.yaml" >"$T/mla.yaml"
+"$Z" --nemo "$T/mla.yaml" --cluster dgx-a100 --analytic --top 1 --json >"$T/mla.json" 2>"$T/err" &&
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["model"]["attention"] != "mla")' "$T/mla.json" &&
+  ok "NeMo: model.multi_latent_attention and its sizes read" || ko "NeMo MLA: $(cat "$T/err")"
 # written and read back: DeepEP and the overlap in the arguments, the same step
 if "$Z" --model mixtral-8x7b --seq 4096 --gpus 32 --cluster dgx-h100 --ep 8 --mp 2 --sp --pp 1 --stage 1 --global-batch 64 \
      --recompute selective --moe-dispatcher deepep --overlap-moe-expert-parallel-comm --analytic \
