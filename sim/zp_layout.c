@@ -188,22 +188,26 @@ static double ds_fp8_saved(const zp_builder *b)
  * fp16 parameters to the host too. ZeRO-Infinity (offload device "nvme") keeps the offloaded states on
  * NVMe and only DeepSpeed's swap buffers in host memory (ZP_NVME_*: optimizer states and gradients are
  * swapped per sub-group, parameters through fixed buffers). */
-/* Megatron-core's all-gather token dispatcher gathers the EP group's hidden states into its global memory
- * buffer (gather_from_sequence_parallel_region(..., use_global_buffer=True)): one buffer of EP x T x h
- * 16-bit elements (the dispatch's bytes, zp_block_shape.a2a_bytes), allocated at the first MoE block and
- * kept, reused by every block and micro-batch. */
-static void ds_ep_gather(zp_builder *b)
+/* The token dispatcher's own buffers, allocated at the first MoE block and kept: Megatron-core's all-gather
+ * dispatcher gathers the EP group's hidden states into its global memory buffer
+ * (gather_from_sequence_parallel_region(..., use_global_buffer=True)), EP x T x h 16-bit elements (the
+ * dispatch's bytes, zp_block_shape.a2a_bytes), reused by every block and micro-batch; DeepEP holds its
+ * NVLink and RDMA buffers (zp_dispatch_buffer_bytes); the all-to-all's are the step's activations. */
+static void ds_ep_buffers(zp_builder *b)
 {
     const zp_dispatch_info *d = zp_dispatch_get(b->p->dispatcher);
-    if (!d || !d->gather || b->p->ep <= 1)
+    if (!d || b->p->ep <= 1 || zp_model_moe_blocks(b->m) <= 0)
         return;
-    for (int64_t i = 0; i < b->m->layers; i++)
+    double bytes = zp_dispatch_buffer_bytes(b->p->dispatcher, b->p->ep, b->m->hidden);
+    for (int64_t i = 0; d->gather && i < b->m->layers; i++)
         if (zp_model_block_is_moe(b->m, i)) {
             zp_block_shape S;
             zp_shape_block(b->m, b->p, i, &S);
-            ds_mem(b, -1, 1, ZP_BUF_EP_GATHER, 0, ZP_MEM_BUFFERS, S.a2a_bytes[0]);
-            return;
+            bytes = S.a2a_bytes[0];
+            break;
         }
+    if (bytes > 0)
+        ds_mem(b, -1, 1, ZP_BUF_EP_COMM, 0, ZP_MEM_BUFFERS, bytes);
 }
 
 static void ds_setup(zp_builder *b)
@@ -258,7 +262,7 @@ static void ds_setup(zp_builder *b)
         const double live = zp_plan_reshards(p) ? stage3_live(b->m, p, largest, psi) : psi;
         ds_mem(b, -1, 1, ZP_BUF_GATHER_POOL, 0, ZP_MEM_BUFFERS, gathered * live * (1.0 - 1.0 / nd));
     }
-    ds_ep_gather(b);
+    ds_ep_buffers(b);
 }
 
 double zp_layout_stage3_live(const zp_model *m, const zp_plan *p)

@@ -173,7 +173,7 @@ typedef enum { ZP_PER_ONE, ZP_PER_LAYER, ZP_PER_LAYER1, ZP_PER_ITEM } zp_buf_per
     X(BLOCK_WORK, "block_working_set", ZP_PER_ONE) X(BLOCK_ACTS, "block_activations", ZP_PER_LAYER)          \
     X(FRAG, "fragmentation", ZP_PER_ONE) X(NVME_OPT, "nvme_optimizer_states", ZP_PER_ONE)                     \
     X(NVME_PARAMS, "nvme_params", ZP_PER_ONE) X(FP8_WEIGHTS, "fp8_weights", ZP_PER_ONE)                     \
-    X(EP_GATHER, "moe_allgather_buffer", ZP_PER_ONE)                                                        \
+    X(EP_COMM, "moe_dispatch_buffers", ZP_PER_ONE)                                                          \
     /* zplan's executor (exec/), one per tensor */                                                         \
     X(PARAMS, "params_flat", ZP_PER_ONE) X(PSHARD, "params_shard", ZP_PER_ONE)                               \
     X(GRADS, "grads_flat", ZP_PER_ONE) X(GSHARD, "grads_shard", ZP_PER_ONE) X(GWORK, "grad_bucket", ZP_PER_ONE) \

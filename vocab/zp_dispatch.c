@@ -55,6 +55,53 @@ double zp_dispatch_elt_bytes(int kind, int dir)
     return d && d->fp8_out && dir == 0 ? 1.0 + 4.0 / 128.0 : 2.0;
 }
 
+/* DeepEP's recommended configurations (deep_ep/buffer.py, get_dispatch_config and get_combine_config, at
+ * github.com/deepseek-ai/DeepEP 04b06f7): by EP ranks, the NVLink chunk of tokens received and the RDMA
+ * chunks of tokens sent and received, dispatch's then combine's; Buffer.num_sms = 20 (10 channels), which
+ * Megatron-core keeps (--moe-deepep-num-sms 20). An EP size between rows takes the next larger row's (DeepEP
+ * itself asserts a listed one). */
+static const struct {
+    int ranks, nvl_recv, rdma_send[2], rdma_recv;
+} g_deepep_cfg[] = {{2, 256, {6, 6}, 128},     {4, 256, {6, 6}, 128},     {8, 256, {6, 6}, 128},
+                    {16, 288, {20, 28}, 128},  {24, 288, {32, 20}, 128},  {32, 288, {32, 20}, 128},
+                    {64, 288, {28, 20}, 128},  {128, 560, {32, 12}, 128}, {144, 720, {12, 8}, 128},
+                    {160, 720, {12, 8}, 128}};
+#define ZP_DEEPEP_CHANNELS 10    /* num_sms / 2 */
+#define ZP_DEEPEP_NVL_PEERS 8    /* NUM_MAX_NVL_PEERS */
+#define ZP_DEEPEP_MAX_TOPK 128   /* kNumMaxTopK, kNumMaxScales of csrc/config.hpp */
+#define ZP_DEEPEP_SOURCE_META 8  /* internode::SourceMeta: two ints */
+
+/* Config::get_nvl_buffer_size_hint and get_rdma_buffer_size_hint (csrc/config.hpp): per channel and peer, a
+ * chunk of tokens of hidden_bytes each with their source metadata, top-k indices (int64) and weights (float)
+ * and FP8 scales (float) for up to 128, and the channels' head and tail counters; the RDMA chunk doubled
+ * (send and receive halves) and aligned to its send chunk, plus 1 MiB; each rounded up to 128 bytes. */
+double zp_dispatch_buffer_bytes(int kind, int64_t ep, int64_t hidden)
+{
+    const zp_dispatch_info *d = zp_dispatch_get(kind);
+    if (!d || !d->dedup || ep <= 1 || hidden <= 0)
+        return 0.0;
+    const size_t n = sizeof g_deepep_cfg / sizeof g_deepep_cfg[0];
+    size_t r = 0;
+    while (r + 1 < n && g_deepep_cfg[r].ranks < ep)
+        r++;
+    const double hb = 2.0 * (double)hidden, ch = ZP_DEEPEP_CHANNELS, K = ZP_DEEPEP_MAX_TOPK;
+    const double rdma_ranks = fmax(floor((double)ep / ZP_DEEPEP_NVL_PEERS), 1.0);
+    const double nvl_ranks = fmin((double)ep, ZP_DEEPEP_NVL_PEERS);
+    const double per_token = hb + ZP_DEEPEP_SOURCE_META + K * 8.0 + K * 4.0 + K * 4.0;
+    double nvl = ch * nvl_ranks * (2.0 * rdma_ranks + 3.0) * 4.0 + ch * nvl_ranks * g_deepep_cfg[r].nvl_recv * per_token;
+    nvl = ceil(nvl / 128.0) * 128.0;
+    double rdma = 0.0;
+    for (int c = 0; ep > ZP_DEEPEP_NVL_PEERS && c < 2; c++) { /* the larger of dispatch's and combine's */
+        const double send = g_deepep_cfg[r].rdma_send[c];
+        const double recv = ceil(g_deepep_cfg[r].rdma_recv / send) * send;
+        double b = ch * rdma_ranks * (ZP_DEEPEP_NVL_PEERS * 2.0 + 2.0) * 2.0 * 4.0 +
+                   ch * rdma_ranks * recv * 2.0 * (hb + ZP_DEEPEP_SOURCE_META + K * 8.0 + K * 4.0 + K * 4.0 + 16.0) +
+                   1048576.0;
+        rdma = fmax(rdma, ceil(b / 128.0) * 128.0);
+    }
+    return nvl + rdma;
+}
+
 /* C(n - a, k) / C(n, k): the chance that k of n items taken at random miss a given a of them. */
 static double miss(double n, double a, double k)
 {

@@ -44,6 +44,12 @@ const char *zp_dispatch_names(void);
  * or back from them (dir 1), under dispatcher `kind`: 2 (bf16), or FP8 with its scales. */
 double zp_dispatch_elt_bytes(int kind, int dir);
 
+/* Device memory a dispatcher's communication buffers hold per GPU over an EP group of `ep` ranks, hidden
+ * size `hidden`, bytes: DeepEP's NVLink and RDMA buffers as Megatron-core sizes them (fused_a2a.py get_buffer:
+ * the larger of DeepEP's dispatch and combine configurations' size hints), 0 for the others (the all-gather
+ * dispatcher's buffer depends on the tokens: zp_block_shape.a2a_bytes). */
+double zp_dispatch_buffer_bytes(int kind, int64_t ep, int64_t hidden);
+
 /* The expected number of `units` (equal blocks of consecutive experts: an EP group's ranks or its nodes;
  * units divides the experts) that one token's top_k experts fall in, the token's groups (route_topk of
  * route_groups) and its experts in them taken uniformly: even routing, as zplan assumes elsewhere

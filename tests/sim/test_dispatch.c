@@ -282,6 +282,29 @@ Test(dispatch, allgather_moves_the_group_tokens_whole)
     cr_expect(ratio > 4.0 * 0.85 && ratio < 4.0 * 1.15, "all-gather / all-to-all %g", ratio);
 }
 
+/* DeepEP's buffers as Megatron-core asks for them (DeepEP's csrc/config.hpp size hints over its dispatch and
+ * combine configurations, worked by hand here): DeepSeek-V3's hidden 7168 over EP 64 (8 nodes of 8: the
+ * NVLink buffer 10 channels x 8 peers x 288 tokens x (14336 + 8 + 2048) B and counters, the RDMA buffer 10 x 8
+ * x 140 (128 aligned to 28) x 2 x (14336 + 8 + 2048 + 16) B, counters and 1 MiB): 746,277,120 bytes; inside
+ * a node (EP 8) no RDMA buffer; none for the all-to-all. In the rank's buffers. */
+Test(dispatch, deepep_buffers)
+{
+    cr_expect_float_eq(zp_dispatch_buffer_bytes(ZP_DISPATCH_DEEPEP, 64, 7168), 746277120.0, 0.5);
+    cr_expect_float_eq(zp_dispatch_buffer_bytes(ZP_DISPATCH_DEEPEP_FP8, 64, 7168), 746277120.0, 0.5);
+    cr_expect_float_eq(zp_dispatch_buffer_bytes(ZP_DISPATCH_DEEPEP, 8, 7168), 335709824.0, 0.5);
+    cr_expect_eq(zp_dispatch_buffer_bytes(ZP_DISPATCH_ALLTOALL, 64, 7168), 0.0);
+    cr_expect_eq(zp_dispatch_buffer_bytes(ZP_DISPATCH_DEEPEP, 1, 7168), 0.0);
+    zp_model m = zp_zoo_find("deepseek-v3")->model;
+    double buffers[2];
+    for (int d = 0; d < 2; d++) {
+        zp_plan p = moe_plan(128, 64, d ? ZP_DISPATCH_DEEPEP : ZP_DISPATCH_ALLTOALL);
+        zp_memory mem;
+        cr_assert_eq(zp_memory_estimate(&m, &p, &mem), ZP_OK, "%s", zp_error_message());
+        buffers[d] = mem.buffers;
+    }
+    cr_expect_float_eq(buffers[1] - buffers[0], 746277120.0, 1.0, "buffers %g vs %g", buffers[1], buffers[0]);
+}
+
 /* Refused: a dispatcher for a dense model, FP8 dispatch without FP8 training, an unknown row. */
 Test(dispatch, bad_inputs)
 {
