@@ -95,7 +95,7 @@ double zp_dispatch_buffer_bytes(int kind, int64_t ep, int64_t hidden)
         const double send = g_deepep_cfg[r].rdma_send[c];
         const double recv = ceil(g_deepep_cfg[r].rdma_recv / send) * send;
         double b = ch * rdma_ranks * (ZP_DEEPEP_NVL_PEERS * 2.0 + 2.0) * 2.0 * 4.0 +
-                   ch * rdma_ranks * recv * 2.0 * (hb + ZP_DEEPEP_SOURCE_META + K * 8.0 + K * 4.0 + K * 4.0 + 16.0) +
+                   ch * rdma_ranks * recv * 2.0 * (per_token + 16.0) + /* + an int4 a token */
                    1048576.0;
         rdma = fmax(rdma, ceil(b / 128.0) * 128.0);
     }

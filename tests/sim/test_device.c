@@ -776,14 +776,21 @@ static void check_measured(const zp_profile *p, const double (*g)[4], size_t n, 
     cr_expect(gm > 0.9 && gm < 1.1, "%s: geometric mean of model / measured %.3f", fp8 ? "fp8" : "bf16", gm);
 }
 
+/* A cluster's device model against its GPU's measured bf16 GEMMs, then FP8 (delayed scaling) ones. */
+static void check_cluster(const char *cluster, const double (*bf16)[4], size_t nb, const double (*fp8)[4], size_t nf)
+{
+    zp_profile p = builtin(cluster);
+    check_measured(&p, bf16, nb, 0);
+    const zp_cluster *c;
+    cr_assert_eq(zp_cluster_find(cluster, &c), ZP_OK);
+    zp_device_profile_fp8(c, ZP_FP8_DELAYED, 0, &p);
+    check_measured(&p, fp8, nf, 1);
+}
+#define NROWS(a) (sizeof(a) / sizeof((a)[0]))
+
 Test(device, h100_gemms_against_a_measured_h100)
 {
-    zp_profile p = builtin("dgx-h100");
-    check_measured(&p, h100_bf16_gemms, sizeof h100_bf16_gemms / sizeof h100_bf16_gemms[0], 0);
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-h100", &c), ZP_OK);
-    zp_device_profile_fp8(c, ZP_FP8_DELAYED, 0, &p);
-    check_measured(&p, h100_fp8_gemms, sizeof h100_fp8_gemms / sizeof h100_fp8_gemms[0], 1);
+    check_cluster("dgx-h100", h100_bf16_gemms, NROWS(h100_bf16_gemms), h100_fp8_gemms, NROWS(h100_fp8_gemms));
 }
 
 /* The same on a measured H200 (gpus/measured/h200-sxm5-141gb-2026-11-28.json, bench/gpu_micro.py --quick:
@@ -806,12 +813,7 @@ static const double h200_fp8_gemms[][4] = {
 
 Test(device, h200_gemms_against_a_measured_h200)
 {
-    zp_profile p = builtin("dgx-h200");
-    check_measured(&p, h200_bf16_gemms, sizeof h200_bf16_gemms / sizeof h200_bf16_gemms[0], 0);
-    const zp_cluster *c;
-    cr_assert_eq(zp_cluster_find("dgx-h200", &c), ZP_OK);
-    zp_device_profile_fp8(c, ZP_FP8_DELAYED, 0, &p);
-    check_measured(&p, h200_fp8_gemms, sizeof h200_fp8_gemms / sizeof h200_fp8_gemms[0], 1);
+    check_cluster("dgx-h200", h200_bf16_gemms, NROWS(h200_bf16_gemms), h200_fp8_gemms, NROWS(h200_fp8_gemms));
 }
 
 /* A calibrated cpu profile's GEMMs pay for the operands the step last touched long before (gemm_cold_gbs,
