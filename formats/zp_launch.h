@@ -64,6 +64,7 @@ typedef struct {
                                 2 flex, 3 allgather */
     int deepep;              /* --moe-enable-deepep */
     int ep_overlap;          /* --overlap-moe-expert-parallel-comm */
+    int shared_overlap;      /* --moe-shared-expert-overlap */
     double capacity;         /* --moe-expert-capacity-factor (0: not stated: dropless) */
     /* the cluster */
     int64_t gpus_per_node, nodes; /* 0: not stated */
@@ -156,6 +157,11 @@ zp_status zp_launch_apply(zp_launch *l, const zp_launch_key *table, const zp_lau
 int zp_launch_key_distance(const char *a, const char *b);
 /* A note line (stderr) on the launch. */
 void zp_launch_note(zp_launch *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Megatron-core's --recompute-modules (NeMo's model.recompute_modules): the modules selective recompute
+ * re-runs, as words, a list or a Python list; core_attn (its default) is zplan's selective recompute, and
+ * every other module (moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts) is refused, naming it. */
+zp_status zp_launch_recompute_modules(zp_launch *l, const zp_launch_entry *e);
 /* A Megatron-core --fp8-recipe value (Megatron-LM's arguments, NeMo's model.fp8_recipe) into l->fp8_recipe;
  * ZP_EINVAL naming the file, the line, `key` ("" or "model.fp8_recipe: ") and the recipes zplan models. */
 zp_status zp_launch_set_fp8_recipe(zp_launch *l, const zp_launch_entry *e, const char *key);

@@ -364,6 +364,16 @@ static zp_status launch_experts(zp_launch *l, int64_t dp, zp_search_req *r)
                                                                 ? ZP_DISPATCH_ALLGATHER
                                                                 : ZP_DISPATCH_ALLTOALL;
     b->ep_overlap = l->ep_overlap == 1 && b->ep > 1;
+    /* Megatron-core's rules for the shared experts beside the all-to-alls (transformer_config.py) */
+    const char *so = nemo ? "model.moe_shared_expert_overlap" : "--moe-shared-expert-overlap";
+    if (l->shared_overlap == 1 && b->dispatcher != ZP_DISPATCH_ALLTOALL)
+        return ZP_FAIL(ZP_EINVAL, "%s: %s with the %s token dispatcher: Megatron-core runs it with alltoall only; "
+                                  "state %s alltoall or drop %s",
+                       l->name, so, zp_dispatch_get(b->dispatcher)->name, type, so);
+    if (l->shared_overlap == 1 && l->ep_overlap == 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: %s with %s: Megatron-core refuses the two together; keep one", l->name, so,
+                       nemo ? "model.overlap_moe_expert_parallel_comm" : "--overlap-moe-expert-parallel-comm");
+    b->shared_overlap = l->shared_overlap == 1;
     if (l->ep_overlap == 1 && b->ep <= 1)
         zp_launch_note(l, "--overlap-moe-expert-parallel-comm without expert parallelism: nothing to overlap");
     if (l->capacity > 0)

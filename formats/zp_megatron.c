@@ -10,6 +10,7 @@
 #include "zp_fp8.h"
 #include "zp_framework.h"
 #include "zp_io.h"
+#include "zp_launch.h"
 #include "zp_pipeline.h"
 
 zp_status zp_megatron_check(const zp_plan *p)
@@ -52,12 +53,28 @@ zp_status zp_megatron_check(const zp_plan *p)
     return ZP_OK;
 }
 
+/* The model's MoE blocks in --moe-layer-freq (add_moe_layers) as zplan reads it back (formats/
+ * zp_launch_plan.c: a list of at most ZP_LAUNCH_MAX_LAYERS, its dense blocks after the first MoE block at
+ * most ZP_MODEL_MAX_DENSE_LIST). */
+static int moe_layers_writable(const zp_model *m)
+{
+    if (zp_model_moe_blocks(m) == m->layers || (m->moe_every > 1 && m->moe_phase == 0 && m->dense_layers <= 0 &&
+                                                m->n_dense_list == 0))
+        return 1;
+    if (m->layers > ZP_LAUNCH_MAX_LAYERS)
+        return 0;
+    int64_t i = 0, inner = 0;
+    while (i < m->layers && !zp_model_block_is_moe(m, i))
+        i++;
+    for (; i < m->layers; i++)
+        inner += !zp_model_block_is_moe(m, i);
+    return inner <= ZP_MODEL_MAX_DENSE_LIST;
+}
+
 zp_status zp_megatron_check_model(const zp_model *m)
 {
     const char *why = NULL;
-    if (m->attn == ZP_ATTN_MLA)
-        why = "multi-head latent attention (its MLA arguments are not written by zplan)";
-    else if (m->pos == ZP_POS_ALIBI)
+    if (m->pos == ZP_POS_ALIBI)
         why = "ALiBi positions (Megatron-LM has learned, rope and none)";
     else if (m->mlp == ZP_MLP_GATED && m->act != ZP_ACT_SILU)
         why = "a gated MLP other than SwiGLU (--swiglu is its only gated one)";
@@ -67,9 +84,11 @@ zp_status zp_megatron_check_model(const zp_model *m)
         why = "norms other than one LayerNorm or RMSNorm before the attention and one before the MLP";
     else if (m->embed_dim > 0 && m->embed_dim != m->hidden)
         why = "a token embedding narrower than the model with projections";
-    else if (m->experts > 0 && (m->shared_experts > 0 || m->dense_layers > 0 || m->moe_every > 1 ||
-                                m->n_dense_list > 0))
-        why = "shared experts or dense blocks between MoE blocks (zplan writes uniform MoE layers only)";
+    else if (m->experts > 0 && m->shared_experts > 0 && m->shared_gate)
+        why = "a gated shared expert (Qwen2-MoE's; zplan writes Megatron-core's ungated shared experts only)";
+    else if (m->experts > 0 && !moe_layers_writable(m))
+        why = "a pattern of MoE blocks that --moe-layer-freq cannot carry back (over 1,024 layers, or more dense "
+              "blocks between MoE blocks than zplan reads)";
     if (why)
         return ZP_FAIL(ZP_EUNSUPPORTED, "model %s has %s: zplan cannot state it as Megatron-LM arguments", m->name,
                        why);
@@ -111,6 +130,70 @@ static void add_dropouts(out *o, const zp_model *m)
         add(o, " --hidden-dropout 0");
     if (m->no_dropout & ZP_DROPOUT_NO_ATTN)
         add(o, " --attention-dropout 0");
+}
+
+/* Multi-head latent attention (DeepSeek-V2/V3) as Megatron-core states it (megatron/core/transformer/
+ * multi_latent_attention.py): every size given, none left to its defaults; --qk-layernorm for the latent
+ * norms DeepSeek's attention has; its multi-token prediction modules. */
+static void add_mla(out *o, const zp_model *m)
+{
+    add(o, " --multi-latent-attention");
+    if (m->q_lora_rank > 0)
+        add(o, " --q-lora-rank %lld", (long long)m->q_lora_rank);
+    add(o, " --kv-lora-rank %lld --qk-head-dim %lld --qk-pos-emb-head-dim %lld --v-head-dim %lld --qk-layernorm",
+        (long long)m->kv_lora_rank, (long long)m->qk_nope_dim, (long long)m->qk_rope_dim,
+        (long long)m->v_head_dim);
+}
+
+/* Which blocks are MoE (--moe-layer-freq): every k-th from block 0 as k, any other pattern as Megatron-core's
+ * list, one 0 (dense) or 1 (MoE) a layer, written as runs: DeepSeek-V3's "([0]*3+[1]*58)". Quoted for the
+ * shell. */
+static void add_moe_layers(out *o, const zp_model *m)
+{
+    if (zp_model_moe_blocks(m) == m->layers)
+        return;
+    if (m->moe_every > 1 && m->moe_phase == 0 && m->dense_layers <= 0 && m->n_dense_list == 0) {
+        add(o, " --moe-layer-freq %lld", (long long)m->moe_every);
+        return;
+    }
+    add(o, " --moe-layer-freq \"(");
+    for (int64_t i = 0, runs = 0; i < m->layers; runs++) {
+        const int moe = zp_model_block_is_moe(m, i);
+        int64_t j = i;
+        while (j < m->layers && zp_model_block_is_moe(m, j) == moe)
+            j++;
+        add(o, "%s[%d]*%lld", runs ? "+" : "", moe, (long long)(j - i));
+        i = j;
+    }
+    add(o, ")\"");
+}
+
+/* The experts: their count, top-k, EP, width, the shared experts as one of their summed width (Megatron-core's
+ * --moe-shared-expert-intermediate-size: the same parameters and FLOPs), the router's expert bias, group-
+ * limited routing, which blocks are MoE, MTP; the dispatcher planned and its overlaps. */
+static void add_moe(out *o, const zp_model *m, const zp_plan *p)
+{
+    add(o, " --num-experts %lld --moe-router-topk %lld %s %lld", (long long)m->experts, (long long)m->top_k,
+        zp_dims_get(ZP_DIM_EP)->megatron, (long long)(p->ep > 0 ? p->ep : 1));
+    if (m->expert_ffn > 0 && m->expert_ffn != m->ffn)
+        add(o, " --moe-ffn-hidden-size %lld", (long long)m->expert_ffn);
+    if (m->shared_experts > 0)
+        add(o, " --moe-shared-expert-intermediate-size %lld", (long long)(m->shared_experts * zp_model_shared_ffn(m)));
+    if (m->router_bias)
+        add(o, " --moe-router-enable-expert-bias");
+    if (m->route_groups > 1)
+        add(o, " --moe-router-num-groups %lld --moe-router-group-topk %lld", (long long)m->route_groups,
+            (long long)m->route_topk);
+    add_moe_layers(o, m);
+    if (m->mtp_layers > 0)
+        add(o, " --mtp-num-layers %lld", (long long)m->mtp_layers);
+    /* the dispatcher planned, stated: Megatron-core's default is its all-gather dispatcher */
+    const zp_dispatch_info *d = zp_dispatch_get(p->dispatcher);
+    add(o, " --moe-token-dispatcher-type %s%s", d->megatron, d->deepep ? " --moe-enable-deepep" : "");
+    if (p->ep_overlap && p->ep > 1)
+        add(o, " --overlap-moe-expert-parallel-comm");
+    if (p->shared_overlap)
+        add(o, " --moe-shared-expert-overlap");
 }
 
 /* An uneven pipeline layout (vocab/zp_pipeline.h) in Megatron-core's arguments: the interleaved schedule's
@@ -217,7 +300,7 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
      * make-vocab-size-divisible-by x TP: 1 keeps it as it is, up to TP) */
     add(&o, " --vocab-size %lld --make-vocab-size-divisible-by 1", (long long)m->vocab);
     /* the architecture beyond GPT's defaults (Megatron-LM's own argument names) */
-    if (m->kv_heads > 0 && m->kv_heads < m->heads)
+    if (m->kv_heads > 0 && m->kv_heads < m->heads && m->attn != ZP_ATTN_MLA)
         add(&o, " --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
     if (m->mlp == ZP_MLP_GATED)
         add(&o, " --swiglu");
@@ -232,20 +315,10 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     else if (m->nobias == (ZP_BIAS_ATTN_OUT | ZP_BIAS_MLP_UP | ZP_BIAS_MLP_DOWN))
         add(&o, " --disable-bias-linear --add-qkv-bias"); /* Qwen2: a bias on Q, K, V only */
     add_dropouts(&o, m);
-    if (m->experts > 0) {
-        add(&o, " --num-experts %lld --moe-router-topk %lld %s %lld", (long long)m->experts, (long long)m->top_k,
-            zp_dims_get(ZP_DIM_EP)->megatron, (long long)(p->ep > 0 ? p->ep : 1));
-        if (m->expert_ffn > 0 && m->expert_ffn != m->ffn)
-            add(&o, " --moe-ffn-hidden-size %lld", (long long)m->expert_ffn);
-        if (m->route_groups > 1)
-            add(&o, " --moe-router-num-groups %lld --moe-router-group-topk %lld", (long long)m->route_groups,
-                (long long)m->route_topk);
-        /* the dispatcher planned, stated: Megatron-core's default is its all-gather dispatcher */
-        const zp_dispatch_info *d = zp_dispatch_get(p->dispatcher);
-        add(&o, " --moe-token-dispatcher-type %s%s", d->megatron, d->deepep ? " --moe-enable-deepep" : "");
-        if (p->ep_overlap && p->ep > 1)
-            add(&o, " --overlap-moe-expert-parallel-comm");
-    }
+    if (m->attn == ZP_ATTN_MLA)
+        add_mla(&o, m);
+    if (m->experts > 0)
+        add_moe(&o, m, p);
     if (p->flash_attn)
         add(&o, " --use-flash-attn");
     if (!p->grad_accum_fusion) /* Megatron-LM fuses by default; the plan was costed with the adds */
@@ -333,7 +406,7 @@ zp_status zp_megatron_args_v2(const zp_model *m, const zp_plan *p, char *buf, si
 static zp_status write_args(const zp_model *m, const zp_plan *p, const char *args, const char *release,
                             const char *step, const char *path)
 {
-    char text[2600];
+    char text[8800];
     int n = snprintf(text, sizeof text,
                      "# %s arguments (pretrain_gpt.py) of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x "
                      "PP %lld%s%s\n%s\n",
@@ -346,7 +419,7 @@ static zp_status write_args(const zp_model *m, const zp_plan *p, const char *arg
 
 zp_status zp_megatron_write(const zp_model *m, const zp_plan *p, const char *step, const char *path)
 {
-    char args[2048]; /* a custom pipeline layout writes a letter a layer */
+    char args[8192]; /* a custom pipeline layout writes a letter a layer, --moe-layer-freq a run */
     ZP_TRY(zp_megatron_args(m, p, args, sizeof args));
     return write_args(m, p, args, "Megatron-LM", step, path);
 }

@@ -105,16 +105,15 @@ static zp_status yaml_bool(const zp_launch *l, const zp_launch_entry *e, int *on
     return ZP_OK;
 }
 
-/* model.fsdp, model.fp8_params, model.moe_shared_expert_overlap: true changes the answer and is not modelled */
+/* model.fsdp, model.fp8_params: true changes the answer and is not modelled */
 static zp_status set_refused_if_true(zp_launch *l, const zp_launch_entry *e)
 {
     int on;
     ZP_TRY(yaml_bool(l, e, &on));
     if (on)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s true: %s", l->name, e->line, e->key,
-                       strstr(e->key, "fp8")   ? "FP8 parameters (kept and gathered in FP8) are not modelled"
-                       : strstr(e->key, "moe") ? "the shared experts beside the dispatch are not modelled"
-                                               : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
+                       strstr(e->key, "fp8") ? "FP8 parameters (kept and gathered in FP8) are not modelled"
+                                             : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
     return ZP_OK;
 }
 
@@ -188,6 +187,7 @@ static const zp_launch_key g_keys[] = {
     {"model.position_embedding_type", ZP_LK_FN, 0, 0, set_pos, NULL},
     {"model.rotary_base", ZP_LK_REAL, F(rope_theta), 0, NULL, NULL},
     {"model.activations_checkpoint_granularity", ZP_LK_FN, 0, 0, set_granularity, NULL},
+    {"model.recompute_modules", ZP_LK_FN, 0, 0, zp_launch_recompute_modules, NULL},
     {"model.activations_checkpoint_num_layers", ZP_LK_FN, 0, 0, set_ckpt_layers, NULL},
     {"model.gradient_accumulation_fusion", ZP_LK_BOOL, F(fusion), 1, NULL, NULL},
     {"model.use_flash_attention", ZP_LK_BOOL, F(flash), 1, NULL, NULL},
@@ -204,7 +204,7 @@ static const zp_launch_key g_keys[] = {
     {"model.moe_enable_deepep", ZP_LK_BOOL, F(deepep), 1, NULL, NULL},
     {"model.overlap_moe_expert_parallel_comm", ZP_LK_BOOL, F(ep_overlap), 1, NULL, NULL},
     {"model.moe_expert_capacity_factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
-    {"model.moe_shared_expert_overlap", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.moe_shared_expert_overlap", ZP_LK_BOOL, F(shared_overlap), 1, NULL, NULL},
     /* multi-head latent attention and MTP: Megatron-core's names (formats/zp_launch_plan.c, launch_mla) */
     {"model.multi_latent_attention", ZP_LK_BOOL, F(mla), 1, NULL, NULL},
     {"model.q_lora_rank", ZP_LK_INT, F(q_lora), 0, NULL, NULL},

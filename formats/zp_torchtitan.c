@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "zp_dispatch.h"
 #include "zp_fp8.h"
 #include "zp_io.h"
 #include "zp_launch.h"
@@ -380,25 +381,54 @@ zp_status zp_torchtitan_parse(const char *text, const char *name, zp_launch *l)
 
 /* ---- out ---- */
 
-/* The zoo's llama-3 models as torchtitan's llama3 flavors. */
-static const char *flavor_of(const zp_model *m)
+/* The zoo's llama-3 models as torchtitan's llama3 flavors, its DeepSeek models as deepseek_v3's (the table
+ * above); *name: torchtitan's model name. NULL: none. */
+static const char *flavor_of(const zp_model *m, const char **name)
 {
+    static char f[32];
     if (strncmp(m->name, "llama-3-", 8) == 0) {
-        static char f[32];
         snprintf(f, sizeof f, "%s", m->name + 8);
         for (char *c = f; *c; c++)
             *c = (char)toupper((unsigned char)*c);
+        *name = "llama3";
         return f;
     }
+    for (size_t i = 0; i < sizeof g_deepseek / sizeof g_deepseek[0]; i++)
+        if (strcmp(m->name, g_deepseek[i].zoo) == 0) {
+            *name = "deepseek_v3";
+            return g_deepseek[i].flavor;
+        }
     return NULL;
 }
 
 zp_status zp_torchtitan_check_model(const zp_model *m)
 {
-    if (!flavor_of(m))
-        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s is not a torchtitan llama3 flavor (the zoo's llama-3-8b, -70b, "
-                                        "-405b): torchtitan sizes its models by flavor, not in the TOML",
+    const char *name = NULL;
+    if (!flavor_of(m, &name))
+        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s is not a torchtitan llama3 or deepseek_v3 flavor (the zoo's "
+                                        "llama-3-8b, -70b, -405b, deepseek-v2-lite, deepseek-v2, deepseek-v3): "
+                                        "torchtitan sizes its models by flavor, not in the TOML",
                        m->name);
+    if (m->mtp_layers > 0) /* the flavor reads back without it (zoo_name) */
+        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s has %lld multi-token prediction module%s, which torchtitan's "
+                                        "deepseek_v3 has not: plan it with --mtp-layers 0",
+                       m->name, (long long)m->mtp_layers, m->mtp_layers == 1 ? "" : "s");
+    return ZP_OK;
+}
+
+/* torchtitan's MoE (torchtitan/models/moe): its token dispatch is an all-to-all, a copy per token and expert,
+ * blocking; its op-level recompute policy is not read for MoE blocks (formats/zp_launch_plan.c). */
+static zp_status check_experts(const zp_plan *p)
+{
+    if (p->ep > 1 && (p->dispatcher != ZP_DISPATCH_ALLTOALL || p->ep_overlap || p->shared_overlap))
+        return ZP_FAIL(ZP_EUNSUPPORTED, "%s is Megatron-core's: torchtitan dispatches tokens with a blocking "
+                                        "all-to-all (use --emit-megatron-args)",
+                       p->dispatcher != ZP_DISPATCH_ALLTOALL ? "the token dispatcher planned"
+                       : p->ep_overlap                       ? "--overlap-moe-expert-parallel-comm"
+                                                             : "--moe-shared-expert-overlap");
+    if (zp_plan_recompute(p) == ZP_RECOMPUTE_OP)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "op-level recompute (--recompute op) of MoE blocks: zplan does not model "
+                                        "torchtitan's policy there (use --recompute full or none)");
     return ZP_OK;
 }
 
@@ -492,7 +522,9 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
 {
     ZP_TRY(zp_torchtitan_check(p));
     ZP_TRY(zp_torchtitan_check_model(m));
-    const char *flavor = flavor_of(m);
+    if (m->experts > 0)
+        ZP_TRY(check_experts(p));
+    const char *name = NULL, *flavor = flavor_of(m, &name);
     const zp_recompute rc = zp_plan_recompute(p);
     const int every = rc == ZP_RECOMPUTE_FULL && p->ckpt_every > 1; /* selective_ac_option = "k" */
     const char *mode = rc == ZP_RECOMPUTE_FULL && !every ? "full" : rc == ZP_RECOMPUTE_NONE ? "none" : "selective";
@@ -509,7 +541,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
     int n = snprintf(buf, len,
                      "# torchtitan job of zplan's plan for %s: %lld GPUs = DP %lld x TP %lld x PP %lld%s%s\n"
                      "# model: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, rope theta %g\n"
-                     "[model]\nname = \"llama3\"\nflavor = \"%s\"\n%s\n"
+                     "[model]\nname = \"%s\"\nflavor = \"%s\"\n%s\n"
                      "[training]\nlocal_batch_size = %lld\nglobal_batch_size = %.0f\nseq_len = %lld\n"
                      "mixed_precision_param = \"%s\"\nmixed_precision_reduce = \"%s\"\ncompile = %s\n\n"
                      "[parallelism]\ndata_parallel_replicate_degree = %lld\ndata_parallel_shard_degree = %lld\n"
@@ -517,7 +549,7 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                      m->name, (long long)zp_plan_gpus(p), (long long)p->dp, (long long)p->mp, (long long)p->pp,
                      step ? "; " : "", step ? step : "", (long long)m->layers, (long long)m->hidden,
                      (long long)m->heads, (long long)zp_model_kv_heads(m), (long long)m->ffn, (long long)m->vocab,
-                     m->rope_theta > 0 ? m->rope_theta : 10000.0, flavor,
+                     m->rope_theta > 0 ? m->rope_theta : 10000.0, name, flavor,
                      zp_fp8_get(p->fp8) ? "converters = [\"float8\"]\n" : "", local,
                      zp_plan_global_batch(p), (long long)m->seq, p->param_bytes == 4 ? "float32" : "bfloat16",
                      zp_plan_grad_bytes(p) == 4 ? "float32" : "bfloat16", p->eager ? "false" : "true",
@@ -537,6 +569,10 @@ zp_status zp_torchtitan_text(const zp_model *m, const zp_plan *p, const char *st
                                  p->schedule == ZP_PP_INTERLEAVED ? "Interleaved1F1B" : "1F1B",
                                  (long long)p->micro_batch, w[0], w[1]);
     }
+    if (p->ep > 1 && used < len) /* the experts over EP, split over TP as the other layers (zp_launch_plan.c) */
+        used += (size_t)snprintf(buf + used, len - used, "expert_parallel_degree = %lld\n", (long long)p->ep);
+    if (p->ep > 1 && p->mp > 1 && used < len)
+        used += (size_t)snprintf(buf + used, len - used, "expert_tensor_parallel_degree = %lld\n", (long long)p->mp);
     if (p->stage == 3 && p->reshard != ZP_RESHARD_DEFAULT && used < len)
         used += (size_t)snprintf(buf + used, len - used, "fsdp_reshard_after_forward = \"%s\"\n",
                                  zp_reshard_name((zp_reshard)p->reshard));

@@ -256,6 +256,8 @@ static zp_status validate_framework(const zp_search_req *r)
                                                     : "DeepEP's token dispatch (--moe-dispatcher)";
     else if (b->ep_overlap && !f->ep_overlap)
         no = "the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm)";
+    else if (b->shared_overlap && !f->shared_overlap)
+        no = "the shared experts beside the all-to-alls (--moe-shared-expert-overlap)";
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -385,6 +387,26 @@ static zp_status check_fp8(const zp_search_req *r)
                    r->cluster->gpu_name, r->cluster->name, have);
 }
 
+/* --moe-shared-expert-overlap as Megatron-core's TransformerConfig takes it: with the all-to-all dispatcher
+ * only, not with the combined 1F1B; without shared experts it does nothing (and Megatron-core runs it). */
+static zp_status check_shared_overlap(const zp_search_req *r)
+{
+    if (!r->base.shared_overlap)
+        return ZP_OK;
+    if (r->model && r->model->experts <= 0)
+        return ZP_FAIL(ZP_EINVAL, "--moe-shared-expert-overlap: model %s has no mixture-of-experts layers (leave it "
+                                  "out for a dense model)", r->model->name);
+    if (r->base.dispatcher != ZP_DISPATCH_ALLTOALL)
+        return ZP_FAIL(ZP_EINVAL, "--moe-shared-expert-overlap: Megatron-core runs it with --moe-dispatcher alltoall "
+                                  "only ('moe_shared_expert_overlap only works with alltoall token dispatcher'), "
+                                  "not %s", zp_dispatch_get(r->base.dispatcher)->name);
+    if (r->base.ep_overlap)
+        return ZP_FAIL(ZP_EINVAL, "--moe-shared-expert-overlap with --overlap-moe-expert-parallel-comm: Megatron-core "
+                                  "refuses the two together ('disable moe_shared_expert_overlap when enabling "
+                                  "overlap_moe_expert_parallel_comm'); keep one");
+    return ZP_OK;
+}
+
 /* A token dispatcher other than the all-to-all needs routed experts to dispatch; DeepSeek-V3's FP8 dispatch
  * quantizes for FP8 expert GEMMs, so it goes with FP8 training. */
 static zp_status check_dispatcher(const zp_search_req *r)
@@ -398,6 +420,7 @@ static zp_status check_dispatcher(const zp_search_req *r)
     if (r->base.ep_overlap && zp_search_req_given(r, ZP_SEARCH_DIM(ZP_DIM_EP)) && r->base.ep <= 1)
         return ZP_FAIL(ZP_EINVAL, "--overlap-moe-expert-parallel-comm overlaps the EP all-to-alls: give --ep above 1 "
                                   "(or leave --ep out to search it)");
+    ZP_TRY(check_shared_overlap(r));
     if (r->base.dispatcher == ZP_DISPATCH_ALLTOALL)
         return ZP_OK;
     if (d->gather && r->base.ep_overlap) /* Megatron-core asserts alltoall or flex for the overlap */

@@ -281,6 +281,8 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
             n += snprintf(ep + n, sizeof ep - (size_t)n, "%s ", zp_dispatch_get(p->dispatcher)->name);
         if (d == ZP_DIM_EP && p->ep > 1 && p->ep_overlap && n < (int)sizeof ep)
             n += snprintf(ep + n, sizeof ep - (size_t)n, "ep-overlap ");
+        if (d == ZP_DIM_EP && p->ep > 1 && p->shared_overlap && n < (int)sizeof ep)
+            n += snprintf(ep + n, sizeof ep - (size_t)n, "shared-overlap ");
     }
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED) /* +emb/loss: those counted as layers (pp_acc) */
         snprintf(pipe, sizeof pipe, " interleaved:v%d%s", p->vstages, p->pp_acc ? " +emb/loss" : "");
@@ -317,7 +319,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -391,6 +393,8 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_PP_LAYOUT] = {NULL, NULL, "pp_layout", ZP_COL_OMIT_UNSET},
     [P_DISPATCHER] = {NULL, NULL, "moe_dispatcher", ZP_COL_OMIT_UNSET}, /* an MoE plan's, when not alltoall */
     [P_EP_OVERLAP] = {NULL, NULL, "ep_overlap", ZP_COL_OMIT_UNSET}, /* true: the all-to-alls beside another pass */
+    /* true: the shared experts beside the all-to-alls (--moe-shared-expert-overlap) */
+    [P_SHARED_OVERLAP] = {NULL, NULL, "moe_shared_expert_overlap", ZP_COL_OMIT_UNSET},
 };
 #undef DATA
 
@@ -472,6 +476,8 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_str(t, col0 + P_DISPATCHER, zp_dispatch_get(p->dispatcher)->name));
     if (p->ep > 1 && p->ep_overlap)
         ZP_TRY(zp_table_set_bool(t, col0 + P_EP_OVERLAP, 1));
+    if (p->shared_overlap)
+        ZP_TRY(zp_table_set_bool(t, col0 + P_SHARED_OVERLAP, 1));
     if (!e->fits)
         ZP_TRY(zp_table_set_str(t, col0 + P_REASON, e->reason));
     return ZP_OK;

@@ -450,14 +450,22 @@ static int ep_paired(const zp_plan *p, int stage, int64_t k)
     return k >= w && k < pass_count(p) - w;
 }
 
+/* Compute run beside an all-to-all (the shared experts' part, below), or NULL. */
+typedef void (*beside_fn)(zp_builder *b, const zp_block_shape *S);
+
 /* An all-to-all of the MoE dispatch or combine over the EP group (none without EP: the tokens stay); dir 0
  * toward the experts, 1 back from them (zp_block_shape.a2a_bytes). Megatron-core's all-gather dispatcher
  * runs an all-gather where the tokens (forward) or the output gradients (backward) go out and a reduce-
- * scatter where they come back, in place of the all-to-all. */
-static void moe_a2a(zp_builder *b, int type, int dir, const zp_block_shape *S)
+ * scatter where they come back, in place of the all-to-all. With `beside`, the all-to-all goes to the EP
+ * stream, the compute stream runs beside() and then waits for it: the stretch lasts the longer of the two,
+ * the kernels slowed by the SMs the transfer holds (sim/zp_actors.c). */
+static void moe_a2a(zp_builder *b, int type, int dir, const zp_block_shape *S, beside_fn beside)
 {
-    if (b->p->ep <= 1)
+    if (b->p->ep <= 1) {
+        if (beside)
+            beside(b, S);
         return;
+    }
     const zp_dispatch_info *d = zp_dispatch_get(b->p->dispatcher);
     if (d && d->gather) {
         static const int gathered[][2] = {
@@ -467,10 +475,42 @@ static void moe_a2a(zp_builder *b, int type, int dir, const zp_block_shape *S)
             if (gathered[i][0] == type)
                 type = gathered[i][1];
     }
-    if (b->ep_async)
+    if (b->ep_async || beside)
         ep_a2a(b, type, S->a2a_bytes[dir]);
     else
         move(b, ZP_STREAM_COMPUTE, type, S->a2a_bytes[dir]);
+    if (beside) {
+        beside(b, S);
+        ep_drain(b);
+    }
+}
+
+/* ---- the shared experts beside the all-to-alls (zp_plan.shared_overlap) ----
+ * Megatron-core's --moe-shared-expert-overlap (megatron/core/transformer/moe/shared_experts.py, called from
+ * the all-to-all dispatcher): the shared experts run on a stream of their own, their up-projection and
+ * activation beside the dispatch all-to-all, their down-projection beside the combine's, and the main
+ * stream waits for them before it adds their output. In backward autograd runs their backward first (their
+ * grad_fn's sequence numbers are set highest) on that stream, beside the combine's all-to-all. The MoE
+ * layer's TP reduction of the sum is unchanged (block_mlp). */
+static void shared_up(zp_builder *b, const zp_block_shape *S)
+{
+    const double T = S->T, h = S->h, f = S->f;
+    gemm(b, ZP_OPK_MLP_UP, T, S->gated ? 2.0 * f : f, h, 1);
+    if (S->gated)
+        eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * f, T * f);
+    else
+        eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * f, T * f);
+}
+
+static void shared_down(zp_builder *b, const zp_block_shape *S) { gemm_rs(b, ZP_OPK_MLP_DOWN, S->T, S->h, S->f, 0.0); }
+
+static void shared_bwd(zp_builder *b, const zp_block_shape *S) { mlp_backward(b, S, S->f, 0.0); }
+
+/* The shared experts go beside the all-to-alls: asked for, there are some, and this pass's all-to-alls are
+ * not already beside another micro-batch (Megatron-core refuses the two together). */
+static int shared_beside(const zp_builder *b, const zp_block_shape *S)
+{
+    return b->p->shared_overlap && S->f > 0 && !b->ep_async;
 }
 
 /* The experts' activation over their e_local x e_rows x e_f elements (bwd: its backward): GLU reads gate
@@ -493,13 +533,14 @@ static void moe_forward(zp_builder *b, const zp_block_shape *S)
     gemm(b, ZP_OPK_ROUTER, T, E, h, 1);
     eltwise(b, ZP_OPK_TOPK, 2.0 * 2.0 * T * E, T * E);
     eltwise(b, ZP_OPK_MOE_PERMUTE, 2.0 * 2.0 * T * k * h, T * k * h);
-    moe_a2a(b, ZP_OPK_A2A_DISPATCH, 0, S);
+    const int beside = shared_beside(b, S);
+    moe_a2a(b, ZP_OPK_A2A_DISPATCH, 0, S, beside ? shared_up : NULL);
     gemm_part(b, ZP_OPK_EXPERT_UP, rows, up, h, S->e_local, useful);
     expert_act(b, S, 0);
     gemm_part(b, ZP_OPK_EXPERT_DOWN, rows, h, f, S->e_local, useful);
-    moe_a2a(b, ZP_OPK_A2A_COMBINE, 1, S);
+    moe_a2a(b, ZP_OPK_A2A_COMBINE, 1, S, beside ? shared_down : NULL);
     eltwise(b, ZP_OPK_MOE_COMBINE, 2.0 * (T * k * h + T * h), T * k * h);
-    if (S->f > 0)
+    if (S->f > 0 && !beside)
         mlp_forward(b, S, S->f, 0.0);
 }
 
@@ -507,16 +548,17 @@ static void moe_backward(zp_builder *b, const zp_block_shape *S)
 {
     const double T = S->T, h = S->h, E = S->E, k = S->k, rows = S->e_rows, f = S->e_f;
     const double up = S->gated ? 2.0 * f : f, useful = 1.0 / (b->p->capacity_factor * b->p->moe_imbalance);
-    if (S->f > 0)
+    const int beside = shared_beside(b, S);
+    if (S->f > 0 && !beside)
         mlp_backward(b, S, S->f, 0.0);
     eltwise(b, ZP_OPK_MOE_COMBINE_BWD, 2.0 * (T * h + 2.0 * T * k * h), T * k * h);
-    moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, 0, S);
+    moe_a2a(b, ZP_OPK_A2A_COMBINE_BWD, 0, S, beside ? shared_bwd : NULL);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_DGRAD, rows, f, h, S->e_local, useful);
     gemm_part(b, ZP_OPK_EXPERT_DOWN_WGRAD, f, h, rows, S->e_local, useful);
     expert_act(b, S, 1);
     gemm_part(b, ZP_OPK_EXPERT_UP_DGRAD, rows, h, up, S->e_local, useful);
     gemm_part(b, ZP_OPK_EXPERT_UP_WGRAD, h, up, rows, S->e_local, useful);
-    moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, 1, S);
+    moe_a2a(b, ZP_OPK_A2A_DISPATCH_BWD, 1, S, NULL);
     eltwise(b, ZP_OPK_MOE_PERMUTE_BWD, 2.0 * 2.0 * T * k * h, T * k * h);
     if (b->p->impl == ZP_IMPL_EXEC && b->p->mp > 1) /* zplan's executor sums the gates' partial gradients */
         move(b, ZP_STREAM_COMPUTE, ZP_OPK_ROUTER_DGATE_ALLREDUCE, T * k * 4.0 /* fp32 */);

@@ -60,7 +60,7 @@ zp_status zp_trace_write(const zp_trace *t, int stages, const char *path)
     static const char *const tnames[ZP_NSTREAMS] = {"compute stream", "comm stream (ZeRO-DP)", "PCIe", "CPU",
                                                     "CP ring (context parallelism)",
                                                     "TP overlap (chunks beside their GEMMs)",
-                                                    "EP overlap (all-to-alls beside the other micro-batch)"};
+                                                    "EP stream (all-to-alls beside compute)"};
     /* one process (track group) per pipeline stage: its first node, every GPU of it. A stream waiting for
      * another (a bucket not yet reduced, a gather not yet done) is idle: its waits go on a track of their
      * own below it (zp_trace_track), so a stream's track shows its work */

@@ -319,6 +319,8 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
 FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 /* --overlap-moe-expert-parallel-comm: the EP all-to-alls beside the other micro-batch's compute. */
 FLAG(set_ep_overlap, r.base.ep_overlap, 1)
+/* --moe-shared-expert-overlap: the shared experts beside the dispatch and combine all-to-alls. */
+FLAG(set_shared_overlap, r.base.shared_overlap, 1)
 
 /* --tp-comm-overlap off|te|async|auto (zp_tp_overlap_parse's words; auto: searched). */
 static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
@@ -370,6 +372,13 @@ static zp_status set_format(zp_cli_args *a, const char *opt, const char *v)
 
 /* --seq: tokens, where K and M are binary as every framework's context lengths are (8k = 8,192, 128K =
  * 131,072; Llama 3.1's "128K" is 131,072); Ki/Mi and plain numbers as everywhere. */
+/* --mtp-layers N: the model's multi-token prediction modules (Megatron-core's --mtp-num-layers; 0 drops
+ * DeepSeek-V3's, as torchtitan's deepseek_v3 trains it). */
+static zp_status set_mtp(zp_cli_args *a, const char *opt, const char *v)
+{
+    return zp_size_parse_int(v, opt, 0, 64, &a->mtp);
+}
+
 static zp_status set_seq(zp_cli_args *a, const char *opt, const char *v)
 {
     const size_t n = strlen(v);
@@ -537,6 +546,7 @@ static const zp_cli_opt g_opts[] = {
     {"model", 0, 1, PLAN | ZP_CMD_CALIBRATE, set_model},
     {"models", 0, 1, ZP_CMD_VIEW | ZP_CMD_TABLE | VAL | SWEEP, set_models},
     {"seq", 0, 1, PLAN | ZP_CMD_VIEW | ZP_CMD_CALIBRATE, set_seq},
+    {"mtp-layers", 0, 1, SEARCH, set_mtp},
     {"gpus", 0, 1, SEARCH, set_gpus},
     {"cluster", 0, 1, SEARCH, set_cluster},
     {"preset", 0, 1, SEARCH, set_preset},
@@ -597,6 +607,7 @@ static const zp_cli_opt g_opts[] = {
     {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
     {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
     {"overlap-moe-expert-parallel-comm", 0, 0, SEARCH, set_ep_overlap},
+    {"moe-shared-expert-overlap", 0, 0, SEARCH, set_shared_overlap},
     /* torch.compile of the blocks, or PyTorch eager */
     {"compile", 0, 1, SEARCH, set_compile},
     /* sharded data parallelism beside pipelines, hybrid sharding */
@@ -692,6 +703,7 @@ static void defaults(zp_cli_cmd cmd, const char *name, zp_cli_args *a)
     a->name = name;
     a->fmt = ZP_FMT_TEXT;
     a->top = 5;
+    a->mtp = -1;
     a->cluster = "dgx2";
     zp_search_req_default(&a->r, NULL, NULL, 0);
     a->r.simulate = 1;

@@ -41,6 +41,7 @@ typedef struct {
     const char *model, *models, *cluster, *preset, *profile, *gpus, *gpu_mem;
     double gpu_mem_bytes;      /* --gpu-mem parsed (0: not given) */
     int64_t seq;               /* 0: the model's */
+    int64_t mtp;               /* --mtp-layers: the model's multi-token prediction modules (-1: the model's) */
     /* the plan: constraints (the base plan's values, their bits of r.searched cleared) and search settings */
     zp_search_req r;
     int checkpoint_given, overlap_given;

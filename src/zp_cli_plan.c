@@ -109,6 +109,8 @@ zp_status zp_cli_plan_resolve(zp_cli_plan *o, int need_model, int need_gpus)
         else if (o->origin == ZP_MODEL_FROM_FILE) /* and which sequence, and why */
             snprintf(o->model_note, sizeof o->model_note, "read from %.250s; %s%s", a->model, o->model.seq_note,
                      a->seq > 0 ? "" : " (--seq sets another)");
+        if (a->mtp >= 0)
+            o->model.mtp_layers = a->mtp;
     }
     r->model = &o->model;
     r->cluster = o->cluster;
@@ -155,6 +157,10 @@ static zp_status prepare_launch(zp_cli_plan *o)
     ZP_TRY(zp_launch_model(l, &m, &stated));
     if (stated && a->model)
         return ZP_FAIL(ZP_EINVAL, "%s %s states the model's shape: drop --model", a->launch_opt, a->launch);
+    if (a->mtp >= 0)
+        return ZP_FAIL(ZP_EINVAL, "%s %s states the model's multi-token prediction (Megatron-LM's --mtp-num-layers; "
+                                  "torchtitan's deepseek_v3 has none): drop --mtp-layers",
+                       a->launch_opt, a->launch);
     if (!stated && !a->model) {
         if (!l->zoo[0])
             return ZP_FAIL(ZP_EINVAL, "%s %s names no model zplan knows: give --model", a->launch_opt, a->launch);

@@ -37,7 +37,7 @@ static void describe(const zp_plan *p, char *buf, size_t len)
     if (p->ep > 1 && n > 0 && (size_t)n < len) /* expert parallelism, its dispatcher and overlap */
         n += snprintf(buf + n, len - (size_t)n, ", EP %lld (%s%s)", (long long)p->ep,
                       zp_dispatch_get(p->dispatcher) ? zp_dispatch_get(p->dispatcher)->name : "?",
-                      p->ep_overlap ? ", overlapped" : "");
+                      p->ep_overlap ? ", overlapped" : p->shared_overlap ? ", shared experts beside" : "");
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", DP %lld, micro-batch %lld x %lld, %s recompute",
                       (long long)zp_plan_replicas(p),

@@ -67,8 +67,9 @@
 static const zp_framework g_frameworks[ZP_NFRAMEWORKS] = {
     [ZP_FRAMEWORK_ANY] = {.name = "any",
                           .what = "every option zplan models (Megatron-core and DeepSpeed today)",
-                          .max_stage = 3, .offload = 1, .pa_cpu = 1, .moe = 1, .deepep = 1, .ep_overlap = 1, .selective = 1,
-                          .sp = 1, .interleave_min_pp = 2, .overlap = 1, .fusion = 1, .flash = 1, .pp_max_stage = 3,
+                          .max_stage = 3, .offload = 1, .pa_cpu = 1, .moe = 1, .deepep = 1, .ep_overlap = 1,
+                          .shared_overlap = 1, .selective = 1, .sp = 1, .interleave_min_pp = 2, .overlap = 1,
+                          .fusion = 1, .flash = 1, .pp_max_stage = 3,
                           .fsdp_reshard = 1, .tp_overlap = ZP_TP_OVERLAP_TE, .param_gather = 1, .pp_acc = 1},
     [ZP_FRAMEWORK_MEGATRON_2021] = {.name = "megatron-2021",
                                     .what = "Megatron-LM v2 (2021, the SC'21 paper's)",

@@ -16,6 +16,7 @@ typedef struct {
     int deepep;            /* Megatron-core's token dispatchers beside the all-to-all (--moe-dispatcher deepep,
                               deepep-fp8, allgather) */
     int ep_overlap;        /* the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm) */
+    int shared_overlap;    /* the shared experts beside the all-to-alls (--moe-shared-expert-overlap) */
     int selective;         /* selective recompute (--recompute selective) */
     int sp;                /* Megatron-LM's sequence parallelism (--sp) */
     int interleave_min_pp; /* the interleaved 1F1B schedule from this many pipeline stages; 0: none */

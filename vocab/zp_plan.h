@@ -174,6 +174,8 @@ typedef struct {
                                --overlap-moe-expert-parallel-comm, its combined 1F1B: a forward and a backward of
                                two micro-batches interleaved layer by layer; DeepSeek's DualPipe alike); 0: they
                                block the compute stream */
+    int shared_overlap;     /* the shared experts on a stream of their own beside the dispatch and combine
+                               all-to-alls (Megatron-core's --moe-shared-expert-overlap); 0: after the combine */
     int tp_overlap;      /* a zp_tp_overlap: TP communication overlapped with its GEMMs (needs sp with mp > 1;
                             nothing to overlap at mp 1) */
     int overlap_param_gather; /* stage 1-2: the updated parameters' all-gather left for the next step's first

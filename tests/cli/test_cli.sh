@@ -405,6 +405,19 @@ for v in BF16 Bf16 FP32; do
 done
 if "$Z" --help | grep -q '%%'; then ko "--help shows a doubled %"; else ok; fi
 
+# --mtp-layers: the model's multi-token prediction modules (0 drops DeepSeek-V3's); --moe-shared-expert-overlap
+expect_bad "--mtp-layers negative"         --model deepseek-v3 --gpus 512 --cluster dgx-h100 --mtp-layers -1
+expect_bad "--mtp-layers not a number"     --model deepseek-v3 --gpus 512 --cluster dgx-h100 --mtp-layers one
+expect_bad "--mtp-layers to the executor"  exec --model tiny-moe --mtp-layers 1
+expect_bad "--moe-shared-expert-overlap dense" --model llama-3-8b --gpus 64 --cluster dgx-h100 --moe-shared-expert-overlap
+# the MTP module costs its block's work: without it the step is shorter
+mtp_plan() { "$Z" --model deepseek-v3 --gpus 512 --cluster dgx-h100 --analytic --ep 32 --pp 1 --stage 3 --exact \
+  --format json "$@" 2>/dev/null |
+  python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["step_time_s"], p["memory_gb"]["params"])'; }
+with=$(mtp_plan); without=$(mtp_plan --mtp-layers 0)
+if python3 -c "import sys; a=[float(x) for x in '$with'.split()]; b=[float(x) for x in '$without'.split()]; sys.exit(0 if b[0] < a[0] else 1)" 2>/dev/null; then ok
+else ko "--mtp-layers 0: step '$without' not below '$with'"; fi
+
 # context parallelism (--cp): a dimension of the table inside DP; the batch has DP / CP replicas
 expect_bad "--cp not cutting the sequence" --model llama-3-8b --gpus 64 --cluster dgx-h100 --seq 8k --cp 3
 expect_bad "--cp above the DP ranks"       --model llama-3-8b --gpus 64 --cluster dgx-h100 --mp 8 --cp 16

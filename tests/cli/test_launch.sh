@@ -120,6 +120,8 @@ bad "torchtitan op-level recompute of MoE blocks" "has mixture-of-experts blocks
 sed 's/^tensor_parallel_degree = 1/tensor_parallel_degree = 2/' "$T/dsv3.toml" >"$T/dsv3tp.toml"
 bad "torchtitan EP beside TP with whole experts" "expert_tensor_parallel_degree defaults to 1" \
   --torchtitan "$T/dsv3tp.toml" --gpus 64 --cluster dgx-h100 --analytic
+bad "--mtp-layers beside a launch" "states the model's multi-token prediction .*drop --mtp-layers" \
+  --torchtitan "$T/dsv3.toml" --gpus 64 --cluster dgx-h100 --analytic --mtp-layers 0
 sed 's/^  micro_batch_size: 4/  micro_batch_sise: 4/' "$F/megatron_gpt_config.yaml" >"$T/typo.yaml"
 bad "misspelt NeMo key" 'typo.yaml:46: unknown key model.micro_batch_sise: did you mean model.micro_batch_size' \
   --nemo "$T/typo.yaml"
@@ -231,6 +233,24 @@ import json, sys
 d = json.load(open(sys.argv[1])); m = d["model"]
 sys.exit(0 if m["experts"] == 16 and m["top_k"] == 4 and m["shared_experts"] == 1 else 1)
 PY
+# the shared expert beside the all-to-alls (--moe-shared-expert-overlap): read with the alltoall dispatcher,
+# refused with flex (Megatron-core: alltoall only) and beside the combined 1F1B
+sed -e 's/--moe-token-dispatcher-type flex --moe-enable-deepep --overlap-moe-expert-parallel-comm/--moe-token-dispatcher-type alltoall --moe-shared-expert-overlap/' \
+    "$T/ds.sh" >"$T/ds-so.sh"
+judged "DeepSeek-shaped with --moe-shared-expert-overlap" --megatron-args "$T/ds-so.sh" --cluster dgx-h100 --analytic --top 1
+has "shared experts beside: its plan" "TP 2 with SP, EP 8 (alltoall, shared experts beside), DP 16"
+bad "the shared-expert overlap with flex" "--moe-shared-expert-overlap with the deepep token dispatcher: Megatron-core runs it with alltoall only" \
+  --megatron-args <(sed 's/--moe-enable-deepep/--moe-enable-deepep --moe-shared-expert-overlap/' "$T/ds.sh") --cluster dgx-h100 --analytic
+bad "the shared-expert overlap beside the combined 1F1B" "Megatron-core refuses the two together" \
+  --megatron-args <(sed 's/--overlap-moe-expert-parallel-comm/--overlap-moe-expert-parallel-comm --moe-shared-expert-overlap/' "$T/moe.sh") --cluster dgx-h100 --analytic
+# --recompute-modules: core_attn (Megatron-core's default) is zplan's selective recompute; another module
+# would change the answer and is refused, naming it
+judged "--recompute-modules core_attn" --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules core_attn/' "$T/moe.sh") \
+  --cluster dgx-h100 --analytic --top 1
+has "core_attn is selective recompute" "micro-batch 1 x 16, selective recompute"
+bad "--recompute-modules moe_act" "recompute-modules: module 'moe_act' is not modelled" \
+  --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules core_attn moe_act/' "$T/moe.sh") \
+  --cluster dgx-h100 --analytic
 # Megatron-core's default dispatcher (allgather) when none is stated: read as it, and refused beside the overlap
 bad "the overlap with the default allgather dispatcher" "Megatron-core overlaps alltoall or flex only; state --moe-token-dispatcher-type alltoall" \
   --megatron-args <(sed 's/--moe-token-dispatcher-type alltoall//' "$T/moe.sh") --cluster dgx-h100 --analytic
@@ -282,6 +302,9 @@ awk '/^model:/{print; print "  num_moe_experts: 8\n  moe_router_topk: 2\n  exper
   "$F/gpt3_5b.yaml" >"$T/moe.yaml"
 judged "NeMo 5B YAML with experts" --nemo "$T/moe.yaml" --cluster dgx-a100 --analytic --top 1
 has "NeMo MoE: its plan" "TP 1, EP 8 (alltoall), DP 128, micro-batch 4 x 4"
+judged "NeMo MoE with model.moe_shared_expert_overlap" --nemo <(sed 's/^  moe_grouped_gemm: true/  moe_grouped_gemm: true\n  moe_shared_expert_intermediate_size: 1024\n  moe_shared_expert_overlap: true/' "$T/moe.yaml") \
+  --cluster dgx-a100 --analytic --top 1
+has "NeMo MoE, shared experts beside: its plan" "TP 1, EP 8 (alltoall, shared experts beside), DP 128"
 judged "NeMo MoE with the default allgather dispatcher" --nemo <(sed '/moe_token_dispatcher_type/d' "$T/moe.yaml") --cluster dgx-a100 --analytic --top 1
 has "NeMo MoE, default dispatcher: its plan" "TP 1, EP 8 (allgather), DP 128"
 # NeMo: latent attention by Megatron-core's names under model.
@@ -301,6 +324,47 @@ if "$Z" --model mixtral-8x7b --seq 4096 --gpus 32 --cluster dgx-h100 --ep 8 --mp
 else
   ko "emitting MoE: $(cat "$T/err") $(cat "$T/moe.args")"
 fi
+
+# DeepSeek's models written as Megatron-core arguments and read back: latent attention with every size, the
+# shared experts, the dense first blocks as a --moe-layer-freq list, group-limited routing, the router's bias,
+# MTP; DeepSeek-V2-Lite with the shared experts beside the all-to-alls, DeepSeek-V3 on 512 GPUs with DeepEP
+for ds in "deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --moe-shared-expert-overlap" \
+          "deepseek-v3 --gpus 512 --ep 32 --pp 16 --mp 1 --global-batch 1024 --moe-dispatcher deepep"; do
+  # shellcheck disable=SC2086
+  if "$Z" --model $ds --cluster hgx-h800 --stage 1 --micro-batch 1 --recompute full --analytic \
+       --emit-megatron-args "$T/ds.args" >/dev/null 2>"$T/err" &&
+     grep -q -- '--multi-latent-attention .*--kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128' "$T/ds.args" &&
+     grep -q -- '--moe-layer-freq "(\[0\]\*[13]+\[1\]\*[0-9]*)"' "$T/ds.args"; then
+    ok
+    read_back "Megatron-LM arguments of ${ds%% *}" "Megatron-LM arguments of ${ds%% *}" --megatron-args "$T/ds.args" \
+      --gpus "$(echo "$ds" | sed 's/.*--gpus \([0-9]*\).*/\1/')" --cluster hgx-h800 --analytic
+  else
+    ko "emitting ${ds%% *}: $(cat "$T/err") $(cat "$T/ds.args" 2>/dev/null)"
+  fi
+done
+grep -q -- '--moe-router-enable-expert-bias --moe-router-num-groups 8 --moe-router-group-topk 4' "$T/ds.args" &&
+  grep -q -- '--mtp-num-layers 1 --moe-token-dispatcher-type flex --moe-enable-deepep' "$T/ds.args" &&
+  grep -q -- '--q-lora-rank 1536' "$T/ds.args" && ok || ko "DeepSeek-V3's routing, MTP and Q rank: $(cat "$T/ds.args")"
+
+# zplan's DeepSeek plans written as torchtitan TOMLs (deepseek_v3 flavors, EP, TP over the experts) and read
+# back; DeepSeek-V3 only without its MTP module, which torchtitan's model has not
+for ds in "deepseek-v2-lite --gpus 64 --ep 8 --mp 2 --sp --stage 0" \
+          "deepseek-v3 --gpus 512 --ep 32 --pp 1 --stage 3 --mtp-layers 0"; do
+  # shellcheck disable=SC2086
+  if "$Z" --model $ds --cluster dgx-h100 --recompute full --analytic --emit-torchtitan "$T/dse.toml" \
+       >/dev/null 2>"$T/err" && grep -q '^name = "deepseek_v3"' "$T/dse.toml" &&
+     grep -q "^expert_parallel_degree = $(echo "$ds" | sed 's/.*--ep \([0-9]*\).*/\1/')" "$T/dse.toml"; then
+    ok
+    case "$ds" in *"--mp 2"*) grep -q '^expert_tensor_parallel_degree = 2' "$T/dse.toml" && ok ||
+      ko "TP over the experts in torchtitan's TOML: $(cat "$T/dse.toml")" ;; esac
+    read_back "the torchtitan TOML of ${ds%% *}" "torchtitan TOML of ${ds%% *}" --torchtitan "$T/dse.toml" \
+      --gpus "$(echo "$ds" | sed 's/.*--gpus \([0-9]*\).*/\1/')" --cluster dgx-h100 --analytic
+  else
+    ko "emitting ${ds%% *} for torchtitan: $(cat "$T/err")"
+  fi
+done
+bad "torchtitan TOML of DeepSeek-V3 with MTP" "torchtitan's deepseek_v3 has not: plan it with --mtp-layers 0" \
+  --model deepseek-v3 --gpus 512 --ep 32 --pp 8 --cluster dgx-h100 --analytic --emit-torchtitan "$T/x.toml"
 
 echo "== torchtitan's checkpointing modes: every k-th block, op-level; written and read back"
 sed "s/^selective_ac_option = 'op'/selective_ac_option = '2'/" "$F/llama3_8b.toml" >"$T/sac2.toml"
@@ -389,7 +453,7 @@ bad "a DeepSpeed config of op-level recompute" "does not run torchtitan's checkp
   --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute op --analytic --emit-ds-config "$T/x.json"
 bad "--recompute unknown" "--recompute: unknown value 'some' \(use full, selective, none or op\)" \
   --model llama-3-8b --gpus 8 --recompute some
-bad "torchtitan TOML of a model it cannot name" 'not a torchtitan llama3 flavor' --model 1.5B --gpus 16 --analytic \
+bad "torchtitan TOML of a model it cannot name" 'not a torchtitan llama3 or deepseek_v3 flavor' --model 1.5B --gpus 16 --analytic \
   --emit-torchtitan "$T/x.toml"
 # --emit-ds-config plans within what DeepSpeed runs (no SP, no selective recompute), and says so
 if "$Z" --model llama-2-13b --gpus 64 --cluster dgx-a100 --analytic --emit-ds-config "$T/e.json" >"$T/out" 2>"$T/err" &&

@@ -12,6 +12,7 @@
 #include "zp_device.h"
 #include "zp_dispatch.h"
 #include "zp_fabric.h"
+#include "zp_framework.h"
 #include "zp_megatron.h"
 #include "zp_memory.h"
 #include "zp_schedule.h"
@@ -410,4 +411,128 @@ Test(dispatch, overlap_megatron_rules)
     r.base.ep_overlap = 1;
     cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "no routed experts"), "%s", zp_error_message());
+}
+
+/* DeepSeek-V2-Lite cut to 3 blocks (its first dense, two MoE blocks of 64 experts and 2 shared experts). */
+static zp_model shared_model(void)
+{
+    zp_model m = zp_zoo_find("deepseek-v2-lite")->model;
+    m.layers = 3;
+    m.seq = 4096;
+    return m;
+}
+
+/* The compute stream's op kinds between each EP_GO signal and its EP_DONE wait, counted; *beside: how many
+ * of them are the shared experts' GEMMs. */
+static int ep_stretches(const zp_schedule *s, int *beside)
+{
+    int n = 0, open = 0;
+    *beside = 0;
+    for (int i = 0; i < s->n[ZP_STREAM_COMPUTE]; i++) {
+        const zp_op *op = &s->ops[ZP_STREAM_COMPUTE][i];
+        if (zp_op_table[op->type].cls == ZP_OPC_SIGNAL && op->channel == ZP_CH_EP_GO)
+            open = 1, n++;
+        else if (zp_op_table[op->type].cls == ZP_OPC_WAIT && op->channel == ZP_CH_EP_DONE)
+            open = 0;
+        else if (open && (op->type == ZP_OPK_MLP_UP || op->type == ZP_OPK_MLP_DOWN ||
+                          op->type == ZP_OPK_MLP_UP_DGRAD || op->type == ZP_OPK_MLP_DOWN_DGRAD ||
+                          op->type == ZP_OPK_MLP_UP_WGRAD || op->type == ZP_OPK_MLP_DOWN_WGRAD))
+            (*beside)++;
+    }
+    return n;
+}
+
+/* --moe-shared-expert-overlap (Megatron-core's shared_experts.py): per MoE block and micro-batch the dispatch
+ * and the combine all-to-alls of the forward and the combine's in backward go to the EP stream, each with
+ * the shared experts' part beside it (up; down; their whole backward: 2 + 1 + 4 GEMMs); the dispatch's
+ * backward all-to-all stays on the compute stream; the op kinds and their work are the same as without. */
+Test(dispatch, shared_overlap_schedule)
+{
+    zp_model m = shared_model();
+    zp_plan p = moe_plan(8, 8, ZP_DISPATCH_ALLTOALL);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    zp_schedule a, o;
+    cr_assert_eq(zp_schedule_build(&m, &p, &a), ZP_OK, "%s", zp_error_message());
+    p.shared_overlap = 1;
+    cr_assert_eq(zp_schedule_build(&m, &p, &o), ZP_OK, "%s", zp_error_message());
+    int on[ZP_NSTREAMS] = {0}, beside = 0;
+    for (int st = 0; st < ZP_NSTREAMS; st++)
+        for (int i = 0; i < o.n[st]; i++)
+            if (zp_op_table[o.ops[st][i].type].coll == ZP_COLL_ALLTOALL)
+                on[st]++;
+    cr_expect_eq(on[ZP_STREAM_EP], 2 * 3, "%d on the EP stream", on[ZP_STREAM_EP]);
+    cr_expect_eq(on[ZP_STREAM_COMPUTE], 2 * 1, "%d on the compute stream", on[ZP_STREAM_COMPUTE]);
+    cr_expect_eq(ep_stretches(&o, &beside), 2 * 3);
+    cr_expect_eq(beside, 2 * (1 + 1 + 4), "%d shared-expert GEMMs beside the all-to-alls", beside);
+    cr_expect_eq(ep_stretches(&a, &beside), 0);
+    for (int k = 0; k < ZP_NOPK; k++) {
+        double w[2] = {0, 0};
+        const zp_schedule *s[2] = {&a, &o};
+        for (int j = 0; j < 2; j++)
+            for (int st = 0; st < ZP_NSTREAMS; st++)
+                for (int i = 0; i < s[j]->n[st]; i++)
+                    if (s[j]->ops[st][i].type == k)
+                        w[j] += s[j]->ops[st][i].flops + s[j]->ops[st][i].bytes;
+        cr_expect_float_eq(w[1], w[0], 1e-9 * (w[0] + 1), "%s: %g vs %g", zp_op_table[k].name, w[1], w[0]);
+    }
+    zp_schedule_free(&a);
+    zp_schedule_free(&o);
+    /* without EP there is no all-to-all to hide behind: the shared experts run in line */
+    zp_plan q = moe_plan(8, 1, ZP_DISPATCH_ALLTOALL);
+    q.shared_overlap = 1;
+    cr_assert_eq(zp_schedule_build(&m, &q, &o), ZP_OK);
+    cr_expect_eq(ep_stretches(&o, &beside), 0);
+    zp_schedule_free(&o);
+}
+
+/* The engine, EP 16 over two DGX H100 nodes: the step is shorter with the shared experts beside the
+ * all-to-alls, and no shorter than the same model without shared experts at all (their kernels hidden
+ * entirely is the most it can gain). */
+Test(dispatch, shared_overlap_engine_step, .timeout = 300)
+{
+    zp_model m = shared_model();
+    const zp_cluster *c = zp_test_preset("dgx-h100");
+    zp_plan p = moe_plan(16, 16, ZP_DISPATCH_ALLTOALL);
+    p.grad_accum = 2;
+    zp_sim_result a = simulate(&m, &p, c);
+    p.shared_overlap = 1;
+    zp_sim_result o = simulate(&m, &p, c);
+    zp_model none = m;
+    none.shared_experts = 0;
+    p.shared_overlap = 0;
+    zp_sim_result z = simulate(&none, &p, c);
+    cr_expect_lt(o.step_time, a.step_time * (1.0 - 1e-3), "beside %g s vs in line %g s", o.step_time, a.step_time);
+    cr_expect_gt(o.step_time, z.step_time, "beside %g s vs no shared experts %g s", o.step_time, z.step_time);
+}
+
+/* Megatron-core's rules (transformer_config.py): the all-to-all dispatcher only, not with the combined 1F1B;
+ * a dense model has nothing to overlap; DeepSpeed has no such option. Megatron-LM arguments carry it. */
+Test(dispatch, shared_overlap_rules)
+{
+    const zp_cluster *c = zp_test_preset("dgx-h100");
+    zp_search_req r;
+    zp_search_req_default(&r, &zp_zoo_find("llama-3-8b")->model, c, 64);
+    r.base.shared_overlap = 1;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "no mixture-of-experts"), "%s", zp_error_message());
+    zp_search_req_default(&r, &zp_zoo_find("deepseek-v3")->model, c, 2048);
+    r.base.shared_overlap = 1;
+    cr_expect_eq(zp_search_validate(&r), ZP_OK, "%s", zp_error_message());
+    r.base.dispatcher = ZP_DISPATCH_DEEPEP;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "alltoall only"), "%s", zp_error_message());
+    r.base.dispatcher = ZP_DISPATCH_ALLTOALL;
+    r.base.ep_overlap = 1;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "together"), "%s", zp_error_message());
+    r.base.ep_overlap = 0;
+    r.framework = ZP_FRAMEWORK_DEEPSPEED;
+    cr_expect_eq(zp_search_validate(&r), ZP_EINVAL);
+    cr_expect(strstr(zp_error_message(), "--moe-shared-expert-overlap"), "%s", zp_error_message());
+    zp_model mx = zp_zoo_find("mixtral-8x7b")->model; /* no shared experts: stated, changes nothing */
+    zp_plan p = moe_plan(8, 8, ZP_DISPATCH_ALLTOALL);
+    p.shared_overlap = 1;
+    char args[4096];
+    cr_assert_eq(zp_megatron_args(&mx, &p, args, sizeof args), ZP_OK, "%s", zp_error_message());
+    cr_expect(strstr(args, " --moe-shared-expert-overlap"), "%s", args);
 }

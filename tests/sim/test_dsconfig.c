@@ -395,8 +395,8 @@ Test(megatron, refuses_what_it_cannot_state)
 {
     const struct {
         const char *model, *why;
-    } cases[] = {{"bloom-176b", "ALiBi"}, {"gemma-7b", "SwiGLU"}, {"deepseek-v3", "latent attention"},
-                 {"falcon-7b", "parallel"}, {"qwen1.5-moe-a2.7b", "shared experts"}};
+    } cases[] = {{"bloom-176b", "ALiBi"}, {"gemma-7b", "SwiGLU"}, {"falcon-7b", "parallel"},
+                 {"qwen1.5-moe-a2.7b", "gated shared expert"}};
     zp_plan p;
     zp_plan_default(&p, 8);
     char a[1024];
@@ -407,6 +407,37 @@ Test(megatron, refuses_what_it_cannot_state)
     }
     p.stage = 2;
     cr_expect_eq(zp_megatron_args(&zp_zoo_find("1.5B")->model, &p, a, sizeof a), ZP_EUNSUPPORTED);
+}
+
+/* DeepSeek-V3 stated whole: latent attention with every size, the shared expert, its three dense blocks as a
+ * --moe-layer-freq list, group-limited routing with the router's bias, MTP. */
+Test(megatron, states_deepseek_v3)
+{
+    zp_plan p;
+    zp_plan_default(&p, 8);
+    p.stage = 1;
+    p.ep = 8;
+    char a[4096];
+    cr_assert_eq(zp_megatron_args(&zp_zoo_find("deepseek-v3")->model, &p, a, sizeof a), ZP_OK, "%s",
+                 zp_error_message());
+    const char *want[] = {"--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 "
+                          "--qk-pos-emb-head-dim 64 --v-head-dim 128 --qk-layernorm",
+                          "--num-experts 256 --moe-router-topk 8 --expert-model-parallel-size 8",
+                          "--moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048",
+                          "--moe-router-enable-expert-bias --moe-router-num-groups 8 --moe-router-group-topk 4",
+                          "--moe-layer-freq \"([0]*3+[1]*58)\" --mtp-num-layers 1", "--ffn-hidden-size 18432"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(a, want[i]), "no '%s' in %s", want[i], a);
+    cr_expect_null(strstr(a, "--group-query-attention"), "%s", a);
+    zp_model m = zp_zoo_find("deepseek-v2-lite")->model; /* 2 shared experts of 1408: one of 2816 */
+    cr_assert_eq(zp_megatron_args(&m, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    cr_expect(strstr(a, "--moe-shared-expert-intermediate-size 2816 ") && !strstr(a, "--q-lora-rank"), "%s", a);
+    m.moe_every = 2; /* MoE at the even blocks after the dense first: a list */
+    cr_assert_eq(zp_megatron_args(&m, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    cr_expect(strstr(a, "--moe-layer-freq \"([0]*2+[1]*1+[0]*1+[1]*1+"), "%s", a);
+    m.dense_layers = 0;
+    cr_assert_eq(zp_megatron_args(&m, &p, a, sizeof a), ZP_OK, "%s", zp_error_message());
+    cr_expect(strstr(a, "--moe-layer-freq 2 "), "%s", a);
 }
 
 /* Megatron-LM v2 (--framework megatron-2021) names its arguments otherwise and fewer: full recompute is
