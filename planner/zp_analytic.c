@@ -127,8 +127,11 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
         flops += zp_model_flops_op_sac_recompute(model, b);
     flops = flops / nm / np / split;
     const double rate = compute_rate(model, plan, c, b);
-    /* an uneven layout (zp_pipeline.h): the stage with the most blocks sets the pace of every pass */
-    const double slowest = zp_pp_uneven(plan) ? slowest_stage(model, plan) : 1.0;
+    /* an uneven layout (zp_pipeline.h), stated or the default split of P stages that do not divide the layers
+     * (the first and the last take floor(L/P), the others share the rest): the stage with the most blocks
+     * sets the pace of every pass */
+    const int split_uneven = plan->pp > 1 && v == 1.0 && model->layers % plan->pp != 0;
+    const double slowest = zp_pp_uneven(plan) || split_uneven ? slowest_stage(model, plan) : 1.0;
     flops *= slowest;
     t.compute = accum * flops / rate;
     t.pp_comm = (np - 1.0) / v * flops / rate;

@@ -347,9 +347,11 @@ grep -q -- '--moe-router-enable-expert-bias --moe-router-num-groups 8 --moe-rout
   grep -q -- '--q-lora-rank 1536' "$T/ds.args" && ok || ko "DeepSeek-V3's routing, MTP and Q rank: $(cat "$T/ds.args")"
 
 # zplan's DeepSeek plans written as torchtitan TOMLs (deepseek_v3 flavors, EP, TP over the experts) and read
-# back; DeepSeek-V3 only without its MTP module, which torchtitan's model has not
+# back; DeepSeek-V3 only without its MTP module, which torchtitan's model has not; its 61 layers on 8 stages
+# split as torchtitan splits them (7, 8 x 5, 7, 7), priced by the fullest stage alike written or read
 for ds in "deepseek-v2-lite --gpus 64 --ep 8 --mp 2 --sp --stage 0" \
-          "deepseek-v3 --gpus 512 --ep 32 --pp 1 --stage 3 --mtp-layers 0"; do
+          "deepseek-v3 --gpus 512 --ep 32 --pp 1 --stage 3 --mtp-layers 0" \
+          "deepseek-v3 --gpus 512 --ep 32 --pp 8 --stage 0 --mtp-layers 0"; do
   # shellcheck disable=SC2086
   if "$Z" --model $ds --cluster dgx-h100 --recompute full --analytic --emit-torchtitan "$T/dse.toml" \
        >/dev/null 2>"$T/err" && grep -q '^name = "deepseek_v3"' "$T/dse.toml" &&

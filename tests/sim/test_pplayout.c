@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "zp_analytic.h"
 #include "zp_device.h"
 #include "zp_framework.h"
 #include "zp_launch.h"
@@ -432,6 +433,24 @@ Test(pplayout, slowest_stage_sets_the_step, .timeout = 120)
     p.pp_layout = lighter_last;
     const double t_lighter = step_of(m, &p);
     cr_expect(t_lighter < 0.98 * t_even, "even %.3f s, 9,8,8,7 %.3f s", t_even, t_lighter);
+}
+
+/* The analytic estimate prices the default split of stages that do not divide the layers (Llama 3 405B's 126
+ * on 16: 7 on the edges, 8 between) as the same layout stated: by its fullest stage. */
+Test(pplayout, analytic_prices_the_default_split)
+{
+    const zp_model *m = model("llama-3-405b");
+    const zp_cluster *c = zp_test_preset("dgx-h100");
+    zp_plan p = pp_plan(16, 1);
+    p.mp = 8;
+    p.sp = 1;
+    zp_step_time implicit, stated;
+    cr_assert_eq(zp_analytic_step(m, &p, c, &implicit), ZP_OK, "%s", zp_error_message());
+    int layout[16] = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
+    p.pp_layout_n = 16;
+    p.pp_layout = layout;
+    cr_assert_eq(zp_analytic_step(m, &p, c, &stated), ZP_OK, "%s", zp_error_message());
+    cr_expect_float_eq(implicit.total, stated.total, 1e-12 * stated.total, "%g vs %g s", implicit.total, stated.total);
 }
 
 /* Megatron-core's arguments for each form a layout takes, read back as the same layout. */
