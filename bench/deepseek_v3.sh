@@ -9,6 +9,11 @@
 # Full recompute at micro-batch 1 (zplan's memory model fits nothing else: DeepSeek recomputes only RMSNorm and
 # MLA's up-projections and keeps activations in FP8, which zplan does not model). The report's "180K H800 GPU
 # hours per trillion tokens" is 1,543 tokens/s per GPU: a check, not a fit (no figure in zplan was set from it).
+# The stages balanced by their work, as DualPipe needs them (--pp-layout 4*15,1): the last stage holds the LM
+# head and the multi-token prediction module (a block, its projection and the head again), about three blocks'
+# FLOPs a token (head 2hV = 1.85 GFLOP forward and backward, a block about 1.5 GFLOP forward, four passes under
+# recompute), so it takes one block and the others four; Megatron-core's default split (3 on the edges) leaves
+# the last stage about 1.75 times the others' work.
 set -euo pipefail
 Z="${1:-build/src/zplan}"
 [ -x "$Z" ] || { echo "bench/deepseek_v3.sh: $Z not found: run scripts/build first" >&2; exit 2; }
@@ -17,7 +22,7 @@ import json, subprocess, sys
 z = sys.argv[1]
 base = ["--model", "deepseek-v3", "--gpus", "2048", "--cluster", "hgx-h800", "--global-batch", "15360",
         "--pp", "16", "--ep", "64", "--mp", "1", "--stage", "1", "--precision", "fp8", "--fp8-recipe", "blockwise",
-        "--micro-batch", "1", "--recompute", "full", "--exact", "--json"]
+        "--micro-batch", "1", "--recompute", "full", "--pp-layout", "4*15,1", "--exact", "--json"]
 rows = [("alltoall", ["--moe-dispatcher", "alltoall"]), ("deepep", ["--moe-dispatcher", "deepep"]),
         ("deepep-fp8", ["--moe-dispatcher", "deepep-fp8"]),
         ("deepep-fp8 + overlap", ["--moe-dispatcher", "deepep-fp8", "--overlap-moe-expert-parallel-comm"])]

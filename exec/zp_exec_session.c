@@ -119,6 +119,10 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
     zp_tensors_shape sh; /* the architectures and splits the executor runs (named when it does not) */
     ZP_TRY(zp_tensors_check(m, &q));
     ZP_TRY(zp_tensors_shape_get(m, &q, &sh));
+    if (m->mtp_layers > 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "model %s has %lld multi-token prediction module%s: the executor trains the "
+                                        "main model only (the planner models them; --mtp-layers 0 drops them)",
+                       m->name, (long long)m->mtp_layers, m->mtp_layers == 1 ? "" : "s");
     if (sh.moe && pp > 1)
         return ZP_FAIL(ZP_EUNSUPPORTED, "--pp with the mixture-of-experts model %s: the executor runs experts "
                                         "without pipeline stages (the planner does)", m->name);

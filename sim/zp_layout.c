@@ -47,6 +47,28 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
  * their own group (gather_exp/grad_exp). With pipeline stages a stage holds its chunks' blocks; the first the
  * embedding, the last (Megatron-LM) the final norm and the head, with its own copy of the word embedding
  * when they are tied, whose gradient is all-reduced with the first stage's (group L+1). */
+/* The multi-token prediction modules (zp_model.mtp_layers) in the head's group: their blocks, projections and
+ * norms (the routed experts' share 1/ep, in the experts' group), and with `embedding` the word embedding's copy
+ * Megatron-core builds on the last stage for them (gpt_model.py: pre_process or mtp_process) when that stage
+ * does not hold the embedding. */
+static void ds_mtp(const zp_model *m, const zp_plan *p, int embedding, zp_layout_facts *f)
+{
+    const int64_t L = m->layers;
+    const double t = (double)p->mp, ep = (double)p->ep;
+    double all, experts;
+    zp_shape_mtp_params(m, &all, &experts);
+    if (all <= 0)
+        return;
+    if (ep <= 1)
+        experts = 0.0;
+    const double own = (all - experts) / t + (embedding ? zp_model_params_embedding(m) / t : 0.0);
+    f->gather[L + 1] += own;
+    f->grad[L + 1] += own;
+    f->gather_exp[L + 1] += experts / t / ep;
+    f->grad_exp[L + 1] += experts / t / ep;
+    f->psi_exp += experts / t / ep;
+}
+
 static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f)
 {
     ZP_TRY(facts_alloc(m, f));
@@ -75,6 +97,7 @@ static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage
         f->gather[L + 1] = m->untied ? head : emb;
         f->grad[0] = m->untied ? emb : emb + head;
         f->grad[L + 1] = m->untied ? head : 0.0;
+        ds_mtp(m, p, 0, f);
         zp_shape_params(m, p, &f->psi, &f->psi_all);
         return ZP_OK;
     }
@@ -84,6 +107,7 @@ static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage
         const double E = (double)(m->embed_dim > 0 ? m->embed_dim : m->hidden);
         const double word = m->untied ? 0.0 : (double)m->vocab * E / t;
         f->gather[L + 1] = f->grad[L + 1] = word + head;
+        ds_mtp(m, p, !st->embedding && m->untied, f);
     }
     for (int64_t i = 0; i <= L + 1; i++)
         f->psi += f->grad[i] + f->grad_exp[i];

@@ -964,6 +964,74 @@ static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, 
     }
 }
 
+/* ---- multi-token prediction (zp_model.mtp_layers; Megatron-core's multi_token_prediction.py) ----
+ * On the last stage, after the main head: per depth k the next tokens' embedding (a lookup of the word
+ * embedding's copy there) and the hidden states, each RMS-normed, concatenated and projected from 2h back to h
+ * (eh_proj, column-parallel: its output gathered over TP), a block of the model's (block L + k: DeepSeek-V3's
+ * an MoE block), the final norm, the shared LM head and its cross-entropy; backward in reverse, the block and
+ * the projection recomputed as the other blocks are (models/zp_model.c counts them so). The modules' weights
+ * are in the head's group (sim/zp_layout.c ds_mtp): held, reduced over DP and updated with it; their
+ * activations are not in the memory model. */
+static void mtp_head(zp_builder *b, double T, int backward)
+{
+    const zp_model *m = b->m;
+    const double t = (double)b->p->mp, h = (double)m->hidden, V = (double)m->vocab;
+    const zp_opk norm = m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS : ZP_OPK_FINAL_LN;
+    const zp_opk norm_bwd = m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS_BWD : ZP_OPK_FINAL_LN_BWD;
+    if (!backward) {
+        eltwise(b, norm, 2.0 * 2.0 * T * h, T * h);
+        mp_gather(b, 2.0 * T * h);
+        gemm(b, ZP_OPK_LM_HEAD, T, V / t, h, 1);
+        eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
+        return;
+    }
+    eltwise(b, ZP_OPK_XENT_BWD, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
+    gemm_bwd(b, ZP_OPK_LM_HEAD_DGRAD, ZP_OPK_LM_HEAD_WGRAD, T, V / t, h, 1);
+    mp_reduce(b, 2.0 * T * h);
+    eltwise(b, norm_bwd, 3.0 * 2.0 * T * h, T * h);
+}
+
+static void mtp_forward(zp_builder *b, double T)
+{
+    const zp_model *m = b->m;
+    const double t = (double)b->p->mp, h = (double)m->hidden;
+    for (int64_t k = 0; k < m->mtp_layers; k++) {
+        b->layer = (int)(m->layers + k);
+        eltwise(b, ZP_OPK_EMBEDDING, 2.0 * 2.0 * T * h, T * h);
+        mp_reduce(b, 2.0 * T * h);
+        eltwise(b, ZP_OPK_MTP_NORMS, 2.0 * 2.0 * 2.0 * T * h, 2.0 * T * h);
+        gemm(b, ZP_OPK_MTP_PROJ, T, h / t, 2.0 * h, 1);
+        mp_gather(b, 2.0 * T * h);
+        block_forward(b);
+        mtp_head(b, T, 0);
+    }
+    b->layer = -1;
+}
+
+static void mtp_backward(zp_builder *b, double T)
+{
+    const zp_model *m = b->m;
+    const double t = (double)b->p->mp, h = (double)m->hidden;
+    const chunk_items none = {0};
+    for (int64_t k = m->mtp_layers - 1; k >= 0; k--) {
+        b->layer = (int)(m->layers + k);
+        mtp_head(b, T, 1);
+        if (b->p->checkpoint && zp_plan_block_checkpointed(b->p, b->layer)) { /* the projection with its block */
+            b->phase = ZP_PHASE_RECOMPUTE;
+            gemm(b, ZP_OPK_MTP_PROJ, T, h / t, 2.0 * h, 1);
+            mp_gather(b, 2.0 * T * h);
+            b->phase = ZP_PHASE_BACKWARD;
+        }
+        recompute(b, (int)m->layers + 1, &none, 0, 0.0);
+        block_backward(b);
+        gemm_bwd(b, ZP_OPK_MTP_PROJ_DGRAD, ZP_OPK_MTP_PROJ_WGRAD, T, h / t, 2.0 * h, 1);
+        mp_reduce(b, 2.0 * 2.0 * T * h);
+        eltwise(b, ZP_OPK_MTP_NORMS_BWD, 3.0 * 2.0 * 2.0 * T * h, 2.0 * T * h);
+        eltwise(b, ZP_OPK_EMBEDDING_BWD, 2.0 * 2.0 * T * h, T * h);
+    }
+    b->layer = -1;
+}
+
 /* The forward pass of micro-batch u through chunk `chunk` of this stage: the activation from the stage
  * before (or the embedding), the chunk's blocks, then the activation to the next stage (or the head). */
 static void forward_pass(zp_builder *b, int64_t u, int chunk)
@@ -1022,6 +1090,8 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
             b->lay->logits(b);
             gemm(b, ZP_OPK_LM_HEAD, T, V / t, h, 1);
             eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
+            if (kernels_built(b))
+                mtp_forward(b, T);
         }
     }
     ep_drain(b); /* the pass's output is whole: its all-to-alls are done */
@@ -1082,6 +1152,8 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
             b->lay->use(b, item);
         }
         if (item == L + 1) {
+            if (kernels_built(b))
+                mtp_backward(b, T);
             eltwise(b, ZP_OPK_XENT_BWD, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
             gemm_bwd(b, ZP_OPK_LM_HEAD_DGRAD, ZP_OPK_LM_HEAD_WGRAD, T, V / t, h, 1);
             mp_reduce(b, 2.0 * T * h);
@@ -1091,9 +1163,11 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
             /* tied: the embedding's gradient completes with the embedding backward (one stage), or is the
              * last stage's own copy (pipeline stages); an untied head's is done */
             if (b->f.grad[L + 1] > 0) {
-                grad_accumulate(b, u, b->f.grad[L + 1]);
+                grad_accumulate(b, u, b->f.grad[L + 1] + b->f.grad_exp[L + 1]);
                 bucket_add(b, &k, b->f.grad[L + 1], 0);
             }
+            if (b->f.grad_exp[L + 1] > 0) /* the MTP blocks' routed experts (ds_mtp, sim/zp_layout.c) */
+                bucket_add(b, &kx, b->f.grad_exp[L + 1], 0);
             continue;
         }
         if (kernels_built(b)) {

@@ -79,11 +79,22 @@ void zp_shape_block_params(const zp_model *m, int64_t i, double *all, double *ex
     *experts = zp_model_block_is_moe(m, i) ? moe_block_experts(m) : 0.0;
 }
 
+void zp_shape_mtp_params(const zp_model *m, double *all, double *experts)
+{
+    *all = zp_model_params_mtp(m);
+    *experts = 0.0;
+    for (int64_t k = 0; k < m->mtp_layers; k++)
+        if (zp_model_block_is_moe(m, m->layers + k))
+            *experts += moe_block_experts(m);
+}
+
 void zp_shape_params(const zp_model *m, const zp_plan *p, double *held, double *partitioned)
 {
     const double t = (double)(p->mp > 0 ? p->mp : 1), ep = (double)(p->ep > 0 ? p->ep : 1);
-    *partitioned = zp_model_params(m) / t;
+    double mtp, mtp_experts;
+    zp_shape_mtp_params(m, &mtp, &mtp_experts);
+    *partitioned = (zp_model_params(m) + mtp) / t;
     *held = *partitioned;
     if (ep > 1 && zp_model_moe_blocks(m) > 0)
-        *held -= (1.0 - 1.0 / ep) * moe_block_experts(m) * (double)zp_model_moe_blocks(m) / t;
+        *held -= (1.0 - 1.0 / ep) * (moe_block_experts(m) * (double)zp_model_moe_blocks(m) + mtp_experts) / t;
 }

@@ -51,6 +51,9 @@ void zp_shape_block_params(const zp_model *m, int64_t i, double *all, double *ex
  * ZeRO spreads over the DP ranks (dense over DP, experts over the dp/ep ranks holding the same experts:
  * either way partitioned / dp on each rank). Equal without EP. */
 void zp_shape_params(const zp_model *m, const zp_plan *p, double *held, double *partitioned);
+/* The multi-token prediction modules' parameters (zp_model_params_mtp: their blocks, projections and norms),
+ * whole-model counts, and those of their blocks' routed experts; on the last pipeline stage beside the head. */
+void zp_shape_mtp_params(const zp_model *m, double *all, double *experts);
 
 /* The shape of block `block` (0-based) of `m` under plan `p`; `m` as one rank runs it (with context
  * parallelism, its slice of each sequence: sim/zp_schedule.c's build). */

@@ -77,6 +77,76 @@ Test(arch, schedule_flops_match_the_model_for_every_family)
     }
 }
 
+/* DeepSeek-V3's multi-token prediction module (cut to 4 blocks, its first dense): the schedule's FLOPs are the
+ * model's with it, with and without recomputation; it runs on the last stage (eh_proj there, forward and
+ * backward), and --mtp-layers 0's schedule is the model without it. */
+Test(arch, mtp_module_in_the_schedule)
+{
+    zp_model m = model("deepseek-v3", 1024);
+    m.layers = 4;
+    m.dense_layers = 1;
+    m.experts = 16;
+    cr_assert_eq(m.mtp_layers, 1);
+    for (int ck = 0; ck <= 1; ck++) {
+        zp_plan p = plan_of(1, 4, 1, 1, 2);
+        p.grad_accum = 2;
+        p.checkpoint = ck;
+        zp_schedule s;
+        cr_assert_eq(zp_schedule_build(&m, &p, &s), ZP_OK, "%s", zp_error_message());
+        double want = zp_model_flops_iteration(&m, 2 * 2, ck);
+        cr_expect(fabs(s.flops / want - 1) < 1e-4, "checkpoint %d: schedule %.6g FLOPs, model %.6g (%+.3g%%)", ck,
+                  s.flops, want, 100 * (s.flops / want - 1));
+        int proj[3] = {0, 0, 0}; /* forward (and recompute), dgrad, wgrad */
+        for (int i = 0; i < s.n[ZP_STREAM_COMPUTE]; i++) {
+            const int k = s.ops[ZP_STREAM_COMPUTE][i].type;
+            proj[0] += k == ZP_OPK_MTP_PROJ;
+            proj[1] += k == ZP_OPK_MTP_PROJ_DGRAD;
+            proj[2] += k == ZP_OPK_MTP_PROJ_WGRAD;
+        }
+        cr_expect(proj[0] == 2 * (1 + ck) && proj[1] == 2 && proj[2] == 2, "eh_proj %d %d %d", proj[0], proj[1],
+                  proj[2]);
+        zp_schedule_free(&s);
+        zp_model none = m;
+        none.mtp_layers = 0;
+        cr_assert_eq(zp_schedule_build(&none, &p, &s), ZP_OK);
+        want = zp_model_flops_iteration(&none, 2 * 2, ck);
+        cr_expect(fabs(s.flops / want - 1) < 1e-4, "without MTP: schedule %.6g FLOPs, model %.6g", s.flops, want);
+        zp_schedule_free(&s);
+    }
+}
+
+/* The MTP module's weights: in the rank's parameters (its block's experts 1/EP), without pipeline stages and on
+ * the last stage with them, there beside the copy of the word embedding Megatron-core builds for it. */
+Test(arch, mtp_module_weights)
+{
+    zp_model m = model("deepseek-v3", 1024);
+    m.layers = 4;
+    m.dense_layers = 1;
+    m.experts = 16;
+    zp_model none = m;
+    none.mtp_layers = 0;
+    double mtp, experts;
+    zp_shape_mtp_params(&m, &mtp, &experts);
+    cr_expect_float_eq(mtp, zp_model_params_mtp(&m), 1.0);
+    cr_expect(experts > 0.5 * mtp && experts < mtp, "%g of %g", experts, mtp);
+    zp_plan p = plan_of(0, 16, 1, 8, 1);
+    zp_memory a, b;
+    cr_assert_eq(zp_memory_estimate(&m, &p, &a), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_memory_estimate(&none, &p, &b), ZP_OK);
+    const double want = mtp - experts * (1.0 - 1.0 / 8.0);
+    cr_expect_float_eq(a.params - b.params, 2.0 * want, 1e-6 * a.params, "%g vs %g", a.params - b.params, 2.0 * want);
+    p = plan_of(0, 8, 1, 8, 1);
+    p.pp = 2;
+    p.grad_accum = 4;
+    zp_memory sa[2], sb[2];
+    cr_assert_eq(zp_memory_estimate_stages(&m, &p, sa, 2), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(zp_memory_estimate_stages(&none, &p, sb, 2), ZP_OK);
+    cr_expect_float_eq(sa[0].params, sb[0].params, 1e-9 * sa[0].params, "the first stage holds none");
+    const double last = want + zp_model_params_embedding(&m);
+    cr_expect_float_eq(sa[1].params - sb[1].params, 2.0 * last, 1e-6 * sa[1].params, "last stage %g vs %g",
+                       sa[1].params - sb[1].params, 2.0 * last);
+}
+
 /* With MP the split GEMMs divide by t; what every rank repeats (routers, MLA's down-projections, a KV head
  * replicated beyond the KV heads) adds: t x the rank's FLOPs is the model's or a little more. */
 Test(arch, mp_splits_the_flops)
