@@ -392,9 +392,22 @@ static void ds_ckpt(zp_builder *b, int l, int alloc)
 static void ds_block_end(zp_builder *b, int l) { ds_ckpt(b, l, 1); }
 static void ds_block_done(zp_builder *b, int l) { ds_ckpt(b, l, 0); }
 
-static double ds_logits_bytes(const zp_builder *b)
+/* The head's activations from its forward to the end of its backward: the logits (fp32, T x V/t) and, per
+ * multi-token prediction depth (sim/zp_schedule.c mtp_forward), its logits again, what its block keeps (its
+ * checkpoint when the blocks are checkpointed) and eh_proj's input (2h a token, 16-bit). */
+static double ds_logits_bytes(zp_builder *b)
 {
-    return 4.0 * (double)b->p->micro_batch * (double)b->m->seq * (double)b->m->vocab / (double)b->p->mp;
+    const double T = (double)b->p->micro_batch * (double)b->m->seq;
+    const double logits = 4.0 * T * (double)b->m->vocab / (double)b->p->mp;
+    double mtp = 0.0;
+    const int layer = b->layer;
+    for (int64_t k = 0; k < b->m->mtp_layers; k++) {
+        b->layer = (int)(b->m->layers + k);
+        mtp += logits + 2.0 * T * 2.0 * (double)b->m->hidden +
+               (zp_plan_block_checkpointed(b->p, b->layer) ? ds_ckpt_bytes(b) : ds_block_kept(b));
+    }
+    b->layer = layer;
+    return logits + mtp;
 }
 
 static void ds_logits(zp_builder *b)

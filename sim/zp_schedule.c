@@ -971,7 +971,7 @@ static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, 
  * an MoE block), the final norm, the shared LM head and its cross-entropy; backward in reverse, the block and
  * the projection recomputed as the other blocks are (models/zp_model.c counts them so). The modules' weights
  * are in the head's group (sim/zp_layout.c ds_mtp): held, reduced over DP and updated with it; their
- * activations are not in the memory model. */
+ * activations are held with the head's logits (ds_logits_bytes). */
 static void mtp_head(zp_builder *b, double T, int backward)
 {
     const zp_model *m = b->m;

@@ -116,7 +116,8 @@ Test(arch, mtp_module_in_the_schedule)
 }
 
 /* The MTP module's weights: in the rank's parameters (its block's experts 1/EP), without pipeline stages and on
- * the last stage with them, there beside the copy of the word embedding Megatron-core builds for it. */
+ * the last stage with them, there beside the copy of the word embedding Megatron-core builds for it; its
+ * activations on that stage. */
 Test(arch, mtp_module_weights)
 {
     zp_model m = model("deepseek-v3", 1024);
@@ -145,6 +146,11 @@ Test(arch, mtp_module_weights)
     const double last = want + zp_model_params_embedding(&m);
     cr_expect_float_eq(sa[1].params - sb[1].params, 2.0 * last, 1e-6 * sa[1].params, "last stage %g vs %g",
                        sa[1].params - sb[1].params, 2.0 * last);
+    /* and its activations there: its logits (fp32, T x V) again, eh_proj's input, what its block keeps */
+    const double T = 1024.0, logits = 4.0 * T * (double)m.vocab, floor = logits + 2.0 * T * 2.0 * (double)m.hidden;
+    const double more = sa[1].activations - sb[1].activations;
+    cr_expect(more > floor && more < floor + 2e9, "last stage's activations +%g B (at least %g)", more, floor);
+    cr_expect_float_eq(sa[0].activations, sb[0].activations, 1e-9 * sa[0].activations);
 }
 
 /* With MP the split GEMMs divide by t; what every rank repeats (routers, MLA's down-projections, a KV head
