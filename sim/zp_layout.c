@@ -40,13 +40,6 @@ static zp_status facts_alloc(const zp_model *m, zp_layout_facts *f)
 
 /* ================================================================ DeepSpeed / Megatron-LM (the planner) */
 
-/* Groups per MP rank: block i is 1/mp of the model's block i; the embedding group (gathered for the
- * embedding and, tied, again as the LM head) is (V + s)h/mp for GPT; the output side (final norm, an
- * untied LM head) completes its gradients with the embedding's when tied (GPT: 2h/mp more), else as its
- * own group right after the head's backward. With EP the rank holds 1/ep of a block's experts, reduced over
- * their own group (gather_exp/grad_exp). With pipeline stages a stage holds its chunks' blocks; the first the
- * embedding, the last (Megatron-LM) the final norm and the head, with its own copy of the word embedding
- * when they are tied, whose gradient is all-reduced with the first stage's (group L+1). */
 /* The multi-token prediction modules (zp_model.mtp_layers) in the head's group: their blocks, projections and
  * norms (the routed experts' share 1/ep, in the experts' group), and with `embedding` the word embedding's copy
  * Megatron-core builds on the last stage for them (gpt_model.py: pre_process or mtp_process) when that stage
@@ -69,6 +62,13 @@ static void ds_mtp(const zp_model *m, const zp_plan *p, int embedding, zp_layout
     f->psi_exp += experts / t / ep;
 }
 
+/* Groups per MP rank: block i is 1/mp of the model's block i; the embedding group (gathered for the
+ * embedding and, tied, again as the LM head) is (V + s)h/mp for GPT; the output side (final norm, an
+ * untied LM head) completes its gradients with the embedding's when tied (GPT: 2h/mp more), else as its
+ * own group right after the head's backward. With EP the rank holds 1/ep of a block's experts, reduced over
+ * their own group (gather_exp/grad_exp). With pipeline stages a stage holds its chunks' blocks; the first the
+ * embedding, the last (Megatron-LM) the final norm and the head, with its own copy of the word embedding
+ * when they are tied, whose gradient is all-reduced with the first stage's (group L+1). */
 static zp_status ds_facts(const zp_model *m, const zp_plan *p, const zp_pp_stage *st, zp_layout_facts *f)
 {
     ZP_TRY(facts_alloc(m, f));

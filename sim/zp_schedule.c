@@ -972,15 +972,21 @@ static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, 
  * the projection recomputed as the other blocks are (models/zp_model.c counts them so). The modules' weights
  * are in the head's group (sim/zp_layout.c ds_mtp): held, reduced over DP and updated with it; their
  * activations are held with the head's logits (ds_logits_bytes). */
-static void mtp_head(zp_builder *b, double T, int backward)
+/* The LM head on T tokens: the final norm (`norm`: the model's unless it has none; an MTP module's always),
+ * TP's gather of its input, the vocab-parallel GEMM and the cross-entropy; backward in reverse, the input's
+ * gradient reduced over TP. `main`: the main head, whose forward allocates the logits the layout keeps (with
+ * the MTP modules' activations: sim/zp_layout.c ds_logits_bytes). */
+static void lm_head(zp_builder *b, double T, int backward, int norm, int main)
 {
     const zp_model *m = b->m;
     const double t = (double)b->p->mp, h = (double)m->hidden, V = (double)m->vocab;
-    const zp_opk norm = m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS : ZP_OPK_FINAL_LN;
-    const zp_opk norm_bwd = m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS_BWD : ZP_OPK_FINAL_LN_BWD;
+    const int rms = m->norm == ZP_NORM_RMSNORM;
     if (!backward) {
-        eltwise(b, norm, 2.0 * 2.0 * T * h, T * h);
-        mp_gather(b, 2.0 * T * h);
+        if (norm)
+            eltwise(b, rms ? ZP_OPK_FINAL_RMS : ZP_OPK_FINAL_LN, 2.0 * 2.0 * T * h, T * h);
+        mp_gather(b, 2.0 * T * h); /* the LM head is a column-parallel GEMM */
+        if (main)
+            b->lay->logits(b);
         gemm(b, ZP_OPK_LM_HEAD, T, V / t, h, 1);
         eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
         return;
@@ -988,22 +994,30 @@ static void mtp_head(zp_builder *b, double T, int backward)
     eltwise(b, ZP_OPK_XENT_BWD, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
     gemm_bwd(b, ZP_OPK_LM_HEAD_DGRAD, ZP_OPK_LM_HEAD_WGRAD, T, V / t, h, 1);
     mp_reduce(b, 2.0 * T * h);
-    eltwise(b, norm_bwd, 3.0 * 2.0 * T * h, T * h);
+    if (norm)
+        eltwise(b, rms ? ZP_OPK_FINAL_RMS_BWD : ZP_OPK_FINAL_LN_BWD, 3.0 * 2.0 * T * h, T * h);
+}
+
+/* An MTP module's eh_proj (2h -> h, column-parallel) and TP's gather of its output. */
+static void mtp_proj(zp_builder *b, double T)
+{
+    const double t = (double)b->p->mp, h = (double)b->m->hidden;
+    gemm(b, ZP_OPK_MTP_PROJ, T, h / t, 2.0 * h, 1);
+    mp_gather(b, 2.0 * T * h);
 }
 
 static void mtp_forward(zp_builder *b, double T)
 {
     const zp_model *m = b->m;
-    const double t = (double)b->p->mp, h = (double)m->hidden;
+    const double h = (double)m->hidden;
     for (int64_t k = 0; k < m->mtp_layers; k++) {
         b->layer = (int)(m->layers + k);
         eltwise(b, ZP_OPK_EMBEDDING, 2.0 * 2.0 * T * h, T * h);
         mp_reduce(b, 2.0 * T * h);
         eltwise(b, ZP_OPK_MTP_NORMS, 2.0 * 2.0 * 2.0 * T * h, 2.0 * T * h);
-        gemm(b, ZP_OPK_MTP_PROJ, T, h / t, 2.0 * h, 1);
-        mp_gather(b, 2.0 * T * h);
+        mtp_proj(b, T);
         block_forward(b);
-        mtp_head(b, T, 0);
+        lm_head(b, T, 0, 1, 0);
     }
     b->layer = -1;
 }
@@ -1015,11 +1029,10 @@ static void mtp_backward(zp_builder *b, double T)
     const chunk_items none = {0};
     for (int64_t k = m->mtp_layers - 1; k >= 0; k--) {
         b->layer = (int)(m->layers + k);
-        mtp_head(b, T, 1);
+        lm_head(b, T, 1, 1, 0);
         if (b->p->checkpoint && zp_plan_block_checkpointed(b->p, b->layer)) { /* the projection with its block */
             b->phase = ZP_PHASE_RECOMPUTE;
-            gemm(b, ZP_OPK_MTP_PROJ, T, h / t, 2.0 * h, 1);
-            mp_gather(b, 2.0 * T * h);
+            mtp_proj(b, T);
             b->phase = ZP_PHASE_BACKWARD;
         }
         recompute(b, (int)m->layers + 1, &none, 0, 0.0);
@@ -1040,7 +1053,7 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
     const zp_model *m = b->m;
     const int L = (int)m->layers;
     const double t = (double)p->mp, bs = (double)p->micro_batch, s = (double)m->seq, h = (double)m->hidden;
-    const double V = (double)m->vocab, T = bs * s;
+    const double T = bs * s;
     /* stage 3 gathers each group before its forward, unless it kept them gathered from the step's first
      * micro-batch: with pipeline stages and reshard_after_forward False (torch.distributed.pipelining leaves
      * every backward but the last unresharded: set_reshard_after_backward(False)) */
@@ -1084,12 +1097,7 @@ static void forward_pass(zp_builder *b, int64_t u, int chunk)
                 move(b, ZP_STREAM_PCIE, ZP_OPK_CKPT_D2H, ckpt_part);
             }
         } else {
-            if (!m->no_final_norm)
-                eltwise(b, m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS : ZP_OPK_FINAL_LN, 2.0 * 2.0 * T * h, T * h);
-            mp_gather(b, 2.0 * T * h); /* the LM head is a column-parallel GEMM */
-            b->lay->logits(b);
-            gemm(b, ZP_OPK_LM_HEAD, T, V / t, h, 1);
-            eltwise(b, ZP_OPK_XENT, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
+            lm_head(b, T, 0, !m->no_final_norm, 1);
             if (kernels_built(b))
                 mtp_forward(b, T);
         }
@@ -1114,7 +1122,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
     const zp_model *m = b->m;
     const int L = (int)m->layers;
     const double t = (double)p->mp, bs = (double)p->micro_batch, s = (double)m->seq, h = (double)m->hidden;
-    const double V = (double)m->vocab, T = bs * s;
+    const double T = bs * s;
     /* stage 3 gathers again for the backward what it freed after the forward (reshard_after_forward) */
     const int stage3 = zp_plan_reshards(p), pacpu = p->checkpoint && p->pa_cpu;
     const double ckpt_part = 2.0 * T * h / t;
@@ -1154,12 +1162,7 @@ static void backward_pass(zp_builder *b, int64_t u, int chunk, double bucket_par
         if (item == L + 1) {
             if (kernels_built(b))
                 mtp_backward(b, T);
-            eltwise(b, ZP_OPK_XENT_BWD, 2.0 * T * (V / t) * (2.0 + 4.0), T * (V / t));
-            gemm_bwd(b, ZP_OPK_LM_HEAD_DGRAD, ZP_OPK_LM_HEAD_WGRAD, T, V / t, h, 1);
-            mp_reduce(b, 2.0 * T * h);
-            if (!m->no_final_norm)
-                eltwise(b, m->norm == ZP_NORM_RMSNORM ? ZP_OPK_FINAL_RMS_BWD : ZP_OPK_FINAL_LN_BWD, 3.0 * 2.0 * T * h,
-                        T * h);
+            lm_head(b, T, 1, !m->no_final_norm, 1);
             /* tied: the embedding's gradient completes with the embedding backward (one stage), or is the
              * last stage's own copy (pipeline stages); an untied head's is done */
             if (b->f.grad[L + 1] > 0) {

@@ -370,8 +370,6 @@ static zp_status set_format(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-/* --seq: tokens, where K and M are binary as every framework's context lengths are (8k = 8,192, 128K =
- * 131,072; Llama 3.1's "128K" is 131,072); Ki/Mi and plain numbers as everywhere. */
 /* --mtp-layers N: the model's multi-token prediction modules (Megatron-core's --mtp-num-layers; 0 drops
  * DeepSeek-V3's, as torchtitan's deepseek_v3 trains it). */
 static zp_status set_mtp(zp_cli_args *a, const char *opt, const char *v)
@@ -379,6 +377,8 @@ static zp_status set_mtp(zp_cli_args *a, const char *opt, const char *v)
     return zp_size_parse_int(v, opt, 0, 64, &a->mtp);
 }
 
+/* --seq: tokens, where K and M are binary as every framework's context lengths are (8k = 8,192, 128K =
+ * 131,072; Llama 3.1's "128K" is 131,072); Ki/Mi and plain numbers as everywhere. */
 static zp_status set_seq(zp_cli_args *a, const char *opt, const char *v)
 {
     const size_t n = strlen(v);
