@@ -200,25 +200,9 @@ static zp_status unknown_key(zp_launch *l, const zp_launch_key *table, const zp_
 
 zp_status zp_launch_recompute_modules(zp_launch *l, const zp_launch_entry *e)
 {
-    const char *s = e->value;
-    int n = 0;
-    while (*s) {
-        s += strspn(s, " ,[]()'\"");
-        const size_t len = strcspn(s, " ,[]()'\"");
-        if (len == 0)
-            break;
-        if (len != 9 || strncmp(s, "core_attn", 9) != 0)
-            return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: module '%.*s' is not modelled: zplan's selective recompute is "
-                                      "Megatron-core's default, core_attn (the attention core alone); keep core_attn "
-                                      "or use full recompute",
-                           l->name, e->line, e->key, (int)(len > 40 ? 40 : len), s);
-        n++;
-        s += len;
-    }
-    if (n == 0)
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: %s: no module named (core_attn is the one zplan models)", l->name, e->line,
-                       e->key);
-    return ZP_OK;
+    char what[192];
+    snprintf(what, sizeof what, "%.100s:%d: %.60s", l->name, e->line, e->key);
+    return zp_rc_module_parse(e->value, what, &l->rc_modules);
 }
 
 zp_status zp_launch_apply(zp_launch *l, const zp_launch_key *table, const zp_launch_entries *en, const char *sep)

@@ -76,6 +76,8 @@ typedef struct {
     int64_t micro_batch, global_batch, grad_accum; /* sequences (0: not stated) */
     int stage;               /* ZeRO stage (Megatron's distributed optimizer: 1; FSDP: 3), or UNSET */
     int recompute;           /* a zp_recompute, or UNSET */
+    unsigned rc_modules;     /* Megatron-core's --recompute-modules as ZP_RCM_* bits (0: not stated) */
+    int moe_layer_rc;        /* 1: --moe-layer-recompute (selective, moe added to the modules) */
     int sp, flash, overlap, fusion; /* 0/1, or UNSET */
     int pa;                  /* 1: the checkpoints split over the TP ranks (ZeRO-R Pa: Megatron-LM
                                 --distribute-saved-activations); 0 */
@@ -159,8 +161,8 @@ int zp_launch_key_distance(const char *a, const char *b);
 void zp_launch_note(zp_launch *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Megatron-core's --recompute-modules (NeMo's model.recompute_modules): the modules selective recompute
- * re-runs, as words, a list or a Python list; core_attn (its default) is zplan's selective recompute, and
- * every other module (moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts) is refused, naming it. */
+ * re-runs, as words, a list or a Python list, into l->rc_modules; ZP_EINVAL naming a module Megatron-core
+ * does not have. */
 zp_status zp_launch_recompute_modules(zp_launch *l, const zp_launch_entry *e);
 /* A Megatron-core --fp8-recipe value (Megatron-LM's arguments, NeMo's model.fp8_recipe) into l->fp8_recipe;
  * ZP_EINVAL naming the file, the line, `key` ("" or "model.fp8_recipe: ") and the recipes zplan models. */

@@ -418,6 +418,15 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     }
     zp_search_req_give_recompute(r, rc);
     r->checkpoint = rc == ZP_RECOMPUTE_FULL;
+    /* Megatron-core reads its modules with selective granularity only (core_attn alone, its default, is 0
+     * here); --moe-layer-recompute appends moe to them */
+    unsigned mods = l->rc_modules ? l->rc_modules : (unsigned)ZP_RCM_CORE_ATTN;
+    if (l->moe_layer_rc)
+        mods |= ZP_RCM_MOE;
+    if (rc == ZP_RECOMPUTE_SELECTIVE)
+        b->rc_modules = mods == ZP_RCM_CORE_ATTN ? 0u : mods;
+    else if (mods != ZP_RCM_CORE_ATTN)
+        zp_launch_note(l, "recompute modules without selective granularity: Megatron-core does not use them");
     /* torchtitan's TP always shards the norms' activations along the sequence (SequenceParallel) */
     b->sp = l->kind == ZP_LAUNCH_TORCHTITAN ? tp > 1 : l->sp == 1 && tp > 1;
     if (l->kind != ZP_LAUNCH_TORCHTITAN && l->sp == 1 && tp == 1) /* Megatron-core: "disabled when TP == 1" */

@@ -330,7 +330,13 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
         add(&o, " --tp-comm-overlap");
     switch (zp_plan_recompute(p)) {
     case ZP_RECOMPUTE_FULL: add(&o, " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"); break;
-    case ZP_RECOMPUTE_SELECTIVE: add(&o, " --recompute-granularity selective"); break;
+    case ZP_RECOMPUTE_SELECTIVE: {
+        char mods[128] = "";
+        if (p->rc_modules) /* Megatron-core's default is core_attn alone */
+            zp_rc_module_text(p->rc_modules, " ", mods, sizeof mods);
+        add(&o, " --recompute-granularity selective%s%s", *mods ? " --recompute-modules " : "", mods);
+        break;
+    }
     default: break;
     }
     if (p->pa && p->mp > 1)

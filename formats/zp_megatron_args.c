@@ -54,6 +54,18 @@ static zp_status set_granularity(zp_launch *l, const zp_launch_entry *e)
                    e->value);
 }
 
+/* --moe-layer-recompute (deprecated in Megatron-core): selective recompute with moe among its modules
+ * (transformer_config.py: "Do not set --moe-layer-recompute with full recompute granularity"). */
+static zp_status set_moe_layer_recompute(zp_launch *l, const zp_launch_entry *e)
+{
+    if (l->recompute == ZP_RECOMPUTE_FULL)
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: --moe-layer-recompute with --recompute-granularity full: Megatron-core "
+                                  "refuses the two together (drop one)", l->name, e->line);
+    l->recompute = ZP_RECOMPUTE_SELECTIVE;
+    l->moe_layer_rc = 1;
+    return ZP_OK;
+}
+
 static zp_status set_cp_comm(zp_launch *l, const zp_launch_entry *e)
 {
     zp_cp_comm c;
@@ -331,6 +343,7 @@ static const zp_launch_key g_keys[] = {
     {"use-distributed-optimizer", ZP_LK_FLAG, F(stage), 1, NULL, NULL},
     {"recompute-granularity", ZP_LK_FN, 0, 0, set_granularity, NULL},
     {"recompute-modules", ZP_LK_FN, 0, 0, zp_launch_recompute_modules, NULL},
+    {"moe-layer-recompute", ZP_LK_FN, 0, 0, set_moe_layer_recompute, NULL},
     {"recompute-activations", ZP_LK_FLAG, F(recompute), ZP_RECOMPUTE_SELECTIVE, NULL, NULL},
     {"checkpoint-activations", ZP_LK_FLAG, F(recompute), ZP_RECOMPUTE_FULL, NULL, NULL},
     {"recompute-num-layers", ZP_LK_FN, 0, 0, set_recompute_layers, NULL},

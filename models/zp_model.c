@@ -592,6 +592,77 @@ double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t 
                       zp_model_moe_blocks(m) ? block_activation(m, 1, batch, mp) : 0);
 }
 
+/* What selective recompute of one Megatron-core module (zp_rc_module) no longer keeps of a block, in the
+ * terms of block_activation (R replicated, S split over t, units of s·b·h bytes): layernorm the two norms'
+ * outputs (the attention's and the MLP's input), mla_up_proj Q, K and V (the attention output stays: the
+ * projection saves it), mlp a dense block's inner activations, moe an MoE layer's whole (router logits, the
+ * tokens' copies, every expert's inner activations, the shared experts' too), moe_act the routed experts'
+ * activation output, shared_experts the shared experts' inner activations. `gin` is the bytes an element of
+ * a GEMM's saved input takes (2, or FP8's copy with its scales): the norms' outputs, the tokens' copies and
+ * the activation outputs are such inputs. The attention core is the layout's (it depends on FlashAttention). */
+static double block_rc_saved(const zp_model *m, int moe, unsigned module, double batch, int64_t mp, double gin)
+{
+    const double s = (double)m->seq, h = (double)m->hidden, a = (double)m->heads, t = (double)(mp > 0 ? mp : 1);
+    const double dqk = (double)zp_model_head_dim(m), dv = (double)zp_model_v_head_dim(m);
+    const double kv = (double)zp_model_kv_heads(m), k = (double)m->top_k;
+    const double inner = g_mlp[m->mlp].act_bytes - 2.0 + gin; /* per f: fc2's input as kept */
+    const double routed = k * (double)expert_ffn(m), shared = (double)m->shared_experts * (double)shared_ffn(m);
+    double R = 0.0, S = 0.0;
+    switch (module) {
+    case ZP_RCM_LAYERNORM: R = gin * (m->parallel && block_norms(m) == 1 ? 1.0 : 2.0); break;
+    case ZP_RCM_MLA_UP_PROJ:
+        if (m->attn == ZP_ATTN_MLA)
+            S = (2.0 * a * dqk + 2.0 * kv * dqk + 2.0 * kv * dv) / h;
+        break;
+    case ZP_RCM_MLP: S = moe ? 0.0 : inner * (double)m->ffn / h; break;
+    case ZP_RCM_MOE:
+        if (moe) {
+            R = 4.0 * (double)m->experts / h + gin * k;
+            S = inner * (routed + shared) / h;
+        }
+        break;
+    case ZP_RCM_MOE_ACT: S = moe ? gin * routed / h : 0.0; break;
+    case ZP_RCM_SHARED_EXPERTS: S = moe ? inner * shared / h : 0.0; break;
+    default: break;
+    }
+    return s * batch * h * (R + S / t);
+}
+
+double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin)
+{
+    return mean_block(m, block_rc_saved(m, 0, module, batch, mp, gin),
+                      zp_model_moe_blocks(m) ? block_rc_saved(m, 1, module, batch, mp, gin) : 0);
+}
+
+/* GEMM multiply-adds per token the modules' recompute runs again in one block (the elementwise ones count
+ * no FLOPs): MLA's up-projections (or its plain Q projection), a dense MLP, an MoE layer's router, experts
+ * and shared experts, the shared experts alone. */
+static double block_rc_macs(const zp_model *m, int moe, unsigned mods)
+{
+    const double h = (double)m->hidden, a = (double)m->heads, mats = (double)g_mlp[m->mlp].matrices;
+    const double routed = (double)m->top_k * (double)expert_ffn(m);
+    const double shared = (double)m->shared_experts * (double)shared_ffn(m);
+    double macs = 0.0;
+    if ((mods & ZP_RCM_MLA_UP_PROJ) && m->attn == ZP_ATTN_MLA)
+        macs += (m->q_lora_rank > 0 ? (double)m->q_lora_rank : h) * a * (double)zp_model_head_dim(m) +
+                (double)m->kv_lora_rank * a * (double)(m->qk_nope_dim + zp_model_v_head_dim(m));
+    if ((mods & ZP_RCM_MLP) && !moe)
+        macs += mats * h * (double)m->ffn;
+    if ((mods & ZP_RCM_MOE) && moe)
+        macs += h * (double)m->experts + mats * h * (routed + shared);
+    else if ((mods & ZP_RCM_SHARED_EXPERTS) && moe)
+        macs += mats * h * shared;
+    return macs;
+}
+
+double zp_model_flops_rc_modules(const zp_model *m, unsigned mods, double batch)
+{
+    double macs = 0.0;
+    for (int64_t i = 0; i < m->layers + m->mtp_layers; i++)
+        macs += block_rc_macs(m, zp_model_block_is_moe(m, i), mods);
+    return 2.0 * batch * (double)m->seq * macs;
+}
+
 double zp_model_checkpoint_bytes_layer(const zp_model *m, double batch)
 {
     return 2.0 * (double)m->seq * batch * (double)m->hidden;

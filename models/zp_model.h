@@ -319,6 +319,27 @@ double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t 
 zp_status zp_model_check_op_sac(const zp_model *m);
 double zp_model_flops_op_sac_recompute(const zp_model *m, double batch);
 
+/* A block's modules as selective recompute names them (Megatron-core's --recompute-modules; the names and
+ * what each recompute does: vocab/zp_plan.h zp_rc_module_get). */
+typedef enum {
+    ZP_RCM_CORE_ATTN = 1u << 0,      /* the attention core: scores, softmax, context */
+    ZP_RCM_LAYERNORM = 1u << 1,      /* input_layernorm and pre_mlp_layernorm's outputs */
+    ZP_RCM_MOE_ACT = 1u << 2,        /* the routed experts' activation's output (grouped GEMM) */
+    ZP_RCM_MLA_UP_PROJ = 1u << 3,    /* MLA's Q and KV up-projections and the rotary turn: Q, K, V */
+    ZP_RCM_MLP = 1u << 4,            /* a dense block's MLP whole */
+    ZP_RCM_MOE = 1u << 5,            /* an MoE block's MoE layer whole: router, dispatch, experts, combine */
+    ZP_RCM_SHARED_EXPERTS = 1u << 6, /* the shared experts' MLP whole */
+    ZP_RCM_ALL = (1u << 7) - 1
+} zp_rc_module;
+
+/* Megatron-core's selective recompute beyond the attention core (zp_plan.rc_modules, the bits above): the
+ * bytes the mean block no longer keeps when `module` (one bit) is recomputed, per MP
+ * rank as zp_model_activation_bytes_layer, a GEMM's saved input taking `gin` bytes an element (2, or FP8's
+ * copy); and the GEMM FLOPs that recomputing `mods` adds to one iteration over `batch` sequences (every
+ * block, MTP's included: MLA's up-projections, dense MLPs, MoE layers or their shared experts). */
+double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin);
+double zp_model_flops_rc_modules(const zp_model *m, unsigned mods, double batch);
+
 /* The checkpoint a block keeps under full activation checkpointing: its fp16 input, 2*s*b*h bytes
  * (replicated on each of the mp ranks unless partitioned with ZeRO-R Pa). */
 double zp_model_checkpoint_bytes_layer(const zp_model *m, double batch);

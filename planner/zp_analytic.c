@@ -125,6 +125,8 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     }
     if (plan->op_sac) /* torchtitan's op-level recompute: every second GEMM of each block again */
         flops += zp_model_flops_op_sac_recompute(model, b);
+    const unsigned mods = zp_plan_rc_modules(plan); /* selective recompute's modules beyond the attention core */
+    flops += zp_model_flops_rc_modules(model, mods, b);
     flops = flops / nm / np / split;
     const double rate = compute_rate(model, plan, c, b);
     /* an uneven layout (zp_pipeline.h), stated or the default split of P stages that do not divide the layers
@@ -145,6 +147,13 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     double act_bytes = 2.0 * b * (double)model->seq / split * (double)model->hidden;
     /* op-level recompute: the all-reduce after wo again (with SP the two all-gathers, as much traffic) */
     double n_ar = plan->checkpoint ? 4.0 + 2.0 * frac : (plan->op_sac ? 5.0 : 4.0);
+    /* selective recompute of the MLP or MoE layer whole: its reduction again in the blocks that have it */
+    const int64_t moe = zp_model_moe_blocks(model);
+    const double moe_frac = model->layers > 0 ? (double)moe / (double)model->layers : 0.0;
+    if (mods & ZP_RCM_MLP)
+        n_ar += 1.0 - moe_frac;
+    if (mods & ZP_RCM_MOE)
+        n_ar += moe_frac;
     const double ar_mp = zp_coll_ring_time(act_bytes, plan->mp, bw_mp, lat_mp, 2.0);
     t.mp_comm = accum * (double)model->layers / np * slowest * n_ar * ar_mp;
     if (plan->pa || plan->pa_cpu)
@@ -163,7 +172,6 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
      * nodes, the ranks' inside one (vocab/zp_dispatch.h), and FP8 toward the experts halves those.
      * Megatron-core's all-gather dispatcher gathers the EP group's tokens whole (each rank receives (ep-1)
      * ranks' T h) and reduce-scatters them back. */
-    const int64_t moe = zp_model_moe_blocks(model);
     if (plan->ep > 1 && moe > 0) {
         double lat_ep, bw_ep = zp_analytic_group_bw(c, plan->ep, plan->mp, &lat_ep);
         double a2a = act_bytes * (double)model->top_k * plan->capacity_factor;
@@ -176,7 +184,8 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
                    (zp_dispatch_elt_bytes(plan->dispatcher, 0) + zp_dispatch_elt_bytes(plan->dispatcher, 1)) / 4.0;
         }
         double one = zp_coll_ring_time(a2a, plan->ep, bw_ep, lat_ep, 1.0);
-        t.mp_comm += accum * (double)moe / np * (plan->checkpoint ? 4.0 + 2.0 * frac : 4.0) * one;
+        const double again = plan->checkpoint ? 2.0 * frac : (mods & ZP_RCM_MOE) ? 2.0 : 0.0; /* recomputed */
+        t.mp_comm += accum * (double)moe / np * (4.0 + again) * one;
     }
 
     t.dp_comm = dp_comm(plan, c, psi, psi_all, accum);

@@ -258,6 +258,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm)";
     else if (b->shared_overlap && !f->shared_overlap)
         no = "the shared experts beside the all-to-alls (--moe-shared-expert-overlap)";
+    else if (b->rc_modules && r->framework != ZP_FRAMEWORK_ANY)
+        no = "Megatron-core's --recompute-modules";
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -407,6 +409,37 @@ static zp_status check_shared_overlap(const zp_search_req *r)
     return ZP_OK;
 }
 
+/* --recompute-modules: selective recompute's (Megatron-core recomputes them only with --recompute-granularity
+ * selective), each with something to recompute in the model: mla_up_proj needs MLA (Megatron-core raises
+ * "mla_up_proj in recompute_modules is only supported with multi_latent_attention"); the MoE modules need MoE
+ * blocks, shared_experts shared experts, mlp dense blocks (where there are none Megatron-core does nothing:
+ * a module stated for nothing is a mistake to name). */
+static zp_status check_rc_modules(const zp_search_req *r)
+{
+    const unsigned mods = r->base.rc_modules;
+    if (!mods)
+        return ZP_OK;
+    if (given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) != ZP_RECOMPUTE_SELECTIVE)
+        return ZP_FAIL(ZP_EINVAL, "--recompute-modules names what selective recompute re-runs: it goes with "
+                                  "--recompute selective, not %s",
+                       zp_recompute_name(zp_search_req_recompute(r)));
+    const zp_model *m = r->model;
+    if (!m)
+        return ZP_OK;
+    const int64_t moe = zp_model_moe_blocks(m);
+    const char *why = (mods & ZP_RCM_MLA_UP_PROJ) && m->attn != ZP_ATTN_MLA ? "mla_up_proj: it has no multi-latent "
+                                                                              "attention"
+                      : (mods & (ZP_RCM_MOE | ZP_RCM_MOE_ACT)) && moe == 0 ? "moe and moe_act: it has no MoE blocks"
+                      : (mods & ZP_RCM_SHARED_EXPERTS) && (moe == 0 || m->shared_experts <= 0)
+                          ? "shared_experts: it has no shared experts"
+                      : (mods & ZP_RCM_MLP) && moe == m->layers ? "mlp: every block is an MoE block (use moe)"
+                                                                : NULL;
+    if (why)
+        return ZP_FAIL(ZP_EINVAL, "--recompute-modules: nothing to recompute for %s in model %s (drop it)",
+                       why, m->name);
+    return ZP_OK;
+}
+
 /* A token dispatcher other than the all-to-all needs routed experts to dispatch; DeepSeek-V3's FP8 dispatch
  * quantizes for FP8 expert GEMMs, so it goes with FP8 training. */
 static zp_status check_dispatcher(const zp_search_req *r)
@@ -523,11 +556,13 @@ zp_status zp_search_validate(const zp_search_req *r)
                                   "need not be alike)");
     if (given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) == ZP_RECOMPUTE_OP)
         ZP_TRY(zp_model_check_op_sac(r->model));
+    ZP_TRY(check_rc_modules(r));
     return zp_model_validate(r->model);
 }
 
 /* FLOPs a step executes (recompute included: Megatron-LM 2021's convention): full recompute runs every
- * block's forward again, selective recompute the attention core's (Q K^T and A V of every head). */
+ * block's forward again, selective recompute the attention core's (Q K^T and A V of every head) and its
+ * other modules' GEMMs (zp_model_flops_rc_modules). */
 static double flops_executed(const zp_model *model, const zp_plan *plan, double batch)
 {
     double f = zp_model_flops_iteration(model, batch, plan->checkpoint);
@@ -537,7 +572,8 @@ static double flops_executed(const zp_model *model, const zp_plan *plan, double 
     }
     if (plan->op_sac)
         f += zp_model_flops_op_sac_recompute(model, batch);
-    if (plan->selective) {
+    f += zp_model_flops_rc_modules(model, zp_plan_rc_modules(plan), batch);
+    if (zp_plan_rc_modules(plan) & ZP_RCM_CORE_ATTN) {
         const double s = (double)model->seq;
         f += batch * (double)model->layers * 2.0 * s * s * (double)model->heads *
              (double)(zp_model_head_dim(model) + zp_model_v_head_dim(model));

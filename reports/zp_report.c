@@ -288,12 +288,17 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         snprintf(pipe, sizeof pipe, " interleaved:v%d%s", p->vstages, p->pp_acc ? " +emb/loss" : "");
     else if (p->pp > 1)
         snprintf(pipe, sizeof pipe, " %s", zp_pp_schedule_name(p->schedule));
-    char ckpt[24]; /* torchtitan's modes: every k-th block ("ckpt/k"), op-level ("op-ckpt") */
-    if (p->checkpoint && p->ckpt_every > 1)
+    char ckpt[128]; /* torchtitan's modes: every k-th block ("ckpt/k"), op-level ("op-ckpt"); Megatron-core's
+                       modules of selective recompute ("sel-ckpt:layernorm+mla_up_proj") */
+    if (p->checkpoint && p->ckpt_every > 1) {
         snprintf(ckpt, sizeof ckpt, "ckpt/%d", p->ckpt_every);
-    else
+    } else if (p->selective && p->rc_modules) {
+        const int k = snprintf(ckpt, sizeof ckpt, "sel-ckpt:");
+        zp_rc_module_text(p->rc_modules, "+", ckpt + k, sizeof ckpt - (size_t)k);
+    } else {
         snprintf(ckpt, sizeof ckpt, "%s",
                  p->checkpoint ? "ckpt" : (p->selective ? "sel-ckpt" : (p->op_sac ? "op-ckpt" : "no-ckpt")));
+    }
     /* TP communication overlapped with its GEMMs (--tp-comm-overlap), where the plan has TP to overlap */
     const int tpo = zp_plan_tp_overlapped(p);
     /* sharded data parallelism as FSDP2 runs it, where it differs from DeepSpeed's: hybrid shards of G ranks
@@ -319,7 +324,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -395,6 +400,8 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_EP_OVERLAP] = {NULL, NULL, "ep_overlap", ZP_COL_OMIT_UNSET}, /* true: the all-to-alls beside another pass */
     /* true: the shared experts beside the all-to-alls (--moe-shared-expert-overlap) */
     [P_SHARED_OVERLAP] = {NULL, NULL, "moe_shared_expert_overlap", ZP_COL_OMIT_UNSET},
+    /* what selective recompute re-runs, where it is not the attention core alone: Megatron-core's names */
+    [P_RC_MODULES] = {NULL, NULL, "recompute_modules", ZP_COL_OMIT_UNSET},
 };
 #undef DATA
 
@@ -410,7 +417,7 @@ void zp_report_plan_cols(zp_col *cols, int pp)
 zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
 {
     const zp_plan *p = &e->plan;
-    char opts[128], stage[32];
+    char opts[256], stage[32];
     zp_report_plan_options(p, opts, sizeof opts);
     snprintf(stage, sizeof stage, "%d %s", p->stage, zp_stage_get(p->stage)->name);
     ZP_TRY(zp_table_set_str(t, col0 + P_STAGE, stage));
@@ -478,6 +485,11 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_bool(t, col0 + P_EP_OVERLAP, 1));
     if (p->shared_overlap)
         ZP_TRY(zp_table_set_bool(t, col0 + P_SHARED_OVERLAP, 1));
+    if (p->selective && p->rc_modules) {
+        char mods[128];
+        zp_rc_module_text(p->rc_modules, ",", mods, sizeof mods);
+        ZP_TRY(zp_table_set_str(t, col0 + P_RC_MODULES, mods));
+    }
     if (!e->fits)
         ZP_TRY(zp_table_set_str(t, col0 + P_REASON, e->reason));
     return ZP_OK;

@@ -346,22 +346,53 @@ static double ds_op_sac_kept(const zp_builder *b)
     return kept;
 }
 
+/* What selective recompute's modules (zp_plan_rc_modules) no longer keep of the mean block, per MP rank as
+ * ds_block_acts (all of it ÷t with sequence parallelism), and in *most the largest one's: the modules are
+ * recomputed one at a time before their backward, so that is the working set. The attention core's is
+ * ds_core_bytes; moe holds moe_act's and shared_experts' inside it. FP8 keeps a GEMM's input as its copy
+ * (ds_fp8_saved): that copy is what discarding the input frees. */
+static double ds_rc_saved(const zp_builder *b, double *most)
+{
+    unsigned mods = zp_plan_rc_modules(b->p);
+    if (mods & ZP_RCM_MOE)
+        mods &= ~(unsigned)(ZP_RCM_MOE_ACT | ZP_RCM_SHARED_EXPERTS);
+    const double gin = fp8_te(b->p) ? 1.0 + zp_fp8_get(b->p->fp8)->scale_act : 2.0;
+    const double mb = (double)b->p->micro_batch, t = (double)b->p->mp;
+    double sum = 0.0;
+    *most = (mods & ZP_RCM_CORE_ATTN) ? ds_core_bytes(b) : 0.0;
+    for (int i = 0; zp_rc_module_get(i); i++) {
+        const unsigned bit = zp_rc_module_get(i)->bit;
+        if (bit == ZP_RCM_CORE_ATTN || !(mods & bit))
+            continue;
+        const double x = b->p->sp ? zp_model_rc_saved_layer(b->m, bit, mb, 1, gin) / t
+                                   : zp_model_rc_saved_layer(b->m, bit, mb, b->p->mp, gin);
+        sum += x;
+        *most = fmax(*most, x);
+    }
+    return sum + ((mods & ZP_RCM_CORE_ATTN) ? ds_core_bytes(b) : 0.0);
+}
+
 /* What a block keeps from its forward to its backward when it is not checkpointed whole, and the working
  * set of the block being (re)computed: a whole block's under full recompute (of every block or of every
- * k-th: the others keep theirs), what op-level recompute computes again beside what it keeps. */
+ * k-th: the others keep theirs), what op-level recompute computes again beside what it keeps, selective
+ * recompute's largest module. */
 static double ds_block_kept(const zp_builder *b)
 {
+    double most;
     if (b->p->op_sac)
         return fmin(ds_op_sac_kept(b), ds_block_acts(b));
-    return ds_block_acts(b) - (b->p->selective ? ds_core_bytes(b) : 0.0);
+    return b->p->selective ? fmax(ds_block_acts(b) - ds_rc_saved(b, &most), 0.0) : ds_block_acts(b);
 }
 static double ds_work_bytes(const zp_builder *b)
 {
+    double most = 0.0;
     if (b->p->checkpoint)
         return zp_plan_ckpt_fraction(b->p, b->m->layers) > 0 ? ds_block_acts(b) : 0.0;
     if (b->p->op_sac)
         return ds_block_acts(b) - ds_block_kept(b);
-    return b->p->selective ? ds_core_bytes(b) : 0.0;
+    if (b->p->selective)
+        ds_rc_saved(b, &most);
+    return most;
 }
 
 static void ds_block_begin(zp_builder *b, int l)

@@ -933,8 +933,49 @@ static void op_sac_recompute(zp_builder *b)
     }
 }
 
+/* Megatron-core's selective recompute of block l (zp_plan_rc_modules; vocab/zp_plan.h says which module is
+ * checkpointed whole and which discards its output): each module's forward again, as the block's forward runs
+ * it, before the block's backward; the MLP side first, as backward meets it. mlp and moe run their layer
+ * whole, SP's all-gather of the input, the EP all-to-alls and the TP reduction included (Megatron-core's
+ * tensor_parallel.checkpoint re-runs the module's forward); moe holds moe_act and shared_experts. The norms
+ * run again as the input norm's kernel (reads and writes T·h). */
+static void modules_recompute(zp_builder *b)
+{
+    zp_block_shape S;
+    zp_shape_block(b->m, b->p, b->layer, &S);
+    const unsigned mods = zp_plan_rc_modules(b->p);
+    const double T = S.T, h = S.h, Ts = sp_tokens(b, T);
+    const int norm = S.rms ? ZP_OPK_RMSNORM1 : ZP_OPK_LAYERNORM1;
+    if ((S.moe && (mods & ZP_RCM_MOE)) || (!S.moe && (mods & ZP_RCM_MLP))) {
+        mp_gather(b, 2.0 * T * h);
+        block_mlp(b, &S, 0);
+    } else if (S.moe) {
+        if (mods & ZP_RCM_MOE_ACT)
+            expert_act(b, &S, 0);
+        if ((mods & ZP_RCM_SHARED_EXPERTS) && S.f > 0) {
+            mp_gather(b, 2.0 * T * h);
+            mlp_forward(b, &S, S.f, 0.0);
+        }
+    }
+    if ((mods & ZP_RCM_LAYERNORM) && !S.one_norm)
+        eltwise(b, norm, 2.0 * 2.0 * Ts * h, Ts * h);
+    if ((mods & ZP_RCM_MLA_UP_PROJ) && S.mla) {
+        if (S.q_rank > 0)
+            gemm(b, ZP_OPK_Q_UP, T, S.q_n, S.q_rank, 1);
+        else
+            gemm(b, ZP_OPK_QKV, T, S.q_n, h, 1);
+        gemm(b, ZP_OPK_KV_UP, T, S.kv_n, S.kv_rank, 1);
+        if (S.rotary)
+            eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S.rope_n, T * S.rope_n);
+    }
+    if (mods & ZP_RCM_CORE_ATTN)
+        attention_core(b, &S);
+    if (mods & ZP_RCM_LAYERNORM)
+        eltwise(b, norm, 2.0 * 2.0 * Ts * h, Ts * h);
+}
+
 /* Before block l's backward: under full recompute its forward again (Pa+cpu's checkpoint back first, Pa's
- * all-gather; with ckpt_every only in the blocks checkpointed), under selective recompute its attention core
+ * all-gather; with ckpt_every only in the blocks checkpointed), under selective recompute its modules
  * again, under op-level recompute half its GEMMs and its elementwise ops; nothing without recompute. */
 static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, double ckpt_part)
 {
@@ -953,9 +994,7 @@ static void recompute(zp_builder *b, int item, const chunk_items *c, int pacpu, 
         b->phase = ZP_PHASE_BACKWARD;
     } else if (p->selective) {
         b->phase = ZP_PHASE_RECOMPUTE;
-        zp_block_shape S;
-        zp_shape_block(b->m, p, b->layer, &S);
-        attention_core(b, &S);
+        modules_recompute(b);
         b->phase = ZP_PHASE_BACKWARD;
     } else if (p->op_sac) {
         b->phase = ZP_PHASE_RECOMPUTE;

@@ -261,6 +261,19 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --recompute-modules LIST: what selective recompute re-runs (Megatron-core's --recompute-modules, commas or
+ * spaces between the names); it implies --recompute selective. core_attn alone is the default, kept as 0. */
+static zp_status set_rc_modules(zp_cli_args *a, const char *opt, const char *v)
+{
+    unsigned mods;
+    ZP_TRY(zp_rc_module_parse(v, opt, &mods));
+    a->r.base.rc_modules = mods == ZP_RCM_CORE_ATTN ? 0u : mods;
+    zp_search_req_give_recompute(&a->r, ZP_RECOMPUTE_SELECTIVE);
+    a->r.checkpoint = 0;
+    a->checkpoint_given = 1;
+    return ZP_OK;
+}
+
 /* --checkpoint-every K: full recompute of every K-th block only (torchtitan's selective_ac_option = "K");
  * it implies --recompute full. */
 static zp_status set_ckpt_every(zp_cli_args *a, const char *opt, const char *v)
@@ -581,6 +594,7 @@ static const zp_cli_opt g_opts[] = {
     {"checkpoint-activations", 0, 0, PLAN, set_checkpoint}, /* Megatron-LM's and DeepSpeed's name */
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
     {"recompute", 0, 1, PLAN, set_recompute},
+    {"recompute-modules", 0, 1, PLAN, set_rc_modules},
     /* torchtitan's checkpointing modes and torch.compile */
     {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
     {"cp-comm", 0, 1, PLAN, set_cp_comm},

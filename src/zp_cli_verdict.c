@@ -43,6 +43,11 @@ static void describe(const zp_plan *p, char *buf, size_t len)
                       (long long)zp_plan_replicas(p),
                       (long long)p->micro_batch, (long long)p->grad_accum,
                       zp_plan_recompute(p) == ZP_RECOMPUTE_NONE ? "no" : zp_recompute_name(zp_plan_recompute(p)));
+    if (p->selective && p->rc_modules && n > 0 && (size_t)n < len) { /* Megatron-core's --recompute-modules */
+        n += snprintf(buf + n, len - (size_t)n, " of ");
+        if (n > 0 && (size_t)n < len)
+            n += zp_rc_module_text(p->rc_modules, ", ", buf + n, len - (size_t)n);
+    }
     if (p->checkpoint && p->ckpt_every > 1 && n > 0 && (size_t)n < len) /* torchtitan's selective_ac_option k */
         n += snprintf(buf + n, len - (size_t)n, " of every %d%s block", p->ckpt_every,
                       p->ckpt_every == 2 ? "nd" : p->ckpt_every == 3 ? "rd" : "th");

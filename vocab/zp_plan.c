@@ -3,6 +3,7 @@
 #include "zp_dispatch.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -114,6 +115,56 @@ zp_status zp_recompute_parse(const char *text, zp_recompute *out)
             return ZP_OK;
         }
     return ZP_FAIL(ZP_EINVAL, "--recompute: unknown value '%s' (use full, selective, none or op)", text);
+}
+
+static const zp_rc_module_info g_rc_modules[] = {
+    {"core_attn", ZP_RCM_CORE_ATTN, 0},     {"moe_act", ZP_RCM_MOE_ACT, 1}, {"layernorm", ZP_RCM_LAYERNORM, 1},
+    {"mla_up_proj", ZP_RCM_MLA_UP_PROJ, 1}, {"mlp", ZP_RCM_MLP, 0},         {"moe", ZP_RCM_MOE, 0},
+    {"shared_experts", ZP_RCM_SHARED_EXPERTS, 0},
+};
+
+const zp_rc_module_info *zp_rc_module_get(int i)
+{
+    return i >= 0 && (size_t)i < sizeof g_rc_modules / sizeof g_rc_modules[0] ? &g_rc_modules[i] : NULL;
+}
+
+zp_status zp_rc_module_parse(const char *text, const char *what, unsigned *out)
+{
+    static const char gaps[] = " ,[]()'\"\t";
+    unsigned bits = 0;
+    for (const char *s = text + strspn(text, gaps); *s; s += strspn(s, gaps)) {
+        const size_t len = strcspn(s, gaps);
+        const zp_rc_module_info *m = NULL;
+        for (int i = 0; zp_rc_module_get(i) && !m; i++)
+            if (strlen(zp_rc_module_get(i)->name) == len && strncmp(s, zp_rc_module_get(i)->name, len) == 0)
+                m = zp_rc_module_get(i);
+        if (!m)
+            return ZP_FAIL(ZP_EINVAL, "%s: unknown module '%.*s' (Megatron-core's: core_attn, moe_act, layernorm, "
+                                      "mla_up_proj, mlp, moe, shared_experts)",
+                           what, (int)(len > 40 ? 40 : len), s);
+        bits |= m->bit;
+        s += len;
+    }
+    if (!bits)
+        return ZP_FAIL(ZP_EINVAL, "%s: no module named (Megatron-core's default is core_attn)", what);
+    *out = bits;
+    return ZP_OK;
+}
+
+int zp_rc_module_text(unsigned bits, const char *sep, char *buf, size_t len)
+{
+    int n = 0;
+    if (len)
+        buf[0] = '\0';
+    for (int i = 0; zp_rc_module_get(i); i++)
+        if ((bits & zp_rc_module_get(i)->bit) && (size_t)n < len)
+            n += snprintf(buf + n, len - (size_t)n, "%s%s", n ? sep : "", zp_rc_module_get(i)->name);
+    return n;
+}
+
+unsigned zp_plan_rc_modules(const zp_plan *p)
+{
+    return !p->selective ? 0u : p->rc_modules ? p->rc_modules : (unsigned)ZP_RCM_CORE_ATTN;
 }
 
 zp_recompute zp_plan_recompute(const zp_plan *p)
@@ -277,6 +328,8 @@ zp_status zp_plan_validate(const zp_plan *p)
     ZP_TRY(validate_shard_group(p));
     if (p->checkpoint + p->selective + p->op_sac > 1)
         return ZP_FAIL(ZP_EINVAL, "--recompute: full, selective and op recompute exclude each other");
+    if (p->rc_modules & ~(unsigned)ZP_RCM_ALL)
+        return ZP_FAIL(ZP_EINVAL, "--recompute-modules: not a set of modules");
     if (p->ckpt_every < 0)
         return ZP_FAIL(ZP_EINVAL, "--checkpoint-every: must be at least 1");
     if (p->ckpt_every > 1 && (p->pa || p->pa_cpu))

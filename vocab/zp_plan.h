@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "zp_dims.h"
+#include "zp_model.h"
 #include "zp_status.h"
 
 typedef enum {
@@ -39,6 +40,28 @@ zp_status zp_pp_schedule_parse(const char *text, zp_pp_schedule *out);
 typedef enum { ZP_RECOMPUTE_FULL = 0, ZP_RECOMPUTE_SELECTIVE, ZP_RECOMPUTE_NONE, ZP_RECOMPUTE_OP, ZP_NRECOMPUTE } zp_recompute;
 
 const char *zp_recompute_name(zp_recompute r); /* "full", "selective", "none", "op" */
+
+/* What selective recompute re-runs: Megatron-core's --recompute-modules (transformer_config.py
+ * recompute_modules, default ["core_attn"]), the ZP_RCM_* bits of a block's modules (models/zp_model.h).
+ * core_attn, mlp, moe and shared_experts are checkpointed whole (their inputs kept, their forward run again
+ * before their backward: mlp's and moe's with their TP and EP communication); layernorm, moe_act and
+ * mla_up_proj discard their outputs after the consumer has used them and compute them again before its
+ * backward (CheckpointWithoutOutput). A table, as the op kinds are (zp_rc_module_get); the bits make
+ * zp_plan.rc_modules. */
+
+typedef struct {
+    const char *name;  /* Megatron-core's: "core_attn", "layernorm", ... */
+    unsigned bit;      /* its zp_rc_module */
+    int discards;      /* 1: output-discarding (CheckpointWithoutOutput); 0: a normal checkpoint */
+} zp_rc_module_info;
+
+/* Row i of the table (NULL past its end), in Megatron-core's order. */
+const zp_rc_module_info *zp_rc_module_get(int i);
+/* A list of module names (spaces, commas, brackets and quotes between them: Megatron-LM's words, NeMo's
+ * Python list) into bits; ZP_EINVAL naming an unknown module or an empty list (`what` names the option). */
+zp_status zp_rc_module_parse(const char *text, const char *what, unsigned *out);
+/* The names of `bits` in the table's order joined by `sep` into buf (len bytes); the characters written. */
+int zp_rc_module_text(unsigned bits, const char *sep, char *buf, size_t len);
 
 /* How context parallelism moves K and V: a ring (Megatron-core's default, cp_comm_type p2p: CP - 1 point-to-point
  * steps, each hidden behind the attention of the slice in hand) or an all-gather of every slice's K and V before
@@ -133,6 +156,8 @@ typedef struct {
     int sp;              /* Megatron sequence parallelism over the MP group (LayerNorm, dropout sharded;
                             reduce-scatter and all-gather instead of all-reduce) */
     int selective;       /* selective recompute: the attention core recomputed in backward (checkpoint 0) */
+    unsigned rc_modules; /* with selective: what it re-runs (ZP_RCM_* bits, Megatron-core's --recompute-modules);
+                            0: its default, the attention core alone (zp_plan_rc_modules) */
     int64_t micro_batch; /* sequences per GPU (per MP group) per forward/backward */
     int64_t grad_accum;  /* micro-batches per step */
     int checkpoint;      /* full activation checkpointing (one checkpoint per block) */
@@ -232,6 +257,9 @@ const char *zp_plan_precision_name(const zp_plan *p);
 /* The recompute policy of a plan (from checkpoint and selective), and setting it. */
 zp_recompute zp_plan_recompute(const zp_plan *p);
 void zp_plan_set_recompute(zp_plan *p, zp_recompute r);
+/* The modules selective recompute re-runs (ZP_RCM_* bits): rc_modules, or core_attn where that is 0; 0
+ * without selective recompute. */
+unsigned zp_plan_rc_modules(const zp_plan *p);
 /* Whether block l (0-based, the model's) is checkpointed and recomputed whole: full recompute, every block
  * or every ckpt_every-th one (the blocks l with (l + 1) % k == 0, as torchtitan counts its wrappers). */
 int zp_plan_block_checkpointed(const zp_plan *p, int64_t l);

@@ -471,5 +471,26 @@ if "$Z" --model llama-3-8b --gpus 16 --cluster dgx-h100 --seq 4k --mp 8 --pp 1 -
    grep -q -- '--overlap-grad-reduce --overlap-param-gather' "$T/opg.args"; then ok
 else ko "--overlap-param-gather not in the Megatron-LM arguments: $(cat "$T/err") $(grep -o -- '--use-dist.*' "$T/opg.args")"; fi
 
+# --recompute-modules (Megatron-core's selective recompute modules): each module frees what it recomputes and
+# costs its recompute (DeepSeek-V2-Lite, 8 GPUs: fewer GB and a longer step with layernorm and mla_up_proj beside
+# the attention core than with it alone; moe re-runs the all-to-alls); JSON names them; bad lists and modules the model
+# has nothing for exit 2 naming the fix
+rcstep() { "$Z" --model deepseek-v2-lite --gpus 8 --cluster dgx-h100 --seq 4k --mp 1 --pp 1 --ep 8 --stage 1 \
+  --micro-batch 1 --global-batch 8 --top 1 --format json "$@" 2>/dev/null |
+  python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["step_time_s"], p["memory_gb"]["total"], p.get("recompute_modules", "-"))'; }
+read -r core_s core_gb core_m <<<"$(rcstep --recompute selective)"
+read -r ln_s ln_gb ln_m <<<"$(rcstep --recompute-modules core_attn,layernorm,mla_up_proj)"
+read -r moe_s moe_gb moe_m <<<"$(rcstep --recompute-modules core_attn,moe)"
+if python3 -c "import sys; c,cg,l,lg,m,mg=map(float,sys.argv[1:]); sys.exit(0 if l>c and lg<cg and m>l and mg<cg else 1)" \
+     "$core_s" "$core_gb" "$ln_s" "$ln_gb" "$moe_s" "$moe_gb" 2>/dev/null && [ "$core_m" = "-" ] &&
+   [ "$ln_m" = "core_attn,layernorm,mla_up_proj" ] && [ "$moe_m" = "core_attn,moe" ]; then ok
+else ko "--recompute-modules: core_attn $core_s s $core_gb GB ($core_m), layernorm+mla_up_proj $ln_s s $ln_gb GB ($ln_m), moe $moe_s s $moe_gb GB ($moe_m)"; fi
+expect_bad "--recompute-modules unknown"        --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules core_attn,layernorms
+expect_bad "--recompute-modules empty"          --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules ,
+expect_bad "--recompute-modules with full"      --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules mlp --recompute full
+expect_bad "--recompute-modules moe, dense"     --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules moe
+expect_bad "--recompute-modules mlp, all MoE"   --model mixtral-8x7b --gpus 8 --cluster dgx-h100 --recompute-modules mlp
+expect_bad "--recompute-modules in deepspeed"   --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --recompute-modules mlp
+
 echo "bad inputs tried: $bad_tried"
 finish

@@ -243,14 +243,30 @@ bad "the shared-expert overlap with flex" "--moe-shared-expert-overlap with the 
   --megatron-args <(sed 's/--moe-enable-deepep/--moe-enable-deepep --moe-shared-expert-overlap/' "$T/ds.sh") --cluster dgx-h100 --analytic
 bad "the shared-expert overlap beside the combined 1F1B" "Megatron-core refuses the two together" \
   --megatron-args <(sed 's/--overlap-moe-expert-parallel-comm/--overlap-moe-expert-parallel-comm --moe-shared-expert-overlap/' "$T/moe.sh") --cluster dgx-h100 --analytic
-# --recompute-modules: core_attn (Megatron-core's default) is zplan's selective recompute; another module
-# would change the answer and is refused, naming it
+# --recompute-modules: core_attn (Megatron-core's default) is zplan's selective recompute; the others are read
+# (the plan names them), --moe-layer-recompute adds moe; an unknown module, or one the model has nothing for,
+# is refused naming it; modules without selective granularity are noted (Megatron-core does not use them)
 judged "--recompute-modules core_attn" --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules core_attn/' "$T/moe.sh") \
   --cluster dgx-h100 --analytic --top 1
-has "core_attn is selective recompute" "micro-batch 1 x 16, selective recompute"
-bad "--recompute-modules moe_act" "recompute-modules: module 'moe_act' is not modelled" \
-  --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules core_attn moe_act/' "$T/moe.sh") \
+has "core_attn is selective recompute" "micro-batch 1 x 16, selective recompute$"
+judged "--recompute-modules core_attn moe_act layernorm" \
+  --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules core_attn moe_act layernorm/' "$T/moe.sh") \
+  --cluster dgx-h100 --analytic --top 1
+has "the modules in the plan" "micro-batch 1 x 16, selective recompute of core_attn, moe_act, layernorm"
+judged "--moe-layer-recompute" --megatron-args <(sed 's/--recompute-granularity selective/--moe-layer-recompute/' "$T/moe.sh") \
+  --cluster dgx-h100 --analytic --top 1
+has "--moe-layer-recompute: moe beside core_attn" "selective recompute of core_attn, moe"
+bad "--recompute-modules with an unknown module" "recompute-modules: unknown module 'moe_actt'" \
+  --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules core_attn moe_actt/' "$T/moe.sh") \
   --cluster dgx-h100 --analytic
+bad "--recompute-modules mla_up_proj without MLA" "nothing to recompute for mla_up_proj: it has no multi-latent attention" \
+  --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity selective --recompute-modules mla_up_proj/' "$T/moe.sh") \
+  --cluster dgx-h100 --analytic
+judged "--recompute-modules with full granularity" \
+  --megatron-args <(sed 's/--recompute-granularity selective/--recompute-granularity full --recompute-modules moe/' "$T/moe.sh") \
+  --cluster dgx-h100 --analytic --top 1
+grep -q "recompute modules without selective granularity: Megatron-core does not use them" "$T/err" && ok ||
+  ko "modules beside full recompute not noted: $(cat "$T/err")"
 # Megatron-core's default dispatcher (allgather) when none is stated: read as it, and refused beside the overlap
 bad "the overlap with the default allgather dispatcher" "Megatron-core overlaps alltoall or flex only; state --moe-token-dispatcher-type alltoall" \
   --megatron-args <(sed 's/--moe-token-dispatcher-type alltoall//' "$T/moe.sh") --cluster dgx-h100 --analytic
@@ -342,6 +358,18 @@ for ds in "deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --
     ko "emitting ${ds%% *}: $(cat "$T/err") $(cat "$T/ds.args" 2>/dev/null)"
   fi
 done
+# DeepSeek's own recompute (its report, section 3.2: RMSNorm and MLA's up-projections, the SwiGLU output)
+# as Megatron-core's modules, written and read back
+if "$Z" --model deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --cluster hgx-h800 --stage 1 \
+     --micro-batch 1 --recompute-modules layernorm,mla_up_proj,moe_act --analytic --emit-megatron-args "$T/rc.args" \
+     >/dev/null 2>"$T/err" &&
+   grep -q -- '--recompute-granularity selective --recompute-modules moe_act layernorm mla_up_proj' "$T/rc.args"; then
+  ok
+  read_back "Megatron-LM arguments with recompute modules" "Megatron-LM arguments with recompute modules" \
+    --megatron-args "$T/rc.args" --gpus 64 --cluster hgx-h800 --analytic
+else
+  ko "emitting the recompute modules: $(cat "$T/err") $(cat "$T/rc.args" 2>/dev/null)"
+fi
 grep -q -- '--moe-router-enable-expert-bias --moe-router-num-groups 8 --moe-router-group-topk 4' "$T/ds.args" &&
   grep -q -- '--mtp-num-layers 1 --moe-token-dispatcher-type flex --moe-enable-deepep' "$T/ds.args" &&
   grep -q -- '--q-lora-rank 1536' "$T/ds.args" && ok || ko "DeepSeek-V3's routing, MTP and Q rank: $(cat "$T/ds.args")"

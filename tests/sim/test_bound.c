@@ -24,7 +24,7 @@
 #include "zp_time.h"
 #include "zp_zoo.h"
 
-static uint64_t g_rng, g_rng_ep = 7; /* the second: the MoE dispatch options, drawn beside the plans (the
+static uint64_t g_rng, g_rng_ep = 7, g_rng_rc = 11; /* the second: the MoE dispatch options, drawn beside the plans (the
                                           plans drawn are those of seed 1 before them) */
 
 static uint32_t rnd_of(uint64_t *state, uint32_t n) /* uniform in [0, n) (splitmix64) */
@@ -121,6 +121,10 @@ static void random_sample(sample *s, int moe)
             if (rnd(3) == 0) {
                 q.pa = q.pa_cpu = 0;
                 zp_plan_set_recompute(&q, ZP_RECOMPUTE_SELECTIVE);
+                /* half of them with Megatron-core's modules: any set of them (zp_rc_module_get's bits), the
+                   ones the model has nothing for changing nothing */
+                if (rnd_of(&g_rng_rc, 2))
+                    q.rc_modules = ZP_RCM_CORE_ATTN | (unsigned)rnd_of(&g_rng_rc, ZP_RCM_ALL + 1);
             }
             q.sp = mp > 1 && !q.pa && !q.pa_cpu && rnd(2);
             zp_pp_place pl; /* a stage fills whole nodes or shares one */
@@ -168,7 +172,7 @@ int main(void)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0, experts = 0, shared = 0;
+    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0, experts = 0, shared = 0, modules = 0;
     for (int i = 0; i < n; i++) {
         for (int tries = 0; tries < 100; tries++) { /* an MoE pipeline with EP, where one can be drawn */
             random_sample(&S[i], i >= n_plain);
@@ -186,6 +190,7 @@ int main(void)
         pipelines += S[i].plan.pp > 1;
         experts += S[i].plan.ep > 1;
         shared += S[i].plan.ep > 1 && S[i].plan.shared_overlap;
+        modules += S[i].plan.selective && S[i].plan.rc_modules;
         for (int c = 0; c < zp_cluster_count() && c < 16; c++)
             clusters[c] += zp_cluster_get(c) == S[i].cluster;
     }
@@ -296,8 +301,8 @@ int main(void)
     printf("random plans: %d (stages 0-3: %d %d %d %d; clusters:", n, stages[0], stages[1], stages[2], stages[3]);
     for (int c = 0; c < zp_cluster_count() && c < 16; c++)
         printf(" %s %d", zp_cluster_get(c)->name, clusters[c]);
-    printf("; pipelines %d; expert-parallel %d, %d with the shared experts beside)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
-           pipelines, experts, shared, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
+    printf("; pipelines %d; expert-parallel %d, %d with the shared experts beside; %d with recompute modules)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
+           pipelines, experts, shared, modules, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
     free(S);
     free(J);
     if (bad || failed) {

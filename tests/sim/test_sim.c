@@ -1027,3 +1027,42 @@ Test(schedule, serial_scaler_checks_every_tensor_of_the_partition)
         zp_schedule_free(&on);
     }
 }
+
+/* Selective recompute's modules (zp_plan.rc_modules) run their GEMMs again: on DeepSeek-V2-Lite (MLA with a
+ * plain Q projection, one dense block, 26 MoE blocks with 2 shared experts), TP 1, no EP, the step executes
+ * exactly zp_model_flops_rc_modules more than with the attention core alone, for each set; moe_act and
+ * layernorm add kernels but no FLOPs; mlp and moe re-run their layer's communication (here the TP reductions
+ * of a TP 2 plan: one more all-reduce in each block that has the layer). */
+Test(schedule, recompute_modules_run_their_gemms_again)
+{
+    const zp_model *m = &zp_zoo_find("deepseek-v2-lite")->model;
+    zp_plan p = zp_test_plan(0, 8, 1, 1);
+    p.flash_attn = 1;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    zp_schedule base;
+    cr_assert_eq(zp_schedule_build(m, &p, &base), ZP_OK);
+    const unsigned sets[] = {ZP_RCM_MLA_UP_PROJ, ZP_RCM_MLP, ZP_RCM_MOE, ZP_RCM_SHARED_EXPERTS,
+                             ZP_RCM_MOE_ACT | ZP_RCM_LAYERNORM, ZP_RCM_ALL};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        zp_schedule s;
+        p.rc_modules = sets[i] | ZP_RCM_CORE_ATTN;
+        cr_assert_eq(zp_schedule_build(m, &p, &s), ZP_OK);
+        const double want = zp_model_flops_rc_modules(m, p.rc_modules, 1.0);
+        cr_expect_float_eq(s.flops - base.flops, want, 1e-9 * want + 1.0, "set %#x: %.6g FLOPs more, want %.6g",
+                           sets[i], s.flops - base.flops, want);
+        if (sets[i] == (ZP_RCM_MOE_ACT | ZP_RCM_LAYERNORM))
+            cr_expect_gt(s.nops, base.nops, "their kernels run");
+        zp_schedule_free(&s);
+    }
+    zp_schedule_free(&base);
+    p.mp = 2;
+    p.rc_modules = 0;
+    zp_schedule two, whole;
+    cr_assert_eq(zp_schedule_build(m, &p, &two), ZP_OK);
+    p.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_MLP | ZP_RCM_MOE;
+    cr_assert_eq(zp_schedule_build(m, &p, &whole), ZP_OK);
+    const int more = count_ops(&whole, ZP_OPK_MP_ALLREDUCE, -1, NULL) - count_ops(&two, ZP_OPK_MP_ALLREDUCE, -1, NULL);
+    cr_expect_eq(more, (int)m->layers, "%d more TP all-reduces, one a block", more);
+    zp_schedule_free(&two);
+    zp_schedule_free(&whole);
+}

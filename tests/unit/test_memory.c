@@ -726,3 +726,69 @@ Test(memory, block_params_are_their_kinds)
     cr_expect_gt(models, 20);
     cr_expect_gt(moe_models, 0, "a zoo model with both kinds (DeepSeek's dense first blocks)");
 }
+
+/* Megatron-core's --recompute-modules (zp_plan.rc_modules), worked by hand on Llama 3 8B (h 4096, f 14336,
+ * gated, RMSNorm, sequence 8192, 32 blocks) at micro-batch 1, TP 1, FlashAttention (the attention core keeps
+ * nothing, so core_attn frees nothing): each block keeps s·h·2·2 bytes less with layernorm (the two norms'
+ * outputs) and s·f·8 less with mlp (the gated MLP's inner activations: gate, up, their product, the
+ * activation); one module's worth is live again while it is recomputed, so the peak falls by 31 blocks'. */
+Test(memory, recompute_modules_free_what_they_recompute)
+{
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    zp_plan p = zp_test_plan(0, 8, 1, 1);
+    p.flash_attn = 1;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    zp_memory core, ln, mlp, both;
+    cr_assert_eq(zp_memory_estimate(m, &p, &core), ZP_OK);
+    p.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_LAYERNORM;
+    cr_assert_eq(zp_memory_estimate(m, &p, &ln), ZP_OK);
+    p.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_MLP;
+    cr_assert_eq(zp_memory_estimate(m, &p, &mlp), ZP_OK);
+    p.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_MLP | ZP_RCM_LAYERNORM;
+    cr_assert_eq(zp_memory_estimate(m, &p, &both), ZP_OK);
+    const double s = 8192, h = 4096, f = 14336;
+    cr_expect_float_eq(core.activations - ln.activations, 31.0 * 4.0 * s * h, 1.0, "layernorm: %.6g B",
+                       core.activations - ln.activations);
+    cr_expect_float_eq(core.activations - mlp.activations, 31.0 * 8.0 * s * f, 1.0, "mlp: %.6g B",
+                       core.activations - mlp.activations);
+    /* both: 32 blocks free both, the larger (the MLP's) is live again */
+    cr_expect_float_eq(core.activations - both.activations, 32.0 * 4.0 * s * h + 31.0 * 8.0 * s * f, 1.0);
+    cr_expect_float_eq(core.params + core.grads + core.optimizer, both.params + both.grads + both.optimizer, 1);
+    /* with sequence parallelism at TP 4 everything a block keeps is split four ways */
+    p.mp = 4;
+    p.sp = 1;
+    p.rc_modules = 0;
+    cr_assert_eq(zp_memory_estimate(m, &p, &core), ZP_OK);
+    p.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_LAYERNORM;
+    cr_assert_eq(zp_memory_estimate(m, &p, &ln), ZP_OK);
+    cr_expect_float_eq(core.activations - ln.activations, 31.0 * 4.0 * s * h / 4.0, 1.0);
+}
+
+/* On an MLA and MoE model (DeepSeek-V2-Lite): mla_up_proj frees Q, K and V; moe_act the experts' activation
+ * outputs; moe the whole MoE layer, which holds moe_act's and shared_experts' (naming them beside it frees
+ * nothing more); each module stated for a model without its part is refused, naming it. */
+Test(memory, recompute_modules_on_mla_and_moe)
+{
+    const zp_model *m = &zp_zoo_find("deepseek-v2-lite")->model;
+    zp_plan p = zp_test_plan(0, 8, 1, 1);
+    p.flash_attn = 1;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    const unsigned sets[] = {0, ZP_RCM_MLA_UP_PROJ, ZP_RCM_MOE_ACT, ZP_RCM_SHARED_EXPERTS, ZP_RCM_MOE,
+                             ZP_RCM_MOE | ZP_RCM_MOE_ACT | ZP_RCM_SHARED_EXPERTS};
+    double acts[6];
+    for (int i = 0; i < 6; i++) {
+        zp_memory mem;
+        p.rc_modules = sets[i];
+        cr_assert_eq(zp_memory_estimate(m, &p, &mem), ZP_OK);
+        acts[i] = mem.activations;
+    }
+    for (int i = 1; i < 5; i++)
+        cr_expect_lt(acts[i], acts[0], "set %d frees something", i);
+    cr_expect_lt(acts[4], acts[2], "moe frees more than moe_act");
+    cr_expect_lt(acts[4], acts[3], "moe frees more than shared_experts");
+    cr_expect_float_eq(acts[5], acts[4], 1.0, "moe holds moe_act and shared_experts");
+    /* Q, K, V per block: s·a·(2·192 + 2·192 + 2·128) bytes for 16 heads, 26 of 27 blocks' (one is recomputed) */
+    const double s = 4096;
+    cr_expect_float_eq(acts[0] - acts[1], 26.0 * s * 16.0 * (2.0 * 192 + 2.0 * 192 + 2.0 * 128), 1.0, "%.6g",
+                       acts[0] - acts[1]);
+}
