@@ -105,6 +105,7 @@ typedef struct {
     int pp_layout[ZP_PP_MAX_LAYOUT]; /* --pipeline-model-parallel-layout: layers per virtual stage, or the
                                         split the account-for flags make (zp_launch_request) */
     int pp_layout_n;         /* 0: none */
+    int pp_layout_mtp;       /* the MTP modules (m) that layout places on its last virtual stage */
     /* torchtitan's parallelism.pipeline_parallel_first/last_stage_less_layers: the embedding's and the output's
        weight in its split (zp_torchtitan_split); UNSET: torchtitan's default, 1 each */
     int64_t tt_first_less, tt_last_less;

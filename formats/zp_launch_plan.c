@@ -312,6 +312,10 @@ static zp_status launch_layout(zp_launch *l, int64_t pp, int64_t v, zp_search_re
         ZP_TRY(zp_torchtitan_split(r->model->layers, n, l->pp_acc_emb, l->pp_acc_loss, l->pp_layout));
         l->pp_layout_n = (int)n;
     }
+    if (l->pp_layout_n && l->kind == ZP_LAUNCH_MEGATRON && l->pp_layout_mtp != r->model->mtp_layers)
+        return ZP_FAIL(ZP_EINVAL, "%s: --pipeline-model-parallel-layout places %d MTP module%s (m), the model has %lld "
+                                  "(--mtp-num-layers): Megatron-core asserts they match",
+                       l->name, l->pp_layout_mtp, l->pp_layout_mtp == 1 ? "" : "s", (long long)r->model->mtp_layers);
     if (l->pp_layout_n) {
         r->base.pp_layout = l->pp_layout;
         r->base.pp_layout_n = l->pp_layout_n;

@@ -201,8 +201,8 @@ static void add_moe(out *o, const zp_model *m, const zp_plan *p)
  * even split); the first and the last stage's layers as --decoder-first/last-pipeline-num-layers when the
  * stages between are alike and every stage's chunks too (what those arguments can state, Megatron-core's
  * get_num_layers_to_build); any other layout as --pipeline-model-parallel-layout, one "|"-separated
- * entry per virtual stage in virtual-stage order, E the embedding, t a transformer layer, L the loss
- * (Megatron-core 0.13's custom layout, arguments.py). */
+ * entry per virtual stage in virtual-stage order, E the embedding, t a transformer layer, m an MTP module
+ * (with the loss, where zplan runs them), L the loss (Megatron-core 0.13's custom layout, arguments.py). */
 static void add_layout(out *o, const zp_model *m, const zp_plan *p)
 {
     const int P = (int)p->pp, v = p->schedule == ZP_PP_INTERLEAVED ? p->vstages : 1;
@@ -240,8 +240,11 @@ static void add_layout(out *o, const zp_model *m, const zp_plan *p)
         add(o, "%s%s", k ? "|" : "", k == 0 ? "E" : "");
         for (int i = zp_pp_vstage_layers(m, p, k); i > 0; i--)
             add(o, "t");
-        if (k == P * v - 1)
-            add(o, "L");
+        if (k < P * v - 1)
+            continue;
+        for (int64_t i = 0; i < m->mtp_layers; i++) /* the MTP modules run there (Megatron-core counts them) */
+            add(o, "m");
+        add(o, "L");
     }
     add(o, "\"");
 }

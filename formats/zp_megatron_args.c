@@ -76,36 +76,99 @@ static zp_status set_cp_comm(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
+/* Megatron-core's layout string unrolled as PipelineParallelLayerLayout.parse_str_to_list does it
+ * (megatron/core/transformer/pipeline_parallel_layer_layout.py): commas dropped (cosmetic), then every
+ * "(...)*N" (no parentheses inside), then every "x*N"; a launch script's quotes, blanks and the backslashes
+ * it escapes them with for eval are dropped too. ZP_EINVAL when the result passes `cap` bytes. */
+static zp_status layout_unroll(const char *in, char *out, size_t cap, const char *where)
+{
+    char a[4096], b[4096];
+    size_t n = 0;
+    for (const char *c = in; *c; c++)
+        if (!strchr(", \t'\"\\", *c)) {
+            if (n + 1 >= sizeof a)
+                return ZP_FAIL(ZP_EINVAL, "%s: longer than %zu characters", where, sizeof a - 1);
+            a[n++] = *c;
+        }
+    a[n] = '\0';
+    for (int pass = 0; pass < 2; pass++) { /* pass 0: "(...)*N", pass 1: "x*N" */
+        size_t o = 0;
+        for (size_t i = 0; a[i];) {
+            const char *body = a + i, *end = NULL;
+            size_t blen = 1;
+            if (pass == 0 && a[i] == '(' && (end = strchr(a + i, ')')) != NULL && end[1] == '*') {
+                body = a + i + 1;
+                blen = (size_t)(end - body);
+                end += 1;
+            } else if (pass == 1 && a[i + 1] == '*') {
+                end = a + i + 1;
+            } else {
+                end = NULL;
+            }
+            char *num_end;
+            const long k = end ? strtol(end + 1, &num_end, 10) : 1;
+            if (!end || num_end == end + 1) { /* not a repetition: the character as it is */
+                if (o + 1 >= sizeof b)
+                    return ZP_FAIL(ZP_EINVAL, "%s: unrolls past %zu characters", where, sizeof b - 1);
+                b[o++] = a[i++];
+                continue;
+            }
+            if (k < 0 || (double)blen * (double)k + (double)o >= (double)sizeof b)
+                return ZP_FAIL(ZP_EINVAL, "%s: unrolls past %zu characters", where, sizeof b - 1);
+            for (long r = 0; r < k; r++, o += blen)
+                memcpy(b + o, body, blen);
+            i = (size_t)(num_end - a);
+        }
+        b[o] = '\0';
+        memcpy(a, b, o + 1);
+    }
+    if (strlen(a) + 1 > cap)
+        return ZP_FAIL(ZP_EINVAL, "%s: unrolls past %zu characters", where, cap - 1);
+    memcpy(out, a, strlen(a) + 1);
+    return ZP_OK;
+}
+
 /* --pipeline-model-parallel-layout (Megatron-core's custom layout): virtual stages split by "|", in
- * virtual-stage order, E the embedding (first only), t a transformer layer, L the loss (last only), commas
- * cosmetic; the layers per virtual stage. The "(...)*N" repetitions and other layer kinds (m: MTP) are
- * refused, naming them. */
+ * virtual-stage order, E the embedding (first), t a transformer layer, m an MTP module, L the loss (last),
+ * with Megatron-core's repetitions (layout_unroll); the layers per virtual stage. zplan runs the MTP modules on
+ * the last stage beside the loss (sim/zp_schedule.c mtp_forward): an m elsewhere (Megatron-core's standalone
+ * MTP stage) is refused, naming it; how many there are is checked against --mtp-num-layers where the plan is
+ * made (l->pp_layout_mtp). */
 static zp_status set_pp_layout(zp_launch *l, const zp_launch_entry *e)
 {
-    int n = 0, count = 0;
-    const char *v = e->value;
-    const size_t len = strlen(v);
-    for (size_t i = 0; i <= len; i++) {
+    char where[160], v[4096];
+    snprintf(where, sizeof where, "%.100s:%d: --pipeline-model-parallel-layout", l->name, e->line);
+    ZP_TRY(layout_unroll(e->value, v, sizeof v, where));
+    int n = 0, count = 0, mtp = 0, mtp_stage = -1;
+    for (size_t i = 0, len = strlen(v); i <= len; i++) {
         const char c = v[i];
         if (c == 't') {
             count++;
+        } else if (c == 'm') {
+            mtp++;
+            mtp_stage = n;
         } else if (c == '|' || c == '\0') {
             if (n == ZP_PP_MAX_LAYOUT)
-                return ZP_FAIL(ZP_EINVAL, "%s:%d: --pipeline-model-parallel-layout: more than %d stages", l->name,
-                               e->line, ZP_PP_MAX_LAYOUT);
+                return ZP_FAIL(ZP_EINVAL, "%s: more than %d stages", where, ZP_PP_MAX_LAYOUT);
             l->pp_layout[n++] = count;
             count = 0;
-        } else if (!((c == 'E' && n == 0) || c == 'L' || c == ',' || c == ' ' || c == '"' || c == '\'')) {
-            return ZP_FAIL(ZP_EINVAL, "%s:%d: --pipeline-model-parallel-layout '%s': zplan reads E, t, L and | (one "
-                                      "entry per virtual stage, without '(...)*N' repeats; '%c' is not read)",
-                           l->name, e->line, v, c);
+        } else if (!((c == 'E' && i == 0) || c == 'L')) {
+            return ZP_FAIL(ZP_EINVAL, "%s '%s': zplan reads E (first), t, m, L (last), | and Megatron-core's "
+                                      "'(...)*N' and 'x*N' repeats; '%c' is not one",
+                           where, e->value, c);
         }
     }
     const char *L = strchr(v, 'L');
-    if (L && strchr(L, '|'))
-        return ZP_FAIL(ZP_EINVAL, "%s:%d: --pipeline-model-parallel-layout '%s': the loss (L) belongs to the last "
-                                  "virtual stage", l->name, e->line, v);
+    if (L && (strchr(L, '|') || L[1]))
+        return ZP_FAIL(ZP_EINVAL, "%s '%s': the loss (L) is the last layer of the last virtual stage", where,
+                       e->value);
+    if (mtp && (mtp_stage != n - 1 || strchr(strchr(v, 'm'), 't')))
+        return ZP_FAIL(ZP_EINVAL, "%s '%s': zplan runs the MTP modules (m) after the last transformer layer on the "
+                                  "last virtual stage, beside the loss; a standalone MTP stage is not modelled (move "
+                                  "m to the last stage)",
+                       where, e->value);
     l->pp_layout_n = n;
+    l->pp_layout_mtp = mtp;
     return ZP_OK;
 }
 

@@ -358,6 +358,23 @@ for ds in "deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --
     ko "emitting ${ds%% *}: $(cat "$T/err") $(cat "$T/ds.args" 2>/dev/null)"
   fi
 done
+# Megatron-core's custom layout with its MTP module: zplan writes the m beside the loss, reads it back (the same
+# step), reads Megatron-core's repetitions, and refuses a layout whose m count is not --mtp-num-layers
+if "$Z" --model deepseek-v3 --gpus 512 --ep 32 --pp 16 --mp 1 --global-batch 1024 --cluster hgx-h800 --stage 1 \
+     --micro-batch 1 --recompute full --analytic --pp-layout 4*7,5,3,4*6,1 --emit-megatron-args "$T/dsl.args" \
+     >/dev/null 2>"$T/err" && grep -q -- '--pipeline-model-parallel-layout "Etttt|.*|ttt|.*|tmL"' "$T/dsl.args"; then
+  ok
+  read_back "a DeepSeek-V3 layout with its MTP module" "a DeepSeek-V3 layout with its MTP module" \
+    --megatron-args "$T/dsl.args" --gpus 512 --cluster hgx-h800 --analytic
+else
+  ko "emitting a layout with MTP: $(cat "$T/err") $(grep -o -- '--pipeline-model-parallel-layout [^ ]*' "$T/dsl.args")"
+fi
+judged "NVIDIA's DeepSeek-V3 layout, repeats and MTP" --megatron-args \
+  <(sed 's/--pipeline-model-parallel-layout "[^"]*"/--pipeline-model-parallel-layout "Et*4|(tttt|)*14tmL"/' "$T/dsl.args") \
+  --gpus 512 --cluster hgx-h800 --analytic --top 1
+bad "a layout without the MTP module" "places 0 MTP modules \\(m\\), the model has 1" --megatron-args \
+  <(sed 's/--pipeline-model-parallel-layout "[^"]*"/--pipeline-model-parallel-layout "Et*4|(tttt|)*14tL"/' "$T/dsl.args") \
+  --gpus 512 --cluster hgx-h800 --analytic
 # DeepSeek's own recompute (its report, section 3.2: RMSNorm and MLA's up-projections, the SwiGLU output)
 # as Megatron-core's modules, written and read back
 if "$Z" --model deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --cluster hgx-h800 --stage 1 \

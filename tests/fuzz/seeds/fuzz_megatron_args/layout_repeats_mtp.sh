@@ -1,0 +1,6 @@
+--num-layers 61
+--mtp-num-layers 1
+--pipeline-model-parallel-size 4
+--pipeline-model-parallel-layout "Et*4|(tttt|)*14tmL"
+--recompute-granularity selective
+--recompute-modules mla_up_proj layernorm moe_act
