@@ -787,6 +787,7 @@ zp_status zp_dsconfig_check(const zp_plan *p)
                                                                            "and expert)"
                      : p->ep > 1 && p->ep_overlap                        ? "EP all-to-alls beside another micro-batch"
                      : p->shared_overlap                                 ? "the shared experts beside the all-to-alls"
+                     : p->act_fp8_store                                  ? "a SwiGLU's input stored as FP8"
                                                                          : NULL;
     if (no)
         return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which DeepSpeed does not (a DeepSpeed config cannot say it): "

@@ -65,6 +65,7 @@ typedef struct {
     int deepep;              /* --moe-enable-deepep */
     int ep_overlap;          /* --overlap-moe-expert-parallel-comm */
     int shared_overlap;      /* --moe-shared-expert-overlap */
+    int act_fp8_store;       /* --activation-func-fp8-input-store (NeMo model.activation_func_fp8_input_store) */
     double capacity;         /* --moe-expert-capacity-factor (0: not stated: dropless) */
     /* the cluster */
     int64_t gpus_per_node, nodes; /* 0: not stated */

@@ -427,6 +427,7 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     unsigned mods = l->rc_modules ? l->rc_modules : (unsigned)ZP_RCM_CORE_ATTN;
     if (l->moe_layer_rc)
         mods |= ZP_RCM_MOE;
+    b->act_fp8_store = l->act_fp8_store == 1; /* a SwiGLU's input kept as FP8 */
     if (rc == ZP_RECOMPUTE_SELECTIVE)
         b->rc_modules = mods == ZP_RCM_CORE_ATTN ? 0u : mods;
     else if (mods != ZP_RCM_CORE_ATTN)

@@ -342,6 +342,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     }
     default: break;
     }
+    if (p->act_fp8_store)
+        add(&o, " --activation-func-fp8-input-store");
     if (p->pa && p->mp > 1)
         add(&o, " --distribute-saved-activations");
     add_batch(&o, p);

@@ -600,12 +600,14 @@ double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t 
  * activation output, shared_experts the shared experts' inner activations. `gin` is the bytes an element of
  * a GEMM's saved input takes (2, or FP8's copy with its scales): the norms' outputs, the tokens' copies and
  * the activation outputs are such inputs. The attention core is the layout's (it depends on FlashAttention). */
-static double block_rc_saved(const zp_model *m, int moe, unsigned module, double batch, int64_t mp, double gin)
+static double block_rc_saved(const zp_model *m, int moe, unsigned module, double batch, int64_t mp, double gin,
+                             int glu_fp8)
 {
     const double s = (double)m->seq, h = (double)m->hidden, a = (double)m->heads, t = (double)(mp > 0 ? mp : 1);
     const double dqk = (double)zp_model_head_dim(m), dv = (double)zp_model_v_head_dim(m);
     const double kv = (double)zp_model_kv_heads(m), k = (double)m->top_k;
-    const double inner = g_mlp[m->mlp].act_bytes - 2.0 + gin; /* per f: fc2's input as kept */
+    /* per f: fc2's input as kept, a SwiGLU's input (2 elements) in FP8 where it is stored so */
+    const double inner = g_mlp[m->mlp].act_bytes - 2.0 + gin - (glu_fp8 && m->mlp == ZP_MLP_GATED ? 2.0 : 0.0);
     const double routed = k * (double)expert_ffn(m), shared = (double)m->shared_experts * (double)shared_ffn(m);
     double R = 0.0, S = 0.0;
     switch (module) {
@@ -628,10 +630,26 @@ static double block_rc_saved(const zp_model *m, int moe, unsigned module, double
     return s * batch * h * (R + S / t);
 }
 
-double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin)
+double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin, int glu_fp8)
 {
-    return mean_block(m, block_rc_saved(m, 0, module, batch, mp, gin),
-                      zp_model_moe_blocks(m) ? block_rc_saved(m, 1, module, batch, mp, gin) : 0);
+    return mean_block(m, block_rc_saved(m, 0, module, batch, mp, gin, glu_fp8),
+                      zp_model_moe_blocks(m) ? block_rc_saved(m, 1, module, batch, mp, gin, glu_fp8) : 0);
+}
+
+/* A SwiGLU's input stored as FP8 (--activation-func-fp8-input-store): its 2f elements a token (gate and up, f
+ * the dense MLP's width or the routed and shared experts' together) take 1 byte less each. */
+static double block_glu_fp8_saved(const zp_model *m, int moe, double batch, int64_t mp)
+{
+    const double t = (double)(mp > 0 ? mp : 1);
+    const double f = moe ? (double)m->top_k * (double)expert_ffn(m) + (double)m->shared_experts * (double)shared_ffn(m)
+                         : (double)m->ffn;
+    return m->mlp == ZP_MLP_GATED ? (double)m->seq * batch * 2.0 * f / t : 0.0;
+}
+
+double zp_model_glu_fp8_saved_layer(const zp_model *m, double batch, int64_t mp)
+{
+    return mean_block(m, block_glu_fp8_saved(m, 0, batch, mp),
+                      zp_model_moe_blocks(m) ? block_glu_fp8_saved(m, 1, batch, mp) : 0);
 }
 
 /* GEMM multiply-adds per token the modules' recompute runs again in one block (the elementwise ones count

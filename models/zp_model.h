@@ -336,8 +336,13 @@ typedef enum {
  * bytes the mean block no longer keeps when `module` (one bit) is recomputed, per MP
  * rank as zp_model_activation_bytes_layer, a GEMM's saved input taking `gin` bytes an element (2, or FP8's
  * copy); and the GEMM FLOPs that recomputing `mods` adds to one iteration over `batch` sequences (every
- * block, MTP's included: MLA's up-projections, dense MLPs, MoE layers or their shared experts). */
-double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin);
+ * block, MTP's included: MLA's up-projections, dense MLPs, MoE layers or their shared experts). `glu_fp8`: a
+ * SwiGLU's input is kept as FP8 (zp_model_glu_fp8_saved_layer), so a module that discards it frees less. */
+double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin, int glu_fp8);
+/* Megatron-core's --activation-func-fp8-input-store: the bytes the mean block no longer keeps when a SwiGLU's
+ * input (gate and up: 2f elements a token, a dense MLP's or the routed and shared experts') is kept as 1-byte
+ * FP8 instead of 2 bytes, per MP rank as zp_model_activation_bytes_layer; 0 for a model without gated MLPs. */
+double zp_model_glu_fp8_saved_layer(const zp_model *m, double batch, int64_t mp);
 double zp_model_flops_rc_modules(const zp_model *m, unsigned mods, double batch);
 
 /* The checkpoint a block keeps under full activation checkpointing: its fp16 input, 2*s*b*h bytes

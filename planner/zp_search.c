@@ -260,6 +260,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "the shared experts beside the all-to-alls (--moe-shared-expert-overlap)";
     else if (b->rc_modules && r->framework != ZP_FRAMEWORK_ANY)
         no = "Megatron-core's --recompute-modules";
+    else if (b->act_fp8_store && r->framework != ZP_FRAMEWORK_ANY)
+        no = "Megatron-core's --activation-func-fp8-input-store";
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -440,6 +442,18 @@ static zp_status check_rc_modules(const zp_search_req *r)
     return ZP_OK;
 }
 
+/* --activation-func-fp8-input-store: Megatron-core's fused SwiGLU only (transformer_config.py). */
+static zp_status check_act_fp8_store(const zp_search_req *r)
+{
+    const zp_model *m = r->model;
+    if (!r->base.act_fp8_store || !m || (m->mlp == ZP_MLP_GATED && m->act == ZP_ACT_SILU))
+        return ZP_OK;
+    return ZP_FAIL(ZP_EINVAL, "--activation-func-fp8-input-store: Megatron-core stores a SwiGLU's input only "
+                              "('Storing activation input in FP8 is supported only for SwiGLU'); model %s has %s %s "
+                              "MLPs (leave it out)",
+                   m->name, zp_model_mlp_name(m->mlp), zp_model_activation_name(m->act));
+}
+
 /* A token dispatcher other than the all-to-all needs routed experts to dispatch; DeepSeek-V3's FP8 dispatch
  * quantizes for FP8 expert GEMMs, so it goes with FP8 training. */
 static zp_status check_dispatcher(const zp_search_req *r)
@@ -557,6 +571,7 @@ zp_status zp_search_validate(const zp_search_req *r)
     if (given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) == ZP_RECOMPUTE_OP)
         ZP_TRY(zp_model_check_op_sac(r->model));
     ZP_TRY(check_rc_modules(r));
+    ZP_TRY(check_act_fp8_store(r));
     return zp_model_validate(r->model);
 }
 

@@ -309,8 +309,8 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         n = snprintf(fsdp, sizeof fsdp, " HSDP%lld", (long long)p->shard_group);
     if (p->stage == 3 && !zp_plan_reshards(p) && n >= 0 && n < (int)sizeof fsdp)
         snprintf(fsdp + n, sizeof fsdp - (size_t)n, " keep-params");
-    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""), p->cb ? "CB " : "",
-             p->md ? "MD " : "", ckpt, p->sp ? " SP" : "",
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""),
+             p->cb ? "CB " : "", p->md ? "MD " : "", ckpt, p->act_fp8_store ? " act-fp8" : "", p->sp ? " SP" : "",
              tpo ? " tp-overlap:" : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "", pipe, fsdp,
              p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
@@ -324,7 +324,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_ACT_FP8, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -402,6 +402,8 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_SHARED_OVERLAP] = {NULL, NULL, "moe_shared_expert_overlap", ZP_COL_OMIT_UNSET},
     /* what selective recompute re-runs, where it is not the attention core alone: Megatron-core's names */
     [P_RC_MODULES] = {NULL, NULL, "recompute_modules", ZP_COL_OMIT_UNSET},
+    /* true: a SwiGLU's input kept as FP8 for backward (--activation-func-fp8-input-store) */
+    [P_ACT_FP8] = {NULL, NULL, "activation_func_fp8_input_store", ZP_COL_OMIT_UNSET},
 };
 #undef DATA
 
@@ -485,6 +487,8 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_bool(t, col0 + P_EP_OVERLAP, 1));
     if (p->shared_overlap)
         ZP_TRY(zp_table_set_bool(t, col0 + P_SHARED_OVERLAP, 1));
+    if (p->act_fp8_store)
+        ZP_TRY(zp_table_set_bool(t, col0 + P_ACT_FP8, 1));
     if (p->selective && p->rc_modules) {
         char mods[128];
         zp_rc_module_text(p->rc_modules, ",", mods, sizeof mods);

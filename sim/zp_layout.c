@@ -324,6 +324,9 @@ static double ds_block_acts(const zp_builder *b)
         acts -= zp_model_score_bytes(b->m) * mb * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
                 (double)b->m->seq;
     acts -= ds_fp8_saved(b);
+    if (b->p->act_fp8_store) /* a SwiGLU's input kept as FP8 (--activation-func-fp8-input-store) */
+        acts -= b->p->sp ? zp_model_glu_fp8_saved_layer(b->m, mb, 1) / (double)b->p->mp
+                         : zp_model_glu_fp8_saved_layer(b->m, mb, b->p->mp);
     return acts > 0 ? acts : 0.0;
 }
 
@@ -364,8 +367,9 @@ static double ds_rc_saved(const zp_builder *b, double *most)
         const unsigned bit = zp_rc_module_get(i)->bit;
         if (bit == ZP_RCM_CORE_ATTN || !(mods & bit))
             continue;
-        const double x = b->p->sp ? zp_model_rc_saved_layer(b->m, bit, mb, 1, gin) / t
-                                   : zp_model_rc_saved_layer(b->m, bit, mb, b->p->mp, gin);
+        const int g8 = b->p->act_fp8_store;
+        const double x = b->p->sp ? zp_model_rc_saved_layer(b->m, bit, mb, 1, gin, g8) / t
+                                   : zp_model_rc_saved_layer(b->m, bit, mb, b->p->mp, gin, g8);
         sum += x;
         *most = fmax(*most, x);
     }

@@ -334,6 +334,8 @@ FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 FLAG(set_ep_overlap, r.base.ep_overlap, 1)
 /* --moe-shared-expert-overlap: the shared experts beside the dispatch and combine all-to-alls. */
 FLAG(set_shared_overlap, r.base.shared_overlap, 1)
+/* --activation-func-fp8-input-store: a SwiGLU's input kept for backward as FP8 (Megatron-core's flag). */
+FLAG(set_act_fp8_store, r.base.act_fp8_store, 1)
 
 /* --tp-comm-overlap off|te|async|auto (zp_tp_overlap_parse's words; auto: searched). */
 static zp_status set_tp_overlap(zp_cli_args *a, const char *opt, const char *v)
@@ -595,6 +597,7 @@ static const zp_cli_opt g_opts[] = {
     {"no-checkpoint", 0, 0, PLAN, set_checkpoint},
     {"recompute", 0, 1, PLAN, set_recompute},
     {"recompute-modules", 0, 1, PLAN, set_rc_modules},
+    {"activation-func-fp8-input-store", 0, 0, PLAN, set_act_fp8_store},
     /* torchtitan's checkpointing modes and torch.compile */
     {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
     {"cp-comm", 0, 1, PLAN, set_cp_comm},

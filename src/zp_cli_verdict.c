@@ -48,6 +48,8 @@ static void describe(const zp_plan *p, char *buf, size_t len)
         if (n > 0 && (size_t)n < len)
             n += zp_rc_module_text(p->rc_modules, ", ", buf + n, len - (size_t)n);
     }
+    if (p->act_fp8_store && n > 0 && (size_t)n < len) /* --activation-func-fp8-input-store */
+        n += snprintf(buf + n, len - (size_t)n, ", SwiGLU input kept in FP8");
     if (p->checkpoint && p->ckpt_every > 1 && n > 0 && (size_t)n < len) /* torchtitan's selective_ac_option k */
         n += snprintf(buf + n, len - (size_t)n, " of every %d%s block", p->ckpt_every,
                       p->ckpt_every == 2 ? "nd" : p->ckpt_every == 3 ? "rd" : "th");

@@ -215,6 +215,9 @@ typedef struct {
     /* FP8 training (vocab/zp_fp8.h): the blocks' linear GEMMs in FP8 beside bf16 parameters */
     int fp8;             /* a zp_fp8_recipe; 0 (ZP_FP8_NONE): every GEMM in the 16-bit type */
     int fp8_all_gather;  /* FSDP2 with a torchao recipe: parameters all-gathered in FP8, 1 byte instead of 2 */
+    int act_fp8_store;   /* Megatron-core's --activation-func-fp8-input-store: a SwiGLU's input (the gate and up
+                            projections' output, a dense MLP's and the experts') kept for its backward as FP8, a
+                            plain e4m3 cast of 1 byte an element (fused_bias_swiglu.py), not the training type */
     /* Uneven pipeline stages (vocab/zp_pipeline.h); all 0 / NULL: the even split. */
     int pp_first, pp_last;  /* transformer layers of the first / the last pipeline stage (Megatron-core's
                                --decoder-first/last-pipeline-num-layers; 0: not given), the stages between

@@ -491,6 +491,18 @@ expect_bad "--recompute-modules with full"      --model llama-3-8b --gpus 8 --cl
 expect_bad "--recompute-modules moe, dense"     --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules moe
 expect_bad "--recompute-modules mlp, all MoE"   --model mixtral-8x7b --gpus 8 --cluster dgx-h100 --recompute-modules mlp
 expect_bad "--recompute-modules in deepspeed"   --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --recompute-modules mlp
+# --activation-func-fp8-input-store: a SwiGLU's input in FP8, fewer GB at the same step, in JSON; refused for a
+# GeLU model and outside framework any (and in a torchtitan TOML: test_launch.sh)
+f8() { "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 4k --mp 1 --pp 1 --stage 1 --micro-batch 1 \
+  --global-batch 8 --recompute none --top 1 --format json "$@" 2>/dev/null |
+  python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["step_time_s"], p["memory_gb"]["activations"], p.get("activation_func_fp8_input_store", False))'; }
+read -r b16_s b16_gb b16_k <<<"$(f8)"
+read -r e4_s e4_gb e4_k <<<"$(f8 --activation-func-fp8-input-store)"
+if python3 -c "import sys; a,ag,b,bg=map(float,sys.argv[1:]); sys.exit(0 if a==b and abs(ag-bg-32*2*14336*4096/1e9)<1e-3 else 1)" \
+     "$b16_s" "$b16_gb" "$e4_s" "$e4_gb" 2>/dev/null && [ "$b16_k" = False ] && [ "$e4_k" = True ]; then ok
+else ko "--activation-func-fp8-input-store: $b16_s s $b16_gb GB ($b16_k), FP8 $e4_s s $e4_gb GB ($e4_k)"; fi
+expect_bad "--activation-func-fp8-input-store, GeLU" --model 1.5B --gpus 8 --cluster dgx-h100 --activation-func-fp8-input-store
+expect_bad "--activation-func-fp8-input-store, DS"   --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --activation-func-fp8-input-store
 
 echo "bad inputs tried: $bad_tried"
 finish

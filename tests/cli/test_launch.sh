@@ -375,12 +375,12 @@ judged "NVIDIA's DeepSeek-V3 layout, repeats and MTP" --megatron-args \
 bad "a layout without the MTP module" "places 0 MTP modules \\(m\\), the model has 1" --megatron-args \
   <(sed 's/--pipeline-model-parallel-layout "[^"]*"/--pipeline-model-parallel-layout "Et*4|(tttt|)*14tL"/' "$T/dsl.args") \
   --gpus 512 --cluster hgx-h800 --analytic
-# DeepSeek's own recompute (its report, section 3.2: RMSNorm and MLA's up-projections, the SwiGLU output)
-# as Megatron-core's modules, written and read back
+# DeepSeek's own recompute (its report, section 3.3.2-3: RMSNorm and MLA's up-projections, the SwiGLU output, its
+# input cached in FP8) as Megatron-core's modules and --activation-func-fp8-input-store, written and read back
 if "$Z" --model deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --cluster hgx-h800 --stage 1 \
-     --micro-batch 1 --recompute-modules layernorm,mla_up_proj,moe_act --analytic --emit-megatron-args "$T/rc.args" \
-     >/dev/null 2>"$T/err" &&
-   grep -q -- '--recompute-granularity selective --recompute-modules moe_act layernorm mla_up_proj' "$T/rc.args"; then
+     --micro-batch 1 --recompute-modules layernorm,mla_up_proj,moe_act --activation-func-fp8-input-store --analytic \
+     --emit-megatron-args "$T/rc.args" >/dev/null 2>"$T/err" &&
+   grep -q -- '--recompute-granularity selective --recompute-modules moe_act layernorm mla_up_proj --activation-func-fp8-input-store' "$T/rc.args"; then
   ok
   read_back "Megatron-LM arguments with recompute modules" "Megatron-LM arguments with recompute modules" \
     --megatron-args "$T/rc.args" --gpus 64 --cluster hgx-h800 --analytic
@@ -410,6 +410,8 @@ for ds in "deepseek-v2-lite --gpus 64 --ep 8 --mp 2 --sp --stage 0" \
     ko "emitting ${ds%% *} for torchtitan: $(cat "$T/err")"
   fi
 done
+bad "torchtitan TOML with the SwiGLU input in FP8" "input-store is Megatron-core's: torchtitan keeps a SwiGLU's input" \
+  --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --activation-func-fp8-input-store --emit-torchtitan "$T/x.toml"
 bad "torchtitan TOML of DeepSeek-V3 with MTP" "torchtitan's deepseek_v3 has not: plan it with --mtp-layers 0" \
   --model deepseek-v3 --gpus 512 --ep 32 --pp 8 --cluster dgx-h100 --analytic --emit-torchtitan "$T/x.toml"
 

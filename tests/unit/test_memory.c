@@ -792,3 +792,32 @@ Test(memory, recompute_modules_on_mla_and_moe)
     cr_expect_float_eq(acts[0] - acts[1], 26.0 * s * 16.0 * (2.0 * 192 + 2.0 * 192 + 2.0 * 128), 1.0, "%.6g",
                        acts[0] - acts[1]);
 }
+
+/* --activation-func-fp8-input-store (zp_plan.act_fp8_store), by hand on Llama 3 8B as above: every block keeps its
+ * SwiGLU's input (gate and up, 2f a token) in 1 byte instead of 2, s·2f bytes less a block, 32 blocks; beside
+ * mlp recompute, that module frees the inner activations less that (6 bytes a token and f, not 8), and one
+ * module's worth is live again. A model without SwiGLU (GPT's GeLU) frees nothing: the search refuses it. */
+Test(memory, swiglu_input_in_fp8)
+{
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    zp_plan p = zp_test_plan(0, 8, 1, 1);
+    p.flash_attn = 1;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    zp_memory core, fp8, both;
+    cr_assert_eq(zp_memory_estimate(m, &p, &core), ZP_OK);
+    p.act_fp8_store = 1;
+    cr_assert_eq(zp_memory_estimate(m, &p, &fp8), ZP_OK);
+    p.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_MLP;
+    cr_assert_eq(zp_memory_estimate(m, &p, &both), ZP_OK);
+    const double s = 8192, f = 14336;
+    cr_expect_float_eq(core.activations - fp8.activations, 32.0 * 2.0 * f * s, 1.0, "%.6g B",
+                       core.activations - fp8.activations);
+    cr_expect_float_eq(core.activations - both.activations, 32.0 * 2.0 * f * s + 31.0 * 6.0 * f * s, 1.0);
+    const zp_model *gpt = &zp_zoo_find("1.5B")->model;
+    zp_memory a, b;
+    p.rc_modules = 0;
+    cr_assert_eq(zp_memory_estimate(gpt, &p, &b), ZP_OK);
+    p.act_fp8_store = 0;
+    cr_assert_eq(zp_memory_estimate(gpt, &p, &a), ZP_OK);
+    cr_expect_float_eq(a.activations, b.activations, 0.5);
+}
