@@ -675,6 +675,8 @@ static double block_rc_macs(const zp_model *m, int moe, unsigned mods)
 
 double zp_model_flops_rc_modules(const zp_model *m, unsigned mods, double batch)
 {
+    if (!(mods & (ZP_RCM_MLA_UP_PROJ | ZP_RCM_MLP | ZP_RCM_MOE | ZP_RCM_SHARED_EXPERTS)))
+        return 0.0; /* the others run no GEMM again (the attention core's are the caller's) */
     double macs = 0.0;
     for (int64_t i = 0; i < m->layers + m->mtp_layers; i++)
         macs += block_rc_macs(m, zp_model_block_is_moe(m, i), mods);
