@@ -317,6 +317,20 @@ static zp_status set_delay_wgrad(zp_launch *l, const zp_launch_entry *e)
     return ZP_OK;
 }
 
+/* Megatron-core's precision-aware optimizer (--use-precision-aware-optimizer) keeps Adam's moments, its main
+ * parameters or its main gradients in another type (--exp-avg-dtype, --exp-avg-sq-dtype, --main-params-dtype,
+ * --main-grads-dtype; DeepSeek-V3's recipe: bf16 moments). zplan keeps them in fp32 (12 bytes of state and 4 of
+ * gradient a parameter): fp32 is read, another type would change the memory and is refused, naming it. */
+static zp_status set_opt_dtype(zp_launch *l, const zp_launch_entry *e)
+{
+    if (strcmp(e->value, "fp32") == 0)
+        return ZP_OK;
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s %s: the precision-aware optimizer's other types are not modelled (zplan "
+                              "keeps Adam's moments, the main parameters and the main gradients in fp32; give fp32 "
+                              "or leave it out to plan so)",
+                   l->name, e->line, e->key, e->value);
+}
+
 static zp_status set_rampup(zp_launch *l, const zp_launch_entry *e)
 {
     zp_launch_note(l, "line %d: --rampup-batch-size %s: judged at the full global batch", e->line, e->value);
@@ -360,6 +374,11 @@ static const zp_launch_key g_keys[] = {
     {"moe-enable-deepep", ZP_LK_FLAG, F(deepep), 1, NULL, NULL},
     {"overlap-moe-expert-parallel-comm", ZP_LK_FLAG, F(ep_overlap), 1, NULL, NULL},
     {"delay-wgrad-compute", ZP_LK_FN, 0, 0, set_delay_wgrad, NULL},
+    {"use-precision-aware-optimizer", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* its types: set_opt_dtype */
+    {"exp-avg-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
+    {"exp-avg-sq-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
+    {"main-params-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
+    {"main-grads-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
     {"moe-expert-capacity-factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
     {"moe-shared-expert-overlap", ZP_LK_FLAG, F(shared_overlap), 1, NULL, NULL},
     {"activation-func-fp8-input-store", ZP_LK_FLAG, F(act_fp8_store), 1, NULL, NULL},

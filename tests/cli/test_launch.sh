@@ -410,6 +410,14 @@ for ds in "deepseek-v2-lite --gpus 64 --ep 8 --mp 2 --sp --stage 0" \
     ko "emitting ${ds%% *} for torchtitan: $(cat "$T/err")"
   fi
 done
+# Megatron-core's precision-aware optimizer: fp32 types are zplan's and read; another would change the memory
+# (DeepSeek-V3's bf16 moments) and is refused, naming the key
+judged "--use-precision-aware-optimizer with fp32 types" --megatron-args \
+  <(sed 's/$/ --use-precision-aware-optimizer --exp-avg-dtype fp32 --main-grads-dtype fp32/' "$T/rc.args") \
+  --gpus 64 --cluster hgx-h800 --analytic --top 1
+bad "bf16 Adam moments" "--exp-avg-sq-dtype bf16: the precision-aware optimizer's other types are not modelled" \
+  --megatron-args <(sed 's/$/ --use-precision-aware-optimizer --exp-avg-sq-dtype bf16/' "$T/rc.args") \
+  --gpus 64 --cluster hgx-h800 --analytic
 bad "torchtitan TOML with the SwiGLU input in FP8" "input-store is Megatron-core's: torchtitan keeps a SwiGLU's input" \
   --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --activation-func-fp8-input-store --emit-torchtitan "$T/x.toml"
 bad "torchtitan TOML of DeepSeek-V3 with MTP" "torchtitan's deepseek_v3 has not: plan it with --mtp-layers 0" \
