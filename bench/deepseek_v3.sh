@@ -9,9 +9,11 @@
 # Micro-batch 1 with the recompute the report states (section 3.3.2 and 3.3.3): every RMSNorm and MLA's
 # up-projections recomputed in backward, and the SwiGLU's output, its input cached in FP8: Megatron-core's
 # --recompute-modules layernorm,mla_up_proj,moe_act and --activation-func-fp8-input-store (a plain e4m3 cast;
-# DeepSeek's cache has a scale per 128 elements besides, 3% more). The last row is the overlapped one's with full recompute
-# instead, what this bench ran before zplan modelled the modules. The report's "180K H800 GPU hours per
-# trillion tokens" is 1,543 tokens/s per GPU: a check, not a fit (no figure in zplan was set from it).
+# DeepSeek's cache has a scale per 128 elements besides, 3% more); AdamW's moments in BF16 (section 3.3.3:
+# --adam-moments bf16, Megatron-core's precision-aware optimizer). The last row is the overlapped one's with
+# full recompute instead of the modules, the recompute this bench ran before zplan modelled them. The report's
+# "180K H800 GPU hours per trillion tokens" is 1,543 tokens/s per GPU: a check, not a fit (no figure in zplan
+# was set from it).
 # The stages balanced by their work, as DualPipe needs them (--pp-layout 4*15,1): the last stage holds the LM
 # head and the multi-token prediction module (a block, its projection and the head again), about three blocks'
 # FLOPs a token (head 2hV = 1.85 GFLOP forward and backward, a block about 1.5 GFLOP forward, three passes and
@@ -26,13 +28,14 @@ z = sys.argv[1]
 base = ["--model", "deepseek-v3", "--gpus", "2048", "--cluster", "hgx-h800", "--global-batch", "15360",
         "--pp", "16", "--ep", "64", "--mp", "1", "--stage", "1", "--precision", "fp8", "--fp8-recipe", "blockwise",
         "--micro-batch", "1", "--pp-layout", "4*15,1", "--exact", "--json"]
-stated = ["--recompute-modules", "layernorm,mla_up_proj,moe_act", "--activation-func-fp8-input-store"]
+stated = ["--recompute-modules", "layernorm,mla_up_proj,moe_act", "--activation-func-fp8-input-store",
+          "--adam-moments", "bf16"]
 rows = [("alltoall", ["--moe-dispatcher", "alltoall"]), ("deepep", ["--moe-dispatcher", "deepep"]),
         ("deepep-fp8", ["--moe-dispatcher", "deepep-fp8"]),
         ("deepep-fp8 + overlap", ["--moe-dispatcher", "deepep-fp8", "--overlap-moe-expert-parallel-comm"])]
 rows = [(n, e + stated) for n, e in rows] + [
     ("same, full recompute", ["--moe-dispatcher", "deepep-fp8", "--overlap-moe-expert-parallel-comm",
-                              "--recompute", "full"])]
+                              "--recompute", "full"] + stated[2:])]
 published = 1e12 / (180e3 * 3600)
 print("%-22s %8s %12s %8s %7s %7s  %s" % ("dispatch", "step s", "tok/s/GPU", "error", "MFU", "GPU GB",
       "stage 0 (3 dense blocks, 1 MoE): compute / waiting on the MoE stages, s"))

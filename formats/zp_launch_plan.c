@@ -428,6 +428,12 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     if (l->moe_layer_rc)
         mods |= ZP_RCM_MOE;
     b->act_fp8_store = l->act_fp8_store == 1; /* a SwiGLU's input kept as FP8 */
+    if ((l->exp_avg_bytes > 0 || l->exp_avg_sq_bytes > 0) && l->precision_aware != 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: Adam's moments in another type than fp32 (--exp-avg-dtype, --exp-avg-sq-dtype) "
+                                  "are Megatron-core's precision-aware optimizer's: add --use-precision-aware-optimizer",
+                       l->name);
+    b->exp_avg_bytes = l->exp_avg_bytes;
+    b->exp_avg_sq_bytes = l->exp_avg_sq_bytes;
     if (rc == ZP_RECOMPUTE_SELECTIVE)
         b->rc_modules = mods == ZP_RCM_CORE_ATTN ? 0u : mods;
     else if (mods != ZP_RCM_CORE_ATTN)

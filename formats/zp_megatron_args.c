@@ -318,16 +318,25 @@ static zp_status set_delay_wgrad(zp_launch *l, const zp_launch_entry *e)
 }
 
 /* Megatron-core's precision-aware optimizer (--use-precision-aware-optimizer) keeps Adam's moments, its main
- * parameters or its main gradients in another type (--exp-avg-dtype, --exp-avg-sq-dtype, --main-params-dtype,
- * --main-grads-dtype; DeepSeek-V3's recipe: bf16 moments). zplan keeps them in fp32 (12 bytes of state and 4 of
- * gradient a parameter): fp32 is read, another type would change the memory and is refused, naming it. */
+ * parameters or its main gradients in another type. Adam's moments (--exp-avg-dtype, --exp-avg-sq-dtype: fp32,
+ * bf16, fp16, fp8; DeepSeek-V3's recipe: bf16) are read into the plan (zp_plan.exp_avg_bytes, exp_avg_sq_bytes);
+ * the main parameters and gradients (--main-params-dtype, --main-grads-dtype) are read in fp32, zplan's, and
+ * another type, which would change the memory, is refused, naming it. */
+static zp_status set_moment_dtype(zp_launch *l, const zp_launch_entry *e)
+{
+    const double b = zp_adam_moment_bytes(e->value);
+    if (!(b > 0))
+        return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s '%s': use fp32, bf16, fp16 or fp8", l->name, e->line, e->key, e->value);
+    *(strstr(e->key, "-sq-") ? &l->exp_avg_sq_bytes : &l->exp_avg_bytes) = b == 4.0 ? 0.0 : b;
+    return ZP_OK;
+}
+
 static zp_status set_opt_dtype(zp_launch *l, const zp_launch_entry *e)
 {
     if (strcmp(e->value, "fp32") == 0)
         return ZP_OK;
-    return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s %s: the precision-aware optimizer's other types are not modelled (zplan "
-                              "keeps Adam's moments, the main parameters and the main gradients in fp32; give fp32 "
-                              "or leave it out to plan so)",
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s %s: the precision-aware optimizer's main parameters and gradients in "
+                              "another type than fp32 are not modelled (give fp32 or leave it out to plan so)",
                    l->name, e->line, e->key, e->value);
 }
 
@@ -374,9 +383,9 @@ static const zp_launch_key g_keys[] = {
     {"moe-enable-deepep", ZP_LK_FLAG, F(deepep), 1, NULL, NULL},
     {"overlap-moe-expert-parallel-comm", ZP_LK_FLAG, F(ep_overlap), 1, NULL, NULL},
     {"delay-wgrad-compute", ZP_LK_FN, 0, 0, set_delay_wgrad, NULL},
-    {"use-precision-aware-optimizer", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* its types: set_opt_dtype */
-    {"exp-avg-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
-    {"exp-avg-sq-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
+    {"use-precision-aware-optimizer", ZP_LK_FLAG, F(precision_aware), 1, NULL, NULL},
+    {"exp-avg-dtype", ZP_LK_FN, 0, 0, set_moment_dtype, NULL},
+    {"exp-avg-sq-dtype", ZP_LK_FN, 0, 0, set_moment_dtype, NULL},
     {"main-params-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
     {"main-grads-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
     {"moe-expert-capacity-factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},

@@ -196,7 +196,7 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
      * back over PCIe (2 bytes each way per parameter). */
     double part = si->partitions_optimizer ? psi_all / (double)zp_plan_shard_degree(plan) : psi;
     if (plan->offload == ZP_OFFLOAD_NONE) {
-        t.optimizer = ZP_DEVICE_OPTIMIZER_BYTES * part / c->hbm_bw;
+        t.optimizer = zp_device_adam_bytes(plan) * part / c->hbm_bw;
     } else {
         t.optimizer = part / (c->cpu_adam_rate / (double)c->gpus_per_node);
         t.offload += 2.0 * plan->param_bytes * part / c->pcie_bw;

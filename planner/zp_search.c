@@ -262,6 +262,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "Megatron-core's --recompute-modules";
     else if (b->act_fp8_store && r->framework != ZP_FRAMEWORK_ANY)
         no = "Megatron-core's --activation-func-fp8-input-store";
+    else if (zp_plan_optimizer_bytes(b) != b->k_optimizer && r->framework != ZP_FRAMEWORK_ANY)
+        no = "Megatron-core's precision-aware optimizer (--adam-moments)";
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -572,6 +574,11 @@ zp_status zp_search_validate(const zp_search_req *r)
         ZP_TRY(zp_model_check_op_sac(r->model));
     ZP_TRY(check_rc_modules(r));
     ZP_TRY(check_act_fp8_store(r));
+    if (zp_plan_optimizer_bytes(&r->base) != r->base.k_optimizer && given(r, ZP_SEARCH_OFFLOAD) &&
+        r->base.offload != ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EINVAL, "--adam-moments %s with --offload %s: the offloaded optimizer (DeepSpeed's CPU Adam) "
+                                  "keeps its moments in fp32 (drop one)",
+                       zp_adam_moment_name(r->base.exp_avg_bytes), zp_offload_name(r->base.offload));
     return zp_model_validate(r->model);
 }
 
@@ -2082,6 +2089,8 @@ static int off_wanted(const walk *w, int off)
         return 0;
     if (w->r->base.nvme && off == ZP_OFFLOAD_NONE)
         return 0; /* NVMe holds offloaded states: it implies offload */
+    if (off != ZP_OFFLOAD_NONE && zp_plan_optimizer_bytes(&w->r->base) != w->r->base.k_optimizer)
+        return 0; /* narrower Adam moments are the GPU optimizer's (zp_plan_validate) */
     return !((off == ZP_OFFLOAD_OPTIMIZER && w->stage < 1) || (off == ZP_OFFLOAD_PARAMS && w->stage != 3));
 }
 

@@ -309,8 +309,9 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         n = snprintf(fsdp, sizeof fsdp, " HSDP%lld", (long long)p->shard_group);
     if (p->stage == 3 && !zp_plan_reshards(p) && n >= 0 && n < (int)sizeof fsdp)
         snprintf(fsdp + n, sizeof fsdp - (size_t)n, " keep-params");
-    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""),
-             p->cb ? "CB " : "", p->md ? "MD " : "", ckpt, p->act_fp8_store ? " act-fp8" : "", p->sp ? " SP" : "",
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""),
+             p->cb ? "CB " : "", p->md ? "MD " : "", ckpt, p->act_fp8_store ? " act-fp8" : "",
+             zp_plan_optimizer_bytes(p) != p->k_optimizer ? " adam-narrow" : "", p->sp ? " SP" : "",
              tpo ? " tp-overlap:" : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "", pipe, fsdp,
              p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
@@ -324,7 +325,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_ACT_FP8, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_ACT_FP8, P_ADAM_MOMENTS, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -404,6 +405,8 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     [P_RC_MODULES] = {NULL, NULL, "recompute_modules", ZP_COL_OMIT_UNSET},
     /* true: a SwiGLU's input kept as FP8 for backward (--activation-func-fp8-input-store) */
     [P_ACT_FP8] = {NULL, NULL, "activation_func_fp8_input_store", ZP_COL_OMIT_UNSET},
+    /* Adam's m and v types where not fp32 ("bf16", or "bf16,fp32": m's, then v's; --adam-moments) */
+    [P_ADAM_MOMENTS] = {NULL, NULL, "adam_moments", ZP_COL_OMIT_UNSET},
 };
 #undef DATA
 
@@ -489,6 +492,12 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_bool(t, col0 + P_SHARED_OVERLAP, 1));
     if (p->act_fp8_store)
         ZP_TRY(zp_table_set_bool(t, col0 + P_ACT_FP8, 1));
+    if (zp_plan_optimizer_bytes(p) != p->k_optimizer) {
+        const char *m = zp_adam_moment_name(p->exp_avg_bytes), *v = zp_adam_moment_name(p->exp_avg_sq_bytes);
+        char both[16];
+        snprintf(both, sizeof both, "%s%s%s", m, strcmp(m, v) ? "," : "", strcmp(m, v) ? v : "");
+        ZP_TRY(zp_table_set_str(t, col0 + P_ADAM_MOMENTS, both));
+    }
     if (p->selective && p->rc_modules) {
         char mods[128];
         zp_rc_module_text(p->rc_modules, ",", mods, sizeof mods);
@@ -768,7 +777,7 @@ static zp_status near_miss_items(zp_doc *d, const zp_whatif *w)
 zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluster *cl)
 {
     const char *dt = zp_plan_precision_name(p0);
-    const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + p0->k_optimizer;
+    const double per_param = 2.0 * p0->param_bytes / 2.0 + zp_plan_grad_bytes(p0) + zp_plan_optimizer_bytes(p0);
     const zp_fp8_info *f8 = zp_fp8_get(p0->fp8);
     if (f8) {
         char cache[128];
@@ -782,7 +791,7 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
             "%g bytes of optimizer state: %g bytes per parameter%s (--precision, --fp8-recipe)",
             f8->name, f8->te ? ", Transformer Engine" : ", torchao float8 without torch.compile",
             zp_cluster_peak_flops(cl, "fp8") / 1e12, zp_cluster_peak_flops(cl, "bf16") / 1e12,
-            zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : "bf16", p0->k_optimizer, per_param,
+            zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : "bf16", zp_plan_optimizer_bytes(p0), per_param,
             f8->te ? cache : p0->fp8_all_gather ? "; FSDP2 all-gathers the weights in FP8" : "");
     }
     return zp_doc_add_fact(
@@ -790,7 +799,7 @@ zp_status zp_report_precision_fact(zp_doc *d, const zp_plan *p0, const zp_cluste
         "%s%s: %g-byte parameters, %s gradients, %g bytes of optimizer state: %g bytes per parameter; GEMMs at "
         "%.0f TFLOP/s peak%s (--precision, --grad-accum-dtype)",
         dt, p0->param_bytes == 2.0 ? " mixed precision" : " training", p0->param_bytes,
-        zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : dt, p0->k_optimizer, per_param,
+        zp_plan_grad_bytes(p0) == 4.0 ? "fp32" : dt, zp_plan_optimizer_bytes(p0), per_param,
         zp_cluster_peak_flops(cl, dt) / 1e12,
         p0->param_bytes == 2.0 && p0->bf16 && !zp_cluster_has_bf16(cl)
             ? ", the fp32 rate: this GPU has no bf16 tensor cores (use fp16)"

@@ -19,6 +19,9 @@
  * fused Adam (28: fp32 parameter, gradient, m and v read; parameter, m and v written) and the fp32 master
  * copied into the 16-bit parameters the next all-gather sends (4 + 2). Adam alone would be 28. */
 #define ZP_DEVICE_OPTIMIZER_BYTES 50.0
+/* ... for a plan: less 2 bytes (one read, one write) for each byte Adam's m and v save in a narrower type
+ * (zp_plan.exp_avg_bytes, exp_avg_sq_bytes; bf16 moments: 42). */
+double zp_device_adam_bytes(const zp_plan *p);
 /* A GEMM's main loop runs at k / (k + 64) of its speed: the prologue and epilogue of a CTA cost about two
  * of cuBLAS's 32-deep k-steps (the pipeline fill of its multistage kernels). */
 #define ZP_DEVICE_K_HALF 64.0

@@ -239,7 +239,7 @@ static void ds_setup(zp_builder *b)
     const zp_plan *p = b->p;
     const zp_stage_info *si = zp_stage_get(p->stage);
     /* nd: the ranks a partition spans, DP or hybrid sharding's shard group */
-    const double nd = (double)zp_plan_shard_degree(p), nm = (double)p->mp, psi = b->f.psi, k = p->k_optimizer;
+    const double nd = (double)zp_plan_shard_degree(p), nm = (double)p->mp, psi = b->f.psi, k = zp_plan_optimizer_bytes(p);
     const double pb = p->param_bytes > 0 ? p->param_bytes : 2.0;
     const int offload = p->offload != ZP_OFFLOAD_NONE;
     const double psi_all = b->f.psi_all; /* partitioned: psi_all / nd per rank (EP: psi < psi_all) */

@@ -1321,8 +1321,11 @@ static void optimizer(zp_builder *b, double bucket, int nb)
     const int stage12 = (plan->stage == 1 || plan->stage == 2) && !plan->overlap_param_gather;
     if (plan->offload == ZP_OFFLOAD_NONE) {
         scaler_check(b);
-        if (!skip(b))
-            zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_ADAM)->bytes = part;
+        if (!skip(b)) { /* part parameters; k: the bytes of state each saves where Adam's moments are narrower */
+            zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_ADAM);
+            o->bytes = part;
+            o->k = plan->k_optimizer - zp_plan_optimizer_bytes(plan);
+        }
         if (stage12)
             sig(b, ZP_STREAM_COMPUTE, ZP_CH_UPDATED);
     } else {

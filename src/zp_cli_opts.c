@@ -334,6 +334,16 @@ FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 FLAG(set_ep_overlap, r.base.ep_overlap, 1)
 /* --moe-shared-expert-overlap: the shared experts beside the dispatch and combine all-to-alls. */
 FLAG(set_shared_overlap, r.base.shared_overlap, 1)
+/* --adam-moments TYPE: Adam's m and v in fp32 (default), bf16, fp16 or fp8 (Megatron-core's precision-aware
+ * optimizer; DeepSeek-V3's BF16 moments). */
+static zp_status set_adam_moments(zp_cli_args *a, const char *opt, const char *v)
+{
+    const double b = zp_adam_moment_bytes(v);
+    if (!(b > 0))
+        return ZP_FAIL(ZP_EINVAL, "%s: '%s' is not a moment type (fp32, bf16, fp16 or fp8)", opt, v);
+    a->r.base.exp_avg_bytes = a->r.base.exp_avg_sq_bytes = b == 4.0 ? 0.0 : b;
+    return ZP_OK;
+}
 /* --activation-func-fp8-input-store: a SwiGLU's input kept for backward as FP8 (Megatron-core's flag). */
 FLAG(set_act_fp8_store, r.base.act_fp8_store, 1)
 
@@ -598,6 +608,7 @@ static const zp_cli_opt g_opts[] = {
     {"recompute", 0, 1, PLAN, set_recompute},
     {"recompute-modules", 0, 1, PLAN, set_rc_modules},
     {"activation-func-fp8-input-store", 0, 0, PLAN, set_act_fp8_store},
+    {"adam-moments", 0, 1, PLAN, set_adam_moments},
     /* torchtitan's checkpointing modes and torch.compile */
     {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
     {"cp-comm", 0, 1, PLAN, set_cp_comm},

@@ -60,10 +60,13 @@ static zp_status emit_conditions(zp_cli_plan *o)
     if (o->a.emit_megatron && (op || r->base.ckpt_every > 1))
         return ZP_FAIL(ZP_EINVAL, "--emit-megatron-args: %s is torchtitan's, not Megatron-LM's (use --emit-torchtitan)",
                        op ? "--recompute op" : "--checkpoint-every");
-    if (o->a.emit_torchtitan && (r->base.act_fp8_store || r->base.rc_modules))
-        return ZP_FAIL(ZP_EINVAL, "--emit-torchtitan: %s is Megatron-core's: torchtitan keeps a SwiGLU's input in the "
-                                  "training type and has no such modules (use --emit-megatron-args)",
-                       r->base.act_fp8_store ? "--activation-func-fp8-input-store" : "--recompute-modules");
+    const int narrow = zp_plan_optimizer_bytes(&r->base) != r->base.k_optimizer;
+    if (o->a.emit_torchtitan && (r->base.act_fp8_store || r->base.rc_modules || narrow))
+        return ZP_FAIL(ZP_EINVAL, "--emit-torchtitan: %s is Megatron-core's: torchtitan has no such option (use "
+                                  "--emit-megatron-args)",
+                       r->base.act_fp8_store ? "--activation-func-fp8-input-store"
+                       : narrow              ? "--adam-moments"
+                                             : "--recompute-modules");
     const int half = r->base.param_bytes == 2.0;
     if ((o->a.emit_torchtitan || (o->a.emit_megatron && zp_search_bf16(r))) && half && r->base.grad_bytes == 0) {
         r->base.grad_bytes = 4.0;

@@ -231,6 +231,26 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
 
 double zp_plan_grad_bytes(const zp_plan *p) { return p->grad_bytes > 0 ? p->grad_bytes : p->param_bytes; }
 
+double zp_plan_optimizer_bytes(const zp_plan *p)
+{
+    const double m = p->exp_avg_bytes > 0 ? p->exp_avg_bytes : 4.0, v = p->exp_avg_sq_bytes > 0 ? p->exp_avg_sq_bytes : 4.0;
+    return p->k_optimizer - (8.0 - m - v);
+}
+
+double zp_adam_moment_bytes(const char *type)
+{
+    static const struct {
+        const char *name;
+        double bytes;
+    } types[] = {{"fp32", 4.0}, {"bf16", 2.0}, {"fp16", 2.0}, {"fp8", 1.0}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcasecmp(type, types[i].name) == 0)
+            return types[i].bytes;
+    return 0.0;
+}
+
+const char *zp_adam_moment_name(double bytes) { return bytes == 1.0 ? "fp8" : bytes == 2.0 ? "bf16" : "fp32"; }
+
 const char *zp_plan_precision_name(const zp_plan *p)
 {
     return p->param_bytes == 4.0 ? "fp32" : p->bf16 ? "bf16" : "fp16";
@@ -365,7 +385,12 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--offload params needs ZeRO stage 3 (as in DeepSpeed)");
     if (p->cb && !(p->bucket >= 1))
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be at least 1 element");
-    if (!(p->k_optimizer > 0))
+    if (p->exp_avg_bytes < 0 || p->exp_avg_bytes > 4 || p->exp_avg_sq_bytes < 0 || p->exp_avg_sq_bytes > 4)
+        return ZP_FAIL(ZP_EINVAL, "--adam-moments: not a moment type (fp32, bf16, fp16 or fp8)");
+    if (zp_plan_optimizer_bytes(p) != p->k_optimizer && p->offload != ZP_OFFLOAD_NONE)
+        return ZP_FAIL(ZP_EINVAL, "--adam-moments with --offload: the offloaded optimizer (DeepSpeed's CPU Adam) keeps "
+                                  "its moments in fp32 (drop one)");
+    if (!(p->k_optimizer > 0) || !(zp_plan_optimizer_bytes(p) > 0))
         return ZP_FAIL(ZP_EINVAL, "optimizer multiplier K must be positive");
     if (p->param_bytes != 2.0 && p->param_bytes != 4.0)
         return ZP_FAIL(ZP_EINVAL, "parameters are 2 (fp16/bf16) or 4 (fp32) bytes");

@@ -168,6 +168,9 @@ typedef struct {
     int md;              /* ZeRO-R MD: contiguous pre-allocated regions, no fragmentation */
     zp_offload offload;
     double k_optimizer;  /* optimizer bytes per parameter (mixed-precision Adam: 12; fp32 Adam: 8) */
+    /* Adam's moments in another type (Megatron-core's precision-aware optimizer, --exp-avg-dtype and
+       --exp-avg-sq-dtype; DeepSeek-V3's BF16 moments): bytes an element of m and of v; 0: fp32 (4) */
+    double exp_avg_bytes, exp_avg_sq_bytes;
     double param_bytes;  /* bytes of a parameter and of a gradient: 2 (fp16/bf16) or 4 (fp32) */
     int bf16;            /* 16-bit parameters are bf16 (no loss scaling; GEMMs at the GPU's bf16 peak), else
                             fp16; meaningless with 4-byte parameters */
@@ -254,6 +257,13 @@ _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * siz
 void zp_plan_default(zp_plan *p, int64_t gpus);
 /* Bytes of one gradient element (grad_bytes, else param_bytes). */
 double zp_plan_grad_bytes(const zp_plan *p);
+/* Optimizer state bytes per parameter: k_optimizer, less what Adam's moments save in a type narrower than fp32
+ * (exp_avg_bytes, exp_avg_sq_bytes). */
+double zp_plan_optimizer_bytes(const zp_plan *p);
+/* The bytes an element of an Adam moment of this type takes ("fp32" 4, "bf16" and "fp16" 2, "fp8" 1), 0 for
+ * another word; and the type's name for a byte count. */
+double zp_adam_moment_bytes(const char *type);
+const char *zp_adam_moment_name(double bytes);
 /* "fp16", "bf16" or "fp32": the training precision of the parameters. */
 const char *zp_plan_precision_name(const zp_plan *p);
 

@@ -410,15 +410,26 @@ for ds in "deepseek-v2-lite --gpus 64 --ep 8 --mp 2 --sp --stage 0" \
     ko "emitting ${ds%% *} for torchtitan: $(cat "$T/err")"
   fi
 done
-# Megatron-core's precision-aware optimizer: fp32 types are zplan's and read; another would change the memory
-# (DeepSeek-V3's bf16 moments) and is refused, naming the key
+# Megatron-core's precision-aware optimizer: Adam's moments in bf16 (DeepSeek-V3's) read, written and read back
+# at the same step; without --use-precision-aware-optimizer, or with the main gradients in bf16 (not modelled),
+# refused naming the fix
 judged "--use-precision-aware-optimizer with fp32 types" --megatron-args \
   <(sed 's/$/ --use-precision-aware-optimizer --exp-avg-dtype fp32 --main-grads-dtype fp32/' "$T/rc.args") \
   --gpus 64 --cluster hgx-h800 --analytic --top 1
-bad "bf16 Adam moments" "--exp-avg-sq-dtype bf16: the precision-aware optimizer's other types are not modelled" \
-  --megatron-args <(sed 's/$/ --use-precision-aware-optimizer --exp-avg-sq-dtype bf16/' "$T/rc.args") \
-  --gpus 64 --cluster hgx-h800 --analytic
-bad "torchtitan TOML with the SwiGLU input in FP8" "input-store is Megatron-core's: torchtitan keeps a SwiGLU's input" \
+if "$Z" --model deepseek-v2-lite --gpus 64 --ep 8 --pp 1 --mp 1 --global-batch 128 --cluster hgx-h800 --stage 1 \
+     --micro-batch 1 --adam-moments bf16 --analytic --emit-megatron-args "$T/am.args" >/dev/null 2>"$T/err" &&
+   grep -q -- '--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16' "$T/am.args"; then
+  ok
+  read_back "Megatron-LM arguments with bf16 Adam moments" "Megatron-LM arguments with bf16 Adam moments" \
+    --megatron-args "$T/am.args" --gpus 64 --cluster hgx-h800 --analytic
+else
+  ko "emitting bf16 Adam moments: $(cat "$T/err") $(cat "$T/am.args" 2>/dev/null)"
+fi
+bad "bf16 Adam moments without the flag" "add --use-precision-aware-optimizer" \
+  --megatron-args <(sed 's/ --use-precision-aware-optimizer//' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
+bad "bf16 main gradients" "--main-grads-dtype bf16: the precision-aware optimizer's main parameters and gradients" \
+  --megatron-args <(sed 's/$/ --main-grads-dtype bf16/' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
+bad "torchtitan TOML with the SwiGLU input in FP8" "input-store is Megatron-core's: torchtitan has no such option" \
   --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --activation-func-fp8-input-store --emit-torchtitan "$T/x.toml"
 bad "torchtitan TOML of DeepSeek-V3 with MTP" "torchtitan's deepseek_v3 has not: plan it with --mtp-layers 0" \
   --model deepseek-v3 --gpus 512 --ep 32 --pp 8 --cluster dgx-h100 --analytic --emit-torchtitan "$T/x.toml"

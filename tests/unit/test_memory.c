@@ -821,3 +821,24 @@ Test(memory, swiglu_input_in_fp8)
     cr_assert_eq(zp_memory_estimate(gpt, &p, &a), ZP_OK);
     cr_expect_float_eq(a.activations, b.activations, 0.5);
 }
+
+/* Adam's moments in bf16 (zp_plan.exp_avg_bytes, exp_avg_sq_bytes; --adam-moments): mixed precision keeps the
+ * fp32 master weights (4 bytes) and m and v in 2 each, 8 bytes of state a parameter instead of 12, partitioned
+ * as ever; one moment narrower only, 10; a narrower type beside offload is no plan. */
+Test(memory, adam_moments_in_bf16)
+{
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    zp_plan p = zp_test_plan(1, 8, 1, 1);
+    zp_memory f32, b16, half;
+    cr_assert_eq(zp_memory_estimate(m, &p, &f32), ZP_OK);
+    p.exp_avg_bytes = p.exp_avg_sq_bytes = 2.0;
+    cr_expect_float_eq(zp_plan_optimizer_bytes(&p), 8.0, 1e-12);
+    cr_assert_eq(zp_memory_estimate(m, &p, &b16), ZP_OK);
+    cr_expect_float_eq(b16.optimizer, f32.optimizer * 8.0 / 12.0, 1e-6 * f32.optimizer);
+    cr_expect_float_eq(b16.params + b16.grads + b16.activations, f32.params + f32.grads + f32.activations, 1.0);
+    p.exp_avg_sq_bytes = 0.0;
+    cr_assert_eq(zp_memory_estimate(m, &p, &half), ZP_OK);
+    cr_expect_float_eq(half.optimizer, f32.optimizer * 10.0 / 12.0, 1e-6 * f32.optimizer);
+    p.offload = ZP_OFFLOAD_OPTIMIZER;
+    cr_expect_eq(zp_plan_validate(&p), ZP_EINVAL);
+}
