@@ -77,7 +77,7 @@ zp_status zp_exec_config_check(const zp_exec_config *c, int ranks)
         ZP_TRY(zp_pp_check(m, p));
     if (p->sp)
         return ZP_FAIL(ZP_EINVAL, "--sp: the executor does not run sequence parallelism (the simulator does)");
-    if (zp_plan_optimizer_bytes(p) != p->k_optimizer)
+    if (zp_plan_moments_saved(p) > 0)
         return ZP_FAIL(ZP_EINVAL, "--adam-moments: the executor keeps Adam's moments in fp32 (the simulator models "
                                   "narrower ones)");
     if (p->act_fp8_store)

@@ -788,7 +788,7 @@ zp_status zp_dsconfig_check(const zp_plan *p)
                      : p->ep > 1 && p->ep_overlap                        ? "EP all-to-alls beside another micro-batch"
                      : p->shared_overlap                                 ? "the shared experts beside the all-to-alls"
                      : p->act_fp8_store                                  ? "a SwiGLU's input stored as FP8"
-                     : zp_plan_optimizer_bytes(p) != p->k_optimizer      ? "Adam's moments narrower than fp32"
+                     : zp_plan_moments_saved(p) > 0                     ? "Adam's moments narrower than fp32"
                                                                          : NULL;
     if (no)
         return ZP_FAIL(ZP_EUNSUPPORTED, "the plan runs %s, which DeepSpeed does not (a DeepSpeed config cannot say it): "

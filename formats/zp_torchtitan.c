@@ -439,7 +439,7 @@ zp_status zp_torchtitan_check(const zp_plan *p)
                        p->offload != ZP_OFFLOAD_NONE ? "offload" : "ZeRO-R Pa");
     if (p->stage != 0 && p->stage != 3)
         return ZP_FAIL(ZP_EUNSUPPORTED, "ZeRO stage %d: torchtitan runs DDP (stage 0) or FSDP (stage 3)", p->stage);
-    if (p->act_fp8_store || zp_plan_optimizer_bytes(p) != p->k_optimizer)
+    if (p->act_fp8_store || zp_plan_moments_saved(p) > 0)
         return ZP_FAIL(ZP_EUNSUPPORTED, "%s is Megatron-core's: torchtitan keeps %s (use --emit-megatron-args)",
                        p->act_fp8_store ? "--activation-func-fp8-input-store" : "--adam-moments",
                        p->act_fp8_store ? "a SwiGLU's input in the training type" : "Adam's moments in fp32");

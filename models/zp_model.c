@@ -154,6 +154,9 @@ static void add_mlp(const zp_model *m, tlist *l, int role, int64_t f, int64_t co
 
 static int64_t expert_ffn(const zp_model *m) { return m->expert_ffn > 0 ? m->expert_ffn : m->ffn; }
 static int64_t shared_ffn(const zp_model *m) { return m->shared_ffn > 0 ? m->shared_ffn : expert_ffn(m); }
+/* The MLP width an MoE block's token runs through: its top_k routed experts', its shared experts'. */
+static double routed_width(const zp_model *m) { return (double)m->top_k * (double)expert_ffn(m); }
+static double shared_width(const zp_model *m) { return (double)m->shared_experts * (double)shared_ffn(m); }
 int64_t zp_model_expert_ffn(const zp_model *m) { return expert_ffn(m); }
 int64_t zp_model_shared_ffn(const zp_model *m) { return shared_ffn(m); }
 static int block_norms(const zp_model *m) { return m->block_norms > 0 ? m->block_norms : 2; }
@@ -574,7 +577,7 @@ static double block_activation(const zp_model *m, int moe, double batch, int64_t
     } else {
         const double k = (double)m->top_k, E = (double)m->experts;
         R += 4.0 * E / h + 2.0 * k; /* fp32 router logits; the tokens copied to their k experts */
-        S += per_f * (k * (double)expert_ffn(m) + (double)m->shared_experts * (double)shared_ffn(m)) / h;
+        S += per_f * (routed_width(m) + shared_width(m)) / h;
     }
     return s * batch * h * (R + S / t + zp_model_score_bytes(m) * a * s / (h * t));
 }
@@ -608,7 +611,7 @@ static double block_rc_saved(const zp_model *m, int moe, unsigned module, double
     const double kv = (double)zp_model_kv_heads(m), k = (double)m->top_k;
     /* per f: fc2's input as kept, a SwiGLU's input (2 elements) in FP8 where it is stored so */
     const double inner = g_mlp[m->mlp].act_bytes - 2.0 + gin - (glu_fp8 && m->mlp == ZP_MLP_GATED ? 2.0 : 0.0);
-    const double routed = k * (double)expert_ffn(m), shared = (double)m->shared_experts * (double)shared_ffn(m);
+    const double routed = routed_width(m), shared = shared_width(m);
     double R = 0.0, S = 0.0;
     switch (module) {
     case ZP_RCM_LAYERNORM: R = gin * (m->parallel && block_norms(m) == 1 ? 1.0 : 2.0); break;
@@ -641,8 +644,7 @@ double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch,
 static double block_glu_fp8_saved(const zp_model *m, int moe, double batch, int64_t mp)
 {
     const double t = (double)(mp > 0 ? mp : 1);
-    const double f = moe ? (double)m->top_k * (double)expert_ffn(m) + (double)m->shared_experts * (double)shared_ffn(m)
-                         : (double)m->ffn;
+    const double f = moe ? routed_width(m) + shared_width(m) : (double)m->ffn;
     return m->mlp == ZP_MLP_GATED ? (double)m->seq * batch * 2.0 * f / t : 0.0;
 }
 
@@ -658,8 +660,7 @@ double zp_model_glu_fp8_saved_layer(const zp_model *m, double batch, int64_t mp)
 static double block_rc_macs(const zp_model *m, int moe, unsigned mods)
 {
     const double h = (double)m->hidden, a = (double)m->heads, mats = (double)g_mlp[m->mlp].matrices;
-    const double routed = (double)m->top_k * (double)expert_ffn(m);
-    const double shared = (double)m->shared_experts * (double)shared_ffn(m);
+    const double routed = routed_width(m), shared = shared_width(m);
     double macs = 0.0;
     if ((mods & ZP_RCM_MLA_UP_PROJ) && m->attn == ZP_ATTN_MLA)
         macs += (m->q_lora_rank > 0 ? (double)m->q_lora_rank : h) * a * (double)zp_model_head_dim(m) +

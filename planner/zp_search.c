@@ -213,6 +213,16 @@ static zp_status validate_param_gather(const zp_search_req *r)
     return ZP_OK;
 }
 
+/* The option of a plan only Megatron-core ("any") runs among those no framework row has a column for, or
+ * NULL. */
+static const char *megatron_core_option(const zp_plan *b)
+{
+    return b->rc_modules                    ? "Megatron-core's --recompute-modules"
+           : b->act_fp8_store               ? "Megatron-core's --activation-func-fp8-input-store"
+           : zp_plan_moments_saved(b) > 0   ? "Megatron-core's precision-aware optimizer (--adam-moments)"
+                                            : NULL;
+}
+
 /* Options the framework's release does not have (--framework): refused, naming the option and the release.
  * The search then offers only what it has (shapes_for, schedules_for, zp_search_run). */
 static zp_status validate_framework(const zp_search_req *r)
@@ -258,12 +268,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm)";
     else if (b->shared_overlap && !f->shared_overlap)
         no = "the shared experts beside the all-to-alls (--moe-shared-expert-overlap)";
-    else if (b->rc_modules && r->framework != ZP_FRAMEWORK_ANY)
-        no = "Megatron-core's --recompute-modules";
-    else if (b->act_fp8_store && r->framework != ZP_FRAMEWORK_ANY)
-        no = "Megatron-core's --activation-func-fp8-input-store";
-    else if (zp_plan_optimizer_bytes(b) != b->k_optimizer && r->framework != ZP_FRAMEWORK_ANY)
-        no = "Megatron-core's precision-aware optimizer (--adam-moments)";
+    else if (r->framework != ZP_FRAMEWORK_ANY && megatron_core_option(b))
+        no = megatron_core_option(b);
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -574,7 +580,7 @@ zp_status zp_search_validate(const zp_search_req *r)
         ZP_TRY(zp_model_check_op_sac(r->model));
     ZP_TRY(check_rc_modules(r));
     ZP_TRY(check_act_fp8_store(r));
-    if (zp_plan_optimizer_bytes(&r->base) != r->base.k_optimizer && given(r, ZP_SEARCH_OFFLOAD) &&
+    if (zp_plan_moments_saved(&r->base) > 0 && given(r, ZP_SEARCH_OFFLOAD) &&
         r->base.offload != ZP_OFFLOAD_NONE)
         return ZP_FAIL(ZP_EINVAL, "--adam-moments %s with --offload %s: the offloaded optimizer (DeepSpeed's CPU Adam) "
                                   "keeps its moments in fp32 (drop one)",
@@ -2089,7 +2095,7 @@ static int off_wanted(const walk *w, int off)
         return 0;
     if (w->r->base.nvme && off == ZP_OFFLOAD_NONE)
         return 0; /* NVMe holds offloaded states: it implies offload */
-    if (off != ZP_OFFLOAD_NONE && zp_plan_optimizer_bytes(&w->r->base) != w->r->base.k_optimizer)
+    if (off != ZP_OFFLOAD_NONE && zp_plan_moments_saved(&w->r->base) > 0)
         return 0; /* narrower Adam moments are the GPU optimizer's (zp_plan_validate) */
     return !((off == ZP_OFFLOAD_OPTIMIZER && w->stage < 1) || (off == ZP_OFFLOAD_PARAMS && w->stage != 3));
 }

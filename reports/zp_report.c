@@ -311,7 +311,7 @@ void zp_report_plan_options(const zp_plan *p, char *buf, size_t len)
         snprintf(fsdp + n, sizeof fsdp - (size_t)n, " keep-params");
     snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s%s%s%s", ep, p->pa_cpu ? "Pa+cpu " : (p->pa ? "Pa " : ""),
              p->cb ? "CB " : "", p->md ? "MD " : "", ckpt, p->act_fp8_store ? " act-fp8" : "",
-             zp_plan_optimizer_bytes(p) != p->k_optimizer ? " adam-narrow" : "", p->sp ? " SP" : "",
+             zp_plan_moments_saved(p) > 0 ? " adam-narrow" : "", p->sp ? " SP" : "",
              tpo ? " tp-overlap:" : "", tpo ? zp_tp_overlap_name((zp_tp_overlap)p->tp_overlap) : "", pipe, fsdp,
              p->offload != ZP_OFFLOAD_NONE ? " offload:" : "",
              p->offload != ZP_OFFLOAD_NONE ? zp_offload_name(p->offload) : "");
@@ -492,7 +492,7 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_bool(t, col0 + P_SHARED_OVERLAP, 1));
     if (p->act_fp8_store)
         ZP_TRY(zp_table_set_bool(t, col0 + P_ACT_FP8, 1));
-    if (zp_plan_optimizer_bytes(p) != p->k_optimizer) {
+    if (zp_plan_moments_saved(p) > 0) {
         const char *m = zp_adam_moment_name(p->exp_avg_bytes), *v = zp_adam_moment_name(p->exp_avg_sq_bytes);
         char both[16];
         snprintf(both, sizeof both, "%s%s%s", m, strcmp(m, v) ? "," : "", strcmp(m, v) ? v : "");

@@ -149,10 +149,10 @@ int zp_device_launches(const zp_profile *p, const zp_op_info *info)
     return n > 0 ? n : 1;
 }
 
-double zp_device_adam_bytes(const zp_plan *p)
-{
-    return ZP_DEVICE_OPTIMIZER_BYTES - 2.0 * (p->k_optimizer - zp_plan_optimizer_bytes(p));
-}
+/* The fused Adam's bytes a parameter with moments narrower by `saved` bytes: each is read and written once. */
+static double adam_stream_bytes(double saved) { return ZP_DEVICE_OPTIMIZER_BYTES - 2.0 * saved; }
+
+double zp_device_adam_bytes(const zp_plan *p) { return adam_stream_bytes(zp_plan_moments_saved(p)); }
 
 double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info, int gpus_per_cpu)
 {
@@ -160,7 +160,7 @@ double zp_cost_adam(const zp_profile *p, const zp_op *op, const zp_op_info *info
     (void)gpus_per_cpu;
     /* a fused Adam is bound by its stream: moments narrower by op->k bytes a parameter are read and written
      * that much less of ZP_DEVICE_OPTIMIZER_BYTES, that much less of the measured or modelled time */
-    const double narrow = (ZP_DEVICE_OPTIMIZER_BYTES - 2.0 * op->k) / ZP_DEVICE_OPTIMIZER_BYTES;
+    const double narrow = adam_stream_bytes(op->k) / ZP_DEVICE_OPTIMIZER_BYTES;
     double t = zp_profile_adam_time(p, op->bytes, 0);
     return (t >= 0 ? t : op->bytes * ZP_DEVICE_OPTIMIZER_BYTES / stream_bw(p)) * narrow;
 }

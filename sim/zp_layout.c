@@ -361,13 +361,13 @@ static double ds_rc_saved(const zp_builder *b, double *most)
         mods &= ~(unsigned)(ZP_RCM_MOE_ACT | ZP_RCM_SHARED_EXPERTS);
     const double gin = fp8_te(b->p) ? 1.0 + zp_fp8_get(b->p->fp8)->scale_act : 2.0;
     const double mb = (double)b->p->micro_batch, t = (double)b->p->mp;
+    const int g8 = b->p->act_fp8_store;
     double sum = 0.0;
     *most = (mods & ZP_RCM_CORE_ATTN) ? ds_core_bytes(b) : 0.0;
     for (int i = 0; zp_rc_module_get(i); i++) {
         const unsigned bit = zp_rc_module_get(i)->bit;
         if (bit == ZP_RCM_CORE_ATTN || !(mods & bit))
             continue;
-        const int g8 = b->p->act_fp8_store;
         const double x = b->p->sp ? zp_model_rc_saved_layer(b->m, bit, mb, 1, gin, g8) / t
                                    : zp_model_rc_saved_layer(b->m, bit, mb, b->p->mp, gin, g8);
         sum += x;

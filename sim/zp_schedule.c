@@ -1324,7 +1324,7 @@ static void optimizer(zp_builder *b, double bucket, int nb)
         if (!skip(b)) { /* part parameters; k: the bytes of state each saves where Adam's moments are narrower */
             zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, ZP_OPK_ADAM);
             o->bytes = part;
-            o->k = plan->k_optimizer - zp_plan_optimizer_bytes(plan);
+            o->k = zp_plan_moments_saved(plan);
         }
         if (stage12)
             sig(b, ZP_STREAM_COMPUTE, ZP_CH_UPDATED);

@@ -60,7 +60,7 @@ static zp_status emit_conditions(zp_cli_plan *o)
     if (o->a.emit_megatron && (op || r->base.ckpt_every > 1))
         return ZP_FAIL(ZP_EINVAL, "--emit-megatron-args: %s is torchtitan's, not Megatron-LM's (use --emit-torchtitan)",
                        op ? "--recompute op" : "--checkpoint-every");
-    const int narrow = zp_plan_optimizer_bytes(&r->base) != r->base.k_optimizer;
+    const int narrow = zp_plan_moments_saved(&r->base) > 0;
     if (o->a.emit_torchtitan && (r->base.act_fp8_store || r->base.rc_modules || narrow))
         return ZP_FAIL(ZP_EINVAL, "--emit-torchtitan: %s is Megatron-core's: torchtitan has no such option (use "
                                   "--emit-megatron-args)",

@@ -118,9 +118,9 @@ zp_status zp_recompute_parse(const char *text, zp_recompute *out)
 }
 
 static const zp_rc_module_info g_rc_modules[] = {
-    {"core_attn", ZP_RCM_CORE_ATTN, 0},     {"moe_act", ZP_RCM_MOE_ACT, 1}, {"layernorm", ZP_RCM_LAYERNORM, 1},
-    {"mla_up_proj", ZP_RCM_MLA_UP_PROJ, 1}, {"mlp", ZP_RCM_MLP, 0},         {"moe", ZP_RCM_MOE, 0},
-    {"shared_experts", ZP_RCM_SHARED_EXPERTS, 0},
+    {"core_attn", ZP_RCM_CORE_ATTN},     {"moe_act", ZP_RCM_MOE_ACT}, {"layernorm", ZP_RCM_LAYERNORM},
+    {"mla_up_proj", ZP_RCM_MLA_UP_PROJ}, {"mlp", ZP_RCM_MLP},         {"moe", ZP_RCM_MOE},
+    {"shared_experts", ZP_RCM_SHARED_EXPERTS},
 };
 
 const zp_rc_module_info *zp_rc_module_get(int i)
@@ -231,11 +231,13 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
 
 double zp_plan_grad_bytes(const zp_plan *p) { return p->grad_bytes > 0 ? p->grad_bytes : p->param_bytes; }
 
-double zp_plan_optimizer_bytes(const zp_plan *p)
+double zp_plan_moments_saved(const zp_plan *p)
 {
     const double m = p->exp_avg_bytes > 0 ? p->exp_avg_bytes : 4.0, v = p->exp_avg_sq_bytes > 0 ? p->exp_avg_sq_bytes : 4.0;
-    return p->k_optimizer - (8.0 - m - v);
+    return 8.0 - m - v;
 }
+
+double zp_plan_optimizer_bytes(const zp_plan *p) { return p->k_optimizer - zp_plan_moments_saved(p); }
 
 double zp_adam_moment_bytes(const char *type)
 {
@@ -387,7 +389,7 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--bucket: must be at least 1 element");
     if (p->exp_avg_bytes < 0 || p->exp_avg_bytes > 4 || p->exp_avg_sq_bytes < 0 || p->exp_avg_sq_bytes > 4)
         return ZP_FAIL(ZP_EINVAL, "--adam-moments: not a moment type (fp32, bf16, fp16 or fp8)");
-    if (zp_plan_optimizer_bytes(p) != p->k_optimizer && p->offload != ZP_OFFLOAD_NONE)
+    if (zp_plan_moments_saved(p) > 0 && p->offload != ZP_OFFLOAD_NONE)
         return ZP_FAIL(ZP_EINVAL, "--adam-moments with --offload: the offloaded optimizer (DeepSpeed's CPU Adam) keeps "
                                   "its moments in fp32 (drop one)");
     if (!(p->k_optimizer > 0) || !(zp_plan_optimizer_bytes(p) > 0))

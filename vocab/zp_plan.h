@@ -52,7 +52,6 @@ const char *zp_recompute_name(zp_recompute r); /* "full", "selective", "none", "
 typedef struct {
     const char *name;  /* Megatron-core's: "core_attn", "layernorm", ... */
     unsigned bit;      /* its zp_rc_module */
-    int discards;      /* 1: output-discarding (CheckpointWithoutOutput); 0: a normal checkpoint */
 } zp_rc_module_info;
 
 /* Row i of the table (NULL past its end), in Megatron-core's order. */
@@ -257,8 +256,10 @@ _Static_assert(offsetof(zp_plan, cp) == offsetof(zp_plan, deg) + ZP_DIM_CP * siz
 void zp_plan_default(zp_plan *p, int64_t gpus);
 /* Bytes of one gradient element (grad_bytes, else param_bytes). */
 double zp_plan_grad_bytes(const zp_plan *p);
-/* Optimizer state bytes per parameter: k_optimizer, less what Adam's moments save in a type narrower than fp32
- * (exp_avg_bytes, exp_avg_sq_bytes). */
+/* The bytes a parameter Adam's moments save in a type narrower than fp32 (exp_avg_bytes, exp_avg_sq_bytes;
+ * 0: fp32 both, > 0: Megatron-core's precision-aware optimizer), and the optimizer state bytes per parameter,
+ * k_optimizer less those. */
+double zp_plan_moments_saved(const zp_plan *p);
 double zp_plan_optimizer_bytes(const zp_plan *p);
 /* The bytes an element of an Adam moment of this type takes ("fp32" 4, "bf16" and "fp16" 2, "fp8" 1), 0 for
  * another word; and the type's name for a byte count. */

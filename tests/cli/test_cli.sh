@@ -491,24 +491,28 @@ expect_bad "--recompute-modules with full"      --model llama-3-8b --gpus 8 --cl
 expect_bad "--recompute-modules moe, dense"     --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules moe
 expect_bad "--recompute-modules mlp, all MoE"   --model mixtral-8x7b --gpus 8 --cluster dgx-h100 --recompute-modules mlp
 expect_bad "--recompute-modules in deepspeed"   --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --recompute-modules mlp
+# l3plan EXPR ARGS...: Llama 3 8B on 8 GPUs, ZeRO-1, sequence 4K, micro-batch 1, no recompute, one plan: EXPR
+# (python, over its JSON plan p) printed
+l3plan() {
+  local expr="$1"; shift
+  "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 4k --mp 1 --pp 1 --stage 1 --micro-batch 1 \
+    --global-batch 8 --recompute none --top 1 --format json "$@" 2>/dev/null |
+    python3 -c "import json,sys; p=json.load(sys.stdin)['plans'][0]; print($expr)"
+}
 # --activation-func-fp8-input-store: a SwiGLU's input in FP8, fewer GB at the same step, in JSON; refused for a
 # GeLU model and outside framework any (and in a torchtitan TOML: test_launch.sh)
-f8() { "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 4k --mp 1 --pp 1 --stage 1 --micro-batch 1 \
-  --global-batch 8 --recompute none --top 1 --format json "$@" 2>/dev/null |
-  python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["step_time_s"], p["memory_gb"]["activations"], p.get("activation_func_fp8_input_store", False))'; }
-read -r b16_s b16_gb b16_k <<<"$(f8)"
-read -r e4_s e4_gb e4_k <<<"$(f8 --activation-func-fp8-input-store)"
+f8='p["step_time_s"], p["memory_gb"]["activations"], p.get("activation_func_fp8_input_store", False)'
+read -r b16_s b16_gb b16_k <<<"$(l3plan "$f8")"
+read -r e4_s e4_gb e4_k <<<"$(l3plan "$f8" --activation-func-fp8-input-store)"
 if python3 -c "import sys; a,ag,b,bg=map(float,sys.argv[1:]); sys.exit(0 if a==b and abs(ag-bg-32*2*14336*4096/1e9)<1e-3 else 1)" \
      "$b16_s" "$b16_gb" "$e4_s" "$e4_gb" 2>/dev/null && [ "$b16_k" = False ] && [ "$e4_k" = True ]; then ok
 else ko "--activation-func-fp8-input-store: $b16_s s $b16_gb GB ($b16_k), FP8 $e4_s s $e4_gb GB ($e4_k)"; fi
 # --adam-moments bf16: Adam's m and v in 2 bytes, Llama 3 8B on 8 GPUs at ZeRO-1: 12 -> 8 bytes of state a
 # parameter (the optimizer's GB x 2/3), its traffic 42 of 50 bytes a parameter (the optimizer phase's time x 0.84,
 # its few small all-reduces besides); refused beside offload
-am() { "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 4k --mp 1 --pp 1 --stage 1 --micro-batch 1 \
-  --global-batch 8 --recompute none --top 1 --format json "$@" 2>/dev/null |
-  python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["memory_gb"]["optimizer"], p["time_breakdown_s"]["optimizer"], p.get("adam_moments", "-"))'; }
-read -r f32_gb f32_t f32_k <<<"$(am)"
-read -r b16_gb b16_t b16_k <<<"$(am --adam-moments bf16)"
+am='p["memory_gb"]["optimizer"], p["time_breakdown_s"]["optimizer"], p.get("adam_moments", "-")'
+read -r f32_gb f32_t f32_k <<<"$(l3plan "$am")"
+read -r b16_gb b16_t b16_k <<<"$(l3plan "$am" --adam-moments bf16)"
 if python3 -c "import sys; a,at,b,bt=map(float,sys.argv[1:]); sys.exit(0 if abs(b/a-8/12)<1e-6 and abs(bt/at-42/50)<2e-3 else 1)" \
      "$f32_gb" "$f32_t" "$b16_gb" "$b16_t" 2>/dev/null && [ "$f32_k" = "-" ] && [ "$b16_k" = bf16 ]; then ok
 else ko "--adam-moments: fp32 $f32_gb GB $f32_t s ($f32_k), bf16 $b16_gb GB $b16_t s ($b16_k)"; fi
