@@ -87,6 +87,9 @@ typedef struct {
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
     int param_gather;        /* 1: Megatron-LM --overlap-param-gather (NeMo optim.overlap_param_sync); UNSET */
+    int p2p_overlap;         /* the interleaved schedule's pipeline sends overlapped: 0 with Megatron-LM's
+                                --no-overlap-p2p-communication, NeMo's model.overlap_p2p_comm; UNSET: the
+                                framework's default (Megatron-LM and torchtitan: on; NeMo: off) */
     int tp_overlap;          /* a zp_tp_overlap the launch asks for (Megatron-LM --tp-comm-overlap, NeMo
                                 ub_tp_comm_overlap: te; torchtitan enable_async_tensor_parallel: async), or UNSET */
     int fp8;                 /* FP8 training stated (Megatron-LM --fp8-format, torchtitan's float8 converter) */

@@ -465,6 +465,10 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     r->base.overlap_comm = l->overlap != ZP_LAUNCH_UNSET ? l->overlap : l->kind == ZP_LAUNCH_TORCHTITAN;
     /* the distributed optimizer's all-gather beside the next forward (with its grad reduce overlapped) */
     r->base.overlap_param_gather = l->param_gather == 1 && r->base.overlap_comm && l->stage == 1;
+    /* the interleaved schedule's sends beside the next pass: Megatron-LM's argument defaults to on, NeMo's
+     * YAML to off; torchtitan's interleaved schedules (torch.distributed.pipelining's batched isends) are
+     * taken as Megatron-LM's */
+    r->base.overlap_p2p_comm = l->p2p_overlap != ZP_LAUNCH_UNSET ? l->p2p_overlap : l->kind != ZP_LAUNCH_NEMO;
     /* TP overlap as the launch asks (off unless it does: every framework's default); at TP 1 nothing to do */
     b->tp_overlap = l->tp_overlap > 0 && tp > 1 ? l->tp_overlap : ZP_TP_OVERLAP_OFF;
     if (b->tp_overlap != ZP_TP_OVERLAP_OFF && !b->sp)

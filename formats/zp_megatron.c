@@ -266,6 +266,8 @@ static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
         add_layout(o, m, p);
     if (p->cp > 1)
         add(o, " --cp-comm-type %s", zp_cp_comm_megatron((zp_cp_comm)p->cp_comm));
+    if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && !p->overlap_p2p_comm) /* Megatron-LM's default is on */
+        add(o, " --no-overlap-p2p-communication");
 }
 
 static void add_batch(out *o, const zp_plan *p)

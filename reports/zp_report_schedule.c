@@ -42,8 +42,9 @@ static void details(const zp_op *o, const zp_op_info *in, char *buf, size_t len)
         break;
     case ZP_OPC_COPY: snprintf(buf, len, "%s, %.0f bytes", in->dir == ZP_COPY_D2H ? "d2h" : "h2d", o->bytes); break;
     case ZP_OPC_P2P:
-        snprintf(buf, len, "%s stage %d, %.0f bytes per GPU",
-                 in->p2p == ZP_P2P_SEND ? "to" : (in->p2p == ZP_P2P_RECV ? "from" : "with"), o->item, o->bytes);
+        snprintf(buf, len, "%s stage %d, %.0f bytes per GPU%s",
+                 in->p2p == ZP_P2P_SEND ? "to" : (in->p2p == ZP_P2P_RECV ? "from" : "with"), o->item, o->bytes,
+                 o->nowait ? ", not waited for" : "");
         break;
     case ZP_OPC_ALLOC:
     case ZP_OPC_FREE:
@@ -89,7 +90,7 @@ static zp_status visit(void *ctx, const zp_op *o)
         if (in->cls == ZP_OPC_SIGNAL || in->cls == ZP_OPC_WAIT)
             fprintf(P->f, ", \"channel\": \"%s\"", zp_channel_name(o->channel));
         if (in->cls == ZP_OPC_P2P)
-            fprintf(P->f, ", \"peer_stage\": %d", o->item);
+            fprintf(P->f, ", \"peer_stage\": %d%s", o->item, o->nowait ? ", \"nowait\": true" : "");
         fputc('}', P->f);
     } else {
         char d[160], dl[32] = "";
@@ -119,6 +120,8 @@ static json_t *plan_json(const zp_model *m, const zp_plan *p, int64_t rank, cons
                               s->stage, "sp", p->sp, "recompute", zp_recompute_name(zp_plan_recompute(p)));
         json_object_update(j, x);
         json_decref(x);
+        if (zp_plan_p2p_overlapped(p))
+            json_object_set_new(j, "overlap_p2p_comm", json_true());
     }
     return j;
 }

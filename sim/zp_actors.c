@@ -122,7 +122,8 @@ static double p2p_bytes(const zp_eng *E, const zp_op *op, int cross_node)
 }
 
 /* A send, receive or exchange with the neighbour node of stage op->item; a receive checks it gets the
- * micro-batch it expects (the two schedules must agree on the order). */
+ * micro-batch it expects (the two schedules must agree on the order). A send lasts its transfer (the
+ * receiver's mailbox takes it at once: stream_actor), unless nowait leaves it to run beside the next ops. */
 static void p2p_op(zp_eng *E, int node, const zp_op *op)
 {
     const zp_op_info *in = info_of(op);
@@ -131,7 +132,11 @@ static void p2p_op(zp_eng *E, int node, const zp_op *op)
     const int k = in->p2p == ZP_P2P_EXCHANGE ? ZP_PP_MB_EMB : (act ? ZP_PP_MB_ACT : ZP_PP_MB_GRAD);
     const double bytes = p2p_bytes(E, op, !zp_eng_same_physical(E, me, op->item));
     sg_comm_t put = NULL;
-    if (in->p2p != ZP_P2P_RECV) {
+    if (in->p2p == ZP_P2P_SEND && op->nowait) { /* detached: it runs beside the stream's next ops */
+        sg_comm_detach(sg_mailbox_put_init(E->ppmb[(size_t)peer * ZP_NPPMB + (size_t)k], (void *)op, (long)bytes),
+                       NULL);
+        E->activities += 1;
+    } else if (in->p2p != ZP_P2P_RECV) {
         put = sg_mailbox_put_async(E->ppmb[(size_t)peer * ZP_NPPMB + (size_t)k], (void *)op, (long)bytes);
         E->activities += 1;
     }

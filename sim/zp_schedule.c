@@ -450,6 +450,23 @@ static int ep_paired(const zp_plan *p, int stage, int64_t k)
     return k >= w && k < pass_count(p) - w;
 }
 
+/* Pass k of a stage's pass order sends without waiting (zp_plan.overlap_p2p_comm). Megatron-core's
+ * interleaved schedule (schedules.py, forward_backward_pipelining_with_interleaving) with overlap_p2p_comm
+ * posts each steady-state pass's send and the next pass's receive asynchronously (send_forward_recv_forward
+ * and send_backward_recv_backward with overlap_p2p_comm=True) and waits for that send only after posting
+ * the next one, so the transfer runs beside the next pass's compute; its warm-up forwards and cool-down
+ * backwards still wait for their sends (batched and waited for, as without overlap, unless
+ * --overlap-p2p-communication-warmup-flush: not modelled). The receives are the same either way: a
+ * stage's mailboxes take a send at once (sim/zp_actors.c), and a pass waits for its input's arrival. The
+ * NCCL send kernel's SMs (a channel or two of 132) are not counted. */
+static int p2p_steady(const zp_plan *p, int stage, int64_t k)
+{
+    if (!zp_plan_p2p_overlapped(p))
+        return 0;
+    const int64_t w = zp_pp_warmup(p, stage);
+    return k >= w && k < pass_count(p) - w;
+}
+
 /* Compute run beside an all-to-all (the shared experts' part, below), or NULL. */
 typedef void (*beside_fn)(zp_builder *b, const zp_block_shape *S);
 
@@ -888,6 +905,7 @@ static void pp_p2p(zp_builder *b, int type, int peer)
     zp_op *o = zp_builder_push(b, ZP_STREAM_COMPUTE, type);
     o->bytes = pp_bytes(b);
     o->item = peer;
+    o->nowait = b->p2p_async && zp_op_table[type].p2p == ZP_P2P_SEND;
     if (zp_op_table[type].p2p == ZP_P2P_RECV && !b->p->sp && b->p->mp > 1)
         move(b, ZP_STREAM_COMPUTE, ZP_OPK_PP_ALLGATHER, pp_bytes(b) * (double)b->p->mp);
 }
@@ -1459,6 +1477,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
         for (int64_t k = ranges[j][0]; k < ranges[j][1] && b.st == ZP_OK; k++) {
             const zp_pp_pass x = zp_pp_pass_at(plan, stage, k);
             b.ep_async = ep_paired(plan, stage, k);
+            b.p2p_async = p2p_steady(plan, stage, k);
             if (x.backward)
                 backward_pass(&b, x.micro, x.chunk, bucket);
             else
@@ -1467,6 +1486,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
     /* the sample: micro-batch 0, and 1 where there is one (a later micro-batch adds its gradients into the
      * accumulated ones: grad_accumulate) */
     b.ep_async = plan->ep_overlap && plan->ep > 1; /* the sample bounds the step from below: overlapped */
+    b.p2p_async = zp_plan_p2p_overlapped(plan);
     for (int64_t u = 0; mode == BUILD_SAMPLE && u < (plan->grad_accum > 1 ? 2 : 1); u++) {
         for (int c = 0; c < b.pps.chunks; c++)
             forward_pass(&b, u, c);

@@ -328,6 +328,19 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --overlap-p2p-comm on|off: the interleaved schedule's steady-state pipeline sends beside the next pass
+ * (Megatron-LM's default; its --no-overlap-p2p-communication is off). */
+static zp_status set_p2p_overlap(zp_cli_args *a, const char *opt, const char *v)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s '%s': use on (the steady state's sends beside the next pass, Megatron-LM's "
+                                  "default) or off (each send waited for: --no-overlap-p2p-communication)",
+                       opt, v);
+    a->r.base.overlap_p2p_comm = strcmp(v, "on") == 0;
+    a->p2p_given = 1;
+    return ZP_OK;
+}
+
 /* --overlap-param-gather: the distributed optimizer's parameter all-gather beside the next forward. */
 FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 /* --overlap-moe-expert-parallel-comm: the EP all-to-alls beside the other micro-batch's compute. */
@@ -634,6 +647,7 @@ static const zp_cli_opt g_opts[] = {
     /* TP communication overlapped with its GEMMs (Megatron-core's --tp-comm-overlap, torchtitan's async TP) */
     {"tp-comm-overlap", 0, 1, SEARCH, set_tp_overlap},
     {"overlap-param-gather", 0, 0, SEARCH, set_param_gather},
+    {"overlap-p2p-comm", 0, 1, SEARCH, set_p2p_overlap},
     {"overlap-moe-expert-parallel-comm", 0, 0, SEARCH, set_ep_overlap},
     {"moe-shared-expert-overlap", 0, 0, SEARCH, set_shared_overlap},
     /* torch.compile of the blocks, or PyTorch eager */
@@ -875,6 +889,17 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
         return ZP_FAIL(ZP_EINVAL, "--framework %s: %s reduces gradients after the backward, not beside it (drop "
                                   "--overlap-comm, or plan for another framework: --framework any)",
                        f->name, f->what);
+    if (a->p2p_given && r->base.overlap_p2p_comm) {
+        if (f && !f->p2p_overlap)
+            return ZP_FAIL(ZP_EINVAL, "--framework %s: %s waits for every pipeline send and receive (drop "
+                                      "--overlap-p2p-comm on, or plan for another framework: --framework any)",
+                           f->name, f->what);
+        if ((zp_search_req_given(r, ZP_SEARCH_SCHEDULE) && r->base.schedule != ZP_PP_INTERLEAVED) ||
+            (zp_search_req_given(r, ZP_SEARCH_DIM(ZP_DIM_PP)) && r->base.pp <= 1))
+            return ZP_FAIL(ZP_EINVAL, "--overlap-p2p-comm on: only the interleaved schedule overlaps its pipeline "
+                                      "sends (Megatron-LM: \"non-interleaved schedule does not support overlapping "
+                                      "p2p communication\"): give --pp > 1 with --schedule interleaved, or drop it");
+    }
     if (a->launch && a->ds_config)
         return ZP_FAIL(ZP_EINVAL, "%s and --ds-config: judge one launch at a time", a->launch_opt);
     if ((a->fp8_recipe_given || r->base.fp8_all_gather) && !a->fp8_precision && !a->launch)

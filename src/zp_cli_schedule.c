@@ -17,7 +17,8 @@ static const char USAGE[] =
     "  --rank R             which rank (default 0; the ranks of a pipeline stage run the same schedule)\n"
     "  --format text|json   text (default): one line per op; json: {\"plan\", \"memory_gb\", \"ops\": [{\"id\",\n"
     "                       \"name\", \"kind\", \"stream\", \"part\", \"phase\", \"layer\", \"micro\", \"deps\", \"flops\",\n"
-    "                       \"bytes\", \"category\", \"buffer\"}]}\n"
+    "                       \"bytes\", \"category\", \"buffer\"}]}; a pipeline send the compute stream does\n"
+    "                       not wait for (--overlap-p2p-comm) has \"nowait\": true\n"
     "  -o, --output FILE    write to FILE (atomically)\n"
     "  --replay FILE        instead of a plan: read a schedule written by --format json (edited, or made by\n"
     "                       another tool), check every op against zplan's op kinds and print the memory\n"
@@ -27,7 +28,7 @@ static const char USAGE[] =
     "--offload-device, --max-live-params, --prefetch-bucket, --checkpoint/--no-checkpoint, --recompute, --pp,\n"
     "--schedule, --virtual-stages, --pp-first-layers, --pp-last-layers, --pp-layout, --sp/--no-sp, --no-cb, --bucket,\n"
     "--no-md, --flash-attention/--no-flash-attention (default: by the GPU, as the what-if), --flash-kernel, --grad-accum-fusion, --overlap-comm, --framework,\n"
-    "--exact, --analytic, --profile, --ds-config, --trace. With pipeline stages, rank R runs stage R / (DP x MP)\n"
+    "--overlap-p2p-comm, --exact, --analytic, --profile, --ds-config, --trace. With pipeline stages, rank R runs stage R / (DP x MP)\n"
     "(Megatron-LM's order: MP ranks innermost, then DP, then PP).\n";
 
 /* --replay FILE: the memory of a schedule read back, by category at the device peak. */

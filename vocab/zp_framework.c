@@ -22,6 +22,10 @@
  *  TP communication overlap (--tp-comm-overlap): Megatron-core with Transformer Engine's userbuffers (2023 on,
  *  sequence parallelism required) in "any"; neither Megatron-LM v2 nor DeepSpeed (no sequence parallelism)
  *  has it; nor Megatron-core's --overlap-param-gather (2023), whose distributed optimizer neither has.
+ *  The interleaved schedule's pipeline sends beside the next pass (p2p_overlap): Megatron-LM's
+ *  overlap_p2p_comm, on unless --no-overlap-p2p-communication, in "any"; Megatron-LM v2 waits for every
+ *  batched send and receive and then the whole device (p2p_communication.py: req.wait(), then
+ *  torch.cuda.synchronize() "to protect against race condition when using batch_isend_irecv()").
  *  Sharded data parallelism beside pipelines (pp_max_stage): DeepSpeed's PipelineEngine.__init__ asserts
  * `self.zero_optimization_stage() < ZeroStageEnum.gradients, "ZeRO-2 and ZeRO-3 are incompatible with
  * pipeline parallelism"` (deepspeed/runtime/pipe/engine.py); Megatron-LM v2 has no ZeRO; torchtitan runs FSDP2
@@ -70,7 +74,8 @@ static const zp_framework g_frameworks[ZP_NFRAMEWORKS] = {
                           .max_stage = 3, .offload = 1, .pa_cpu = 1, .moe = 1, .deepep = 1, .ep_overlap = 1,
                           .shared_overlap = 1, .selective = 1, .sp = 1, .interleave_min_pp = 2, .overlap = 1,
                           .fusion = 1, .flash = 1, .pp_max_stage = 3,
-                          .fsdp_reshard = 1, .tp_overlap = ZP_TP_OVERLAP_TE, .param_gather = 1, .pp_acc = 1},
+                          .fsdp_reshard = 1, .tp_overlap = ZP_TP_OVERLAP_TE, .param_gather = 1, .pp_acc = 1,
+                          .p2p_overlap = 1},
     [ZP_FRAMEWORK_MEGATRON_2021] = {.name = "megatron-2021",
                                     .what = "Megatron-LM v2 (2021, the SC'21 paper's)",
                                     .max_stage = 0, .offload = 0, .pa_cpu = 0, .moe = 0, .selective = 0, .sp = 0,

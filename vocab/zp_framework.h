@@ -25,6 +25,8 @@ typedef struct {
     int flash;             /* FlashAttention (--flash-attention) */
     int bf16_fp32_grads;   /* bf16 parameters get fp32 gradients, accumulated and reduced in fp32 */
     int param_gather;      /* the parameter all-gather beside the next forward (--overlap-param-gather) */
+    int p2p_overlap;       /* the interleaved schedule's steady-state pipeline sends beside the next pass
+                              (--overlap-p2p-comm: Megatron-LM's overlap_p2p_comm, on by default) */
     int tp_overlap;        /* its form of TP communication overlapped with the GEMMs (a zp_tp_overlap, off by
                               default in every release: --tp-comm-overlap); 0: none */
     int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */

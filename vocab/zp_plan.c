@@ -222,6 +222,7 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->k_optimizer = ZP_ADAM_K;
     p->param_bytes = 2.0;
     p->overlap_comm = 1;
+    p->overlap_p2p_comm = 1;
     p->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
     p->stage3_prefetch = ZP_DEFAULT_PREFETCH;
     p->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
@@ -421,6 +422,11 @@ zp_status zp_plan_validate(const zp_plan *p)
     if (!zp_dispatch_get(p->dispatcher))
         return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher: not a token dispatcher (use %s)", zp_dispatch_names());
     return ZP_OK;
+}
+
+int zp_plan_p2p_overlapped(const zp_plan *p)
+{
+    return p->overlap_p2p_comm && p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED;
 }
 
 int zp_plan_tp_overlapped(const zp_plan *p) { return p->tp_overlap != ZP_TP_OVERLAP_OFF && p->mp > 1; }

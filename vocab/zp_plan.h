@@ -205,6 +205,10 @@ typedef struct {
                                all-to-alls (Megatron-core's --moe-shared-expert-overlap); 0: after the combine */
     int tp_overlap;      /* a zp_tp_overlap: TP communication overlapped with its GEMMs (needs sp with mp > 1;
                             nothing to overlap at mp 1) */
+    int overlap_p2p_comm; /* the interleaved schedule's steady-state sends between pipeline stages leave the
+                             compute stream at once (Megatron-LM's default, --no-overlap-p2p-communication
+                             to drop it): 1 by default, only the interleaved schedule uses it (Megatron-LM
+                             clears it for any other) */
     int overlap_param_gather; /* stage 1-2: the updated parameters' all-gather left for the next step's first
                                  forward, bucket by bucket beside it (Megatron-core's --overlap-param-gather
                                  with its distributed optimizer; needs overlap_comm) instead of after the
@@ -290,6 +294,9 @@ double zp_plan_global_batch(const zp_plan *p);
 int zp_plan_reshards(const zp_plan *p);
 /* The DP ranks a ZeRO partition spans: the shard group of hybrid sharding, else dp. */
 int64_t zp_plan_shard_degree(const zp_plan *p);
+/* The plan's pipeline sends leave the compute stream in the steady state (overlap_p2p_comm with the
+ * interleaved schedule over pipeline stages). */
+int zp_plan_p2p_overlapped(const zp_plan *p);
 /* The plan overlaps TP communication: an overlap form asked (tp_overlap) and TP to overlap (mp > 1). */
 int zp_plan_tp_overlapped(const zp_plan *p);
 /* The micro-batches' gradients accumulate whole and are reduce-scattered once, after the last one (stage >= 2

@@ -147,6 +147,17 @@ sed 's/^  fp8_hybrid: True .*/  fp8_params: True/' "$T/fp8.yaml" >"$T/fp.yaml"
 bad "NeMo FP8 parameters" 'fp.yaml:139: model.fp8_params true: FP8 parameters' --nemo "$T/fp.yaml" --cluster dgx-h100
 sed 's/^  fp8_hybrid: True .*/  fp8_wgrad: False/' "$T/fp8.yaml" >"$T/wg.yaml"
 bad "NeMo bf16 weight gradients" 'wg.yaml:139: model.fp8_wgrad false' --nemo "$T/wg.yaml" --cluster dgx-h100
+# NeMo's interleaved schedule: model.overlap_p2p_comm False (the 5B YAML's, NeMo's default) waits for each send
+sed -e 's/^  pipeline_model_parallel_size: 1/  pipeline_model_parallel_size: 4/' \
+    -e 's/^  virtual_pipeline_model_parallel_size: null.*/  virtual_pipeline_model_parallel_size: 2/' "$F/gpt3_5b.yaml" >"$T/vp.yaml"
+sed 's/^  overlap_p2p_comm: False.*/  overlap_p2p_comm: True/' "$T/vp.yaml" >"$T/vpon.yaml"
+vstep() { "$Z" --nemo "$1" --cluster dgx-a100 --top 1 2>/dev/null | sed -n 's/^  your launch: \([0-9.]*\) s a step.*/\1/p'; }
+v_off=$(vstep "$T/vp.yaml") v_on=$(vstep "$T/vpon.yaml")
+echo "  NeMo 5B, PP 4 x 2 chunks: model.overlap_p2p_comm False $v_off s, True $v_on s"
+awk -v a="$v_on" -v b="$v_off" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "NeMo overlap_p2p_comm: on $v_on s, off $v_off s"
+sed 's/^  fp8_hybrid: True .*/  overlap_p2p_comm_warmup_flush: True/' "$T/fp8.yaml" >"$T/wf.yaml"
+bad "NeMo warm-up sends overlapped" "wf.yaml:139: model.overlap_p2p_comm_warmup_flush true: the warm-up's and the flush's pipeline sends overlapped too are not modelled" \
+  --nemo "$T/wf.yaml" --cluster dgx-h100
 sed 's/^  global_batch_size: 8/  global_batch_size: 6/' "$F/megatron_gpt_config.yaml" >"$T/gb.yaml"
 bad "NeMo global batch not micro x DP" 'global batch 6 is not a multiple of micro-batch 4' --nemo "$T/gb.yaml"
 

@@ -3,7 +3,9 @@
 # --pp-layout stated and simulated (Llama 3 405B's 126 layers on 16 stages, interleaved over 8 chunks with the
 # embedding and the head alone in the edge chunks); bad layouts exit 2 naming the layout (and an interleaved
 # schedule over layers no chunk count divides names the layout, not the batch); --emit-megatron-args writes
-# Megatron-core's arguments and --megatron-args reads them back as the same plan with the same step.
+# Megatron-core's arguments and --megatron-args reads them back as the same plan with the same step; the
+# interleaved schedule's sends beside the next pass (--overlap-p2p-comm) on and off, refused where Megatron-LM
+# does not run it, written and read back.
 # Usage: test_pplayout.sh ZPLAN
 set -u
 Z="$1"
@@ -84,6 +86,47 @@ has "torchtitan accounted: weights 1" "^pipeline_parallel_last_stage_less_layers
 emitted=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/a.toml")
 "$Z" --torchtitan "$T/a.toml" --gpus 8192 --cluster dgx-h100 --top 1 --analytic >"$T/out" 2>"$T/err" || ko "read accounted: rc=$?"
 has "read accounted: the same step" "your launch: $emitted s a step"
+
+echo "== the interleaved schedule's sends beside the next pass (--overlap-p2p-comm, Megatron-LM's default)"
+# Llama 3 8B, TP 8 a node, 4 stages on 4 nodes, 2 chunks: on (the default) the steady state's sends leave the
+# compute stream; off (--no-overlap-p2p-communication) each is waited for. Off is written into the emitted
+# arguments and read back at the same step; on is Megatron-LM's default and written as nothing.
+P8="--model llama-3-8b --gpus 32 --cluster dgx-h100 --mp 8 --pp 4 --sp --stage 1 --micro-batch 1 --global-batch 16
+  --schedule interleaved --virtual-stages 2 --recompute none --exact --top 1"
+bad "on with 1F1B" "^zplan: --overlap-p2p-comm on: only the interleaved schedule overlaps its pipeline sends \(Megatron-LM: \"non-interleaved schedule does not support overlapping p2p communication\"\)" \
+  --model llama-3-8b --gpus 32 --pp 4 --schedule 1f1b --overlap-p2p-comm on
+bad "on without stages" "^zplan: --overlap-p2p-comm on: only the interleaved schedule" --model llama-3-8b --gpus 32 --pp 1 \
+  --overlap-p2p-comm on
+bad "on, Megatron-LM v2" "^zplan: --framework megatron-2021: Megatron-LM v2 \(2021, the SC'21 paper's\) waits for every pipeline send and receive" \
+  --model gpt2-1.5B --gpus 32 --pp 4 --framework megatron-2021 --overlap-p2p-comm on
+bad "not on or off" "^zplan: --overlap-p2p-comm 'yes': use on" --model llama-3-8b --gpus 32 --overlap-p2p-comm yes
+step_of() { sed -n 's/^  step \([0-9.]*\) s,.*/\1/p' "$T/out"; }
+"$Z" $P8 >"$T/out" 2>"$T/err" || ko "p2p on: rc=$?"
+s_on=$(step_of)
+"$Z" $P8 --overlap-p2p-comm off >"$T/out" 2>"$T/err" || ko "p2p off: rc=$?"
+s_off=$(step_of)
+echo "  Llama 3 8B, 4 stages x 2 chunks over 4 nodes: $s_on s with the sends overlapped, $s_off s without"
+awk -v a="$s_on" -v b="$s_off" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "p2p: on $s_on s not below off $s_off s"
+"$Z" $P8 --format json >"$T/out" 2>"$T/err" || ko "p2p json: rc=$?"
+has "p2p: JSON says on" '"overlap_p2p_comm": true'
+"$Z" $P8 --overlap-p2p-comm off --format json >"$T/out" 2>"$T/err" || ko "p2p off json: rc=$?"
+grep -q overlap_p2p_comm "$T/out" && ko "p2p off: JSON says overlap_p2p_comm" || ok
+# emitted (with fp32 gradients, which Megatron-LM's bf16 requires: each file's step in its header), read back
+for o in on off; do
+  "$Z" $P8 --overlap-p2p-comm $o --emit-megatron-args "$T/p2p$o.sh" >"$T/out" 2>"$T/err" || ko "p2p emit $o: rc=$?"
+done
+cp "$T/p2poff.sh" "$T/out"
+has "p2p emit: off written" "--num-layers-per-virtual-pipeline-stage 4 --no-overlap-p2p-communication"
+grep -q overlap-p2p "$T/p2pon.sh" && ko "p2p emit: on (Megatron-LM's default) written" || ok
+e_on=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/p2pon.sh") e_off=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/p2poff.sh")
+awk -v a="$e_on" -v b="$e_off" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "p2p emitted: on $e_on s not below off $e_off s"
+"$Z" --megatron-args "$T/p2poff.sh" --gpus 32 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "p2p read: rc=$?"
+has "p2p read off: the same step" "your launch: $e_off s a step"
+"$Z" --megatron-args "$T/p2pon.sh" --gpus 32 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "p2p read on: rc=$?"
+has "p2p read on: the same step" "your launch: $e_on s a step"
+sed 's/ --no-overlap-p2p-communication/ --overlap-p2p-communication-warmup-flush/' "$T/p2poff.sh" >"$T/wf.sh"
+bad "warm-up and flush overlapped" "wf.sh:[0-9]+: --overlap-p2p-communication-warmup-flush: the warm-up's and the flush's pipeline sends overlapped too are not modelled" \
+  --megatron-args "$T/wf.sh" --gpus 32 --cluster dgx-h100
 
 echo "== the interleaved warm-up at m = P (4 micro-batches on 4 stages, 2 chunks)"
 # Megatron-core today caps the warm-up at the stage's passes (get_pp_rank_microbatches): stages 2 and 3 run

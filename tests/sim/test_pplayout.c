@@ -558,3 +558,80 @@ Test(pplayout, torchtitan_split)
     cr_expect_eq(zp_torchtitan_split(6, 4, 3, 0, out), ZP_EINVAL);
     cr_expect(strstr(zp_error_message(), "above the 2 layers") != NULL, "%s", zp_error_message());
 }
+
+/* The sends of a stage's schedule: all, and those its compute stream does not wait for. */
+static void count_sends(const zp_model *m, const zp_plan *p, int stage, int *sends, int *nowait)
+{
+    zp_schedule sc;
+    cr_assert_eq(zp_schedule_build_stage(m, p, stage, &sc), ZP_OK, "%s", zp_error_message());
+    *sends = *nowait = 0;
+    for (int i = 0; i < sc.n[ZP_STREAM_COMPUTE]; i++) {
+        const zp_op *o = &sc.ops[ZP_STREAM_COMPUTE][i];
+        if (zp_op_table[o->type].cls == ZP_OPC_P2P && zp_op_table[o->type].p2p == ZP_P2P_SEND) {
+            *sends += 1;
+            *nowait += o->nowait;
+        }
+        if (o->nowait && zp_op_table[o->type].p2p != ZP_P2P_SEND)
+            cr_expect_fail("op %d (%s) not waited for, but it is not a send", i, zp_op_table[o->type].name);
+    }
+    zp_schedule_free(&sc);
+}
+
+/* Megatron-core's overlap_p2p_comm (its default with the interleaved schedule): the steady state's sends
+ * leave the compute stream, the warm-up's and the cool-down's are waited for. 8 micro-batches on 4 stages
+ * of 2 chunks: stage 1 runs (4 - 1 - 1)·2 + (2 - 1)·4 = 8 warm-up forwards of its 16, so 8 forward-backward
+ * pairs in the steady state, 16 sends not waited for; its 8 warm-up forwards and 8 cool-down backwards send
+ * and wait. Stage 3 warms up with 0 + 4 = 4: 12 pairs, forwards 4-15 and backwards 0-11; its second chunk
+ * (forwards 4-7 and 12-15: chunks take turns every P = 4) ends the model and sends nothing, so 4 + 12 sends
+ * are not waited for. Off, or on the 1F1B schedule, every send is waited for. */
+Test(pplayout, steady_state_sends_not_waited)
+{
+    const zp_model *m = model("llama-3-8b");
+    zp_plan p = pp_plan(4, 2);
+    p.grad_accum = 8;
+    int sends, nowait;
+    count_sends(m, &p, 1, &sends, &nowait);
+    cr_expect_eq(sends, 32, "stage 1: %d sends", sends);
+    cr_expect_eq(nowait, 16, "stage 1: %d sends not waited for", nowait);
+    count_sends(m, &p, 3, &sends, &nowait);
+    cr_expect_eq(sends, 32 - 8, "stage 3: %d sends (its last chunk's 8 forwards send nothing)", sends);
+    cr_expect_eq(nowait, 16, "stage 3: %d sends not waited for", nowait);
+    p.overlap_p2p_comm = 0;
+    count_sends(m, &p, 1, &sends, &nowait);
+    cr_expect_eq(nowait, 0, "off: %d sends not waited for", nowait);
+    zp_plan q = pp_plan(4, 1);
+    q.grad_accum = 8;
+    count_sends(m, &q, 1, &sends, &nowait);
+    cr_expect(sends == 16 && nowait == 0, "1F1B: %d sends, %d not waited for", sends, nowait);
+}
+
+/* The sends left to run beside the next pass shorten the step by no more than the pipeline time the compute
+ * stream spent (the bubble and the sends): Llama 3 8B, TP 8 with SP inside a node, 4 stages on 4 nodes, 2
+ * chunks, 8 micro-batches of 8K tokens (32 MiB activations a GPU, over InfiniBand). */
+Test(pplayout, overlapped_sends_shorten_the_step, .timeout = 120)
+{
+    const zp_model *m = model("llama-3-8b");
+    zp_plan p = pp_plan(4, 2);
+    p.mp = 8;
+    p.sp = 1;
+    p.grad_accum = 8;
+    p.checkpoint = 0;
+    const zp_cluster *c = zp_test_preset("dgx-h100");
+    zp_profile prof;
+    zp_device_profile_builtin(c, &prof);
+    zp_sim_job on = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
+    cr_assert_eq(zp_simrun_one(&on), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(on.st, ZP_OK, "%s", on.err);
+    zp_plan q = p;
+    q.overlap_p2p_comm = 0;
+    zp_sim_job off = {.in = {.model = m, .plan = &q, .cluster = c, .profile = &prof}};
+    cr_assert_eq(zp_simrun_one(&off), ZP_OK, "%s", zp_error_message());
+    cr_assert_eq(off.st, ZP_OK, "%s", off.err);
+    const double saved = off.res.step_time - on.res.step_time;
+    cr_expect(saved > 0, "on %.4f s, off %.4f s", on.res.step_time, off.res.step_time);
+    cr_expect(saved <= off.res.pp_exposed - on.res.pp_exposed + 1e-9 && on.res.pp_exposed < off.res.pp_exposed,
+              "saved %.4f s; pipeline time exposed %.4f s on, %.4f s off", saved, on.res.pp_exposed,
+              off.res.pp_exposed);
+    cr_expect(on.res.compute == off.res.compute || fabs(on.res.compute / off.res.compute - 1) < 1e-9,
+              "the kernels are the same: %.6f s on, %.6f s off", on.res.compute, off.res.compute);
+}
