@@ -215,9 +215,10 @@ static zp_status validate_param_gather(const zp_search_req *r)
 
 /* The option of a plan only Megatron-core ("any") runs among those no framework row has a column for, or
  * NULL. */
-static const char *megatron_core_option(const zp_plan *b)
+static const char *megatron_core_option(const zp_search_req *r)
 {
-    return b->rc_modules                    ? "Megatron-core's --recompute-modules"
+    const zp_plan *b = &r->base;
+    return b->rc_modules || r->rc_auto      ? "Megatron-core's --recompute-modules"
            : b->act_fp8_store               ? "Megatron-core's --activation-func-fp8-input-store"
            : zp_plan_moments_saved(b) > 0   ? "Megatron-core's precision-aware optimizer (--adam-moments)"
                                             : NULL;
@@ -268,8 +269,8 @@ static zp_status validate_framework(const zp_search_req *r)
         no = "the EP all-to-alls beside another micro-batch (--overlap-moe-expert-parallel-comm)";
     else if (b->shared_overlap && !f->shared_overlap)
         no = "the shared experts beside the all-to-alls (--moe-shared-expert-overlap)";
-    else if (r->framework != ZP_FRAMEWORK_ANY && megatron_core_option(b))
-        no = megatron_core_option(b);
+    else if (r->framework != ZP_FRAMEWORK_ANY && megatron_core_option(r))
+        no = megatron_core_option(r);
     else if (rc == ZP_RECOMPUTE_SELECTIVE && !f->selective)
         no = "--recompute selective";
     else if (given_on(r, ZP_SEARCH_SP, b->sp) && !f->sp)
@@ -427,6 +428,9 @@ static zp_status check_shared_overlap(const zp_search_req *r)
 static zp_status check_rc_modules(const zp_search_req *r)
 {
     const unsigned mods = r->base.rc_modules;
+    if (r->rc_auto && (mods || (given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) != ZP_RECOMPUTE_SELECTIVE)))
+        return ZP_FAIL(ZP_EINVAL, "--recompute-modules auto searches selective recompute's modules: not with %s",
+                       mods ? "modules given" : zp_recompute_name(zp_search_req_recompute(r)));
     if (!mods)
         return ZP_OK;
     if (given(r, ZP_SEARCH_RECOMPUTE) && zp_search_req_recompute(r) != ZP_RECOMPUTE_SELECTIVE)
@@ -1013,8 +1017,8 @@ static int dominates(const zp_search_result *out, int j, int i)
     const zp_plan *p = &out->plans[i].plan, *q = &out->plans[j].plan;
     if (j == i || !out->plans[j].fits || q->stage != p->stage || q->mp != p->mp || q->ep != p->ep ||
         q->micro_batch != p->micro_batch || q->grad_accum != p->grad_accum || q->checkpoint != p->checkpoint ||
-        q->selective != p->selective || q->sp != p->sp || q->pp != p->pp || q->schedule != p->schedule ||
-        q->vstages != p->vstages)
+        q->selective != p->selective || q->rc_modules != p->rc_modules || q->sp != p->sp || q->pp != p->pp ||
+        q->schedule != p->schedule || q->vstages != p->vstages)
         return 0;
     int work = p->pa + p->pa_cpu + (p->offload != ZP_OFFLOAD_NONE) + (p->offload == ZP_OFFLOAD_PARAMS);
     int qwork = q->pa + q->pa_cpu + (q->offload != ZP_OFFLOAD_NONE) + (q->offload == ZP_OFFLOAD_PARAMS);
@@ -1037,11 +1041,11 @@ static int cmp_batch(const void *a, const void *b, void *ctx)
 {
     const zp_search_result *out = ctx;
     const zp_plan *p = &out->plans[*(const int *)a].plan, *q = &out->plans[*(const int *)b].plan;
-    const int64_t x[11] = {p->stage, p->mp, p->ep, p->micro_batch, p->grad_accum, p->checkpoint, p->selective,
-                           p->sp, p->pp, p->schedule, p->vstages};
-    const int64_t y[11] = {q->stage, q->mp, q->ep, q->micro_batch, q->grad_accum, q->checkpoint, q->selective,
-                           q->sp, q->pp, q->schedule, q->vstages};
-    for (int k = 0; k < 11; k++)
+    const int64_t x[12] = {p->stage, p->mp, p->ep, p->micro_batch, p->grad_accum, p->checkpoint, p->selective,
+                           p->rc_modules, p->sp, p->pp, p->schedule, p->vstages};
+    const int64_t y[12] = {q->stage, q->mp, q->ep, q->micro_batch, q->grad_accum, q->checkpoint, q->selective,
+                           q->rc_modules, q->sp, q->pp, q->schedule, q->vstages};
+    for (int k = 0; k < 12; k++)
         if (x[k] != y[k])
             return x[k] < y[k] ? -1 : 1;
     return 0;
@@ -1859,6 +1863,7 @@ typedef struct {
     zp_recompute recompute;
     int tp_overlap;    /* a zp_tp_overlap */
     int pp_acc;        /* the embedding and the loss counted in the split (zp_plan.pp_acc) */
+    unsigned rc_modules; /* selective recompute's modules under --recompute-modules auto (zp_plan.rc_modules) */
 } shape;
 
 typedef struct {
@@ -1940,6 +1945,33 @@ static int tp_overlap_wanted(const zp_search_req *r, const zp_framework *f, int6
     return tpo == (can ? r->base.tp_overlap : ZP_TP_OVERLAP_OFF);
 }
 
+/* --recompute-modules auto: selective recompute's module sets, cheapest recompute first, each adding what
+ * the model has to the one before (Megatron-core's modules, vocab/zp_plan.c; what each keeps and costs again:
+ * models/zp_model.c zp_model_rc_saved_layer, sim/zp_schedule.c modules_recompute):
+ *  1. core_attn, Megatron-core's default (0);
+ *  2. layernorm and moe_act: their forward again is elementwise kernels only, no GEMM;
+ *  3. and mla_up_proj: MLA's Q, K and V up-projections, GEMMs of the latent width (DeepSeek-V3's recipe,
+ *     report §3.3.2, is sets 2 and 3's modules);
+ *  4. and mlp and shared_experts: the dense MLPs' and the shared experts' GEMMs.
+ * The experts' own GEMMs (moe) are left to full recompute. A set the model adds nothing to is skipped. */
+int zp_search_rc_ladder(const zp_model *m, unsigned out[ZP_RC_LADDER])
+{
+    const int64_t moe = m ? zp_model_moe_blocks(m) : 0;
+    const unsigned step[ZP_RC_LADDER] = {
+        0u, ZP_RCM_LAYERNORM | (moe > 0 ? (unsigned)ZP_RCM_MOE_ACT : 0u),
+        m && m->attn == ZP_ATTN_MLA ? (unsigned)ZP_RCM_MLA_UP_PROJ : 0u,
+        (m && moe < m->layers ? (unsigned)ZP_RCM_MLP : 0u) |
+            (moe > 0 && m->shared_experts > 0 ? (unsigned)ZP_RCM_SHARED_EXPERTS : 0u)};
+    int n = 0;
+    unsigned have = 0u;
+    for (int k = 0; k < ZP_RC_LADDER; k++)
+        if (k == 0 || (step[k] & ~have)) {
+            have |= step[k];
+            out[n++] = have;
+        }
+    return n;
+}
+
 /* Every shape of (stage, degrees): sequence parallelism, recompute, TP overlap, schedule and chunks. */
 static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes *out)
 {
@@ -1962,11 +1994,16 @@ static zp_status shapes_for(const zp_search_req *r, const zp_dim_ctx *c, shapes 
                 continue;
             if (rc == ZP_RECOMPUTE_OP && rc_asked != ZP_RECOMPUTE_OP) /* torchtitan's: only when asked */
                 continue;
+            unsigned sets[ZP_RC_LADDER] = {0};
+            const int nsets = rc == ZP_RECOMPUTE_SELECTIVE && r->rc_auto ? zp_search_rc_ladder(r->model, sets) : 1;
             for (int tpo = 0; tpo < ZP_NTP_OVERLAP; tpo++) {
                 if (!tp_overlap_wanted(r, f, mp, sp, tpo))
                     continue;
-                shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc, .tp_overlap = tpo};
-                ZP_TRY(schedules_for(r, base, out));
+                for (int k = 0; k < nsets; k++) {
+                    shape base = {.pp = pp, .sp = sp, .recompute = (zp_recompute)rc, .tp_overlap = tpo,
+                                  .rc_modules = sets[k]};
+                    ZP_TRY(schedules_for(r, base, out));
+                }
             }
         }
     }
@@ -2055,6 +2092,8 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     p->sp = x->sp;
     p->tp_overlap = x->tp_overlap;
     zp_plan_set_recompute(p, x->recompute);
+    if (r->rc_auto)
+        p->rc_modules = x->rc_modules;
     p->pa = ra >= 1;
     p->pa_cpu = ra == 2;
     p->offload = (zp_offload)off;

@@ -124,6 +124,8 @@ typedef struct {
     void *progress_ctx;
     int shard_auto;             /* hybrid sharding searched (--shard-group auto): the full DP group and the
                                    largest shard group inside a node, for stages 2 and 3 */
+    int rc_auto;                /* selective recompute's modules searched (--recompute-modules auto): each
+                                   selective plan with every set of zp_search_rc_ladder; 0: base.rc_modules */
     /* search speed (issue #28) */
     int bound_shown;            /* > 0: the answer shows the figures of only the best bound_shown fitting plans
                                    not dominated (the text and Markdown answers: --top), so a dominated plan (the
@@ -208,6 +210,11 @@ double zp_search_step_bound_every(const zp_model *model, const zp_profile *prof,
  * a plan's own bound only where it can matter. */
 double zp_search_step_floor(const zp_model *model, const zp_profile *prof, const zp_plan *plan,
                             const zp_cluster *cluster, const char *platform_file);
+/* --recompute-modules auto: the module sets (ZP_RCM_* bits, 0 for Megatron-core's default, core_attn) the
+ * search tries with selective recompute, for model m: at most ZP_RC_LADDER, the first the default, each
+ * adding to the one before what m has (zp_search.c says which and why). Returns how many. */
+enum { ZP_RC_LADDER = 4 };
+int zp_search_rc_ladder(const zp_model *m, unsigned out[ZP_RC_LADDER]);
 void zp_search_result_free(zp_search_result *r);
 
 #endif

@@ -262,9 +262,15 @@ static zp_status set_recompute(zp_cli_args *a, const char *opt, const char *v)
 }
 
 /* --recompute-modules LIST: what selective recompute re-runs (Megatron-core's --recompute-modules, commas or
- * spaces between the names); it implies --recompute selective. core_attn alone is the default, kept as 0. */
+ * spaces between the names); it implies --recompute selective. core_attn alone is the default, kept as 0.
+ * auto: the sets of zp_search_rc_ladder searched with selective recompute. */
 static zp_status set_rc_modules(zp_cli_args *a, const char *opt, const char *v)
 {
+    if (strcasecmp(v, "auto") == 0) { /* searched beside no and full recompute (zp_search_rc_ladder) */
+        a->r.rc_auto = 1;
+        a->r.base.rc_modules = 0u;
+        return ZP_OK;
+    }
     unsigned mods;
     ZP_TRY(zp_rc_module_parse(v, opt, &mods));
     a->r.base.rc_modules = mods == ZP_RCM_CORE_ATTN ? 0u : mods;

@@ -491,6 +491,19 @@ expect_bad "--recompute-modules with full"      --model llama-3-8b --gpus 8 --cl
 expect_bad "--recompute-modules moe, dense"     --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules moe
 expect_bad "--recompute-modules mlp, all MoE"   --model mixtral-8x7b --gpus 8 --cluster dgx-h100 --recompute-modules mlp
 expect_bad "--recompute-modules in deepspeed"   --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --recompute-modules mlp
+expect_bad "--recompute-modules auto, full"     --model llama-3-8b --gpus 8 --cluster dgx-h100 --recompute-modules auto --recompute full
+expect_bad "--recompute-modules auto, deepspeed" --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --recompute-modules auto
+# --recompute-modules auto: the search finds DeepSeek-V3's own recipe (layernorm, moe_act, mla_up_proj: report
+# §3.3.2) on its 2,048 H800s as bench/deepseek_v3.sh states it, at the step of the recipe stated
+DSV3="--model deepseek-v3 --gpus 2048 --cluster hgx-h800 --global-batch 15360 --pp 16 --ep 64 --mp 1 --stage 1
+  --precision fp8 --fp8-recipe blockwise --micro-batch 1 --pp-layout 4*15,1 --moe-dispatcher deepep-fp8
+  --overlap-moe-expert-parallel-comm --activation-func-fp8-input-store --adam-moments bf16 --top 1 --format json"
+dsv3() { "$Z" $DSV3 "$@" 2>/dev/null | python3 -c 'import json,sys; p=json.load(sys.stdin)["plans"][0]; print(p["step_time_s"], p.get("recompute_modules", "-"))'; }
+read -r auto_s auto_m <<<"$(dsv3 --recompute-modules auto)"
+read -r said_s said_m <<<"$(dsv3 --recompute-modules layernorm,mla_up_proj,moe_act)"
+if [ -n "$auto_s" ] && [ "$auto_s" = "$said_s" ] && [ "$auto_m" = "$said_m" ] && [ "$auto_m" != "-" ]; then ok
+  echo "  --recompute-modules auto, DeepSeek-V3 on 2,048 H800s: $auto_m, $auto_s s (the recipe stated: $said_s s)"
+else ko "--recompute-modules auto: $auto_m $auto_s s; the recipe stated: $said_m $said_s s"; fi
 # l3plan EXPR ARGS...: Llama 3 8B on 8 GPUs, ZeRO-1, sequence 4K, micro-batch 1, no recompute, one plan: EXPR
 # (python, over its JSON plan p) printed
 l3plan() {

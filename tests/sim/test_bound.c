@@ -24,8 +24,9 @@
 #include "zp_time.h"
 #include "zp_zoo.h"
 
-static uint64_t g_rng, g_rng_ep = 7, g_rng_rc = 11; /* the second: the MoE dispatch options, drawn beside the plans (the
-                                          plans drawn are those of seed 1 before them) */
+static uint64_t g_rng, g_rng_ep = 7, g_rng_rc = 11, g_rng_p2p = 13; /* the others: the MoE dispatch options,
+                                          the recompute modules and the pipeline sends' overlap, drawn beside the
+                                          plans (the plans drawn are those of seed 1 before them) */
 
 static uint32_t rnd_of(uint64_t *state, uint32_t n) /* uniform in [0, n) (splitmix64) */
 {
@@ -117,6 +118,7 @@ static void random_sample(sample *s, int moe)
             q.dp = gpus / mp / q.pp;
             q.schedule = (zp_pp_schedule)rnd(ZP_PP_NSCHEDULES);
             q.vstages = q.schedule == ZP_PP_INTERLEAVED ? 2 : 1;
+            q.overlap_p2p_comm = (int)rnd_of(&g_rng_p2p, 2); /* the interleaved schedule's sends overlapped */
             q.grad_accum = q.schedule == ZP_PP_INTERLEAVED ? q.pp * (1 + rnd(2)) : 1 + rnd(8);
             if (rnd(3) == 0) {
                 q.pa = q.pa_cpu = 0;
@@ -172,7 +174,7 @@ int main(void)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0, experts = 0, shared = 0, modules = 0;
+    int stages[4] = {0}, clusters[16] = {0}, pipelines = 0, experts = 0, shared = 0, modules = 0, p2p = 0;
     for (int i = 0; i < n; i++) {
         for (int tries = 0; tries < 100; tries++) { /* an MoE pipeline with EP, where one can be drawn */
             random_sample(&S[i], i >= n_plain);
@@ -191,6 +193,7 @@ int main(void)
         experts += S[i].plan.ep > 1;
         shared += S[i].plan.ep > 1 && S[i].plan.shared_overlap;
         modules += S[i].plan.selective && S[i].plan.rc_modules;
+        p2p += zp_plan_p2p_overlapped(&S[i].plan);
         for (int c = 0; c < zp_cluster_count() && c < 16; c++)
             clusters[c] += zp_cluster_get(c) == S[i].cluster;
     }
@@ -301,8 +304,8 @@ int main(void)
     printf("random plans: %d (stages 0-3: %d %d %d %d; clusters:", n, stages[0], stages[1], stages[2], stages[3]);
     for (int c = 0; c < zp_cluster_count() && c < 16; c++)
         printf(" %s %d", zp_cluster_get(c)->name, clusters[c]);
-    printf("; pipelines %d; expert-parallel %d, %d with the shared experts beside; %d with recompute modules)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
-           pipelines, experts, shared, modules, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
+    printf("; pipelines %d, %d interleaved with the sends overlapped; expert-parallel %d, %d with the shared experts beside; %d with recompute modules)\nsimulated: %d in %.1f s; bound <= simulated: %d of %d; simulated / bound: min %.12f, mean %.3f\n",
+           pipelines, p2p, experts, shared, modules, checked, zp_time_now_s() - t0, checked - bad, checked, min_ratio, checked ? sum_ratio / checked : 0);
     free(S);
     free(J);
     if (bad || failed) {

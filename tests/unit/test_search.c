@@ -701,3 +701,58 @@ Test(search, floor_is_below_the_bound)
     cr_expect_gt(floors_below("mixtral-8x7b", "dgx-a100", 64, 256, 0), 50);
     cr_expect_gt(floors_below("llama-3-8b", "dgx-h100", 64, 512, 1), 50);
 }
+
+/* --recompute-modules auto's module sets (zp_search_rc_ladder): Megatron-core's default first, then each
+ * adding what the model has, in the order of what their recompute costs: Llama 3 8B (dense, no MLA) the
+ * norms, then the MLPs; Mixtral (every block MoE, no shared experts, no MLA) the norms and the experts'
+ * activation, nothing after; DeepSeek-V3 every step, its second and third sets DeepSeek's own recipe
+ * (layernorm, moe_act, mla_up_proj: report §3.3.2), its fourth the dense MLPs and the shared experts. */
+Test(search, recompute_module_sets_by_model)
+{
+    unsigned s[ZP_RC_LADDER];
+    int n = zp_search_rc_ladder(&zp_zoo_find("llama-3-8b")->model, s);
+    cr_expect_eq(n, 3, "llama-3-8b: %d sets", n);
+    cr_expect(s[0] == 0u && s[1] == ZP_RCM_LAYERNORM && s[2] == (ZP_RCM_LAYERNORM | ZP_RCM_MLP),
+              "llama-3-8b: %#x %#x %#x", s[0], s[1], s[2]);
+    n = zp_search_rc_ladder(&zp_zoo_find("mixtral-8x7b")->model, s);
+    cr_expect(n == 2 && s[0] == 0u && s[1] == (ZP_RCM_LAYERNORM | ZP_RCM_MOE_ACT), "mixtral-8x7b: %d sets, %#x",
+              n, s[1]);
+    n = zp_search_rc_ladder(&zp_zoo_find("deepseek-v3")->model, s);
+    const unsigned ds = ZP_RCM_LAYERNORM | ZP_RCM_MOE_ACT | ZP_RCM_MLA_UP_PROJ;
+    cr_expect(n == 4 && s[1] == (ZP_RCM_LAYERNORM | ZP_RCM_MOE_ACT) && s[2] == ds &&
+                  s[3] == (ds | ZP_RCM_MLP | ZP_RCM_SHARED_EXPERTS),
+              "deepseek-v3: %d sets, %#x %#x %#x", n, s[1], s[2], s[3]);
+}
+
+/* The search with --recompute-modules auto tries each set with selective recompute beside no and full
+ * recompute, and its plans carry their sets; without it every selective plan is the default's. */
+Test(search, recompute_modules_auto_searched)
+{
+    zp_search_req r;
+    zp_search_result res;
+    zp_search_req_default(&r, &zp_zoo_find("llama-3-8b")->model, zp_test_preset("dgx-h100"), 8);
+    r.simulate = 0;
+    r.rc_auto = 1;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    int seen[3] = {0};
+    for (int i = 0; i < res.n; i++) {
+        const zp_plan *p = &res.plans[i].plan;
+        if (!p->selective)
+            continue;
+        seen[0] += p->rc_modules == 0u;
+        seen[1] += p->rc_modules == ZP_RCM_LAYERNORM;
+        seen[2] += p->rc_modules == (ZP_RCM_LAYERNORM | ZP_RCM_MLP);
+        cr_expect(p->rc_modules == 0u || p->rc_modules == ZP_RCM_LAYERNORM ||
+                      p->rc_modules == (ZP_RCM_LAYERNORM | ZP_RCM_MLP),
+                  "plan %d: modules %#x", i, p->rc_modules);
+    }
+    cr_expect(seen[0] > 0 && seen[0] == seen[1] && seen[1] == seen[2], "plans by set: %d %d %d", seen[0], seen[1],
+              seen[2]);
+    zp_search_result_free(&res);
+    r.rc_auto = 0;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    for (int i = 0; i < res.n; i++)
+        cr_expect_eq(res.plans[i].plan.rc_modules, 0u, "without auto, plan %d: modules %#x", i,
+                     res.plans[i].plan.rc_modules);
+    zp_search_result_free(&res);
+}
