@@ -118,15 +118,22 @@ static zp_status set_flash(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* An on|off option's value into *on (1 on, 0 off); another word exits 2 saying what each means. */
+static zp_status on_off(const char *opt, const char *v, const char *on_means, const char *off_means, int *on)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+        return ZP_FAIL(ZP_EINVAL, "%s '%s': use on (%s) or off (%s)", opt, v, on_means, off_means);
+    *on = strcmp(v, "on") == 0;
+    return ZP_OK;
+}
+
 /* --compile on|off: torch.compile of the blocks (on, the default: their elementwise ops fused, as every answer
  * before this option) or PyTorch eager's separate kernels (off; zp_plan.eager). */
 static zp_status set_compile(zp_cli_args *a, const char *opt, const char *v)
 {
-    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-        return ZP_FAIL(ZP_EINVAL, "%s '%s': use on (torch.compile: fused elementwise kernels) or off (PyTorch "
-                                  "eager's separate kernels)",
-                       opt, v);
-    a->r.base.eager = strcmp(v, "off") == 0;
+    int on = 1;
+    ZP_TRY(on_off(opt, v, "torch.compile: fused elementwise kernels", "PyTorch eager's separate kernels", &on));
+    a->r.base.eager = !on;
     a->compile_given = 1;
     return ZP_OK;
 }
@@ -338,11 +345,8 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
  * (Megatron-LM's default; its --no-overlap-p2p-communication is off). */
 static zp_status set_p2p_overlap(zp_cli_args *a, const char *opt, const char *v)
 {
-    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-        return ZP_FAIL(ZP_EINVAL, "%s '%s': use on (the steady state's sends beside the next pass, Megatron-LM's "
-                                  "default) or off (each send waited for: --no-overlap-p2p-communication)",
-                       opt, v);
-    a->r.base.overlap_p2p_comm = strcmp(v, "on") == 0;
+    ZP_TRY(on_off(opt, v, "the steady state's sends beside the next pass, Megatron-LM's default",
+                  "each send waited for: --no-overlap-p2p-communication", &a->r.base.overlap_p2p_comm));
     a->p2p_given = 1;
     return ZP_OK;
 }

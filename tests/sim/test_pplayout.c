@@ -394,7 +394,8 @@ Test(pplayout, llama3_405b_interleaved_activations)
     cr_expect(fabs(mem[1].peak_activations - 141 * block) <= 1e-9 * 141 * block);
 }
 
-static double step_of(const zp_model *m, const zp_plan *p)
+/* Plan p of model m simulated on DGX H100s. */
+static zp_sim_result sim_of(const zp_model *m, const zp_plan *p)
 {
     const zp_cluster *c = zp_test_preset("dgx-h100");
     zp_profile prof;
@@ -402,7 +403,19 @@ static double step_of(const zp_model *m, const zp_plan *p)
     zp_sim_job j = {.in = {.model = m, .plan = p, .cluster = c, .profile = &prof}};
     cr_assert_eq(zp_simrun_one(&j), ZP_OK, "%s", zp_error_message());
     cr_assert_eq(j.st, ZP_OK, "%s", j.err);
-    return j.res.step_time;
+    return j.res;
+}
+
+static double step_of(const zp_model *m, const zp_plan *p) { return sim_of(m, p).step_time; }
+
+/* 4 stages of v chunks, TP 8 with SP (a stage a DGX H100 node), 8 micro-batches. */
+static zp_plan node_stages_plan(int v)
+{
+    zp_plan p = pp_plan(4, v);
+    p.mp = 8;
+    p.sp = 1;
+    p.grad_accum = 8;
+    return p;
 }
 
 /* The slowest stage sets the simulated step: moving layers onto one stage slows the step by about what that
@@ -410,10 +423,7 @@ static double step_of(const zp_model *m, const zp_plan *p)
 Test(pplayout, slowest_stage_sets_the_step, .timeout = 120)
 {
     const zp_model *m = model("llama-3-8b");
-    zp_plan p = pp_plan(4, 1);
-    p.mp = 8;
-    p.sp = 1;
-    p.grad_accum = 8;
+    zp_plan p = node_stages_plan(1);
     int even[4] = {8, 8, 8, 8}, heavy_first[4] = {14, 6, 6, 6}, heavy_mid[4] = {6, 6, 14, 6};
     p.pp_layout_n = 4;
     p.pp_layout = even;
@@ -611,27 +621,15 @@ Test(pplayout, steady_state_sends_not_waited)
 Test(pplayout, overlapped_sends_shorten_the_step, .timeout = 120)
 {
     const zp_model *m = model("llama-3-8b");
-    zp_plan p = pp_plan(4, 2);
-    p.mp = 8;
-    p.sp = 1;
-    p.grad_accum = 8;
+    zp_plan p = node_stages_plan(2);
     p.checkpoint = 0;
-    const zp_cluster *c = zp_test_preset("dgx-h100");
-    zp_profile prof;
-    zp_device_profile_builtin(c, &prof);
-    zp_sim_job on = {.in = {.model = m, .plan = &p, .cluster = c, .profile = &prof}};
-    cr_assert_eq(zp_simrun_one(&on), ZP_OK, "%s", zp_error_message());
-    cr_assert_eq(on.st, ZP_OK, "%s", on.err);
-    zp_plan q = p;
-    q.overlap_p2p_comm = 0;
-    zp_sim_job off = {.in = {.model = m, .plan = &q, .cluster = c, .profile = &prof}};
-    cr_assert_eq(zp_simrun_one(&off), ZP_OK, "%s", zp_error_message());
-    cr_assert_eq(off.st, ZP_OK, "%s", off.err);
-    const double saved = off.res.step_time - on.res.step_time;
-    cr_expect(saved > 0, "on %.4f s, off %.4f s", on.res.step_time, off.res.step_time);
-    cr_expect(saved <= off.res.pp_exposed - on.res.pp_exposed + 1e-9 && on.res.pp_exposed < off.res.pp_exposed,
-              "saved %.4f s; pipeline time exposed %.4f s on, %.4f s off", saved, on.res.pp_exposed,
-              off.res.pp_exposed);
-    cr_expect(on.res.compute == off.res.compute || fabs(on.res.compute / off.res.compute - 1) < 1e-9,
-              "the kernels are the same: %.6f s on, %.6f s off", on.res.compute, off.res.compute);
+    const zp_sim_result on = sim_of(m, &p);
+    p.overlap_p2p_comm = 0;
+    const zp_sim_result off = sim_of(m, &p);
+    const double saved = off.step_time - on.step_time;
+    cr_expect(saved > 0, "on %.4f s, off %.4f s", on.step_time, off.step_time);
+    cr_expect(saved <= off.pp_exposed - on.pp_exposed + 1e-9 && on.pp_exposed < off.pp_exposed,
+              "saved %.4f s; pipeline time exposed %.4f s on, %.4f s off", saved, on.pp_exposed, off.pp_exposed);
+    cr_expect(on.compute == off.compute || fabs(on.compute / off.compute - 1) < 1e-9,
+              "the kernels are the same: %.6f s on, %.6f s off", on.compute, off.compute);
 }
