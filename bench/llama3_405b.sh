@@ -8,7 +8,9 @@
 # during backward computation over multiple micro-batches and also reduce-scatter gradients in FP32 across data
 # parallel workers": --grad-accum-dtype fp32), micro-batch 1, the interleaved schedule with 8 chunks a rank and
 # Llama 3's layout (one layer fewer on the first and the last stage: the first and the last model chunk hold
-# only the embedding and only the head, §3.3.2), each with no recompute (what §3.3.2 says 8K sequences ran
+# only the embedding and only the head, §3.3.2), its asynchronous point-to-point communication (§3.3.2: "we
+# adopt asynchronous point-to-point communication in PP": every send beside the next pass, --overlap-p2p-comm
+# all), each with no recompute (what §3.3.2 says 8K sequences ran
 # with) and with full recompute. No recompute does not fit zplan's memory model, so it is simulated with
 # --gpu-mem 200G to price the step: stage 1 holds Megatron-core's warm-up of (16 - 1 - 1)·2 + 7·16 = 140 virtual
 # micro-batches and the steady state's first forward, 141 one-block chunks (Korthikanti et al. 2022 §4.2.3:
@@ -28,7 +30,7 @@ z, tmp = sys.argv[1], sys.argv[2]
 base = ["--model", "llama-3-405b", "--cluster", "dgx-h100", "--mp", "8", "--pp", "16", "--stage", "1",
         "--micro-batch", "1", "--sp", "--flash-attention", "--precision", "bf16", "--grad-accum-dtype", "fp32",
         "--exact", "--schedule", "interleaved", "--virtual-stages", "8", "--pp-layout", "0,1*126,0",
-        "--gpu-mem", "200G", "--json"]
+        "--overlap-p2p-comm", "all", "--gpu-mem", "200G", "--json"]
 rows = [("8K, 8192 GPUs", ["--gpus", "8192", "--cp", "1", "--seq", "8192", "--global-batch", "2048"], 430),
         ("8K, 16384 GPUs", ["--gpus", "16384", "--cp", "1", "--seq", "8192", "--global-batch", "2048"], 400),
         ("128K, CP 16", ["--gpus", "16384", "--cp", "16", "--cp-comm", "all-gather", "--seq", "131072",

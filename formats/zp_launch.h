@@ -90,6 +90,8 @@ typedef struct {
     int p2p_overlap;         /* the interleaved schedule's pipeline sends overlapped: 0 with Megatron-LM's
                                 --no-overlap-p2p-communication, NeMo's model.overlap_p2p_comm; UNSET: the
                                 framework's default (Megatron-LM and torchtitan: on; NeMo: off) */
+    int p2p_warmup_flush;    /* 1: --overlap-p2p-communication-warmup-flush (NeMo's
+                                model.overlap_p2p_comm_warmup_flush); 0 */
     int tp_overlap;          /* a zp_tp_overlap the launch asks for (Megatron-LM --tp-comm-overlap, NeMo
                                 ub_tp_comm_overlap: te; torchtitan enable_async_tensor_parallel: async), or UNSET */
     int fp8;                 /* FP8 training stated (Megatron-LM --fp8-format, torchtitan's float8 converter) */

@@ -469,6 +469,12 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
      * YAML to off; torchtitan's interleaved schedules (torch.distributed.pipelining's batched isends) are
      * taken as Megatron-LM's */
     r->base.overlap_p2p_comm = l->p2p_overlap != ZP_LAUNCH_UNSET ? l->p2p_overlap : l->kind != ZP_LAUNCH_NEMO;
+    if (l->p2p_warmup_flush == 1 && !r->base.overlap_p2p_comm) /* Megatron-core reads the two apart */
+        return ZP_FAIL(ZP_EINVAL, "%s: the warm-up's and the flush's pipeline sends overlapped without the steady "
+                                  "state's (--overlap-p2p-communication-warmup-flush without overlap_p2p_comm) are "
+                                  "not modelled: drop one",
+                       l->name);
+    r->base.overlap_p2p_warmup_flush = l->p2p_warmup_flush == 1;
     /* TP overlap as the launch asks (off unless it does: every framework's default); at TP 1 nothing to do */
     b->tp_overlap = l->tp_overlap > 0 && tp > 1 ? l->tp_overlap : ZP_TP_OVERLAP_OFF;
     if (b->tp_overlap != ZP_TP_OVERLAP_OFF && !b->sp)

@@ -268,6 +268,8 @@ static void add_parallel(out *o, const zp_model *m, const zp_plan *p)
         add(o, " --cp-comm-type %s", zp_cp_comm_megatron((zp_cp_comm)p->cp_comm));
     if (p->pp > 1 && p->schedule == ZP_PP_INTERLEAVED && !p->overlap_p2p_comm) /* Megatron-LM's default is on */
         add(o, " --no-overlap-p2p-communication");
+    else if (zp_plan_p2p_overlapped(p) && p->overlap_p2p_warmup_flush)
+        add(o, " --overlap-p2p-communication-warmup-flush");
 }
 
 static void add_batch(out *o, const zp_plan *p)

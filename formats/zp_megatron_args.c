@@ -450,9 +450,7 @@ static const zp_launch_key g_keys[] = {
     {"tp-comm-overlap", ZP_LK_FLAG, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
     {"overlap-param-gather", ZP_LK_FLAG, F(param_gather), 1, NULL, NULL},
     {"no-overlap-p2p-communication", ZP_LK_FLAG, F(p2p_overlap), 0, NULL, NULL},
-    {"overlap-p2p-communication-warmup-flush", ZP_LK_REFUSE, 0, 0, NULL,
-     "the warm-up's and the flush's pipeline sends overlapped too are not modelled (zplan overlaps the steady "
-     "state's, Megatron-LM's default)"},
+    {"overlap-p2p-communication-warmup-flush", ZP_LK_FLAG, F(p2p_warmup_flush), 1, NULL, NULL},
     {"no-batch-p2p-communication", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* batched or not: the same transfers */
     {"fp8-format", ZP_LK_FN, 0, 0, set_fp8_format, NULL},
     {"fp8-recipe", ZP_LK_FN, 0, 0, set_fp8_recipe, NULL},

@@ -112,11 +112,8 @@ static zp_status set_refused_if_true(zp_launch *l, const zp_launch_entry *e)
     ZP_TRY(yaml_bool(l, e, &on));
     if (on)
         return ZP_FAIL(ZP_EINVAL, "%s:%d: %s true: %s", l->name, e->line, e->key,
-                       strstr(e->key, "fp8")            ? "FP8 parameters (kept and gathered in FP8) are not modelled"
-                       : strstr(e->key, "warmup_flush") ? "the warm-up's and the flush's pipeline sends overlapped "
-                                                          "too are not modelled (zplan overlaps the steady state's)"
-                                                        : "NeMo's torch FSDP launches are not read yet (torchtitan's "
-                                                          "are)");
+                       strstr(e->key, "fp8") ? "FP8 parameters (kept and gathered in FP8) are not modelled"
+                                             : "NeMo's torch FSDP launches are not read yet (torchtitan's are)");
     return ZP_OK;
 }
 
@@ -229,7 +226,7 @@ static const zp_launch_key g_keys[] = {
     {"model.ub_tp_comm_overlap", ZP_LK_BOOL, F(tp_overlap), ZP_TP_OVERLAP_TE, NULL, NULL},
     {"model.optim.overlap_param_sync", ZP_LK_BOOL, F(param_gather), 1, NULL, NULL},
     {"model.overlap_p2p_comm", ZP_LK_BOOL, F(p2p_overlap), 1, NULL, NULL},
-    {"model.overlap_p2p_comm_warmup_flush", ZP_LK_FN, 0, 0, set_refused_if_true, NULL},
+    {"model.overlap_p2p_comm_warmup_flush", ZP_LK_BOOL, F(p2p_warmup_flush), 1, NULL, NULL},
     {"model.batch_p2p_comm", ZP_LK_KNOWN, 0, 0, NULL, NULL}, /* batched or not: the same transfers */
     {"model.fp8", ZP_LK_BOOL, F(fp8), 1, NULL, NULL}, /* TE's FP8 linear layers; delayed unless fp8_recipe says */
     {"model.fp8_recipe", ZP_LK_FN, 0, 0, set_fp8_recipe, NULL},

@@ -2105,6 +2105,7 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     p->serial_scaler = w->fw->serial_scaler && !p->bf16 && p->param_bytes == 2.0;
     p->interleave_all_warmup = w->fw->interleave_all_warmup; /* Megatron-LM v2's warm-up at m = P */
     p->overlap_p2p_comm = r->base.overlap_p2p_comm && w->fw->p2p_overlap;
+    p->overlap_p2p_warmup_flush = r->base.overlap_p2p_warmup_flush && p->overlap_p2p_comm;
     p->overlap_param_gather = r->base.overlap_param_gather && p->overlap_comm && (p->stage == 1 || p->stage == 2) &&
                               p->offload == ZP_OFFLOAD_NONE;
     p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->base.nvme : r->base.nvme & ZP_NVME_OPTIMIZER);

@@ -325,7 +325,7 @@ enum {
     P_CKPT, P_BUCKET, P_OFFLOAD, P_SCHEDULE, P_VSTAGES, P_SP, P_RECOMPUTE, P_OPTIONS, P_MEM_PARAMS, P_MEM_GRADS,
     P_MEM_OPT, P_MEM_ACT, P_MEM_BUF, P_MEM_FRAG, P_GPU_GB, P_HOST_GB, P_FITS, P_STEP, P_SAMPLES, P_TOKENS_GPU, P_TOKENS, P_MFU, P_MODEL_TFLOPS, P_TFLOPS, P_PFLOPS,
     P_T_COMPUTE, P_T_MP, P_T_DP, P_T_OPT, P_T_OFFLOAD, P_T_PP, P_T_HOST, P_METHOD, P_SIM, P_UNSIM, P_PRECISION, P_GRAD_BYTES,
-    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_ACT_FP8, P_ADAM_MOMENTS, P_P2P_OVERLAP, P_NCOLS
+    P_REASON, P_FP8_RECIPE, P_PP_LAYOUT, P_DISPATCHER, P_EP_OVERLAP, P_SHARED_OVERLAP, P_RC_MODULES, P_ACT_FP8, P_ADAM_MOMENTS, P_P2P_OVERLAP, P_P2P_WARMUP_FLUSH, P_NCOLS
 };
 
 void zp_report_seconds(double s, char *buf, size_t len)
@@ -410,6 +410,8 @@ static const zp_col g_plan_cols[P_NCOLS] = {
     /* true: the interleaved schedule's steady-state pipeline sends beside the next pass (--overlap-p2p-comm,
      * Megatron-LM's default); absent without it or without that schedule */
     [P_P2P_OVERLAP] = {NULL, NULL, "overlap_p2p_comm", ZP_COL_OMIT_UNSET},
+    /* true: the warm-up's and the flush's sends too (--overlap-p2p-comm all) */
+    [P_P2P_WARMUP_FLUSH] = {NULL, NULL, "overlap_p2p_comm_warmup_flush", ZP_COL_OMIT_UNSET},
 };
 #undef DATA
 
@@ -497,6 +499,8 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_bool(t, col0 + P_ACT_FP8, 1));
     if (zp_plan_p2p_overlapped(p))
         ZP_TRY(zp_table_set_bool(t, col0 + P_P2P_OVERLAP, 1));
+    if (zp_plan_p2p_overlapped(p) && p->overlap_p2p_warmup_flush)
+        ZP_TRY(zp_table_set_bool(t, col0 + P_P2P_WARMUP_FLUSH, 1));
     if (zp_plan_moments_saved(p) > 0) {
         const char *m = zp_adam_moment_name(p->exp_avg_bytes), *v = zp_adam_moment_name(p->exp_avg_sq_bytes);
         char both[16];

@@ -455,14 +455,17 @@ static int ep_paired(const zp_plan *p, int stage, int64_t k)
  * posts each steady-state pass's send and the next pass's receive asynchronously (send_forward_recv_forward
  * and send_backward_recv_backward with overlap_p2p_comm=True) and waits for that send only after posting
  * the next one, so the transfer runs beside the next pass's compute; its warm-up forwards and cool-down
- * backwards still wait for their sends (batched and waited for, as without overlap, unless
- * --overlap-p2p-communication-warmup-flush: not modelled). The receives are the same either way: a
+ * backwards still wait for their sends (batched and waited for, as without overlap), unless
+ * --overlap-p2p-communication-warmup-flush (overlap_p2p_warmup_flush) posts theirs so too: then every send
+ * runs beside the next pass. The receives are the same either way: a
  * stage's mailboxes take a send at once (sim/zp_actors.c), and a pass waits for its input's arrival. The
  * NCCL send kernel's SMs (a channel or two of 132) are not counted. */
 static int p2p_steady(const zp_plan *p, int stage, int64_t k)
 {
     if (!zp_plan_p2p_overlapped(p))
         return 0;
+    if (p->overlap_p2p_warmup_flush)
+        return 1;
     const int64_t w = zp_pp_warmup(p, stage);
     return k >= w && k < pass_count(p) - w;
 }

@@ -341,12 +341,19 @@ static zp_status set_overlap(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
-/* --overlap-p2p-comm on|off: the interleaved schedule's steady-state pipeline sends beside the next pass
- * (Megatron-LM's default; its --no-overlap-p2p-communication is off). */
+/* --overlap-p2p-comm on|off|all: the interleaved schedule's steady-state pipeline sends beside the next pass
+ * (Megatron-LM's default; its --no-overlap-p2p-communication is off), or every send (all: with its
+ * --overlap-p2p-communication-warmup-flush). */
 static zp_status set_p2p_overlap(zp_cli_args *a, const char *opt, const char *v)
 {
-    ZP_TRY(on_off(opt, v, "the steady state's sends beside the next pass, Megatron-LM's default",
-                  "each send waited for: --no-overlap-p2p-communication", &a->r.base.overlap_p2p_comm));
+    const int all = strcmp(v, "all") == 0;
+    if (!all)
+        ZP_TRY(on_off(opt, v, "the steady state's sends beside the next pass, Megatron-LM's default; all: every "
+                              "send, with --overlap-p2p-communication-warmup-flush",
+                      "each send waited for: --no-overlap-p2p-communication", &a->r.base.overlap_p2p_comm));
+    else
+        a->r.base.overlap_p2p_comm = 1;
+    a->r.base.overlap_p2p_warmup_flush = all;
     a->p2p_given = 1;
     return ZP_OK;
 }
@@ -902,13 +909,14 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
     if (a->p2p_given && r->base.overlap_p2p_comm) {
         if (f && !f->p2p_overlap)
             return ZP_FAIL(ZP_EINVAL, "--framework %s: %s waits for every pipeline send and receive (drop "
-                                      "--overlap-p2p-comm on, or plan for another framework: --framework any)",
-                           f->name, f->what);
+                                      "--overlap-p2p-comm %s, or plan for another framework: --framework any)",
+                           f->name, f->what, r->base.overlap_p2p_warmup_flush ? "all" : "on");
         if ((zp_search_req_given(r, ZP_SEARCH_SCHEDULE) && r->base.schedule != ZP_PP_INTERLEAVED) ||
             (zp_search_req_given(r, ZP_SEARCH_DIM(ZP_DIM_PP)) && r->base.pp <= 1))
-            return ZP_FAIL(ZP_EINVAL, "--overlap-p2p-comm on: only the interleaved schedule overlaps its pipeline "
+            return ZP_FAIL(ZP_EINVAL, "--overlap-p2p-comm %s: only the interleaved schedule overlaps its pipeline "
                                       "sends (Megatron-LM: \"non-interleaved schedule does not support overlapping "
-                                      "p2p communication\"): give --pp > 1 with --schedule interleaved, or drop it");
+                                      "p2p communication\"): give --pp > 1 with --schedule interleaved, or drop it",
+                           r->base.overlap_p2p_warmup_flush ? "all" : "on");
     }
     if (a->launch && a->ds_config)
         return ZP_FAIL(ZP_EINVAL, "%s and --ds-config: judge one launch at a time", a->launch_opt);

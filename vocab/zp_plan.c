@@ -375,6 +375,9 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--overlap-param-gather overlaps the distributed optimizer's all-gather of the "
                                   "updated parameters with the next forward: it needs --stage 1 or 2, "
                                   "--overlap-comm (Megatron-core's --overlap-grad-reduce) and no offload");
+    if (p->overlap_p2p_warmup_flush && !p->overlap_p2p_comm)
+        return ZP_FAIL(ZP_EINVAL, "the warm-up's and the flush's pipeline sends overlapped without the steady "
+                                  "state's are not modelled (--overlap-p2p-comm all overlaps every send)");
     if (p->micro_batch < 1)
         return ZP_FAIL(ZP_EINVAL, "--micro-batch: must be at least 1");
     if (p->grad_accum < 1)

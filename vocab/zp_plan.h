@@ -209,6 +209,9 @@ typedef struct {
                              compute stream at once (Megatron-LM's default, --no-overlap-p2p-communication
                              to drop it): 1 by default, only the interleaved schedule uses it (Megatron-LM
                              clears it for any other) */
+    int overlap_p2p_warmup_flush; /* with overlap_p2p_comm, the warm-up's and the flush's sends too (Megatron-LM's
+                                     --overlap-p2p-communication-warmup-flush): every send leaves the compute
+                                     stream at once */
     int overlap_param_gather; /* stage 1-2: the updated parameters' all-gather left for the next step's first
                                  forward, bucket by bucket beside it (Megatron-core's --overlap-param-gather
                                  with its distributed optimizer; needs overlap_comm) instead of after the

@@ -155,9 +155,15 @@ vstep() { "$Z" --nemo "$1" --cluster dgx-a100 --top 1 2>/dev/null | sed -n 's/^ 
 v_off=$(vstep "$T/vp.yaml") v_on=$(vstep "$T/vpon.yaml")
 echo "  NeMo 5B, PP 4 x 2 chunks: model.overlap_p2p_comm False $v_off s, True $v_on s"
 awk -v a="$v_on" -v b="$v_off" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "NeMo overlap_p2p_comm: on $v_on s, off $v_off s"
-sed 's/^  fp8_hybrid: True .*/  overlap_p2p_comm_warmup_flush: True/' "$T/fp8.yaml" >"$T/wf.yaml"
-bad "NeMo warm-up sends overlapped" "wf.yaml:139: model.overlap_p2p_comm_warmup_flush true: the warm-up's and the flush's pipeline sends overlapped too are not modelled" \
-  --nemo "$T/wf.yaml" --cluster dgx-h100
+# ... and model.overlap_p2p_comm_warmup_flush True the warm-up's and the flush's sends too; without
+# overlap_p2p_comm True beside it, refused (not modelled)
+sed 's/^  overlap_p2p_comm: True.*/  overlap_p2p_comm: True\n  overlap_p2p_comm_warmup_flush: True/' "$T/vpon.yaml" >"$T/vpall.yaml"
+v_all=$(vstep "$T/vpall.yaml")
+echo "  NeMo 5B, PP 4 x 2 chunks: model.overlap_p2p_comm_warmup_flush True $v_all s"
+awk -v a="$v_all" -v b="$v_on" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "NeMo warmup flush: $v_all s, not below $v_on s"
+sed 's/^  overlap_p2p_comm: False.*/  overlap_p2p_comm: False\n  overlap_p2p_comm_warmup_flush: True/' "$T/vp.yaml" >"$T/wf.yaml"
+bad "NeMo warm-up sends without the steady state's" "wf.yaml: the warm-up's and the flush's pipeline sends overlapped without the steady state's" \
+  --nemo "$T/wf.yaml" --cluster dgx-a100
 sed 's/^  global_batch_size: 8/  global_batch_size: 6/' "$F/megatron_gpt_config.yaml" >"$T/gb.yaml"
 bad "NeMo global batch not micro x DP" 'global batch 6 is not a multiple of micro-batch 4' --nemo "$T/gb.yaml"
 

@@ -89,7 +89,7 @@ has "read accounted: the same step" "your launch: $emitted s a step"
 
 echo "== the interleaved schedule's sends beside the next pass (--overlap-p2p-comm, Megatron-LM's default)"
 # Llama 3 8B, TP 8 a node, 4 stages on 4 nodes, 2 chunks: on (the default) the steady state's sends leave the
-# compute stream; off (--no-overlap-p2p-communication) each is waited for. Off is written into the emitted
+# compute stream; off (--no-overlap-p2p-communication) each is waited for; all, every send leaves it. Off is written into the emitted
 # arguments and read back at the same step; on is Megatron-LM's default and written as nothing.
 P8="--model llama-3-8b --gpus 32 --cluster dgx-h100 --mp 8 --pp 4 --sp --stage 1 --micro-batch 1 --global-batch 16
   --schedule interleaved --virtual-stages 2 --recompute none --exact --top 1"
@@ -124,9 +124,24 @@ awk -v a="$e_on" -v b="$e_off" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "p
 has "p2p read off: the same step" "your launch: $e_off s a step"
 "$Z" --megatron-args "$T/p2pon.sh" --gpus 32 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "p2p read on: rc=$?"
 has "p2p read on: the same step" "your launch: $e_on s a step"
-sed 's/ --no-overlap-p2p-communication/ --overlap-p2p-communication-warmup-flush/' "$T/p2poff.sh" >"$T/wf.sh"
-bad "warm-up and flush overlapped" "wf.sh:[0-9]+: --overlap-p2p-communication-warmup-flush: the warm-up's and the flush's pipeline sends overlapped too are not modelled" \
+# all: the warm-up's and the flush's sends too (Megatron-LM's --overlap-p2p-communication-warmup-flush), faster
+# still, written and read back; with --no-overlap-p2p-communication beside it, refused
+"$Z" $P8 --overlap-p2p-comm all --emit-megatron-args "$T/p2pall.sh" >"$T/out" 2>"$T/err" || ko "p2p emit all: rc=$?"
+cp "$T/p2pall.sh" "$T/out"
+has "p2p emit: all written" "--num-layers-per-virtual-pipeline-stage 4 --overlap-p2p-communication-warmup-flush"
+e_all=$(sed -n 's/.*; step \([0-9.]*\) s,.*/\1/p' "$T/p2pall.sh")
+awk -v a="$e_all" -v b="$e_on" 'BEGIN { exit !(a > 0 && a < b) }' && ok || ko "p2p emitted: all $e_all s not below on $e_on s"
+echo "  emitted with fp32 gradients: off $e_off s, on $e_on s, all $e_all s"
+"$Z" --megatron-args "$T/p2pall.sh" --gpus 32 --cluster dgx-h100 --top 1 >"$T/out" 2>"$T/err" || ko "p2p read all: rc=$?"
+has "p2p read all: the same step" "your launch: $e_all s a step"
+"$Z" $P8 --overlap-p2p-comm all --format json >"$T/out" 2>"$T/err" || ko "p2p all json: rc=$?"
+has "p2p all: JSON says so" '"overlap_p2p_comm_warmup_flush": true'
+sed 's/ --no-overlap-p2p-communication/ --no-overlap-p2p-communication --overlap-p2p-communication-warmup-flush/' \
+  "$T/p2poff.sh" >"$T/wf.sh"
+bad "warm-up and flush without the steady state" "wf.sh: the warm-up's and the flush's pipeline sends overlapped without the steady state's" \
   --megatron-args "$T/wf.sh" --gpus 32 --cluster dgx-h100
+bad "all with 1F1B" "^zplan: --overlap-p2p-comm all: only the interleaved schedule" --model llama-3-8b --gpus 32 --pp 4 \
+  --schedule 1f1b --overlap-p2p-comm all
 
 echo "== the interleaved warm-up at m = P (4 micro-batches on 4 stages, 2 chunks)"
 # Megatron-core today caps the warm-up at the stage's passes (get_pp_rank_microbatches): stages 2 and 3 run

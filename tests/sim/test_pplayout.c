@@ -593,7 +593,8 @@ static void count_sends(const zp_model *m, const zp_plan *p, int stage, int *sen
  * pairs in the steady state, 16 sends not waited for; its 8 warm-up forwards and 8 cool-down backwards send
  * and wait. Stage 3 warms up with 0 + 4 = 4: 12 pairs, forwards 4-15 and backwards 0-11; its second chunk
  * (forwards 4-7 and 12-15: chunks take turns every P = 4) ends the model and sends nothing, so 4 + 12 sends
- * are not waited for. Off, or on the 1F1B schedule, every send is waited for. */
+ * are not waited for. With the warm-up's and the flush's too (--overlap-p2p-communication-warmup-flush), none
+ * is. Off, or on the 1F1B schedule, every send is waited for. */
 Test(pplayout, steady_state_sends_not_waited)
 {
     const zp_model *m = model("llama-3-8b");
@@ -606,6 +607,10 @@ Test(pplayout, steady_state_sends_not_waited)
     count_sends(m, &p, 3, &sends, &nowait);
     cr_expect_eq(sends, 32 - 8, "stage 3: %d sends (its last chunk's 8 forwards send nothing)", sends);
     cr_expect_eq(nowait, 16, "stage 3: %d sends not waited for", nowait);
+    p.overlap_p2p_warmup_flush = 1;
+    count_sends(m, &p, 1, &sends, &nowait);
+    cr_expect(sends == 32 && nowait == 32, "warm-up and flush too: %d sends, %d not waited for", sends, nowait);
+    p.overlap_p2p_warmup_flush = 0;
     p.overlap_p2p_comm = 0;
     count_sends(m, &p, 1, &sends, &nowait);
     cr_expect_eq(nowait, 0, "off: %d sends not waited for", nowait);
