@@ -2,7 +2,8 @@
 # `zplan schedule`: the goldens (tests/golden/schedule.tesh: command and expected output, as SimGrid's
 # tesh files), and memory as the replay of the schedule: for plans of the issue's sizes, replaying the
 # alloc and free ops of `zplan schedule --format json` in order peaks at the what-if's memory_gb.total
-# (within 0.5%); bad inputs exit 2 with one message.
+# (within 0.5%); the interleaved schedule's sends not waited for (--overlap-p2p-comm on, all, off); bad inputs
+# exit 2 with one message.
 # Usage: test_schedule.sh ZPLAN SOURCE_ROOT
 set -u
 Z="$1"; SRC="$2"
@@ -42,6 +43,24 @@ check "gpt2-1.5B, 16 GPUs, stage 0" --model gpt2-1.5B --gpus 16 --stage 0
 check "8B, 64 GPUs, stage 1, MP 2, optimizer offload" --model 8B --gpus 64 --stage 1 --mp 2 --offload optimizer
 check "20B, 32 GPUs, stage 3, parameter offload" --model 20B --gpus 32 --stage 3 --offload params
 check "13B, 16 GPUs, stage 2, no MD (fragmentation)" --model 13B --gpus 16 --stage 2 --no-md --analytic
+
+# the interleaved schedule's sends (--overlap-p2p-comm): the steady state's not waited for, the warm-up's and the
+# cool-down's waited for; all of them with all, none with off. Stage 1 of 4 (rank 8: MP 2 x DP 4 ranks a stage),
+# 2 chunks, 8 micro-batches a pipeline: 32 sends, 8 warm-up forwards, 8 cool-down backwards (test_pplayout.c)
+P2P="--model llama-3-8b --gpus 32 --mp 2 --pp 4 --stage 1 --schedule interleaved --virtual-stages 2 --micro-batch 1
+  --global-batch 32 --recompute full --exact --analytic --rank 8 --format json"
+p2p() { "$Z" schedule $P2P "$@" 2>"$T/err" | python3 -c '
+import json, sys
+d = json.load(sys.stdin); s = [o for o in d["ops"] if o["name"] in ("pp_send_activation", "pp_send_grad")]
+print(len(s), sum(1 for o in s if o.get("nowait")), d["plan"].get("overlap_p2p_comm", False))'; }
+for mode in on all off; do
+    got=$(p2p --overlap-p2p-comm $mode)
+    case $mode in on) want="32 16 True" ;; all) want="32 32 True" ;; off) want="32 0 False" ;; esac
+    if [ "$got" = "$want" ]; then echo "ok   --overlap-p2p-comm $mode: sends, not waited for, plan: $got"
+    else echo "FAIL --overlap-p2p-comm $mode: $got, want $want $(head -2 "$T/err")"; fail=1; fi
+done
+"$Z" schedule $(echo "$P2P" | sed 's/--format json/--format text/') 2>"$T/err" | grep -c "not waited for" >"$T/n"
+[ "$(cat "$T/n")" = 16 ] && echo "ok   text: 16 sends not waited for" || { echo "FAIL text: $(cat "$T/n") not waited for"; fail=1; }
 
 bad() { # bad PATTERN ARGS...: exit 2 and a one-line message matching PATTERN
     local pat="$1"; shift
