@@ -497,10 +497,11 @@ zp_status zp_report_plan_cells(zp_table *t, int col0, const zp_eval *e)
         ZP_TRY(zp_table_set_bool(t, col0 + P_SHARED_OVERLAP, 1));
     if (p->act_fp8_store)
         ZP_TRY(zp_table_set_bool(t, col0 + P_ACT_FP8, 1));
-    if (zp_plan_p2p_overlapped(p))
+    if (zp_plan_p2p_overlapped(p)) {
         ZP_TRY(zp_table_set_bool(t, col0 + P_P2P_OVERLAP, 1));
-    if (zp_plan_p2p_overlapped(p) && p->overlap_p2p_warmup_flush)
-        ZP_TRY(zp_table_set_bool(t, col0 + P_P2P_WARMUP_FLUSH, 1));
+        if (p->overlap_p2p_warmup_flush)
+            ZP_TRY(zp_table_set_bool(t, col0 + P_P2P_WARMUP_FLUSH, 1));
+    }
     if (zp_plan_moments_saved(p) > 0) {
         const char *m = zp_adam_moment_name(p->exp_avg_bytes), *v = zp_adam_moment_name(p->exp_avg_sq_bytes);
         char both[16];

@@ -132,12 +132,12 @@ static void p2p_op(zp_eng *E, int node, const zp_op *op)
     const int k = in->p2p == ZP_P2P_EXCHANGE ? ZP_PP_MB_EMB : (act ? ZP_PP_MB_ACT : ZP_PP_MB_GRAD);
     const double bytes = p2p_bytes(E, op, !zp_eng_same_physical(E, me, op->item));
     sg_comm_t put = NULL;
-    if (in->p2p == ZP_P2P_SEND && op->nowait) { /* detached: it runs beside the stream's next ops */
-        sg_comm_detach(sg_mailbox_put_init(E->ppmb[(size_t)peer * ZP_NPPMB + (size_t)k], (void *)op, (long)bytes),
-                       NULL);
-        E->activities += 1;
-    } else if (in->p2p != ZP_P2P_RECV) {
-        put = sg_mailbox_put_async(E->ppmb[(size_t)peer * ZP_NPPMB + (size_t)k], (void *)op, (long)bytes);
+    if (in->p2p != ZP_P2P_RECV) {
+        sg_mailbox_t to = E->ppmb[(size_t)peer * ZP_NPPMB + (size_t)k];
+        if (op->nowait) /* detached: it runs beside the stream's next ops */
+            sg_comm_detach(sg_mailbox_put_init(to, (void *)op, (long)bytes), NULL);
+        else
+            put = sg_mailbox_put_async(to, (void *)op, (long)bytes);
         E->activities += 1;
     }
     if (in->p2p != ZP_P2P_SEND) {

@@ -95,8 +95,8 @@ typedef struct zp_builder {
     double pg_asked, pg_ready; /* ... parameters the first forward has reached, and those waited for */
     int ep_async;              /* EP overlap: this pass is paired with another micro-batch's (zp_schedule.c) */
     int ep_pending;            /* ... all-to-alls on the EP stream the compute stream has not waited for */
-    int p2p_async;             /* this pass's send leaves the compute stream at once (zp_plan.overlap_p2p_comm's
-                                  steady state: p2p_steady, zp_schedule.c) */
+    int p2p_async;             /* this pass's send leaves the compute stream at once (zp_plan.overlap_p2p_comm:
+                                  p2p_nowait, zp_schedule.c) */
 } zp_builder;
 
 /* Appends an op of kind `type` on stream `s` (the setup list when s < 0) with the builder's micro-batch,

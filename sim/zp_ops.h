@@ -236,8 +236,8 @@ typedef struct {
                                   tokens x ffn, heads x seq x seq, tokens x vocabulary), per MP rank */
     int flash;                 /* 0, or 1 + the zp_flash_kernel_id whose FlashAttention the op is costed as
                                   part of (the plan runs it; zp_op_info.flash) */
-    int nowait;                /* a pipeline send its stream does not wait for (overlap_p2p_comm's steady
-                                  state: the transfer runs beside the next pass); 0 otherwise */
+    int nowait;                /* a pipeline send its stream does not wait for (overlap_p2p_comm: the
+                                  transfer runs beside the next pass); 0 otherwise */
     double bytes;              /* element-wise: bytes moved; collective: buffer bytes per rank (nccl-tests
                                   size); copy: bytes; Adam: parameters updated; alloc/free: bytes */
     zp_channel channel;        /* signal / wait */

@@ -439,15 +439,20 @@ static void ep_a2a(zp_builder *b, int type, double bytes)
 /* The passes of a stage's step: a forward and a backward of each micro-batch through each of its chunks. */
 static int64_t pass_count(const zp_plan *p) { return 2 * p->grad_accum * (p->pp > 1 ? p->vstages : 1); }
 
+/* Pass k of a stage's pass order is in the steady state: after the stage's warm-up forwards (at least
+ * `least` of them) and before as many cool-down backwards. */
+static int steady_pass(const zp_plan *p, int stage, int64_t k, int64_t least)
+{
+    int64_t w = zp_pp_warmup(p, stage);
+    if (w < least)
+        w = least;
+    return k >= w && k < pass_count(p) - w;
+}
+
 /* Pass k of a stage's pass order has a partner in the combined 1F1B (above). */
 static int ep_paired(const zp_plan *p, int stage, int64_t k)
 {
-    if (!p->ep_overlap || p->ep <= 1)
-        return 0;
-    int64_t w = zp_pp_warmup(p, stage);
-    if (w < 1)
-        w = 1;
-    return k >= w && k < pass_count(p) - w;
+    return p->ep_overlap && p->ep > 1 && steady_pass(p, stage, k, 1);
 }
 
 /* Pass k of a stage's pass order sends without waiting (zp_plan.overlap_p2p_comm). Megatron-core's
@@ -460,14 +465,9 @@ static int ep_paired(const zp_plan *p, int stage, int64_t k)
  * runs beside the next pass. The receives are the same either way: a
  * stage's mailboxes take a send at once (sim/zp_actors.c), and a pass waits for its input's arrival. The
  * NCCL send kernel's SMs (a channel or two of 132) are not counted. */
-static int p2p_steady(const zp_plan *p, int stage, int64_t k)
+static int p2p_nowait(const zp_plan *p, int stage, int64_t k)
 {
-    if (!zp_plan_p2p_overlapped(p))
-        return 0;
-    if (p->overlap_p2p_warmup_flush)
-        return 1;
-    const int64_t w = zp_pp_warmup(p, stage);
-    return k >= w && k < pass_count(p) - w;
+    return zp_plan_p2p_overlapped(p) && (p->overlap_p2p_warmup_flush || steady_pass(p, stage, k, 0));
 }
 
 /* Compute run beside an all-to-all (the shared experts' part, below), or NULL. */
@@ -1480,7 +1480,7 @@ static zp_status build(const zp_model *model, const zp_plan *plan, int stage, in
         for (int64_t k = ranges[j][0]; k < ranges[j][1] && b.st == ZP_OK; k++) {
             const zp_pp_pass x = zp_pp_pass_at(plan, stage, k);
             b.ep_async = ep_paired(plan, stage, k);
-            b.p2p_async = p2p_steady(plan, stage, k);
+            b.p2p_async = p2p_nowait(plan, stage, k);
             if (x.backward)
                 backward_pass(&b, x.micro, x.chunk, bucket);
             else

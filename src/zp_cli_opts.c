@@ -907,16 +907,17 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                                   "--overlap-comm, or plan for another framework: --framework any)",
                        f->name, f->what);
     if (a->p2p_given && r->base.overlap_p2p_comm) {
+        const char *word = r->base.overlap_p2p_warmup_flush ? "all" : "on";
         if (f && !f->p2p_overlap)
             return ZP_FAIL(ZP_EINVAL, "--framework %s: %s waits for every pipeline send and receive (drop "
                                       "--overlap-p2p-comm %s, or plan for another framework: --framework any)",
-                           f->name, f->what, r->base.overlap_p2p_warmup_flush ? "all" : "on");
+                           f->name, f->what, word);
         if ((zp_search_req_given(r, ZP_SEARCH_SCHEDULE) && r->base.schedule != ZP_PP_INTERLEAVED) ||
             (zp_search_req_given(r, ZP_SEARCH_DIM(ZP_DIM_PP)) && r->base.pp <= 1))
             return ZP_FAIL(ZP_EINVAL, "--overlap-p2p-comm %s: only the interleaved schedule overlaps its pipeline "
                                       "sends (Megatron-LM: \"non-interleaved schedule does not support overlapping "
                                       "p2p communication\"): give --pp > 1 with --schedule interleaved, or drop it",
-                           r->base.overlap_p2p_warmup_flush ? "all" : "on");
+                           word);
     }
     if (a->launch && a->ds_config)
         return ZP_FAIL(ZP_EINVAL, "%s and --ds-config: judge one launch at a time", a->launch_opt);

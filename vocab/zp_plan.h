@@ -297,8 +297,8 @@ double zp_plan_global_batch(const zp_plan *p);
 int zp_plan_reshards(const zp_plan *p);
 /* The DP ranks a ZeRO partition spans: the shard group of hybrid sharding, else dp. */
 int64_t zp_plan_shard_degree(const zp_plan *p);
-/* The plan's pipeline sends leave the compute stream in the steady state (overlap_p2p_comm with the
- * interleaved schedule over pipeline stages). */
+/* The plan's pipeline sends leave the compute stream (overlap_p2p_comm with the interleaved schedule over
+ * pipeline stages: the steady state's, or with overlap_p2p_warmup_flush every one). */
 int zp_plan_p2p_overlapped(const zp_plan *p);
 /* The plan overlaps TP communication: an overlap form asked (tp_overlap) and TP to overlap (mp > 1). */
 int zp_plan_tp_overlapped(const zp_plan *p);
