@@ -14,8 +14,8 @@
 # with) and with full recompute. No recompute does not fit zplan's memory model, so it is simulated with
 # --gpu-mem 200G to price the step: stage 1 holds Megatron-core's warm-up of (16 - 1 - 1)·2 + 7·16 = 140 virtual
 # micro-batches and the steady state's first forward, 141 one-block chunks (Korthikanti et al. 2022 §4.2.3:
-# L·(1 + (P - 1)/(P·v)) = 140.8 blocks), of 641.7 MB each (38.25·s·h/t: the SwiGLU's gate, up, SiLU output and
-# product kept as PyTorch eager keeps them; a fused SwiGLU, Megatron-core's bias_swiglu, keeps 3 of the 4).
+# L·(1 + (P - 1)/(P·v)) = 140.8 blocks), of 532.7 MB each (31.75·s·h/t: Megatron-core's fused SwiGLU keeps
+# gate and up, fc2 the product; PyTorch eager's SiLU output too would make it 38.25·s·h/t, 641.7 MB).
 # Prints zplan's model TFLOP/s per GPU (PaLM's 6N + 12LHQT, attention not halved for causal masking), the
 # same with attention halved (6N + 6LHQT), the error against the paper's, the memory and the breakdown.
 # Nothing here is fitted: the rows judge the model.

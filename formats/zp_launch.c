@@ -41,7 +41,7 @@ void zp_launch_init(zp_launch *l, zp_launch_kind kind, const char *name)
     l->hidden_dropout = l->attn_dropout = -1;
     l->stage = l->recompute = l->sp = l->flash = l->overlap = l->fusion = ZP_LAUNCH_UNSET;
     l->precision = l->grad_fp32 = l->tp_overlap = l->param_gather = l->p2p_overlap = ZP_LAUNCH_UNSET;
-    l->sac_every = l->compile = ZP_LAUNCH_UNSET;
+    l->sac_every = l->compile = l->swiglu_fusion = ZP_LAUNCH_UNSET;
     l->tt_first_less = l->tt_last_less = ZP_LAUNCH_UNSET;
 }
 

@@ -66,6 +66,8 @@ typedef struct {
     int ep_overlap;          /* --overlap-moe-expert-parallel-comm */
     int shared_overlap;      /* --moe-shared-expert-overlap */
     int act_fp8_store;       /* --activation-func-fp8-input-store (NeMo model.activation_func_fp8_input_store) */
+    int swiglu_fusion;       /* 0: --no-bias-swiglu-fusion (NeMo model.bias_activation_fusion false); UNSET: fused,
+                                Megatron-core's default */
     double exp_avg_bytes, exp_avg_sq_bytes; /* --exp-avg-dtype, --exp-avg-sq-dtype: bytes an element (0: fp32) */
     int precision_aware;     /* --use-precision-aware-optimizer */
     double capacity;         /* --moe-expert-capacity-factor (0: not stated: dropless) */

@@ -428,6 +428,13 @@ zp_status zp_launch_request(zp_launch *l, zp_search_req *r)
     if (l->moe_layer_rc)
         mods |= ZP_RCM_MOE;
     b->act_fp8_store = l->act_fp8_store == 1; /* a SwiGLU's input kept as FP8 */
+    /* Megatron-core fuses a SwiGLU unless told not to (the flag means nothing to a model without one) */
+    b->swiglu_fusion = l->swiglu_fusion != 0 || r->model->mlp != ZP_MLP_GATED;
+    if (!b->swiglu_fusion && b->act_fp8_store) { /* mlp.py passes fp8_input_store to the fused kernel only */
+        zp_launch_note(l, "activation_func_fp8_input_store without the SwiGLU fusion: Megatron-core keeps the FP8 "
+                          "input in its fused kernel only, so the input stays in the training type");
+        b->act_fp8_store = 0;
+    }
     if ((l->exp_avg_bytes > 0 || l->exp_avg_sq_bytes > 0) && l->precision_aware != 1)
         return ZP_FAIL(ZP_EINVAL, "%s: Adam's moments in another type than fp32 (--exp-avg-dtype, --exp-avg-sq-dtype) "
                                   "are Megatron-core's precision-aware optimizer's: add --use-precision-aware-optimizer",

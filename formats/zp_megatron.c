@@ -348,6 +348,8 @@ zp_status zp_megatron_args(const zp_model *m, const zp_plan *p, char *buf, size_
     }
     if (p->act_fp8_store)
         add(&o, " --activation-func-fp8-input-store");
+    if (!p->swiglu_fusion && m->mlp == ZP_MLP_GATED) /* Megatron-LM's default is fused */
+        add(&o, " --no-bias-swiglu-fusion");
     if (zp_plan_moments_saved(p) > 0)
         add(&o, " --use-precision-aware-optimizer --exp-avg-dtype %s --exp-avg-sq-dtype %s",
             zp_adam_moment_name(p->exp_avg_bytes), zp_adam_moment_name(p->exp_avg_sq_bytes));

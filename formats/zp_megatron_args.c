@@ -391,6 +391,7 @@ static const zp_launch_key g_keys[] = {
     {"moe-expert-capacity-factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
     {"moe-shared-expert-overlap", ZP_LK_FLAG, F(shared_overlap), 1, NULL, NULL},
     {"activation-func-fp8-input-store", ZP_LK_FLAG, F(act_fp8_store), 1, NULL, NULL},
+    {"no-bias-swiglu-fusion", ZP_LK_FLAG, F(swiglu_fusion), 0, NULL, NULL},
     {"multi-latent-attention", ZP_LK_FLAG, F(mla), 1, NULL, NULL},
     {"q-lora-rank", ZP_LK_INT, F(q_lora), 0, NULL, NULL},
     {"kv-lora-rank", ZP_LK_INT, F(kv_lora), 0, NULL, NULL},

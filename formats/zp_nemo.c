@@ -206,6 +206,7 @@ static const zp_launch_key g_keys[] = {
     {"model.moe_expert_capacity_factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
     {"model.moe_shared_expert_overlap", ZP_LK_BOOL, F(shared_overlap), 1, NULL, NULL},
     {"model.activation_func_fp8_input_store", ZP_LK_BOOL, F(act_fp8_store), 1, NULL, NULL},
+    {"model.bias_activation_fusion", ZP_LK_BOOL, F(swiglu_fusion), 1, NULL, NULL},
     /* multi-head latent attention and MTP: Megatron-core's names (formats/zp_launch_plan.c, launch_mla) */
     {"model.multi_latent_attention", ZP_LK_BOOL, F(mla), 1, NULL, NULL},
     {"model.q_lora_rank", ZP_LK_INT, F(q_lora), 0, NULL, NULL},

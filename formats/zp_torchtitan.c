@@ -443,6 +443,10 @@ zp_status zp_torchtitan_check(const zp_plan *p)
         return ZP_FAIL(ZP_EUNSUPPORTED, "%s is Megatron-core's: torchtitan keeps %s (use --emit-megatron-args)",
                        p->act_fp8_store ? "--activation-func-fp8-input-store" : "--adam-moments",
                        p->act_fp8_store ? "a SwiGLU's input in the training type" : "Adam's moments in fp32");
+    if (!p->swiglu_fusion && !p->eager)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--swiglu-fusion off is Megatron-LM's --no-bias-swiglu-fusion: torchtitan "
+                                        "fuses a SwiGLU under torch.compile and runs it eager without (use --compile "
+                                        "off, or --emit-megatron-args)");
     if (p->selective)
         return ZP_FAIL(ZP_EUNSUPPORTED, "Megatron-LM's selective recompute (the attention core alone): torchtitan's "
                                         "selective modes are op-level (--recompute op) and every k-th block "

@@ -8,7 +8,8 @@
 
 /* MLP kinds: how many (f x h) matrices one MLP of inner size f holds, and its activation bytes per
  * token and unit of f (fp16, Korthikanti's accounting): plain keeps the activation's input and output
- * (2 + 2); gated keeps gate and up outputs, the activation's output and the product (4 x 2). */
+ * (2 + 2); gated keeps gate and up outputs, the activation's output and the product (4 x 2), as PyTorch
+ * eager's autograd does (a fused SwiGLU keeps 3: zp_model_glu_fused_saved_layer). */
 static const struct {
     const char *name;
     int matrices;
@@ -604,13 +605,16 @@ double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t 
  * a GEMM's saved input takes (2, or FP8's copy with its scales): the norms' outputs, the tokens' copies and
  * the activation outputs are such inputs. The attention core is the layout's (it depends on FlashAttention). */
 static double block_rc_saved(const zp_model *m, int moe, unsigned module, double batch, int64_t mp, double gin,
-                             int glu_fp8)
+                             unsigned glu)
 {
     const double s = (double)m->seq, h = (double)m->hidden, a = (double)m->heads, t = (double)(mp > 0 ? mp : 1);
     const double dqk = (double)zp_model_head_dim(m), dv = (double)zp_model_v_head_dim(m);
     const double kv = (double)zp_model_kv_heads(m), k = (double)m->top_k;
-    /* per f: fc2's input as kept, a SwiGLU's input (2 elements) in FP8 where it is stored so */
-    const double inner = g_mlp[m->mlp].act_bytes - 2.0 + gin - (glu_fp8 && m->mlp == ZP_MLP_GATED ? 2.0 : 0.0);
+    /* per f: fc2's input as kept; a SwiGLU's input (2 elements) in FP8 where it is stored so, no SiLU output
+     * where the SwiGLU is fused */
+    const int gated = m->mlp == ZP_MLP_GATED;
+    const double inner = g_mlp[m->mlp].act_bytes - 2.0 + gin - (gated && (glu & ZP_GLU_FP8_INPUT) ? 2.0 : 0.0) -
+                         (gated && (glu & ZP_GLU_FUSED) ? 2.0 : 0.0);
     const double routed = routed_width(m), shared = shared_width(m);
     double R = 0.0, S = 0.0;
     switch (module) {
@@ -633,25 +637,39 @@ static double block_rc_saved(const zp_model *m, int moe, unsigned module, double
     return s * batch * h * (R + S / t);
 }
 
-double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin, int glu_fp8)
+double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin, unsigned glu)
 {
-    return mean_block(m, block_rc_saved(m, 0, module, batch, mp, gin, glu_fp8),
-                      zp_model_moe_blocks(m) ? block_rc_saved(m, 1, module, batch, mp, gin, glu_fp8) : 0);
+    return mean_block(m, block_rc_saved(m, 0, module, batch, mp, gin, glu),
+                      zp_model_moe_blocks(m) ? block_rc_saved(m, 1, module, batch, mp, gin, glu) : 0);
 }
 
-/* A SwiGLU's input stored as FP8 (--activation-func-fp8-input-store): its 2f elements a token (gate and up, f
- * the dense MLP's width or the routed and shared experts' together) take 1 byte less each. */
-static double block_glu_fp8_saved(const zp_model *m, int moe, double batch, int64_t mp)
+/* `bytes` per unit of a gated MLP's width a token, over the width f of block `moe` (a dense MLP's, or the
+ * routed and shared experts' together), per MP rank; 0 for a model without gated MLPs. */
+static double block_glu_bytes(const zp_model *m, int moe, double batch, int64_t mp, double bytes)
 {
     const double t = (double)(mp > 0 ? mp : 1);
     const double f = moe ? routed_width(m) + shared_width(m) : (double)m->ffn;
-    return m->mlp == ZP_MLP_GATED ? (double)m->seq * batch * 2.0 * f / t : 0.0;
+    return m->mlp == ZP_MLP_GATED ? (double)m->seq * batch * bytes * f / t : 0.0;
 }
 
+static double glu_bytes_layer(const zp_model *m, double batch, int64_t mp, double bytes)
+{
+    return mean_block(m, block_glu_bytes(m, 0, batch, mp, bytes),
+                      zp_model_moe_blocks(m) ? block_glu_bytes(m, 1, batch, mp, bytes) : 0);
+}
+
+/* A SwiGLU's input stored as FP8 (--activation-func-fp8-input-store): its 2f elements a token (gate and up)
+ * take 1 byte less each. */
 double zp_model_glu_fp8_saved_layer(const zp_model *m, double batch, int64_t mp)
 {
-    return mean_block(m, block_glu_fp8_saved(m, 0, batch, mp),
-                      zp_model_moe_blocks(m) ? block_glu_fp8_saved(m, 1, batch, mp) : 0);
+    return glu_bytes_layer(m, batch, mp, 2.0 * 1.0);
+}
+
+/* The SiLU's output of a gated MLP, f elements of 2 bytes a token: eager's autograd keeps it for the
+ * product's backward; Megatron-core's SwiGLUFunction keeps gate and up only and recomputes it. */
+double zp_model_glu_fused_saved_layer(const zp_model *m, double batch, int64_t mp)
+{
+    return glu_bytes_layer(m, batch, mp, 1.0 * 2.0);
 }
 
 /* GEMM multiply-adds per token the modules' recompute runs again in one block (the elementwise ones count

@@ -332,17 +332,30 @@ typedef enum {
     ZP_RCM_ALL = (1u << 7) - 1
 } zp_rc_module;
 
+/* How a gated MLP's activation is kept for backward (the `glu` bits below): zp_model_activation_bytes_* count
+ * what PyTorch eager's F.silu(gate) * up keeps (gate, up, the SiLU's output, the product: 4 x 2 bytes per f). */
+typedef enum {
+    ZP_GLU_FP8_INPUT = 1u << 0, /* gate and up as 1-byte FP8 (zp_model_glu_fp8_saved_layer) */
+    ZP_GLU_FUSED = 1u << 1      /* one fused kernel keeping its input only, no SiLU output
+                                   (zp_model_glu_fused_saved_layer) */
+} zp_glu_keep;
+
 /* Megatron-core's selective recompute beyond the attention core (zp_plan.rc_modules, the bits above): the
  * bytes the mean block no longer keeps when `module` (one bit) is recomputed, per MP
  * rank as zp_model_activation_bytes_layer, a GEMM's saved input taking `gin` bytes an element (2, or FP8's
  * copy); and the GEMM FLOPs that recomputing `mods` adds to one iteration over `batch` sequences (every
- * block, MTP's included: MLA's up-projections, dense MLPs, MoE layers or their shared experts). `glu_fp8`: a
- * SwiGLU's input is kept as FP8 (zp_model_glu_fp8_saved_layer), so a module that discards it frees less. */
-double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin, int glu_fp8);
+ * block, MTP's included: MLA's up-projections, dense MLPs, MoE layers or their shared experts). `glu`
+ * (zp_glu_keep bits): how the SwiGLU keeps its activations, so what a module that discards them frees. */
+double zp_model_rc_saved_layer(const zp_model *m, unsigned module, double batch, int64_t mp, double gin, unsigned glu);
 /* Megatron-core's --activation-func-fp8-input-store: the bytes the mean block no longer keeps when a SwiGLU's
  * input (gate and up: 2f elements a token, a dense MLP's or the routed and shared experts') is kept as 1-byte
  * FP8 instead of 2 bytes, per MP rank as zp_model_activation_bytes_layer; 0 for a model without gated MLPs. */
 double zp_model_glu_fp8_saved_layer(const zp_model *m, double batch, int64_t mp);
+/* A fused SwiGLU (zp_plan_glu_fused: Megatron-core's bias_swiglu_impl, whose backward recomputes the SiLU from
+ * the saved gate): the bytes the mean block no longer keeps against eager's count, the SiLU's output, f
+ * elements of 2 bytes a token (a dense MLP's f, or the routed and shared experts'), per MP rank as
+ * zp_model_activation_bytes_layer; 0 for a model without gated MLPs. */
+double zp_model_glu_fused_saved_layer(const zp_model *m, double batch, int64_t mp);
 double zp_model_flops_rc_modules(const zp_model *m, unsigned mods, double batch);
 
 /* The checkpoint a block keeps under full activation checkpointing: its fp16 input, 2*s*b*h bytes

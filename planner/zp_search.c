@@ -454,16 +454,26 @@ static zp_status check_rc_modules(const zp_search_req *r)
     return ZP_OK;
 }
 
-/* --activation-func-fp8-input-store: Megatron-core's fused SwiGLU only (transformer_config.py). */
+/* --activation-func-fp8-input-store: Megatron-core's fused SwiGLU only (transformer_config.py; mlp.py passes
+ * fp8_input_store to bias_swiglu_impl alone). --swiglu-fusion off: a model with a gated MLP. */
 static zp_status check_act_fp8_store(const zp_search_req *r)
 {
     const zp_model *m = r->model;
-    if (!r->base.act_fp8_store || !m || (m->mlp == ZP_MLP_GATED && m->act == ZP_ACT_SILU))
+    if (m && !r->base.swiglu_fusion && m->mlp != ZP_MLP_GATED)
+        return ZP_FAIL(ZP_EINVAL, "--swiglu-fusion off: model %s has %s MLPs, no SwiGLU to fuse (leave it out)",
+                       m->name, zp_model_mlp_name(m->mlp));
+    if (!r->base.act_fp8_store || !m)
         return ZP_OK;
-    return ZP_FAIL(ZP_EINVAL, "--activation-func-fp8-input-store: Megatron-core stores a SwiGLU's input only "
-                              "('Storing activation input in FP8 is supported only for SwiGLU'); model %s has %s %s "
-                              "MLPs (leave it out)",
-                   m->name, zp_model_mlp_name(m->mlp), zp_model_activation_name(m->act));
+    if (!(m->mlp == ZP_MLP_GATED && m->act == ZP_ACT_SILU))
+        return ZP_FAIL(ZP_EINVAL, "--activation-func-fp8-input-store: Megatron-core stores a SwiGLU's input only "
+                                  "('Storing activation input in FP8 is supported only for SwiGLU'); model %s has "
+                                  "%s %s MLPs (leave it out)",
+                       m->name, zp_model_mlp_name(m->mlp), zp_model_activation_name(m->act));
+    if (!r->base.swiglu_fusion || r->base.eager)
+        return ZP_FAIL(ZP_EINVAL, "--activation-func-fp8-input-store: Megatron-core keeps the FP8 input in its fused "
+                                  "SwiGLU only (bias_swiglu_impl); with %s it does nothing (drop one)",
+                       r->base.eager ? "--compile off" : "--swiglu-fusion off");
+    return ZP_OK;
 }
 
 /* A token dispatcher other than the all-to-all needs routed experts to dispatch; DeepSeek-V3's FP8 dispatch
@@ -2106,6 +2116,7 @@ static void candidate_plan(const walk *w, const zp_dim_ctx *c, const shape *x, i
     p->interleave_all_warmup = w->fw->interleave_all_warmup; /* Megatron-LM v2's warm-up at m = P */
     p->overlap_p2p_comm = r->base.overlap_p2p_comm && w->fw->p2p_overlap;
     p->overlap_p2p_warmup_flush = r->base.overlap_p2p_warmup_flush && p->overlap_p2p_comm;
+    p->swiglu_fusion = r->base.swiglu_fusion && w->fw->swiglu_fusion;
     p->overlap_param_gather = r->base.overlap_param_gather && p->overlap_comm && (p->stage == 1 || p->stage == 2) &&
                               p->offload == ZP_OFFLOAD_NONE;
     p->nvme = off == ZP_OFFLOAD_NONE ? 0 : (off == ZP_OFFLOAD_PARAMS ? r->base.nvme : r->base.nvme & ZP_NVME_OPTIMIZER);

@@ -957,12 +957,22 @@ static zp_status attention_fact(zp_doc *d, const zp_whatif *w)
                                                       : "unfused: the s x s scores in memory (this GPU has no "
                                                         "FlashAttention-2 kernels)"));
     ZP_TRY(zp_doc_set_key(d, "flash_attention", json_boolean(fa)));
-    if (!w->result->plans[0].plan.eager) /* said only when asked: every answer before --compile reads the same */
+    const zp_plan *p = &w->result->plans[0].plan;
+    if (p->eager) { /* said only when asked: every answer before --compile reads the same */
+        ZP_TRY(zp_doc_add_fact(d, "Kernels", "PyTorch eager: a block's elementwise ops as separate kernels, each with "
+                                             "its launch, host dispatch and HBM round trip (torch.compile off: "
+                                             "--compile off, or torchtitan's training.compile false)"));
+        ZP_TRY(zp_doc_set_key(d, "compile", json_false()));
+    }
+    if (zp_plan_glu_fused(p) || w->model->mlp != ZP_MLP_GATED) /* the fused SwiGLU, the default, goes unsaid */
         return ZP_OK;
-    ZP_TRY(zp_doc_add_fact(d, "Kernels", "PyTorch eager: a block's elementwise ops as separate kernels, each with its "
-                                         "launch, host dispatch and HBM round trip (torch.compile off: --compile "
-                                         "off, or torchtitan's training.compile false)"));
-    return zp_doc_set_key(d, "compile", json_false());
+    const zp_framework *fw = zp_framework_get(w->framework);
+    ZP_TRY(zp_doc_add_fact(d, "SwiGLU", "unfused: silu(gate) * up as PyTorch runs it, gate, up, the SiLU's output and "
+                                        "the product kept for backward (%s)",
+                           p->eager                       ? "torch.compile off"
+                           : fw && !fw->swiglu_fusion     ? "the framework's own"
+                                                          : "--swiglu-fusion off: Megatron-LM's --no-bias-swiglu-fusion"));
+    return zp_doc_set_key(d, "swiglu_fusion", json_false());
 }
 
 /* The what-if's Framework (when one was given), Batch (when zplan chose it), Precision and FLOPs facts. */

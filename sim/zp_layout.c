@@ -308,7 +308,8 @@ static double ds_core_bytes(const zp_builder *b)
 
 /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without recompute every block keeps its
  * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes (all of it ÷t with sequence parallelism: s·b·h·(34 +
- * 5·a·s/h)/t), from its forward to its backward, less the attention core with FlashAttention; with full
+ * 5·a·s/h)/t), from its forward to its backward, less the attention core with FlashAttention and, where the
+ * SwiGLU is one fused kernel (zp_plan_glu_fused), the SiLU's output that eager PyTorch keeps; with full
  * recompute a block keeps a checkpoint of 2·s·b·h (÷t with Pa or SP, in host memory with Pa+cpu) and one
  * block's working set is live from the first forward to the end of the pass's backward; selective recompute
  * keeps everything but the attention core, recomputed one block at a time in backward. The logits and their
@@ -327,6 +328,9 @@ static double ds_block_acts(const zp_builder *b)
     if (b->p->act_fp8_store) /* a SwiGLU's input kept as FP8 (--activation-func-fp8-input-store) */
         acts -= b->p->sp ? zp_model_glu_fp8_saved_layer(b->m, mb, 1) / (double)b->p->mp
                          : zp_model_glu_fp8_saved_layer(b->m, mb, b->p->mp);
+    if (zp_plan_glu_fused(b->p)) /* a fused SwiGLU keeps no SiLU output (Megatron-core's bias_swiglu_impl) */
+        acts -= b->p->sp ? zp_model_glu_fused_saved_layer(b->m, mb, 1) / (double)b->p->mp
+                         : zp_model_glu_fused_saved_layer(b->m, mb, b->p->mp);
     return acts > 0 ? acts : 0.0;
 }
 
@@ -361,15 +365,15 @@ static double ds_rc_saved(const zp_builder *b, double *most)
         mods &= ~(unsigned)(ZP_RCM_MOE_ACT | ZP_RCM_SHARED_EXPERTS);
     const double gin = fp8_te(b->p) ? 1.0 + zp_fp8_get(b->p->fp8)->scale_act : 2.0;
     const double mb = (double)b->p->micro_batch, t = (double)b->p->mp;
-    const int g8 = b->p->act_fp8_store;
+    const unsigned glu = (b->p->act_fp8_store ? ZP_GLU_FP8_INPUT : 0u) | (zp_plan_glu_fused(b->p) ? ZP_GLU_FUSED : 0u);
     double sum = 0.0;
     *most = (mods & ZP_RCM_CORE_ATTN) ? ds_core_bytes(b) : 0.0;
     for (int i = 0; zp_rc_module_get(i); i++) {
         const unsigned bit = zp_rc_module_get(i)->bit;
         if (bit == ZP_RCM_CORE_ATTN || !(mods & bit))
             continue;
-        const double x = b->p->sp ? zp_model_rc_saved_layer(b->m, bit, mb, 1, gin, g8) / t
-                                   : zp_model_rc_saved_layer(b->m, bit, mb, b->p->mp, gin, g8);
+        const double x = b->p->sp ? zp_model_rc_saved_layer(b->m, bit, mb, 1, gin, glu) / t
+                                   : zp_model_rc_saved_layer(b->m, bit, mb, b->p->mp, gin, glu);
         sum += x;
         *most = fmax(*most, x);
     }

@@ -358,6 +358,18 @@ static zp_status set_p2p_overlap(zp_cli_args *a, const char *opt, const char *v)
     return ZP_OK;
 }
 
+/* --swiglu-fusion on|off: a SwiGLU as one fused kernel keeping only gate and up for backward (Megatron-core's
+ * bias_swiglu_impl, its default), or PyTorch eager's silu(gate) * up, which keeps the SiLU's output too (off:
+ * Megatron-LM's --no-bias-swiglu-fusion). */
+static zp_status set_swiglu_fusion(zp_cli_args *a, const char *opt, const char *v)
+{
+    ZP_TRY(on_off(opt, v, "one fused kernel keeping gate and up, Megatron-core's default",
+                  "eager PyTorch's kernels keeping the SiLU's output too: --no-bias-swiglu-fusion",
+                  &a->r.base.swiglu_fusion));
+    a->swiglu_given = 1;
+    return ZP_OK;
+}
+
 /* --overlap-param-gather: the distributed optimizer's parameter all-gather beside the next forward. */
 FLAG(set_param_gather, r.base.overlap_param_gather, 1)
 /* --overlap-moe-expert-parallel-comm: the EP all-to-alls beside the other micro-batch's compute. */
@@ -638,6 +650,7 @@ static const zp_cli_opt g_opts[] = {
     {"recompute", 0, 1, PLAN, set_recompute},
     {"recompute-modules", 0, 1, PLAN, set_rc_modules},
     {"activation-func-fp8-input-store", 0, 0, PLAN, set_act_fp8_store},
+    {"swiglu-fusion", 0, 1, PLAN, set_swiglu_fusion},
     {"adam-moments", 0, 1, PLAN, set_adam_moments},
     /* torchtitan's checkpointing modes and torch.compile */
     {"checkpoint-every", 0, 1, PLAN, set_ckpt_every},
@@ -918,6 +931,15 @@ zp_status zp_cli_args_check_plan(const zp_cli_args *a)
                                       "sends (Megatron-LM: \"non-interleaved schedule does not support overlapping "
                                       "p2p communication\"): give --pp > 1 with --schedule interleaved, or drop it",
                            word);
+    }
+    if (a->swiglu_given && r->base.swiglu_fusion) {
+        if (f && !f->swiglu_fusion)
+            return ZP_FAIL(ZP_EINVAL, "--framework %s: %s runs a SwiGLU as eager PyTorch's silu(gate) * up (drop "
+                                      "--swiglu-fusion on, or plan for another framework: --framework any)",
+                           f->name, f->what);
+        if (r->base.eager)
+            return ZP_FAIL(ZP_EINVAL, "--swiglu-fusion on with --compile off: PyTorch eager runs silu(gate) * up as "
+                                      "separate kernels (drop one)");
     }
     if (a->launch && a->ds_config)
         return ZP_FAIL(ZP_EINVAL, "%s and --ds-config: judge one launch at a time", a->launch_opt);

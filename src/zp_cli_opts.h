@@ -46,6 +46,7 @@ typedef struct {
     zp_search_req r;
     int checkpoint_given, overlap_given;
     int p2p_given;             /* --overlap-p2p-comm given (on or off) */
+    int swiglu_given;          /* --swiglu-fusion given (on or off) */
     /* FP8 training: --precision fp8 given, --fp8-recipe given (the recipe itself is r.base.fp8) */
     int fp8_precision, fp8_recipe_given;
     const char *ds_config, *emit_ds, *emit_megatron, *report_html;

@@ -67,6 +67,10 @@ static zp_status emit_conditions(zp_cli_plan *o)
                        r->base.act_fp8_store ? "--activation-func-fp8-input-store"
                        : narrow              ? "--adam-moments"
                                              : "--recompute-modules");
+    if (o->a.emit_torchtitan && !r->base.swiglu_fusion && !r->base.eager)
+        return ZP_FAIL(ZP_EINVAL, "--emit-torchtitan: --swiglu-fusion off is Megatron-LM's --no-bias-swiglu-fusion: "
+                                  "torchtitan fuses a SwiGLU under torch.compile and runs it eager without (use "
+                                  "--compile off, or --emit-megatron-args)");
     const int half = r->base.param_bytes == 2.0;
     if ((o->a.emit_torchtitan || (o->a.emit_megatron && zp_search_bf16(r))) && half && r->base.grad_bytes == 0) {
         r->base.grad_bytes = 4.0;

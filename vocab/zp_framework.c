@@ -26,6 +26,12 @@
  *  overlap_p2p_comm, on unless --no-overlap-p2p-communication, in "any"; Megatron-LM v2 waits for every
  *  batched send and receive and then the whole device (p2p_communication.py: req.wait(), then
  *  torch.cuda.synchronize() "to protect against race condition when using batch_isend_irecv()").
+ *  A SwiGLU fused (swiglu_fusion): Megatron-core's MLP calls bias_swiglu_impl when bias_activation_fusion, which
+ *  Megatron-LM sets from --bias-swiglu-fusion (on unless --no-bias-swiglu-fusion; NeMo's
+ *  model.bias_activation_fusion); its SwiGLUFunction saves only its input (fused_bias_swiglu.py:
+ *  ctx.save_for_backward(input)), in "any". Megatron-DeepSpeed's swiglu is F.silu(x[0]) * x[1] in eager PyTorch
+ *  (megatron/model/transformer.py), which keeps the SiLU's output too; Megatron-LM v2 and the 2020 and 2022
+ *  releases have no SwiGLU (GeLU), so a gated model stated on them is counted as eager PyTorch runs it.
  *  Sharded data parallelism beside pipelines (pp_max_stage): DeepSpeed's PipelineEngine.__init__ asserts
  * `self.zero_optimization_stage() < ZeroStageEnum.gradients, "ZeRO-2 and ZeRO-3 are incompatible with
  * pipeline parallelism"` (deepspeed/runtime/pipe/engine.py); Megatron-LM v2 has no ZeRO; torchtitan runs FSDP2
@@ -75,7 +81,7 @@ static const zp_framework g_frameworks[ZP_NFRAMEWORKS] = {
                           .shared_overlap = 1, .selective = 1, .sp = 1, .interleave_min_pp = 2, .overlap = 1,
                           .fusion = 1, .flash = 1, .pp_max_stage = 3,
                           .fsdp_reshard = 1, .tp_overlap = ZP_TP_OVERLAP_TE, .param_gather = 1, .pp_acc = 1,
-                          .p2p_overlap = 1},
+                          .p2p_overlap = 1, .swiglu_fusion = 1},
     [ZP_FRAMEWORK_MEGATRON_2021] = {.name = "megatron-2021",
                                     .what = "Megatron-LM v2 (2021, the SC'21 paper's)",
                                     .max_stage = 0, .offload = 0, .pa_cpu = 0, .moe = 0, .selective = 0, .sp = 0,

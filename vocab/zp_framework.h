@@ -27,6 +27,8 @@ typedef struct {
     int param_gather;      /* the parameter all-gather beside the next forward (--overlap-param-gather) */
     int p2p_overlap;       /* the interleaved schedule's steady-state pipeline sends beside the next pass
                               (--overlap-p2p-comm: Megatron-LM's overlap_p2p_comm, on by default) */
+    int swiglu_fusion;     /* a SwiGLU as one fused kernel keeping only its input for backward (Megatron-core's
+                              bias_swiglu_impl: --swiglu-fusion, Megatron-LM's --no-bias-swiglu-fusion) */
     int tp_overlap;        /* its form of TP communication overlapped with the GEMMs (a zp_tp_overlap, off by
                               default in every release: --tp-comm-overlap); 0: none */
     int pp_max_stage;      /* the highest ZeRO stage it runs beside pipeline stages (--pp > 1) */

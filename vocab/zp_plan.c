@@ -223,6 +223,7 @@ void zp_plan_default(zp_plan *p, int64_t gpus)
     p->param_bytes = 2.0;
     p->overlap_comm = 1;
     p->overlap_p2p_comm = 1;
+    p->swiglu_fusion = 1;
     p->stage3_max_live = ZP_DEFAULT_MAX_LIVE;
     p->stage3_prefetch = ZP_DEFAULT_PREFETCH;
     p->persistence_threshold = ZP_DEFAULT_PERSISTENCE;
@@ -426,6 +427,8 @@ zp_status zp_plan_validate(const zp_plan *p)
         return ZP_FAIL(ZP_EINVAL, "--moe-dispatcher: not a token dispatcher (use %s)", zp_dispatch_names());
     return ZP_OK;
 }
+
+int zp_plan_glu_fused(const zp_plan *p) { return p->swiglu_fusion && !p->eager; }
 
 int zp_plan_p2p_overlapped(const zp_plan *p)
 {

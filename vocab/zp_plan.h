@@ -227,6 +227,10 @@ typedef struct {
     int act_fp8_store;   /* Megatron-core's --activation-func-fp8-input-store: a SwiGLU's input (the gate and up
                             projections' output, a dense MLP's and the experts') kept for its backward as FP8, a
                             plain e4m3 cast of 1 byte an element (fused_bias_swiglu.py), not the training type */
+    int swiglu_fusion;   /* a SwiGLU as one fused kernel that keeps only its input for backward (Megatron-core's
+                            bias_swiglu_impl, on unless --no-bias-swiglu-fusion; torch.compile's fused kernel):
+                            1 by default; 0, or with eager, PyTorch eager's silu(gate) * up, which keeps the
+                            SiLU's output too (zp_plan_glu_fused) */
     /* Uneven pipeline stages (vocab/zp_pipeline.h); all 0 / NULL: the even split. */
     int pp_first, pp_last;  /* transformer layers of the first / the last pipeline stage (Megatron-core's
                                --decoder-first/last-pipeline-num-layers; 0: not given), the stages between
@@ -300,6 +304,9 @@ int64_t zp_plan_shard_degree(const zp_plan *p);
 /* The plan's pipeline sends leave the compute stream (overlap_p2p_comm with the interleaved schedule over
  * pipeline stages: the steady state's, or with overlap_p2p_warmup_flush every one). */
 int zp_plan_p2p_overlapped(const zp_plan *p);
+/* A SwiGLU's backward keeps only its input, gate and up (and fc2 its output): swiglu_fusion without eager. Else
+ * PyTorch eager's F.silu(gate) * up keeps gate, up, the SiLU's output and the product. */
+int zp_plan_glu_fused(const zp_plan *p);
 /* The plan overlaps TP communication: an overlap form asked (tp_overlap) and TP to overlap (mp > 1). */
 int zp_plan_tp_overlapped(const zp_plan *p);
 /* The micro-batches' gradients accumulate whole and are reduce-scattered once, after the last one (stage >= 2

@@ -534,6 +534,28 @@ expect_bad "--adam-moments with offload"          --model llama-3-8b --gpus 8 --
 expect_bad "--adam-moments in deepspeed"          --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --adam-moments bf16
 expect_bad "--activation-func-fp8-input-store, GeLU" --model 1.5B --gpus 8 --cluster dgx-h100 --activation-func-fp8-input-store
 expect_bad "--activation-func-fp8-input-store, DS"   --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --activation-func-fp8-input-store
+# --swiglu-fusion off: the SwiGLU as PyTorch eager runs it keeps the SiLU's output too, 2 bytes a token per unit
+# of f more: 32 blocks x 4,096 tokens x 14,336 x 2 = 3.758 GB at the same step, said in JSON (swiglu_fusion
+# false); the same under --framework deepspeed (Megatron-DeepSpeed's eager swiglu) and --compile off
+sw() {
+  "$Z" --model llama-3-8b --gpus 8 --cluster dgx-h100 --seq 4k --mp 1 --pp 1 --stage 1 --micro-batch 1 \
+    --global-batch 8 --recompute none --top 1 --format json "$@" 2>/dev/null | python3 -c \
+    "import json,sys; d=json.load(sys.stdin); p=d['plans'][0]; print(p['step_time_s'], p['memory_gb']['activations'], d.get('swiglu_fusion', True))"
+}
+read -r on_s on_gb on_k <<<"$(sw)"
+read -r off_s off_gb off_k <<<"$(sw --swiglu-fusion off)"
+read -r ds_s ds_gb ds_k <<<"$(sw --framework deepspeed)"
+read -r ea_s ea_gb ea_k <<<"$(sw --compile off)"
+if python3 -c "import sys; a,ag,b,bg,dg,eg=map(float,sys.argv[1:]); sys.exit(0 if a==b and abs(bg-ag-32*4096*14336*2/1e9)<1e-3 and dg==bg and eg==bg else 1)" \
+     "$on_s" "$on_gb" "$off_s" "$off_gb" "$ds_gb" "$ea_gb" 2>/dev/null && [ "$on_k" = True ] && [ "$off_k" = False ] &&
+   [ "$ds_k" = False ] && [ "$ea_k" = False ]; then ok
+  echo "  --swiglu-fusion: fused $on_gb GB of activations, off $off_gb GB (deepspeed $ds_gb, --compile off $ea_gb)"
+else ko "--swiglu-fusion: on $on_s s $on_gb GB ($on_k), off $off_s s $off_gb GB ($off_k), deepspeed $ds_gb ($ds_k), eager $ea_gb ($ea_k)"; fi
+expect_bad "--swiglu-fusion not on/off"           --model llama-3-8b --gpus 8 --cluster dgx-h100 --swiglu-fusion maybe
+expect_bad "--swiglu-fusion off, GeLU"            --model 1.5B --gpus 8 --cluster dgx-h100 --swiglu-fusion off
+expect_bad "--swiglu-fusion on in deepspeed"      --model llama-3-8b --gpus 8 --cluster dgx-h100 --framework deepspeed --swiglu-fusion on
+expect_bad "--swiglu-fusion on, --compile off"    --model llama-3-8b --gpus 8 --cluster dgx-h100 --compile off --swiglu-fusion on
+expect_bad "fp8 input store, --swiglu-fusion off" --model llama-3-8b --gpus 8 --cluster dgx-h100 --swiglu-fusion off --activation-func-fp8-input-store
 
 echo "bad inputs tried: $bad_tried"
 finish

@@ -446,6 +446,37 @@ bad "bf16 Adam moments without the flag" "add --use-precision-aware-optimizer" \
   --megatron-args <(sed 's/ --use-precision-aware-optimizer//' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
 bad "bf16 main gradients" "--main-grads-dtype bf16: the precision-aware optimizer's main parameters and gradients" \
   --megatron-args <(sed 's/$/ --main-grads-dtype bf16/' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
+# The SwiGLU unfused (Megatron-LM's --no-bias-swiglu-fusion; NeMo's model.bias_activation_fusion false): written,
+# read back at the same step and with the SiLU's output kept (JSON swiglu_fusion false); read from NeMo; the FP8
+# input store noted and dropped without the fused kernel, which alone keeps it; refused in a torchtitan TOML
+swiglu_json() { "$Z" "$@" --json 2>/dev/null | python3 -c \
+  "import json,sys; d=json.load(sys.stdin); print(d.get('swiglu_fusion', True), d['plans'][0]['memory_gb']['activations'])"; }
+if "$Z" --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --swiglu-fusion off \
+     --emit-megatron-args "$T/sw.args" >/dev/null 2>"$T/err" && grep -q -- ' --no-bias-swiglu-fusion' "$T/sw.args"; then
+  ok
+  read_back "Megatron-LM arguments with the SwiGLU unfused" "Megatron-LM arguments with the SwiGLU unfused" \
+    --megatron-args "$T/sw.args" --gpus 64 --cluster dgx-a100 --analytic
+  read -r k_off gb_off <<<"$(swiglu_json --megatron-args "$T/sw.args" --gpus 64 --cluster dgx-a100 --analytic)"
+  read -r k_on gb_on <<<"$(swiglu_json --megatron-args <(sed 's/ --no-bias-swiglu-fusion//' "$T/sw.args") --gpus 64 \
+    --cluster dgx-a100 --analytic)"
+  if [ "$k_off" = False ] && [ "$k_on" = True ] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$gb_off" "$gb_on"; then
+    ok; echo "  --no-bias-swiglu-fusion read: $gb_off GB of activations, fused $gb_on GB"
+  else ko "--no-bias-swiglu-fusion read: $k_off $gb_off GB, without it $k_on $gb_on GB"; fi
+else
+  ko "emitting --no-bias-swiglu-fusion: $(cat "$T/err") $(cat "$T/sw.args" 2>/dev/null)"
+fi
+sed -e 's/^  bias_activation_fusion: True.*/  bias_activation_fusion: False\n  activation: swiglu/' "$F/gpt3_5b.yaml" >"$T/swu.yaml"
+sed -e 's/^  bias_activation_fusion: True.*/  bias_activation_fusion: True\n  activation: swiglu/' "$F/gpt3_5b.yaml" >"$T/swf.yaml"
+read -r k_off gb_off <<<"$(swiglu_json --nemo "$T/swu.yaml" --cluster dgx-a100 --analytic)"
+read -r k_on gb_on <<<"$(swiglu_json --nemo "$T/swf.yaml" --cluster dgx-a100 --analytic)"
+if [ "$k_off" = False ] && [ "$k_on" = True ] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$gb_off" "$gb_on"; then
+  ok; echo "  NeMo model.bias_activation_fusion false with swiglu: $gb_off GB of activations, true $gb_on GB"
+else ko "NeMo model.bias_activation_fusion: false $k_off $gb_off GB, true $k_on $gb_on GB"; fi
+"$Z" --megatron-args <(sed 's/$/ --activation-func-fp8-input-store/' "$T/sw.args") --gpus 64 --cluster dgx-a100 \
+  --analytic >"$T/out" 2>"$T/err" && ok || ko "the FP8 input store without the fusion: $(cat "$T/err")"
+has "the FP8 input store noted without the fusion" "activation_func_fp8_input_store without the SwiGLU fusion"
+bad "torchtitan TOML with the SwiGLU unfused" "torchtitan fuses a SwiGLU under torch.compile" \
+  --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --swiglu-fusion off --emit-torchtitan "$T/x.toml"
 bad "torchtitan TOML with the SwiGLU input in FP8" "input-store is Megatron-core's: torchtitan has no such option" \
   --model llama-3-8b --gpus 64 --cluster dgx-a100 --analytic --activation-func-fp8-input-store --emit-torchtitan "$T/x.toml"
 bad "torchtitan TOML of DeepSeek-V3 with MTP" "torchtitan's deepseek_v3 has not: plan it with --mtp-layers 0" \

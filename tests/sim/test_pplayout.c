@@ -287,10 +287,13 @@ static int64_t in_flight(int64_t P, int64_t v, int64_t m, int64_t s)
     return w >= total ? total : w + 1;
 }
 
-/* One block's activations of the plan (no recompute, no SP, MP 1): Korthikanti's bytes, zp_model's. */
+/* One block's activations of the plan (no recompute, no SP, MP 1): Korthikanti's bytes, zp_model's, less the
+ * SiLU's output a fused SwiGLU does not keep. */
 static double layer_bytes(const zp_model *m, const zp_plan *p)
 {
-    return zp_model_activation_bytes_layer(m, (double)p->micro_batch, p->mp);
+    const double mb = (double)p->micro_batch;
+    return zp_model_activation_bytes_layer(m, mb, p->mp) -
+           (zp_plan_glu_fused(p) ? zp_model_glu_fused_saved_layer(m, mb, p->mp) : 0.0);
 }
 
 /* The interleaved schedule's peak activations on every stage but the last (whose LM head adds its logits),
@@ -359,9 +362,10 @@ Test(pplayout, interleaved_cap_at_m_equal_p)
  * first only the embedding and the last only the head (--pp-layout 0,1*126,0), TP 8 with sequence
  * parallelism, FlashAttention, no recompute, 32 micro-batches of one sequence. A block keeps Korthikanti's
  * terms for Llama's shape, all ÷t with SP: the two norms' inputs, the attention's and the MLP's inputs (2h
- * each), Q and the output (2·128·128 each), K and V (2·8·128 each: 8 KV heads), the SwiGLU's gate, up,
- * SiLU output and product (4·2f, f = 3.25h: PyTorch eager's saved tensors; Megatron-core's fused
- * bias_swiglu keeps 3·2f), no dropout, no s² scores: 38.25·s·h/t bytes, 641.7 MB. Stage 1, whose chunks
+ * each), Q and the output (2·128·128 each), K and V (2·8·128 each: 8 KV heads), the SwiGLU's gate, up and
+ * product (3·2f, f = 3.25h: Megatron-core's fused bias_swiglu keeps its input and fc2 the product; PyTorch
+ * eager keeps the SiLU's output too, 4·2f), no dropout, no s² scores: 31.75·s·h/t bytes, 532.7 MB (eager's
+ * 38.25·s·h/t, 641.7 MB, with --swiglu-fusion off). Stage 1, whose chunks
  * each hold a block, holds Megatron-core's 2·14 + 7·16 + 1 = 141 virtual micro-batches (Korthikanti's
  * L(1 + (P - 1)/(P·v)) = 140.8 blocks for the even split); stage 0 the 16 in flight of each of its 7
  * one-block chunks (its embedding chunk keeps none): 112. */
@@ -380,9 +384,14 @@ Test(pplayout, llama3_405b_interleaved_activations)
     p.flash_attn = 1;
     p.grad_accum = 32;
     zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
-    const double block = 38.25 * 8192.0 * 16384.0 / 8.0;
-    cr_expect(fabs(block - 641.7e6) < 0.1e6, "%.1f MB", block / 1e6);
+    const double block = 31.75 * 8192.0 * 16384.0 / 8.0, eager = 38.25 * 8192.0 * 16384.0 / 8.0;
+    cr_expect(fabs(block - 532.7e6) < 0.1e6 && fabs(eager - 641.7e6) < 0.1e6, "%.1f MB", block / 1e6);
     zp_memory mem[16];
+    p.swiglu_fusion = 0;
+    cr_assert_eq(zp_memory_estimate_stages(m, &p, mem, 16), ZP_OK, "%s", zp_error_message());
+    cr_expect(fabs(mem[1].peak_activations - 141 * eager) <= 1e-9 * 141 * eager, "unfused: %.3f GB",
+              mem[1].peak_activations / 1e9);
+    p.swiglu_fusion = 1;
     cr_assert_eq(zp_memory_estimate_stages(m, &p, mem, 16), ZP_OK, "%s", zp_error_message());
     cr_expect(fabs(mem[0].peak_activations - 112 * block) <= 1e-9 * 112 * block, "stage 0: %.3f GB",
               mem[0].peak_activations / 1e9);

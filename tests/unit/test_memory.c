@@ -730,8 +730,9 @@ Test(memory, block_params_are_their_kinds)
 /* Megatron-core's --recompute-modules (zp_plan.rc_modules), worked by hand on Llama 3 8B (h 4096, f 14336,
  * gated, RMSNorm, sequence 8192, 32 blocks) at micro-batch 1, TP 1, FlashAttention (the attention core keeps
  * nothing, so core_attn frees nothing): each block keeps s·h·2·2 bytes less with layernorm (the two norms'
- * outputs) and s·f·8 less with mlp (the gated MLP's inner activations: gate, up, their product, the
- * activation); one module's worth is live again while it is recomputed, so the peak falls by 31 blocks'. */
+ * outputs) and s·f·6 less with mlp (the gated MLP's inner activations as Megatron-core's fused SwiGLU keeps
+ * them: gate, up and their product; s·f·8 with eager's SiLU output, --swiglu-fusion off); one module's worth
+ * is live again while it is recomputed, so the peak falls by 31 blocks'. */
 Test(memory, recompute_modules_free_what_they_recompute)
 {
     const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
@@ -749,11 +750,20 @@ Test(memory, recompute_modules_free_what_they_recompute)
     const double s = 8192, h = 4096, f = 14336;
     cr_expect_float_eq(core.activations - ln.activations, 31.0 * 4.0 * s * h, 1.0, "layernorm: %.6g B",
                        core.activations - ln.activations);
-    cr_expect_float_eq(core.activations - mlp.activations, 31.0 * 8.0 * s * f, 1.0, "mlp: %.6g B",
+    cr_expect_float_eq(core.activations - mlp.activations, 31.0 * 6.0 * s * f, 1.0, "mlp: %.6g B",
                        core.activations - mlp.activations);
     /* both: 32 blocks free both, the larger (the MLP's) is live again */
-    cr_expect_float_eq(core.activations - both.activations, 32.0 * 4.0 * s * h + 31.0 * 8.0 * s * f, 1.0);
+    cr_expect_float_eq(core.activations - both.activations, 32.0 * 4.0 * s * h + 31.0 * 6.0 * s * f, 1.0);
     cr_expect_float_eq(core.params + core.grads + core.optimizer, both.params + both.grads + both.optimizer, 1);
+    /* the SwiGLU unfused: the MLP keeps the SiLU's output too, and mlp frees it */
+    zp_plan e = p;
+    e.swiglu_fusion = 0;
+    e.rc_modules = 0;
+    cr_assert_eq(zp_memory_estimate(m, &e, &core), ZP_OK);
+    e.rc_modules = ZP_RCM_CORE_ATTN | ZP_RCM_MLP;
+    cr_assert_eq(zp_memory_estimate(m, &e, &mlp), ZP_OK);
+    cr_expect_float_eq(core.activations - mlp.activations, 31.0 * 8.0 * s * f, 1.0, "unfused mlp: %.6g B",
+                       core.activations - mlp.activations);
     /* with sequence parallelism at TP 4 everything a block keeps is split four ways */
     p.mp = 4;
     p.sp = 1;
@@ -795,8 +805,8 @@ Test(memory, recompute_modules_on_mla_and_moe)
 
 /* --activation-func-fp8-input-store (zp_plan.act_fp8_store), by hand on Llama 3 8B as above: every block keeps its
  * SwiGLU's input (gate and up, 2f a token) in 1 byte instead of 2, s·2f bytes less a block, 32 blocks; beside
- * mlp recompute, that module frees the inner activations less that (6 bytes a token and f, not 8), and one
- * module's worth is live again. A model without SwiGLU (GPT's GeLU) frees nothing: the search refuses it. */
+ * mlp recompute, that module frees the inner activations less that (4 bytes a token and f: the FP8 input and
+ * the product, not the fused SwiGLU's 6), and one module's worth is live again. A model without SwiGLU (GPT's GeLU) frees nothing: the search refuses it. */
 Test(memory, swiglu_input_in_fp8)
 {
     const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
@@ -812,7 +822,7 @@ Test(memory, swiglu_input_in_fp8)
     const double s = 8192, f = 14336;
     cr_expect_float_eq(core.activations - fp8.activations, 32.0 * 2.0 * f * s, 1.0, "%.6g B",
                        core.activations - fp8.activations);
-    cr_expect_float_eq(core.activations - both.activations, 32.0 * 2.0 * f * s + 31.0 * 6.0 * f * s, 1.0);
+    cr_expect_float_eq(core.activations - both.activations, 32.0 * 2.0 * f * s + 31.0 * 4.0 * f * s, 1.0);
     const zp_model *gpt = &zp_zoo_find("1.5B")->model;
     zp_memory a, b;
     p.rc_modules = 0;
