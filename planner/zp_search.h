@@ -212,7 +212,7 @@ double zp_search_step_floor(const zp_model *model, const zp_profile *prof, const
                             const zp_cluster *cluster, const char *platform_file);
 /* --recompute-modules auto: the module sets (ZP_RCM_* bits, 0 for Megatron-core's default, core_attn) the
  * search tries with selective recompute, for model m: at most ZP_RC_LADDER, the first the default, each
- * adding to the one before what m has (zp_search.c says which and why). Returns how many. */
+ * adding to the one before what m has (zp_search_walk.c says which and why). Returns how many. */
 enum { ZP_RC_LADDER = 4 };
 int zp_search_rc_ladder(const zp_model *m, unsigned out[ZP_RC_LADDER]);
 void zp_search_result_free(zp_search_result *r);

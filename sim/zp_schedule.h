@@ -43,7 +43,7 @@ typedef struct {
 #define ZP_SCHEDULE_MAX_BUCKETS 1e6
 
 /* A step of gradient accumulation is its first micro-step, m - 2 alike and its last, so whatever adds up
- * over it (the search's bound, the simulated step: zp_search.c, zp_simrun.c) is affine in m: a step of more
+ * over it (the search's bound, the simulated step: zp_search_bound.c, zp_simrun.c) is affine in m: a step of more
  * than ZP_ACCUM_AFFINE_ABOVE micro-steps is taken from steps of ZP_ACCUM_SAMPLE and ZP_ACCUM_SAMPLE + 1. */
 #define ZP_ACCUM_AFFINE_ABOVE 8
 #define ZP_ACCUM_SAMPLE 3

@@ -1,4 +1,4 @@
-/* vocab/zp_dims: the table of parallel dimensions, and the search's walk over it (planner/zp_search.c). */
+/* vocab/zp_dims: the table of parallel dimensions, and the search's walk over it (planner/zp_search_walk.c). */
 #include <criterion/criterion.h>
 
 #include <string.h>
