@@ -8,10 +8,8 @@
 #include "zp_search_int.h"
 #include "zp_units.h"
 
-/* FLOPs a step executes (recompute included: Megatron-LM 2021's convention): full recompute runs every
- * block's forward again, selective recompute the attention core's (Q K^T and A V of every head) and its
- * other modules' GEMMs (zp_model_flops_rc_modules). */
-static double flops_executed(const zp_model *model, const zp_plan *plan, double batch)
+/* zp_search_flops_executed: zp_search_int.h */
+double zp_search_flops_executed(const zp_model *model, const zp_plan *plan, double batch)
 {
     double f = zp_model_flops_iteration(model, batch, plan->checkpoint);
     if (plan->checkpoint && plan->ckpt_every > 1) { /* only the checkpointed blocks run their forward again */
@@ -50,7 +48,8 @@ zp_status zp_search_eval_known(const zp_model *model, const zp_cluster *cluster,
     out->global_batch = zp_plan_global_batch(plan);
     double gpus = (double)zp_plan_gpus(plan);
     out->samples_per_s = out->global_batch / out->time.total;
-    out->tflops_per_gpu = flops_executed(model, plan, out->global_batch) / (out->time.total * gpus) / 1e12;
+    const double flops = zp_search_flops_executed(model, plan, out->global_batch);
+    out->tflops_per_gpu = flops / (out->time.total * gpus) / 1e12;
     out->pflops = out->tflops_per_gpu * gpus / 1e3;
     out->method = "analytic";
     out->analytic_step_s = out->time.total;
@@ -76,7 +75,8 @@ void zp_search_eval_simulated(const zp_model *model, zp_eval *e, const zp_sim_re
     e->time.host_wait = s->host_wait;
     e->time.total = s->step_time;
     e->samples_per_s = e->global_batch / s->step_time;
-    e->tflops_per_gpu = flops_executed(model, &e->plan, e->global_batch) / (s->step_time * gpus) / 1e12;
+    const double flops = zp_search_flops_executed(model, &e->plan, e->global_batch);
+    e->tflops_per_gpu = flops / (s->step_time * gpus) / 1e12;
     e->pflops = e->tflops_per_gpu * gpus / 1e3;
     e->method = "simgrid";
     e->sim = s->reduced ? "reduced" : "full";

@@ -609,6 +609,41 @@ Test(search, pipeline_stage_reuse_changes_no_bound)
     zp_search_result_free(&res);
 }
 
+/* A plan's executed TFLOP/s count the same FLOPs whichever figure priced its step (simulated, bounded, or the
+ * analytic estimate): Llama 3 8B at 8K on 16 H100s, where selective recompute's plans run the attention core's
+ * Q K^T and A V again, 2·s²·a·(dqk + dv) a sequence and block beyond the forward and backward of no recompute
+ * (a bound's row counted them not, before). */
+Test(search, executed_flops_alike_for_every_method)
+{
+    const zp_cluster *c = zp_test_preset("dgx-h100");
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    zp_search_req r;
+    zp_search_result res;
+    zp_search_req_default(&r, m, c, 16);
+    r.simulate = 1;
+    r.jobs = 2;
+    r.max_simulated = 3;
+    r.bound_shown = 3;
+    cr_assert_eq(zp_search_run(&r, &res), ZP_OK, "%s", zp_error_message());
+    int seen[3] = {0, 0, 0}; /* simgrid, bound, analytic: selective plans checked */
+    const double s = (double)m->seq, core = 2.0 * s * s * (double)m->heads *
+                                            (double)(zp_model_head_dim(m) + zp_model_v_head_dim(m));
+    for (int i = 0; i < res.n; i++) {
+        const zp_eval *e = &res.plans[i];
+        if (!e->fits || !e->plan.selective || e->plan.rc_modules || e->time.total <= 0)
+            continue;
+        const double B = e->global_batch, gpus = (double)zp_plan_gpus(&e->plan);
+        const double want = zp_model_flops_iteration(m, B, 0) + B * (double)m->layers * core;
+        const double got = e->tflops_per_gpu * 1e12 * e->time.total * gpus;
+        cr_expect(fabs(got / want - 1.0) < 1e-9, "plan %d (%s): %.6g FLOPs executed, want %.6g", i, e->method, got,
+                  want);
+        seen[strcmp(e->method, "simgrid") == 0 ? 0 : strcmp(e->method, "bound") == 0 ? 1 : 2]++;
+    }
+    cr_expect_gt(seen[1], 0, "a bounded selective plan");
+    cr_expect_gt(seen[0] + seen[2], 0, "a simulated or estimated selective plan");
+    zp_search_result_free(&res);
+}
+
 /* bound_shown (the text answer's request) changes no row the answer shows: the best bound_shown fitting
  * plans not dominated keep their places and figures; the others show at most their own bound (a floor, or
  * their twin's step for a dominated one), never more. */
