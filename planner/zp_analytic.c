@@ -63,6 +63,25 @@ static double slowest_stage(const zp_model *m, const zp_plan *p)
     return (double)most * (double)P / (double)m->layers;
 }
 
+/* zp_analytic_flops_executed: zp_analytic.h */
+double zp_analytic_flops_executed(const zp_model *model, const zp_plan *plan, double batch)
+{
+    double f = zp_model_flops_iteration(model, batch, plan->checkpoint);
+    if (plan->checkpoint && plan->ckpt_every > 1) { /* only the checkpointed blocks run their forward again */
+        const double none = zp_model_flops_iteration(model, batch, 0);
+        f = none + zp_plan_ckpt_fraction(plan, model->layers) * (f - none);
+    }
+    if (plan->op_sac)
+        f += zp_model_flops_op_sac_recompute(model, batch);
+    f += zp_model_flops_rc_modules(model, zp_plan_rc_modules(plan), batch);
+    if (zp_plan_rc_modules(plan) & ZP_RCM_CORE_ATTN) {
+        const double s = (double)model->seq;
+        f += batch * (double)model->layers * 2.0 * s * s * (double)model->heads *
+             (double)(zp_model_head_dim(model) + zp_model_v_head_dim(model));
+    }
+    return f;
+}
+
 /* ZeRO-DP: fp16 elements of the local parameters (a stage's share with pipeline stages). Stage 0-1
  * all-reduce once per step; stage 2 reduce-scatters each micro-batch's gradients (once per step beside
  * pipeline stages: zp_plan_grads_once) and all-gathers the updated parameters once; stage 3 also all-gathers
@@ -117,17 +136,9 @@ zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_
     /* Compute: the executed FLOPs of one micro-batch split over the MP group and the pipeline stages; a
      * pipeline idles (P - 1)/v passes of each stage's per-micro-batch work (its bubble). */
     const double split = (double)zp_dims_seq_split(plan->deg); /* context parallelism: a rank's slice */
-    double flops = zp_model_flops_iteration(model, b, plan->checkpoint);
+    double flops = zp_analytic_flops_executed(model, plan, b) / nm / np / split;
     const double frac = zp_plan_ckpt_fraction(plan, model->layers); /* blocks recomputed whole: 1, 1/k or 0 */
-    if (plan->checkpoint && frac < 1.0) {
-        const double none = zp_model_flops_iteration(model, b, 0);
-        flops = none + frac * (flops - none);
-    }
-    if (plan->op_sac) /* torchtitan's op-level recompute: every second GEMM of each block again */
-        flops += zp_model_flops_op_sac_recompute(model, b);
     const unsigned mods = zp_plan_rc_modules(plan); /* selective recompute's modules beyond the attention core */
-    flops += zp_model_flops_rc_modules(model, mods, b);
-    flops = flops / nm / np / split;
     const double rate = compute_rate(model, plan, c, b);
     /* an uneven layout (zp_pipeline.h), stated or the default split of P stages that do not divide the layers
      * (the first and the last take floor(L/P), the others share the rest): the stage with the most blocks

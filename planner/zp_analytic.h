@@ -25,6 +25,12 @@ typedef struct {
  * apart (MP groups are contiguous: stride 1; DP groups are strided by mp). */
 double zp_analytic_group_bw(const zp_cluster *c, int64_t n, int64_t stride, double *latency);
 
+/* FLOPs a step of `batch` sequences executes (recompute included: Megatron-LM 2021's convention): full
+ * recompute runs every block's forward again (of every k-th with ckpt_every), selective recompute the
+ * attention core's (Q K^T and A V of every head) and its other modules' GEMMs (zp_model_flops_rc_modules),
+ * op-level recompute every second GEMM. The analytic step prices these; the TFLOP/s of an estimated,
+ * simulated or bounded plan count them. */
+double zp_analytic_flops_executed(const zp_model *model, const zp_plan *plan, double batch);
 zp_status zp_analytic_step(const zp_model *model, const zp_plan *plan, const zp_cluster *cluster,
                            zp_step_time *out);
 

@@ -8,25 +8,6 @@
 #include "zp_search_int.h"
 #include "zp_units.h"
 
-/* zp_search_flops_executed: zp_search_int.h */
-double zp_search_flops_executed(const zp_model *model, const zp_plan *plan, double batch)
-{
-    double f = zp_model_flops_iteration(model, batch, plan->checkpoint);
-    if (plan->checkpoint && plan->ckpt_every > 1) { /* only the checkpointed blocks run their forward again */
-        const double none = zp_model_flops_iteration(model, batch, 0);
-        f = none + zp_plan_ckpt_fraction(plan, model->layers) * (f - none);
-    }
-    if (plan->op_sac)
-        f += zp_model_flops_op_sac_recompute(model, batch);
-    f += zp_model_flops_rc_modules(model, zp_plan_rc_modules(plan), batch);
-    if (zp_plan_rc_modules(plan) & ZP_RCM_CORE_ATTN) {
-        const double s = (double)model->seq;
-        f += batch * (double)model->layers * 2.0 * s * s * (double)model->heads *
-             (double)(zp_model_head_dim(model) + zp_model_v_head_dim(model));
-    }
-    return f;
-}
-
 zp_status zp_search_eval_known(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
                               const zp_plan *plan, const zp_memory *known, zp_eval *out)
 {
@@ -48,7 +29,7 @@ zp_status zp_search_eval_known(const zp_model *model, const zp_cluster *cluster,
     out->global_batch = zp_plan_global_batch(plan);
     double gpus = (double)zp_plan_gpus(plan);
     out->samples_per_s = out->global_batch / out->time.total;
-    const double flops = zp_search_flops_executed(model, plan, out->global_batch);
+    const double flops = zp_analytic_flops_executed(model, plan, out->global_batch);
     out->tflops_per_gpu = flops / (out->time.total * gpus) / 1e12;
     out->pflops = out->tflops_per_gpu * gpus / 1e3;
     out->method = "analytic";
@@ -75,7 +56,7 @@ void zp_search_eval_simulated(const zp_model *model, zp_eval *e, const zp_sim_re
     e->time.host_wait = s->host_wait;
     e->time.total = s->step_time;
     e->samples_per_s = e->global_batch / s->step_time;
-    const double flops = zp_search_flops_executed(model, &e->plan, e->global_batch);
+    const double flops = zp_analytic_flops_executed(model, &e->plan, e->global_batch);
     e->tflops_per_gpu = flops / (s->step_time * gpus) / 1e12;
     e->pflops = e->tflops_per_gpu * gpus / 1e3;
     e->method = "simgrid";

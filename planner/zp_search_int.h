@@ -34,11 +34,6 @@ zp_status zp_search_walk(const zp_search_req *r, zp_eval **out, int *n, int64_t 
  * before: the pipeline search's bisection estimates the very plans it then evaluates). */
 zp_status zp_search_eval_known(const zp_model *model, const zp_cluster *cluster, double gpu_mem, double host_mem,
                                const zp_plan *plan, const zp_memory *known, zp_eval *out);
-/* FLOPs a step of `batch` sequences executes (recompute included: Megatron-LM 2021's convention): full
- * recompute runs every block's forward again (of every k-th with ckpt_every), selective recompute the
- * attention core's (Q K^T and A V of every head) and its other modules' GEMMs (zp_model_flops_rc_modules),
- * op-level recompute every second GEMM. The TFLOP/s of an evaluated, simulated or bounded plan count these. */
-double zp_search_flops_executed(const zp_model *model, const zp_plan *plan, double batch);
 /* An evaluated plan's analytic time replaced by its simulated step `s`, its throughputs and FLOP/s with it. */
 void zp_search_eval_simulated(const zp_model *model, zp_eval *e, const zp_sim_result *s);
 

@@ -37,7 +37,7 @@ static void apply_bound(const zp_model *model, zp_eval *e, const char *why)
     memset(&e->time, 0, sizeof e->time);
     e->time.compute = e->time.total = e->bound_s;
     e->samples_per_s = e->global_batch / e->bound_s;
-    e->tflops_per_gpu = zp_search_flops_executed(model, &e->plan, e->global_batch) / (e->bound_s * gpus) / 1e12;
+    e->tflops_per_gpu = zp_analytic_flops_executed(model, &e->plan, e->global_batch) / (e->bound_s * gpus) / 1e12;
     e->pflops = e->tflops_per_gpu * gpus / 1e3;
     e->method = "bound";
 }

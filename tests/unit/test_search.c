@@ -644,6 +644,29 @@ Test(search, executed_flops_alike_for_every_method)
     zp_search_result_free(&res);
 }
 
+/* The analytic estimate prices what a step executes: selective recompute's attention core run again takes
+ * compute time in proportion to its FLOPs (it took none: the estimate ranked sel-ckpt level with no recompute,
+ * the same step and more TFLOP/s). Llama 3 8B at 8K, ZeRO-1 on 16 H100s, micro-batch 1. */
+Test(search, analytic_step_prices_the_recompute)
+{
+    const zp_cluster *c = zp_test_preset("dgx-h100");
+    const zp_model *m = &zp_zoo_find("llama-3-8b")->model;
+    zp_plan p = zp_test_plan(1, 16, 1, 1);
+    p.flash_attn = 1;
+    p.grad_accum = 4;
+    zp_step_time none, sel;
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+    cr_assert_eq(zp_analytic_step(m, &p, c, &none), ZP_OK, "%s", zp_error_message());
+    const double f_none = zp_analytic_flops_executed(m, &p, 4.0);
+    zp_plan_set_recompute(&p, ZP_RECOMPUTE_SELECTIVE);
+    cr_assert_eq(zp_analytic_step(m, &p, c, &sel), ZP_OK, "%s", zp_error_message());
+    const double f_sel = zp_analytic_flops_executed(m, &p, 4.0);
+    cr_expect_gt(f_sel, f_none);
+    cr_expect(fabs(sel.compute / none.compute - f_sel / f_none) < 1e-9, "compute %.6g vs %.6g s, FLOPs x %.6g",
+              sel.compute, none.compute, f_sel / f_none);
+    cr_expect_gt(sel.total, none.total);
+}
+
 /* bound_shown (the text answer's request) changes no row the answer shows: the best bound_shown fitting
  * plans not dominated keep their places and figures; the others show at most their own bound (a floor, or
  * their twin's step for a dominated one), never more. */
