@@ -64,8 +64,11 @@ printf '%s\n' "${libsrc[@]}" | xargs -P "$(nproc)" -I{} sh -c \
   'f="{}"; o="$out/obj/$(basename "$(dirname "$f")")_$(basename "$f" .c).o";
    "$CLANG" "$@" -fsanitize=fuzzer-no-link -c "$f" -o "$o" 2>>"$out/build.log" || { echo "fuzz: cannot compile $f" >&2; cat "$out/build.log" >&2; exit 255; }' \
   sh "${cflags[@]}"
+# the objects of today's sources only: obj/ may keep those of a file since removed or renamed
+objs=()
+for f in "${libsrc[@]}"; do objs+=("$out/obj/$(basename "$(dirname "$f")")_$(basename "$f" .c).o"); done
 rm -f "$out/libzp_fuzz.a"
-ar rcs "$out/libzp_fuzz.a" "$out"/obj/*.o
+ar rcs "$out/libzp_fuzz.a" "${objs[@]}"
 for h in "${harnesses[@]}"; do
   name=$(basename "$h" .c)
   "$CLANG" "${cflags[@]}" -fsanitize=fuzzer "$h" "$out/libzp_fuzz.a" "${libs[@]}" -o "$out/$name" 2>>"$out/build.log" ||
