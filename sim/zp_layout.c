@@ -306,6 +306,14 @@ static double ds_core_bytes(const zp_builder *b)
     return zp_model_score_bytes(b->m) * (double)b->m->heads * s * s * (double)b->p->micro_batch / (double)b->p->mp;
 }
 
+/* A mean block's figure of zp_model's per MP rank (layer(m, micro-batch, t)): with sequence parallelism all
+ * of it is split over the t ranks, else only the terms the model splits. */
+static double ds_per_rank(const zp_builder *b, double (*layer)(const zp_model *, double, int64_t))
+{
+    const double mb = (double)b->p->micro_batch;
+    return b->p->sp ? layer(b->m, mb, 1) / (double)b->p->mp : layer(b->m, mb, b->p->mp);
+}
+
 /* Activations (Korthikanti et al. 2022; ZeRO §6.1 for Pa): without recompute every block keeps its
  * activations, s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes (all of it ÷t with sequence parallelism: s·b·h·(34 +
  * 5·a·s/h)/t), from its forward to its backward, less the attention core with FlashAttention and, where the
@@ -319,18 +327,15 @@ static double ds_core_bytes(const zp_builder *b)
 static double ds_block_acts(const zp_builder *b)
 {
     const double mb = (double)b->p->micro_batch;
-    double acts = b->p->sp ? zp_model_activation_bytes_layer(b->m, mb, 1) / (double)b->p->mp
-                           : zp_model_activation_bytes_layer(b->m, mb, b->p->mp);
+    double acts = ds_per_rank(b, zp_model_activation_bytes_layer);
     if (b->p->flash_attn) /* FlashAttention keeps no s x s scores, softmax or dropout mask (5 or 4 bytes a score) */
         acts -= zp_model_score_bytes(b->m) * mb * (double)b->m->heads / (double)b->p->mp * (double)b->m->seq *
                 (double)b->m->seq;
     acts -= ds_fp8_saved(b);
     if (b->p->act_fp8_store) /* a SwiGLU's input kept as FP8 (--activation-func-fp8-input-store) */
-        acts -= b->p->sp ? zp_model_glu_fp8_saved_layer(b->m, mb, 1) / (double)b->p->mp
-                         : zp_model_glu_fp8_saved_layer(b->m, mb, b->p->mp);
+        acts -= ds_per_rank(b, zp_model_glu_fp8_saved_layer);
     if (zp_plan_glu_fused(b->p)) /* a fused SwiGLU keeps no SiLU output (Megatron-core's bias_swiglu_impl) */
-        acts -= b->p->sp ? zp_model_glu_fused_saved_layer(b->m, mb, 1) / (double)b->p->mp
-                         : zp_model_glu_fused_saved_layer(b->m, mb, b->p->mp);
+        acts -= ds_per_rank(b, zp_model_glu_fused_saved_layer);
     return acts > 0 ? acts : 0.0;
 }
 
