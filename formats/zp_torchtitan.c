@@ -417,7 +417,7 @@ zp_status zp_torchtitan_check_model(const zp_model *m)
 }
 
 /* torchtitan's MoE (torchtitan/models/moe): its token dispatch is an all-to-all, a copy per token and expert,
- * blocking; its op-level recompute policy is not read for MoE blocks (formats/zp_launch_plan.c). */
+ * blocking. */
 static zp_status check_experts(const zp_plan *p)
 {
     if (p->ep > 1 && (p->dispatcher != ZP_DISPATCH_ALLTOALL || p->ep_overlap || p->shared_overlap))
@@ -426,9 +426,6 @@ static zp_status check_experts(const zp_plan *p)
                        p->dispatcher != ZP_DISPATCH_ALLTOALL ? "the token dispatcher planned"
                        : p->ep_overlap                       ? "--overlap-moe-expert-parallel-comm"
                                                              : "--moe-shared-expert-overlap");
-    if (zp_plan_recompute(p) == ZP_RECOMPUTE_OP)
-        return ZP_FAIL(ZP_EUNSUPPORTED, "op-level recompute (--recompute op) of MoE blocks: zplan does not model "
-                                        "torchtitan's policy there (use --recompute full or none)");
     return ZP_OK;
 }
 

@@ -531,27 +531,102 @@ double zp_model_flops_iteration(const zp_model *m, double batch, int recompute)
     return passes * (layers + mtp) + 3.0 * (logits + mtp_logits);
 }
 
+/* The matmuls of a block in torchtitan's order (zp_model.h): attention's, then the dense MLP's or the MoE
+ * gate and the shared experts'. */
+static int op_sac_order(const zp_model *m, int moe, unsigned *seq)
+{
+    static const unsigned gqa[] = {ZP_SAC_WQ, ZP_SAC_WK, ZP_SAC_WV, ZP_SAC_WO};
+    static const unsigned mla_q[] = {ZP_SAC_WQ_A, ZP_SAC_WQ_B, ZP_SAC_WKV_A, ZP_SAC_WKV_B, ZP_SAC_WO};
+    static const unsigned mla[] = {ZP_SAC_WQ, ZP_SAC_WKV_A, ZP_SAC_WKV_B, ZP_SAC_WO};
+    const unsigned *attn = m->attn != ZP_ATTN_MLA ? gqa : m->q_lora_rank > 0 ? mla_q : mla;
+    int n = m->attn == ZP_ATTN_MLA && m->q_lora_rank > 0 ? 5 : 4;
+    for (int i = 0; i < n; i++)
+        seq[i] = attn[i];
+    if (moe)
+        seq[n++] = ZP_SAC_ROUTER;
+    if (!moe || m->shared_experts > 0) {
+        seq[n++] = ZP_SAC_W1;
+        if (m->mlp == ZP_MLP_GATED)
+            seq[n++] = ZP_SAC_W3;
+        seq[n++] = ZP_SAC_W2;
+    }
+    return n;
+}
+
+void zp_model_op_sac(const zp_model *m, int moe, zp_op_sac *out)
+{
+    unsigned seq[12];
+    const int n = op_sac_order(m, moe, seq);
+    *out = (zp_op_sac){0};
+    for (int i = 0; i < n; i++) {
+        out->has |= seq[i];
+        if ((i + 1) % 2 == 1)
+            out->kept |= seq[i];
+        else
+            out->rerun |= seq[i];
+    }
+    out->rerun &= ~(unsigned)ZP_SAC_W2; /* the replay stops at its input */
+    if (moe) {
+        out->has |= ZP_SAC_EXPERTS;
+        out->rerun |= ZP_SAC_EXPERTS;
+    }
+}
+
 zp_status zp_model_check_op_sac(const zp_model *m)
 {
-    const char *no = zp_model_moe_blocks(m) > 0 ? "mixture-of-experts blocks"
-                     : m->attn == ZP_ATTN_MLA  ? "multi-head latent attention"
-                     : m->parallel             ? "parallel attention and MLP"
-                                               : NULL;
-    if (!no)
-        return ZP_OK;
-    return ZP_FAIL(ZP_EUNSUPPORTED, "--recompute op: zplan models torchtitan's op-level recompute of a dense "
-                                    "Llama block (wq, wk, wv, wo, w1, w3, w2); model '%s' has %s: use "
-                                    "--recompute full, selective or none",
-                   m->name, no);
+    if (m->parallel)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--recompute op: zplan models torchtitan's op-level recompute of its "
+                                        "blocks (attention, then the MLP or the MoE layer); model '%s' has "
+                                        "parallel attention and MLP: use --recompute full, selective or none",
+                       m->name);
+    if (m->mtp_layers > 0)
+        return ZP_FAIL(ZP_EUNSUPPORTED, "--recompute op: torchtitan's models have no multi-token prediction "
+                                        "module; model '%s' has %lld: plan it with --mtp-layers 0",
+                       m->name, (long long)m->mtp_layers);
+    return ZP_OK;
+}
+
+/* Multiply-adds per token of the matmuls (and routed experts) in `parts` of a dense or an MoE block, summed
+ * in torchtitan's order. */
+static double op_sac_macs(const zp_model *m, int moe, unsigned parts)
+{
+    const double h = (double)m->hidden, a = (double)m->heads, kv = (double)zp_model_kv_heads(m);
+    const double d = (double)zp_model_head_dim(m), dv = (double)zp_model_v_head_dim(m);
+    const double f = moe ? shared_width(m) : (double)m->ffn;
+    const double kv_b = (double)m->kv_lora_rank * a * ((double)m->qk_nope_dim + dv);
+    const struct {
+        unsigned bit;
+        double macs;
+    } w[] = {{ZP_SAC_WQ, h * a * d},
+             {ZP_SAC_WK, h * kv * d},
+             {ZP_SAC_WV, h * kv * dv},
+             {ZP_SAC_WQ_A, h * (double)m->q_lora_rank},
+             {ZP_SAC_WQ_B, (double)m->q_lora_rank * a * d},
+             {ZP_SAC_WKV_A, h * (double)(m->kv_lora_rank + m->qk_rope_dim)},
+             {ZP_SAC_WKV_B, kv_b},
+             {ZP_SAC_WO, a * dv * h},
+             {ZP_SAC_ROUTER, h * (double)m->experts},
+             {ZP_SAC_W1, h * f},
+             {ZP_SAC_W3, h * f},
+             {ZP_SAC_W2, f * h},
+             {ZP_SAC_EXPERTS, (double)g_mlp[m->mlp].matrices * h * routed_width(m)}};
+    double macs = 0.0;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        if (parts & w[i].bit)
+            macs += w[i].macs;
+    return macs;
 }
 
 double zp_model_flops_op_sac_recompute(const zp_model *m, double batch)
 {
-    const double h = (double)m->hidden, tokens = batch * (double)m->seq;
-    const double wk = h * (double)(zp_model_kv_heads(m) * zp_model_head_dim(m));
-    const double wo = (double)(m->heads * zp_model_v_head_dim(m)) * h;
-    const double w3 = m->mlp == ZP_MLP_GATED ? h * (double)m->ffn : 0.0; /* fc2 never runs again */
-    return 2.0 * tokens * (double)m->layers * (wk + wo + w3);
+    const double tokens = batch * (double)m->seq;
+    double nd, nm;
+    block_counts(m, &nd, &nm);
+    zp_op_sac dense, moe;
+    zp_model_op_sac(m, 0, &dense);
+    zp_model_op_sac(m, 1, &moe);
+    const double f = 2.0 * tokens * nd * op_sac_macs(m, 0, dense.rerun);
+    return nm > 0 ? f + 2.0 * tokens * nm * op_sac_macs(m, 1, moe.rerun) : f;
 }
 
 /* ---- Activations ---------------------------------------------------------------------------- */

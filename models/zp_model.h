@@ -312,10 +312,46 @@ double zp_model_score_bytes(const zp_model *m);
 double zp_model_activation_bytes_block(const zp_model *m, int64_t i, double batch, int64_t mp);
 /* The mean block (layers x it = every block). */
 double zp_model_activation_bytes_layer(const zp_model *m, double batch, int64_t mp);
-/* torchtitan's op-level selective recompute (zp_plan.op_sac; sim/zp_schedule.c op_sac_recompute): ZP_OK for a
- * dense block of sequential attention and MLP, else ZP_EUNSUPPORTED naming what the model has; and the GEMM
- * FLOPs it recomputes in one iteration over `batch` sequences: every second matmul of each block, wk, wo and
- * the gated MLP's w3, 2·tokens·(h·kv·d + a·dv·h + h·f) per block (the elementwise ops count no FLOPs). */
+/* torchtitan's op-level selective recompute (zp_plan.op_sac; selective_ac_option = "op"), as torchtitan ran it
+ * from September 2025 (torchtitan/distributed/activation_checkpoint.py _apply_op_sac with the models'
+ * _op_sac_save_list, llama3's and, since pytorch/torchtitan#1672, the MoE models' with all_to_all_single):
+ * the outputs of aten.mm, the SDPA kernels, reduce_scatter and all_to_all are kept, but _custom_policy
+ * recomputes every second aten.mm of a block (`meta[mm_count] % 2 == 0`); everything else (the norms, the
+ * rotary turn, the activations, the router's softmax and top-k, the token permutation, the routed experts'
+ * torch._grouped_mm, an all-gather, an all-reduce) runs again. The replay stops at the last tensor backward
+ * needs, the MLP's (or the shared experts') activation output, w2's input: w2 never runs again.
+ * A block's matmuls in the order torchtitan's modules run them (zp_model_op_sac): */
+typedef enum {
+    ZP_SAC_WQ = 1u << 0,      /* Q (MLA without a Q latent: its plain Q projection) */
+    ZP_SAC_WK = 1u << 1,      /* K, then V: torchtitan's Llama attention runs wq, wk, wv apart */
+    ZP_SAC_WV = 1u << 2,
+    ZP_SAC_WQ_A = 1u << 3,    /* MLA: the Q latent's down- and up-projections, the KV latent's (with the */
+    ZP_SAC_WQ_B = 1u << 4,    /* shared rotary key) and its up-projection */
+    ZP_SAC_WKV_A = 1u << 5,
+    ZP_SAC_WKV_B = 1u << 6,
+    ZP_SAC_WO = 1u << 7,      /* the output projection */
+    ZP_SAC_ROUTER = 1u << 8,  /* an MoE block's gate (h -> E) */
+    ZP_SAC_W1 = 1u << 9,      /* a dense block's MLP, or an MoE block's shared experts: w1 (gate; fc1), */
+    ZP_SAC_W3 = 1u << 10,     /* w3 (up; none ungated), w2 (down; fc2) */
+    ZP_SAC_W2 = 1u << 11,
+    ZP_SAC_EXPERTS = 1u << 12 /* the routed experts' grouped GEMMs: not aten.mm, never kept */
+} zp_sac_part;
+
+typedef struct {
+    unsigned has;   /* the block's parts (zp_sac_part bits) */
+    unsigned kept;  /* those whose outputs are kept from the forward (odd-numbered matmuls) */
+    unsigned rerun; /* those run again before the block's backward (even-numbered, w2 but, the experts) */
+} zp_op_sac;
+
+/* The op-level recompute of a dense (moe 0) or an MoE block of m. Llama's block: wq, wv, w1, w2 kept, wk, wo,
+ * w3 run again; DeepSeek-V3's MoE block (wq_a, wq_b, wkv_a, wkv_b, wo, gate, shared w1, w3, w2): wq_a, wkv_a,
+ * wo, w1, w2 kept, wq_b, wkv_b, the gate, w3 and every routed expert run again. */
+void zp_model_op_sac(const zp_model *m, int moe, zp_op_sac *out);
+/* ZP_OK for a model of sequential attention and MLP (or MoE) blocks without multi-token prediction modules
+ * (torchtitan's have none), else ZP_EUNSUPPORTED naming what the model has; and the GEMM FLOPs the recompute
+ * runs again in one iteration over `batch` sequences: 2·tokens·(the rerun matmuls' weights, the routed
+ * experts' active ones) per block (the elementwise ops count no FLOPs); Llama: 2·tokens·(h·kv·d + a·dv·h +
+ * h·f) per block. */
 zp_status zp_model_check_op_sac(const zp_model *m);
 double zp_model_flops_op_sac_recompute(const zp_model *m, double batch);
 

@@ -158,7 +158,7 @@ zp_status zp_report_schedule(FILE *f, zp_format fmt, const zp_model *m, const zp
                 (long long)p->micro_batch, (long long)p->grad_accum, p->checkpoint ? "checkpointing" : "no checkpointing",
                 p->pa_cpu ? ", Pa+cpu" : (p->pa ? ", Pa" : ""), p->cb ? ", CB" : "", p->md ? ", MD" : "",
                 zp_offload_name(p->offload), s->nops);
-        if (p->pp > 1 || p->sp || p->selective)
+        if (p->pp > 1 || p->sp || p->selective || p->op_sac)
             fprintf(f, "pipeline stage %d of %lld (%s, %d model chunks per stage), sequence parallelism %s, recompute "
                        "%s\n",
                     s->stage, (long long)p->pp, zp_pp_schedule_name(p->schedule), p->vstages, p->sp ? "on" : "off",

@@ -339,23 +339,61 @@ static double ds_block_acts(const zp_builder *b)
     return acts > 0 ? acts : 0.0;
 }
 
-/* What torchtitan's op-level selective recompute keeps of a dense block (op_sac_recompute in zp_schedule.c
- * says which ops): the block's input (the checkpoint wrapper's), the kept GEMMs' outputs, wq's Q, wv's V,
- * w1's (fc1's) T x f and the gated MLP's w2 output (T x h, partial before the MP reduction), the SDPA kernel's
- * output and its fp32 log-sum-exp per query head, and with sequence parallelism the two reduce-scatters'
- * outputs; bf16 but the log-sum-exp. Per MP rank, bytes. The attention is a fused SDPA kernel in torchtitan:
- * no s x s scores are kept whatever flash_attn says. */
-static double ds_op_sac_kept(const zp_builder *b)
+/* What torchtitan's op-level selective recompute keeps of a block (zp_model_op_sac says which matmuls'
+ * outputs; op_sac_recompute in zp_schedule.c which ops run again): the block's input (the checkpoint
+ * wrapper's), the kept matmuls' outputs (Llama's wq's Q, wv's V, w1's T x f and w2's T x h, partial before the
+ * MP reduction; an MoE block's gate's logits, its shared experts'), the SDPA kernel's output and its fp32
+ * log-sum-exp per query head, with sequence parallelism the two reduce-scatters' outputs, with EP the
+ * dispatch's and the combine's all-to-all outputs (a rank's T·k·cf token copies each way); bf16 but the
+ * log-sum-exp. Per MP rank, bytes. The attention is a fused SDPA kernel in torchtitan: no s x s scores are
+ * kept whatever flash_attn says. */
+static double ds_op_sac_kept_block(const zp_builder *b, int64_t block)
 {
     zp_block_shape S;
-    zp_shape_block(b->m, b->p, b->layer >= 0 ? b->layer : 0, &S);
+    zp_shape_block(b->m, b->p, block, &S);
+    zp_op_sac o;
+    zp_model_op_sac(b->m, S.moe, &o);
     const double T = S.T, h = S.h, Ts = b->p->sp ? T / (double)b->p->mp : T;
-    double kept = 2.0 * Ts * h + 2.0 * T * (S.q_n + S.kvh * S.dv + S.o_k + S.f) + 4.0 * T * S.qh;
-    if (S.gated)
+    const struct {
+        unsigned bit;
+        double n; /* elements per token */
+    } out[] = {{ZP_SAC_WQ, S.q_n},        {ZP_SAC_WK, S.kvh * S.dqk},    {ZP_SAC_WV, S.kvh * S.dv},
+               {ZP_SAC_WQ_A, S.q_rank},   {ZP_SAC_WQ_B, S.q_n},          {ZP_SAC_WKV_A, S.kv_rank + S.rope},
+               {ZP_SAC_WKV_B, S.kv_n},    {ZP_SAC_WO, h},                {ZP_SAC_ROUTER, S.E},
+               {ZP_SAC_W1, S.f},          {ZP_SAC_W3, S.f}};
+    double n = 0.0; /* the attention's kept outputs, the SDPA output, then the MLP's, summed in that order */
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+        if (out[i].bit == ZP_SAC_ROUTER)
+            n += S.o_k;
+        if (o.kept & out[i].bit)
+            n += out[i].n;
+    }
+    double kept = 2.0 * Ts * h + 2.0 * T * n + 4.0 * T * S.qh;
+    if (o.kept & ZP_SAC_W2)
         kept += 2.0 * T * h;
     if (b->p->sp && b->p->mp > 1)
         kept += 2.0 * 2.0 * Ts * h;
+    if (S.moe && b->p->ep > 1)
+        kept += S.a2a_bytes[0] + S.a2a_bytes[1];
     return kept;
+}
+
+/* ... of the mean block, as ds_block_acts counts a block (zp_model_activation_bytes_layer): the dense and the
+ * MoE blocks' weighted by their numbers. */
+static double ds_op_sac_kept(const zp_builder *b)
+{
+    const zp_model *m = b->m;
+    const int64_t moe = zp_model_moe_blocks(m), dense = m->layers - moe;
+    int64_t first[2] = {-1, -1}; /* the first dense and the first MoE block */
+    for (int64_t i = 0; i < m->layers && (first[0] < 0 || first[1] < 0); i++)
+        if (first[zp_model_block_is_moe(m, i)] < 0)
+            first[zp_model_block_is_moe(m, i)] = i;
+    if (moe == 0)
+        return ds_op_sac_kept_block(b, first[0]);
+    if (dense == 0)
+        return ds_op_sac_kept_block(b, first[1]);
+    return ((double)dense * ds_op_sac_kept_block(b, first[0]) + (double)moe * ds_op_sac_kept_block(b, first[1])) /
+           (double)m->layers;
 }
 
 /* What selective recompute's modules (zp_plan_rc_modules) no longer keep of the mean block, per MP rank as

@@ -925,33 +925,82 @@ static int next_stage(const zp_builder *b) { return (b->pps.stage + 1) % b->pps.
 
 /* ---- activation recompute ---- */
 
-/* torchtitan's op-level selective recompute of one dense block (torchtitan/distributed/activation_checkpoint.py
- * _apply_op_sac: the outputs of the ops in _save_list, aten.mm, the SDPA kernels, reduce_scatter and max, are
- * kept, but _custom_policy recomputes every second mm of the block, `meta[mm_count] % 2 == 0`). Its Llama
- * block runs wq, wk, wv, wo, then w1, w3, w2 (gated; fc1, fc2 otherwise): wk, wo and w3 (fc2) are
- * recomputed, wq, wv, w1 (fc1), w2 and the attention kept. Eager replay stops at the last tensor backward
- * needs (the MLP activation's output, w2's input), so fc2 and w2 never run again; everything before it
- * that is not kept runs again: the norms (and the sequence-parallel all-gathers: an all-gather is not in the
- * save list, a reduce-scatter is; without SP the all-reduce after wo runs again), rotary, the residual add,
- * the MLP activation. */
+/* torchtitan's op-level selective recompute of one block (zp_model_op_sac says which matmuls run again:
+ * every second aten.mm, the routed experts' grouped GEMMs, never w2): before the block's backward its forward
+ * runs again up to the last tensor backward needs, the MLP's (or the shared experts') activation output, w2's
+ * input; what the save list keeps is not computed again: the odd-numbered matmuls, the SDPA kernel,
+ * a reduce-scatter (sequence parallelism), the all-to-alls. Everything else before that point is: the norms
+ * and SP's all-gathers, the rotary turn, MLA's latent norms, without SP the all-reduce after wo (its output
+ * feeds the residual), the router's top-k, the token permutation, the activations. */
+static void op_sac_mlp(zp_builder *b, const zp_block_shape *S, double f, unsigned rerun)
+{
+    const double T = S->T, h = S->h;
+    if (rerun & ZP_SAC_W1)
+        gemm(b, ZP_OPK_MLP_UP, T, f, h, 1);
+    if (rerun & ZP_SAC_W3)
+        gemm(b, ZP_OPK_MLP_UP, T, f, h, 1);
+    if (S->gated)
+        eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * f, T * f);
+    else
+        eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * f, T * f);
+}
+
+static void op_sac_moe(zp_builder *b, const zp_block_shape *S, unsigned rerun)
+{
+    const double T = S->T, h = S->h, E = S->E, k = S->k, rows = S->e_rows, f = S->e_f;
+    const double up = S->gated ? 2.0 * f : f, useful = 1.0 / (b->p->capacity_factor * b->p->moe_imbalance);
+    if (rerun & ZP_SAC_ROUTER)
+        gemm(b, ZP_OPK_ROUTER, T, E, h, 1);
+    eltwise(b, ZP_OPK_TOPK, 2.0 * 2.0 * T * E, T * E);
+    eltwise(b, ZP_OPK_MOE_PERMUTE, 2.0 * 2.0 * T * k * h, T * k * h);
+    gemm_part(b, ZP_OPK_EXPERT_UP, rows, up, h, S->e_local, useful);
+    expert_act(b, S, 0);
+    gemm_part(b, ZP_OPK_EXPERT_DOWN, rows, h, f, S->e_local, useful);
+    if (S->f > 0)
+        op_sac_mlp(b, S, S->f, rerun);
+}
+
+static void op_sac_attention(zp_builder *b, const zp_block_shape *S, unsigned rerun)
+{
+    const double T = S->T, h = S->h;
+    if (rerun & ZP_SAC_WQ_A)
+        gemm(b, ZP_OPK_Q_DOWN, T, S->q_rank, h, 1);
+    if (S->mla && S->q_rank > 0)
+        eltwise(b, ZP_OPK_MLA_NORM, 2.0 * 2.0 * T * S->q_rank, T * S->q_rank);
+    if (rerun & ZP_SAC_WQ_B)
+        gemm(b, ZP_OPK_Q_UP, T, S->q_n, S->q_rank, 1);
+    if (rerun & ZP_SAC_WQ)
+        gemm(b, ZP_OPK_QKV, T, S->q_n, h, 1);
+    if (rerun & ZP_SAC_WK)
+        gemm(b, ZP_OPK_QKV, T, S->kvh * S->dqk, h, 1);
+    if (rerun & ZP_SAC_WV)
+        gemm(b, ZP_OPK_QKV, T, S->kvh * S->dv, h, 1);
+    if (rerun & ZP_SAC_WKV_A)
+        gemm(b, ZP_OPK_KV_DOWN, T, S->kv_rank + S->rope, h, 1);
+    if (S->mla)
+        eltwise(b, ZP_OPK_MLA_NORM, 2.0 * 2.0 * T * S->kv_rank, T * S->kv_rank);
+    if (rerun & ZP_SAC_WKV_B)
+        gemm(b, ZP_OPK_KV_UP, T, S->kv_n, S->kv_rank, 1);
+    if (S->rotary)
+        eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S->rope_n, T * S->rope_n);
+    if (rerun & ZP_SAC_WO)
+        gemm(b, ZP_OPK_ATTN_PROJ, T, h, S->o_k, 1);
+    if (!b->p->sp)
+        mp_reduce(b, 2.0 * T * h);
+}
+
 static void op_sac_recompute(zp_builder *b)
 {
     zp_block_shape S;
     block_input_norm(b, &S);
-    const double T = S.T, h = S.h;
-    gemm(b, ZP_OPK_QKV, T, S.kvh * S.dqk, h, 1); /* wk alone */
-    if (S.rotary)
-        eltwise(b, ZP_OPK_ROPE, 2.0 * 2.0 * T * S.rope_n, T * S.rope_n);
-    gemm(b, ZP_OPK_ATTN_PROJ, T, h, S.o_k, 1);
-    if (!b->p->sp)
-        mp_reduce(b, 2.0 * T * h);
+    zp_op_sac o;
+    zp_model_op_sac(b->m, S.moe, &o);
+    op_sac_attention(b, &S, o.rerun);
     block_mid_norm(b, &S);
-    if (S.gated) {
-        gemm(b, ZP_OPK_MLP_UP, T, S.f, h, 1); /* w3 alone */
-        eltwise(b, ZP_OPK_GLU, 3.0 * 2.0 * T * S.f, T * S.f);
-    } else {
-        eltwise(b, ZP_OPK_GELU, 2.0 * 2.0 * T * S.f, T * S.f);
-    }
+    if (S.moe)
+        op_sac_moe(b, &S, o.rerun);
+    else
+        op_sac_mlp(b, &S, S.f, o.rerun);
 }
 
 /* Megatron-core's selective recompute of block l (zp_plan_rc_modules; vocab/zp_plan.h says which module is

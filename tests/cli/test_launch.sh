@@ -108,15 +108,25 @@ has "torchtitan's CP degree" 'your launch: .*CP 2, DP 32'
 sed "s/^mode = 'selective'/mode = 'sometimes'/" "$F/llama3_8b.toml" >"$T/mode.toml"
 bad "torchtitan recompute mode" "mode.toml:56: activation_checkpoint.mode 'sometimes'" --torchtitan "$T/mode.toml" --gpus 64
 # torchtitan's deepseek_v3 flavors as the zoo's models (16B: DeepSeek-V2-Lite's shape) with its expert
-# parallelism (an all-to-all, a copy per token and expert); its op-level recompute of MoE blocks is refused
+# parallelism (an all-to-all, a copy per token and expert) and its op-level recompute of MoE blocks
 sed -e 's/^name = "llama3"/name = "deepseek_v3"/' -e 's/^flavor = "8B"/flavor = "16B"/' \
     -e 's/^tensor_parallel_degree = 1/tensor_parallel_degree = 1\nexpert_parallel_degree = 8/' \
     -e "s/^mode = 'selective'/mode = 'full'/" "$F/llama3_8b.toml" >"$T/dsv3.toml"
 judged "torchtitan deepseek_v3 16B with EP 8" --torchtitan "$T/dsv3.toml" --gpus 64 --cluster dgx-h100 --analytic --top 1
 has "torchtitan EP: its plan" 'your launch: .*EP 8 (alltoall), DP 64'
 sed "s/^mode = 'full'/mode = 'selective'/" "$T/dsv3.toml" >"$T/dsv3op.toml"
-bad "torchtitan op-level recompute of MoE blocks" "has mixture-of-experts blocks: use --recompute full, selective or none" \
-  --torchtitan "$T/dsv3op.toml" --gpus 64 --cluster dgx-h100 --analytic
+judged "torchtitan deepseek_v3 16B with EP 8 and op-level recompute" --torchtitan "$T/dsv3op.toml" --gpus 64 \
+  --cluster dgx-h100 --analytic --top 1
+has "torchtitan's op-level recompute of MoE blocks: its plan" 'your launch: .*EP 8 (alltoall), DP 64, .*, op recompute'
+if "$Z" --model deepseek-v2-lite --gpus 64 --ep 8 --mp 1 --pp 1 --stage 3 --micro-batch 1 --global-batch 64 --exact \
+     --recompute op --cluster dgx-h100 --analytic --emit-torchtitan "$T/dsop.toml" >/dev/null 2>"$T/err" &&
+   grep -q 'selective_ac_option = "op"' "$T/dsop.toml"; then
+  ok
+  read_back "the torchtitan TOML of DeepSeek-V2-Lite's op-level recompute" "torchtitan TOML of op-level MoE" \
+    --torchtitan "$T/dsop.toml" --gpus 64 --cluster dgx-h100 --analytic
+else
+  ko "emitting op-level recompute of MoE blocks for torchtitan: $(cat "$T/err")"
+fi
 sed 's/^tensor_parallel_degree = 1/tensor_parallel_degree = 2/' "$T/dsv3.toml" >"$T/dsv3tp.toml"
 bad "torchtitan EP beside TP with whole experts" "expert_tensor_parallel_degree defaults to 1" \
   --torchtitan "$T/dsv3tp.toml" --gpus 64 --cluster dgx-h100 --analytic
@@ -555,10 +565,10 @@ bad "--checkpoint-every with --recompute none" 'it needs --recompute full \(drop
   --model llama-3-8b --gpus 8 --checkpoint-every 2 --recompute none
 bad "--checkpoint-every with --pa" 'checkpoint-every with --pa/--pa-cpu' --model llama-3-8b --gpus 8 --mp 2 \
   --checkpoint-every 2 --pa
-bad "--recompute op on an MoE model" "model 'mixtral-8x7b' has mixture-of-experts blocks: use --recompute full" \
-  --model mixtral-8x7b --gpus 8 --recompute op
-bad "--recompute op on an MoE model, analytic" "model 'mixtral-8x7b' has mixture-of-experts blocks" \
-  --model mixtral-8x7b --gpus 8 --recompute op --analytic
+bad "--recompute op on parallel attention and MLP" "model 'gpt-j-6b' has parallel attention and MLP: use --recompute full" \
+  --model gpt-j-6b --gpus 8 --recompute op
+bad "--recompute op with an MTP module, analytic" "model 'deepseek-v3' has 1: plan it with --mtp-layers 0" \
+  --model deepseek-v3 --gpus 256 --recompute op --analytic
 bad "the executor and --checkpoint-every" '--checkpoint-every: the executor runs full recompute of every block or none' \
   exec --model tiny --checkpoint-every 2
 bad "the executor and --recompute op" '--recompute op: the executor runs full recompute of every block or none' \

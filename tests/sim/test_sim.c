@@ -1028,6 +1028,38 @@ Test(schedule, serial_scaler_checks_every_tensor_of_the_partition)
     }
 }
 
+/* torchtitan's op-level recompute (zp_plan.op_sac) of MoE and MLA blocks runs again exactly the GEMMs
+ * zp_model_op_sac names: a step executes zp_model_flops_op_sac_recompute more than without recompute, on
+ * DeepSeek-V2-Lite (plain Q projection: wkv_a and wo again; the gate, shared w1, the routed experts) and on
+ * DeepSeek-V3 without its MTP module (Q latent: wq_b, wkv_b, the gate, shared w3, the experts), with and
+ * without EP; the all-to-alls' outputs are kept, so the recompute moves no token again. */
+Test(schedule, op_sac_runs_the_moe_blocks_gemms_again)
+{
+    const char *names[] = {"deepseek-v2-lite", "deepseek-v3"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        zp_model m = zp_zoo_find(names[i])->model;
+        m.mtp_layers = 0;
+        m.layers = 5; /* DeepSeek-V3's 3 dense blocks and 2 MoE blocks */
+        for (int64_t ep = 1; ep <= 8; ep *= 8) {
+            zp_plan p = zp_test_plan(0, 8, 1, 1);
+            p.flash_attn = 1;
+            p.ep = ep;
+            zp_plan_set_recompute(&p, ZP_RECOMPUTE_NONE);
+            zp_schedule none, op;
+            cr_assert_eq(zp_schedule_build(&m, &p, &none), ZP_OK, "%s", zp_error_message());
+            zp_plan_set_recompute(&p, ZP_RECOMPUTE_OP);
+            cr_assert_eq(zp_schedule_build(&m, &p, &op), ZP_OK, "%s", zp_error_message());
+            const double want = zp_model_flops_op_sac_recompute(&m, 1.0);
+            cr_expect_float_eq(op.flops - none.flops, want, 1e-9 * want, "%s EP %lld: %.6g FLOPs more, want %.6g",
+                               names[i], (long long)ep, op.flops - none.flops, want);
+            cr_expect_eq(count_ops(&op, ZP_OPK_A2A_DISPATCH, -1, NULL), count_ops(&none, ZP_OPK_A2A_DISPATCH, -1, NULL));
+            cr_expect_gt(op.nops, none.nops);
+            zp_schedule_free(&none);
+            zp_schedule_free(&op);
+        }
+    }
+}
+
 /* Selective recompute's modules (zp_plan.rc_modules) run their GEMMs again: on DeepSeek-V2-Lite (MLA with a
  * plain Q projection, one dense block, 26 MoE blocks with 2 shared experts), TP 1, no EP, the step executes
  * exactly zp_model_flops_rc_modules more than with the attention core alone, for each set; moe_act and

@@ -848,5 +848,33 @@ Test(models, op_sac_recompute_between_selective_and_full)
     /* 2·tokens·L·(h·kv·d + h·h + h·f) for Llama 3 8B: h 4096, 8 KV heads of 128, f 14336 */
     cr_expect_float_eq(op, 2.0 * s * 32.0 * (4096.0 * 1024.0 + 4096.0 * 4096.0 + 4096.0 * 14336.0), 1.0);
     cr_expect_eq(zp_model_check_op_sac(m), ZP_OK);
-    cr_expect_eq(zp_model_check_op_sac(&zp_zoo_find("mixtral-8x7b")->model), ZP_EUNSUPPORTED);
+    cr_expect_eq(zp_model_check_op_sac(&zp_zoo_find("mixtral-8x7b")->model), ZP_OK);
+    cr_expect_eq(zp_model_check_op_sac(&zp_zoo_find("deepseek-v3")->model), ZP_EUNSUPPORTED); /* its MTP module */
+}
+
+/* Which matmuls torchtitan's op-level recompute keeps: the odd-numbered aten.mm of a block in its modules'
+ * order, w2 never run again (the replay stops at its input), the routed experts' grouped GEMMs always. */
+Test(models, op_sac_keeps_every_other_matmul_in_torchtitans_order)
+{
+    zp_op_sac o;
+    zp_model_op_sac(&zp_zoo_find("llama-3-8b")->model, 0, &o);
+    cr_expect_eq(o.kept, ZP_SAC_WQ | ZP_SAC_WV | ZP_SAC_W1 | ZP_SAC_W2);
+    cr_expect_eq(o.rerun, ZP_SAC_WK | ZP_SAC_WO | ZP_SAC_W3);
+    zp_model v3 = zp_zoo_find("deepseek-v3")->model; /* wq_a wq_b wkv_a wkv_b wo | gate w1 w3 w2 */
+    zp_model_op_sac(&v3, 1, &o);
+    cr_expect_eq(o.kept, ZP_SAC_WQ_A | ZP_SAC_WKV_A | ZP_SAC_WO | ZP_SAC_W1 | ZP_SAC_W2);
+    cr_expect_eq(o.rerun, ZP_SAC_WQ_B | ZP_SAC_WKV_B | ZP_SAC_ROUTER | ZP_SAC_W3 | ZP_SAC_EXPERTS);
+    zp_model_op_sac(&v3, 0, &o); /* its dense blocks: wq_a wq_b wkv_a wkv_b wo | w1 w3 w2 */
+    cr_expect_eq(o.rerun, ZP_SAC_WQ_B | ZP_SAC_WKV_B | ZP_SAC_W1);
+    cr_expect_eq(o.kept, ZP_SAC_WQ_A | ZP_SAC_WKV_A | ZP_SAC_WO | ZP_SAC_W3);
+    zp_model_op_sac(&zp_zoo_find("deepseek-v2-lite")->model, 1, &o); /* wq wkv_a wkv_b wo | gate w1 w3 w2 */
+    cr_expect_eq(o.rerun, ZP_SAC_WKV_A | ZP_SAC_WO | ZP_SAC_W1 | ZP_SAC_EXPERTS);
+    zp_model_op_sac(&zp_zoo_find("mixtral-8x7b")->model, 1, &o); /* wq wk wv wo | gate: no shared experts */
+    cr_expect_eq(o.has, ZP_SAC_WQ | ZP_SAC_WK | ZP_SAC_WV | ZP_SAC_WO | ZP_SAC_ROUTER | ZP_SAC_EXPERTS);
+    cr_expect_eq(o.kept, ZP_SAC_WQ | ZP_SAC_WV | ZP_SAC_ROUTER);
+    /* the recompute's FLOPs: Mixtral's wk, wo and its top 2 experts' three matrices, 32 blocks */
+    const zp_model *mx = &zp_zoo_find("mixtral-8x7b")->model;
+    const double h = 4096.0, tokens = (double)mx->seq;
+    cr_expect_float_eq(zp_model_flops_op_sac_recompute(mx, 1.0),
+                       2.0 * tokens * 32.0 * (h * 1024.0 + h * h + 3.0 * h * 2.0 * 14336.0), 1e-9 * 1e15);
 }
