@@ -3,7 +3,7 @@
  * every sequence, Megatron-core's causal load balancing (the sequence cut into 2 cp chunks, rank r holding
  * chunks r and 2 cp - 1 - r, so every rank gets as many unmasked scores). Everything per token is the
  * slice's own (norms, MLP, embedding, loss); before a block's attention (forward, recompute and backward)
- * the ranks all-gather their K and V rows (cp_kv_ring ops, the schedule's, sim/zp_schedule.c
+ * the ranks all-gather their K and V rows (cp_kv_ring ops, the schedule's, sim/zp_block.c
  * cp_kv_before), each rank's queries attend over every key whose global position is not after theirs, and
  * after the backward the gradients of the gathered K and V are reduce-scattered back to their owners
  * (cp_dkv_ring). The ring form (--cp-comm ring: K and V passed round with P2P, merged by online softmax) is

@@ -66,7 +66,7 @@ typedef struct {
     double w[2], f, b;
 } stage_sums;
 
-/* EP overlap (sim/zp_schedule.c): the compute stream signals EP_GO as it hands the EP stream an all-to-all
+/* EP overlap (sim/zp_block.c): the compute stream signals EP_GO as it hands the EP stream an all-to-all
  * (idle then: the previous one was waited for) and waits on EP_DONE for it before the next, so the stretch
  * between lasts at least the all-to-all's least time a. While the all-to-all runs it holds a share f of the
  * SMs (the device's NCCL CTAs, sim/zp_actors.c), and kernels beside it run at 1 - f: of the stretch's

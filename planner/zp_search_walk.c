@@ -354,7 +354,7 @@ static int tp_overlap_wanted(const zp_search_req *r, const zp_framework *f, int6
 
 /* --recompute-modules auto: selective recompute's module sets, cheapest recompute first, each adding what
  * the model has to the one before (Megatron-core's modules, vocab/zp_plan.c; what each keeps and costs again:
- * models/zp_model.c zp_model_rc_saved_layer, sim/zp_schedule.c modules_recompute):
+ * models/zp_model.c zp_model_rc_saved_layer, sim/zp_block.c zp_block_recompute_modules):
  *  1. core_attn, Megatron-core's default (0);
  *  2. layernorm and moe_act: their forward again is elementwise kernels only, no GEMM;
  *  3. and mla_up_proj: MLA's Q, K and V up-projections, GEMMs of the latent width (DeepSeek-V3's recipe,

@@ -1,9 +1,9 @@
-/* zp_builder.h — private to sim/: the schedule builder, shared by the step's structure (zp_schedule.c)
- * and the memory layouts (zp_layout.c) that emit its alloc and free ops: the interface a layout
- * implements (its facts of a plan's parameters, its hooks), the builder's state (the op lists being built,
- * where in the step it is) and its appending functions (zp_builder.c). It knows neither the step's
- * structure nor any layout: zp_schedule.c -> zp_layout.c -> zp_builder.c, and zp_schedule.c ->
- * zp_builder.c. */
+/* zp_builder.h — private to sim/: the schedule builder, shared by the step's structure (zp_schedule.c, a
+ * block's ops from zp_block.c, each op from zp_emit.c) and the memory layouts (zp_layout.c) that emit its
+ * alloc and free ops: the interface a layout implements (its facts of a plan's parameters, its hooks), the
+ * builder's state (the op lists being built, where in the step it is) and its appending functions
+ * (zp_builder.c). It knows neither the step's structure nor any layout: zp_schedule.c -> zp_layout.c ->
+ * zp_builder.c, and zp_schedule.c -> zp_block.c -> zp_emit.c -> zp_builder.c. */
 #ifndef ZP_BUILDER_H
 #define ZP_BUILDER_H
 
@@ -89,7 +89,7 @@ typedef struct zp_builder {
     int flush_pending;         /* buckets whose reduction waits for the pipeline flush (passes_end) */
     int last_buckets;          /* buckets closed in the passes of the last micro-batch (offload copies them) */
     double tp_ag;              /* TP overlap: bytes of a sequence-parallel all-gather waiting for the GEMM that
-                                  consumes it (0: none; zp_schedule.c's mp_gather) */
+                                  consumes it (0: none; zp_emit.c's zp_emit_mp_gather) */
     int pg_left;               /* overlap_param_gather: gathered buckets the first forward has not waited for */
     double pg_bucket;          /* ... their parameters each */
     double pg_asked, pg_ready; /* ... parameters the first forward has reached, and those waited for */

@@ -340,7 +340,7 @@ static double ds_block_acts(const zp_builder *b)
 }
 
 /* What torchtitan's op-level selective recompute keeps of a block (zp_model_op_sac says which matmuls'
- * outputs; op_sac_recompute in zp_schedule.c which ops run again): the block's input (the checkpoint
+ * outputs; zp_block_recompute_op in zp_block.c which ops run again): the block's input (the checkpoint
  * wrapper's), the kept matmuls' outputs (Llama's wq's Q, wv's V, w1's T x f and w2's T x h, partial before the
  * MP reduction; an MoE block's gate's logits, its shared experts'), the SDPA kernel's output and its fp32
  * log-sum-exp per query head, with sequence parallelism the two reduce-scatters' outputs, with EP the

@@ -74,7 +74,7 @@ zp_status zp_cp_comm_parse(const char *text, zp_cp_comm *out); /* either name */
 zp_status zp_recompute_parse(const char *text, zp_recompute *out);
 
 /* Tensor-parallel communication overlapped with the GEMMs that consume or produce it (sequence parallelism's
- * all-gathers and reduce-scatters split into chunks, each beside a chunk of the GEMM; sim/zp_schedule.c):
+ * all-gathers and reduce-scatters split into chunks, each beside a chunk of the GEMM; sim/zp_emit.c):
  *  TE: Transformer Engine's userbuffers as Megatron-core runs them (--tp-comm-overlap): the all-gather before
  *      a column-parallel GEMM (and before a row-parallel GEMM's input gradient) as a ring exchange of TP
  *      chunks over copy engines, the reduce-scatter after a row-parallel GEMM pipelined over 4 chunks by an
