@@ -88,6 +88,8 @@ typedef struct {
                                 --distribute-saved-activations); 0 */
     int precision;           /* ZP_LAUNCH_FP32/FP16/BF16, or UNSET */
     int grad_fp32;           /* 1: gradients accumulated and reduced in fp32; UNSET */
+    int grad_bf16;           /* 1: --grad-reduce-in-bf16 (Megatron-LM: gradients kept and reduced in bf16) */
+    int main_grads_bf16;     /* 1: --main-grads-dtype bf16 (the precision-aware optimizer's; the same) */
     int param_gather;        /* 1: Megatron-LM --overlap-param-gather (NeMo optim.overlap_param_sync); UNSET */
     int p2p_overlap;         /* the interleaved schedule's pipeline sends overlapped: 0 with Megatron-LM's
                                 --no-overlap-p2p-communication, NeMo's model.overlap_p2p_comm; UNSET: the

@@ -223,9 +223,35 @@ static zp_status launch_batch(zp_launch *l, int64_t dp, zp_search_req *r)
     return ZP_OK;
 }
 
+/* bf16 gradients in Megatron-LM (megatron/training/arguments.py, the bf16 branch): --main-grads-dtype bf16 needs
+ * the precision-aware optimizer and contradicts --accumulate-allreduce-grads-in-fp32 (both asserted there);
+ * --grad-reduce-in-bf16 overrides that flag; either is bf16 training's. */
+static zp_status check_grad_bf16(const zp_launch *l, int prec)
+{
+    if (l->main_grads_bf16 != 1 && l->grad_bf16 != 1)
+        return ZP_OK;
+    const char *what = l->main_grads_bf16 == 1 ? "--main-grads-dtype bf16" : "--grad-reduce-in-bf16";
+    if (prec != ZP_LAUNCH_BF16)
+        return ZP_FAIL(ZP_EINVAL, "%s: %s: Megatron-LM keeps gradients in bf16 beside --bf16 parameters only (add "
+                                  "--bf16, or drop it)",
+                       l->name, what);
+    if (l->main_grads_bf16 == 1 && l->precision_aware != 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: --main-grads-dtype bf16 is the precision-aware optimizer's (Megatron-core: "
+                                  "\"main_grads_dtype can only be fp32 when not using precision-aware optimizer\"): "
+                                  "add --use-precision-aware-optimizer",
+                       l->name);
+    if (l->main_grads_bf16 == 1 && l->grad_fp32 == 1)
+        return ZP_FAIL(ZP_EINVAL, "%s: --main-grads-dtype bf16 beside --accumulate-allreduce-grads-in-fp32: Megatron-LM "
+                                  "refuses it (\"--main-grads-dtype can only be fp32 when "
+                                  "--accumulate-allreduce-grads-in-fp32 is set\"): drop one",
+                       l->name);
+    return ZP_OK;
+}
+
 /* Precision: 16-bit mixed precision or fp32; the gradients' type. Megatron-LM and NeMo train in fp32 unless
  * told (--fp16/--bf16, trainer.precision), and keep bf16 models' gradients in fp32 (arguments.py forces
- * accumulate_allreduce_grads_in_fp32); torchtitan's FSDP computes in bf16 and reduces in fp32 by default. */
+ * accumulate_allreduce_grads_in_fp32) unless they are bf16 (check_grad_bf16); torchtitan's FSDP computes in
+ * bf16 and reduces in fp32 by default. */
 static zp_status launch_precision(zp_launch *l, zp_search_req *r)
 {
     int prec = l->precision;
@@ -238,9 +264,11 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
     r->base.k_optimizer = prec == ZP_LAUNCH_FP32 ? 8.0 : ZP_ADAM_K;
     r->base.bf16 = prec == ZP_LAUNCH_BF16;
     zp_search_req_give(r, ZP_SEARCH_BF16);
+    ZP_TRY(check_grad_bf16(l, prec));
     const int fp32_grads = l->kind == ZP_LAUNCH_TORCHTITAN && l->grad_fp32 != ZP_LAUNCH_UNSET
                                ? l->grad_fp32 /* FSDP's reduce dtype, as stated */
-                               : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
+                           : l->grad_bf16 == 1 || l->main_grads_bf16 == 1 ? 0
+                                                                          : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
     r->base.grad_bytes = prec != ZP_LAUNCH_FP32 && fp32_grads ? 4.0 : 0.0;
     /* FP8: the linear layers' GEMMs in FP8 beside bf16 (Megatron-core's default recipe is delayed scaling,
      * torchao's tensorwise) */

@@ -320,8 +320,11 @@ static zp_status set_delay_wgrad(zp_launch *l, const zp_launch_entry *e)
 /* Megatron-core's precision-aware optimizer (--use-precision-aware-optimizer) keeps Adam's moments, its main
  * parameters or its main gradients in another type. Adam's moments (--exp-avg-dtype, --exp-avg-sq-dtype: fp32,
  * bf16, fp16, fp8; DeepSeek-V3's recipe: bf16) are read into the plan (zp_plan.exp_avg_bytes, exp_avg_sq_bytes);
- * the main parameters and gradients (--main-params-dtype, --main-grads-dtype) are read in fp32, zplan's, and
- * another type, which would change the memory, is refused, naming it. */
+ * the main gradients (--main-grads-dtype) in fp32 or bf16: with bf16 Megatron-LM does not force the gradients'
+ * accumulation and reduction into fp32 (megatron/training/arguments.py: accumulate_allreduce_grads_in_fp32 is
+ * set for bf16 only while main_grads_dtype is fp32), so the gradient buffer is bf16 (zp_launch.main_grads_bf16); the
+ * main parameters (--main-params-dtype) in fp32, zplan's: fp16, which would change the memory, is refused,
+ * naming it. */
 static zp_status set_moment_dtype(zp_launch *l, const zp_launch_entry *e)
 {
     const double b = zp_adam_moment_bytes(e->value);
@@ -335,8 +338,15 @@ static zp_status set_opt_dtype(zp_launch *l, const zp_launch_entry *e)
 {
     if (strcmp(e->value, "fp32") == 0)
         return ZP_OK;
-    return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s %s: the precision-aware optimizer's main parameters and gradients in "
-                              "another type than fp32 are not modelled (give fp32 or leave it out to plan so)",
+    if (strcmp(e->key, "main-grads-dtype") == 0) {
+        if (strcmp(e->value, "bf16") != 0)
+            return ZP_FAIL(ZP_EINVAL, "%s:%d: --main-grads-dtype '%s': use fp32 or bf16 (Megatron-core's choices)",
+                           l->name, e->line, e->value);
+        l->main_grads_bf16 = 1;
+        return ZP_OK;
+    }
+    return ZP_FAIL(ZP_EINVAL, "%s:%d: --%s %s: the precision-aware optimizer's main parameters in another type than "
+                              "fp32 are not modelled (give fp32 or leave it out to plan so)",
                    l->name, e->line, e->key, e->value);
 }
 
@@ -388,6 +398,7 @@ static const zp_launch_key g_keys[] = {
     {"exp-avg-sq-dtype", ZP_LK_FN, 0, 0, set_moment_dtype, NULL},
     {"main-params-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
     {"main-grads-dtype", ZP_LK_FN, 0, 0, set_opt_dtype, NULL},
+    {"grad-reduce-in-bf16", ZP_LK_FLAG, F(grad_bf16), 1, NULL, NULL},
     {"moe-expert-capacity-factor", ZP_LK_REAL, F(capacity), 0, NULL, NULL},
     {"moe-shared-expert-overlap", ZP_LK_FLAG, F(shared_overlap), 1, NULL, NULL},
     {"activation-func-fp8-input-store", ZP_LK_FLAG, F(act_fp8_store), 1, NULL, NULL},

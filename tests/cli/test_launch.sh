@@ -438,8 +438,9 @@ for ds in "deepseek-v2-lite --gpus 64 --ep 8 --mp 2 --sp --stage 0" \
   fi
 done
 # Megatron-core's precision-aware optimizer: Adam's moments in bf16 (DeepSeek-V3's) read, written and read back
-# at the same step; without --use-precision-aware-optimizer, or with the main gradients in bf16 (not modelled),
-# refused naming the fix
+# at the same step; without --use-precision-aware-optimizer refused naming the fix. Its main gradients in bf16
+# (--main-grads-dtype bf16), or --grad-reduce-in-bf16: bf16 gradients, 2 bytes a parameter less; refused beside
+# --accumulate-allreduce-grads-in-fp32 and without the precision-aware optimizer, as Megatron-LM asserts
 judged "--use-precision-aware-optimizer with fp32 types" --megatron-args \
   <(sed 's/$/ --use-precision-aware-optimizer --exp-avg-dtype fp32 --main-grads-dtype fp32/' "$T/rc.args") \
   --gpus 64 --cluster hgx-h800 --analytic --top 1
@@ -454,8 +455,21 @@ else
 fi
 bad "bf16 Adam moments without the flag" "add --use-precision-aware-optimizer" \
   --megatron-args <(sed 's/ --use-precision-aware-optimizer//' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
-bad "bf16 main gradients" "--main-grads-dtype bf16: the precision-aware optimizer's main parameters and gradients" \
+for g in "--main-grads-dtype bf16" "--grad-reduce-in-bf16"; do
+  judged "$g" --megatron-args <(sed -e 's/ --accumulate-allreduce-grads-in-fp32//' -e "s/\$/ $g/" "$T/am.args") \
+    --gpus 64 --cluster hgx-h800 --analytic --top 1
+  has "$g: bf16 gradients" "^Precision: bf16 mixed precision: 2-byte parameters, bf16 gradients, 8 bytes of optimizer state: 12 bytes"
+done
+bad "bf16 main gradients beside fp32 accumulation" 'Megatron-LM refuses it ..--main-grads-dtype can only be fp32 when' \
   --megatron-args <(sed 's/$/ --main-grads-dtype bf16/' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
+bad "bf16 main gradients without the precision-aware optimizer" "add --use-precision-aware-optimizer" \
+  --megatron-args <(sed -e 's/ --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16//' \
+  -e 's/ --accumulate-allreduce-grads-in-fp32//' -e 's/$/ --main-grads-dtype bf16/' "$T/am.args") --gpus 64 \
+  --cluster hgx-h800 --analytic
+bad "fp16 main gradients" "--main-grads-dtype 'fp16': use fp32 or bf16" \
+  --megatron-args <(sed 's/$/ --main-grads-dtype fp16/' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
+bad "fp16 main parameters" "--main-params-dtype fp16: the precision-aware optimizer's main parameters" \
+  --megatron-args <(sed 's/$/ --main-params-dtype fp16/' "$T/am.args") --gpus 64 --cluster hgx-h800 --analytic
 # The SwiGLU unfused (Megatron-LM's --no-bias-swiglu-fusion; NeMo's model.bias_activation_fusion false): written,
 # read back at the same step and with the SiLU's output kept (JSON swiglu_fusion false); read from NeMo; the FP8
 # input store noted and dropped without the fused kernel, which alone keeps it; refused in a torchtitan TOML
