@@ -270,6 +270,12 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
                            : l->grad_bf16 == 1 || l->main_grads_bf16 == 1 ? 0
                                                                           : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
     r->base.grad_bytes = prec != ZP_LAUNCH_FP32 && fp32_grads ? 4.0 : 0.0;
+    /* Megatron-core's OptimizerConfig.store_param_remainders (default true) hands Transformer Engine's FusedAdam
+     * bf16 parameters' fp32 main copies as their low 16 bits alone: not modelled, said */
+    if (l->precision_aware == 1 && prec == ZP_LAUNCH_BF16)
+        zp_launch_note(l, "--use-precision-aware-optimizer: Megatron-core keeps only the low 16 bits of the fp32 "
+                          "main parameters beside bf16 ones (store_param_remainders, its default); zplan counts "
+                          "them whole, 2 bytes a parameter over the DP ranks more");
     /* FP8: the linear layers' GEMMs in FP8 beside bf16 (Megatron-core's default recipe is delayed scaling,
      * torchao's tensorwise) */
     if (l->fp8 && prec != ZP_LAUNCH_BF16)
