@@ -265,10 +265,11 @@ static zp_status launch_precision(zp_launch *l, zp_search_req *r)
     r->base.bf16 = prec == ZP_LAUNCH_BF16;
     zp_search_req_give(r, ZP_SEARCH_BF16);
     ZP_TRY(check_grad_bf16(l, prec));
-    const int fp32_grads = l->kind == ZP_LAUNCH_TORCHTITAN && l->grad_fp32 != ZP_LAUNCH_UNSET
-                               ? l->grad_fp32 /* FSDP's reduce dtype, as stated */
-                           : l->grad_bf16 == 1 || l->main_grads_bf16 == 1 ? 0
-                                                                          : l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
+    int fp32_grads = l->grad_fp32 == 1 || prec == ZP_LAUNCH_BF16;
+    if (l->kind == ZP_LAUNCH_TORCHTITAN && l->grad_fp32 != ZP_LAUNCH_UNSET)
+        fp32_grads = l->grad_fp32; /* FSDP's reduce dtype, as stated */
+    else if (l->grad_bf16 == 1 || l->main_grads_bf16 == 1)
+        fp32_grads = 0;
     r->base.grad_bytes = prec != ZP_LAUNCH_FP32 && fp32_grads ? 4.0 : 0.0;
     /* Megatron-core's OptimizerConfig.store_param_remainders (default true) hands Transformer Engine's FusedAdam
      * bf16 parameters' fp32 main copies as their low 16 bits alone: not modelled, said */

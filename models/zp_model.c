@@ -560,7 +560,7 @@ void zp_model_op_sac(const zp_model *m, int moe, zp_op_sac *out)
     *out = (zp_op_sac){0};
     for (int i = 0; i < n; i++) {
         out->has |= seq[i];
-        if ((i + 1) % 2 == 1)
+        if (i % 2 == 0) /* the 1st, 3rd, ... */
             out->kept |= seq[i];
         else
             out->rerun |= seq[i];

@@ -355,19 +355,16 @@ static double ds_op_sac_kept_block(const zp_builder *b, int64_t block)
     zp_model_op_sac(b->m, S.moe, &o);
     const double T = S.T, h = S.h, Ts = b->p->sp ? T / (double)b->p->mp : T;
     const struct {
-        unsigned bit;
-        double n; /* elements per token */
-    } out[] = {{ZP_SAC_WQ, S.q_n},        {ZP_SAC_WK, S.kvh * S.dqk},    {ZP_SAC_WV, S.kvh * S.dv},
-               {ZP_SAC_WQ_A, S.q_rank},   {ZP_SAC_WQ_B, S.q_n},          {ZP_SAC_WKV_A, S.kv_rank + S.rope},
-               {ZP_SAC_WKV_B, S.kv_n},    {ZP_SAC_WO, h},                {ZP_SAC_ROUTER, S.E},
-               {ZP_SAC_W1, S.f},          {ZP_SAC_W3, S.f}};
-    double n = 0.0; /* the attention's kept outputs, the SDPA output, then the MLP's, summed in that order */
-    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
-        if (out[i].bit == ZP_SAC_ROUTER)
-            n += S.o_k;
-        if (o.kept & out[i].bit)
+        unsigned bit; /* 0: kept whatever the parity (the SDPA kernel's output) */
+        double n;     /* elements per token */
+    } out[] = {{ZP_SAC_WQ, S.q_n},      {ZP_SAC_WK, S.kvh * S.dqk}, {ZP_SAC_WV, S.kvh * S.dv},
+               {ZP_SAC_WQ_A, S.q_rank}, {ZP_SAC_WQ_B, S.q_n},       {ZP_SAC_WKV_A, S.kv_rank + S.rope},
+               {ZP_SAC_WKV_B, S.kv_n},  {ZP_SAC_WO, h},             {0, S.o_k},
+               {ZP_SAC_ROUTER, S.E},    {ZP_SAC_W1, S.f},           {ZP_SAC_W3, S.f}};
+    double n = 0.0; /* summed in the block's order */
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+        if (out[i].bit == 0 || (o.kept & out[i].bit))
             n += out[i].n;
-    }
     double kept = 2.0 * Ts * h + 2.0 * T * n + 4.0 * T * S.qh;
     if (o.kept & ZP_SAC_W2)
         kept += 2.0 * T * h;
